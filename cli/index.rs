@@ -1,0 +1,169 @@
+//! `graphrag-rs index`: load settings and pipeline, validate, then run or
+//! print the plan (--dry-run).
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use graphrag_engine::context::LocalFiles;
+use graphrag_engine::pipeline::{self, Plan};
+use graphrag_engine::runner::{self, RunOptions, Workspace};
+use graphrag_engine::settings;
+use graphrag_operations::suggest::did_you_mean;
+use std::io::IsTerminal;
+
+use crate::assets::WORKFLOWS;
+
+pub struct IndexArgs {
+    pub root: PathBuf,
+    pub method: String,
+    pub resume: bool,
+    pub dry_run: bool,
+    pub verbosity: i8,
+}
+
+/// The pipeline file and text for `--method`: a path, the project's
+/// workflows/<method>.yaml, or the shipped default.
+fn pipeline_source(root: &Path, method: &str) -> anyhow::Result<(PathBuf, String)> {
+    let as_path = Path::new(method);
+    if method.ends_with(".yaml") || method.ends_with(".yml") {
+        let text = std::fs::read_to_string(as_path)
+            .with_context(|| format!("reading pipeline {method}"))?;
+        return Ok((as_path.to_path_buf(), text));
+    }
+    let in_project = root.join("workflows").join(format!("{method}.yaml"));
+    if in_project.exists() {
+        let text = std::fs::read_to_string(&in_project)
+            .with_context(|| format!("reading {}", in_project.display()))?;
+        return Ok((in_project, text));
+    }
+    match WORKFLOWS.iter().find(|(m, _)| *m == method) {
+        Some((_, text)) => Ok((PathBuf::from(format!("<built-in {method}.yaml>")), text.to_string())),
+        None => anyhow::bail!(
+            "unknown method `{method}`: expected standard, fast, a workflows/<name>.yaml in the project, or a path to a pipeline .yaml{}",
+            did_you_mean(method, WORKFLOWS.iter().map(|(m, _)| *m))
+        ),
+    }
+}
+
+pub fn run(args: &IndexArgs) -> anyhow::Result<()> {
+    let loaded = settings::load(&args.root)?;
+    let s = &loaded.settings;
+    let log_file = args
+        .root
+        .join(&s.reporting.base_dir)
+        .join("indexing-engine.log");
+    crate::logging::init(
+        args.verbosity,
+        (!args.dry_run).then_some(log_file.as_path()),
+    )?;
+    let (pipeline_file, text) = pipeline_source(&args.root, &args.method)?;
+    let registry = graphrag_verbs::registry();
+    let plan = pipeline::load(&pipeline_file, &text, s, &registry)?;
+    let ws = Workspace {
+        output_dir: args.root.join(&s.output_storage.base_dir),
+        files: Box::new(LocalFiles {
+            root: args.root.join(&s.input_storage.base_dir),
+        }),
+    };
+    if args.dry_run {
+        print_plan(&plan, &ws, args.resume)?;
+        return Ok(());
+    }
+    tracing::info!(pipeline = %plan.name, steps = plan.steps.len(), "indexing {}", args.root.display());
+    let opts = RunOptions {
+        resume: args.resume,
+        progress: args.verbosity >= 0 && std::io::stderr().is_terminal(),
+    };
+    let stats = runner::run(&plan, &ws, &opts)?;
+    if args.verbosity >= 0 {
+        println!(
+            "Indexed with pipeline `{}` in {:.2} s:",
+            plan.name, stats.total_runtime
+        );
+        for step in &plan.steps {
+            if let Some(st) = stats.workflows.get(&step.id) {
+                println!(
+                    "  {:<20} {:<8} {:>8.2} s  rows in {:>7}  out {:>7}{}",
+                    step.id,
+                    st.status,
+                    st.overall,
+                    st.rows_in,
+                    st.rows_out,
+                    if st.warnings > 0 {
+                        format!("  ({} warnings, see log)", st.warnings)
+                    } else {
+                        String::new()
+                    }
+                );
+            }
+        }
+        let published: Vec<&str> = plan.published.iter().map(String::as_str).collect();
+        println!(
+            "Tables in {}: {}",
+            ws.output_dir.display(),
+            published.join(", ")
+        );
+        println!("Stats: {}", ws.output_dir.join("stats.json").display());
+    }
+    Ok(())
+}
+
+fn print_plan(plan: &Plan, ws: &Workspace, resume: bool) -> anyhow::Result<()> {
+    let skip = if resume {
+        runner::resume_preview(plan, ws)?
+    } else {
+        vec![false; plan.steps.len()]
+    };
+    println!("Settings and pipeline are valid.");
+    println!(
+        "Pipeline `{}` ({}): {} steps",
+        plan.name,
+        plan.file.display(),
+        plan.steps.len()
+    );
+    for (i, (step, skip)) in plan.steps.iter().zip(skip).enumerate() {
+        let action = if skip { "skip (unchanged)" } else { "run" };
+        println!(
+            "  {}. {} [{}] {} -> {}  {}",
+            i + 1,
+            step.id,
+            step.info.name,
+            if step.inputs.is_empty() {
+                "-".to_string()
+            } else {
+                step.inputs.join(", ")
+            },
+            step.outputs.join(", "),
+            action
+        );
+        if let Some(args) = step.args.as_object().filter(|a| !a.is_empty()) {
+            println!("       args: {}", serde_json::to_string(args)?);
+        }
+    }
+    let published: Vec<&str> = plan.published.iter().map(String::as_str).collect();
+    println!(
+        "Publishes to {}: {}",
+        ws.output_dir.display(),
+        published.join(", ")
+    );
+    Ok(())
+}
+
+pub fn print_verbs() {
+    let registry = graphrag_verbs::registry();
+    println!("Verbs in this build:");
+    for name in registry.names() {
+        let info = registry.info(name).expect("listed");
+        println!(
+            "  {:<16} {}  ({} -> {})",
+            name,
+            info.about,
+            info.inputs.join(", "),
+            info.outputs.join(", ")
+        );
+    }
+    println!("Designed, not built yet:");
+    for (name, note) in registry.planned_verbs() {
+        println!("  {name:<16} {note}");
+    }
+}

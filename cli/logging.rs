@@ -1,0 +1,47 @@
+//! Logs: human-readable on stderr (level from -v/-q) and a full log file in
+//! the project's reporting folder.
+
+use std::fs::{self, File};
+use std::io::IsTerminal;
+use std::path::Path;
+use std::sync::Arc;
+
+use tracing_subscriber::filter::LevelFilter;
+use tracing_subscriber::fmt;
+use tracing_subscriber::prelude::*;
+
+pub fn init(verbosity: i8, log_file: Option<&Path>) -> anyhow::Result<()> {
+    let console = match verbosity {
+        i8::MIN..=-1 => LevelFilter::WARN,
+        0 => LevelFilter::INFO,
+        1 => LevelFilter::DEBUG,
+        _ => LevelFilter::TRACE,
+    };
+    let file_layer = match log_file {
+        Some(path) => {
+            if let Some(dir) = path.parent() {
+                fs::create_dir_all(dir)?;
+            }
+            let file = File::options().create(true).append(true).open(path)?;
+            Some(
+                fmt::layer()
+                    .with_ansi(false)
+                    .with_writer(Arc::new(file))
+                    .with_filter(console.max(LevelFilter::INFO)),
+            )
+        }
+        None => None,
+    };
+    let _ = tracing_subscriber::registry()
+        .with(
+            fmt::layer()
+                .with_writer(std::io::stderr)
+                .with_ansi(std::io::stderr().is_terminal())
+                .with_target(false)
+                .compact()
+                .with_filter(console),
+        )
+        .with(file_layer)
+        .try_init();
+    Ok(())
+}

@@ -1,0 +1,114 @@
+//! The `graphrag-rs` command line: argument parsing, logging, exit codes.
+
+mod assets;
+mod index;
+mod init;
+mod logging;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "graphrag-rs",
+    version,
+    about = "Build a knowledge-graph index of a folder of documents and query it (GraphRAG / LightRAG compatible)"
+)]
+struct Cli {
+    /// More log output (-v debug, -vv trace).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
+    /// Only warnings and errors, no progress bars.
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    quiet: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Args)]
+struct RootArg {
+    /// The project folder.
+    #[arg(long, default_value = ".")]
+    root: PathBuf,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Create a project: settings.yaml, prompts/, workflows/, input/, .env.
+    Init {
+        #[command(flatten)]
+        root: RootArg,
+        /// Overwrite settings.yaml, prompts/ and workflows/ of an existing project (.env and input/ are kept).
+        #[arg(long)]
+        force: bool,
+    },
+    /// Run the indexing pipeline over input/ and write Parquet tables to output/.
+    Index {
+        #[command(flatten)]
+        root: RootArg,
+        /// Pipeline: standard, fast, or a path to a pipeline YAML file.
+        #[arg(long, default_value = "standard")]
+        method: String,
+        /// Skip steps whose verb, args and inputs are unchanged since the last run.
+        #[arg(long)]
+        resume: bool,
+        /// Validate settings and pipeline and print the plan without running it.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Ask a question of an index (not built yet in this version).
+    Query {
+        #[command(flatten)]
+        root: RootArg,
+        #[arg(long, default_value = "local")]
+        method: String,
+        question: Vec<String>,
+    },
+    /// Add or remove documents without re-indexing everything (not built yet in this version).
+    Update {
+        #[command(flatten)]
+        root: RootArg,
+    },
+    /// List the verbs this build provides.
+    Verbs,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let verbosity = if cli.quiet { -1 } else { cli.verbose as i8 };
+    let result = match cli.command {
+        Command::Init { root, force } => init::run(&root.root, force),
+        Command::Index {
+            root,
+            method,
+            resume,
+            dry_run,
+        } => index::run(&index::IndexArgs {
+            root: root.root,
+            method,
+            resume,
+            dry_run,
+            verbosity,
+        }),
+        Command::Query { .. } => Err(anyhow::anyhow!(
+            "`query` is not built yet in this version of graphrag-rs (indexing builds documents and text_units so far)"
+        )),
+        Command::Update { .. } => Err(anyhow::anyhow!(
+            "`update` is not built yet in this version of graphrag-rs; run `index` again (with --resume to skip unchanged steps)"
+        )),
+        Command::Verbs => {
+            index::print_verbs();
+            Ok(())
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!("{e:#}");
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,130 @@
+//! What a verb may use besides its input tables: read access to the input
+//! files, progress bars and warning counters. Verbs never open files
+//! themselves, so storage can change (object stores) without touching them.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::SystemTime;
+
+use anyhow::Context;
+use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
+
+/// One file of the input storage.
+#[derive(Debug, Clone)]
+pub struct FileEntry {
+    /// Path relative to the input folder, `/`-separated.
+    pub path: String,
+    pub size: u64,
+    pub modified: SystemTime,
+}
+
+/// Read-only access to the input documents.
+pub trait FileSource: Send + Sync {
+    /// Every file, sorted by path.
+    fn list(&self) -> anyhow::Result<Vec<FileEntry>>;
+    fn read(&self, path: &str) -> anyhow::Result<Vec<u8>>;
+    /// Where the files are, for messages.
+    fn describe(&self) -> String;
+}
+
+/// Files under a local folder.
+pub struct LocalFiles {
+    pub root: PathBuf,
+}
+
+impl FileSource for LocalFiles {
+    fn list(&self) -> anyhow::Result<Vec<FileEntry>> {
+        if !self.root.is_dir() {
+            anyhow::bail!("input folder {} does not exist", self.root.display());
+        }
+        let mut out = Vec::new();
+        walk(&self.root, &self.root, &mut out)?;
+        out.sort_by(|a, b| a.path.cmp(&b.path));
+        Ok(out)
+    }
+
+    fn read(&self, path: &str) -> anyhow::Result<Vec<u8>> {
+        let full = self.root.join(path);
+        std::fs::read(&full).with_context(|| format!("reading {}", full.display()))
+    }
+
+    fn describe(&self) -> String {
+        self.root.display().to_string()
+    }
+}
+
+fn walk(root: &Path, dir: &Path, out: &mut Vec<FileEntry>) -> anyhow::Result<()> {
+    for entry in std::fs::read_dir(dir).with_context(|| format!("listing {}", dir.display()))? {
+        let entry = entry?;
+        let meta = entry.metadata()?;
+        let p = entry.path();
+        if meta.is_dir() {
+            walk(root, &p, out)?;
+        } else if meta.is_file() {
+            let rel = p.strip_prefix(root).unwrap_or(&p);
+            let rel: Vec<String> = rel
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                .collect();
+            out.push(FileEntry {
+                path: rel.join("/"),
+                size: meta.len(),
+                modified: meta.modified().unwrap_or(SystemTime::UNIX_EPOCH),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Counters a verb bumps; they end up in stats.json.
+#[derive(Debug, Default)]
+pub struct StepCounters {
+    pub warnings: AtomicU64,
+}
+
+pub struct VerbContext<'a> {
+    pub step_id: &'a str,
+    pub files: &'a dyn FileSource,
+    pub counters: &'a StepCounters,
+    progress: Option<&'a MultiProgress>,
+}
+
+impl<'a> VerbContext<'a> {
+    pub fn new(
+        step_id: &'a str,
+        files: &'a dyn FileSource,
+        counters: &'a StepCounters,
+        progress: Option<&'a MultiProgress>,
+    ) -> Self {
+        VerbContext {
+            step_id,
+            files,
+            counters,
+            progress,
+        }
+    }
+
+    /// A progress bar of `len` items for this step (hidden when quiet or not a terminal).
+    pub fn progress(&self, len: u64, what: &str) -> ProgressBar {
+        let Some(multi) = self.progress else {
+            return ProgressBar::hidden();
+        };
+        let bar = multi.add(ProgressBar::new(len));
+        bar.set_style(
+            ProgressStyle::with_template(
+                "{prefix:>12} [{bar:30}] {pos}/{len} {msg} ({elapsed}, eta {eta})",
+            )
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> "),
+        );
+        bar.set_prefix(self.step_id.to_string());
+        bar.set_message(what.to_string());
+        bar
+    }
+
+    /// Logs a warning and counts it for stats.json.
+    pub fn warn(&self, message: impl std::fmt::Display) {
+        self.counters.warnings.fetch_add(1, Ordering::Relaxed);
+        tracing::warn!(step = self.step_id, "{message}");
+    }
+}

@@ -1,0 +1,19 @@
+//! graphrag-rs engine: settings, the workflow DAG (parse, validate, order,
+//! run, resume), the Parquet table store, the verb interface and stats.
+//!
+//! The engine knows no verb by name: verbs arrive through a [`verb::Registry`].
+
+pub mod config_error;
+pub mod context;
+pub mod env;
+pub mod pipeline;
+pub mod runner;
+pub mod schema;
+pub mod settings;
+pub mod stats;
+pub mod store;
+pub mod table;
+pub mod verb;
+pub mod yaml_lines;
+
+pub use config_error::ConfigError;

@@ -1,0 +1,371 @@
+//! Pipelines are data: a YAML list of steps (verb, inputs, outputs, args).
+//! This module parses one, resolves `${settings.path}` references in args,
+//! validates it against the registry and orders it. Nothing runs here.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::config_error::ConfigError;
+use crate::settings::Settings;
+use crate::verb::{Registry, Verb, VerbInfo};
+use crate::yaml_lines;
+use graphrag_operations::suggest::did_you_mean;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PipelineFile {
+    name: String,
+    #[serde(default)]
+    description: String,
+    /// Tables published to the output folder; the rest are intermediate.
+    outputs: Vec<String>,
+    steps: Vec<StepFile>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StepFile {
+    id: String,
+    verb: String,
+    #[serde(default)]
+    inputs: Vec<String>,
+    outputs: Vec<String>,
+    #[serde(default)]
+    args: Value,
+}
+
+pub struct Step {
+    pub id: String,
+    pub info: VerbInfo,
+    pub inputs: Vec<String>,
+    pub outputs: Vec<String>,
+    /// Args after `${...}` resolution: what the step hash covers.
+    pub args: Value,
+    pub verb: Box<dyn Verb>,
+    pub line: Option<usize>,
+    /// Indexes (into `Plan::steps`) of the steps producing this step's inputs.
+    pub deps: Vec<usize>,
+}
+
+pub struct Plan {
+    pub name: String,
+    pub description: String,
+    pub file: PathBuf,
+    /// In dependency order (YAML order among independent steps).
+    pub steps: Vec<Step>,
+    pub published: BTreeSet<String>,
+}
+
+impl Plan {
+    pub fn is_published(&self, table: &str) -> bool {
+        self.published.contains(table)
+    }
+}
+
+/// Parses, resolves and validates a pipeline.
+pub fn load(
+    file: &Path,
+    text: &str,
+    settings: &Settings,
+    registry: &Registry,
+) -> Result<Plan, ConfigError> {
+    let de = serde_yaml_ng::Deserializer::from_str(text);
+    let parsed: PipelineFile = serde_path_to_error::deserialize(de).map_err(|e| {
+        let mut err = ConfigError::from_yaml(file, e);
+        if err.line.is_none() {
+            err.line = yaml_lines::line_of(text, &err.path);
+        }
+        err
+    })?;
+    let settings_json = serde_json::to_value(settings).expect("settings serialise");
+    let at = |path: &str, msg: String| {
+        ConfigError::new(file, yaml_lines::line_of(text, path), path, msg)
+    };
+
+    let mut seen_ids = BTreeSet::new();
+    let mut producer: HashMap<String, usize> = HashMap::new();
+    let mut steps = Vec::with_capacity(parsed.steps.len());
+    for (i, s) in parsed.steps.into_iter().enumerate() {
+        let here = format!("steps[{i}]");
+        let step_msg = |m: String| format!("step `{}`: {m}", s.id);
+        if !seen_ids.insert(s.id.clone()) {
+            return Err(at(
+                &format!("{here}.id"),
+                step_msg("duplicate step id".into()),
+            ));
+        }
+        let Some(info) = registry.info(&s.verb) else {
+            let msg = match registry.planned_note(&s.verb) {
+                Some(note) => format!(
+                    "verb `{}` is not built yet in this version of graphrag-rs ({note})",
+                    s.verb
+                ),
+                None => format!(
+                    "unknown verb `{}`{}; known verbs: {}",
+                    s.verb,
+                    did_you_mean(&s.verb, registry.names()),
+                    registry.names().collect::<Vec<_>>().join(", ")
+                ),
+            };
+            return Err(at(&format!("{here}.verb"), step_msg(msg)));
+        };
+        for (what, declared, roles) in [
+            ("input", &s.inputs, info.inputs),
+            ("output", &s.outputs, info.outputs),
+        ] {
+            if declared.len() != roles.len() {
+                return Err(at(
+                    &format!("{here}.{what}s"),
+                    step_msg(format!(
+                        "verb `{}` takes {} {what}(s) ({}), the step lists {}",
+                        s.verb,
+                        roles.len(),
+                        roles.join(", "),
+                        declared.len()
+                    )),
+                ));
+            }
+        }
+        for out in &s.outputs {
+            if let Some(&other) = producer.get(out) {
+                let other_id: &String = &steps_id(&steps, other);
+                return Err(at(
+                    &format!("{here}.outputs"),
+                    step_msg(format!(
+                        "table `{out}` is already produced by step `{other_id}` (duplicate output)"
+                    )),
+                ));
+            }
+            producer.insert(out.clone(), i);
+        }
+        let args = resolve(&s.args, &settings_json, "").map_err(|(p, m)| {
+            let path = if p.is_empty() {
+                format!("{here}.args")
+            } else {
+                format!("{here}.args.{p}")
+            };
+            at(&path, step_msg(m))
+        })?;
+        let verb = registry
+            .build(&s.verb, args.clone())
+            .expect("verb is registered")
+            .map_err(|e| {
+                let path = if e.path.is_empty() {
+                    format!("{here}.args")
+                } else {
+                    format!("{here}.args.{}", e.path)
+                };
+                let arg = if e.path.is_empty() {
+                    String::new()
+                } else {
+                    format!("arg `{}`: ", e.path)
+                };
+                at(&path, step_msg(format!("{arg}{}", e.message)))
+            })?;
+        steps.push(Step {
+            line: yaml_lines::line_of(text, &here),
+            id: s.id,
+            info,
+            inputs: s.inputs,
+            outputs: s.outputs,
+            args,
+            verb,
+            deps: Vec::new(),
+        });
+    }
+    // Inputs must be produced by some step.
+    for (i, step) in steps.iter_mut().enumerate() {
+        for input in &step.inputs {
+            match producer.get(input) {
+                Some(&p) => step.deps.push(p),
+                None => {
+                    let known: Vec<&str> = producer.keys().map(String::as_str).collect();
+                    return Err(at(
+                        &format!("steps[{i}].inputs"),
+                        format!(
+                            "step `{}`: input table `{input}` is not produced by any step{}",
+                            step.id,
+                            did_you_mean(input, known.iter().copied())
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+    for table in &parsed.outputs {
+        if !producer.contains_key(table) {
+            return Err(at(
+                "outputs",
+                format!("published table `{table}` is not produced by any step"),
+            ));
+        }
+    }
+    let steps = order(steps).map_err(|cycle| {
+        ConfigError::new(
+            file,
+            cycle.first().and_then(|(_, l)| *l),
+            "steps",
+            format!(
+                "steps form a cycle: {}",
+                cycle
+                    .iter()
+                    .map(|(id, _)| format!("`{id}`"))
+                    .collect::<Vec<_>>()
+                    .join(" → ")
+            ),
+        )
+    })?;
+    Ok(Plan {
+        name: parsed.name,
+        description: parsed.description,
+        file: file.to_path_buf(),
+        steps,
+        published: parsed.outputs.into_iter().collect(),
+    })
+}
+
+fn steps_id(steps: &[Step], i: usize) -> String {
+    steps.get(i).map(|s| s.id.clone()).unwrap_or_default()
+}
+
+/// Topological order (Kahn), YAML order among ready steps; on a cycle,
+/// returns the ids (and lines) of one cycle.
+fn order(steps: Vec<Step>) -> Result<Vec<Step>, Vec<(String, Option<usize>)>> {
+    let n = steps.len();
+    let mut indegree: Vec<usize> = steps.iter().map(|s| s.deps.len()).collect();
+    let mut dependents: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for (i, s) in steps.iter().enumerate() {
+        for &d in &s.deps {
+            dependents[d].push(i);
+        }
+    }
+    let mut ready: BTreeSet<usize> = (0..n).filter(|&i| indegree[i] == 0).collect();
+    let mut sequence = Vec::with_capacity(n);
+    while let Some(i) = ready.pop_first() {
+        sequence.push(i);
+        for &j in &dependents[i] {
+            indegree[j] -= 1;
+            if indegree[j] == 0 {
+                ready.insert(j);
+            }
+        }
+    }
+    if sequence.len() < n {
+        // Walk dependencies from a stuck step until one repeats.
+        let mut path = vec![(0..n).find(|&i| indegree[i] > 0).unwrap_or(0)];
+        loop {
+            let cur = *path.last().unwrap();
+            let next = steps[cur]
+                .deps
+                .iter()
+                .copied()
+                .find(|&d| indegree[d] > 0)
+                .unwrap_or(cur);
+            if let Some(pos) = path.iter().position(|&p| p == next) {
+                let mut cycle: Vec<usize> = path[pos..].to_vec();
+                cycle.reverse();
+                cycle.push(cycle[0]);
+                return Err(cycle
+                    .into_iter()
+                    .map(|i| (steps[i].id.clone(), steps[i].line))
+                    .collect());
+            }
+            path.push(next);
+        }
+    }
+    // Re-index deps to the new positions.
+    let mut new_pos = vec![0; n];
+    for (pos, &old) in sequence.iter().enumerate() {
+        new_pos[old] = pos;
+    }
+    let mut slots: Vec<Option<Step>> = steps.into_iter().map(Some).collect();
+    Ok(sequence
+        .iter()
+        .map(|&old| {
+            let mut s = slots[old].take().expect("each step once");
+            s.deps = s.deps.iter().map(|&d| new_pos[d]).collect();
+            s
+        })
+        .collect())
+}
+
+/// Replaces `${a.b}` references to settings in string args. A string that is
+/// exactly one reference takes the setting's own type; otherwise the value
+/// is interpolated as text. Errors carry the arg's key path.
+fn resolve(value: &Value, settings: &Value, path: &str) -> Result<Value, (String, String)> {
+    match value {
+        Value::String(s) => resolve_str(s, settings).map_err(|m| (path.to_string(), m)),
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .map(|(i, v)| resolve(v, settings, &format!("{path}[{i}]")))
+            .collect::<Result<Vec<_>, _>>()
+            .map(Value::Array),
+        Value::Object(map) => {
+            let mut out = serde_json::Map::new();
+            for (k, v) in map {
+                let p = if path.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{path}.{k}")
+                };
+                out.insert(k.clone(), resolve(v, settings, &p)?);
+            }
+            Ok(Value::Object(out))
+        }
+        other => Ok(other.clone()),
+    }
+}
+
+fn resolve_str(s: &str, settings: &Value) -> Result<Value, String> {
+    let lookup = |key: &str| -> Result<Value, String> {
+        let mut cur = settings;
+        for part in key.split('.') {
+            cur = match cur.get(part) {
+                Some(v) => v,
+                None => {
+                    let known: Vec<&str> = cur
+                        .as_object()
+                        .map(|m| m.keys().map(String::as_str).collect())
+                        .unwrap_or_default();
+                    return Err(format!(
+                        "`${{{key}}}` does not name a setting (no `{part}`){}",
+                        did_you_mean(part, known.iter().copied())
+                    ));
+                }
+            };
+        }
+        Ok(cur.clone())
+    };
+    let trimmed = s.trim();
+    if trimmed.starts_with("${") && trimmed.ends_with('}') && trimmed.matches("${").count() == 1 {
+        return lookup(&trimmed[2..trimmed.len() - 1]);
+    }
+    let mut out = String::new();
+    let mut rest = s;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let end = after
+            .find('}')
+            .ok_or_else(|| format!("unterminated `${{` in `{s}`"))?;
+        match lookup(&after[..end])? {
+            Value::String(v) => out.push_str(&v),
+            other => out.push_str(&other.to_string()),
+        }
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(Value::String(out))
+}
+
+/// Published and intermediate table names of a plan, for messages.
+pub fn tables(plan: &Plan) -> BTreeMap<&str, &str> {
+    plan.steps
+        .iter()
+        .flat_map(|s| s.outputs.iter().map(move |o| (o.as_str(), s.id.as_str())))
+        .collect()
+}

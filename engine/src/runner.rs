@@ -1,0 +1,304 @@
+//! Runs a validated [`Plan`]: independent steps concurrently, every output
+//! persisted atomically, a state file recording each step's hash so that
+//! `--resume` skips steps whose verb, args, inputs and external inputs are
+//! unchanged and whose outputs are intact.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use anyhow::{anyhow, Context};
+use arrow_array::RecordBatch;
+use indicatif::MultiProgress;
+use serde::{Deserialize, Serialize};
+
+use crate::context::{FileSource, StepCounters, VerbContext};
+use crate::pipeline::{Plan, Step};
+use crate::stats::{peak_rss_mb, RunStats, StepStats};
+use crate::store;
+use graphrag_operations::ids::sha256_hex;
+
+/// Where a run reads and writes.
+pub struct Workspace {
+    pub output_dir: PathBuf,
+    pub files: Box<dyn FileSource>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    pub resume: bool,
+    pub progress: bool,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct State {
+    steps: BTreeMap<String, StepState>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+struct StepState {
+    hash: String,
+    /// sha256 of each output table's file.
+    outputs: BTreeMap<String, String>,
+}
+
+fn state_path(output_dir: &Path) -> PathBuf {
+    output_dir.join(".steps").join("state.json")
+}
+
+fn load_state(output_dir: &Path) -> State {
+    std::fs::read(state_path(output_dir))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_default()
+}
+
+/// What `--resume` would do with each step, without running anything.
+pub fn resume_preview(plan: &Plan, ws: &Workspace) -> anyhow::Result<Vec<bool>> {
+    let state = load_state(&ws.output_dir);
+    let counters = StepCounters::default();
+    let mut hashes: HashMap<String, String> = HashMap::new();
+    let mut skip = Vec::with_capacity(plan.steps.len());
+    for step in &plan.steps {
+        let ctx = VerbContext::new(&step.id, ws.files.as_ref(), &counters, None);
+        let inputs: Option<Vec<String>> =
+            step.inputs.iter().map(|t| hashes.get(t).cloned()).collect();
+        let reusable = match inputs {
+            Some(inputs) => {
+                reusable_outputs(plan, ws, &state, step, &step_hash(step, &inputs, &ctx)?)
+            }
+            None => None,
+        };
+        skip.push(reusable.is_some());
+        hashes.extend(reusable.unwrap_or_default());
+    }
+    Ok(skip)
+}
+
+fn step_hash(step: &Step, input_hashes: &[String], ctx: &VerbContext) -> anyhow::Result<String> {
+    let args = serde_json::to_string(&step.args)?;
+    let external = step.verb.external_fingerprint(ctx)?.unwrap_or_default();
+    let mut parts: Vec<&[u8]> = vec![
+        step.info.name.as_bytes(),
+        args.as_bytes(),
+        external.as_bytes(),
+    ];
+    for name in &step.outputs {
+        parts.push(name.as_bytes());
+    }
+    for h in input_hashes {
+        parts.push(h.as_bytes());
+    }
+    Ok(sha256_hex(&parts))
+}
+
+/// The recorded output hashes of `step` if its hash is unchanged and its
+/// output files are intact.
+fn reusable_outputs(
+    plan: &Plan,
+    ws: &Workspace,
+    state: &State,
+    step: &Step,
+    hash: &str,
+) -> Option<BTreeMap<String, String>> {
+    let prev = state.steps.get(&step.id)?;
+    if prev.hash != hash {
+        return None;
+    }
+    for out in &step.outputs {
+        let path = store::table_path(&ws.output_dir, out, plan.is_published(out));
+        if store::file_sha256(&path).as_ref() != prev.outputs.get(out) {
+            return None;
+        }
+    }
+    Some(prev.outputs.clone())
+}
+
+struct Shared<'p> {
+    plan: &'p Plan,
+    ws: &'p Workspace,
+    opts: &'p RunOptions,
+    progress: Option<MultiProgress>,
+    tables: Mutex<HashMap<String, Arc<RecordBatch>>>,
+    hashes: Mutex<HashMap<String, String>>,
+    state: Mutex<State>,
+}
+
+impl Shared<'_> {
+    fn table(&self, name: &str) -> anyhow::Result<Arc<RecordBatch>> {
+        if let Some(t) = self.tables.lock().unwrap().get(name) {
+            return Ok(t.clone());
+        }
+        let path = store::table_path(&self.ws.output_dir, name, self.plan.is_published(name));
+        let t = Arc::new(store::read_table(&path)?);
+        self.tables
+            .lock()
+            .unwrap()
+            .insert(name.to_string(), t.clone());
+        Ok(t)
+    }
+
+    fn execute(&self, step: &Step) -> anyhow::Result<StepStats> {
+        let started = Instant::now();
+        let counters = StepCounters::default();
+        let ctx = VerbContext::new(
+            &step.id,
+            self.ws.files.as_ref(),
+            &counters,
+            self.progress.as_ref(),
+        );
+        let input_hashes: Vec<String> = {
+            let hashes = self.hashes.lock().unwrap();
+            step.inputs
+                .iter()
+                .map(|t| hashes.get(t).cloned().unwrap_or_default())
+                .collect()
+        };
+        let hash = step_hash(step, &input_hashes, &ctx)?;
+        let mut stats = StepStats {
+            verb: step.info.name.to_string(),
+            ..StepStats::default()
+        };
+        if self.opts.resume {
+            let reusable =
+                reusable_outputs(self.plan, self.ws, &self.state.lock().unwrap(), step, &hash);
+            if let Some(outputs) = reusable {
+                tracing::info!(step = %step.id, "unchanged since the last run: skipped (--resume)");
+                self.hashes.lock().unwrap().extend(outputs);
+                stats.status = "skipped".into();
+                stats.overall = started.elapsed().as_secs_f64();
+                return Ok(stats);
+            }
+        }
+        let inputs = step
+            .inputs
+            .iter()
+            .map(|t| self.table(t))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        stats.rows_in = inputs.iter().map(|t| t.num_rows() as u64).sum();
+        tracing::info!(step = %step.id, verb = step.info.name, "running");
+        let outputs = step.verb.run(&inputs, &ctx)?;
+        if outputs.len() != step.outputs.len() {
+            return Err(anyhow!(
+                "verb `{}` returned {} tables, expected {}",
+                step.info.name,
+                outputs.len(),
+                step.outputs.len()
+            ));
+        }
+        let mut recorded = BTreeMap::new();
+        for (name, table) in step.outputs.iter().zip(outputs) {
+            let path = store::table_path(&self.ws.output_dir, name, self.plan.is_published(name));
+            let h = store::write_table(&path, &table)?;
+            stats.rows_out += table.num_rows() as u64;
+            recorded.insert(name.clone(), h.clone());
+            self.hashes.lock().unwrap().insert(name.clone(), h);
+            self.tables
+                .lock()
+                .unwrap()
+                .insert(name.clone(), Arc::new(table));
+        }
+        {
+            let mut state = self.state.lock().unwrap();
+            state.steps.insert(
+                step.id.clone(),
+                StepState {
+                    hash,
+                    outputs: recorded,
+                },
+            );
+            let bytes = serde_json::to_vec_pretty(&*state)?;
+            store::atomic_write(&state_path(&self.ws.output_dir), &bytes)?;
+        }
+        stats.status = "ran".into();
+        stats.overall = started.elapsed().as_secs_f64();
+        stats.peak_rss_mb = peak_rss_mb();
+        stats.warnings = counters.warnings.load(Ordering::Relaxed);
+        Ok(stats)
+    }
+}
+
+/// Runs the plan. On a failing step, the steps already running finish, their
+/// outputs are kept (so `--resume` continues from them), and the error names
+/// the failing step.
+pub fn run(plan: &Plan, ws: &Workspace, opts: &RunOptions) -> anyhow::Result<RunStats> {
+    let started = Instant::now();
+    std::fs::create_dir_all(ws.output_dir.join(".steps"))
+        .with_context(|| format!("creating {}", ws.output_dir.display()))?;
+    store::remove_stale_temp_files(&ws.output_dir);
+    store::remove_stale_temp_files(&ws.output_dir.join(".steps"));
+    let shared = Shared {
+        plan,
+        ws,
+        opts,
+        progress: opts.progress.then(MultiProgress::new),
+        tables: Mutex::new(HashMap::new()),
+        hashes: Mutex::new(HashMap::new()),
+        state: Mutex::new(load_state(&ws.output_dir)),
+    };
+    let n = plan.steps.len();
+    let mut done = vec![false; n];
+    let mut started_steps = vec![false; n];
+    let mut stats = RunStats {
+        pipeline: plan.name.clone(),
+        ..RunStats::default()
+    };
+    let mut failure: Option<anyhow::Error> = None;
+    let (tx, rx) = mpsc::channel::<(usize, anyhow::Result<StepStats>)>();
+    std::thread::scope(|scope| {
+        let mut running = 0;
+        loop {
+            if failure.is_none() {
+                for i in 0..n {
+                    if !started_steps[i] && plan.steps[i].deps.iter().all(|&d| done[d]) {
+                        started_steps[i] = true;
+                        running += 1;
+                        let tx = tx.clone();
+                        let shared = &shared;
+                        scope.spawn(move || {
+                            let _ = tx.send((i, shared.execute(&plan.steps[i])));
+                        });
+                    }
+                }
+            }
+            if running == 0 {
+                break;
+            }
+            let (i, result) = rx.recv().expect("a running step reports");
+            running -= 1;
+            let step = &plan.steps[i];
+            match result {
+                Ok(s) => {
+                    done[i] = true;
+                    stats.workflows.insert(step.id.clone(), s);
+                }
+                Err(e) => {
+                    if failure.is_none() {
+                        failure = Some(e.context(format!(
+                            "step `{}` (verb `{}`) failed",
+                            step.id, step.info.name
+                        )));
+                    }
+                }
+            }
+        }
+    });
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    stats.total_runtime = started.elapsed().as_secs_f64();
+    if plan.is_published("documents") {
+        stats.num_documents = shared
+            .table("documents")
+            .map(|t| t.num_rows() as u64)
+            .unwrap_or(0);
+    }
+    store::atomic_write(
+        &ws.output_dir.join("stats.json"),
+        &serde_json::to_vec_pretty(&stats)?,
+    )?;
+    Ok(stats)
+}

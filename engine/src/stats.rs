@@ -1,0 +1,36 @@
+//! stats.json: per-step timings, row counts and counters (GraphRAG writes
+//! the same file with `total_runtime` and per-workflow `overall`).
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+#[derive(Debug, Clone, Serialize, Default)]
+pub struct RunStats {
+    pub pipeline: String,
+    pub total_runtime: f64,
+    pub num_documents: u64,
+    pub workflows: BTreeMap<String, StepStats>,
+}
+
+#[derive(Debug, Clone, Serialize, Default)]
+pub struct StepStats {
+    pub verb: String,
+    /// `ran`, or `skipped` when --resume found its outputs up to date.
+    pub status: String,
+    /// Seconds.
+    pub overall: f64,
+    pub rows_in: u64,
+    pub rows_out: u64,
+    /// The process's peak resident memory when the step ended (MB, Linux).
+    pub peak_rss_mb: Option<f64>,
+    pub warnings: u64,
+}
+
+/// Peak resident set size of this process in MB (VmHWM), where available.
+pub fn peak_rss_mb() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some((kb / 1024.0 * 10.0).round() / 10.0)
+}

@@ -1,0 +1,56 @@
+//! Reading columns out of tables by name with clear errors.
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::Int64Type;
+use arrow_array::{Array, RecordBatch};
+use arrow_schema::DataType;
+
+/// A named column as strings (Utf8 or LargeUtf8), with an error naming the
+/// table and column when it is missing or of another type.
+pub fn strings<'a>(
+    table: &'a RecordBatch,
+    table_name: &str,
+    column: &str,
+) -> anyhow::Result<Vec<&'a str>> {
+    let col = column_of(table, table_name, column)?;
+    match col.data_type() {
+        DataType::LargeUtf8 => Ok(col
+            .as_string::<i64>()
+            .iter()
+            .map(|v| v.unwrap_or(""))
+            .collect()),
+        DataType::Utf8 => Ok(col
+            .as_string::<i32>()
+            .iter()
+            .map(|v| v.unwrap_or(""))
+            .collect()),
+        other => anyhow::bail!(
+            "table `{table_name}`: column `{column}` is {other}, expected a string column"
+        ),
+    }
+}
+
+pub fn ints(table: &RecordBatch, table_name: &str, column: &str) -> anyhow::Result<Vec<i64>> {
+    let col = column_of(table, table_name, column)?;
+    match col.data_type() {
+        DataType::Int64 => Ok(col
+            .as_primitive::<Int64Type>()
+            .iter()
+            .map(|v| v.unwrap_or(0))
+            .collect()),
+        other => {
+            anyhow::bail!("table `{table_name}`: column `{column}` is {other}, expected int64")
+        }
+    }
+}
+
+pub fn column_of<'a>(
+    table: &'a RecordBatch,
+    table_name: &str,
+    column: &str,
+) -> anyhow::Result<&'a dyn Array> {
+    table
+        .column_by_name(column)
+        .map(|c| c.as_ref())
+        .ok_or_else(|| anyhow::anyhow!("table `{table_name}` has no column `{column}`"))
+}

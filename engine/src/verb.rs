@@ -1,0 +1,121 @@
+//! The verb interface and the registry. The engine knows verbs only through
+//! a [`Registry`] handed to it; adding a verb is one file plus one
+//! `register` line (see verbs/src/lib.rs).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use arrow_array::RecordBatch;
+use serde::de::DeserializeOwned;
+
+use crate::context::VerbContext;
+
+/// What a verb consumes and produces, positionally: a step's `inputs:` and
+/// `outputs:` lists name the tables bound to these roles.
+#[derive(Debug, Clone, Copy)]
+pub struct VerbInfo {
+    pub name: &'static str,
+    pub about: &'static str,
+    pub inputs: &'static [&'static str],
+    pub outputs: &'static [&'static str],
+}
+
+/// A configured verb: a function from input tables to output tables.
+pub trait Verb: Send + Sync {
+    /// `inputs` are in the order of [`VerbInfo::inputs`]; the result must be
+    /// in the order of [`VerbInfo::outputs`].
+    fn run(
+        &self,
+        inputs: &[Arc<RecordBatch>],
+        ctx: &VerbContext,
+    ) -> anyhow::Result<Vec<RecordBatch>>;
+
+    /// A fingerprint of what the outputs depend on besides the args and input
+    /// tables (e.g. the input files), for `--resume`. None: nothing else.
+    fn external_fingerprint(&self, _ctx: &VerbContext) -> anyhow::Result<Option<String>> {
+        Ok(None)
+    }
+}
+
+/// A verb type: its args are its serde config struct.
+pub trait VerbDef: Verb + DeserializeOwned + 'static {
+    const INFO: VerbInfo;
+
+    /// Checks of the args beyond their types (ranges, relations).
+    fn check(&self) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+type Build = fn(serde_json::Value) -> Result<Box<dyn Verb>, ArgError>;
+
+/// Why a step's args were rejected; `path` is the arg's key path.
+#[derive(Debug, Clone)]
+pub struct ArgError {
+    pub path: String,
+    pub message: String,
+}
+
+#[derive(Default)]
+pub struct Registry {
+    verbs: BTreeMap<&'static str, (VerbInfo, Build)>,
+    planned: BTreeMap<&'static str, &'static str>,
+}
+
+impl Registry {
+    pub fn register<V: VerbDef>(&mut self) -> &mut Self {
+        self.verbs.insert(V::INFO.name, (V::INFO, build::<V>));
+        self
+    }
+
+    /// A verb that is designed but not built yet: pipelines naming it get a
+    /// plain "not built yet" error instead of "unknown verb".
+    pub fn planned(&mut self, name: &'static str, note: &'static str) -> &mut Self {
+        self.planned.insert(name, note);
+        self
+    }
+
+    pub fn info(&self, name: &str) -> Option<VerbInfo> {
+        self.verbs.get(name).map(|(i, _)| *i)
+    }
+
+    pub fn planned_note(&self, name: &str) -> Option<&'static str> {
+        self.planned.get(name).copied()
+    }
+
+    pub fn planned_verbs(&self) -> impl Iterator<Item = (&'static str, &'static str)> + '_ {
+        self.planned.iter().map(|(n, note)| (*n, *note))
+    }
+
+    pub fn names(&self) -> impl Iterator<Item = &'static str> + '_ {
+        self.verbs.keys().copied()
+    }
+
+    pub fn build(
+        &self,
+        name: &str,
+        args: serde_json::Value,
+    ) -> Option<Result<Box<dyn Verb>, ArgError>> {
+        self.verbs.get(name).map(|(_, b)| b(args))
+    }
+}
+
+fn build<V: VerbDef>(args: serde_json::Value) -> Result<Box<dyn Verb>, ArgError> {
+    let args = if args.is_null() {
+        serde_json::json!({})
+    } else {
+        args
+    };
+    let verb: V = serde_path_to_error::deserialize(args).map_err(|e| {
+        let path = e.path().to_string();
+        ArgError {
+            path: if path == "." { String::new() } else { path },
+            message: crate::config_error::explain(&e.into_inner().to_string()),
+        }
+    })?;
+    verb.check().map_err(|message| ArgError {
+        path: String::new(),
+        message,
+    })?;
+    Ok(Box::new(verb))
+}

@@ -1,0 +1,9 @@
+//! Pure operations of graphrag-rs: plain functions over in-memory data.
+//!
+//! Nothing here touches the filesystem, the network or an LLM, so every
+//! function is testable in isolation. Verbs and the query engine call these.
+
+pub mod chunking;
+pub mod ids;
+pub mod suggest;
+pub mod tokenizer;

@@ -1,0 +1,524 @@
+//! `load_documents`: input files → documents (text, markdown, csv, json, jsonl).
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
+
+use anyhow::{anyhow, bail, Context};
+use arrow_array::{Array, ArrayRef, NullArray, RecordBatch, StructArray};
+use arrow_schema::{DataType, Fields};
+use rayon::prelude::*;
+use regex::Regex;
+use serde::Deserialize;
+
+use graphrag_engine::context::{FileEntry, VerbContext};
+use graphrag_engine::schema;
+use graphrag_engine::verb::{Verb, VerbDef, VerbInfo};
+use graphrag_operations::ids::{sha256_hex, sha512_hex};
+use graphrag_operations::suggest::did_you_mean;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FileType {
+    Text,
+    Markdown,
+    Csv,
+    Json,
+    Jsonl,
+}
+
+impl FileType {
+    fn default_pattern(self) -> &'static str {
+        match self {
+            FileType::Text => r".*\.txt$",
+            FileType::Markdown => r".*\.(md|markdown)$",
+            FileType::Csv => r".*\.csv$",
+            FileType::Json => r".*\.json$",
+            FileType::Jsonl => r".*\.jsonl$",
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LoadDocuments {
+    #[serde(default = "default_file_type")]
+    pub file_type: FileType,
+    /// Regex on the path relative to the input folder (default per file type).
+    #[serde(default)]
+    pub file_pattern: Option<String>,
+    #[serde(default = "default_text_column")]
+    pub text_column: String,
+    /// csv/json column holding the title; default: the file name.
+    #[serde(default)]
+    pub title_column: Option<String>,
+    /// csv/json columns kept in raw_data; empty: every column but text and title.
+    #[serde(default)]
+    pub metadata: Vec<String>,
+}
+
+fn default_file_type() -> FileType {
+    FileType::Text
+}
+
+fn default_text_column() -> String {
+    "text".into()
+}
+
+impl VerbDef for LoadDocuments {
+    const INFO: VerbInfo = VerbInfo {
+        name: "load_documents",
+        about: "read the input files into a documents table",
+        inputs: &[],
+        outputs: &["documents"],
+    };
+
+    fn check(&self) -> Result<(), String> {
+        self.pattern().map(|_| ())
+    }
+}
+
+/// One document before ids are assigned.
+struct RawDoc {
+    title: String,
+    text: String,
+    raw_data: Option<BTreeMap<String, String>>,
+    creation_date: String,
+}
+
+impl LoadDocuments {
+    fn pattern(&self) -> Result<Regex, String> {
+        let p = self
+            .file_pattern
+            .as_deref()
+            .unwrap_or(self.file_type.default_pattern());
+        Regex::new(p)
+            .map_err(|e| format!("file_pattern `{p}` is not a valid regular expression: {e}"))
+    }
+
+    fn matching_files(&self, ctx: &VerbContext) -> anyhow::Result<Vec<FileEntry>> {
+        let re = self.pattern().map_err(|e| anyhow!(e))?;
+        Ok(ctx
+            .files
+            .list()?
+            .into_iter()
+            .filter(|f| re.is_match(&f.path))
+            .collect())
+    }
+
+    fn parse_file(
+        &self,
+        file: &FileEntry,
+        bytes: Vec<u8>,
+        ctx: &VerbContext,
+    ) -> anyhow::Result<Vec<RawDoc>> {
+        let text = String::from_utf8(bytes).map_err(|e| {
+            anyhow!(
+                "input file `{}` is not valid UTF-8 (first invalid byte at offset {}); convert it to UTF-8 (e.g. `iconv -f latin1 -t utf-8`)",
+                file.path,
+                e.utf8_error().valid_up_to()
+            )
+        })?;
+        let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+        let creation_date = chrono::DateTime::<chrono::Utc>::from(file.modified)
+            .format("%Y-%m-%d %H:%M:%S %z")
+            .to_string();
+        let doc = |title: String, text: String, raw_data| RawDoc {
+            title,
+            text,
+            raw_data,
+            creation_date: creation_date.clone(),
+        };
+        let rows: Vec<BTreeMap<String, String>> = match self.file_type {
+            FileType::Text | FileType::Markdown => {
+                return Ok(vec![doc(file.path.clone(), text.to_string(), None)]);
+            }
+            FileType::Csv => {
+                csv_rows(text).with_context(|| format!("input file `{}`", file.path))?
+            }
+            FileType::Json => {
+                let value: serde_json::Value = serde_json::from_str(text).map_err(|e| {
+                    anyhow!(
+                        "input file `{}` line {}: invalid JSON: {e}",
+                        file.path,
+                        e.line()
+                    )
+                })?;
+                match value {
+                    serde_json::Value::Array(items) => {
+                        items.iter().map(json_row).collect::<Result<_, _>>()
+                    }
+                    other => json_row(&other).map(|r| vec![r]),
+                }
+                .map_err(|e| anyhow!("input file `{}`: {e}", file.path))?
+            }
+            FileType::Jsonl => text
+                .lines()
+                .enumerate()
+                .filter(|(_, l)| !l.trim().is_empty())
+                .map(|(i, l)| {
+                    serde_json::from_str::<serde_json::Value>(l)
+                        .map_err(|e| {
+                            anyhow!(
+                                "input file `{}` line {}: invalid JSON: {e}",
+                                file.path,
+                                i + 1
+                            )
+                        })
+                        .and_then(|v| {
+                            json_row(&v).map_err(|e| {
+                                anyhow!("input file `{}` line {}: {e}", file.path, i + 1)
+                            })
+                        })
+                })
+                .collect::<anyhow::Result<_>>()?,
+        };
+        let mut docs = Vec::with_capacity(rows.len());
+        for (i, mut row) in rows.into_iter().enumerate() {
+            let Some(text) = row.remove(&self.text_column) else {
+                let columns: Vec<&str> = row.keys().map(String::as_str).collect();
+                bail!(
+                    "input file `{}` record {}: no text column `{}`{} (columns: {}); set input.text_column",
+                    file.path,
+                    i + 1,
+                    self.text_column,
+                    did_you_mean(&self.text_column, columns.iter().copied()),
+                    columns.join(", ")
+                );
+            };
+            let title = match &self.title_column {
+                Some(c) => row.remove(c).ok_or_else(|| {
+                    anyhow!(
+                        "input file `{}` record {}: no title column `{c}`",
+                        file.path,
+                        i + 1
+                    )
+                })?,
+                None => file.path.clone(),
+            };
+            if !self.metadata.is_empty() {
+                row.retain(|k, _| self.metadata.contains(k));
+            }
+            if text.trim().is_empty() {
+                ctx.warn(format!(
+                    "input file `{}` record {}: empty text, skipped",
+                    file.path,
+                    i + 1
+                ));
+                continue;
+            }
+            docs.push(doc(title, text, Some(row)));
+        }
+        Ok(docs)
+    }
+}
+
+fn csv_rows(text: &str) -> anyhow::Result<Vec<BTreeMap<String, String>>> {
+    let mut reader = csv::ReaderBuilder::new()
+        .flexible(false)
+        .from_reader(text.as_bytes());
+    let headers = reader.headers()?.clone();
+    reader
+        .records()
+        .map(|r| {
+            let r = r.map_err(|e| anyhow!("invalid CSV: {e}"))?;
+            Ok(headers
+                .iter()
+                .zip(r.iter())
+                .map(|(h, v)| (h.to_string(), v.to_string()))
+                .collect())
+        })
+        .collect()
+}
+
+/// A JSON object as column → string (non-string values as compact JSON).
+fn json_row(value: &serde_json::Value) -> Result<BTreeMap<String, String>, String> {
+    let obj = value
+        .as_object()
+        .ok_or_else(|| format!("expected a JSON object per document, found {value}"))?;
+    Ok(obj
+        .iter()
+        .filter(|(_, v)| !v.is_null())
+        .map(|(k, v)| {
+            let s = match v {
+                serde_json::Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            (k.clone(), s)
+        })
+        .collect())
+}
+
+/// raw_data: a struct of the extra columns (strings), or all-null when no
+/// document has any (plain text input), as in GraphRAG.
+fn raw_data_column(docs: &[RawDoc]) -> (DataType, ArrayRef) {
+    let mut names: Vec<&str> = Vec::new();
+    let mut seen = HashSet::new();
+    for d in docs {
+        for k in d.raw_data.iter().flat_map(|m| m.keys()) {
+            if seen.insert(k.as_str()) {
+                names.push(k);
+            }
+        }
+    }
+    if names.is_empty() {
+        return (DataType::Null, Arc::new(NullArray::new(docs.len())));
+    }
+    let fields: Fields = names.iter().map(|n| schema::text_field(n)).collect();
+    let children: Vec<ArrayRef> = names
+        .iter()
+        .map(|n| {
+            schema::opt_text_col(
+                docs.iter()
+                    .map(|d| d.raw_data.as_ref().and_then(|m| m.get(*n).cloned())),
+            )
+        })
+        .collect();
+    let nulls: arrow_array::BooleanArray =
+        docs.iter().map(|d| Some(d.raw_data.is_some())).collect();
+    let array = StructArray::new(
+        fields.clone(),
+        children,
+        Some(nulls.values().clone().into()),
+    );
+    (DataType::Struct(fields), Arc::new(array))
+}
+
+impl Verb for LoadDocuments {
+    fn external_fingerprint(&self, ctx: &VerbContext) -> anyhow::Result<Option<String>> {
+        let listing: Vec<String> = self
+            .matching_files(ctx)?
+            .iter()
+            .map(|f| {
+                let mtime = f
+                    .modified
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map(|d| d.as_nanos())
+                    .unwrap_or(0);
+                format!("{}\t{}\t{mtime}", f.path, f.size)
+            })
+            .collect();
+        Ok(Some(sha256_hex(&[listing.join("\n").as_bytes()])))
+    }
+
+    fn run(
+        &self,
+        _inputs: &[Arc<RecordBatch>],
+        ctx: &VerbContext,
+    ) -> anyhow::Result<Vec<RecordBatch>> {
+        let files = self.matching_files(ctx)?;
+        if files.is_empty() {
+            bail!(
+                "no input files match `{}` in {} (input.type is {:?}; put documents there or change input.file_pattern)",
+                self.pattern().map_err(|e| anyhow!(e))?.as_str(),
+                ctx.files.describe(),
+                self.file_type
+            );
+        }
+        let bar = ctx.progress(files.len() as u64, "files");
+        let per_file: Vec<Vec<RawDoc>> = files
+            .par_iter()
+            .map(|f| {
+                let bytes = ctx.files.read(&f.path)?;
+                let docs = if bytes.iter().all(|b| b.is_ascii_whitespace()) {
+                    ctx.warn(format!("input file `{}` is empty, skipped", f.path));
+                    Vec::new()
+                } else {
+                    self.parse_file(f, bytes, ctx)?
+                };
+                bar.inc(1);
+                Ok(docs)
+            })
+            .collect::<anyhow::Result<_>>()?;
+        bar.finish_and_clear();
+
+        let mut ids = Vec::new();
+        let mut seen = HashSet::new();
+        let mut docs = Vec::new();
+        for d in per_file.into_iter().flatten() {
+            let id = sha512_hex(&[d.text.as_bytes()]);
+            if seen.insert(id.clone()) {
+                ids.push(id);
+                docs.push(d);
+            } else {
+                ctx.warn(format!(
+                    "document `{}` has the same text as an earlier one, skipped",
+                    d.title
+                ));
+            }
+        }
+        if docs.is_empty() {
+            bail!(
+                "every input file is empty: nothing to index in {}",
+                ctx.files.describe()
+            );
+        }
+        let (raw_type, raw_data) = raw_data_column(&docs);
+        let n = docs.len();
+        let table = RecordBatch::try_new(
+            schema::documents(raw_type),
+            vec![
+                schema::text_col(&ids),
+                schema::int_col(0..n as i64),
+                schema::text_col(docs.iter().map(|d| &d.title)),
+                schema::text_col(docs.iter().map(|d| &d.text)),
+                schema::id_list_col(vec![Vec::<String>::new(); n]),
+                schema::text_col(docs.iter().map(|d| &d.creation_date)),
+                raw_data,
+            ],
+        )?;
+        debug_assert_eq!(table.column(6).len(), n);
+        Ok(vec![table])
+    }
+}
+
+impl FileType {
+    #[cfg(test)]
+    fn all() -> [FileType; 5] {
+        [
+            FileType::Text,
+            FileType::Markdown,
+            FileType::Csv,
+            FileType::Json,
+            FileType::Jsonl,
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{run_verb, MemFiles};
+    use graphrag_engine::table::strings;
+
+    fn load(
+        args: serde_json::Value,
+        files: &[(&str, &[u8])],
+    ) -> anyhow::Result<(RecordBatch, u64)> {
+        let verb: LoadDocuments = serde_json::from_value(args).unwrap();
+        let (mut out, warnings) = run_verb(&verb, &[], &MemFiles::new(files))?;
+        Ok((out.remove(0), warnings))
+    }
+
+    #[test]
+    fn text_files_sorted_with_hash_ids_and_empty_skipped() {
+        let (t, warnings) = load(
+            serde_json::json!({}),
+            &[
+                ("b.txt", b"second doc"),
+                ("a.txt", "first doc \u{1F384}".as_bytes()),
+                ("empty.txt", b"  \n"),
+                ("x.md", b"ignored"),
+            ],
+        )
+        .unwrap();
+        assert_eq!(strings(&t, "d", "title").unwrap(), vec!["a.txt", "b.txt"]);
+        assert_eq!(
+            strings(&t, "d", "id").unwrap()[1],
+            sha512_hex(&[b"second doc"])
+        );
+        assert_eq!(warnings, 1);
+        assert_eq!(t.schema(), schema::documents(DataType::Null));
+        assert_eq!(
+            strings(&t, "d", "creation_date").unwrap()[0],
+            "1970-01-01 00:00:00 +0000"
+        );
+    }
+
+    #[test]
+    fn csv_with_columns_and_metadata() {
+        let csv = b"headline,body,author,year\nFirst,Some text here,Ann,2001\nSecond,\"Other, quoted\",Bob,2002\nThird,,Cy,2003\n";
+        let (t, warnings) = load(
+            serde_json::json!({"file_type": "csv", "text_column": "body", "title_column": "headline", "metadata": ["author"]}),
+            &[("news.csv", csv)],
+        )
+        .unwrap();
+        assert_eq!(strings(&t, "d", "title").unwrap(), vec!["First", "Second"]);
+        assert_eq!(
+            strings(&t, "d", "text").unwrap(),
+            vec!["Some text here", "Other, quoted"]
+        );
+        assert_eq!(warnings, 1, "empty third row is skipped with a warning");
+        let raw = t
+            .column_by_name("raw_data")
+            .unwrap()
+            .as_any()
+            .downcast_ref::<StructArray>()
+            .unwrap();
+        assert_eq!(raw.fields().len(), 1);
+        assert_eq!(raw.fields()[0].name(), "author");
+    }
+
+    #[test]
+    fn json_and_jsonl() {
+        let json = br#"[{"text": "alpha doc", "title": "A", "tags": ["x"]}, {"text": "beta doc", "title": "B", "n": 3}]"#;
+        let (t, _) = load(
+            serde_json::json!({"file_type": "json", "title_column": "title"}),
+            &[("docs.json", json)],
+        )
+        .unwrap();
+        assert_eq!(strings(&t, "d", "title").unwrap(), vec!["A", "B"]);
+        let raw = t
+            .column_by_name("raw_data")
+            .unwrap()
+            .as_any()
+            .downcast_ref::<StructArray>()
+            .unwrap();
+        let names: Vec<&str> = raw.fields().iter().map(|f| f.name().as_str()).collect();
+        assert_eq!(names, vec!["tags", "n"]);
+
+        let jsonl = b"{\"text\": \"one\"}\n\n{\"text\": \"two\"}\n";
+        let (t, _) = load(
+            serde_json::json!({"file_type": "jsonl"}),
+            &[("d.jsonl", jsonl)],
+        )
+        .unwrap();
+        assert_eq!(strings(&t, "d", "text").unwrap(), vec!["one", "two"]);
+        assert_eq!(
+            strings(&t, "d", "title").unwrap(),
+            vec!["d.jsonl", "d.jsonl"]
+        );
+
+        let err = load(
+            serde_json::json!({"file_type": "jsonl"}),
+            &[("bad.jsonl", b"{\"text\": \"ok\"}\n{broken\n")],
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("bad.jsonl` line 2"), "{err}");
+        let err = load(
+            serde_json::json!({"file_type": "jsonl", "text_column": "txt"}),
+            &[("d.jsonl", b"{\"text\": \"x\"}")],
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("did you mean `text`"), "{err}");
+    }
+
+    #[test]
+    fn non_utf8_names_the_file() {
+        let err = load(serde_json::json!({}), &[("latin.txt", b"caf\xe9 au lait")]).unwrap_err();
+        let msg = err.to_string();
+        assert!(
+            msg.contains("latin.txt") && msg.contains("UTF-8") && msg.contains("offset 3"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn no_matching_files_is_a_clear_error() {
+        let err = load(serde_json::json!({}), &[("notes.md", b"x")]).unwrap_err();
+        assert!(err.to_string().contains("no input files match"), "{err}");
+        for ft in FileType::all() {
+            assert!(Regex::new(ft.default_pattern()).is_ok());
+        }
+    }
+
+    #[test]
+    fn duplicate_texts_are_kept_once() {
+        let (t, warnings) = load(
+            serde_json::json!({}),
+            &[("a.txt", b"same"), ("b.txt", b"same")],
+        )
+        .unwrap();
+        assert_eq!(t.num_rows(), 1);
+        assert_eq!(warnings, 1);
+    }
+}

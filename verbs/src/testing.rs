@@ -1,0 +1,60 @@
+//! Test support: in-memory input files and running a verb outside the engine.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use arrow_array::RecordBatch;
+use graphrag_engine::context::{FileEntry, FileSource, StepCounters, VerbContext};
+use graphrag_engine::verb::Verb;
+
+pub struct MemFiles(Vec<(String, Vec<u8>)>);
+
+impl MemFiles {
+    pub fn new(files: &[(&str, &[u8])]) -> Self {
+        let mut v: Vec<_> = files
+            .iter()
+            .map(|(p, b)| (p.to_string(), b.to_vec()))
+            .collect();
+        v.sort();
+        MemFiles(v)
+    }
+}
+
+impl FileSource for MemFiles {
+    fn list(&self) -> anyhow::Result<Vec<FileEntry>> {
+        Ok(self
+            .0
+            .iter()
+            .map(|(p, b)| FileEntry {
+                path: p.clone(),
+                size: b.len() as u64,
+                modified: SystemTime::UNIX_EPOCH,
+            })
+            .collect())
+    }
+
+    fn read(&self, path: &str) -> anyhow::Result<Vec<u8>> {
+        self.0
+            .iter()
+            .find(|(p, _)| p == path)
+            .map(|(_, b)| b.clone())
+            .ok_or_else(|| anyhow::anyhow!("no file {path}"))
+    }
+
+    fn describe(&self) -> String {
+        "memory".into()
+    }
+}
+
+/// Runs `verb` and returns its outputs and the number of warnings it counted.
+pub fn run_verb(
+    verb: &dyn Verb,
+    inputs: &[Arc<RecordBatch>],
+    files: &dyn FileSource,
+) -> anyhow::Result<(Vec<RecordBatch>, u64)> {
+    let counters = StepCounters::default();
+    let ctx = VerbContext::new("test", files, &counters, None);
+    let out = verb.run(inputs, &ctx)?;
+    Ok((out, counters.warnings.load(Ordering::Relaxed)))
+}
