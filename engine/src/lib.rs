@@ -15,5 +15,7 @@ pub mod store;
 pub mod table;
 pub mod verb;
 pub mod yaml_lines;
+#[cfg(test)]
+mod test_verbs;
 
 pub use config_error::ConfigError;

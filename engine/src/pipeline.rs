@@ -2,7 +2,7 @@
 //! This module parses one, resolves `${settings.path}` references in args,
 //! validates it against the registry and orders it. Nothing runs here.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
@@ -362,10 +362,127 @@ fn resolve_str(s: &str, settings: &Value) -> Result<Value, String> {
     Ok(Value::String(out))
 }
 
-/// Published and intermediate table names of a plan, for messages.
-pub fn tables(plan: &Plan) -> BTreeMap<&str, &str> {
-    plan.steps
-        .iter()
-        .flat_map(|s| s.outputs.iter().map(move |o| (o.as_str(), s.id.as_str())))
-        .collect()
+#[cfg(test)]
+mod tests {
+    use crate::test_verbs::plan;
+
+    fn err(yaml: &str) -> (Option<usize>, String) {
+        let e = plan(yaml).err().expect("pipeline should be rejected");
+        (e.line, e.to_string())
+    }
+
+    const HEAD: &str = "name: t\noutputs: [b]\nsteps:\n";
+
+    #[test]
+    fn orders_steps_by_dependencies() {
+        let p = plan(&format!(
+            "{HEAD}  - id: second\n    verb: scale\n    inputs: [a]\n    outputs: [b]\n  - id: first\n    verb: source\n    outputs: [a]\n    args: {{value: 2}}\n"
+        ))
+        .unwrap();
+        let ids: Vec<&str> = p.steps.iter().map(|s| s.id.as_str()).collect();
+        assert_eq!(ids, ["first", "second"]);
+        assert_eq!(p.steps[1].deps, vec![0]);
+        assert_eq!(p.steps[1].line, Some(4));
+    }
+
+    #[test]
+    fn unknown_verb_names_step_line_and_suggests() {
+        let (line, msg) = err(&format!("{HEAD}  - id: s\n    verb: sourse\n    outputs: [b]\n"));
+        assert_eq!(line, Some(5));
+        assert!(msg.contains("step `s`") && msg.contains("did you mean `source`"), "{msg}");
+        assert!(msg.starts_with("pipe.yaml:5"), "{msg}");
+    }
+
+    #[test]
+    fn planned_verb_says_not_built() {
+        let (_, msg) = err(&format!("{HEAD}  - id: x\n    verb: entity_extract\n    inputs: [a]\n    outputs: [b, c]\n"));
+        assert!(msg.contains("not built yet"), "{msg}");
+    }
+
+    #[test]
+    fn unknown_arg_names_step_line_and_suggests() {
+        let (line, msg) = err(&format!(
+            "{HEAD}  - id: s\n    verb: source\n    outputs: [b]\n    args:\n      valeu: 3\n"
+        ));
+        assert_eq!(line, Some(8), "{msg}");
+        assert!(msg.contains("step `s`") && msg.contains("did you mean `value`"), "{msg}");
+    }
+
+    #[test]
+    fn wrong_arg_type_names_the_arg() {
+        let (line, msg) = err(&format!(
+            "{HEAD}  - id: s\n    verb: source\n    outputs: [b]\n    args:\n      value: many\n"
+        ));
+        assert_eq!(line, Some(8), "{msg}");
+        assert!(msg.contains("arg `value`") && msg.contains("invalid type"), "{msg}");
+    }
+
+    #[test]
+    fn missing_input_table_names_step_and_suggests() {
+        let (line, msg) = err(&format!(
+            "{HEAD}  - id: a\n    verb: source\n    outputs: [numbers]\n    args: {{value: 1}}\n  - id: b\n    verb: scale\n    inputs: [number]\n    outputs: [b]\n"
+        ));
+        assert_eq!(line, Some(10), "{msg}");
+        assert!(msg.contains("step `b`") && msg.contains("`number` is not produced") && msg.contains("did you mean `numbers`"), "{msg}");
+    }
+
+    #[test]
+    fn duplicate_output_and_duplicate_id() {
+        let two = |id2: &str, out2: &str| {
+            format!(
+                "{HEAD}  - id: a\n    verb: source\n    outputs: [b]\n    args: {{value: 1}}\n  - id: {id2}\n    verb: source\n    outputs: [{out2}]\n    args: {{value: 2}}\n"
+            )
+        };
+        let (line, msg) = err(&two("c", "b"));
+        assert_eq!(line, Some(10));
+        assert!(msg.contains("duplicate output") && msg.contains("step `a`"), "{msg}");
+        let (line, msg) = err(&two("a", "z"));
+        assert_eq!(line, Some(8));
+        assert!(msg.contains("duplicate step id"), "{msg}");
+    }
+
+    #[test]
+    fn cycle_names_the_steps() {
+        let (line, msg) = err(&format!(
+            "{HEAD}  - id: x\n    verb: scale\n    inputs: [b]\n    outputs: [a]\n  - id: y\n    verb: scale\n    inputs: [a]\n    outputs: [b]\n"
+        ));
+        assert!(msg.contains("cycle") && msg.contains("`x`") && msg.contains("`y`"), "{msg}");
+        assert!(line == Some(4) || line == Some(8), "{msg}");
+    }
+
+    #[test]
+    fn wrong_number_of_inputs() {
+        let (line, msg) = err(&format!("{HEAD}  - id: s\n    verb: source\n    inputs: [q]\n    outputs: [b]\n"));
+        assert_eq!(line, Some(6), "{msg}");
+        assert!(msg.contains("takes 0 input(s)"), "{msg}");
+    }
+
+    #[test]
+    fn settings_references_resolve_or_fail_with_suggestion() {
+        let p = plan(&format!(
+            "{HEAD}  - id: s\n    verb: source\n    outputs: [b]\n    args:\n      value: ${{chunking.size}}\n"
+        ))
+        .unwrap();
+        assert_eq!(p.steps[0].args["value"], 1200);
+        let p = plan(&format!(
+            "{HEAD}  - id: s\n    verb: source\n    outputs: [a]\n    args: {{value: 1}}\n  - id: t\n    verb: scale\n    inputs: [a]\n    outputs: [b]\n    args:\n      label: \"size=${{chunking.size}} enc=${{chunking.encoding_model}}\"\n"
+        ))
+        .unwrap();
+        assert_eq!(p.steps[1].args["label"], "size=1200 enc=o200k_base");
+        let (line, msg) = err(&format!(
+            "{HEAD}  - id: s\n    verb: source\n    outputs: [b]\n    args:\n      value: ${{chunking.sise}}\n"
+        ));
+        assert_eq!(line, Some(8), "{msg}");
+        assert!(msg.contains("did you mean `size`"), "{msg}");
+    }
+
+    #[test]
+    fn unknown_step_key_and_unpublished_output() {
+        let (line, msg) = err(&format!("{HEAD}  - id: s\n    verb: source\n    output: [b]\n"));
+        assert!(msg.contains("did you mean `outputs`"), "{msg}");
+        assert!(line.is_some(), "{msg}");
+        let (line, msg) = err("name: t\noutputs: [zzz]\nsteps:\n  - id: s\n    verb: source\n    outputs: [b]\n    args: {value: 1}\n");
+        assert_eq!(line, Some(2));
+        assert!(msg.contains("`zzz` is not produced"), "{msg}");
+    }
 }

@@ -252,9 +252,9 @@ pub fn run(plan: &Plan, ws: &Workspace, opts: &RunOptions) -> anyhow::Result<Run
         let mut running = 0;
         loop {
             if failure.is_none() {
-                for i in 0..n {
-                    if !started_steps[i] && plan.steps[i].deps.iter().all(|&d| done[d]) {
-                        started_steps[i] = true;
+                for (i, started) in started_steps.iter_mut().enumerate() {
+                    if !*started && plan.steps[i].deps.iter().all(|&d| done[d]) {
+                        *started = true;
                         running += 1;
                         let tx = tx.clone();
                         let shared = &shared;
@@ -301,4 +301,96 @@ pub fn run(plan: &Plan, ws: &Workspace, opts: &RunOptions) -> anyhow::Result<Run
         &serde_json::to_vec_pretty(&stats)?,
     )?;
     Ok(stats)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::context::LocalFiles;
+    use crate::test_verbs::{plan, RENDEZVOUS};
+
+    fn workspace(dir: &Path) -> Workspace {
+        Workspace {
+            output_dir: dir.join("output"),
+            files: Box::new(LocalFiles { root: dir.join("input") }),
+        }
+    }
+
+    fn chain(value: i64, factor: i64) -> String {
+        format!(
+            "name: t\noutputs: [scaled]\nsteps:\n  - id: src\n    verb: source\n    outputs: [raw]\n    args: {{value: {value}}}\n  - id: scale\n    verb: scale\n    inputs: [raw]\n    outputs: [scaled]\n    args: {{factor: {factor}}}\n"
+        )
+    }
+
+    fn statuses(stats: &RunStats) -> Vec<(&str, &str)> {
+        let mut v: Vec<_> = stats.workflows.iter().map(|(k, s)| (k.as_str(), s.status.as_str())).collect();
+        v.sort();
+        v
+    }
+
+    fn scaled(ws: &Workspace) -> Vec<i64> {
+        let t = store::read_table(&ws.output_dir.join("scaled.parquet")).unwrap();
+        crate::table::ints(&t, "scaled", "v").unwrap()
+    }
+
+    #[test]
+    fn resume_skips_unchanged_and_reruns_changed_steps() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = workspace(dir.path());
+        let resume = RunOptions { resume: true, progress: false };
+        let first = run(&plan(&chain(3, 2)).unwrap(), &ws, &resume).unwrap();
+        assert_eq!(statuses(&first), [("scale", "ran"), ("src", "ran")]);
+        assert_eq!(scaled(&ws), [6]);
+        assert!(ws.output_dir.join(".steps/raw.parquet").exists(), "intermediate table kept");
+
+        let again = run(&plan(&chain(3, 2)).unwrap(), &ws, &resume).unwrap();
+        assert_eq!(statuses(&again), [("scale", "skipped"), ("src", "skipped")]);
+        assert_eq!(resume_preview(&plan(&chain(3, 2)).unwrap(), &ws).unwrap(), [true, true]);
+
+        // A changed arg reruns that step only.
+        let changed = run(&plan(&chain(3, 5)).unwrap(), &ws, &resume).unwrap();
+        assert_eq!(statuses(&changed), [("scale", "ran"), ("src", "skipped")]);
+        assert_eq!(scaled(&ws), [15]);
+
+        // A changed upstream step reruns everything downstream.
+        assert_eq!(resume_preview(&plan(&chain(4, 5)).unwrap(), &ws).unwrap(), [false, false]);
+        let upstream = run(&plan(&chain(4, 5)).unwrap(), &ws, &resume).unwrap();
+        assert_eq!(statuses(&upstream), [("scale", "ran"), ("src", "ran")]);
+        assert_eq!(scaled(&ws), [20]);
+
+        // A damaged or missing output reruns its step.
+        std::fs::write(ws.output_dir.join("scaled.parquet"), b"garbage").unwrap();
+        let repaired = run(&plan(&chain(4, 5)).unwrap(), &ws, &resume).unwrap();
+        assert_eq!(statuses(&repaired), [("scale", "ran"), ("src", "skipped")]);
+        assert_eq!(scaled(&ws), [20]);
+
+        // Without --resume everything runs.
+        let full = run(&plan(&chain(4, 5)).unwrap(), &ws, &RunOptions::default()).unwrap();
+        assert_eq!(statuses(&full), [("scale", "ran"), ("src", "ran")]);
+        let stats: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(ws.output_dir.join("stats.json")).unwrap()).unwrap();
+        assert_eq!(stats["workflows"]["scale"]["rows_out"], 1);
+    }
+
+    #[test]
+    fn independent_steps_run_concurrently() {
+        let dir = tempfile::tempdir().unwrap();
+        let yaml = "name: t\noutputs: [x, y]\nsteps:\n  - id: src\n    verb: source\n    outputs: [raw]\n    args: {value: 1}\n  - id: left\n    verb: rendezvous\n    inputs: [raw]\n    outputs: [x]\n    args: {peers: 2}\n  - id: right\n    verb: rendezvous\n    inputs: [raw]\n    outputs: [y]\n    args: {peers: 2}\n";
+        RENDEZVOUS.store(0, Ordering::SeqCst);
+        run(&plan(yaml).unwrap(), &workspace(dir.path()), &RunOptions::default()).unwrap();
+    }
+
+    #[test]
+    fn failure_names_the_step_and_keeps_finished_outputs() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = workspace(dir.path());
+        let yaml = "name: t\noutputs: [b]\nsteps:\n  - id: src\n    verb: source\n    outputs: [a]\n    args: {value: 1}\n  - id: boom\n    verb: fail\n    inputs: [a]\n    outputs: [b]\n";
+        let err = run(&plan(yaml).unwrap(), &ws, &RunOptions::default()).unwrap_err();
+        let msg = format!("{err:#}");
+        assert!(msg.contains("step `boom`") && msg.contains("deliberate failure"), "{msg}");
+        assert!(ws.output_dir.join(".steps/a.parquet").exists());
+        assert!(!ws.output_dir.join("b.parquet").exists());
+        let preview = resume_preview(&plan(yaml).unwrap(), &ws).unwrap();
+        assert_eq!(preview, [true, false], "a rerun with --resume continues after the finished step");
+    }
 }

@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
-use arrow_array::builder::{Int64Builder, LargeStringBuilder, ListBuilder, StringBuilder};
-use arrow_array::{ArrayRef, Float64Array, Int64Array, LargeStringArray};
+use arrow_array::builder::{LargeStringBuilder, ListBuilder, StringBuilder};
+use arrow_array::{ArrayRef, Int64Array, LargeStringArray};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
 /// `string` columns are Arrow large_string, as in GraphRAG's files.
@@ -63,10 +63,6 @@ pub fn int_col(values: impl IntoIterator<Item = i64>) -> ArrayRef {
     Arc::new(values.into_iter().collect::<Int64Array>())
 }
 
-pub fn float_col(values: impl IntoIterator<Item = f64>) -> ArrayRef {
-    Arc::new(values.into_iter().collect::<Float64Array>())
-}
-
 pub fn id_list_col<L, S>(rows: impl IntoIterator<Item = L>) -> ArrayRef
 where
     L: IntoIterator<Item = S>,
@@ -76,17 +72,6 @@ where
     for row in rows {
         for id in row {
             b.values().append_value(id.as_ref());
-        }
-        b.append(true);
-    }
-    Arc::new(b.finish())
-}
-
-pub fn int_list_col(rows: impl IntoIterator<Item = Vec<i64>>) -> ArrayRef {
-    let mut b = ListBuilder::new(Int64Builder::new());
-    for row in rows {
-        for v in row {
-            b.values().append_value(v);
         }
         b.append(true);
     }

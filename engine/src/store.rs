@@ -80,17 +80,10 @@ pub fn read_table(path: &Path) -> anyhow::Result<RecordBatch> {
         .with_context(|| format!("{} is not a readable Parquet file", path.display()))?;
     let schema = builder.schema().clone();
     let batches = builder.build()?.collect::<Result<Vec<_>, _>>()?;
-    Ok(arrow_select_concat(&schema, &batches)?)
-}
-
-fn arrow_select_concat(
-    schema: &arrow_schema::SchemaRef,
-    batches: &[RecordBatch],
-) -> anyhow::Result<RecordBatch> {
-    match batches {
-        [] => Ok(RecordBatch::new_empty(schema.clone())),
+    match batches.as_slice() {
+        [] => Ok(RecordBatch::new_empty(schema)),
         [one] => Ok(one.clone()),
-        many => Ok(arrow_select::concat::concat_batches(schema, many)?),
+        many => Ok(arrow_select::concat::concat_batches(&schema, many)?),
     }
 }
 

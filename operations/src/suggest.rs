@@ -20,7 +20,7 @@ pub fn closest<'a>(input: &str, candidates: impl IntoIterator<Item = &'a str>) -
                 if truncated {
                     1
                 } else {
-                    strsim::levenshtein(input, c)
+                    strsim::damerau_levenshtein(input, c)
                 },
                 c,
             )

@@ -44,12 +44,6 @@ impl Encoding {
     }
 }
 
-impl Default for Encoding {
-    fn default() -> Self {
-        Encoding::O200kBase
-    }
-}
-
 impl fmt::Display for Encoding {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
