@@ -5,5 +5,6 @@
 
 pub mod chunking;
 pub mod ids;
+pub mod json_repair;
 pub mod suggest;
 pub mod tokenizer;
