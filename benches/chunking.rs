@@ -70,53 +70,72 @@ fn main() {
     let tokens_cl100k = cfg(Encoding::Cl100kBase, Strategy::Tokens);
     let sentences_o200k = cfg(Encoding::O200kBase, Strategy::Sentences);
 
+    let cases: Vec<Case> = vec![
+        Case {
+            name: "tokens 1200/100, o200k_base",
+            parallel: false,
+            unit: "chunks",
+            run: Box::new(move |d| chunk_all(d, &tokens_o200k)),
+        },
+        Case {
+            name: "tokens 1200/100, o200k_base, all cores",
+            parallel: true,
+            unit: "chunks",
+            run: Box::new(move |d| chunk_all(d, &tokens_o200k)),
+        },
+        Case {
+            name: "sentences 1200/100, o200k_base",
+            parallel: false,
+            unit: "chunks",
+            run: Box::new(move |d| chunk_all(d, &sentences_o200k)),
+        },
+        Case {
+            name: "tokens 1200/100, cl100k_base",
+            parallel: false,
+            unit: "chunks",
+            run: Box::new(move |d| chunk_all(d, &tokens_cl100k)),
+        },
+        // Breakdown of the token strategy: `chunk_text` encodes each document
+        // once, then counts the tokens of every chunk again (~1.09x the text
+        // with a 100 token overlap on 1200); these rows show where time goes.
+        Case {
+            name: "(part) encode whole documents, o200k_base",
+            parallel: false,
+            unit: "tokens",
+            run: Box::new(|d| Encoding::O200kBase.encode(d).len()),
+        },
+        Case {
+            name: "(part) count whole documents, o200k_base",
+            parallel: false,
+            unit: "tokens",
+            run: Box::new(|d| Encoding::O200kBase.count(d)),
+        },
+    ];
+
     let mut rows: Vec<Row> = Vec::new();
     let mut notes: Vec<String> = Vec::new();
-
-    let (secs, chunks) = median_run(|| chunk_sequential(&docs, &tokens_o200k));
-    rows.push(Row::new("tokens 1200/100, o200k_base", mb, 1, secs));
-    notes.push(format!("tokens o200k_base: {chunks} chunks"));
-
-    let (secs, chunks) = median_run(|| chunk_parallel(&docs, &tokens_o200k));
-    rows.push(Row::new(
-        "tokens 1200/100, o200k_base, all cores",
-        mb,
-        pool_threads,
-        secs,
-    ));
-    notes.push(format!("tokens o200k_base (parallel): {chunks} chunks"));
-
-    let (secs, chunks) = median_run(|| chunk_sequential(&docs, &sentences_o200k));
-    rows.push(Row::new("sentences 1200/100, o200k_base", mb, 1, secs));
-    notes.push(format!("sentences o200k_base: {chunks} chunks"));
-
-    let (secs, chunks) = median_run(|| chunk_sequential(&docs, &tokens_cl100k));
-    rows.push(Row::new("tokens 1200/100, cl100k_base", mb, 1, secs));
-    notes.push(format!("tokens cl100k_base: {chunks} chunks"));
-
-    // Breakdown of the token strategy: `chunk_text` encodes each document once
-    // and then counts the tokens of every chunk (~1.09x the text with a 100
-    // token overlap on 1200), so these two rows show where the time goes.
-    let (secs, tokens) = median_run(|| {
-        docs.iter()
-            .map(|d| Encoding::O200kBase.encode(d).len())
-            .sum()
-    });
-    rows.push(Row::new(
-        "(part) encode whole documents, o200k_base",
-        mb,
-        1,
-        secs,
-    ));
-    notes.push(format!("o200k_base: {tokens} tokens"));
-
-    let (secs, _) = median_run(|| docs.iter().map(|d| Encoding::O200kBase.count(d)).sum());
-    rows.push(Row::new(
-        "(part) count whole documents, o200k_base",
-        mb,
-        1,
-        secs,
-    ));
+    for case in &cases {
+        // Untimed warm-up on a few documents (page in the rank tables, caches).
+        black_box(run_case(case, &docs[..docs.len().min(4)]));
+        let (seconds, times, value) = median_run(|| run_case(case, &docs));
+        let threads = if case.parallel { pool_threads } else { 1 };
+        notes.push(format!(
+            "{}: {value} {}; runs {} s",
+            case.name,
+            case.unit,
+            times
+                .iter()
+                .map(|t| format!("{t:.3}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+        rows.push(Row {
+            name: case.name,
+            mb,
+            threads,
+            seconds,
+        });
+    }
 
     println!("| configuration | MB | threads | seconds | MB/s | MB/s per core |");
     println!("|---|---:|---:|---:|---:|---:|");
@@ -137,6 +156,29 @@ fn main() {
     }
 }
 
+/// One measured configuration: `run` processes one document and returns a
+/// count (chunks or tokens) that is summed over the corpus.
+struct Case {
+    name: &'static str,
+    parallel: bool,
+    unit: &'static str,
+    run: Box<dyn Fn(&str) -> usize + Sync>,
+}
+
+/// Runs `case` over `docs`: a sequential loop on this thread, or a rayon
+/// `par_iter` over documents on the global pool.
+fn run_case(case: &Case, docs: &[String]) -> usize {
+    if case.parallel {
+        docs.par_iter().map(|d| (case.run)(d)).sum()
+    } else {
+        docs.iter().map(|d| (case.run)(d)).sum()
+    }
+}
+
+fn chunk_all(doc: &str, cfg: &ChunkConfig) -> usize {
+    black_box(chunk_text(doc, cfg)).len()
+}
+
 struct Row {
     name: &'static str,
     mb: f64,
@@ -145,23 +187,15 @@ struct Row {
 }
 
 impl Row {
-    fn new(name: &'static str, mb: f64, threads: usize, seconds: f64) -> Self {
-        Row {
-            name,
-            mb,
-            threads,
-            seconds,
-        }
-    }
-
     fn mb_per_s(&self) -> f64 {
         self.mb / self.seconds
     }
 }
 
-/// Runs `f` `REPEATS` times; returns the median wall time in seconds and the
-/// value of the last run (kept so the work is not optimised away).
-fn median_run(mut f: impl FnMut() -> usize) -> (f64, usize) {
+/// Runs `f` `REPEATS` times; returns the median wall time in seconds, all the
+/// times in run order, and the value of the last run (kept so the work is not
+/// optimised away).
+fn median_run(mut f: impl FnMut() -> usize) -> (f64, Vec<f64>, usize) {
     let mut times = Vec::with_capacity(REPEATS);
     let mut value = 0;
     for _ in 0..REPEATS {
@@ -169,20 +203,9 @@ fn median_run(mut f: impl FnMut() -> usize) -> (f64, usize) {
         value = black_box(f());
         times.push(start.elapsed().as_secs_f64());
     }
-    times.sort_by(|a, b| a.total_cmp(b));
-    (times[times.len() / 2], value)
-}
-
-fn chunk_sequential(docs: &[String], cfg: &ChunkConfig) -> usize {
-    docs.iter()
-        .map(|d| black_box(chunk_text(d, cfg)).len())
-        .sum()
-}
-
-fn chunk_parallel(docs: &[String], cfg: &ChunkConfig) -> usize {
-    docs.par_iter()
-        .map(|d| black_box(chunk_text(d, cfg)).len())
-        .sum()
+    let mut sorted = times.clone();
+    sorted.sort_by(|a, b| a.total_cmp(b));
+    (sorted[sorted.len() / 2], times, value)
 }
 
 /// The benchmark corpus: optional eval corpora, then rotated Christmas Carol

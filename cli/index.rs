@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use graphrag_engine::context::LocalFiles;
+use graphrag_engine::llm::LlmService;
 use graphrag_engine::pipeline::{self, Plan};
 use graphrag_engine::runner::{self, RunOptions, Workspace};
 use graphrag_engine::settings;
@@ -64,6 +65,7 @@ pub fn run(args: &IndexArgs) -> anyhow::Result<()> {
         files: Box::new(LocalFiles {
             root: args.root.join(&s.input_storage.base_dir),
         }),
+        llm: Some(LlmService::from_settings(s, &args.root)?),
     };
     if args.dry_run {
         print_plan(&plan, &ws, args.resume)?;

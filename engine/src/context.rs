@@ -9,6 +9,8 @@ use std::time::SystemTime;
 use anyhow::Context;
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 
+use crate::llm::{LlmService, UsageCounters};
+
 /// One file of the input storage.
 #[derive(Debug, Clone)]
 pub struct FileEntry {
@@ -80,12 +82,15 @@ fn walk(root: &Path, dir: &Path, out: &mut Vec<FileEntry>) -> anyhow::Result<()>
 #[derive(Debug, Default)]
 pub struct StepCounters {
     pub warnings: AtomicU64,
+    /// LLM calls, tokens, cache hits, retries, per model.
+    pub usage: UsageCounters,
 }
 
 pub struct VerbContext<'a> {
     pub step_id: &'a str,
     pub files: &'a dyn FileSource,
     pub counters: &'a StepCounters,
+    llm: Option<&'a LlmService>,
     progress: Option<&'a MultiProgress>,
 }
 
@@ -94,14 +99,22 @@ impl<'a> VerbContext<'a> {
         step_id: &'a str,
         files: &'a dyn FileSource,
         counters: &'a StepCounters,
+        llm: Option<&'a LlmService>,
         progress: Option<&'a MultiProgress>,
     ) -> Self {
         VerbContext {
             step_id,
             files,
             counters,
+            llm,
             progress,
         }
+    }
+
+    /// The project's models (chat and embedding).
+    pub fn llm(&self) -> anyhow::Result<&'a LlmService> {
+        self.llm
+            .ok_or_else(|| anyhow::anyhow!("step `{}` needs the LLM layer, which this run was started without", self.step_id))
     }
 
     /// A progress bar of `len` items for this step (hidden when quiet or not a terminal).

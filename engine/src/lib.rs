@@ -6,6 +6,7 @@
 pub mod config_error;
 pub mod context;
 pub mod env;
+pub mod llm;
 pub mod pipeline;
 pub mod runner;
 pub mod schema;

@@ -21,10 +21,11 @@ use crate::stats::{peak_rss_mb, RunStats, StepStats};
 use crate::store;
 use graphrag_operations::ids::sha256_hex;
 
-/// Where a run reads and writes.
+/// Where a run reads and writes, and the models it may call.
 pub struct Workspace {
     pub output_dir: PathBuf,
     pub files: Box<dyn FileSource>,
+    pub llm: Option<LlmService>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -63,7 +64,7 @@ pub fn resume_preview(plan: &Plan, ws: &Workspace) -> anyhow::Result<Vec<bool>> 
     let mut hashes: HashMap<String, String> = HashMap::new();
     let mut skip = Vec::with_capacity(plan.steps.len());
     for step in &plan.steps {
-        let ctx = VerbContext::new(&step.id, ws.files.as_ref(), &counters, None);
+        let ctx = VerbContext::new(&step.id, ws.files.as_ref(), &counters, ws.llm.as_ref(), None);
         let inputs: Option<Vec<String>> =
             step.inputs.iter().map(|t| hashes.get(t).cloned()).collect();
         let reusable = match inputs {
@@ -217,6 +218,7 @@ impl Shared<'_> {
         stats.overall = started.elapsed().as_secs_f64();
         stats.peak_rss_mb = peak_rss_mb();
         stats.warnings = counters.warnings.load(Ordering::Relaxed);
+        stats.llm = counters.usage.by_model();
         Ok(stats)
     }
 }
@@ -290,6 +292,7 @@ pub fn run(plan: &Plan, ws: &Workspace, opts: &RunOptions) -> anyhow::Result<Run
         return Err(e);
     }
     stats.total_runtime = started.elapsed().as_secs_f64();
+    stats.sum_llm_usage();
     if plan.is_published("documents") {
         stats.num_documents = shared
             .table("documents")
@@ -313,6 +316,7 @@ mod tests {
         Workspace {
             output_dir: dir.join("output"),
             files: Box::new(LocalFiles { root: dir.join("input") }),
+            llm: None,
         }
     }
 

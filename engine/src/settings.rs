@@ -25,6 +25,12 @@ impl Secret {
     }
 }
 
+impl From<&str> for Secret {
+    fn from(s: &str) -> Self {
+        Secret(s.to_string())
+    }
+}
+
 impl fmt::Debug for Secret {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(if self.is_empty() { "\"\"" } else { "\"***\"" })
@@ -75,6 +81,8 @@ section!(
         top_p: f64 = 1.0,
         request_timeout: f64 = 180.0,
         max_retries: u32 = 10,
+        /// Seconds: first backoff delay (doubled per retry, with jitter, capped by max_retry_wait).
+        retry_base_delay: f64 = 1.0,
         max_retry_wait: f64 = 60.0,
         concurrent_requests: u32 = 25,
         requests_per_minute: Option<u32> = None,

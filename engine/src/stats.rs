@@ -5,12 +5,29 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use crate::llm::ModelUsage;
+
 #[derive(Debug, Clone, Serialize, Default)]
 pub struct RunStats {
     pub pipeline: String,
     pub total_runtime: f64,
     pub num_documents: u64,
     pub workflows: BTreeMap<String, StepStats>,
+    /// LLM usage of the whole run, per model.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub llm: BTreeMap<String, ModelUsage>,
+}
+
+impl RunStats {
+    /// Fills the run's per-model totals from the steps.
+    pub fn sum_llm_usage(&mut self) {
+        self.llm.clear();
+        for step in self.workflows.values() {
+            for (model, u) in &step.llm {
+                self.llm.entry(model.clone()).or_default().add(u);
+            }
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Default)]
@@ -25,6 +42,9 @@ pub struct StepStats {
     /// The process's peak resident memory when the step ended (MB, Linux).
     pub peak_rss_mb: Option<f64>,
     pub warnings: u64,
+    /// LLM calls, tokens, cache hits, retries and JSON repairs per model.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub llm: BTreeMap<String, ModelUsage>,
 }
 
 /// Peak resident set size of this process in MB (VmHWM), where available.

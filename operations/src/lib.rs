@@ -4,7 +4,11 @@
 //! function is testable in isolation. Verbs and the query engine call these.
 
 pub mod chunking;
+pub mod extraction_parser;
+pub mod graph_merge;
 pub mod ids;
 pub mod json_repair;
+pub mod leiden;
+pub mod nlp_graph;
 pub mod suggest;
 pub mod tokenizer;

@@ -1,0 +1,264 @@
+//! The LLM and embedding layer: every model call of the index and the query
+//! engine goes through here. It owns concurrency and rate limits, retries,
+//! the response cache, JSON repair and token accounting.
+
+mod cache;
+mod embedding;
+mod http;
+mod limiter;
+mod service;
+mod usage;
+
+pub use cache::ResponseCache;
+pub use embedding::EmbeddingModel;
+pub use service::LlmService;
+pub use usage::{ModelUsage, UsageCounters};
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::settings::ModelConfig;
+use graphrag_operations::json_repair;
+use graphrag_operations::tokenizer::Encoding;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Message {
+    pub role: String,
+    pub content: String,
+}
+
+impl Message {
+    pub fn system(content: impl Into<String>) -> Self {
+        Message { role: "system".into(), content: content.into() }
+    }
+    pub fn user(content: impl Into<String>) -> Self {
+        Message { role: "user".into(), content: content.into() }
+    }
+    pub fn assistant(content: impl Into<String>) -> Self {
+        Message { role: "assistant".into(), content: content.into() }
+    }
+}
+
+/// What a chat call returns.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Completion {
+    pub content: String,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+}
+
+/// Why a call failed after retries; the API key never appears in it.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum LlmError {
+    #[error("{model}: request rejected ({status}): {message}")]
+    Rejected { model: String, status: u16, message: String },
+    #[error("{model}: gave up after {attempts} attempts: {last}")]
+    Exhausted { model: String, attempts: u32, last: String },
+    #[error("{model}: answer is not valid JSON even after a corrective retry: {reason}")]
+    BadJson { model: String, reason: String },
+    #[error("{0}")]
+    Config(String),
+}
+
+/// Prompt tokens of a message list as OpenAI counts them (content plus a
+/// small per-message overhead), used for token-per-minute limits and
+/// estimates before anything is sent.
+pub fn count_prompt_tokens(messages: &[Message]) -> u64 {
+    messages.iter().map(|m| Encoding::O200kBase.count(&m.content) as u64 + 4).sum::<u64>() + 3
+}
+
+/// A configured chat model: limits, retries and cache around the HTTP transport.
+pub struct ChatModel {
+    id: String,
+    config: ModelConfig,
+    transport: http::Transport,
+    limiter: limiter::Limiter,
+    cache: Option<Arc<ResponseCache>>,
+}
+
+impl ChatModel {
+    pub fn new(id: &str, config: &ModelConfig, cache: Option<Arc<ResponseCache>>) -> Result<Self, LlmError> {
+        Ok(ChatModel {
+            id: id.to_string(),
+            transport: http::Transport::new(id, config)?,
+            limiter: limiter::Limiter::new(config),
+            config: config.clone(),
+            cache,
+        })
+    }
+
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// A chat completion, from the cache when the same request was answered before.
+    pub async fn chat(&self, messages: &[Message], json: bool, usage: &UsageCounters) -> Result<Completion, LlmError> {
+        let body = self.request_body(messages, json);
+        let key = ResponseCache::key(&["chat", &self.config.model, &body.to_string()]);
+        if let Some(cache) = &self.cache {
+            if let Some(hit) = cache.get::<Completion>(&key) {
+                usage.record_cache_hit(&self.id);
+                return Ok(hit);
+            }
+        }
+        let prompt_estimate = count_prompt_tokens(messages);
+        let completion = retrying(&self.id, &self.config, usage, &self.limiter, prompt_estimate, || {
+            self.transport.chat(&body)
+        })
+        .await?;
+        usage.record_call(&self.id, completion.prompt_tokens, completion.completion_tokens);
+        if let Some(cache) = &self.cache {
+            cache.put(&key, &completion);
+        }
+        Ok(completion)
+    }
+
+    /// A chat call whose answer must be a JSON object: JSON mode where the
+    /// model supports it, tolerant parsing always, and one corrective retry
+    /// when the answer cannot be repaired.
+    pub async fn chat_json(&self, messages: &[Message], usage: &UsageCounters) -> Result<Value, LlmError> {
+        let first = self.chat(messages, true, usage).await?;
+        match json_repair::parse_object(&first.content) {
+            Ok(parsed) => {
+                if !parsed.repairs.is_empty() {
+                    usage.record_json_repair(&self.id);
+                }
+                return Ok(parsed.value);
+            }
+            Err(reason) => {
+                tracing::debug!(model = %self.id, "unparseable JSON answer ({reason}), sending a corrective retry");
+                let mut retry = messages.to_vec();
+                retry.push(Message::assistant(first.content));
+                retry.push(Message::user(format!(
+                    "Your previous answer could not be parsed as JSON ({reason}). Reply again with only the complete JSON object, no other text."
+                )));
+                let second = self.chat(&retry, true, usage).await?;
+                match json_repair::parse_object(&second.content) {
+                    Ok(parsed) => {
+                        usage.record_json_repair(&self.id);
+                        Ok(parsed.value)
+                    }
+                    Err(reason) => {
+                        usage.record_json_failure(&self.id);
+                        Err(LlmError::BadJson { model: self.id.clone(), reason })
+                    }
+                }
+            }
+        }
+    }
+
+    fn request_body(&self, messages: &[Message], json: bool) -> Value {
+        let mut body = serde_json::json!({
+            "model": self.config.model,
+            "messages": messages,
+            "temperature": self.config.temperature,
+            "top_p": self.config.top_p,
+        });
+        if let Some(max) = self.config.max_tokens {
+            body["max_tokens"] = max.into();
+        }
+        if json && self.config.model_supports_json {
+            body["response_format"] = serde_json::json!({"type": "json_object"});
+        }
+        body
+    }
+}
+
+/// Runs `call` under the model's limits, retrying retryable failures with
+/// backoff until `max_retries` is spent; counts retries and failures.
+pub(crate) async fn retrying<T, F, Fut>(
+    id: &str,
+    config: &ModelConfig,
+    usage: &UsageCounters,
+    limiter: &limiter::Limiter,
+    tokens: u64,
+    mut call: F,
+) -> Result<T, LlmError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, http::Failure>>,
+{
+    let max_attempts = config.max_retries + 1;
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let result = {
+            let _permit = limiter.acquire(tokens).await;
+            call().await
+        };
+        let failure = match result {
+            Ok(v) => return Ok(v),
+            Err(f) => f,
+        };
+        if !failure.retryable {
+            usage.record_failure(id);
+            return Err(LlmError::Rejected {
+                model: id.to_string(),
+                status: failure.status.unwrap_or(0),
+                message: failure.message,
+            });
+        }
+        if attempt >= max_attempts {
+            usage.record_failure(id);
+            return Err(LlmError::Exhausted {
+                model: id.to_string(),
+                attempts: attempt,
+                last: failure.message,
+            });
+        }
+        usage.record_retry(id);
+        let wait = backoff(config, attempt, failure.retry_after);
+        tracing::debug!(model = id, attempt, wait_ms = wait.as_millis() as u64, "retrying: {}", failure.message);
+        tokio::time::sleep(wait).await;
+    }
+}
+
+/// Exponential backoff with jitter, capped by max_retry_wait; a server's
+/// Retry-After wins (it knows when capacity returns).
+fn backoff(config: &ModelConfig, attempt: u32, retry_after: Option<Duration>) -> Duration {
+    let cap = Duration::from_secs_f64(config.max_retry_wait.max(0.0));
+    let exp = config.retry_base_delay.max(0.0) * 2f64.powi(attempt.saturating_sub(1).min(30) as i32);
+    let jittered = Duration::from_secs_f64(exp * (0.5 + 0.5 * jitter_fraction())).min(cap);
+    retry_after.unwrap_or(jittered)
+}
+
+/// A fraction in [0, 1) from the clock: jitter only needs to decorrelate
+/// concurrent retries, not to be reproducible.
+fn jitter_fraction() -> f64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    let mut x = nanos as u64 ^ 0x9E37_79B9_7F4A_7C15;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    (x % 10_000) as f64 / 10_000.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_grows_caps_and_honours_retry_after() {
+        let cfg = ModelConfig { retry_base_delay: 1.0, max_retry_wait: 10.0, ..ModelConfig::default() };
+        let b1 = backoff(&cfg, 1, None);
+        assert!(b1 >= Duration::from_millis(500) && b1 <= Duration::from_secs(1), "{b1:?}");
+        let b3 = backoff(&cfg, 3, None);
+        assert!(b3 >= Duration::from_secs(2) && b3 <= Duration::from_secs(4), "{b3:?}");
+        assert!(backoff(&cfg, 20, None) <= Duration::from_secs(10));
+        assert_eq!(backoff(&cfg, 1, Some(Duration::from_secs(7))), Duration::from_secs(7));
+        // A Retry-After longer than the cap is still honoured: the server decides.
+        assert_eq!(backoff(&cfg, 1, Some(Duration::from_secs(30))), Duration::from_secs(30));
+    }
+
+    #[test]
+    fn prompt_tokens_include_overhead() {
+        let n = count_prompt_tokens(&[Message::system("hello world"), Message::user("hi")]);
+        assert_eq!(n, 2 + 4 + 1 + 4 + 3);
+    }
+}

@@ -1,0 +1,86 @@
+//! The models of a project, built from settings.yaml, and the async runtime
+//! their calls run on. Verbs are synchronous: they hand futures to
+//! [`LlmService::block_on`].
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::path::Path;
+use std::sync::Arc;
+
+use super::{ChatModel, EmbeddingModel, LlmError, ResponseCache};
+use crate::settings::{ModelConfig, Settings};
+
+pub struct LlmService {
+    runtime: tokio::runtime::Runtime,
+    chat: BTreeMap<String, Result<Arc<ChatModel>, String>>,
+    embedding: BTreeMap<String, Result<Arc<EmbeddingModel>, String>>,
+}
+
+/// A chat model counts as configured when it can reach a server: an API key,
+/// or an explicit api_base (local servers need no key).
+fn chat_configured(config: &ModelConfig) -> bool {
+    !config.api_key.is_empty() || config.api_base.is_some()
+}
+
+impl LlmService {
+    /// Builds every model of `settings`; the cache lives under ROOT/cache.base_dir
+    /// unless `cache.type: none`. A model that cannot be built only fails when used.
+    pub fn from_settings(settings: &Settings, root: &Path) -> Result<Self, LlmError> {
+        let cache = (settings.cache.kind != "none").then(|| Arc::new(ResponseCache::new(&root.join(&settings.cache.base_dir))));
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .thread_name("llm")
+            .build()
+            .map_err(|e| LlmError::Config(format!("cannot start the async runtime: {e}")))?;
+        let chat = settings
+            .completion_models
+            .iter()
+            .map(|(id, cfg)| {
+                let model = if chat_configured(cfg) {
+                    ChatModel::new(id, cfg, cache.clone()).map(Arc::new).map_err(|e| e.to_string())
+                } else {
+                    Err(format!(
+                        "no chat model configured: completion_models.{id} has no api_key (set GRAPHRAG_API_KEY in the project's .env) and no api_base"
+                    ))
+                };
+                (id.clone(), model)
+            })
+            .collect();
+        let embedding = settings
+            .embedding_models
+            .iter()
+            .map(|(id, cfg)| {
+                let model = EmbeddingModel::new(id, cfg, cache.clone()).map(Arc::new).map_err(|e| e.to_string());
+                (id.clone(), model)
+            })
+            .collect();
+        Ok(LlmService { runtime, chat, embedding })
+    }
+
+    pub fn chat_model(&self, id: &str) -> Result<Arc<ChatModel>, LlmError> {
+        match self.chat.get(id) {
+            Some(Ok(m)) => Ok(m.clone()),
+            Some(Err(e)) => Err(LlmError::Config(e.clone())),
+            None => Err(LlmError::Config(format!("completion model `{id}` is not defined in settings.yaml"))),
+        }
+    }
+
+    /// Whether `id` names a usable chat model (the embedded default works without one).
+    pub fn has_chat_model(&self, id: &str) -> bool {
+        matches!(self.chat.get(id), Some(Ok(_)))
+    }
+
+    pub fn embedding_model(&self, id: &str) -> Result<Arc<EmbeddingModel>, LlmError> {
+        match self.embedding.get(id) {
+            Some(Ok(m)) => Ok(m.clone()),
+            Some(Err(e)) => Err(LlmError::Config(e.clone())),
+            None => Err(LlmError::Config(format!("embedding model `{id}` is not defined in settings.yaml"))),
+        }
+    }
+
+    /// Runs a future to completion on the LLM runtime (from a non-async thread).
+    pub fn block_on<F: Future>(&self, future: F) -> F::Output {
+        self.runtime.block_on(future)
+    }
+}
