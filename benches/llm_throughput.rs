@@ -11,7 +11,10 @@ use graphrag_engine::settings::{ModelConfig, Secret};
 use graphrag_mock_llm::{MockConfig, MockServer};
 
 fn env(name: &str, default: u64) -> u64 {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }
 
 fn main() {
@@ -21,10 +24,18 @@ fn main() {
         ..MockConfig::default()
     })
     .expect("mock server");
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
     println!("| calls | concurrency | latency ms | ideal s | measured s | ratio |");
     println!("|---|---|---|---|---|---|");
-    for (calls, concurrency) in [(env("BENCH_CALLS", 200), env("BENCH_CONCURRENCY", 25)), (100, 10), (400, 50)] {
+    for (calls, concurrency) in [
+        (env("BENCH_CALLS", 200), env("BENCH_CONCURRENCY", 25)),
+        (100, 10),
+        (400, 50),
+    ] {
         let cfg = ModelConfig {
             model: "mock".into(),
             api_base: Some(mock.base_url()),
@@ -40,7 +51,9 @@ fn main() {
                 let model = model.clone();
                 let usage = &usage;
                 async move {
-                    let msgs = [Message::user(format!("benchmark question {i}: what happened next?"))];
+                    let msgs = [Message::user(format!(
+                        "benchmark question {i}: what happened next?"
+                    ))];
                     model.chat(&msgs, false, usage).await.expect("mock answers")
                 }
             });

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use graphrag_engine::context::LocalFiles;
+use graphrag_engine::context::{LocalFiles, LocalProject};
 use graphrag_engine::llm::LlmService;
 use graphrag_engine::pipeline::{self, Plan};
 use graphrag_engine::runner::{self, RunOptions, Workspace};
@@ -40,7 +40,7 @@ fn pipeline_source(root: &Path, method: &str) -> anyhow::Result<(PathBuf, String
     match WORKFLOWS.iter().find(|(m, _)| *m == method) {
         Some((_, text)) => Ok((PathBuf::from(format!("<built-in {method}.yaml>")), text.to_string())),
         None => anyhow::bail!(
-            "unknown method `{method}`: expected standard, fast, a workflows/<name>.yaml in the project, or a path to a pipeline .yaml{}",
+            "unknown method `{method}`: expected auto, standard, fast, a workflows/<name>.yaml in the project, or a path to a pipeline .yaml{}",
             did_you_mean(method, WORKFLOWS.iter().map(|(m, _)| *m))
         ),
     }
@@ -57,7 +57,19 @@ pub fn run(args: &IndexArgs) -> anyhow::Result<()> {
         args.verbosity,
         (!args.dry_run).then_some(log_file.as_path()),
     )?;
-    let (pipeline_file, text) = pipeline_source(&args.root, &args.method)?;
+    let llm = LlmService::from_settings(s, &args.root)?;
+    let method = match args.method.as_str() {
+        "auto" if llm.has_chat_model(&s.extract_graph.completion_model_id) => "standard",
+        "auto" => {
+            tracing::info!(
+                "no chat model configured (completion_models.{}): using the fast method (noun-phrase graph, no LLM)",
+                s.extract_graph.completion_model_id
+            );
+            "fast"
+        }
+        other => other,
+    };
+    let (pipeline_file, text) = pipeline_source(&args.root, method)?;
     let registry = graphrag_verbs::registry();
     let plan = pipeline::load(&pipeline_file, &text, s, &registry)?;
     let ws = Workspace {
@@ -65,7 +77,11 @@ pub fn run(args: &IndexArgs) -> anyhow::Result<()> {
         files: Box::new(LocalFiles {
             root: args.root.join(&s.input_storage.base_dir),
         }),
-        llm: Some(LlmService::from_settings(s, &args.root)?),
+        project: Some(Box::new(LocalProject {
+            root: args.root.clone(),
+            output_dir: args.root.join(&s.output_storage.base_dir),
+        })),
+        llm: Some(llm),
     };
     if args.dry_run {
         print_plan(&plan, &ws, args.resume)?;

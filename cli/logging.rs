@@ -10,6 +10,9 @@ use tracing_subscriber::filter::LevelFilter;
 use tracing_subscriber::fmt;
 use tracing_subscriber::prelude::*;
 
+/// Log target written to the log file but not to the console.
+pub const FILE_ONLY: &str = "graphrag_rs::file_only";
+
 pub fn init(verbosity: i8, log_file: Option<&Path>) -> anyhow::Result<()> {
     let console = match verbosity {
         i8::MIN..=-1 => LevelFilter::WARN,
@@ -39,7 +42,10 @@ pub fn init(verbosity: i8, log_file: Option<&Path>) -> anyhow::Result<()> {
                 .with_ansi(std::io::stderr().is_terminal())
                 .with_target(false)
                 .compact()
-                .with_filter(console),
+                .with_filter(console)
+                .with_filter(tracing_subscriber::filter::filter_fn(|m| {
+                    m.target() != FILE_ONLY
+                })),
         )
         .with(file_layer)
         .try_init();

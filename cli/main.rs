@@ -48,8 +48,9 @@ enum Command {
     Index {
         #[command(flatten)]
         root: RootArg,
-        /// Pipeline: standard, fast, or a path to a pipeline YAML file.
-        #[arg(long, default_value = "standard")]
+        /// Pipeline: standard (LLM extraction), fast (no LLM), auto (standard when a chat
+        /// model is configured, else fast), or a path to a pipeline YAML file.
+        #[arg(long, default_value = "auto")]
         method: String,
         /// Skip steps whose verb, args and inputs are unchanged since the last run.
         #[arg(long)]
@@ -106,7 +107,8 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            tracing::error!("{e:#}");
+            // For the log file; the console gets the plain line below.
+            tracing::error!(target: logging::FILE_ONLY, "{e:#}");
             eprintln!("error: {e:#}");
             ExitCode::FAILURE
         }

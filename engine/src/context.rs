@@ -2,14 +2,17 @@
 //! files, progress bars and warning counters. Verbs never open files
 //! themselves, so storage can change (object stores) without touching them.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
 use std::time::SystemTime;
 
 use anyhow::Context;
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 
 use crate::llm::{LlmService, UsageCounters};
+use crate::prompts::PromptTemplate;
 
 /// One file of the input storage.
 #[derive(Debug, Clone)]
@@ -84,37 +87,112 @@ pub struct StepCounters {
     pub warnings: AtomicU64,
     /// LLM calls, tokens, cache hits, retries, per model.
     pub usage: UsageCounters,
+    /// Verb-specific counts (records dropped or repaired, ...).
+    pub counts: Mutex<BTreeMap<String, u64>>,
+}
+
+/// Project files a verb may read (prompt templates) or write besides tables
+/// (snapshots such as GraphML), resolved by the engine.
+pub trait ProjectFiles: Send + Sync {
+    fn read_text(&self, rel_path: &str) -> anyhow::Result<String>;
+    /// Writes `name` into the output folder atomically.
+    fn write_output(&self, name: &str, bytes: &[u8]) -> anyhow::Result<()>;
+}
+
+/// Project files of a local project folder.
+pub struct LocalProject {
+    pub root: PathBuf,
+    pub output_dir: PathBuf,
+}
+
+impl ProjectFiles for LocalProject {
+    fn read_text(&self, rel_path: &str) -> anyhow::Result<String> {
+        let path = self.root.join(rel_path);
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))
+    }
+
+    fn write_output(&self, name: &str, bytes: &[u8]) -> anyhow::Result<()> {
+        let path = self.output_dir.join(name);
+        crate::store::atomic_write(&path, bytes)
+            .with_context(|| format!("writing {}", path.display()))
+    }
 }
 
 pub struct VerbContext<'a> {
     pub step_id: &'a str,
     pub files: &'a dyn FileSource,
     pub counters: &'a StepCounters,
+    project: Option<&'a dyn ProjectFiles>,
     llm: Option<&'a LlmService>,
     progress: Option<&'a MultiProgress>,
 }
 
 impl<'a> VerbContext<'a> {
-    pub fn new(
-        step_id: &'a str,
-        files: &'a dyn FileSource,
-        counters: &'a StepCounters,
-        llm: Option<&'a LlmService>,
-        progress: Option<&'a MultiProgress>,
-    ) -> Self {
+    pub fn new(step_id: &'a str, files: &'a dyn FileSource, counters: &'a StepCounters) -> Self {
         VerbContext {
             step_id,
             files,
             counters,
-            llm,
-            progress,
+            project: None,
+            llm: None,
+            progress: None,
         }
+    }
+
+    pub fn with_project(mut self, project: Option<&'a dyn ProjectFiles>) -> Self {
+        self.project = project;
+        self
+    }
+
+    pub fn with_llm(mut self, llm: Option<&'a LlmService>) -> Self {
+        self.llm = llm;
+        self
+    }
+
+    pub fn with_progress(mut self, progress: Option<&'a MultiProgress>) -> Self {
+        self.progress = progress;
+        self
+    }
+
+    fn project(&self) -> anyhow::Result<&'a dyn ProjectFiles> {
+        self.project.ok_or_else(|| {
+            anyhow::anyhow!(
+                "step `{}` needs project files, which this run was started without",
+                self.step_id
+            )
+        })
+    }
+
+    /// A prompt template, by its path relative to the project root.
+    pub fn prompt(&self, rel_path: &str) -> anyhow::Result<PromptTemplate> {
+        let text = self.project()?.read_text(rel_path)?;
+        Ok(PromptTemplate::new(rel_path, text))
+    }
+
+    /// Writes a file (e.g. a GraphML snapshot) into the output folder.
+    pub fn write_output(&self, name: &str, bytes: &[u8]) -> anyhow::Result<()> {
+        self.project()?.write_output(name, bytes)
+    }
+
+    /// Adds `n` to a named counter of this step (reported in stats.json).
+    pub fn count(&self, name: &str, n: u64) {
+        *self
+            .counters
+            .counts
+            .lock()
+            .unwrap()
+            .entry(name.to_string())
+            .or_default() += n;
     }
 
     /// The project's models (chat and embedding).
     pub fn llm(&self) -> anyhow::Result<&'a LlmService> {
-        self.llm
-            .ok_or_else(|| anyhow::anyhow!("step `{}` needs the LLM layer, which this run was started without", self.step_id))
+        self.llm.ok_or_else(|| {
+            anyhow::anyhow!(
+                "step `{}` needs the LLM layer, which this run was started without",
+                self.step_id
+            )
+        })
     }
 
     /// A progress bar of `len` items for this step (hidden when quiet or not a terminal).

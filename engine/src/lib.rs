@@ -8,15 +8,16 @@ pub mod context;
 pub mod env;
 pub mod llm;
 pub mod pipeline;
+pub mod prompts;
 pub mod runner;
 pub mod schema;
 pub mod settings;
 pub mod stats;
 pub mod store;
 pub mod table;
-pub mod verb;
-pub mod yaml_lines;
 #[cfg(test)]
 mod test_verbs;
+pub mod verb;
+pub mod yaml_lines;
 
 pub use config_error::ConfigError;

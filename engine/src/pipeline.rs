@@ -387,15 +387,22 @@ mod tests {
 
     #[test]
     fn unknown_verb_names_step_line_and_suggests() {
-        let (line, msg) = err(&format!("{HEAD}  - id: s\n    verb: sourse\n    outputs: [b]\n"));
+        let (line, msg) = err(&format!(
+            "{HEAD}  - id: s\n    verb: sourse\n    outputs: [b]\n"
+        ));
         assert_eq!(line, Some(5));
-        assert!(msg.contains("step `s`") && msg.contains("did you mean `source`"), "{msg}");
+        assert!(
+            msg.contains("step `s`") && msg.contains("did you mean `source`"),
+            "{msg}"
+        );
         assert!(msg.starts_with("pipe.yaml:5"), "{msg}");
     }
 
     #[test]
     fn planned_verb_says_not_built() {
-        let (_, msg) = err(&format!("{HEAD}  - id: x\n    verb: entity_extract\n    inputs: [a]\n    outputs: [b, c]\n"));
+        let (_, msg) = err(&format!(
+            "{HEAD}  - id: x\n    verb: entity_extract\n    inputs: [a]\n    outputs: [b, c]\n"
+        ));
         assert!(msg.contains("not built yet"), "{msg}");
     }
 
@@ -405,7 +412,10 @@ mod tests {
             "{HEAD}  - id: s\n    verb: source\n    outputs: [b]\n    args:\n      valeu: 3\n"
         ));
         assert_eq!(line, Some(8), "{msg}");
-        assert!(msg.contains("step `s`") && msg.contains("did you mean `value`"), "{msg}");
+        assert!(
+            msg.contains("step `s`") && msg.contains("did you mean `value`"),
+            "{msg}"
+        );
     }
 
     #[test]
@@ -414,7 +424,10 @@ mod tests {
             "{HEAD}  - id: s\n    verb: source\n    outputs: [b]\n    args:\n      value: many\n"
         ));
         assert_eq!(line, Some(8), "{msg}");
-        assert!(msg.contains("arg `value`") && msg.contains("invalid type"), "{msg}");
+        assert!(
+            msg.contains("arg `value`") && msg.contains("invalid type"),
+            "{msg}"
+        );
     }
 
     #[test]
@@ -423,7 +436,12 @@ mod tests {
             "{HEAD}  - id: a\n    verb: source\n    outputs: [numbers]\n    args: {{value: 1}}\n  - id: b\n    verb: scale\n    inputs: [number]\n    outputs: [b]\n"
         ));
         assert_eq!(line, Some(10), "{msg}");
-        assert!(msg.contains("step `b`") && msg.contains("`number` is not produced") && msg.contains("did you mean `numbers`"), "{msg}");
+        assert!(
+            msg.contains("step `b`")
+                && msg.contains("`number` is not produced")
+                && msg.contains("did you mean `numbers`"),
+            "{msg}"
+        );
     }
 
     #[test]
@@ -435,7 +453,10 @@ mod tests {
         };
         let (line, msg) = err(&two("c", "b"));
         assert_eq!(line, Some(10));
-        assert!(msg.contains("duplicate output") && msg.contains("step `a`"), "{msg}");
+        assert!(
+            msg.contains("duplicate output") && msg.contains("step `a`"),
+            "{msg}"
+        );
         let (line, msg) = err(&two("a", "z"));
         assert_eq!(line, Some(8));
         assert!(msg.contains("duplicate step id"), "{msg}");
@@ -446,13 +467,18 @@ mod tests {
         let (line, msg) = err(&format!(
             "{HEAD}  - id: x\n    verb: scale\n    inputs: [b]\n    outputs: [a]\n  - id: y\n    verb: scale\n    inputs: [a]\n    outputs: [b]\n"
         ));
-        assert!(msg.contains("cycle") && msg.contains("`x`") && msg.contains("`y`"), "{msg}");
+        assert!(
+            msg.contains("cycle") && msg.contains("`x`") && msg.contains("`y`"),
+            "{msg}"
+        );
         assert!(line == Some(4) || line == Some(8), "{msg}");
     }
 
     #[test]
     fn wrong_number_of_inputs() {
-        let (line, msg) = err(&format!("{HEAD}  - id: s\n    verb: source\n    inputs: [q]\n    outputs: [b]\n"));
+        let (line, msg) = err(&format!(
+            "{HEAD}  - id: s\n    verb: source\n    inputs: [q]\n    outputs: [b]\n"
+        ));
         assert_eq!(line, Some(6), "{msg}");
         assert!(msg.contains("takes 0 input(s)"), "{msg}");
     }
@@ -478,7 +504,9 @@ mod tests {
 
     #[test]
     fn unknown_step_key_and_unpublished_output() {
-        let (line, msg) = err(&format!("{HEAD}  - id: s\n    verb: source\n    output: [b]\n"));
+        let (line, msg) = err(&format!(
+            "{HEAD}  - id: s\n    verb: source\n    output: [b]\n"
+        ));
         assert!(msg.contains("did you mean `outputs`"), "{msg}");
         assert!(line.is_some(), "{msg}");
         let (line, msg) = err("name: t\noutputs: [zzz]\nsteps:\n  - id: s\n    verb: source\n    outputs: [b]\n    args: {value: 1}\n");

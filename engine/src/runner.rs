@@ -15,7 +15,8 @@ use arrow_array::RecordBatch;
 use indicatif::MultiProgress;
 use serde::{Deserialize, Serialize};
 
-use crate::context::{FileSource, StepCounters, VerbContext};
+use crate::context::{FileSource, ProjectFiles, StepCounters, VerbContext};
+use crate::llm::LlmService;
 use crate::pipeline::{Plan, Step};
 use crate::stats::{peak_rss_mb, RunStats, StepStats};
 use crate::store;
@@ -25,7 +26,16 @@ use graphrag_operations::ids::sha256_hex;
 pub struct Workspace {
     pub output_dir: PathBuf,
     pub files: Box<dyn FileSource>,
+    pub project: Option<Box<dyn ProjectFiles>>,
     pub llm: Option<LlmService>,
+}
+
+impl Workspace {
+    fn context<'a>(&'a self, step: &'a Step, counters: &'a StepCounters) -> VerbContext<'a> {
+        VerbContext::new(&step.id, self.files.as_ref(), counters)
+            .with_project(self.project.as_deref())
+            .with_llm(self.llm.as_ref())
+    }
 }
 
 #[derive(Debug, Clone, Default)]
@@ -64,7 +74,7 @@ pub fn resume_preview(plan: &Plan, ws: &Workspace) -> anyhow::Result<Vec<bool>> 
     let mut hashes: HashMap<String, String> = HashMap::new();
     let mut skip = Vec::with_capacity(plan.steps.len());
     for step in &plan.steps {
-        let ctx = VerbContext::new(&step.id, ws.files.as_ref(), &counters, ws.llm.as_ref(), None);
+        let ctx = ws.context(step, &counters);
         let inputs: Option<Vec<String>> =
             step.inputs.iter().map(|t| hashes.get(t).cloned()).collect();
         let reusable = match inputs {
@@ -145,12 +155,10 @@ impl Shared<'_> {
     fn execute(&self, step: &Step) -> anyhow::Result<StepStats> {
         let started = Instant::now();
         let counters = StepCounters::default();
-        let ctx = VerbContext::new(
-            &step.id,
-            self.ws.files.as_ref(),
-            &counters,
-            self.progress.as_ref(),
-        );
+        let ctx = self
+            .ws
+            .context(step, &counters)
+            .with_progress(self.progress.as_ref());
         let input_hashes: Vec<String> = {
             let hashes = self.hashes.lock().unwrap();
             step.inputs
@@ -219,6 +227,7 @@ impl Shared<'_> {
         stats.peak_rss_mb = peak_rss_mb();
         stats.warnings = counters.warnings.load(Ordering::Relaxed);
         stats.llm = counters.usage.by_model();
+        stats.counts = counters.counts.lock().unwrap().clone();
         Ok(stats)
     }
 }
@@ -315,7 +324,10 @@ mod tests {
     fn workspace(dir: &Path) -> Workspace {
         Workspace {
             output_dir: dir.join("output"),
-            files: Box::new(LocalFiles { root: dir.join("input") }),
+            files: Box::new(LocalFiles {
+                root: dir.join("input"),
+            }),
+            project: None,
             llm: None,
         }
     }
@@ -327,7 +339,11 @@ mod tests {
     }
 
     fn statuses(stats: &RunStats) -> Vec<(&str, &str)> {
-        let mut v: Vec<_> = stats.workflows.iter().map(|(k, s)| (k.as_str(), s.status.as_str())).collect();
+        let mut v: Vec<_> = stats
+            .workflows
+            .iter()
+            .map(|(k, s)| (k.as_str(), s.status.as_str()))
+            .collect();
         v.sort();
         v
     }
@@ -341,15 +357,24 @@ mod tests {
     fn resume_skips_unchanged_and_reruns_changed_steps() {
         let dir = tempfile::tempdir().unwrap();
         let ws = workspace(dir.path());
-        let resume = RunOptions { resume: true, progress: false };
+        let resume = RunOptions {
+            resume: true,
+            progress: false,
+        };
         let first = run(&plan(&chain(3, 2)).unwrap(), &ws, &resume).unwrap();
         assert_eq!(statuses(&first), [("scale", "ran"), ("src", "ran")]);
         assert_eq!(scaled(&ws), [6]);
-        assert!(ws.output_dir.join(".steps/raw.parquet").exists(), "intermediate table kept");
+        assert!(
+            ws.output_dir.join(".steps/raw.parquet").exists(),
+            "intermediate table kept"
+        );
 
         let again = run(&plan(&chain(3, 2)).unwrap(), &ws, &resume).unwrap();
         assert_eq!(statuses(&again), [("scale", "skipped"), ("src", "skipped")]);
-        assert_eq!(resume_preview(&plan(&chain(3, 2)).unwrap(), &ws).unwrap(), [true, true]);
+        assert_eq!(
+            resume_preview(&plan(&chain(3, 2)).unwrap(), &ws).unwrap(),
+            [true, true]
+        );
 
         // A changed arg reruns that step only.
         let changed = run(&plan(&chain(3, 5)).unwrap(), &ws, &resume).unwrap();
@@ -357,7 +382,10 @@ mod tests {
         assert_eq!(scaled(&ws), [15]);
 
         // A changed upstream step reruns everything downstream.
-        assert_eq!(resume_preview(&plan(&chain(4, 5)).unwrap(), &ws).unwrap(), [false, false]);
+        assert_eq!(
+            resume_preview(&plan(&chain(4, 5)).unwrap(), &ws).unwrap(),
+            [false, false]
+        );
         let upstream = run(&plan(&chain(4, 5)).unwrap(), &ws, &resume).unwrap();
         assert_eq!(statuses(&upstream), [("scale", "ran"), ("src", "ran")]);
         assert_eq!(scaled(&ws), [20]);
@@ -372,7 +400,8 @@ mod tests {
         let full = run(&plan(&chain(4, 5)).unwrap(), &ws, &RunOptions::default()).unwrap();
         assert_eq!(statuses(&full), [("scale", "ran"), ("src", "ran")]);
         let stats: serde_json::Value =
-            serde_json::from_slice(&std::fs::read(ws.output_dir.join("stats.json")).unwrap()).unwrap();
+            serde_json::from_slice(&std::fs::read(ws.output_dir.join("stats.json")).unwrap())
+                .unwrap();
         assert_eq!(stats["workflows"]["scale"]["rows_out"], 1);
     }
 
@@ -381,7 +410,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let yaml = "name: t\noutputs: [x, y]\nsteps:\n  - id: src\n    verb: source\n    outputs: [raw]\n    args: {value: 1}\n  - id: left\n    verb: rendezvous\n    inputs: [raw]\n    outputs: [x]\n    args: {peers: 2}\n  - id: right\n    verb: rendezvous\n    inputs: [raw]\n    outputs: [y]\n    args: {peers: 2}\n";
         RENDEZVOUS.store(0, Ordering::SeqCst);
-        run(&plan(yaml).unwrap(), &workspace(dir.path()), &RunOptions::default()).unwrap();
+        run(
+            &plan(yaml).unwrap(),
+            &workspace(dir.path()),
+            &RunOptions::default(),
+        )
+        .unwrap();
     }
 
     #[test]
@@ -391,10 +425,17 @@ mod tests {
         let yaml = "name: t\noutputs: [b]\nsteps:\n  - id: src\n    verb: source\n    outputs: [a]\n    args: {value: 1}\n  - id: boom\n    verb: fail\n    inputs: [a]\n    outputs: [b]\n";
         let err = run(&plan(yaml).unwrap(), &ws, &RunOptions::default()).unwrap_err();
         let msg = format!("{err:#}");
-        assert!(msg.contains("step `boom`") && msg.contains("deliberate failure"), "{msg}");
+        assert!(
+            msg.contains("step `boom`") && msg.contains("deliberate failure"),
+            "{msg}"
+        );
         assert!(ws.output_dir.join(".steps/a.parquet").exists());
         assert!(!ws.output_dir.join("b.parquet").exists());
         let preview = resume_preview(&plan(yaml).unwrap(), &ws).unwrap();
-        assert_eq!(preview, [true, false], "a rerun with --resume continues after the finished step");
+        assert_eq!(
+            preview,
+            [true, false],
+            "a rerun with --resume continues after the finished step"
+        );
     }
 }

@@ -200,6 +200,8 @@ section!(ExtractClaimsConfig {
 });
 
 section!(CommunityReportsConfig {
+    /// auto (the chat model when configured, else extractive reports) | llm | extractive
+    mode: String = s("auto"),
     completion_model_id: String = s("default_completion_model"),
     graph_prompt: String = prompt("community_report_graph"),
     text_prompt: String = prompt("community_report_text"),

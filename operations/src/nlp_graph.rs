@@ -1,1 +1,1196 @@
-//! placeholder
+//! The "fast" extraction method without an LLM (GraphRAG's `extract_graph_nlp`):
+//! noun phrases per chunk ([`PhraseExtractor`], pluggable; [`RegexEnglishExtractor`]
+//! by default), then a co-occurrence graph between phrases of the same chunk,
+//! weighted and pruned like GraphRAG's `prune_graph` ([`build_cooccurrence_graph`]).
+//!
+//! Everything here is deterministic: equal input gives equal output.
+
+use std::collections::HashMap;
+
+/// Extracts the noun phrases of one chunk of text. Phrases are returned
+/// normalised (upper-case for the built-in extractor) and deduplicated, in
+/// order of first appearance.
+pub trait PhraseExtractor: Send + Sync {
+    fn phrases(&self, text: &str) -> Vec<String>;
+}
+
+/// Rule-based English noun-phrase extraction (no POS tagger, no model).
+///
+/// The text is split into words (letters and digits by Unicode, with inner
+/// apostrophes and hyphens: `Marley's`, `counting-house`); punctuation breaks
+/// phrases (a `.` after `Mr`, `Mrs`, `Dr`, `St`... does not), and so does a blank
+/// line. Candidates are
+/// - maximal runs of capitalised words, with the connectors `of`, `the`, `de`,
+///   `van`, `von`, `der`, `la`, `du`... allowed inside (`Bank of England`);
+/// - maximal runs of lower-case Latin-script words that are not stop words
+///   and not verb/adverb-like (`-ed`, `-ly` endings), as adjective/noun runs; a
+///   run longer than `max_words` keeps its last `max_words` words (the head noun
+///   is last in English).
+///
+/// Stop words ([`STOP_WORDS`]), numbers, single characters and words longer
+/// than `max_word_length` characters break runs. A trailing possessive `'s` is
+/// removed from a phrase's last word (`Scrooge's nephew` gives `SCROOGE` and
+/// `NEPHEW`). A capitalised run longer than `max_words` is dropped (headings,
+/// all-caps lines). Phrases are upper-cased, deduplicated within the chunk.
+///
+/// Other scripts: cased scripts (Cyrillic, Greek, accented Latin) give their
+/// capitalised runs; lower-case words of non-Latin scripts, caseless scripts
+/// and CJK give nothing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RegexEnglishExtractor {
+    pub max_word_length: usize,
+    pub min_words: usize,
+    pub max_words: usize,
+}
+
+impl Default for RegexEnglishExtractor {
+    fn default() -> Self {
+        RegexEnglishExtractor {
+            max_word_length: 15,
+            min_words: 1,
+            max_words: 4,
+        }
+    }
+}
+
+/// English stop words (sorted, lower-case): function words, pronouns, common
+/// verbs in their inflected forms, and a few over-generic nouns.
+#[rustfmt::skip]
+pub const STOP_WORDS: &[&str] = &[
+    "a", "about", "above", "across", "after", "afterwards", "again", "against", "ago", "agree",
+    "agreed", "agrees", "ah", "all", "almost", "alone", "along", "already", "also", "although",
+    "always", "am", "among", "amongst", "an", "and", "another", "any", "anybody", "anyhow",
+    "anyone", "anything", "anyway", "anyways", "anywhere", "appear", "appeared", "appears", "are",
+    "aren't", "around", "as", "aside", "ask", "asked", "asks", "at", "ate", "away", "back", "be",
+    "became", "because", "become", "becomes", "becoming", "been", "before", "beforehand", "began",
+    "begin", "begins", "begun", "behind", "being", "believe", "believed", "believes", "below",
+    "beside", "besides", "best", "better", "between", "beyond", "billion", "both", "bought",
+    "break", "breaks", "bring", "brings", "broke", "broken", "brought", "build", "builds", "built",
+    "but", "buy", "buys", "by", "call", "called", "calls", "came", "can", "can't", "cannot",
+    "carried", "carries", "carry", "catch", "catches", "caught", "choose", "chooses", "chose",
+    "chosen", "come", "comes", "coming", "consider", "considered", "considers", "continue",
+    "continued", "continues", "could", "couldn't", "create", "created", "creates", "cried",
+    "cries", "cry", "cut", "cuts", "decide", "decided", "decides", "did", "didn't", "die", "died",
+    "dies", "do", "does", "doesn't", "doing", "don't", "done", "doth", "down", "draw", "drawn",
+    "draws", "drew", "during", "each", "eat", "eaten", "eats", "eg", "eight", "either", "eleven",
+    "else", "elsewhere", "enough", "etc", "even", "ever", "every", "everybody", "everyone",
+    "everything", "everywhere", "except", "explain", "explained", "explains", "fall", "fallen",
+    "falls", "feel", "feeling", "feels", "fell", "felt", "few", "find", "finding", "finds",
+    "first", "five", "follow", "followed", "follows", "for", "former", "formerly", "found", "four",
+    "from", "further", "furthermore", "gave", "get", "gets", "getting", "give", "given", "gives",
+    "giving", "go", "goes", "going", "gone", "got", "gotten", "grew", "grow", "grown", "grows",
+    "had", "hadn't", "happen", "happened", "happens", "has", "hasn't", "hath", "have", "haven't",
+    "having", "he", "he'd", "he'll", "he's", "hear", "heard", "hears", "held", "help", "helped",
+    "helps", "hence", "her", "here", "here's", "hereafter", "hereby", "herein", "hers", "herself",
+    "him", "himself", "his", "hold", "holds", "hope", "hoped", "hopes", "how", "how's", "however",
+    "hundred", "i", "i'd", "i'll", "i'm", "i've", "ie", "if", "in", "include", "included",
+    "includes", "indeed", "instead", "into", "is", "isn't", "it", "it's", "its", "itself", "just",
+    "keep", "keeping", "keeps", "kept", "kill", "killed", "kills", "kind", "knew", "know",
+    "knowing", "known", "knows", "last", "later", "latter", "lead", "leads", "least", "leave",
+    "leaves", "leaving", "led", "left", "less", "let", "let's", "lets", "like", "likely", "live",
+    "lived", "lives", "look", "looked", "looking", "looks", "lose", "loses", "lost", "lot", "lots",
+    "made", "make", "makes", "making", "many", "may", "maybe", "me", "mean", "means", "meant",
+    "meanwhile", "meet", "meets", "met", "might", "million", "mine", "more", "moreover", "most",
+    "mostly", "move", "moved", "moves", "much", "must", "mustn't", "my", "myself", "namely",
+    "need", "needed", "needs", "neither", "never", "nevertheless", "next", "nine", "no", "nobody",
+    "none", "noone", "nor", "not", "nothing", "now", "nowhere", "of", "off", "offer", "offered",
+    "offers", "often", "oh", "ok", "okay", "on", "once", "one", "ones", "only", "onto", "open",
+    "opened", "opens", "or", "other", "others", "otherwise", "ought", "our", "ours", "ourselves",
+    "out", "over", "own", "paid", "part", "pass", "passed", "passes", "pay", "pays", "per",
+    "perhaps", "play", "played", "plays", "please", "put", "puts", "putting", "quite", "raise",
+    "raised", "raises", "ran", "rather", "reach", "reached", "reaches", "read", "reads", "really",
+    "receive", "received", "receives", "remember", "remembered", "remembers", "replied", "reply",
+    "return", "returned", "returns", "run", "running", "runs", "said", "same", "sat", "saw", "say",
+    "saying", "says", "second", "see", "seeing", "seem", "seemed", "seems", "seen", "sees", "sell",
+    "sells", "send", "sends", "sent", "serve", "served", "serves", "set", "sets", "seven",
+    "several", "shall", "shalt", "shan't", "she", "she'd", "she'll", "she's", "should",
+    "shouldn't", "show", "showed", "shown", "shows", "since", "sit", "sits", "six", "so", "sold",
+    "some", "somebody", "somehow", "someone", "something", "sometime", "sometimes", "somewhat",
+    "somewhere", "soon", "sort", "speak", "speaks", "spend", "spends", "spent", "spoke", "spoken",
+    "stand", "stands", "stay", "stayed", "stays", "still", "stood", "stop", "stopped", "stops",
+    "such", "take", "taken", "takes", "taking", "taught", "teach", "teaches", "tell", "telling",
+    "tells", "ten", "than", "that", "that's", "the", "thee", "their", "theirs", "them",
+    "themselves", "then", "thence", "there", "there's", "thereafter", "thereby", "therefore",
+    "therein", "thereupon", "these", "they", "they'd", "they'll", "they're", "they've", "thine",
+    "thing", "things", "think", "thinking", "thinks", "third", "thirty", "this", "those", "thou",
+    "though", "thought", "thousand", "three", "through", "throughout", "thus", "thy", "till",
+    "time", "times", "to", "together", "told", "too", "took", "toward", "towards", "tried",
+    "tries", "try", "trying", "turn", "turned", "turns", "twelve", "twenty", "two", "under",
+    "understand", "understands", "understood", "unless", "until", "unto", "up", "upon", "us",
+    "use", "used", "uses", "using", "very", "via", "vs", "walk", "walked", "walks", "want",
+    "wanted", "wants", "was", "wasn't", "way", "ways", "we", "we'd", "we'll", "we're", "we've",
+    "well", "went", "were", "weren't", "what", "what's", "whatever", "when", "when's", "whence",
+    "whenever", "where", "where's", "whereas", "whereby", "wherein", "wherever", "whether",
+    "which", "while", "whilst", "whither", "who", "who's", "whoever", "whole", "whom", "whose",
+    "why", "why's", "will", "wilt", "win", "wins", "with", "within", "without", "won", "won't",
+    "work", "worked", "works", "would", "wouldn't", "write", "writes", "written", "wrote", "ye",
+    "yes", "yet", "you", "you'd", "you'll", "you're", "you've", "your", "yours", "yourself",
+    "yourselves", "zero",
+];
+
+/// Words allowed inside a run of capitalised words (`Bank of England`,
+/// `Ludwig van Beethoven`), never at its ends.
+const CONNECTORS: &[&str] = &[
+    "al", "bin", "da", "de", "del", "della", "den", "der", "di", "du", "la", "le", "of", "the",
+    "van", "von",
+];
+
+/// Abbreviations whose trailing `.` does not end a phrase.
+const ABBREVIATIONS: &[&str] = &[
+    "capt", "col", "dr", "gen", "hon", "jr", "lt", "messrs", "mr", "mrs", "ms", "mt", "prof",
+    "rev", "sgt", "sr", "st",
+];
+
+/// `-ly` words that are nouns, not adverbs.
+const LY_NOUNS: &[&str] = &[
+    "ally",
+    "anomaly",
+    "assembly",
+    "belly",
+    "bully",
+    "butterfly",
+    "family",
+    "folly",
+    "holly",
+    "jelly",
+    "lily",
+    "melancholy",
+    "monopoly",
+    "rally",
+    "reply",
+    "supply",
+];
+
+fn is_stop_word(w: &str) -> bool {
+    STOP_WORDS.binary_search(&w).is_ok()
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Class {
+    Cap,
+    Lower,
+    Connector,
+    Break,
+}
+
+fn is_cjk(c: char) -> bool {
+    matches!(c as u32,
+        0x3040..=0x30FF | 0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xF900..=0xFAFF | 0xFF66..=0xFF9F
+        | 0x20000..=0x2FFFF)
+}
+
+fn is_latin(c: char) -> bool {
+    c.is_ascii() || matches!(c as u32, 0xC0..=0x24F | 0x1E00..=0x1EFF)
+}
+
+/// Removes a trailing possessive `'s` (or a lone trailing `'`).
+fn strip_possessive(w: &str) -> &str {
+    if let Some(base) = w.strip_suffix("'s").or_else(|| w.strip_suffix("'S")) {
+        if !base.is_empty() {
+            return base;
+        }
+    }
+    w
+}
+
+impl RegexEnglishExtractor {
+    fn classify(&self, word: &str) -> Class {
+        let n = word.chars().count();
+        if n <= 1 || n > self.max_word_length {
+            return Class::Break;
+        }
+        if word
+            .chars()
+            .all(|c| c.is_numeric() || c == '-' || c == '\'')
+        {
+            return Class::Break;
+        }
+        if word.chars().any(is_cjk) {
+            return Class::Break;
+        }
+        let lower = word.to_lowercase();
+        if CONNECTORS.binary_search(&lower.as_str()).is_ok() {
+            return Class::Connector;
+        }
+        if is_stop_word(&lower) || is_stop_word(strip_possessive(&lower)) {
+            return Class::Break;
+        }
+        let first = word.chars().next().unwrap_or(' ');
+        if first.is_uppercase() {
+            return Class::Cap;
+        }
+        if first.is_lowercase() && word.chars().all(is_latin) {
+            let base = strip_possessive(&lower);
+            let blen = base.chars().count();
+            if base.ends_with("ly") && blen > 5 && LY_NOUNS.binary_search(&base).is_err() {
+                return Class::Break; // adverb
+            }
+            if base.ends_with("ed") && blen > 4 && !base.ends_with("eed") {
+                return Class::Break; // past tense / participle
+            }
+            return Class::Lower;
+        }
+        Class::Break
+    }
+
+    /// Words of `text` with, for each, whether a phrase break precedes it.
+    fn words<'a>(&self, text: &'a str) -> Vec<(&'a str, bool)> {
+        let mut out: Vec<(&'a str, bool)> = Vec::new();
+        let mut chars = text.char_indices().peekable();
+        let mut gap_break = false;
+        let mut gap_dots = 0usize;
+        let mut gap_newlines = 0usize;
+        let is_word = |c: char| c.is_alphanumeric();
+        while let Some((i, c)) = chars.next() {
+            if is_word(c) {
+                // A word: alphanumerics with single inner apostrophes/hyphens.
+                let mut end = i + c.len_utf8();
+                loop {
+                    match chars.peek().copied() {
+                        Some((j, d)) if is_word(d) => {
+                            chars.next();
+                            end = j + d.len_utf8();
+                        }
+                        Some((_, '\'' | '\u{2019}' | '-')) => {
+                            let mut ahead = chars.clone();
+                            ahead.next();
+                            match ahead.peek().copied() {
+                                Some((k, e)) if is_word(e) => {
+                                    chars.next();
+                                    chars.next();
+                                    end = k + e.len_utf8();
+                                }
+                                _ => break,
+                            }
+                        }
+                        _ => break,
+                    }
+                }
+                let word = &text[i..end];
+                let abbreviation_dot = gap_dots == 1
+                    && out
+                        .last()
+                        .map(|(w, _)| {
+                            ABBREVIATIONS
+                                .binary_search(&w.to_lowercase().as_str())
+                                .is_ok()
+                        })
+                        .unwrap_or(false);
+                let brk = (gap_break && !abbreviation_dot) || gap_newlines >= 2;
+                out.push((word, brk));
+                gap_break = false;
+                gap_dots = 0;
+                gap_newlines = 0;
+            } else if c == '\n' {
+                gap_newlines += 1;
+            } else if !c.is_whitespace() {
+                gap_break = true;
+                if c == '.' {
+                    gap_dots += 1;
+                } else {
+                    gap_dots += 2; // any other punctuation: a real break
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Normalises a phrase's words: curly apostrophes made straight, upper-cased,
+/// joined by single spaces.
+fn phrase_text(words: &[&str]) -> String {
+    let mut s = String::new();
+    for (i, w) in words.iter().enumerate() {
+        if i > 0 {
+            s.push(' ');
+        }
+        let w = w.replace('\u{2019}', "'");
+        let w = if i + 1 == words.len() {
+            strip_possessive(&w).to_string()
+        } else {
+            w
+        };
+        s.push_str(&w.to_uppercase());
+    }
+    s
+}
+
+impl PhraseExtractor for RegexEnglishExtractor {
+    fn phrases(&self, text: &str) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        let mut seen: std::collections::HashSet<String> = std::collections::HashSet::new();
+        let mut run: Vec<&str> = Vec::new();
+        let mut run_kind = Class::Break;
+        let min_words = self.min_words.max(1);
+        let max_words = self.max_words.max(min_words);
+
+        let mut flush = |run: &mut Vec<&str>, kind: Class| {
+            if kind == Class::Cap {
+                while run
+                    .last()
+                    .is_some_and(|w| CONNECTORS.binary_search(&w.to_lowercase().as_str()).is_ok())
+                {
+                    run.pop();
+                }
+            }
+            let words: &[&str] = match kind {
+                Class::Cap if run.len() > max_words => &[],
+                Class::Lower if run.len() > max_words => &run[run.len() - max_words..],
+                _ => &run[..],
+            };
+            if !words.is_empty() && words.len() >= min_words {
+                let p = phrase_text(words);
+                if !p.is_empty() && seen.insert(p.clone()) {
+                    out.push(p);
+                }
+            }
+            run.clear();
+        };
+
+        for (word, brk) in self.words(text) {
+            if brk {
+                flush(&mut run, run_kind);
+                run_kind = Class::Break;
+            }
+            match self.classify(word) {
+                Class::Break => {
+                    flush(&mut run, run_kind);
+                    run_kind = Class::Break;
+                }
+                Class::Connector => {
+                    if run_kind == Class::Cap && !run.is_empty() {
+                        run.push(word);
+                    } else {
+                        flush(&mut run, run_kind);
+                        run_kind = Class::Break;
+                    }
+                }
+                kind => {
+                    if run_kind != kind {
+                        flush(&mut run, run_kind);
+                        run_kind = kind;
+                    }
+                    run.push(word);
+                }
+            }
+        }
+        flush(&mut run, run_kind);
+        out
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Co-occurrence graph.
+
+/// Graph building and pruning options; defaults are GraphRAG's
+/// `extract_graph_nlp` / `prune_graph` defaults.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NlpGraphConfig {
+    /// Weight edges by normalised PMI instead of raw co-occurrence counts.
+    pub normalize_edge_weights: bool,
+    /// Nodes mentioned in fewer chunks are removed.
+    pub min_node_freq: u32,
+    /// Nodes whose frequency is above mean + k·std (population) are removed.
+    pub max_node_freq_std: Option<f64>,
+    /// Nodes with fewer edges are removed.
+    pub min_node_degree: u32,
+    /// Nodes whose degree is above mean + k·std (population) are removed.
+    pub max_node_degree_std: Option<f64>,
+    /// Edges whose weight is below this percentile (0–100, linear
+    /// interpolation as numpy's default) of the remaining weights are removed.
+    pub min_edge_weight_pct: f64,
+    /// Remove the node with the highest degree (the "ego" node).
+    pub remove_ego_nodes: bool,
+    /// Keep only the largest connected component.
+    pub lcc_only: bool,
+}
+
+impl Default for NlpGraphConfig {
+    fn default() -> Self {
+        NlpGraphConfig {
+            normalize_edge_weights: true,
+            min_node_freq: 2,
+            max_node_freq_std: None,
+            min_node_degree: 1,
+            max_node_degree_std: None,
+            min_edge_weight_pct: 40.0,
+            remove_ego_nodes: true,
+            lcc_only: false,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct NlpNode {
+    pub title: String,
+    /// Number of chunks mentioning it.
+    pub frequency: u32,
+    /// Indices of those chunks, ascending.
+    pub chunk_ids: Vec<usize>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct NlpEdge {
+    /// `source < target` (byte-wise string order).
+    pub source: String,
+    pub target: String,
+    /// `count`, or the normalised PMI weight in (0, 1] (see [`build_cooccurrence_graph`]).
+    pub weight: f64,
+    /// Number of chunks in which both phrases occur.
+    pub count: u32,
+    /// Indices of those chunks, ascending.
+    pub chunk_ids: Vec<usize>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct NlpGraph {
+    /// Sorted by title.
+    pub nodes: Vec<NlpNode>,
+    /// Sorted by (source, target).
+    pub edges: Vec<NlpEdge>,
+}
+
+struct Edge {
+    a: usize,
+    b: usize,
+    chunks: Vec<usize>,
+    weight: f64,
+    alive: bool,
+}
+
+struct Work {
+    node_chunks: Vec<Vec<usize>>,
+    node_alive: Vec<bool>,
+    edges: Vec<Edge>,
+}
+
+impl Work {
+    fn drop_dead_edges(&mut self) {
+        for e in &mut self.edges {
+            if e.alive && !(self.node_alive[e.a] && self.node_alive[e.b]) {
+                e.alive = false;
+            }
+        }
+    }
+
+    fn degrees(&self) -> Vec<u32> {
+        let mut d = vec![0u32; self.node_alive.len()];
+        for e in self.edges.iter().filter(|e| e.alive) {
+            d[e.a] += 1;
+            d[e.b] += 1;
+        }
+        d
+    }
+
+    fn kill_nodes(&mut self, dead: impl Fn(usize) -> bool) {
+        for i in 0..self.node_alive.len() {
+            if self.node_alive[i] && dead(i) {
+                self.node_alive[i] = false;
+            }
+        }
+        self.drop_dead_edges();
+    }
+
+    /// mean + k·std (population) of `values` over the live nodes.
+    fn upper_threshold(&self, values: &[f64], k: f64) -> f64 {
+        let live: Vec<f64> = (0..values.len())
+            .filter(|&i| self.node_alive[i])
+            .map(|i| values[i])
+            .collect();
+        if live.is_empty() {
+            return f64::INFINITY;
+        }
+        let n = live.len() as f64;
+        let mean = live.iter().sum::<f64>() / n;
+        let var = live.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / n;
+        mean + k * var.sqrt()
+    }
+
+    fn prune_by_degree(&mut self, cfg: &NlpGraphConfig) {
+        let d = self.degrees();
+        self.kill_nodes(|i| d[i] < cfg.min_node_degree);
+        if let Some(k) = cfg.max_node_degree_std {
+            let d: Vec<f64> = self.degrees().into_iter().map(f64::from).collect();
+            let t = self.upper_threshold(&d, k);
+            self.kill_nodes(|i| d[i] > t);
+        }
+    }
+
+    fn prune_edges_by_weight(&mut self, pct: f64) {
+        if pct.is_nan() || pct <= 0.0 {
+            return;
+        }
+        let mut w: Vec<f64> = self
+            .edges
+            .iter()
+            .filter(|e| e.alive)
+            .map(|e| e.weight)
+            .collect();
+        if w.is_empty() {
+            return;
+        }
+        w.sort_by(f64::total_cmp);
+        let rank = (pct.min(100.0) / 100.0) * (w.len() - 1) as f64;
+        let lo = rank.floor() as usize;
+        let hi = rank.ceil() as usize;
+        let threshold = w[lo] + (w[hi] - w[lo]) * (rank - lo as f64);
+        for e in &mut self.edges {
+            if e.alive && e.weight < threshold {
+                e.alive = false;
+            }
+        }
+    }
+
+    fn remove_ego(&mut self) {
+        let d = self.degrees();
+        // Highest degree; ties go to the smallest title (lowest index).
+        let ego = (0..d.len())
+            .filter(|&i| self.node_alive[i])
+            .max_by(|&x, &y| d[x].cmp(&d[y]).then(y.cmp(&x)));
+        if let Some(ego) = ego {
+            self.kill_nodes(|i| i == ego);
+        }
+    }
+
+    fn keep_largest_component(&mut self) {
+        let n = self.node_alive.len();
+        let mut parent: Vec<usize> = (0..n).collect();
+        fn find(p: &mut [usize], mut x: usize) -> usize {
+            while p[x] != x {
+                p[x] = p[p[x]];
+                x = p[x];
+            }
+            x
+        }
+        for e in self.edges.iter().filter(|e| e.alive) {
+            let (ra, rb) = (find(&mut parent, e.a), find(&mut parent, e.b));
+            if ra != rb {
+                let (lo, hi) = if ra < rb { (ra, rb) } else { (rb, ra) };
+                parent[hi] = lo;
+            }
+        }
+        let mut size = vec![0usize; n];
+        let mut roots = vec![0usize; n];
+        for i in 0..n {
+            roots[i] = find(&mut parent, i);
+            if self.node_alive[i] {
+                size[roots[i]] += 1;
+            }
+        }
+        // Largest component; ties go to the one holding the smallest title.
+        let Some(best) = (0..n)
+            .filter(|&r| size[r] > 0)
+            .max_by(|&x, &y| size[x].cmp(&size[y]).then(y.cmp(&x)))
+        else {
+            return;
+        };
+        self.kill_nodes(|i| roots[i] != best);
+    }
+}
+
+/// Normalised PMI of a pair mapped to (0, 1]: with `N` chunks, `p(a) = freq(a)/N`
+/// and `p(a,b) = count(a,b)/N`, `npmi = ln(p(a,b) / (p(a)·p(b))) / −ln p(a,b)`
+/// (in [−1, 1]; 1 when the pair occurs in every chunk), weight = (1 + npmi) / 2.
+/// Independent phrases get 0.5, phrases that only ever occur together get 1.
+pub fn npmi_weight(count: u32, freq_a: u32, freq_b: u32, n_chunks: usize) -> f64 {
+    let n = n_chunks.max(1) as f64;
+    let p_ab = f64::from(count) / n;
+    let p_a = f64::from(freq_a.max(1)) / n;
+    let p_b = f64::from(freq_b.max(1)) / n;
+    if p_ab <= 0.0 {
+        return 0.0;
+    }
+    let npmi = if p_ab >= 1.0 {
+        1.0
+    } else {
+        (p_ab / (p_a * p_b)).ln() / -p_ab.ln()
+    };
+    let w = (1.0 + npmi.clamp(-1.0, 1.0)) / 2.0;
+    if w.is_finite() {
+        w
+    } else {
+        0.0
+    }
+}
+
+/// Builds the co-occurrence graph: `chunks[i]` is the phrase list of chunk
+/// `i` (duplicates and empty phrases are ignored). Nodes are phrases
+/// (frequency = number of chunks mentioning them); an edge joins two phrases
+/// occurring in the same chunk (count = number of such chunks), weighted by
+/// the count, or by [`npmi_weight`] when `normalize_edge_weights` (computed on
+/// the whole graph, before pruning, as GraphRAG does).
+///
+/// Pruning, in this order: the ego node (highest degree in the full graph,
+/// ties to the smallest title) when `remove_ego_nodes`, as GraphRAG does first;
+/// nodes below `min_node_freq`, nodes above the frequency threshold
+/// (mean + k·std); nodes below `min_node_degree`, nodes above the degree
+/// threshold; edges below the `min_edge_weight_pct` percentile of the
+/// remaining weights; the degree pruning once more (nodes left without edges
+/// go when `min_node_degree >= 1`); then the largest connected component (ties
+/// to the one with the smallest title) when `lcc_only`. Removing a node
+/// removes its edges. Degrees and thresholds are recomputed at each step.
+///
+/// Output is sorted: nodes by title, edges by (source, target), source < target.
+pub fn build_cooccurrence_graph(chunks: &[Vec<String>], cfg: &NlpGraphConfig) -> NlpGraph {
+    // Intern phrases; ids follow title order so edge keys sort like titles.
+    let mut titles: Vec<&str> = chunks
+        .iter()
+        .flat_map(|c| c.iter().map(|p| p.as_str()))
+        .filter(|p| !p.trim().is_empty())
+        .collect();
+    titles.sort_unstable();
+    titles.dedup();
+    let index: HashMap<&str, usize> = titles.iter().enumerate().map(|(i, t)| (*t, i)).collect();
+
+    let mut node_chunks: Vec<Vec<usize>> = vec![Vec::new(); titles.len()];
+    let mut pairs: HashMap<(usize, usize), Vec<usize>> = HashMap::new();
+    let mut ids: Vec<usize> = Vec::new();
+    for (ci, chunk) in chunks.iter().enumerate() {
+        ids.clear();
+        ids.extend(chunk.iter().filter_map(|p| index.get(p.as_str()).copied()));
+        ids.sort_unstable();
+        ids.dedup();
+        for &a in &ids {
+            node_chunks[a].push(ci);
+        }
+        for (i, &a) in ids.iter().enumerate() {
+            for &b in &ids[i + 1..] {
+                pairs.entry((a, b)).or_default().push(ci);
+            }
+        }
+    }
+    let mut keys: Vec<(usize, usize)> = pairs.keys().copied().collect();
+    keys.sort_unstable();
+    let edges: Vec<Edge> = keys
+        .into_iter()
+        .map(|(a, b)| {
+            let chunks_ab = pairs.remove(&(a, b)).unwrap_or_default();
+            let count = chunks_ab.len() as u32;
+            let weight = if cfg.normalize_edge_weights {
+                npmi_weight(
+                    count,
+                    node_chunks[a].len() as u32,
+                    node_chunks[b].len() as u32,
+                    chunks.len(),
+                )
+            } else {
+                f64::from(count)
+            };
+            Edge {
+                a,
+                b,
+                chunks: chunks_ab,
+                weight,
+                alive: true,
+            }
+        })
+        .collect();
+
+    let mut w = Work {
+        node_alive: vec![true; titles.len()],
+        node_chunks,
+        edges,
+    };
+    let freq: Vec<u32> = w.node_chunks.iter().map(|c| c.len() as u32).collect();
+    if cfg.remove_ego_nodes {
+        w.remove_ego();
+    }
+    w.kill_nodes(|i| freq[i] < cfg.min_node_freq);
+    if let Some(k) = cfg.max_node_freq_std {
+        let f: Vec<f64> = freq.iter().map(|&x| f64::from(x)).collect();
+        let t = w.upper_threshold(&f, k);
+        w.kill_nodes(|i| f[i] > t);
+    }
+    w.prune_by_degree(cfg);
+    w.prune_edges_by_weight(cfg.min_edge_weight_pct);
+    w.prune_by_degree(cfg);
+    if cfg.lcc_only {
+        w.keep_largest_component();
+    }
+
+    let nodes = (0..titles.len())
+        .filter(|&i| w.node_alive[i])
+        .map(|i| NlpNode {
+            title: titles[i].to_string(),
+            frequency: freq[i],
+            chunk_ids: std::mem::take(&mut w.node_chunks[i]),
+        })
+        .collect();
+    let edges = w
+        .edges
+        .into_iter()
+        .filter(|e| e.alive)
+        .map(|e| NlpEdge {
+            source: titles[e.a].to_string(),
+            target: titles[e.b].to_string(),
+            weight: e.weight,
+            count: e.chunks.len() as u32,
+            chunk_ids: e.chunks,
+        })
+        .collect();
+    NlpGraph { nodes, edges }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn ex(text: &str) -> Vec<String> {
+        RegexEnglishExtractor::default().phrases(text)
+    }
+
+    #[test]
+    fn word_lists_are_sorted_lowercase_and_unique() {
+        for list in [STOP_WORDS, CONNECTORS, ABBREVIATIONS, LY_NOUNS] {
+            assert!(
+                list.windows(2).all(|w| w[0] < w[1]),
+                "{:?}",
+                list.windows(2).find(|w| w[0] >= w[1])
+            );
+            assert!(list.iter().all(|w| w.to_lowercase() == *w));
+        }
+        assert!(STOP_WORDS.len() >= 300);
+    }
+
+    #[test]
+    fn christmas_carol_sentences() {
+        let p = ex("Marley's Ghost visited Ebenezer Scrooge on Christmas Eve.");
+        assert_eq!(p, ["MARLEY'S GHOST", "EBENEZER SCROOGE", "CHRISTMAS EVE"]);
+        let p = ex("Bob Cratchit worked in the counting-house of Scrooge and Marley.");
+        assert_eq!(p, ["BOB CRATCHIT", "COUNTING-HOUSE", "SCROOGE", "MARLEY"]);
+        let p = ex(
+            "The Bank of England stood in the City of London, where Mr. Fezziwig kept a warehouse.",
+        );
+        assert_eq!(
+            p,
+            [
+                "BANK OF ENGLAND",
+                "CITY OF LONDON",
+                "MR FEZZIWIG",
+                "WAREHOUSE"
+            ]
+        );
+        let p =
+            ex("Scrooge's nephew Fred wished him a merry Christmas; Scrooge said \"Bah! Humbug!\"");
+        assert_eq!(
+            p,
+            [
+                "SCROOGE",
+                "NEPHEW",
+                "FRED",
+                "MERRY",
+                "CHRISTMAS",
+                "BAH",
+                "HUMBUG"
+            ]
+        );
+        let p = ex("The cold within him froze his old features, nipped his pointed nose.");
+        assert!(p.contains(&"OLD FEATURES".to_string()), "{p:?}");
+        assert!(p.contains(&"NOSE".to_string()), "{p:?}");
+        assert!(!p.iter().any(|x| x.contains("NIPPED")), "{p:?}");
+    }
+
+    #[test]
+    fn stop_words_numbers_and_letters_excluded() {
+        let p =
+            ex("It was the best of times, it was the worst of times. He had 1843 coins and a B.");
+        assert!(
+            p.iter()
+                .all(|x| !x.split(' ').any(|w| is_stop_word(&w.to_lowercase()))),
+            "{p:?}"
+        );
+        assert!(
+            !p.iter().any(|x| x.contains("1843") || x == "B" || x == "A"),
+            "{p:?}"
+        );
+        assert_eq!(p, ["WORST", "COINS"]);
+        assert!(ex("The and of it is was were to be.").is_empty());
+    }
+
+    #[test]
+    fn word_length_and_phrase_length_bounds() {
+        let e = RegexEnglishExtractor {
+            max_word_length: 6,
+            min_words: 2,
+            max_words: 2,
+        };
+        // "supercalifragilistic" breaks the run; single words are too short.
+        assert_eq!(
+            e.phrases("dark cold supercalifragilistic stone wall"),
+            ["DARK COLD", "STONE WALL"]
+        );
+        // A lower-case run keeps its last words; a long capitalised run is dropped.
+        assert_eq!(
+            e.phrases("big dark cold house. Anna Maria Lena Sofia"),
+            ["COLD HOUSE"]
+        );
+        // Connectors are trimmed from the ends.
+        assert_eq!(ex("the Duke of."), ["DUKE"]);
+    }
+
+    #[test]
+    fn deduplicated_in_first_seen_order() {
+        let p = ex("Scrooge met Marley. Marley warned Scrooge. Scrooge's chains rattled.");
+        assert_eq!(p[..2], ["SCROOGE", "MARLEY"]);
+        assert_eq!(p.iter().filter(|x| *x == "SCROOGE").count(), 1);
+    }
+
+    #[test]
+    fn blank_lines_break_phrases_but_wrapped_lines_do_not() {
+        assert_eq!(ex("the Bank of\nEngland"), ["BANK OF ENGLAND"]);
+        assert_eq!(
+            ex("STAVE ONE\n\nMarley was dead"),
+            ["STAVE", "MARLEY", "DEAD"]
+        );
+    }
+
+    #[test]
+    fn non_english_text() {
+        assert_eq!(ex("Лев Толстой написал роман"), ["ЛЕВ ТОЛСТОЙ"]);
+        assert_eq!(
+            ex("José García visitó la Ciudad de México."),
+            ["JOSÉ GARCÍA", "VISITÓ", "CIUDAD DE MÉXICO"]
+        );
+        assert!(ex("北京是中国的首都。李白是唐代诗人。").is_empty());
+        assert!(ex("東京タワーに行きました").is_empty());
+        let _ = ex("مرحبا بالعالم שלום עולם 안녕하세요 세계 🎄🎅 ÿ̶̡͔a\u{0}\u{200b}b");
+    }
+
+    #[test]
+    fn pluggable_extractor() {
+        struct Words;
+        impl PhraseExtractor for Words {
+            fn phrases(&self, text: &str) -> Vec<String> {
+                text.split_whitespace().map(str::to_string).collect()
+            }
+        }
+        let extractors: Vec<Box<dyn PhraseExtractor>> =
+            vec![Box::new(Words), Box::new(RegexEnglishExtractor::default())];
+        assert_eq!(extractors[0].phrases("a b"), ["a", "b"]);
+        assert_eq!(extractors[1].phrases("Tiny Tim"), ["TINY TIM"]);
+    }
+
+    fn chunks(lists: &[&[&str]]) -> Vec<Vec<String>> {
+        lists
+            .iter()
+            .map(|l| l.iter().map(|s| s.to_string()).collect())
+            .collect()
+    }
+
+    fn no_pruning() -> NlpGraphConfig {
+        NlpGraphConfig {
+            normalize_edge_weights: false,
+            min_node_freq: 0,
+            max_node_freq_std: None,
+            min_node_degree: 0,
+            max_node_degree_std: None,
+            min_edge_weight_pct: 0.0,
+            remove_ego_nodes: false,
+            lcc_only: false,
+        }
+    }
+
+    fn edge_list(g: &NlpGraph) -> Vec<(&str, &str, f64)> {
+        g.edges
+            .iter()
+            .map(|e| (e.source.as_str(), e.target.as_str(), e.weight))
+            .collect()
+    }
+
+    fn node_list(g: &NlpGraph) -> Vec<&str> {
+        g.nodes.iter().map(|n| n.title.as_str()).collect()
+    }
+
+    #[test]
+    fn defaults_match_graphrag() {
+        let c = NlpGraphConfig::default();
+        assert!(c.normalize_edge_weights && c.remove_ego_nodes && !c.lcc_only);
+        assert_eq!(
+            (c.min_node_freq, c.min_node_degree, c.min_edge_weight_pct),
+            (2, 1, 40.0)
+        );
+        assert_eq!((c.max_node_freq_std, c.max_node_degree_std), (None, None));
+        assert_eq!(
+            RegexEnglishExtractor::default(),
+            RegexEnglishExtractor {
+                max_word_length: 15,
+                min_words: 1,
+                max_words: 4
+            }
+        );
+    }
+
+    #[test]
+    fn counts_frequencies_and_chunk_ids() {
+        let g = build_cooccurrence_graph(
+            &chunks(&[&["C", "A", "B", "A"], &["B", "A", ""], &["C", "B"], &[]]),
+            &no_pruning(),
+        );
+        assert_eq!(
+            g.nodes,
+            [
+                NlpNode {
+                    title: "A".into(),
+                    frequency: 2,
+                    chunk_ids: vec![0, 1]
+                },
+                NlpNode {
+                    title: "B".into(),
+                    frequency: 3,
+                    chunk_ids: vec![0, 1, 2]
+                },
+                NlpNode {
+                    title: "C".into(),
+                    frequency: 2,
+                    chunk_ids: vec![0, 2]
+                },
+            ]
+        );
+        assert_eq!(
+            edge_list(&g),
+            [("A", "B", 2.0), ("A", "C", 1.0), ("B", "C", 2.0)]
+        );
+        assert_eq!(g.edges[0].count, 2);
+        assert_eq!(g.edges[0].chunk_ids, [0, 1]);
+        assert_eq!(g.edges[2].chunk_ids, [0, 2]);
+    }
+
+    #[test]
+    fn npmi_weights() {
+        let cfg = NlpGraphConfig {
+            normalize_edge_weights: true,
+            ..no_pruning()
+        };
+        let g =
+            build_cooccurrence_graph(&chunks(&[&["A", "B", "C"], &["A", "B"], &["B", "C"]]), &cfg);
+        // A-B: p(ab)=2/3, p(a)=2/3, p(b)=1 → pmi 0 → 0.5.
+        assert!((g.edges[0].weight - 0.5).abs() < 1e-12);
+        // A-C: p(ac)=1/3, p(a)=p(c)=2/3 → npmi = ln(0.75)/ln(3).
+        let expect = (1.0 + 0.75f64.ln() / 3f64.ln()) / 2.0;
+        assert!((g.edges[1].weight - expect).abs() < 1e-12);
+        assert_eq!(g.edges[1].count, 1);
+        // Phrases that only occur together: 1.
+        assert!((npmi_weight(1, 1, 1, 10) - 1.0).abs() < 1e-12);
+        assert_eq!(npmi_weight(3, 3, 3, 3), 1.0);
+        assert!(npmi_weight(1, 5, 5, 10) > 0.0 && npmi_weight(1, 5, 5, 10) < 0.5);
+        assert_eq!(npmi_weight(0, 1, 1, 0), 0.0);
+    }
+
+    #[test]
+    fn prune_min_node_freq() {
+        let cfg = NlpGraphConfig {
+            min_node_freq: 2,
+            ..no_pruning()
+        };
+        let g = build_cooccurrence_graph(&chunks(&[&["A", "B", "X"], &["A", "B"]]), &cfg);
+        assert_eq!(node_list(&g), ["A", "B"]);
+        assert_eq!(edge_list(&g), [("A", "B", 2.0)]);
+    }
+
+    #[test]
+    fn prune_max_node_freq_std() {
+        // Frequencies A=5, B..E=1: mean 1.8, std 1.6 → threshold 3.4 with k=1.
+        let cfg = NlpGraphConfig {
+            max_node_freq_std: Some(1.0),
+            ..no_pruning()
+        };
+        let g = build_cooccurrence_graph(
+            &chunks(&[&["A", "B"], &["A", "C"], &["A", "D"], &["A", "E"], &["A"]]),
+            &cfg,
+        );
+        assert_eq!(node_list(&g), ["B", "C", "D", "E"]);
+        assert!(g.edges.is_empty());
+    }
+
+    #[test]
+    fn prune_by_degree() {
+        let cfg = NlpGraphConfig {
+            min_node_degree: 1,
+            ..no_pruning()
+        };
+        let g = build_cooccurrence_graph(&chunks(&[&["A", "B"], &["LONE"]]), &cfg);
+        assert_eq!(node_list(&g), ["A", "B"]);
+        // Star: H has degree 4, leaves 1: mean 1.6, std 1.2 → threshold 2.8.
+        let cfg = NlpGraphConfig {
+            max_node_degree_std: Some(1.0),
+            ..no_pruning()
+        };
+        let g = build_cooccurrence_graph(
+            &chunks(&[&["H", "A"], &["H", "B"], &["H", "C"], &["H", "D"]]),
+            &cfg,
+        );
+        assert_eq!(node_list(&g), ["A", "B", "C", "D"]);
+        assert!(g.edges.is_empty());
+    }
+
+    #[test]
+    fn prune_edges_by_percentile() {
+        // Counts 1..=5 on five disjoint edges; 40th percentile = 2.6.
+        let mut lists: Vec<Vec<String>> = Vec::new();
+        for (i, pair) in [("A", "B"), ("C", "D"), ("E", "F"), ("G", "H"), ("I", "J")]
+            .iter()
+            .enumerate()
+        {
+            for _ in 0..=i {
+                lists.push(vec![pair.0.to_string(), pair.1.to_string()]);
+            }
+        }
+        let cfg = NlpGraphConfig {
+            min_edge_weight_pct: 40.0,
+            ..no_pruning()
+        };
+        let g = build_cooccurrence_graph(&lists, &cfg);
+        assert_eq!(
+            edge_list(&g),
+            [("E", "F", 3.0), ("G", "H", 4.0), ("I", "J", 5.0)]
+        );
+        // Nodes stay unless degree pruning asks otherwise...
+        assert_eq!(g.nodes.len(), 10);
+        // ...which is re-applied after edge pruning.
+        let cfg = NlpGraphConfig {
+            min_node_degree: 1,
+            ..cfg
+        };
+        let g = build_cooccurrence_graph(&lists, &cfg);
+        assert_eq!(node_list(&g), ["E", "F", "G", "H", "I", "J"]);
+        // Equal weights are all kept.
+        let g = build_cooccurrence_graph(&chunks(&[&["A", "B"], &["C", "D"]]), &cfg);
+        assert_eq!(g.edges.len(), 2);
+    }
+
+    #[test]
+    fn ego_node_removed_then_degree_pruned() {
+        let cfg = NlpGraphConfig {
+            remove_ego_nodes: true,
+            min_node_degree: 1,
+            ..no_pruning()
+        };
+        let g = build_cooccurrence_graph(
+            &chunks(&[&["H", "A"], &["H", "B"], &["H", "C"], &["A", "B"]]),
+            &cfg,
+        );
+        assert_eq!(node_list(&g), ["A", "B"]);
+        assert_eq!(edge_list(&g), [("A", "B", 1.0)]);
+        // The ego is chosen on the full graph, before edge pruning: H (degree 3)
+        // goes although its edges are the weakest.
+        let lists = chunks(&[
+            &["H", "A"],
+            &["H", "B"],
+            &["H", "C"],
+            &["A", "B"],
+            &["A", "B"],
+            &["A", "B"],
+        ]);
+        let cfg = NlpGraphConfig {
+            min_edge_weight_pct: 50.0,
+            ..cfg
+        };
+        let g = build_cooccurrence_graph(&lists, &cfg);
+        assert_eq!(node_list(&g), ["A", "B"]);
+        // Tie on degree: the smallest title goes.
+        let g = build_cooccurrence_graph(
+            &chunks(&[&["X", "Y"]]),
+            &NlpGraphConfig {
+                remove_ego_nodes: true,
+                ..no_pruning()
+            },
+        );
+        assert_eq!(node_list(&g), ["Y"]);
+    }
+
+    #[test]
+    fn largest_connected_component() {
+        let cfg = NlpGraphConfig {
+            lcc_only: true,
+            ..no_pruning()
+        };
+        let g = build_cooccurrence_graph(
+            &chunks(&[&["D", "E"], &["A", "B"], &["B", "C"], &["Z"]]),
+            &cfg,
+        );
+        assert_eq!(node_list(&g), ["A", "B", "C"]);
+        assert_eq!(edge_list(&g), [("A", "B", 1.0), ("B", "C", 1.0)]);
+        // Tie: the component with the smallest title.
+        let g = build_cooccurrence_graph(&chunks(&[&["X", "Y"], &["B", "C"]]), &cfg);
+        assert_eq!(node_list(&g), ["B", "C"]);
+    }
+
+    #[test]
+    fn default_config_end_to_end() {
+        let e = RegexEnglishExtractor::default();
+        let text = [
+            "Ebenezer Scrooge sat in his counting-house. Bob Cratchit copied letters.",
+            "Bob Cratchit shivered; Ebenezer Scrooge kept the coal-box in his own room.",
+            "Fred visited Ebenezer Scrooge and Bob Cratchit on Christmas Eve.",
+            "Marley's Ghost warned Ebenezer Scrooge on Christmas Eve about the chains.",
+            "Fred laughed at his uncle. Christmas Eve was cold and foggy.",
+        ];
+        let lists: Vec<Vec<String>> = text.iter().map(|t| e.phrases(t)).collect();
+        let a = build_cooccurrence_graph(&lists, &NlpGraphConfig::default());
+        let b = build_cooccurrence_graph(&lists, &NlpGraphConfig::default());
+        assert_eq!(a, b);
+        // The ego node (EBENEZER SCROOGE, highest degree) is gone, rare phrases too.
+        assert!(!node_list(&a).contains(&"EBENEZER SCROOGE"));
+        assert!(a.nodes.iter().all(|n| n.frequency >= 2));
+        assert!(a
+            .edges
+            .iter()
+            .all(|e| e.weight > 0.0 && e.weight <= 1.0 && e.source < e.target));
+        assert!(!a.edges.is_empty());
+    }
+
+    #[test]
+    fn order_of_phrases_does_not_matter() {
+        let x = build_cooccurrence_graph(
+            &chunks(&[&["A", "B", "C"], &["C", "A"]]),
+            &NlpGraphConfig::default(),
+        );
+        let y = build_cooccurrence_graph(
+            &chunks(&[&["C", "B", "A"], &["A", "C"]]),
+            &NlpGraphConfig::default(),
+        );
+        assert_eq!(x, y);
+        assert_eq!(
+            build_cooccurrence_graph(&[], &NlpGraphConfig::default()),
+            NlpGraph::default()
+        );
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        #[test]
+        fn extractor_never_panics(s in "\\PC{0,300}") {
+            let e = RegexEnglishExtractor::default();
+            for p in e.phrases(&s) {
+                prop_assert!(!p.is_empty());
+                let n = p.split(' ').count();
+                prop_assert!((1..=4).contains(&n));
+                prop_assert_eq!(p.to_uppercase(), p.clone());
+            }
+        }
+
+        #[test]
+        fn extractor_never_panics_any_chars(s in ".{0,300}", w in 0usize..5, lo in 0usize..3, hi in 0usize..5) {
+            let e = RegexEnglishExtractor { max_word_length: w, min_words: lo, max_words: hi };
+            let _ = e.phrases(&s);
+        }
+
+        #[test]
+        fn graph_invariants(lists in proptest::collection::vec(proptest::collection::vec("[A-F]", 0..5), 0..8),
+                            norm in any::<bool>(), ego in any::<bool>(), lcc in any::<bool>(), pct in 0.0f64..100.0) {
+            let cfg = NlpGraphConfig { normalize_edge_weights: norm, remove_ego_nodes: ego, lcc_only: lcc, min_edge_weight_pct: pct, max_node_degree_std: Some(1.0), max_node_freq_std: Some(1.5), ..NlpGraphConfig::default() };
+            let g = build_cooccurrence_graph(&lists, &cfg);
+            prop_assert_eq!(&g, &build_cooccurrence_graph(&lists, &cfg));
+            let titles: Vec<&str> = node_list(&g);
+            prop_assert!(titles.windows(2).all(|w| w[0] < w[1]));
+            for e in &g.edges {
+                prop_assert!(e.source < e.target);
+                prop_assert!(titles.contains(&e.source.as_str()) && titles.contains(&e.target.as_str()));
+                prop_assert!(e.weight.is_finite() && e.weight > 0.0);
+                prop_assert_eq!(e.count as usize, e.chunk_ids.len());
+            }
+        }
+    }
+}

@@ -3,7 +3,17 @@
 //! hands them to the engine.
 
 pub mod chunk;
+pub mod cluster_leiden;
+pub mod community_report;
+pub mod entity_extract;
+pub mod extract_claims;
+pub mod extract_graph_nlp;
+pub mod finalize_graph;
+mod graph_tables;
+mod llm_steps;
 pub mod load_documents;
+pub mod merge_graphs;
+pub mod summarize;
 #[cfg(test)]
 mod testing;
 
@@ -13,19 +23,15 @@ use graphrag_engine::verb::Registry;
 pub fn registry() -> Registry {
     let mut r = Registry::default();
     r.register::<load_documents::LoadDocuments>()
-        .register::<chunk::Chunk>();
-    for (name, note) in [
-        ("entity_extract", "LLM graph extraction"),
-        ("extract_graph_nlp", "noun-phrase graph extraction"),
-        ("merge_graphs", "graph merging"),
-        ("summarize", "description summaries"),
-        ("extract_claims", "claim extraction"),
-        ("finalize_graph", "graph finalisation"),
-        ("cluster_leiden", "hierarchical Leiden"),
-        ("community_report", "community reports"),
-        ("embed", "embeddings"),
-    ] {
-        r.planned(name, note);
-    }
+        .register::<chunk::Chunk>()
+        .register::<entity_extract::EntityExtract>()
+        .register::<extract_graph_nlp::ExtractGraphNlp>()
+        .register::<merge_graphs::MergeGraphs>()
+        .register::<summarize::Summarize>()
+        .register::<extract_claims::ExtractClaims>()
+        .register::<finalize_graph::FinalizeGraph>()
+        .register::<cluster_leiden::ClusterLeiden>()
+        .register::<community_report::CommunityReport>()
+        .planned("embed", "embeddings");
     r
 }

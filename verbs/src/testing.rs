@@ -54,7 +54,7 @@ pub fn run_verb(
     files: &dyn FileSource,
 ) -> anyhow::Result<(Vec<RecordBatch>, u64)> {
     let counters = StepCounters::default();
-    let ctx = VerbContext::new("test", files, &counters, None, None);
+    let ctx = VerbContext::new("test", files, &counters);
     let out = verb.run(inputs, &ctx)?;
     Ok((out, counters.warnings.load(Ordering::Relaxed)))
 }

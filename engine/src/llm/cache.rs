@@ -16,7 +16,9 @@ pub struct ResponseCache {
 
 impl ResponseCache {
     pub fn new(dir: &Path) -> Self {
-        ResponseCache { dir: dir.to_path_buf() }
+        ResponseCache {
+            dir: dir.to_path_buf(),
+        }
     }
 
     pub fn key(parts: &[&str]) -> String {

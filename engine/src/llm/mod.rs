@@ -32,13 +32,22 @@ pub struct Message {
 
 impl Message {
     pub fn system(content: impl Into<String>) -> Self {
-        Message { role: "system".into(), content: content.into() }
+        Message {
+            role: "system".into(),
+            content: content.into(),
+        }
     }
     pub fn user(content: impl Into<String>) -> Self {
-        Message { role: "user".into(), content: content.into() }
+        Message {
+            role: "user".into(),
+            content: content.into(),
+        }
     }
     pub fn assistant(content: impl Into<String>) -> Self {
-        Message { role: "assistant".into(), content: content.into() }
+        Message {
+            role: "assistant".into(),
+            content: content.into(),
+        }
     }
 }
 
@@ -54,9 +63,17 @@ pub struct Completion {
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum LlmError {
     #[error("{model}: request rejected ({status}): {message}")]
-    Rejected { model: String, status: u16, message: String },
+    Rejected {
+        model: String,
+        status: u16,
+        message: String,
+    },
     #[error("{model}: gave up after {attempts} attempts: {last}")]
-    Exhausted { model: String, attempts: u32, last: String },
+    Exhausted {
+        model: String,
+        attempts: u32,
+        last: String,
+    },
     #[error("{model}: answer is not valid JSON even after a corrective retry: {reason}")]
     BadJson { model: String, reason: String },
     #[error("{0}")]
@@ -67,7 +84,11 @@ pub enum LlmError {
 /// small per-message overhead), used for token-per-minute limits and
 /// estimates before anything is sent.
 pub fn count_prompt_tokens(messages: &[Message]) -> u64 {
-    messages.iter().map(|m| Encoding::O200kBase.count(&m.content) as u64 + 4).sum::<u64>() + 3
+    messages
+        .iter()
+        .map(|m| Encoding::O200kBase.count(&m.content) as u64 + 4)
+        .sum::<u64>()
+        + 3
 }
 
 /// A configured chat model: limits, retries and cache around the HTTP transport.
@@ -80,7 +101,11 @@ pub struct ChatModel {
 }
 
 impl ChatModel {
-    pub fn new(id: &str, config: &ModelConfig, cache: Option<Arc<ResponseCache>>) -> Result<Self, LlmError> {
+    pub fn new(
+        id: &str,
+        config: &ModelConfig,
+        cache: Option<Arc<ResponseCache>>,
+    ) -> Result<Self, LlmError> {
         Ok(ChatModel {
             id: id.to_string(),
             transport: http::Transport::new(id, config)?,
@@ -94,8 +119,19 @@ impl ChatModel {
         &self.id
     }
 
+    /// What the answers depend on besides the messages (model and sampling
+    /// parameters; the API key is masked), for step hashes.
+    pub fn fingerprint(&self) -> String {
+        serde_json::to_string(&self.request_body(&[], false)).unwrap_or_default()
+    }
+
     /// A chat completion, from the cache when the same request was answered before.
-    pub async fn chat(&self, messages: &[Message], json: bool, usage: &UsageCounters) -> Result<Completion, LlmError> {
+    pub async fn chat(
+        &self,
+        messages: &[Message],
+        json: bool,
+        usage: &UsageCounters,
+    ) -> Result<Completion, LlmError> {
         let body = self.request_body(messages, json);
         let key = ResponseCache::key(&["chat", &self.config.model, &body.to_string()]);
         if let Some(cache) = &self.cache {
@@ -105,11 +141,20 @@ impl ChatModel {
             }
         }
         let prompt_estimate = count_prompt_tokens(messages);
-        let completion = retrying(&self.id, &self.config, usage, &self.limiter, prompt_estimate, || {
-            self.transport.chat(&body)
-        })
+        let completion = retrying(
+            &self.id,
+            &self.config,
+            usage,
+            &self.limiter,
+            prompt_estimate,
+            || self.transport.chat(&body),
+        )
         .await?;
-        usage.record_call(&self.id, completion.prompt_tokens, completion.completion_tokens);
+        usage.record_call(
+            &self.id,
+            completion.prompt_tokens,
+            completion.completion_tokens,
+        );
         if let Some(cache) = &self.cache {
             cache.put(&key, &completion);
         }
@@ -119,14 +164,18 @@ impl ChatModel {
     /// A chat call whose answer must be a JSON object: JSON mode where the
     /// model supports it, tolerant parsing always, and one corrective retry
     /// when the answer cannot be repaired.
-    pub async fn chat_json(&self, messages: &[Message], usage: &UsageCounters) -> Result<Value, LlmError> {
+    pub async fn chat_json(
+        &self,
+        messages: &[Message],
+        usage: &UsageCounters,
+    ) -> Result<Value, LlmError> {
         let first = self.chat(messages, true, usage).await?;
         match json_repair::parse_object(&first.content) {
             Ok(parsed) => {
                 if !parsed.repairs.is_empty() {
                     usage.record_json_repair(&self.id);
                 }
-                return Ok(parsed.value);
+                Ok(parsed.value)
             }
             Err(reason) => {
                 tracing::debug!(model = %self.id, "unparseable JSON answer ({reason}), sending a corrective retry");
@@ -143,7 +192,10 @@ impl ChatModel {
                     }
                     Err(reason) => {
                         usage.record_json_failure(&self.id);
-                        Err(LlmError::BadJson { model: self.id.clone(), reason })
+                        Err(LlmError::BadJson {
+                            model: self.id.clone(),
+                            reason,
+                        })
                     }
                 }
             }
@@ -211,7 +263,13 @@ where
         }
         usage.record_retry(id);
         let wait = backoff(config, attempt, failure.retry_after);
-        tracing::debug!(model = id, attempt, wait_ms = wait.as_millis() as u64, "retrying: {}", failure.message);
+        tracing::debug!(
+            model = id,
+            attempt,
+            wait_ms = wait.as_millis() as u64,
+            "retrying: {}",
+            failure.message
+        );
         tokio::time::sleep(wait).await;
     }
 }
@@ -220,7 +278,8 @@ where
 /// Retry-After wins (it knows when capacity returns).
 fn backoff(config: &ModelConfig, attempt: u32, retry_after: Option<Duration>) -> Duration {
     let cap = Duration::from_secs_f64(config.max_retry_wait.max(0.0));
-    let exp = config.retry_base_delay.max(0.0) * 2f64.powi(attempt.saturating_sub(1).min(30) as i32);
+    let exp =
+        config.retry_base_delay.max(0.0) * 2f64.powi(attempt.saturating_sub(1).min(30) as i32);
     let jittered = Duration::from_secs_f64(exp * (0.5 + 0.5 * jitter_fraction())).min(cap);
     retry_after.unwrap_or(jittered)
 }
@@ -245,15 +304,31 @@ mod tests {
 
     #[test]
     fn backoff_grows_caps_and_honours_retry_after() {
-        let cfg = ModelConfig { retry_base_delay: 1.0, max_retry_wait: 10.0, ..ModelConfig::default() };
+        let cfg = ModelConfig {
+            retry_base_delay: 1.0,
+            max_retry_wait: 10.0,
+            ..ModelConfig::default()
+        };
         let b1 = backoff(&cfg, 1, None);
-        assert!(b1 >= Duration::from_millis(500) && b1 <= Duration::from_secs(1), "{b1:?}");
+        assert!(
+            b1 >= Duration::from_millis(500) && b1 <= Duration::from_secs(1),
+            "{b1:?}"
+        );
         let b3 = backoff(&cfg, 3, None);
-        assert!(b3 >= Duration::from_secs(2) && b3 <= Duration::from_secs(4), "{b3:?}");
+        assert!(
+            b3 >= Duration::from_secs(2) && b3 <= Duration::from_secs(4),
+            "{b3:?}"
+        );
         assert!(backoff(&cfg, 20, None) <= Duration::from_secs(10));
-        assert_eq!(backoff(&cfg, 1, Some(Duration::from_secs(7))), Duration::from_secs(7));
+        assert_eq!(
+            backoff(&cfg, 1, Some(Duration::from_secs(7))),
+            Duration::from_secs(7)
+        );
         // A Retry-After longer than the cap is still honoured: the server decides.
-        assert_eq!(backoff(&cfg, 1, Some(Duration::from_secs(30))), Duration::from_secs(30));
+        assert_eq!(
+            backoff(&cfg, 1, Some(Duration::from_secs(30))),
+            Duration::from_secs(30)
+        );
     }
 
     #[test]

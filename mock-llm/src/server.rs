@@ -1,0 +1,601 @@
+//! The HTTP side: routing, fault injection, latency, OpenAI request/response
+//! shapes (JSON and SSE streaming), statistics.
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body::{Body, Frame, SizeHint};
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+use hyper::header::{HeaderValue, CACHE_CONTROL, CONTENT_TYPE, RETRY_AFTER};
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use serde::Serialize;
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+
+use crate::answers::{self, Message};
+use crate::{embed, Endpoint, FaultKind, Shared};
+
+/// Response body: one buffer (with Content-Length) or several chunks
+/// (chunked transfer encoding, used for SSE).
+pub(crate) enum MockBody {
+    Full(Option<Bytes>),
+    Chunks(VecDeque<Bytes>),
+}
+
+impl Body for MockBody {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        let next = match self.get_mut() {
+            MockBody::Full(b) => b.take(),
+            MockBody::Chunks(q) => q.pop_front(),
+        };
+        Poll::Ready(next.map(|b| Ok(Frame::data(b))))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        match self {
+            MockBody::Full(b) => b.is_none(),
+            MockBody::Chunks(q) => q.is_empty(),
+        }
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match self {
+            MockBody::Full(b) => SizeHint::with_exact(b.as_ref().map_or(0, |b| b.len() as u64)),
+            MockBody::Chunks(_) => SizeHint::default(),
+        }
+    }
+}
+
+/// Returned by the service to make hyper close the connection without a response.
+#[derive(Debug)]
+pub(crate) struct Dropped;
+
+impl std::fmt::Display for Dropped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("connection dropped (injected fault)")
+    }
+}
+
+impl std::error::Error for Dropped {}
+
+type Resp = Response<MockBody>;
+
+pub(crate) async fn serve(
+    listener: tokio::net::TcpListener,
+    shared: Arc<Shared>,
+    mut shutdown: tokio::sync::oneshot::Receiver<()>,
+) {
+    loop {
+        tokio::select! {
+            _ = &mut shutdown => break,
+            accepted = listener.accept() => {
+                let stream = match accepted {
+                    Ok((s, _)) => s,
+                    Err(_) => {
+                        // e.g. too many open files: back off a little
+                        tokio::time::sleep(Duration::from_millis(5)).await;
+                        continue;
+                    }
+                };
+                let _ = stream.set_nodelay(true);
+                let shared = shared.clone();
+                tokio::spawn(async move {
+                    let svc = hyper::service::service_fn(move |req| handle(shared.clone(), req));
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), svc)
+                        .await;
+                });
+            }
+        }
+    }
+}
+
+enum Route {
+    Health,
+    Stats,
+    Reset,
+    Models,
+    Api(Endpoint, Option<String>),
+    NotFound,
+}
+
+fn route(path: &str) -> Route {
+    let p = path.trim_end_matches('/');
+    match p {
+        "" | "/health" | "/v1/health" => return Route::Health,
+        "/stats" | "/v1/stats" => return Route::Stats,
+        "/stats/reset" | "/reset" | "/v1/stats/reset" => return Route::Reset,
+        "/models" | "/v1/models" => return Route::Models,
+        "/chat/completions" | "/v1/chat/completions" => return Route::Api(Endpoint::Chat, None),
+        "/embeddings" | "/v1/embeddings" => return Route::Api(Endpoint::Embeddings, None),
+        _ => {}
+    }
+    if let Some(rest) = p.strip_prefix("/openai/deployments/") {
+        if let Some((name, tail)) = rest.split_once('/') {
+            let ep = match tail {
+                "chat/completions" => Some(Endpoint::Chat),
+                "embeddings" => Some(Endpoint::Embeddings),
+                _ => None,
+            };
+            if let Some(ep) = ep {
+                return Route::Api(ep, Some(name.to_string()));
+            }
+        }
+    }
+    Route::NotFound
+}
+
+fn json_response(status: StatusCode, body: &impl Serialize) -> Resp {
+    let bytes = serde_json::to_vec(body).unwrap_or_default();
+    let mut r = Response::new(MockBody::Full(Some(Bytes::from(bytes))));
+    *r.status_mut() = status;
+    r.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    r
+}
+
+fn raw_response(status: StatusCode, content_type: &'static str, body: Vec<u8>) -> Resp {
+    let mut r = Response::new(MockBody::Full(Some(Bytes::from(body))));
+    *r.status_mut() = status;
+    r.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
+    r
+}
+
+fn error_response(status: u16, ty: &str, code: Option<&str>, message: &str) -> Resp {
+    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    json_response(
+        status,
+        &json!({"error": {"message": message, "type": ty, "param": null, "code": code}}),
+    )
+}
+
+async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Resp, Dropped> {
+    let method = req.method().clone();
+    let route = route(req.uri().path());
+    let is_get = method == Method::GET || method == Method::HEAD;
+    Ok(match route {
+        Route::Health if is_get => raw_response(StatusCode::OK, "text/plain", b"ok".to_vec()),
+        Route::Stats if is_get => json_response(StatusCode::OK, &*shared.stats.lock().unwrap()),
+        Route::Reset if method == Method::POST || is_get => {
+            crate::reset_stats(&shared);
+            json_response(StatusCode::OK, &json!({"ok": true}))
+        }
+        Route::Models if is_get => json_response(
+            StatusCode::OK,
+            &json!({"object": "list", "data": [
+                {"id": "mock-chat", "object": "model", "created": 0, "owned_by": "graphrag-mock-llm"},
+                {"id": "mock-embedding", "object": "model", "created": 0, "owned_by": "graphrag-mock-llm"}
+            ]}),
+        ),
+        Route::Api(ep, deployment) if method == Method::POST => {
+            return api(shared, req, ep, deployment).await;
+        }
+        Route::NotFound => error_response(
+            404,
+            "invalid_request_error",
+            Some("not_found"),
+            &format!("no route for {method} {}", req.uri().path()),
+        ),
+        _ => error_response(
+            405,
+            "invalid_request_error",
+            Some("method_not_allowed"),
+            &format!("method {method} not allowed on {}", req.uri().path()),
+        ),
+    })
+}
+
+/// Counts a request as in flight while alive.
+struct InFlight<'a>(&'a Shared);
+
+impl<'a> InFlight<'a> {
+    fn enter(shared: &'a Shared) -> InFlight<'a> {
+        let now = {
+            let mut n = shared.in_flight.lock().unwrap();
+            *n += 1;
+            *n
+        };
+        let mut s = shared.stats.lock().unwrap();
+        s.max_in_flight = s.max_in_flight.max(now);
+        InFlight(shared)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        *self.0.in_flight.lock().unwrap() -= 1;
+    }
+}
+
+async fn api(
+    shared: Arc<Shared>,
+    req: Request<Incoming>,
+    endpoint: Endpoint,
+    deployment: Option<String>,
+) -> Result<Resp, Dropped> {
+    let body = match req.into_body().collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(_) => return Err(Dropped),
+    };
+    {
+        let mut s = shared.stats.lock().unwrap();
+        s.requests += 1;
+        match endpoint {
+            Endpoint::Chat => s.chat_requests += 1,
+            Endpoint::Embeddings => s.embedding_requests += 1,
+        }
+    }
+    let _in_flight = InFlight::enter(&shared);
+    let fault = shared.pick_fault(endpoint);
+    let latency = *shared.latency.lock().unwrap();
+    if !latency.is_zero() {
+        tokio::time::sleep(latency).await;
+    }
+    match &fault {
+        Some(FaultKind::RateLimit { retry_after_ms }) => {
+            let mut r = error_response(
+                429,
+                "requests",
+                Some("rate_limit_exceeded"),
+                &format!(
+                    "Rate limit reached (injected fault). Please try again in {retry_after_ms}ms."
+                ),
+            );
+            let secs = retry_after_ms.div_ceil(1000);
+            let h = r.headers_mut();
+            h.insert(RETRY_AFTER, HeaderValue::from(secs));
+            h.insert("retry-after-ms", HeaderValue::from(*retry_after_ms));
+            return Ok(r);
+        }
+        Some(FaultKind::ServerError { status }) => {
+            return Ok(error_response(
+                *status,
+                "server_error",
+                None,
+                "The server had an error while processing your request (injected fault).",
+            ));
+        }
+        Some(FaultKind::BadRequest) => {
+            return Ok(error_response(
+                400,
+                "invalid_request_error",
+                None,
+                "Invalid request (injected fault).",
+            ));
+        }
+        Some(FaultKind::DropConnection) => return Err(Dropped),
+        Some(FaultKind::Slow { delay }) => tokio::time::sleep(*delay).await,
+        _ => {}
+    }
+    let request: Value = match serde_json::from_slice(&body) {
+        Ok(v @ Value::Object(_)) => v,
+        _ => {
+            return Ok(error_response(
+                400,
+                "invalid_request_error",
+                None,
+                "We could not parse the JSON body of your request.",
+            ))
+        }
+    };
+    let model = request
+        .get("model")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .or(deployment);
+    Ok(match endpoint {
+        Endpoint::Chat => chat(&shared, &request, model, fault.as_ref()),
+        Endpoint::Embeddings => embeddings(&shared, &request, model, fault.as_ref()),
+    })
+}
+
+fn count_tokens(text: &str) -> u64 {
+    graphrag_operations::tokenizer::Encoding::O200kBase.count(text) as u64
+}
+
+fn content_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| match p {
+                Value::String(s) => Some(s.as_str()),
+                _ => p.get("text").and_then(Value::as_str),
+            })
+            .collect::<Vec<_>>()
+            .join(""),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+/// Broken content: a JSON answer loses its closing brace and gains prose;
+/// anything else becomes garbage.
+fn malform(content: &str) -> String {
+    let t = content.trim_end();
+    if t.starts_with('{') && t.ends_with('}') {
+        format!(
+            "Sure! Here is the JSON you asked for:\n{}\nLet me know if you need anything else.",
+            &t[..t.len() - 1]
+        )
+    } else {
+        "\u{fffd}\u{fffd} %%% garbled mock output %%% {\"partial\": [1, 2,".to_string()
+    }
+}
+
+fn cut_half(s: &str) -> String {
+    let n = s.chars().count() / 2;
+    s.chars().take(n).collect()
+}
+
+fn chat(
+    shared: &Shared,
+    request: &Value,
+    model: Option<String>,
+    fault: Option<&FaultKind>,
+) -> Resp {
+    let Some(raw_messages) = request.get("messages").and_then(Value::as_array) else {
+        return error_response(
+            400,
+            "invalid_request_error",
+            None,
+            "'messages' is a required property.",
+        );
+    };
+    let messages: Vec<Message> = raw_messages
+        .iter()
+        .map(|m| Message {
+            role: m
+                .get("role")
+                .and_then(Value::as_str)
+                .unwrap_or("user")
+                .to_string(),
+            content: content_text(m.get("content").unwrap_or(&Value::Null)),
+        })
+        .collect();
+    let ans = answers::answer(&messages, request.get("response_format"));
+    let mut content = ans.content;
+    let mut finish = "stop";
+    match fault {
+        Some(FaultKind::Malformed) => content = malform(&content),
+        Some(FaultKind::Truncated) => {
+            content = cut_half(&content);
+            finish = "length";
+        }
+        _ => {}
+    }
+    let prompt_tokens: u64 = messages.iter().map(|m| count_tokens(&m.content)).sum();
+    let completion_tokens = count_tokens(&content);
+    {
+        let mut s = shared.stats.lock().unwrap();
+        s.prompt_tokens += prompt_tokens;
+        s.completion_tokens += completion_tokens;
+        *s.by_kind.entry(ans.class.to_string()).or_default() += 1;
+    }
+    let model = model.unwrap_or_else(|| "mock-chat".into());
+    let digest = Sha256::digest(format!("{model}\u{1f}{content}").as_bytes());
+    let id = format!(
+        "chatcmpl-{}",
+        digest[..12]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<String>()
+    );
+    let usage = json!({
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "total_tokens": prompt_tokens + completion_tokens,
+    });
+    if request.get("stream").and_then(Value::as_bool) == Some(true) {
+        let include_usage = request
+            .pointer("/stream_options/include_usage")
+            .and_then(Value::as_bool)
+            == Some(true);
+        let chunk = |delta: Value, finish: Option<&str>| {
+            json!({
+                "id": id, "object": "chat.completion.chunk", "created": 0, "model": model,
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+            })
+        };
+        let mut events = vec![chunk(json!({"role": "assistant", "content": ""}), None)];
+        let words: Vec<&str> = content.split_inclusive(char::is_whitespace).collect();
+        for group in words.chunks(8) {
+            events.push(chunk(json!({"content": group.concat()}), None));
+        }
+        events.push(chunk(json!({}), Some(finish)));
+        if include_usage {
+            events.push(json!({
+                "id": id, "object": "chat.completion.chunk", "created": 0, "model": model,
+                "choices": [], "usage": usage,
+            }));
+        }
+        let mut q: VecDeque<Bytes> = events
+            .iter()
+            .map(|e| Bytes::from(format!("data: {e}\n\n")))
+            .collect();
+        q.push_back(Bytes::from_static(b"data: [DONE]\n\n"));
+        let mut r = Response::new(MockBody::Chunks(q));
+        let h = r.headers_mut();
+        h.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+        h.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+        return r;
+    }
+    json_response(
+        StatusCode::OK,
+        &json!({
+            "id": id,
+            "object": "chat.completion",
+            "created": 0,
+            "model": model,
+            "choices": [{
+                "index": 0,
+                "message": {"role": "assistant", "content": content},
+                "finish_reason": finish,
+            }],
+            "usage": usage,
+        }),
+    )
+}
+
+#[derive(Serialize)]
+#[serde(untagged)]
+enum EmbeddingValue {
+    Floats(Vec<f32>),
+    Base64(String),
+}
+
+#[derive(Serialize)]
+struct EmbeddingItem {
+    object: &'static str,
+    index: usize,
+    embedding: EmbeddingValue,
+}
+
+#[derive(Serialize)]
+struct EmbeddingUsage {
+    prompt_tokens: u64,
+    total_tokens: u64,
+}
+
+#[derive(Serialize)]
+struct EmbeddingResponse {
+    object: &'static str,
+    data: Vec<EmbeddingItem>,
+    model: String,
+    usage: EmbeddingUsage,
+}
+
+fn token_ids_text(a: &[Value]) -> String {
+    a.iter()
+        .map(|v| v.to_string())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn embeddings(
+    shared: &Shared,
+    request: &Value,
+    model: Option<String>,
+    fault: Option<&FaultKind>,
+) -> Resp {
+    let texts: Vec<String> = match request.get("input") {
+        Some(Value::String(s)) => vec![s.clone()],
+        Some(Value::Array(a)) if a.iter().all(Value::is_number) && !a.is_empty() => {
+            vec![token_ids_text(a)]
+        }
+        Some(Value::Array(a)) => a
+            .iter()
+            .map(|v| match v {
+                Value::String(s) => s.clone(),
+                Value::Array(ids) => token_ids_text(ids),
+                other => other.to_string(),
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    if texts.is_empty() {
+        return error_response(
+            400,
+            "invalid_request_error",
+            None,
+            "'input' is a required property and must not be empty.",
+        );
+    }
+    let dim = request
+        .get("dimensions")
+        .and_then(Value::as_u64)
+        .filter(|d| (1..=65536).contains(d))
+        .map_or(shared.embed_dim, |d| d as usize);
+    let base64 = request.get("encoding_format").and_then(Value::as_str) == Some("base64");
+    let mut tokens = 0;
+    let data: Vec<EmbeddingItem> = texts
+        .iter()
+        .enumerate()
+        .map(|(index, t)| {
+            tokens += count_tokens(t);
+            let v = embed::embed(t, dim);
+            EmbeddingItem {
+                object: "embedding",
+                index,
+                embedding: if base64 {
+                    EmbeddingValue::Base64(embed::to_base64(&v))
+                } else {
+                    EmbeddingValue::Floats(v)
+                },
+            }
+        })
+        .collect();
+    {
+        let mut s = shared.stats.lock().unwrap();
+        s.embedded_texts += texts.len() as u64;
+        s.prompt_tokens += tokens;
+    }
+    let resp = EmbeddingResponse {
+        object: "list",
+        data,
+        model: model.unwrap_or_else(|| "mock-embedding".into()),
+        usage: EmbeddingUsage {
+            prompt_tokens: tokens,
+            total_tokens: tokens,
+        },
+    };
+    let mut body = serde_json::to_vec(&resp).unwrap_or_default();
+    match fault {
+        Some(FaultKind::Malformed) => {
+            body.pop();
+            body.extend_from_slice(b"\n<!-- garbled mock output -->");
+        }
+        Some(FaultKind::Truncated) => body.truncate(body.len() / 2),
+        _ => {}
+    }
+    raw_response(StatusCode::OK, "application/json", body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn routes() {
+        assert!(matches!(
+            route("/v1/chat/completions"),
+            Route::Api(Endpoint::Chat, None)
+        ));
+        assert!(matches!(
+            route("/embeddings/"),
+            Route::Api(Endpoint::Embeddings, None)
+        ));
+        match route("/openai/deployments/gpt4o/chat/completions") {
+            Route::Api(Endpoint::Chat, Some(d)) => assert_eq!(d, "gpt4o"),
+            _ => panic!(),
+        }
+        assert!(matches!(
+            route("/openai/deployments/emb/embeddings"),
+            Route::Api(Endpoint::Embeddings, Some(_))
+        ));
+        assert!(matches!(route("/v2/foo"), Route::NotFound));
+    }
+
+    #[test]
+    fn broken_content() {
+        let m = malform("{\"a\": 1}");
+        assert!(serde_json::from_str::<Value>(&m).is_err());
+        assert!(m.contains("{\"a\": 1"));
+        assert!(serde_json::from_str::<Value>(&malform("records")).is_err());
+        assert_eq!(cut_half("abcdé"), "ab");
+    }
+}

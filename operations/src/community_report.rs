@@ -1,0 +1,525 @@
+//! Community reports, the pure parts: context tables under a token budget
+//! (with sub-community reports substituted when a community is too big),
+//! validation of the model's JSON report, markdown rendering, and the
+//! extractive report used when no chat model is configured.
+
+use serde_json::Value;
+
+use crate::tokenizer::Encoding;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ContextEntity {
+    pub id: i64,
+    pub title: String,
+    pub description: String,
+    pub degree: i64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ContextRelationship {
+    pub id: i64,
+    pub source: String,
+    pub target: String,
+    pub description: String,
+    pub combined_degree: i64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ContextClaim {
+    pub id: i64,
+    pub subject: String,
+    pub claim_type: String,
+    pub status: String,
+    pub description: String,
+}
+
+/// A finished report of a sub-community.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SubReport {
+    pub community: i64,
+    pub full_content: String,
+    pub size: usize,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Finding {
+    pub summary: String,
+    pub explanation: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Report {
+    pub title: String,
+    pub summary: String,
+    pub rating: f64,
+    pub rating_explanation: String,
+    pub findings: Vec<Finding>,
+}
+
+/// Quotes a CSV field when it needs it.
+pub fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+/// Appends a titled CSV table, row by row, while the budget allows; returns
+/// how many rows fit.
+fn push_table(
+    out: &mut String,
+    used: &mut usize,
+    budget: usize,
+    title: &str,
+    header: &str,
+    rows: &[String],
+) -> usize {
+    let head = format!("-----{title}-----\n{header}\n");
+    let head_tokens = Encoding::O200kBase.count(&head);
+    if rows.is_empty() || *used + head_tokens > budget {
+        return 0;
+    }
+    out.push_str(&head);
+    *used += head_tokens;
+    let mut n = 0;
+    for row in rows {
+        let t = Encoding::O200kBase.count(row) + 1;
+        if *used + t > budget {
+            break;
+        }
+        out.push_str(row);
+        out.push('\n');
+        *used += t;
+        n += 1;
+    }
+    out.push('\n');
+    n
+}
+
+/// The graph context of one community: entities by degree, relationships by
+/// combined degree, claims — as CSV tables with ids, within `max_tokens`.
+/// When the full local context does not fit and sub-community reports exist,
+/// those reports (largest community first) replace the detail, and local rows
+/// fill what budget remains (GraphRAG's substitution).
+pub fn graph_context(
+    entities: &[ContextEntity],
+    relationships: &[ContextRelationship],
+    claims: &[ContextClaim],
+    sub_reports: &[SubReport],
+    max_tokens: usize,
+) -> String {
+    let mut ents = entities.to_vec();
+    ents.sort_by(|a, b| b.degree.cmp(&a.degree).then(a.id.cmp(&b.id)));
+    let mut rels = relationships.to_vec();
+    rels.sort_by(|a, b| {
+        b.combined_degree
+            .cmp(&a.combined_degree)
+            .then(a.id.cmp(&b.id))
+    });
+    let entity_rows: Vec<String> = ents
+        .iter()
+        .map(|e| {
+            format!(
+                "{},{},{},{}",
+                e.id,
+                csv_field(&e.title),
+                csv_field(&e.description),
+                e.degree
+            )
+        })
+        .collect();
+    let rel_rows: Vec<String> = rels
+        .iter()
+        .map(|r| {
+            format!(
+                "{},{},{},{},{}",
+                r.id,
+                csv_field(&r.source),
+                csv_field(&r.target),
+                csv_field(&r.description),
+                r.combined_degree
+            )
+        })
+        .collect();
+    let claim_rows: Vec<String> = claims
+        .iter()
+        .map(|c| {
+            format!(
+                "{},{},{},{},{}",
+                c.id,
+                csv_field(&c.subject),
+                csv_field(&c.claim_type),
+                csv_field(&c.status),
+                csv_field(&c.description)
+            )
+        })
+        .collect();
+    let local = |budget: usize, out: &mut String, used: &mut usize| {
+        push_table(
+            out,
+            used,
+            budget,
+            "Entities",
+            "id,entity,description,degree",
+            &entity_rows,
+        );
+        push_table(
+            out,
+            used,
+            budget,
+            "Relationships",
+            "id,source,target,description,combined_degree",
+            &rel_rows,
+        );
+        push_table(
+            out,
+            used,
+            budget,
+            "Claims",
+            "id,entity,type,status,description",
+            &claim_rows,
+        );
+    };
+    let mut full = String::new();
+    let mut used = 0;
+    local(usize::MAX, &mut full, &mut used);
+    if used <= max_tokens || sub_reports.is_empty() {
+        if used <= max_tokens {
+            return full;
+        }
+        let mut out = String::new();
+        let mut used = 0;
+        local(max_tokens, &mut out, &mut used);
+        return out;
+    }
+    let mut subs = sub_reports.to_vec();
+    subs.sort_by(|a, b| b.size.cmp(&a.size).then(a.community.cmp(&b.community)));
+    let report_rows: Vec<String> = subs
+        .iter()
+        .map(|s| format!("{},{}", s.community, csv_field(&s.full_content)))
+        .collect();
+    let mut out = String::new();
+    let mut used = 0;
+    push_table(
+        &mut out,
+        &mut used,
+        max_tokens,
+        "Reports",
+        "id,full_content",
+        &report_rows,
+    );
+    local(max_tokens, &mut out, &mut used);
+    out
+}
+
+/// Source passages of a community (for the text-based report), most
+/// relevant first, within `max_tokens`.
+pub fn text_context(units: &[(i64, String)], max_tokens: usize) -> String {
+    let rows: Vec<String> = units
+        .iter()
+        .map(|(id, t)| format!("{id},{}", csv_field(t)))
+        .collect();
+    let mut out = String::new();
+    let mut used = 0;
+    push_table(&mut out, &mut used, max_tokens, "Sources", "id,text", &rows);
+    out
+}
+
+fn text_of(v: Option<&Value>) -> Option<String> {
+    match v? {
+        Value::String(s) => Some(s.trim().to_string()),
+        Value::Null => None,
+        other => Some(other.to_string()),
+    }
+}
+
+/// Validates a model's report JSON, repairing what can be repaired (a
+/// numeric string rating, findings given as plain strings, missing optional
+/// fields). Returns the report and whether anything was repaired; a report
+/// without a title or a summary is rejected.
+pub fn report_from_json(v: &Value) -> Result<(Report, bool), String> {
+    let mut repaired = false;
+    let title = text_of(v.get("title"))
+        .filter(|s| !s.is_empty())
+        .ok_or("report has no title")?;
+    let summary = text_of(v.get("summary"))
+        .filter(|s| !s.is_empty())
+        .ok_or("report has no summary")?;
+    let rating = match v.get("rating") {
+        Some(Value::Number(n)) => n.as_f64().unwrap_or(0.0),
+        Some(Value::String(s)) => {
+            repaired = true;
+            s.trim().parse::<f64>().unwrap_or(0.0)
+        }
+        _ => {
+            repaired = true;
+            0.0
+        }
+    }
+    .clamp(0.0, 10.0);
+    let rating_explanation = text_of(v.get("rating_explanation")).unwrap_or_else(|| {
+        repaired = true;
+        String::new()
+    });
+    let mut findings = Vec::new();
+    for f in v
+        .get("findings")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+    {
+        match f {
+            Value::Object(_) => findings.push(Finding {
+                summary: text_of(f.get("summary")).unwrap_or_default(),
+                explanation: text_of(f.get("explanation")).unwrap_or_default(),
+            }),
+            Value::String(s) => {
+                repaired = true;
+                findings.push(Finding {
+                    summary: s.clone(),
+                    explanation: String::new(),
+                });
+            }
+            _ => repaired = true,
+        }
+    }
+    Ok((
+        Report {
+            title,
+            summary,
+            rating,
+            rating_explanation,
+            findings,
+        },
+        repaired,
+    ))
+}
+
+/// The report as GraphRAG's JSON (full_content_json).
+pub fn report_json(r: &Report) -> Value {
+    serde_json::json!({
+        "title": r.title,
+        "summary": r.summary,
+        "rating": r.rating,
+        "rating_explanation": r.rating_explanation,
+        "findings": r.findings.iter().map(|f| serde_json::json!({"summary": f.summary, "explanation": f.explanation})).collect::<Vec<_>>(),
+    })
+}
+
+/// GraphRAG's full_content: `# title`, the summary, one `##` section per finding.
+pub fn full_content(r: &Report) -> String {
+    let mut out = format!("# {}\n\n{}\n\n", r.title, r.summary);
+    for f in &r.findings {
+        out.push_str(&format!("## {}\n\n{}\n\n", f.summary, f.explanation));
+    }
+    out.trim_end().to_string()
+}
+
+/// The first sentence (or the first 200 characters) of a description.
+fn first_sentence(s: &str) -> String {
+    let s = s.trim();
+    let end = s
+        .char_indices()
+        .find(|&(i, c)| matches!(c, '.' | '!' | '?') && s[i + 1..].starts_with(char::is_whitespace))
+        .map(|(i, _)| i + 1)
+        .unwrap_or(s.len());
+    let mut cut = end.min(200);
+    while !s.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    s[..cut].to_string()
+}
+
+/// A report built without an LLM from the community's most central
+/// entities and relationships; labelled as such in rating_explanation.
+pub fn extractive_report(
+    entities: &[ContextEntity],
+    relationships: &[ContextRelationship],
+) -> Report {
+    let mut ents = entities.to_vec();
+    ents.sort_by(|a, b| b.degree.cmp(&a.degree).then(a.id.cmp(&b.id)));
+    let mut rels = relationships.to_vec();
+    rels.sort_by(|a, b| {
+        b.combined_degree
+            .cmp(&a.combined_degree)
+            .then(a.id.cmp(&b.id))
+    });
+    let top: Vec<&str> = ents.iter().take(3).map(|e| e.title.as_str()).collect();
+    let title = if top.is_empty() {
+        "Empty community".to_string()
+    } else {
+        top.join(", ")
+    };
+    let mut summary = format!(
+        "A community of {} entities and {} relationships, centred on {}.",
+        entities.len(),
+        relationships.len(),
+        if top.is_empty() {
+            "nothing".to_string()
+        } else {
+            top.join(", ")
+        }
+    );
+    if let Some(d) = ents
+        .iter()
+        .map(|e| first_sentence(&e.description))
+        .find(|d| !d.is_empty())
+    {
+        summary.push(' ');
+        summary.push_str(&d);
+    }
+    let mut findings: Vec<Finding> = ents
+        .iter()
+        .take(5)
+        .map(|e| Finding {
+            summary: format!("{} (degree {})", e.title, e.degree),
+            explanation: if e.description.is_empty() {
+                format!(
+                    "{} is connected to {} other entities in this community. [Data: Entities ({})]",
+                    e.title, e.degree, e.id
+                )
+            } else {
+                format!("{} [Data: Entities ({})]", e.description.trim(), e.id)
+            },
+        })
+        .collect();
+    findings.extend(rels.iter().take(3).map(|r| Finding {
+        summary: format!("{} — {}", r.source, r.target),
+        explanation: if r.description.is_empty() {
+            format!(
+                "{} and {} appear together. [Data: Relationships ({})]",
+                r.source, r.target, r.id
+            )
+        } else {
+            format!("{} [Data: Relationships ({})]", r.description.trim(), r.id)
+        },
+    }));
+    // Importance from size and connectivity, 0-10, so ranking still works.
+    let links: i64 = ents.iter().map(|e| e.degree).sum();
+    let rating = ((entities.len() as f64 + links as f64).ln_1p() * 1.5).min(10.0);
+    Report {
+        title,
+        summary,
+        rating: (rating * 10.0).round() / 10.0,
+        rating_explanation: "Extractive report: no chat model was configured, so this report lists the community's most central entities and relationships without an LLM; the rating reflects size and connectivity only.".into(),
+        findings,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ent(id: i64, title: &str, degree: i64) -> ContextEntity {
+        ContextEntity {
+            id,
+            title: title.into(),
+            description: format!("{title} is someone. More text here."),
+            degree,
+        }
+    }
+
+    fn rel(id: i64, s: &str, t: &str, d: i64) -> ContextRelationship {
+        ContextRelationship {
+            id,
+            source: s.into(),
+            target: t.into(),
+            description: format!("{s} knows {t}"),
+            combined_degree: d,
+        }
+    }
+
+    #[test]
+    fn context_is_sorted_and_bounded() {
+        let ents = [
+            ent(1, "BOB", 1),
+            ent(2, "SCROOGE", 5),
+            ent(3, "MARLEY, JACOB", 3),
+        ];
+        let rels = [
+            rel(7, "SCROOGE", "BOB", 6),
+            rel(8, "SCROOGE", "MARLEY, JACOB", 8),
+        ];
+        let ctx = graph_context(&ents, &rels, &[], &[], 10_000);
+        let scrooge = ctx.find("SCROOGE").unwrap();
+        assert!(scrooge < ctx.find("BOB").unwrap(), "{ctx}");
+        assert!(ctx.contains("\"MARLEY, JACOB\""), "CSV quoting: {ctx}");
+        assert!(ctx.find("8,SCROOGE").unwrap() < ctx.find("7,SCROOGE").unwrap());
+        let small = graph_context(&ents, &rels, &[], &[], 45);
+        assert!(Encoding::O200kBase.count(&small) <= 45, "{small}");
+        assert!(
+            small.contains("SCROOGE") && small.len() < ctx.len(),
+            "{small}"
+        );
+    }
+
+    #[test]
+    fn oversized_context_uses_sub_reports() {
+        let ents: Vec<_> = (0..200).map(|i| ent(i, &format!("ENTITY{i}"), i)).collect();
+        let subs = [
+            SubReport {
+                community: 4,
+                full_content: "# Small\nsmall one".into(),
+                size: 2,
+            },
+            SubReport {
+                community: 3,
+                full_content: "# Big\nbig one".into(),
+                size: 50,
+            },
+        ];
+        let ctx = graph_context(&ents, &[], &[], &subs, 300);
+        assert!(ctx.starts_with("-----Reports-----"), "{ctx}");
+        assert!(ctx.find("# Big").unwrap() < ctx.find("# Small").unwrap());
+        assert!(Encoding::O200kBase.count(&ctx) <= 300);
+    }
+
+    #[test]
+    fn reports_are_validated_and_repaired() {
+        let ok = serde_json::json!({"title": "T", "summary": "S", "rating": 7.5, "rating_explanation": "E",
+            "findings": [{"summary": "f1", "explanation": "e1"}]});
+        let (r, repaired) = report_from_json(&ok).unwrap();
+        assert!(!repaired);
+        assert_eq!(r.rating, 7.5);
+        assert_eq!(full_content(&r), "# T\n\nS\n\n## f1\n\ne1");
+        let messy = serde_json::json!({"title": "T", "summary": "S", "rating": "8", "findings": ["just text"]});
+        let (r, repaired) = report_from_json(&messy).unwrap();
+        assert!(repaired);
+        assert_eq!(
+            (r.rating, r.findings[0].summary.as_str()),
+            (8.0, "just text")
+        );
+        assert!(report_from_json(&serde_json::json!({"summary": "S"})).is_err());
+    }
+
+    #[test]
+    fn extractive_report_is_labelled() {
+        let r = extractive_report(
+            &[ent(1, "BOB", 1), ent(2, "SCROOGE", 5)],
+            &[rel(3, "SCROOGE", "BOB", 6)],
+        );
+        assert!(r.title.starts_with("SCROOGE"));
+        assert!(r.rating_explanation.contains("no chat model"));
+        assert!(r
+            .findings
+            .iter()
+            .any(|f| f.explanation.contains("[Data: Entities (2)]")));
+        assert!((0.0..=10.0).contains(&r.rating));
+    }
+
+    #[test]
+    fn text_context_lists_sources() {
+        let c = text_context(
+            &[
+                (0, "First passage.".into()),
+                (1, "Second, with comma.".into()),
+            ],
+            1000,
+        );
+        assert!(
+            c.contains("0,First passage.") && c.contains("1,\"Second, with comma.\""),
+            "{c}"
+        );
+    }
+}

@@ -1,0 +1,309 @@
+//! End-to-end indexing with an LLM: the binary against the project's mock
+//! OpenAI-compatible server (deterministic answers, fault injection).
+
+use std::fs;
+use std::path::Path;
+use std::process::{Command, Output};
+
+use arrow_array::RecordBatch;
+use graphrag_mock_llm::{FaultKind, FaultRule, MockConfig, MockServer};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+
+fn graphrag(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_graphrag-rs"))
+        .args(args)
+        .output()
+        .expect("binary runs")
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn read(path: &Path) -> RecordBatch {
+    let f = fs::File::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let reader = ParquetRecordBatchReaderBuilder::try_new(f)
+        .unwrap()
+        .build()
+        .unwrap();
+    let batches: Vec<_> = reader.map(|b| b.unwrap()).collect();
+    arrow_select::concat::concat_batches(&batches[0].schema(), &batches).unwrap()
+}
+
+fn columns(batch: &RecordBatch) -> Vec<String> {
+    batch
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| format!("{}:{}", f.name(), f.data_type()))
+        .collect()
+}
+
+/// The first ~12 KB of A Christmas Carol (after the Gutenberg header).
+fn sample_text() -> String {
+    let full = fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("examples/christmas-carol/a_christmas_carol.txt"),
+    )
+    .unwrap();
+    let start = full.find("MARLEY'S GHOST").unwrap_or(0);
+    let mut end = (start + 12_000).min(full.len());
+    while !full.is_char_boundary(end) {
+        end -= 1;
+    }
+    full[start..end].to_string()
+}
+
+/// A project whose chat model is the mock server.
+fn project(mock: &MockServer) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_str().unwrap();
+    assert!(graphrag(&["init", "--root", root]).status.success());
+    fs::write(dir.path().join("input/carol.txt"), sample_text()).unwrap();
+    fs::write(
+        dir.path().join(".env"),
+        "GRAPHRAG_API_KEY=sk-test-secret-777\n",
+    )
+    .unwrap();
+    let settings = format!(
+        "completion_models:\n  default_completion_model:\n    model: mock-gpt\n    api_base: {}\n    api_key: ${{GRAPHRAG_API_KEY}}\n    retry_base_delay: 0.001\n    max_retry_wait: 0.05\nchunking:\n  size: 300\n  overlap: 30\nextract_claims:\n  enabled: true\nsnapshots:\n  graphml: true\n",
+        mock.base_url()
+    );
+    fs::write(dir.path().join("settings.yaml"), settings).unwrap();
+    dir
+}
+
+fn index(root: &Path, extra: &[&str]) -> Output {
+    let mut args = vec!["-q", "index", "--root", root.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    graphrag(&args)
+}
+
+fn stats(root: &Path) -> serde_json::Value {
+    serde_json::from_slice(&fs::read(root.join("output/stats.json")).unwrap()).unwrap()
+}
+
+#[test]
+fn standard_pipeline_builds_the_graph_and_reruns_from_cache() {
+    let mock = MockServer::start(MockConfig::default()).unwrap();
+    let dir = project(&mock);
+    let o = index(dir.path(), &["--method", "standard"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let out = dir.path().join("output");
+
+    let entities = read(&out.join("entities.parquet"));
+    assert_eq!(
+        columns(&entities),
+        [
+            "id:LargeUtf8",
+            "human_readable_id:Int64",
+            "title:LargeUtf8",
+            "type:LargeUtf8",
+            "description:LargeUtf8",
+            "text_unit_ids:List(Utf8)",
+            "frequency:Int64",
+            "degree:Int64"
+        ]
+    );
+    let relationships = read(&out.join("relationships.parquet"));
+    assert_eq!(
+        columns(&relationships),
+        [
+            "id:LargeUtf8",
+            "human_readable_id:Int64",
+            "source:LargeUtf8",
+            "target:LargeUtf8",
+            "description:LargeUtf8",
+            "weight:Float64",
+            "combined_degree:Int64",
+            "text_unit_ids:List(Utf8)"
+        ]
+    );
+    assert!(entities.num_rows() >= 5, "{} entities", entities.num_rows());
+    assert!(relationships.num_rows() >= 3);
+    let titles = graphrag_engine::table::strings(&entities, "entities", "title").unwrap();
+    assert!(titles.contains(&"SCROOGE"), "{titles:?}");
+    let covariates = read(&out.join("covariates.parquet"));
+    assert_eq!(columns(&covariates).len(), 12);
+    assert!(out.join("graph.graphml").exists());
+
+    // Text units now point at what was extracted from them.
+    let units = read(&out.join("text_units.parquet"));
+    let linked = graphrag_engine::table::string_lists(&units, "text_units", "entity_ids").unwrap();
+    assert!(linked.iter().filter(|l| !l.is_empty()).count() >= units.num_rows() / 2);
+
+    let s = stats(dir.path());
+    let calls = s["llm"]["default_completion_model"]["calls"]
+        .as_u64()
+        .unwrap();
+    let units_n = units.num_rows() as u64;
+    assert!(
+        calls >= 2 * units_n,
+        "extraction + gleaning per chunk: {calls} calls for {units_n} chunks"
+    );
+    assert!(
+        s["workflows"]["extract_graph"]["llm"]["default_completion_model"]["prompt_tokens"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
+    let requests = mock.stats().chat_requests;
+    assert_eq!(requests, calls);
+
+    // Same inputs: byte-identical tables, every answer from the cache.
+    let before: Vec<Vec<u8>> = ["entities", "relationships", "text_units"]
+        .iter()
+        .map(|t| fs::read(out.join(format!("{t}.parquet"))).unwrap())
+        .collect();
+    mock.reset_stats();
+    let o = index(dir.path(), &["--method", "standard"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(
+        mock.stats().requests,
+        0,
+        "a second run makes zero HTTP requests"
+    );
+    assert_eq!(
+        stats(dir.path())["llm"]["default_completion_model"]["cache_hits"]
+            .as_u64()
+            .unwrap(),
+        calls
+    );
+    let after: Vec<Vec<u8>> = ["entities", "relationships", "text_units"]
+        .iter()
+        .map(|t| fs::read(out.join(format!("{t}.parquet"))).unwrap())
+        .collect();
+    assert!(before == after, "byte-identical outputs");
+
+    // The key never lands in outputs, cache or logs.
+    for path in walk(dir.path()) {
+        if path.file_name().is_some_and(|n| n == ".env") {
+            continue;
+        }
+        let bytes = fs::read(&path).unwrap();
+        assert!(
+            !String::from_utf8_lossy(&bytes).contains("sk-test-secret-777"),
+            "{} leaks the key",
+            path.display()
+        );
+    }
+}
+
+#[test]
+fn faults_are_ridden_out_and_malformed_records_counted() {
+    let mock = MockServer::start(MockConfig {
+        faults: vec![
+            FaultRule {
+                kind: FaultKind::RateLimit { retry_after_ms: 2 },
+                first: Some(3),
+                every: None,
+                endpoint: None,
+            },
+            FaultRule {
+                kind: FaultKind::Truncated,
+                first: None,
+                every: Some(5),
+                endpoint: None,
+            },
+        ],
+        ..MockConfig::default()
+    })
+    .unwrap();
+    let dir = project(&mock);
+    let o = index(dir.path(), &["--method", "standard"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let s = stats(dir.path());
+    assert!(
+        s["llm"]["default_completion_model"]["retries"]
+            .as_u64()
+            .unwrap()
+            >= 3,
+        "{s}"
+    );
+    assert!(read(&dir.path().join("output/entities.parquet")).num_rows() > 0);
+}
+
+#[test]
+fn a_down_server_fails_with_a_clear_message_and_resume_finishes_later() {
+    let mock = MockServer::start(MockConfig {
+        faults: vec![FaultRule {
+            kind: FaultKind::ServerError { status: 503 },
+            first: None,
+            every: None,
+            endpoint: None,
+        }],
+        ..MockConfig::default()
+    })
+    .unwrap();
+    let dir = project(&mock);
+    let settings = fs::read_to_string(dir.path().join("settings.yaml"))
+        .unwrap()
+        .replace(
+            "max_retry_wait: 0.05",
+            "max_retry_wait: 0.05\n    max_retries: 2",
+        );
+    fs::write(dir.path().join("settings.yaml"), settings).unwrap();
+    let o = index(dir.path(), &["--method", "standard"]);
+    assert!(!o.status.success());
+    let last = String::from_utf8_lossy(&o.stderr)
+        .trim_end()
+        .lines()
+        .last()
+        .unwrap_or("")
+        .to_string();
+    // Extraction and claims run concurrently; either reports the outage first.
+    assert!(
+        (last.contains("extract_graph") || last.contains("extract_claims")) && last.contains("503"),
+        "{last}"
+    );
+    assert!(!last.contains("sk-test-secret-777"));
+
+    mock.set_faults(vec![]);
+    mock.reset_stats();
+    let o = index(dir.path(), &["--method", "standard", "--resume"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let s = stats(dir.path());
+    assert_eq!(s["workflows"]["chunk"]["status"], "skipped");
+    assert_eq!(s["workflows"]["extract_graph"]["status"], "ran");
+}
+
+#[test]
+fn fast_method_needs_no_llm() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_str().unwrap();
+    assert!(graphrag(&["init", "--root", root]).status.success());
+    fs::write(dir.path().join("input/carol.txt"), sample_text()).unwrap();
+    // No API key: `auto` picks the fast method.
+    let o = index(dir.path(), &[]);
+    assert!(o.status.success(), "{}", text(&o));
+    let entities = read(&dir.path().join("output/entities.parquet"));
+    let titles = graphrag_engine::table::strings(&entities, "entities", "title").unwrap();
+    assert!(titles.iter().any(|t| t.contains("SCROOGE")), "{titles:?}");
+    assert!(read(&dir.path().join("output/relationships.parquet")).num_rows() > 0);
+    assert_eq!(stats(dir.path())["pipeline"], "fast");
+
+    let o = index(dir.path(), &["--method", "standard"]);
+    assert!(!o.status.success());
+    let err = text(&o);
+    assert!(
+        err.contains("no chat model configured") && err.contains("--method fast"),
+        "{err}"
+    );
+}
+
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}

@@ -1,0 +1,451 @@
+//! HNSW graph (Malkov & Yashunin, "Efficient and robust approximate nearest
+//! neighbor search using Hierarchical Navigable Small World graphs").
+//!
+//! * Levels are drawn from a seeded SplitMix64 stream in insertion order
+//!   (`level = floor(-ln(u) / ln(M))`).
+//! * Neighbours are chosen with the paper's heuristic (Algorithm 4, without
+//!   `extendCandidates`/`keepPrunedConnections`, as in hnswlib).
+//! * Layer 0 keeps up to `2·M` links per node, upper layers `M`.
+//!
+//! # Deterministic parallel build
+//!
+//! Nodes are inserted in index order, in batches. For every node of a batch
+//! the neighbour search runs in parallel against the graph as it stood
+//! before the batch (read-only), and the earlier nodes of the same batch are
+//! added to its candidates by brute force, so no node misses a neighbour
+//! because it was inserted concurrently. Then the new nodes' own links are
+//! written, and the reverse links are merged per target node (each target's
+//! new list depends only on its old list and its sorted new sources, so the
+//! targets can be processed in parallel). Batch boundaries depend only on
+//! the node count, so the same vectors and seed give a byte-identical index
+//! whatever the number of threads.
+
+use std::cell::RefCell;
+use std::collections::BinaryHeap;
+
+use rayon::prelude::*;
+
+use crate::simd::{dot, prefetch};
+use crate::topk::{better, cmp_rank, BestFirst, Scored, WorstFirst};
+
+/// Highest level a node can get (bounds file sizes and loops).
+pub(crate) const MAX_LEVEL: u8 = 24;
+/// Largest batch of the parallel build.
+const MAX_BATCH: usize = 256;
+
+/// Row-major, normalised vectors.
+#[derive(Clone, Copy)]
+pub(crate) struct Rows<'a> {
+    pub data: &'a [f32],
+    pub dim: usize,
+}
+
+impl<'a> Rows<'a> {
+    #[inline(always)]
+    pub fn row(&self, i: u32) -> &'a [f32] {
+        let i = i as usize;
+        &self.data[i * self.dim..(i + 1) * self.dim]
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Hnsw {
+    pub m: usize,
+    pub m0: usize,
+    pub ef_construction: usize,
+    pub ef_search: usize,
+    pub seed: u64,
+    pub levels: Vec<u8>,
+    /// `n × (m0 + 1)` words: `[count, neighbours..]` per node.
+    pub layer0: Vec<u32>,
+    /// Per node, `level × (m + 1)` words for levels `1..=level`.
+    pub upper: Vec<Vec<u32>>,
+    pub entry: u32,
+    pub max_level: u8,
+}
+
+/// SplitMix64.
+pub(crate) struct SplitMix64(pub u64);
+
+impl SplitMix64 {
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    /// Uniform in the open interval (0, 1).
+    pub fn next_open01(&mut self) -> f64 {
+        ((self.next_u64() >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+    }
+}
+
+/// Per-thread visited marks, reset in O(1) by bumping an epoch.
+struct Visited {
+    marks: Vec<u16>,
+    epoch: u16,
+}
+
+impl Visited {
+    fn prepare(&mut self, n: usize) {
+        if self.marks.len() < n {
+            self.marks.clear();
+            self.marks.resize(n, 0);
+            self.epoch = 0;
+        }
+        self.epoch = self.epoch.wrapping_add(1);
+        if self.epoch == 0 {
+            self.marks.iter_mut().for_each(|m| *m = 0);
+            self.epoch = 1;
+        }
+    }
+    /// Marks `i`; returns `true` when it was not marked yet.
+    #[inline(always)]
+    fn insert(&mut self, i: u32) -> bool {
+        let m = &mut self.marks[i as usize];
+        if *m == self.epoch {
+            false
+        } else {
+            *m = self.epoch;
+            true
+        }
+    }
+}
+
+thread_local! {
+    static VISITED: RefCell<Visited> = const {
+        RefCell::new(Visited { marks: Vec::new(), epoch: 0 })
+    };
+}
+
+fn with_visited<R>(n: usize, f: impl FnOnce(&mut Visited) -> R) -> R {
+    VISITED.with(|v| {
+        let mut v = v.borrow_mut();
+        v.prepare(n);
+        f(&mut v)
+    })
+}
+
+/// Sorts best first (higher score, then lower index).
+fn sort_best_first(v: &mut [Scored]) {
+    v.sort_by(|a, b| cmp_rank(b, a));
+}
+
+/// Heuristic neighbour selection over candidates sorted best first: keep a
+/// candidate only if it is closer to the base than to every neighbour kept
+/// so far.
+fn select_heuristic(rows: Rows, cands: &[Scored], m: usize) -> Vec<u32> {
+    let mut kept: Vec<u32> = Vec::with_capacity(m);
+    for c in cands {
+        if kept.len() >= m {
+            break;
+        }
+        let cv = rows.row(c.index);
+        if kept.iter().all(|&s| dot(cv, rows.row(s)) <= c.score) {
+            kept.push(c.index);
+        }
+    }
+    kept
+}
+
+impl Hnsw {
+    pub fn len(&self) -> usize {
+        self.levels.len()
+    }
+
+    #[inline(always)]
+    pub fn neighbours(&self, node: u32, level: usize) -> &[u32] {
+        if level == 0 {
+            let base = node as usize * (self.m0 + 1);
+            let c = self.layer0[base] as usize;
+            &self.layer0[base + 1..base + 1 + c]
+        } else {
+            let list = &self.upper[node as usize];
+            let base = (level - 1) * (self.m + 1);
+            let c = list[base] as usize;
+            &list[base + 1..base + 1 + c]
+        }
+    }
+
+    fn set_neighbours(&mut self, node: u32, level: usize, links: &[u32]) {
+        let (slot, cap) = if level == 0 {
+            let base = node as usize * (self.m0 + 1);
+            (&mut self.layer0[base..base + self.m0 + 1], self.m0)
+        } else {
+            let base = (level - 1) * (self.m + 1);
+            (
+                &mut self.upper[node as usize][base..base + self.m + 1],
+                self.m,
+            )
+        };
+        assert!(links.len() <= cap);
+        slot[0] = links.len() as u32;
+        slot[1..1 + links.len()].copy_from_slice(links);
+    }
+
+    /// An empty graph over `n` nodes with seeded levels.
+    fn empty(n: usize, m: usize, ef_construction: usize, ef_search: usize, seed: u64) -> Hnsw {
+        let m = m.max(2);
+        let m0 = 2 * m;
+        let ml = 1.0 / (m as f64).ln();
+        let mut rng = SplitMix64(seed);
+        let levels: Vec<u8> = (0..n)
+            .map(|_| {
+                let l = (-rng.next_open01().ln() * ml).floor();
+                l.min(MAX_LEVEL as f64) as u8
+            })
+            .collect();
+        let upper = levels
+            .iter()
+            .map(|&l| vec![0u32; l as usize * (m + 1)])
+            .collect();
+        Hnsw {
+            m,
+            m0,
+            ef_construction: ef_construction.max(1),
+            ef_search: ef_search.max(1),
+            seed,
+            levels,
+            layer0: vec![0u32; n * (m0 + 1)],
+            upper,
+            entry: 0,
+            max_level: 0,
+        }
+    }
+
+    /// Greedy walk at one level towards `q`.
+    fn greedy(&self, rows: Rows, q: &[f32], mut cur: Scored, level: usize) -> Scored {
+        loop {
+            let mut moved = false;
+            for &nb in self.neighbours(cur.index, level) {
+                let s = Scored {
+                    score: dot(q, rows.row(nb)),
+                    index: nb,
+                };
+                if better(&s, &cur) {
+                    cur = s;
+                    moved = true;
+                }
+            }
+            if !moved {
+                return cur;
+            }
+        }
+    }
+
+    /// Best-first search of one level; returns up to `ef` entries (unsorted)
+    /// that pass `allowed`. Exploration goes through all nodes either way.
+    fn search_level(
+        &self,
+        rows: Rows,
+        q: &[f32],
+        entry_points: &[Scored],
+        ef: usize,
+        level: usize,
+        allowed: Option<&dyn Fn(u32) -> bool>,
+    ) -> Vec<Scored> {
+        with_visited(self.len(), |visited| {
+            let mut candidates: BinaryHeap<BestFirst> = BinaryHeap::with_capacity(ef * 2);
+            let mut results: BinaryHeap<WorstFirst> = BinaryHeap::with_capacity(ef + 1);
+            for &ep in entry_points {
+                if visited.insert(ep.index) {
+                    candidates.push(BestFirst(ep));
+                    if allowed.is_none_or(|f| f(ep.index)) {
+                        results.push(WorstFirst(ep));
+                        if results.len() > ef {
+                            results.pop();
+                        }
+                    }
+                }
+            }
+            let mut fresh: Vec<u32> = Vec::with_capacity(self.m0);
+            while let Some(BestFirst(c)) = candidates.pop() {
+                if results.len() >= ef {
+                    let worst = results.peek().expect("non-empty").0;
+                    if c.score < worst.score {
+                        break;
+                    }
+                }
+                fresh.clear();
+                for &nb in self.neighbours(c.index, level) {
+                    if visited.insert(nb) {
+                        prefetch(rows.row(nb));
+                        fresh.push(nb);
+                    }
+                }
+                for &nb in &fresh {
+                    let s = Scored {
+                        score: dot(q, rows.row(nb)),
+                        index: nb,
+                    };
+                    if results.len() < ef || better(&s, &results.peek().expect("non-empty").0) {
+                        candidates.push(BestFirst(s));
+                        if allowed.is_none_or(|f| f(nb)) {
+                            results.push(WorstFirst(s));
+                            if results.len() > ef {
+                                results.pop();
+                            }
+                        }
+                    }
+                }
+            }
+            results.into_iter().map(|w| w.0).collect()
+        })
+    }
+
+    /// Entry point at level 0 for `q`: greedy descent through the upper levels.
+    fn descend(&self, rows: Rows, q: &[f32], down_to: usize) -> Scored {
+        let mut cur = Scored {
+            score: dot(q, rows.row(self.entry)),
+            index: self.entry,
+        };
+        let mut l = self.max_level as usize;
+        while l > down_to {
+            cur = self.greedy(rows, q, cur, l);
+            l -= 1;
+        }
+        cur
+    }
+
+    /// Top `k` for a normalised query, best first.
+    pub fn search(
+        &self,
+        rows: Rows,
+        q: &[f32],
+        k: usize,
+        ef: usize,
+        allowed: Option<&dyn Fn(u32) -> bool>,
+    ) -> Vec<Scored> {
+        if self.len() == 0 || k == 0 {
+            return Vec::new();
+        }
+        let ep = self.descend(rows, q, 0);
+        let mut found = self.search_level(rows, q, &[ep], ef.max(k), 0, allowed);
+        sort_best_first(&mut found);
+        found.truncate(k);
+        found
+    }
+
+    /// Builds the graph over all rows (see the module docs).
+    pub fn build(rows: Rows, m: usize, ef_construction: usize, ef_search: usize, seed: u64) -> Hnsw {
+        let n = rows.data.len() / rows.dim.max(1);
+        let mut g = Hnsw::empty(n, m, ef_construction, ef_search, seed);
+        if n == 0 {
+            return g;
+        }
+        g.entry = 0;
+        g.max_level = g.levels[0];
+        let mut start = 1usize;
+        while start < n {
+            let size = (start / 16).clamp(1, MAX_BATCH);
+            let end = (start + size).min(n);
+            g.insert_batch(rows, start, end);
+            start = end;
+        }
+        g
+    }
+
+    /// Neighbour lists (per level, index = level) for node `u`, searching
+    /// the graph as it is plus the batch nodes `batch_start..u`.
+    fn plan(&self, rows: Rows, u: u32, batch_start: u32) -> Vec<Vec<u32>> {
+        let q = rows.row(u);
+        let lu = self.levels[u as usize] as usize;
+        let max_level = self.max_level as usize;
+        // Brute-force scores against earlier nodes of the same batch.
+        let peers: Vec<Scored> = (batch_start..u)
+            .map(|v| Scored {
+                score: dot(q, rows.row(v)),
+                index: v,
+            })
+            .collect();
+        let ep = self.descend(rows, q, lu);
+        let mut eps = vec![ep];
+        let mut out = vec![Vec::new(); lu + 1];
+        for l in (0..=lu).rev() {
+            let mut cands = if l <= max_level {
+                let w = self.search_level(rows, q, &eps, self.ef_construction, l, None);
+                eps.clone_from(&w);
+                w
+            } else {
+                Vec::new()
+            };
+            cands.extend(
+                peers
+                    .iter()
+                    .filter(|p| self.levels[p.index as usize] as usize >= l),
+            );
+            sort_best_first(&mut cands);
+            out[l] = select_heuristic(rows, &cands, self.m);
+        }
+        out
+    }
+
+    fn insert_batch(&mut self, rows: Rows, start: usize, end: usize) {
+        let plans: Vec<Vec<Vec<u32>>> = {
+            let this = &*self;
+            (start as u32..end as u32)
+                .into_par_iter()
+                .map(|u| this.plan(rows, u, start as u32))
+                .collect()
+        };
+        // The new nodes' own links.
+        let mut updates: Vec<(u8, u32, u32)> = Vec::new();
+        for (i, levels) in plans.iter().enumerate() {
+            let u = (start + i) as u32;
+            for (l, links) in levels.iter().enumerate() {
+                self.set_neighbours(u, l, links);
+                updates.extend(links.iter().map(|&t| (l as u8, t, u)));
+            }
+        }
+        // Reverse links, merged per (level, target).
+        updates.sort_unstable();
+        let mut groups: Vec<(usize, usize)> = Vec::new();
+        let mut i = 0;
+        while i < updates.len() {
+            let mut j = i + 1;
+            while j < updates.len() && updates[j].0 == updates[i].0 && updates[j].1 == updates[i].1
+            {
+                j += 1;
+            }
+            groups.push((i, j));
+            i = j;
+        }
+        let merged: Vec<(u8, u32, Vec<u32>)> = {
+            let this = &*self;
+            let updates = &updates;
+            groups
+                .par_iter()
+                .map(|&(a, b)| {
+                    let (l, t, _) = updates[a];
+                    let existing = this.neighbours(t, l as usize);
+                    let cap = if l == 0 { this.m0 } else { this.m };
+                    let mut links: Vec<u32> = existing.to_vec();
+                    links.extend(updates[a..b].iter().map(|x| x.2));
+                    if links.len() > cap {
+                        let tv = rows.row(t);
+                        let mut cands: Vec<Scored> = links
+                            .iter()
+                            .map(|&x| Scored {
+                                score: dot(tv, rows.row(x)),
+                                index: x,
+                            })
+                            .collect();
+                        sort_best_first(&mut cands);
+                        links = select_heuristic(rows, &cands, cap);
+                    }
+                    (l, t, links)
+                })
+                .collect()
+        };
+        for (l, t, links) in merged {
+            self.set_neighbours(t, l as usize, &links);
+        }
+        for u in start..end {
+            if self.levels[u] > self.max_level {
+                self.max_level = self.levels[u];
+                self.entry = u as u32;
+            }
+        }
+    }
+}

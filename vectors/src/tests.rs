@@ -1,0 +1,371 @@
+use std::collections::HashSet;
+
+use super::*;
+
+/// Small seeded PRNG for test data (SplitMix64 + Box–Muller).
+struct Rng(u64);
+
+impl Rng {
+    fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    fn unit(&mut self) -> f64 {
+        ((self.next_u64() >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next_u64() % n as u64) as usize
+    }
+    fn gauss(&mut self) -> f32 {
+        let (u, v) = (self.unit(), self.unit());
+        ((-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()) as f32
+    }
+    fn vector(&mut self, dim: usize) -> Vec<f32> {
+        (0..dim).map(|_| self.gauss()).collect()
+    }
+}
+
+fn random_collection(rng: &mut Rng, n: usize, dim: usize) -> Collection {
+    let ids = (0..n).map(|i| format!("id-{i}")).collect();
+    let vectors = (0..n).map(|_| rng.vector(dim)).collect();
+    Collection::new(ids, vectors).unwrap()
+}
+
+/// Brute force: score every allowed row with the crate's dot product,
+/// sort everything, take k.
+fn reference(c: &Collection, query: &[f32], k: usize, allowed: Option<&HashSet<usize>>) -> Vec<Hit> {
+    let q = c.prepare_query(query).unwrap();
+    let mut all: Vec<Hit> = (0..c.len())
+        .filter(|i| allowed.is_none_or(|a| a.contains(i)))
+        .map(|i| Hit {
+            index: i,
+            id: c.ids()[i].clone(),
+            score: simd::dot(&q, c.vector(i)),
+        })
+        .collect();
+    all.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.index.cmp(&b.index)));
+    all.truncate(k);
+    all
+}
+
+fn recall(exact: &[Hit], approx: &[Hit]) -> f64 {
+    let truth: HashSet<usize> = exact.iter().map(|h| h.index).collect();
+    approx.iter().filter(|h| truth.contains(&h.index)).count() as f64 / exact.len().max(1) as f64
+}
+
+#[test]
+fn exact_matches_brute_force_with_ties_and_large_k() {
+    let mut rng = Rng(1);
+    // 3000 × 96 is above the parallel threshold; 50 × 8 is below it.
+    for &(n, dim) in &[(50usize, 8usize), (3000, 96), (700, 384)] {
+        let mut vectors: Vec<Vec<f32>> = (0..n).map(|_| rng.vector(dim)).collect();
+        // Ties: copies of earlier rows (same scores, lower index must win),
+        // and scaled copies (same direction).
+        for i in (0..n).step_by(7) {
+            let src = rng.below(n);
+            vectors[i] = vectors[src].clone();
+        }
+        for i in (3..n).step_by(11) {
+            vectors[i] = vectors[i - 3].iter().map(|x| x * 2.0).collect();
+        }
+        let ids = (0..n).map(|i| format!("n{i}")).collect();
+        let c = Collection::new(ids, vectors).unwrap();
+        for qi in 0..20 {
+            let query = if qi % 4 == 0 {
+                c.vector(rng.below(n)).to_vec()
+            } else {
+                rng.vector(dim)
+            };
+            for &k in &[1usize, 10, 37, n, n + 5] {
+                let got = c.exact_search(&query, k, None).unwrap();
+                let want = reference(&c, &query, k, None);
+                assert_eq!(got.len(), k.min(n));
+                assert_eq!(got, want, "n={n} dim={dim} k={k}");
+            }
+        }
+    }
+}
+
+#[test]
+fn exact_filtering_by_allowed_set() {
+    let mut rng = Rng(2);
+    let c = random_collection(&mut rng, 2000, 160);
+    let query = rng.vector(160);
+    let mut allowed: HashSet<usize> = (0..2000).filter(|i| i % 3 == 0).collect();
+    allowed.insert(5000); // out of range: ignored
+    for &k in &[1usize, 10, 700, 1000] {
+        let got = c.exact_search(&query, k, Some(&allowed)).unwrap();
+        assert!(got.iter().all(|h| h.index % 3 == 0 && h.index < 2000));
+        assert_eq!(got, reference(&c, &query, k, Some(&allowed)));
+    }
+    let empty = HashSet::new();
+    assert!(c.exact_search(&query, 10, Some(&empty)).unwrap().is_empty());
+    let one: HashSet<usize> = [17].into_iter().collect();
+    let got = c.exact_search(&query, 10, Some(&one)).unwrap();
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].id, "id-17");
+    assert_eq!(c.index_of("id-17"), Some(17));
+    assert_eq!(c.index_of("nope"), None);
+}
+
+#[test]
+fn dimension_mismatch_names_the_setting() {
+    let mut rng = Rng(3);
+    let c = random_collection(&mut rng, 10, 8);
+    let err = c.exact_search(&[1.0; 4], 3, None).unwrap_err();
+    assert_eq!(
+        err,
+        VectorError::DimensionMismatch {
+            expected: 8,
+            got: 4
+        }
+    );
+    let msg = err.to_string();
+    assert!(msg.contains("another embedding model"), "{msg}");
+    assert!(msg.contains("`embed_text.embedding_model_id`"), "{msg}");
+    assert!(msg.contains("graphrag-rs index"), "{msg}");
+    assert!(msg.contains('8') && msg.contains('4'), "{msg}");
+    let store = EmbeddedStore::new(c, 5, HnswParams::default());
+    assert!(store.uses_ann());
+    assert!(matches!(
+        store.search(&[0.0; 9], 1, None),
+        Err(VectorError::DimensionMismatch {
+            expected: 8,
+            got: 9
+        })
+    ));
+}
+
+#[test]
+fn construction_errors() {
+    assert_eq!(Collection::new(vec![], vec![]).unwrap_err(), VectorError::Empty);
+    assert!(matches!(
+        Collection::new(vec!["a".into()], vec![]),
+        Err(VectorError::Corrupt(_))
+    ));
+    let e = Collection::new(
+        vec!["a".into(), "b".into()],
+        vec![vec![1.0, 2.0], vec![1.0]],
+    )
+    .unwrap_err();
+    assert!(matches!(&e, VectorError::Corrupt(m) if m.contains("`b`")), "{e}");
+    let e = Collection::new(vec!["a".into()], vec![vec![f32::NAN, 1.0]]).unwrap_err();
+    assert!(matches!(e, VectorError::Corrupt(_)));
+    let e = Collection::new(vec!["a".into()], vec![vec![]]).unwrap_err();
+    assert!(matches!(e, VectorError::Corrupt(_)));
+    // An empty collection with a known dimension is searchable.
+    let c = Collection::from_flat(vec![], 4, vec![]).unwrap();
+    assert!(c.is_empty());
+    assert!(c.exact_search(&[1.0; 4], 5, None).unwrap().is_empty());
+    assert!(c.exact_search(&[1.0; 3], 5, None).is_err());
+    // Huge values are normalised without overflow.
+    let c = Collection::new(vec!["a".into()], vec![vec![f32::MAX, f32::MAX]]).unwrap();
+    assert!((c.vector(0)[0] - std::f32::consts::FRAC_1_SQRT_2).abs() < 1e-6);
+    assert!(matches!(
+        c.exact_search(&[f32::INFINITY, 0.0], 1, None),
+        Err(VectorError::Corrupt(_))
+    ));
+}
+
+#[test]
+fn zero_vectors_stay_zero() {
+    let ids: Vec<String> = (0..5).map(|i| i.to_string()).collect();
+    let vectors = vec![
+        vec![0.0, 0.0, 0.0],
+        vec![3.0, 0.0, 0.0],
+        vec![0.0, 0.0, 0.0],
+        vec![-1.0, 0.0, 0.0],
+        vec![0.0, 2.0, 0.0],
+    ];
+    let mut c = Collection::new(ids, vectors).unwrap();
+    assert_eq!(c.vector(0), &[0.0, 0.0, 0.0]);
+    assert_eq!(c.vector(1), &[1.0, 0.0, 0.0]);
+    let hits = c.exact_search(&[1.0, 0.0, 0.0], 5, None).unwrap();
+    let order: Vec<usize> = hits.iter().map(|h| h.index).collect();
+    assert_eq!(order, vec![1, 0, 2, 4, 3]);
+    assert_eq!(hits[1].score, 0.0);
+    assert_eq!(hits[4].score, -1.0);
+    // A zero query scores 0 everywhere: lowest indexes first.
+    let hits = c.exact_search(&[0.0, 0.0, 0.0], 3, None).unwrap();
+    assert_eq!(hits.iter().map(|h| h.index).collect::<Vec<_>>(), vec![0, 1, 2]);
+    assert!(hits.iter().all(|h| h.score == 0.0));
+    c.build_ann(&HnswParams::default());
+    let hits = c.ann_search(&[1.0, 0.0, 0.0], 5, 10, None).unwrap();
+    assert_eq!(hits.iter().map(|h| h.index).collect::<Vec<_>>(), vec![1, 0, 2, 4, 3]);
+}
+
+#[test]
+fn hnsw_build_is_deterministic() {
+    let mut rng = Rng(4);
+    let c = random_collection(&mut rng, 1500, 32);
+    let params = HnswParams {
+        m: 8,
+        ef_construction: 40,
+        ..HnswParams::default()
+    };
+    let mut a = c.clone();
+    a.build_ann(&params);
+    let mut b = c.clone();
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+    pool.install(|| b.build_ann(&params));
+    let mut d = c.clone();
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(3).build().unwrap();
+    pool.install(|| d.build_ann(&params));
+    let bytes = a.ann_to_bytes().unwrap();
+    assert_eq!(bytes, b.ann_to_bytes().unwrap());
+    assert_eq!(bytes, d.ann_to_bytes().unwrap());
+    // Another seed gives another graph.
+    let mut e = c.clone();
+    e.build_ann(&HnswParams {
+        seed: 99,
+        ..params.clone()
+    });
+    assert_ne!(bytes, e.ann_to_bytes().unwrap());
+}
+
+#[test]
+fn ann_bytes_round_trip_and_rejection() {
+    let mut rng = Rng(5);
+    let plain = random_collection(&mut rng, 2000, 48);
+    let mut built = plain.clone();
+    assert!(built.ann_to_bytes().is_none());
+    built.build_ann(&HnswParams {
+        m: 12,
+        ef_construction: 60,
+        ..HnswParams::default()
+    });
+    let bytes = built.ann_to_bytes().unwrap();
+    assert_eq!(&bytes[..8], b"GRVHNSW\0");
+
+    let mut loaded = plain.clone();
+    loaded.load_ann(&bytes).unwrap();
+    assert!(loaded.has_ann());
+    assert_eq!(loaded.ann_to_bytes().unwrap(), bytes);
+    let allowed: HashSet<usize> = (0..2000).filter(|i| i % 2 == 1).collect();
+    for _ in 0..30 {
+        let q = rng.vector(48);
+        assert_eq!(
+            built.ann_search(&q, 10, 32, None).unwrap(),
+            loaded.ann_search(&q, 10, 32, None).unwrap()
+        );
+        assert_eq!(
+            built.ann_search(&q, 10, 32, Some(&allowed)).unwrap(),
+            loaded.ann_search(&q, 10, 32, Some(&allowed)).unwrap()
+        );
+    }
+
+    let rejected = |b: &[u8]| {
+        let mut c = plain.clone();
+        let r = c.load_ann(b);
+        assert!(!c.has_ann());
+        r.unwrap_err()
+    };
+    // Flipped bits anywhere (header, levels, links, checksum).
+    for pos in [3usize, 9, 20, 60, 80, bytes.len() / 2, bytes.len() - 1] {
+        let mut bad = bytes.clone();
+        bad[pos] ^= 0x10;
+        assert!(matches!(rejected(&bad), VectorError::Corrupt(_)), "pos {pos}");
+    }
+    assert!(matches!(rejected(&bytes[..bytes.len() - 9]), VectorError::Corrupt(_)));
+    assert!(matches!(rejected(&bytes[..10]), VectorError::Corrupt(_)));
+    assert!(matches!(rejected(b""), VectorError::Corrupt(_)));
+    let mut v2 = bytes.clone();
+    v2[8] = 2;
+    assert!(matches!(rejected(&v2), VectorError::Corrupt(m) if m.contains("version")));
+
+    // Saved for another collection: other ids, other vectors, other count.
+    let mut other_ids = plain.ids().to_vec();
+    other_ids.swap(0, 1);
+    let vecs: Vec<Vec<f32>> = (0..2000).map(|i| plain.vector(i).to_vec()).collect();
+    let mut c = Collection::new(other_ids, vecs.clone()).unwrap();
+    let e = c.load_ann(&bytes).unwrap_err();
+    assert!(matches!(&e, VectorError::Corrupt(m) if m.contains("ids")), "{e}");
+    let mut vecs2 = vecs.clone();
+    vecs2[0][0] += 0.5;
+    let mut c = Collection::new(plain.ids().to_vec(), vecs2).unwrap();
+    let e = c.load_ann(&bytes).unwrap_err();
+    assert!(matches!(&e, VectorError::Corrupt(m) if m.contains("vectors")), "{e}");
+    let mut c = Collection::new(plain.ids()[..1999].to_vec(), vecs[..1999].to_vec()).unwrap();
+    assert!(matches!(c.load_ann(&bytes), Err(VectorError::Corrupt(_))));
+    let mut c = random_collection(&mut rng, 2000, 24);
+    assert!(matches!(c.load_ann(&bytes), Err(VectorError::Corrupt(m)) if m.contains("dimension")));
+}
+
+#[test]
+fn hnsw_recall_at_10() {
+    // 10k × 384 in release; fewer rows in (unoptimised) debug builds.
+    let n = if cfg!(debug_assertions) { 3000 } else { 10_000 };
+    let dim = 384;
+    let mut rng = Rng(6);
+    let mut c = random_collection(&mut rng, n, dim);
+    c.build_ann(&HnswParams::default());
+    let queries = 100;
+    let mut total = 0.0;
+    for _ in 0..queries {
+        let q = rng.vector(dim);
+        let exact = c.exact_search(&q, 10, None).unwrap();
+        let approx = c.ann_search(&q, 10, 128, None).unwrap();
+        assert_eq!(approx.len(), 10);
+        total += recall(&exact, &approx);
+    }
+    let r = total / queries as f64;
+    eprintln!("recall@10 on {n}x{dim}: {r:.4}");
+    assert!(r >= 0.95, "recall@10 = {r}");
+}
+
+#[test]
+fn ann_with_filter() {
+    let mut rng = Rng(7);
+    let n = 4000;
+    let mut c = random_collection(&mut rng, n, 32);
+    c.build_ann(&HnswParams::default());
+    // Large allowed set: graph walk with filtering.
+    let big: HashSet<usize> = (0..n).filter(|i| i % 5 != 0).collect();
+    // Small allowed set: exact fallback.
+    let small: HashSet<usize> = (0..n).filter(|i| i % 97 == 0).collect();
+    let mut total = 0.0;
+    for _ in 0..50 {
+        let q = rng.vector(32);
+        let got = c.ann_search(&q, 10, 64, Some(&big)).unwrap();
+        assert_eq!(got.len(), 10);
+        assert!(got.iter().all(|h| big.contains(&h.index)));
+        total += recall(&c.exact_search(&q, 10, Some(&big)).unwrap(), &got);
+        assert_eq!(
+            c.ann_search(&q, 10, 64, Some(&small)).unwrap(),
+            c.exact_search(&q, 10, Some(&small)).unwrap()
+        );
+    }
+    assert!(total / 50.0 >= 0.95, "filtered recall {}", total / 50.0);
+}
+
+#[test]
+fn embedded_store_switches_on_threshold() {
+    let mut rng = Rng(8);
+    let c = random_collection(&mut rng, 500, 16);
+    let small = EmbeddedStore::new(c.clone(), 1000, HnswParams::default());
+    assert!(!small.uses_ann() && !small.collection().has_ann());
+    let q = rng.vector(16);
+    assert_eq!(
+        small.search(&q, 5, None).unwrap(),
+        c.exact_search(&q, 5, None).unwrap()
+    );
+    let big = EmbeddedStore::new(c.clone(), 100, HnswParams::default());
+    assert!(big.uses_ann());
+    assert_eq!(big.len(), 500);
+    assert_eq!(big.dimension(), 16);
+    let hits = big.search(&q, 5, None).unwrap();
+    assert_eq!(hits.len(), 5);
+    // A loaded index is used instead of building one.
+    let bytes = big.collection().ann_to_bytes().unwrap();
+    let mut c2 = c.clone();
+    c2.load_ann(&bytes).unwrap();
+    let loaded = EmbeddedStore::new(c2, 100, HnswParams::default());
+    assert_eq!(loaded.search(&q, 5, None).unwrap(), hits);
+    // Trait object use.
+    let store: Box<dyn VectorStore> = Box::new(loaded);
+    assert!(!store.is_empty());
+    assert_eq!(store.search(&q, 0, None).unwrap(), vec![]);
+}

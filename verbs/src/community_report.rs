@@ -1,0 +1,443 @@
+//! `community_report`: one report per community, bottom-up by level so that
+//! a community too big for the context window can use its sub-communities'
+//! reports. With a chat model: GraphRAG's report prompt (JSON, validated and
+//! repaired). Without one: extractive reports, labelled as such.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
+
+use arrow_array::RecordBatch;
+use serde::Deserialize;
+use serde_json::Value;
+
+use graphrag_engine::context::VerbContext;
+use graphrag_engine::llm::Message;
+use graphrag_engine::schema;
+use graphrag_engine::table::{ints, string_lists, strings};
+use graphrag_engine::verb::{Verb, VerbDef, VerbInfo};
+use graphrag_operations::community_report::{
+    extractive_report, full_content, graph_context, report_from_json, report_json, text_context,
+    ContextClaim, ContextEntity, ContextRelationship, Report, SubReport,
+};
+use graphrag_operations::ids::stable_uuid;
+
+use crate::llm_steps::{fingerprint, map_concurrently, IN_FLIGHT};
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CommunityReport {
+    /// `graph` (entities, relationships, claims) or `text` (source passages).
+    #[serde(default = "default_method")]
+    pub method: String,
+    /// `auto`: the chat model when one is configured, else extractive;
+    /// `llm`: require the chat model; `extractive`: never call a model.
+    #[serde(default = "default_mode")]
+    pub mode: String,
+    #[serde(default = "default_model")]
+    pub model_id: String,
+    #[serde(default = "default_graph_prompt")]
+    pub graph_prompt: String,
+    #[serde(default = "default_text_prompt")]
+    pub text_prompt: String,
+    /// Words of the report.
+    #[serde(default = "default_max_length")]
+    pub max_length: u32,
+    /// Tokens of context per community.
+    #[serde(default = "default_max_input_length")]
+    pub max_input_length: usize,
+}
+
+fn default_method() -> String {
+    "graph".into()
+}
+fn default_mode() -> String {
+    "auto".into()
+}
+fn default_model() -> String {
+    "default_completion_model".into()
+}
+fn default_graph_prompt() -> String {
+    "prompts/community_report_graph.txt".into()
+}
+fn default_text_prompt() -> String {
+    "prompts/community_report_text.txt".into()
+}
+fn default_max_length() -> u32 {
+    2000
+}
+fn default_max_input_length() -> usize {
+    8000
+}
+
+impl VerbDef for CommunityReport {
+    const INFO: VerbInfo = VerbInfo {
+        name: "community_report",
+        about: "a report per community (LLM, or extractive without a chat model)",
+        inputs: &[
+            "communities",
+            "entities",
+            "relationships",
+            "covariates",
+            "text_units",
+        ],
+        outputs: &["community_reports"],
+    };
+
+    fn check(&self) -> Result<(), String> {
+        if !["graph", "text"].contains(&self.method.as_str()) {
+            return Err(format!(
+                "method `{}` is not one of graph, text",
+                self.method
+            ));
+        }
+        if !["auto", "llm", "extractive"].contains(&self.mode.as_str()) {
+            return Err(format!(
+                "mode `{}` is not one of auto, llm, extractive",
+                self.mode
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl CommunityReport {
+    fn uses_llm(&self, ctx: &VerbContext) -> anyhow::Result<bool> {
+        Ok(match self.mode.as_str() {
+            "extractive" => false,
+            "llm" => true,
+            _ => ctx.llm()?.has_chat_model(&self.model_id),
+        })
+    }
+
+    fn prompt_path(&self) -> &str {
+        if self.method == "text" {
+            &self.text_prompt
+        } else {
+            &self.graph_prompt
+        }
+    }
+}
+
+/// One community's material, gathered from the tables.
+struct Community {
+    community: i64,
+    level: i64,
+    parent: i64,
+    children: Vec<i64>,
+    size: i64,
+    period: String,
+    entities: Vec<ContextEntity>,
+    relationships: Vec<ContextRelationship>,
+    claims: Vec<ContextClaim>,
+    units: Vec<(i64, String)>,
+}
+
+fn gather(inputs: &[Arc<RecordBatch>]) -> anyhow::Result<Vec<Community>> {
+    let (comms, ents, rels, covs, units) =
+        (&inputs[0], &inputs[1], &inputs[2], &inputs[3], &inputs[4]);
+    let ent_index: HashMap<&str, usize> = strings(ents, "entities", "id")?
+        .into_iter()
+        .enumerate()
+        .map(|(i, id)| (id, i))
+        .collect();
+    let (e_hrid, e_title, e_desc, e_deg) = (
+        ints(ents, "entities", "human_readable_id")?,
+        strings(ents, "entities", "title")?,
+        strings(ents, "entities", "description")?,
+        ints(ents, "entities", "degree")?,
+    );
+    let rel_index: HashMap<&str, usize> = strings(rels, "relationships", "id")?
+        .into_iter()
+        .enumerate()
+        .map(|(i, id)| (id, i))
+        .collect();
+    let (r_hrid, r_src, r_tgt, r_desc, r_deg) = (
+        ints(rels, "relationships", "human_readable_id")?,
+        strings(rels, "relationships", "source")?,
+        strings(rels, "relationships", "target")?,
+        strings(rels, "relationships", "description")?,
+        ints(rels, "relationships", "combined_degree")?,
+    );
+    let mut claims_by_subject: HashMap<&str, Vec<ContextClaim>> = HashMap::new();
+    let (c_hrid, c_subject, c_type, c_status, c_desc) = (
+        ints(covs, "covariates", "human_readable_id")?,
+        strings(covs, "covariates", "subject_id")?,
+        strings(covs, "covariates", "type")?,
+        strings(covs, "covariates", "status")?,
+        strings(covs, "covariates", "description")?,
+    );
+    for i in 0..covs.num_rows() {
+        claims_by_subject
+            .entry(c_subject[i])
+            .or_default()
+            .push(ContextClaim {
+                id: c_hrid[i],
+                subject: c_subject[i].to_string(),
+                claim_type: c_type[i].to_string(),
+                status: c_status[i].to_string(),
+                description: c_desc[i].to_string(),
+            });
+    }
+    let unit_index: HashMap<&str, usize> = strings(units, "text_units", "id")?
+        .into_iter()
+        .enumerate()
+        .map(|(i, id)| (id, i))
+        .collect();
+    let (u_hrid, u_text, u_ents) = (
+        ints(units, "text_units", "human_readable_id")?,
+        strings(units, "text_units", "text")?,
+        string_lists(units, "text_units", "entity_ids")?,
+    );
+
+    let (community, level, parent, size) = (
+        ints(comms, "communities", "community")?,
+        ints(comms, "communities", "level")?,
+        ints(comms, "communities", "parent")?,
+        ints(comms, "communities", "size")?,
+    );
+    let children = list_of_ints(comms, "children")?;
+    let period = strings(comms, "communities", "period")?;
+    let (c_ents, c_rels, c_units) = (
+        string_lists(comms, "communities", "entity_ids")?,
+        string_lists(comms, "communities", "relationship_ids")?,
+        string_lists(comms, "communities", "text_unit_ids")?,
+    );
+    let mut out = Vec::with_capacity(comms.num_rows());
+    for i in 0..comms.num_rows() {
+        let members: Vec<usize> = c_ents[i]
+            .iter()
+            .filter_map(|id| ent_index.get(id.as_str()).copied())
+            .collect();
+        let member_ids: HashSet<&str> = c_ents[i].iter().map(String::as_str).collect();
+        let entities = members
+            .iter()
+            .map(|&e| ContextEntity {
+                id: e_hrid[e],
+                title: e_title[e].to_string(),
+                description: e_desc[e].to_string(),
+                degree: e_deg[e],
+            })
+            .collect();
+        let relationships = c_rels[i]
+            .iter()
+            .filter_map(|id| rel_index.get(id.as_str()))
+            .map(|&r| ContextRelationship {
+                id: r_hrid[r],
+                source: r_src[r].to_string(),
+                target: r_tgt[r].to_string(),
+                description: r_desc[r].to_string(),
+                combined_degree: r_deg[r],
+            })
+            .collect();
+        let claims = members
+            .iter()
+            .flat_map(|&e| {
+                claims_by_subject
+                    .get(e_title[e])
+                    .cloned()
+                    .unwrap_or_default()
+            })
+            .collect();
+        // Passages mentioning more of the community's entities come first.
+        let mut ranked: Vec<(usize, i64, String)> = c_units[i]
+            .iter()
+            .filter_map(|id| unit_index.get(id.as_str()))
+            .map(|&u| {
+                let hits = u_ents[u]
+                    .iter()
+                    .filter(|e| member_ids.contains(e.as_str()))
+                    .count();
+                (hits, u_hrid[u], u_text[u].to_string())
+            })
+            .collect();
+        ranked.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        out.push(Community {
+            community: community[i],
+            level: level[i],
+            parent: parent[i],
+            children: children[i].clone(),
+            size: size[i],
+            period: period[i].to_string(),
+            entities,
+            relationships,
+            claims,
+            units: ranked.into_iter().map(|(_, id, t)| (id, t)).collect(),
+        });
+    }
+    Ok(out)
+}
+
+fn list_of_ints(t: &RecordBatch, column: &str) -> anyhow::Result<Vec<Vec<i64>>> {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::Int64Type;
+    use arrow_array::Array;
+    let col = graphrag_engine::table::column_of(t, "communities", column)?;
+    let lists = col
+        .as_list_opt::<i32>()
+        .ok_or_else(|| anyhow::anyhow!("communities.{column} is not a list"))?;
+    Ok((0..lists.len())
+        .map(|i| {
+            lists
+                .value(i)
+                .as_primitive::<Int64Type>()
+                .iter()
+                .map(|v| v.unwrap_or(0))
+                .collect()
+        })
+        .collect())
+}
+
+impl Verb for CommunityReport {
+    fn external_fingerprint(&self, ctx: &VerbContext) -> anyhow::Result<Option<String>> {
+        if !self.uses_llm(ctx)? {
+            return Ok(Some("extractive".into()));
+        }
+        let model = ctx.llm()?.chat_model(&self.model_id)?;
+        Ok(Some(fingerprint(
+            &model.fingerprint(),
+            &[&ctx.prompt(self.prompt_path())?],
+        )))
+    }
+
+    fn run(
+        &self,
+        inputs: &[Arc<RecordBatch>],
+        ctx: &VerbContext,
+    ) -> anyhow::Result<Vec<RecordBatch>> {
+        let communities = gather(inputs)?;
+        let use_llm = self.uses_llm(ctx)?;
+        let model = if use_llm {
+            Some(ctx.llm()?.chat_model(&self.model_id)?)
+        } else {
+            None
+        };
+        let prompt = if use_llm {
+            Some(ctx.prompt(self.prompt_path())?)
+        } else {
+            None
+        };
+        let usage = &ctx.counters.usage;
+        let bar = ctx.progress(communities.len() as u64, "communities");
+        let mut reports: BTreeMap<i64, (Report, String)> = BTreeMap::new();
+        let mut levels: Vec<i64> = communities.iter().map(|c| c.level).collect();
+        levels.sort_unstable();
+        levels.dedup();
+        let sizes: HashMap<i64, usize> = communities
+            .iter()
+            .map(|c| (c.community, c.size as usize))
+            .collect();
+        let (mut repaired, mut fallbacks) = (0, 0);
+        // Finest level first: parents may need their children's reports.
+        for &level in levels.iter().rev() {
+            let here: Vec<&Community> = communities.iter().filter(|c| c.level == level).collect();
+            let contexts: Vec<String> = here
+                .iter()
+                .map(|c| {
+                    if self.method == "text" {
+                        return text_context(&c.units, self.max_input_length);
+                    }
+                    let subs: Vec<SubReport> = c
+                        .children
+                        .iter()
+                        .filter_map(|ch| reports.get(ch).map(|(r, _)| (ch, r)))
+                        .map(|(ch, r)| SubReport {
+                            community: *ch,
+                            full_content: full_content(r),
+                            size: sizes.get(ch).copied().unwrap_or(0),
+                        })
+                        .collect();
+                    graph_context(
+                        &c.entities,
+                        &c.relationships,
+                        &c.claims,
+                        &subs,
+                        self.max_input_length,
+                    )
+                })
+                .collect();
+            let results: Vec<anyhow::Result<Option<(Report, bool)>>> = match (&model, &prompt) {
+                (Some(model), Some(prompt)) => {
+                    map_concurrently(ctx.llm()?, contexts, IN_FLIGHT, |context| {
+                        let (model, bar) = (model.clone(), bar.clone());
+                        async move {
+                            let vars = BTreeMap::from([
+                                ("input_text", Value::from(context)),
+                                ("max_report_length", Value::from(self.max_length)),
+                            ]);
+                            let json = model
+                                .chat_json(&[Message::user(prompt.render(&vars)?)], usage)
+                                .await?;
+                            bar.inc(1);
+                            Ok(report_from_json(&json).ok())
+                        }
+                    })
+                }
+                _ => contexts.iter().map(|_| Ok(None)).collect(),
+            };
+            for (c, result) in here.iter().zip(results) {
+                let (report, how) = match result? {
+                    Some((r, fixed)) => {
+                        repaired += fixed as u64;
+                        (r, "llm")
+                    }
+                    None => {
+                        fallbacks += use_llm as u64;
+                        bar.inc(!use_llm as u64);
+                        (
+                            extractive_report(&c.entities, &c.relationships),
+                            "extractive",
+                        )
+                    }
+                };
+                tracing::debug!(community = c.community, how, "report");
+                let json = report_json(&report).to_string();
+                reports.insert(c.community, (report, json));
+            }
+        }
+        bar.finish_and_clear();
+        ctx.count("reports_repaired", repaired);
+        ctx.count("reports_invalid_extractive_fallback", fallbacks);
+        ctx.count(
+            "reports_extractive",
+            if use_llm {
+                fallbacks
+            } else {
+                communities.len() as u64
+            },
+        );
+
+        let rows: Vec<(&Community, &(Report, String))> = communities
+            .iter()
+            .map(|c| (c, &reports[&c.community]))
+            .collect();
+        let table = RecordBatch::try_new(
+            schema::community_reports(),
+            vec![
+                schema::text_col(
+                    rows.iter()
+                        .map(|(c, _)| stable_uuid("community_report", &[&c.community.to_string()])),
+                ),
+                schema::int_col(rows.iter().map(|(c, _)| c.community)),
+                schema::int_col(rows.iter().map(|(c, _)| c.community)),
+                schema::int_col(rows.iter().map(|(c, _)| c.level)),
+                schema::int_col(rows.iter().map(|(c, _)| c.parent)),
+                schema::int_list_col(rows.iter().map(|(c, _)| c.children.clone())),
+                schema::text_col(rows.iter().map(|(_, (r, _))| &r.title)),
+                schema::text_col(rows.iter().map(|(_, (r, _))| &r.summary)),
+                schema::text_col(rows.iter().map(|(_, (r, _))| full_content(r))),
+                schema::float_col(rows.iter().map(|(_, (r, _))| r.rating)),
+                schema::text_col(rows.iter().map(|(_, (r, _))| &r.rating_explanation)),
+                schema::findings_col(rows.iter().map(|(_, (r, _))| {
+                    r.findings
+                        .iter()
+                        .map(|f| (f.explanation.clone(), f.summary.clone()))
+                        .collect()
+                })),
+                schema::text_col(rows.iter().map(|(_, (_, j))| j)),
+                schema::text_col(rows.iter().map(|(c, _)| &c.period)),
+                schema::int_col(rows.iter().map(|(c, _)| c.size)),
+            ],
+        )?;
+        Ok(vec![table])
+    }
+}

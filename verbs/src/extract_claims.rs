@@ -1,0 +1,189 @@
+//! `extract_claims`: claims (covariates) from text units with the GraphRAG
+//! claims prompt and gleaning. Off by default, as in GraphRAG: disabled, it
+//! produces an empty covariates table without calling a model.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use arrow_array::RecordBatch;
+use serde::Deserialize;
+use serde_json::Value;
+
+use graphrag_engine::context::VerbContext;
+use graphrag_engine::schema;
+use graphrag_engine::table::strings;
+use graphrag_engine::verb::{Verb, VerbDef, VerbInfo};
+use graphrag_operations::extraction_parser::{parse_claim_records, ClaimRecord, Delimiters};
+use graphrag_operations::ids::stable_uuid;
+
+use crate::llm_steps::{fingerprint, glean, map_concurrently, IN_FLIGHT};
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExtractClaims {
+    #[serde(default)]
+    pub enabled: bool,
+    #[serde(default = "default_model")]
+    pub model_id: String,
+    #[serde(default = "default_prompt")]
+    pub prompt: String,
+    #[serde(default = "default_continue")]
+    pub continue_prompt: String,
+    #[serde(default = "default_loop")]
+    pub loop_prompt: String,
+    #[serde(default = "default_description")]
+    pub description: String,
+    /// Which entities claims are about (GraphRAG's entity_specs).
+    #[serde(default = "default_types")]
+    pub entity_types: Vec<String>,
+    #[serde(default = "default_gleanings")]
+    pub max_gleanings: u32,
+}
+
+fn default_model() -> String {
+    "default_completion_model".into()
+}
+fn default_prompt() -> String {
+    "prompts/extract_claims.txt".into()
+}
+fn default_continue() -> String {
+    "prompts/extract_claims_continue.txt".into()
+}
+fn default_loop() -> String {
+    "prompts/extract_claims_loop.txt".into()
+}
+fn default_description() -> String {
+    "Any claims or facts that could be relevant to information discovery.".into()
+}
+fn default_types() -> Vec<String> {
+    ["organization", "person", "geo", "event"]
+        .map(String::from)
+        .to_vec()
+}
+fn default_gleanings() -> u32 {
+    1
+}
+
+impl VerbDef for ExtractClaims {
+    const INFO: VerbInfo = VerbInfo {
+        name: "extract_claims",
+        about: "LLM claim extraction (covariates), when enabled",
+        inputs: &["text_units"],
+        outputs: &["covariates"],
+    };
+}
+
+fn covariates_table(rows: &[(String, ClaimRecord)]) -> anyhow::Result<RecordBatch> {
+    let ids: Vec<String> = rows
+        .iter()
+        .enumerate()
+        .map(|(i, (unit, c))| {
+            stable_uuid(
+                "claim",
+                &[unit, &c.subject, &c.object, &c.claim_type, &i.to_string()],
+            )
+        })
+        .collect();
+    let col = |f: fn(&ClaimRecord) -> &str| schema::text_col(rows.iter().map(|(_, c)| f(c)));
+    Ok(RecordBatch::try_new(
+        schema::covariates(),
+        vec![
+            schema::text_col(&ids),
+            schema::int_col(0..rows.len() as i64),
+            schema::text_col(rows.iter().map(|_| "claim")),
+            col(|c| &c.claim_type),
+            col(|c| &c.description),
+            col(|c| &c.subject),
+            col(|c| &c.object),
+            col(|c| &c.status),
+            col(|c| &c.start_date),
+            col(|c| &c.end_date),
+            col(|c| &c.source_text),
+            schema::text_col(rows.iter().map(|(u, _)| u)),
+        ],
+    )?)
+}
+
+impl Verb for ExtractClaims {
+    fn external_fingerprint(&self, ctx: &VerbContext) -> anyhow::Result<Option<String>> {
+        if !self.enabled {
+            return Ok(None);
+        }
+        let model = ctx.llm()?.chat_model(&self.model_id)?;
+        let prompts = [
+            ctx.prompt(&self.prompt)?,
+            ctx.prompt(&self.continue_prompt)?,
+            ctx.prompt(&self.loop_prompt)?,
+        ];
+        Ok(Some(fingerprint(
+            &model.fingerprint(),
+            &prompts.iter().collect::<Vec<_>>(),
+        )))
+    }
+
+    fn run(
+        &self,
+        inputs: &[Arc<RecordBatch>],
+        ctx: &VerbContext,
+    ) -> anyhow::Result<Vec<RecordBatch>> {
+        if !self.enabled {
+            return Ok(vec![covariates_table(&[])?]);
+        }
+        let llm = ctx.llm()?;
+        let model = llm.chat_model(&self.model_id)?;
+        let (prompt, cont, check) = (
+            ctx.prompt(&self.prompt)?,
+            ctx.prompt(&self.continue_prompt)?,
+            ctx.prompt(&self.loop_prompt)?,
+        );
+        let d = Delimiters::default();
+        let units = &inputs[0];
+        let ids = strings(units, "text_units", "id")?;
+        let texts = strings(units, "text_units", "text")?;
+        let usage = &ctx.counters.usage;
+        let bar = ctx.progress(texts.len() as u64, "chunks");
+        let vars = |text: &str| {
+            BTreeMap::from([
+                ("entity_specs", Value::from(self.entity_types.join(", "))),
+                ("claim_description", Value::from(self.description.as_str())),
+                ("input_text", Value::from(text)),
+                ("tuple_delimiter", Value::from(d.tuple.as_str())),
+                ("record_delimiter", Value::from(d.record.as_str())),
+                ("completion_delimiter", Value::from(d.completion.as_str())),
+            ])
+        };
+        let results = map_concurrently(
+            llm,
+            texts.iter().map(|t| t.to_string()).collect(),
+            IN_FLIGHT,
+            |text| {
+                let v = vars(&text);
+                let (model, prompt, cont, check, bar, d) =
+                    (model.clone(), &prompt, &cont, &check, bar.clone(), &d);
+                async move {
+                    let output = glean(
+                        &model,
+                        prompt.render(&v)?,
+                        &cont.render(&v)?,
+                        &check.render(&v)?,
+                        self.max_gleanings,
+                        usage,
+                    )
+                    .await?;
+                    bar.inc(1);
+                    anyhow::Ok(parse_claim_records(&output, d))
+                }
+            },
+        );
+        bar.finish_and_clear();
+        let mut rows = Vec::new();
+        let mut dropped = 0;
+        for (unit, result) in ids.iter().zip(results) {
+            let (claims, bad) = result.map_err(|e| anyhow::anyhow!("text unit {unit}: {e:#}"))?;
+            dropped += bad as u64;
+            rows.extend(claims.into_iter().map(|c| (unit.to_string(), c)));
+        }
+        ctx.count("claims_dropped", dropped);
+        Ok(vec![covariates_table(&rows)?])
+    }
+}

@@ -1,0 +1,176 @@
+//! `extract_graph_nlp`: the fast method's graph without an LLM — noun
+//! phrases per text unit, co-occurrence edges, pruning (GraphRAG's
+//! extract_graph_nlp + prune_graph).
+
+use std::sync::Arc;
+
+use arrow_array::RecordBatch;
+use rayon::prelude::*;
+use serde::Deserialize;
+
+use graphrag_engine::context::VerbContext;
+use graphrag_engine::table::strings;
+use graphrag_engine::verb::{Verb, VerbDef, VerbInfo};
+use graphrag_operations::graph_merge::{MergedEntity, MergedRelationship};
+use graphrag_operations::nlp_graph::{
+    build_cooccurrence_graph, NlpGraphConfig, PhraseExtractor, RegexEnglishExtractor,
+};
+
+use crate::graph_tables::{merged_entities_table, merged_relationships_table};
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExtractGraphNlp {
+    #[serde(default = "default_extractor")]
+    pub extractor_type: String,
+    #[serde(default = "default_true")]
+    pub normalize_edge_weights: bool,
+    #[serde(default = "default_max_word_length")]
+    pub max_word_length: usize,
+    #[serde(default = "default_one")]
+    pub min_phrase_words: usize,
+    #[serde(default = "default_max_phrase_words")]
+    pub max_phrase_words: usize,
+    #[serde(default = "default_min_node_freq")]
+    pub min_node_freq: u32,
+    #[serde(default)]
+    pub max_node_freq_std: Option<f64>,
+    #[serde(default = "default_min_node_degree")]
+    pub min_node_degree: u32,
+    #[serde(default)]
+    pub max_node_degree_std: Option<f64>,
+    #[serde(default = "default_min_edge_weight_pct")]
+    pub min_edge_weight_pct: f64,
+    #[serde(default = "default_true")]
+    pub remove_ego_nodes: bool,
+    #[serde(default)]
+    pub lcc_only: bool,
+}
+
+fn default_extractor() -> String {
+    "regex_english".into()
+}
+fn default_true() -> bool {
+    true
+}
+fn default_max_word_length() -> usize {
+    15
+}
+fn default_one() -> usize {
+    1
+}
+fn default_max_phrase_words() -> usize {
+    4
+}
+fn default_min_node_freq() -> u32 {
+    2
+}
+fn default_min_node_degree() -> u32 {
+    1
+}
+fn default_min_edge_weight_pct() -> f64 {
+    40.0
+}
+
+/// The phrase extractors by name (`extractor_type`).
+const EXTRACTORS: [&str; 1] = ["regex_english"];
+
+impl ExtractGraphNlp {
+    fn extractor(&self) -> Result<Box<dyn PhraseExtractor>, String> {
+        match self.extractor_type.as_str() {
+            "regex_english" => Ok(Box::new(RegexEnglishExtractor {
+                max_word_length: self.max_word_length,
+                min_words: self.min_phrase_words,
+                max_words: self.max_phrase_words,
+            })),
+            other => Err(format!(
+                "extractor_type `{other}` is not one of {}{}",
+                EXTRACTORS.join(", "),
+                graphrag_operations::suggest::did_you_mean(other, EXTRACTORS)
+            )),
+        }
+    }
+}
+
+impl VerbDef for ExtractGraphNlp {
+    const INFO: VerbInfo = VerbInfo {
+        name: "extract_graph_nlp",
+        about: "noun-phrase graph with co-occurrence edges, no LLM (the fast method)",
+        inputs: &["text_units"],
+        outputs: &["graph_entities", "graph_relationships"],
+    };
+
+    fn check(&self) -> Result<(), String> {
+        if self.min_phrase_words == 0 || self.min_phrase_words > self.max_phrase_words {
+            return Err("min_phrase_words must be between 1 and max_phrase_words".into());
+        }
+        self.extractor().map(|_| ())
+    }
+}
+
+impl Verb for ExtractGraphNlp {
+    fn run(
+        &self,
+        inputs: &[Arc<RecordBatch>],
+        ctx: &VerbContext,
+    ) -> anyhow::Result<Vec<RecordBatch>> {
+        let extractor = self.extractor().map_err(anyhow::Error::msg)?;
+        let units = &inputs[0];
+        let ids = strings(units, "text_units", "id")?;
+        let texts = strings(units, "text_units", "text")?;
+        let bar = ctx.progress(texts.len() as u64, "chunks");
+        let phrases: Vec<Vec<String>> = texts
+            .par_iter()
+            .map(|t| {
+                let p = extractor.phrases(t);
+                bar.inc(1);
+                p
+            })
+            .collect();
+        bar.finish_and_clear();
+        let cfg = NlpGraphConfig {
+            normalize_edge_weights: self.normalize_edge_weights,
+            min_node_freq: self.min_node_freq,
+            max_node_freq_std: self.max_node_freq_std,
+            min_node_degree: self.min_node_degree,
+            max_node_degree_std: self.max_node_degree_std,
+            min_edge_weight_pct: self.min_edge_weight_pct,
+            remove_ego_nodes: self.remove_ego_nodes,
+            lcc_only: self.lcc_only,
+        };
+        let graph = build_cooccurrence_graph(&phrases, &cfg);
+        let unit_ids = |chunks: &[usize]| {
+            chunks
+                .iter()
+                .map(|&c| ids[c].to_string())
+                .collect::<Vec<_>>()
+        };
+        let entities: Vec<MergedEntity> = graph
+            .nodes
+            .iter()
+            .map(|n| MergedEntity {
+                title: n.title.clone(),
+                entity_type: "NOUN PHRASE".into(),
+                descriptions: Vec::new(),
+                text_unit_ids: unit_ids(&n.chunk_ids),
+                frequency: n.frequency,
+            })
+            .collect();
+        let relationships: Vec<MergedRelationship> = graph
+            .edges
+            .iter()
+            .map(|e| MergedRelationship {
+                source: e.source.clone(),
+                target: e.target.clone(),
+                descriptions: Vec::new(),
+                weight: e.weight,
+                text_unit_ids: unit_ids(&e.chunk_ids),
+            })
+            .collect();
+        ctx.count("phrases", phrases.iter().map(|p| p.len() as u64).sum());
+        Ok(vec![
+            merged_entities_table(&entities)?,
+            merged_relationships_table(&relationships)?,
+        ])
+    }
+}

@@ -1,0 +1,240 @@
+//! `finalize_graph`: the graph as GraphRAG publishes it — ids, degrees,
+//! human-readable ids — and text units linked to their entities,
+//! relationships and claims. Optionally a GraphML snapshot.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
+
+use arrow_array::RecordBatch;
+use serde::Deserialize;
+
+use graphrag_engine::context::VerbContext;
+use graphrag_engine::schema;
+use graphrag_engine::table::strings;
+use graphrag_engine::verb::{Verb, VerbDef, VerbInfo};
+use graphrag_operations::graph_merge::{MergedEntity, MergedRelationship};
+use graphrag_operations::ids::stable_uuid;
+
+use crate::graph_tables::{read_merged_entities, read_merged_relationships};
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FinalizeGraph {
+    /// Also write output/graph.graphml.
+    #[serde(default)]
+    pub graphml: bool,
+}
+
+impl VerbDef for FinalizeGraph {
+    const INFO: VerbInfo = VerbInfo {
+        name: "finalize_graph",
+        about: "assign ids and degrees, link text units to entities, relationships and claims",
+        inputs: &["entities", "relationships", "text_units", "covariates"],
+        outputs: &["entities", "relationships", "text_units"],
+    };
+}
+
+/// One description: entities of a summarised graph have one; a merged
+/// graph's are joined (the fast method has none).
+fn description(d: &[String]) -> String {
+    d.join("\n")
+}
+
+/// Degree of each title: its number of distinct neighbours.
+fn degrees(relationships: &[MergedRelationship]) -> HashMap<&str, i64> {
+    let mut neighbours: HashMap<&str, HashSet<&str>> = HashMap::new();
+    for r in relationships {
+        if r.source != r.target {
+            neighbours.entry(&r.source).or_default().insert(&r.target);
+            neighbours.entry(&r.target).or_default().insert(&r.source);
+        }
+    }
+    neighbours
+        .into_iter()
+        .map(|(k, v)| (k, v.len() as i64))
+        .collect()
+}
+
+impl Verb for FinalizeGraph {
+    fn run(
+        &self,
+        inputs: &[Arc<RecordBatch>],
+        ctx: &VerbContext,
+    ) -> anyhow::Result<Vec<RecordBatch>> {
+        let entities = read_merged_entities(&inputs[0], "entities")?;
+        let relationships = read_merged_relationships(&inputs[1], "relationships")?;
+        let units = &inputs[2];
+        let covariates = &inputs[3];
+        let degree = degrees(&relationships);
+        let deg = |t: &str| degree.get(t).copied().unwrap_or(0);
+        let entity_ids: Vec<String> = entities
+            .iter()
+            .map(|e| stable_uuid("entity", &[&e.title]))
+            .collect();
+        let rel_ids: Vec<String> = relationships
+            .iter()
+            .map(|r| stable_uuid("relationship", &[&r.source, &r.target]))
+            .collect();
+
+        let entities_table = RecordBatch::try_new(
+            schema::entities(),
+            vec![
+                schema::text_col(&entity_ids),
+                schema::int_col(0..entities.len() as i64),
+                schema::text_col(entities.iter().map(|e| &e.title)),
+                schema::text_col(entities.iter().map(|e| &e.entity_type)),
+                schema::text_col(entities.iter().map(|e| description(&e.descriptions))),
+                schema::id_list_col(entities.iter().map(|e| &e.text_unit_ids)),
+                schema::int_col(entities.iter().map(|e| e.frequency as i64)),
+                schema::int_col(entities.iter().map(|e| deg(&e.title))),
+            ],
+        )?;
+        let relationships_table = RecordBatch::try_new(
+            schema::relationships(),
+            vec![
+                schema::text_col(&rel_ids),
+                schema::int_col(0..relationships.len() as i64),
+                schema::text_col(relationships.iter().map(|r| &r.source)),
+                schema::text_col(relationships.iter().map(|r| &r.target)),
+                schema::text_col(relationships.iter().map(|r| description(&r.descriptions))),
+                schema::float_col(relationships.iter().map(|r| r.weight)),
+                schema::int_col(
+                    relationships
+                        .iter()
+                        .map(|r| deg(&r.source) + deg(&r.target)),
+                ),
+                schema::id_list_col(relationships.iter().map(|r| &r.text_unit_ids)),
+            ],
+        )?;
+
+        // Text unit → the ids of what was extracted from it.
+        let mut unit_entities: HashMap<&str, Vec<&str>> = HashMap::new();
+        for (e, id) in entities.iter().zip(&entity_ids) {
+            for u in &e.text_unit_ids {
+                unit_entities.entry(u).or_default().push(id);
+            }
+        }
+        let mut unit_rels: HashMap<&str, Vec<&str>> = HashMap::new();
+        for (r, id) in relationships.iter().zip(&rel_ids) {
+            for u in &r.text_unit_ids {
+                unit_rels.entry(u).or_default().push(id);
+            }
+        }
+        let mut unit_claims: HashMap<&str, Vec<&str>> = HashMap::new();
+        let (claim_ids, claim_units) = (
+            strings(covariates, "covariates", "id")?,
+            strings(covariates, "covariates", "text_unit_id")?,
+        );
+        for (id, u) in claim_ids.iter().zip(&claim_units) {
+            unit_claims.entry(u).or_default().push(id);
+        }
+        let unit_ids = strings(units, "text_units", "id")?;
+        let lists = |m: &HashMap<&str, Vec<&str>>| {
+            schema::id_list_col(
+                unit_ids
+                    .iter()
+                    .map(|u| m.get(u).cloned().unwrap_or_default()),
+            )
+        };
+        let mut columns = units.columns().to_vec();
+        let s = units.schema();
+        columns[s.index_of("entity_ids")?] = lists(&unit_entities);
+        columns[s.index_of("relationship_ids")?] = lists(&unit_rels);
+        columns[s.index_of("covariate_ids")?] = lists(&unit_claims);
+        let text_units = RecordBatch::try_new(s, columns)?;
+
+        if self.graphml {
+            ctx.write_output(
+                "graph.graphml",
+                graphml(&entities, &relationships, &degree).as_bytes(),
+            )?;
+        }
+        Ok(vec![entities_table, relationships_table, text_units])
+    }
+}
+
+fn xml_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            c if (c as u32) < 0x20 && !matches!(c, '\n' | '\t' | '\r') => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The graph as GraphML (nodes keyed by title, as GraphRAG's snapshot).
+fn graphml(
+    entities: &[MergedEntity],
+    relationships: &[MergedRelationship],
+    degree: &HashMap<&str, i64>,
+) -> String {
+    let mut out = String::from(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<graphml xmlns=\"http://graphml.graphdrawing.org/xmlns\">\n\
+  <key id=\"type\" for=\"node\" attr.name=\"type\" attr.type=\"string\"/>\n\
+  <key id=\"description\" for=\"all\" attr.name=\"description\" attr.type=\"string\"/>\n\
+  <key id=\"degree\" for=\"node\" attr.name=\"degree\" attr.type=\"long\"/>\n\
+  <key id=\"weight\" for=\"edge\" attr.name=\"weight\" attr.type=\"double\"/>\n\
+  <graph edgedefault=\"undirected\">\n",
+    );
+    let known: BTreeMap<&str, ()> = entities.iter().map(|e| (e.title.as_str(), ())).collect();
+    for e in entities {
+        out.push_str(&format!(
+            "    <node id=\"{}\"><data key=\"type\">{}</data><data key=\"description\">{}</data><data key=\"degree\">{}</data></node>\n",
+            xml_escape(&e.title),
+            xml_escape(&e.entity_type),
+            xml_escape(&description(&e.descriptions)),
+            degree.get(e.title.as_str()).copied().unwrap_or(0)
+        ));
+    }
+    for r in relationships
+        .iter()
+        .filter(|r| known.contains_key(r.source.as_str()) && known.contains_key(r.target.as_str()))
+    {
+        out.push_str(&format!(
+            "    <edge source=\"{}\" target=\"{}\"><data key=\"weight\">{}</data><data key=\"description\">{}</data></edge>\n",
+            xml_escape(&r.source),
+            xml_escape(&r.target),
+            r.weight,
+            xml_escape(&description(&r.descriptions))
+        ));
+    }
+    out.push_str("  </graph>\n</graphml>\n");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rel(s: &str, t: &str) -> MergedRelationship {
+        MergedRelationship {
+            source: s.into(),
+            target: t.into(),
+            descriptions: vec![],
+            weight: 1.0,
+            text_unit_ids: vec![],
+        }
+    }
+
+    #[test]
+    fn degree_counts_distinct_neighbours() {
+        let rels = [rel("A", "B"), rel("A", "C"), rel("B", "A"), rel("C", "C")];
+        let d = degrees(&rels);
+        assert_eq!((d["A"], d["B"], d["C"]), (2, 1, 1));
+    }
+
+    #[test]
+    fn graphml_escapes() {
+        assert_eq!(
+            xml_escape("A & <B> \"c\""),
+            "A &amp; &lt;B&gt; &quot;c&quot;"
+        );
+    }
+}

@@ -1,0 +1,123 @@
+//! Building and reading the intermediate graph tables shared by the graph
+//! verbs (merged graph, summarised graph).
+
+use arrow_array::RecordBatch;
+
+use graphrag_engine::schema;
+use graphrag_engine::table::{floats, ints, string_lists, strings};
+use graphrag_operations::graph_merge::{MergedEntity, MergedRelationship};
+
+pub fn merged_entities_table(entities: &[MergedEntity]) -> anyhow::Result<RecordBatch> {
+    Ok(RecordBatch::try_new(
+        schema::graph_entities(),
+        vec![
+            schema::text_col(entities.iter().map(|e| &e.title)),
+            schema::text_col(entities.iter().map(|e| &e.entity_type)),
+            schema::id_list_col(entities.iter().map(|e| &e.descriptions)),
+            schema::id_list_col(entities.iter().map(|e| &e.text_unit_ids)),
+            schema::int_col(entities.iter().map(|e| e.frequency as i64)),
+        ],
+    )?)
+}
+
+pub fn merged_relationships_table(rels: &[MergedRelationship]) -> anyhow::Result<RecordBatch> {
+    Ok(RecordBatch::try_new(
+        schema::graph_relationships(),
+        vec![
+            schema::text_col(rels.iter().map(|r| &r.source)),
+            schema::text_col(rels.iter().map(|r| &r.target)),
+            schema::id_list_col(rels.iter().map(|r| &r.descriptions)),
+            schema::float_col(rels.iter().map(|r| r.weight)),
+            schema::id_list_col(rels.iter().map(|r| &r.text_unit_ids)),
+        ],
+    )?)
+}
+
+pub fn read_merged_entities(t: &RecordBatch, name: &str) -> anyhow::Result<Vec<MergedEntity>> {
+    let titles = strings(t, name, "title")?;
+    let types = strings(t, name, "type")?;
+    let descs = descriptions(t, name)?;
+    let units = string_lists(t, name, "text_unit_ids")?;
+    let freq = ints(t, name, "frequency")?;
+    Ok((0..t.num_rows())
+        .map(|i| MergedEntity {
+            title: titles[i].to_string(),
+            entity_type: types[i].to_string(),
+            descriptions: descs[i].clone(),
+            text_unit_ids: units[i].clone(),
+            frequency: freq[i] as u32,
+        })
+        .collect())
+}
+
+pub fn read_merged_relationships(
+    t: &RecordBatch,
+    name: &str,
+) -> anyhow::Result<Vec<MergedRelationship>> {
+    let sources = strings(t, name, "source")?;
+    let targets = strings(t, name, "target")?;
+    let descs = descriptions(t, name)?;
+    let weights = floats(t, name, "weight")?;
+    let units = string_lists(t, name, "text_unit_ids")?;
+    Ok((0..t.num_rows())
+        .map(|i| MergedRelationship {
+            source: sources[i].to_string(),
+            target: targets[i].to_string(),
+            descriptions: descs[i].clone(),
+            weight: weights[i],
+            text_unit_ids: units[i].clone(),
+        })
+        .collect())
+}
+
+/// Descriptions of a graph table: the `descriptions` list column of a merged
+/// graph, or the single `description` of a summarised one.
+fn descriptions(t: &RecordBatch, name: &str) -> anyhow::Result<Vec<Vec<String>>> {
+    if t.column_by_name("descriptions").is_some() {
+        string_lists(t, name, "descriptions")
+    } else {
+        Ok(strings(t, name, "description")?
+            .into_iter()
+            .map(|d| {
+                if d.is_empty() {
+                    Vec::new()
+                } else {
+                    vec![d.to_string()]
+                }
+            })
+            .collect())
+    }
+}
+
+/// One description per element: the summary (or the only description).
+pub fn summarized_entities_table(
+    entities: &[MergedEntity],
+    summaries: &[String],
+) -> anyhow::Result<RecordBatch> {
+    Ok(RecordBatch::try_new(
+        schema::summarized_entities(),
+        vec![
+            schema::text_col(entities.iter().map(|e| &e.title)),
+            schema::text_col(entities.iter().map(|e| &e.entity_type)),
+            schema::text_col(summaries),
+            schema::id_list_col(entities.iter().map(|e| &e.text_unit_ids)),
+            schema::int_col(entities.iter().map(|e| e.frequency as i64)),
+        ],
+    )?)
+}
+
+pub fn summarized_relationships_table(
+    rels: &[MergedRelationship],
+    summaries: &[String],
+) -> anyhow::Result<RecordBatch> {
+    Ok(RecordBatch::try_new(
+        schema::summarized_relationships(),
+        vec![
+            schema::text_col(rels.iter().map(|r| &r.source)),
+            schema::text_col(rels.iter().map(|r| &r.target)),
+            schema::text_col(summaries),
+            schema::float_col(rels.iter().map(|r| r.weight)),
+            schema::id_list_col(rels.iter().map(|r| &r.text_unit_ids)),
+        ],
+    )?)
+}

@@ -1,0 +1,176 @@
+//! `summarize`: one description per entity and relationship. Elements with
+//! several distinct descriptions get an LLM summary (concurrently); a single
+//! description passes through untouched.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use arrow_array::RecordBatch;
+use serde::Deserialize;
+use serde_json::Value;
+
+use graphrag_engine::context::VerbContext;
+use graphrag_engine::verb::{Verb, VerbDef, VerbInfo};
+use graphrag_operations::tokenizer::Encoding;
+
+use crate::graph_tables::{
+    read_merged_entities, read_merged_relationships, summarized_entities_table,
+    summarized_relationships_table,
+};
+use crate::llm_steps::{fingerprint, map_concurrently, IN_FLIGHT};
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Summarize {
+    #[serde(default = "default_model")]
+    pub model_id: String,
+    #[serde(default = "default_prompt")]
+    pub prompt: String,
+    /// Words.
+    #[serde(default = "default_max_length")]
+    pub max_length: u32,
+    /// Descriptions beyond this many tokens are summarised in rounds.
+    #[serde(default = "default_max_input_tokens")]
+    pub max_input_tokens: u32,
+}
+
+fn default_model() -> String {
+    "default_completion_model".into()
+}
+fn default_prompt() -> String {
+    "prompts/summarize_descriptions.txt".into()
+}
+fn default_max_length() -> u32 {
+    500
+}
+fn default_max_input_tokens() -> u32 {
+    4000
+}
+
+impl VerbDef for Summarize {
+    const INFO: VerbInfo = VerbInfo {
+        name: "summarize",
+        about: "summarise the descriptions of entities and relationships that have several",
+        inputs: &["graph_entities", "graph_relationships"],
+        outputs: &["summarized_entities", "summarized_relationships"],
+    };
+}
+
+/// Splits descriptions into groups of at most `max_tokens` tokens (each
+/// group at least one description).
+fn rounds(descriptions: &[String], max_tokens: usize) -> Vec<Vec<String>> {
+    let mut out: Vec<Vec<String>> = Vec::new();
+    let mut used = 0;
+    for d in descriptions {
+        let t = Encoding::O200kBase.count(d);
+        match out.last_mut() {
+            Some(group) if used + t <= max_tokens => group.push(d.clone()),
+            _ => {
+                out.push(vec![d.clone()]);
+                used = 0;
+            }
+        }
+        used += t;
+    }
+    out
+}
+
+impl Verb for Summarize {
+    fn external_fingerprint(&self, ctx: &VerbContext) -> anyhow::Result<Option<String>> {
+        let model = ctx.llm()?.chat_model(&self.model_id)?;
+        Ok(Some(fingerprint(
+            &model.fingerprint(),
+            &[&ctx.prompt(&self.prompt)?],
+        )))
+    }
+
+    fn run(
+        &self,
+        inputs: &[Arc<RecordBatch>],
+        ctx: &VerbContext,
+    ) -> anyhow::Result<Vec<RecordBatch>> {
+        let entities = read_merged_entities(&inputs[0], "graph_entities")?;
+        let relationships = read_merged_relationships(&inputs[1], "graph_relationships")?;
+        // (name shown to the model, descriptions) for every element.
+        let mut jobs: Vec<(String, Vec<String>)> = entities
+            .iter()
+            .map(|e| (e.title.clone(), e.descriptions.clone()))
+            .collect();
+        jobs.extend(relationships.iter().map(|r| {
+            (
+                serde_json::json!([r.source, r.target]).to_string(),
+                r.descriptions.clone(),
+            )
+        }));
+        let needs_llm = jobs.iter().filter(|(_, d)| d.len() > 1).count();
+        let summaries: Vec<String> = if needs_llm == 0 {
+            jobs.iter()
+                .map(|(_, d)| d.first().cloned().unwrap_or_default())
+                .collect()
+        } else {
+            let llm = ctx.llm()?;
+            let model = llm.chat_model(&self.model_id)?;
+            let prompt = ctx.prompt(&self.prompt)?;
+            let usage = &ctx.counters.usage;
+            let bar = ctx.progress(needs_llm as u64, "descriptions");
+            let results = map_concurrently(llm, jobs, IN_FLIGHT, |(name, descriptions)| {
+                let (model, prompt, bar) = (model.clone(), &prompt, bar.clone());
+                async move {
+                    if descriptions.len() <= 1 {
+                        return anyhow::Ok(descriptions.into_iter().next().unwrap_or_default());
+                    }
+                    let mut summary: Option<String> = None;
+                    for group in rounds(&descriptions, self.max_input_tokens as usize) {
+                        let mut list = group;
+                        if let Some(s) = summary.take() {
+                            list.insert(0, s);
+                        }
+                        let vars = BTreeMap::from([
+                            ("entity_name", Value::from(name.as_str())),
+                            (
+                                "description_list",
+                                Value::from(serde_json::to_string(&list)?),
+                            ),
+                            ("max_length", Value::from(self.max_length)),
+                        ]);
+                        let messages = [graphrag_engine::llm::Message::user(prompt.render(&vars)?)];
+                        summary = Some(
+                            model
+                                .chat(&messages, false, usage)
+                                .await?
+                                .content
+                                .trim()
+                                .to_string(),
+                        );
+                    }
+                    bar.inc(1);
+                    Ok(summary.unwrap_or_default())
+                }
+            });
+            bar.finish_and_clear();
+            results.into_iter().collect::<anyhow::Result<_>>()?
+        };
+        ctx.count("summarized", needs_llm as u64);
+        let (for_entities, for_relationships) = summaries.split_at(entities.len());
+        Ok(vec![
+            summarized_entities_table(&entities, for_entities)?,
+            summarized_relationships_table(&relationships, for_relationships)?,
+        ])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rounds_respect_the_token_budget() {
+        let d: Vec<String> = (0..6)
+            .map(|i| format!("description number {i} of the entity"))
+            .collect();
+        let r = rounds(&d, 20);
+        assert!(r.len() > 1);
+        assert_eq!(r.iter().map(Vec::len).sum::<usize>(), 6);
+        assert_eq!(rounds(&d, 10_000).len(), 1);
+    }
+}
