@@ -127,6 +127,61 @@ fn standard_pipeline_builds_the_graph_and_reruns_from_cache() {
     assert!(relationships.num_rows() >= 3);
     let titles = graphrag_engine::table::strings(&entities, "entities", "title").unwrap();
     assert!(titles.contains(&"SCROOGE"), "{titles:?}");
+    let communities = read(&out.join("communities.parquet"));
+    assert_eq!(
+        columns(&communities),
+        [
+            "id:LargeUtf8",
+            "human_readable_id:Int64",
+            "community:Int64",
+            "level:Int64",
+            "parent:Int64",
+            "children:List(Int64)",
+            "title:LargeUtf8",
+            "entity_ids:List(Utf8)",
+            "relationship_ids:List(Utf8)",
+            "text_unit_ids:List(Utf8)",
+            "period:LargeUtf8",
+            "size:Int64"
+        ]
+    );
+    assert!(communities.num_rows() >= 1);
+    let reports = read(&out.join("community_reports.parquet"));
+    let report_columns: Vec<String> = columns(&reports)
+        .iter()
+        .map(|c| c.split(':').next().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        report_columns,
+        [
+            "id",
+            "human_readable_id",
+            "community",
+            "level",
+            "parent",
+            "children",
+            "title",
+            "summary",
+            "full_content",
+            "rank",
+            "rating_explanation",
+            "findings",
+            "full_content_json",
+            "period",
+            "size"
+        ]
+    );
+    assert_eq!(reports.num_rows(), communities.num_rows());
+    let explanations =
+        graphrag_engine::table::strings(&reports, "community_reports", "rating_explanation")
+            .unwrap();
+    assert!(
+        explanations.iter().all(|e| !e.contains("Extractive")),
+        "LLM reports when a chat model is configured"
+    );
+    let contents =
+        graphrag_engine::table::strings(&reports, "community_reports", "full_content").unwrap();
+    assert!(contents.iter().all(|c| c.starts_with("# ")));
     let covariates = read(&out.join("covariates.parquet"));
     assert_eq!(columns(&covariates).len(), 12);
     assert!(out.join("graph.graphml").exists());
@@ -285,6 +340,17 @@ fn fast_method_needs_no_llm() {
     assert!(titles.iter().any(|t| t.contains("SCROOGE")), "{titles:?}");
     assert!(read(&dir.path().join("output/relationships.parquet")).num_rows() > 0);
     assert_eq!(stats(dir.path())["pipeline"], "fast");
+    let reports = read(&dir.path().join("output/community_reports.parquet"));
+    assert!(reports.num_rows() > 0);
+    let explanations =
+        graphrag_engine::table::strings(&reports, "community_reports", "rating_explanation")
+            .unwrap();
+    assert!(
+        explanations
+            .iter()
+            .all(|e| e.starts_with("Extractive report")),
+        "labelled as extractive"
+    );
 
     let o = index(dir.path(), &["--method", "standard"]);
     assert!(!o.status.success());

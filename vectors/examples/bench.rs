@@ -7,7 +7,7 @@
 //! * exact search: collection build time (copy + normalisation) and query
 //!   latency p50/p99 over `BENCH_QUERIES` (default 1000) queries, one query
 //!   at a time (each query uses all rayon threads);
-//! * HNSW: build time, then for the smallest `ef_search` of 16, 32, … 4096
+//! * HNSW: build time, then for the smallest `ef_search` of 16, 32, … 8192
 //!   that reaches recall@10 ≥ 0.95 against exact search (tuned on the first
 //!   200 queries), the latency p50/p99 and recall@10 over all queries; plus
 //!   the same at the default `ef_search` (64).
@@ -22,8 +22,8 @@
 //!   an intrinsic dimension of about 32, closer to real text embeddings.
 //!
 //! Queries are fresh draws from the same distribution (not copies of rows).
-//! `BENCH_EF_CONSTRUCTION_1M` (default 100) sets `ef_construction` at 1M
-//! rows, where the default 200 takes too long on 2 cores.
+//! `BENCH_EF_CONSTRUCTION_1M` (default 200, like the smaller sizes) sets
+//! `ef_construction` at 1M rows, to trade index quality for build time.
 
 use std::collections::HashSet;
 use std::hint::black_box;
@@ -183,7 +183,7 @@ fn secs(d: Duration) -> String {
 fn main() {
     let max_n = env_usize("BENCH_MAX_N", 1_000_000);
     let n_queries = env_usize("BENCH_QUERIES", 1000).max(TUNE_QUERIES);
-    let efc_1m = env_usize("BENCH_EF_CONSTRUCTION_1M", 100);
+    let efc_1m = env_usize("BENCH_EF_CONSTRUCTION_1M", 200);
     let datasets: Vec<Data> = match std::env::var("BENCH_DATA").as_deref() {
         Ok("gaussian") => vec![Data::Gaussian],
         Ok("lowrank") => vec![Data::LowRank],
@@ -234,7 +234,7 @@ fn main() {
 
             let tune = &queries[..TUNE_QUERIES];
             let mut chosen = None;
-            for ef in [16usize, 32, 64, 128, 256, 512, 1024, 2048, 4096] {
+            for ef in [16usize, 32, 64, 128, 256, 512, 1024, 2048, 4096, 6144, 8192] {
                 let (got, _) = run(tune, |q| c.ann_search(q, 10, ef, None).unwrap());
                 let r = recall(&truth[..TUNE_QUERIES], &got);
                 eprintln!("  ef_search {ef}: recall@10 {r:.4} (tuning queries)");
@@ -261,7 +261,7 @@ fn main() {
             }
             if chosen.is_none() {
                 println!(
-                    "| {n} | {} | HNSW: recall@10 < {TARGET_RECALL} up to ef=4096 | | | | |",
+                    "| {n} | {} | HNSW: recall@10 < {TARGET_RECALL} up to ef=8192 | | | | |",
                     data.name()
                 );
             }

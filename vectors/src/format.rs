@@ -25,7 +25,7 @@
 //! Loading checks the magic, version, dimension, count, ids checksum, vector
 //! fingerprint and trailing checksum, and that every link is in range.
 
-use crate::hnsw::{Hnsw, MAX_LEVEL};
+use crate::hnsw::{Hnsw, Quantized, Rows, MAX_LEVEL};
 use crate::VectorError;
 
 pub(crate) const MAGIC: &[u8; 8] = b"GRVHNSW\0";
@@ -194,11 +194,11 @@ fn mismatch(what: String) -> VectorError {
 
 pub(crate) fn decode(
     bytes: &[u8],
-    dim: usize,
-    n: usize,
+    rows: Rows,
     ids_sum: u64,
     vec_sum: u64,
 ) -> Result<Hnsw, VectorError> {
+    let (dim, n) = (rows.dim, rows.len());
     if bytes.len() < HEADER_LEN + 8 || &bytes[..8] != MAGIC {
         return Err(corrupt("not an HNSW index file (bad magic number)"));
     }
@@ -304,5 +304,6 @@ pub(crate) fn decode(
         upper,
         entry,
         max_level: max_level as u8,
+        quant: Quantized::from_rows(rows),
     })
 }

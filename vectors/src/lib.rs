@@ -122,7 +122,7 @@ impl Default for HnswParams {
 
 /// Ids plus row-major, L2-normalised `f32` vectors, with an optional HNSW
 /// index.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Collection {
     ids: Vec<String>,
     index: HashMap<String, usize>,
@@ -469,13 +469,22 @@ impl Collection {
     pub fn load_ann(&mut self, bytes: &[u8]) -> Result<(), VectorError> {
         let g = format::decode(
             bytes,
-            self.dim,
-            self.len(),
+            self.rows(),
             format::ids_checksum(&self.ids),
             format::vectors_fingerprint(&self.data, self.dim, self.len()),
         )?;
         self.ann = Some(g);
         Ok(())
+    }
+}
+
+impl std::fmt::Debug for Collection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Collection")
+            .field("len", &self.len())
+            .field("dimension", &self.dim)
+            .field("has_ann", &self.has_ann())
+            .finish_non_exhaustive()
     }
 }
 

@@ -73,6 +73,56 @@ pub fn prefetch(row: &[f32]) {
     }
 }
 
+/// Dot product of two equally long `i8` slices (exact integer sum).
+#[inline]
+pub fn dot_i8(a: &[i8], b: &[i8]) -> i32 {
+    debug_assert_eq!(a.len(), b.len());
+    #[cfg(target_arch = "x86_64")]
+    {
+        if has_avx2_fma() {
+            // SAFETY: the CPU supports AVX2 (checked above).
+            return unsafe { x86::dot_i8(a, b) };
+        }
+    }
+    dot_i8_portable(a, b)
+}
+
+pub fn dot_i8_portable(a: &[i8], b: &[i8]) -> i32 {
+    let mut acc = [0i32; 16];
+    let ca = a.chunks_exact(16);
+    let cb = b.chunks_exact(16);
+    let (ta, tb) = (ca.remainder(), cb.remainder());
+    for (x, y) in ca.zip(cb) {
+        for j in 0..16 {
+            acc[j] += x[j] as i32 * y[j] as i32;
+        }
+    }
+    let mut sum: i32 = acc.iter().sum();
+    for (x, y) in ta.iter().zip(tb) {
+        sum += *x as i32 * *y as i32;
+    }
+    sum
+}
+
+/// Hint the CPU to load all of `bytes` (at most 16 cache lines).
+#[inline(always)]
+pub fn prefetch_bytes(bytes: &[i8]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        let p = bytes.as_ptr();
+        let lines = bytes.len().div_ceil(64).min(16);
+        for l in 0..lines {
+            // SAFETY: prefetch never faults; SSE is part of the x86_64 baseline.
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(p.add(l * 64)) };
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = bytes;
+    }
+}
+
 /// Portable dot product: eight independent accumulators, so the compiler
 /// can vectorise it with whatever the target baseline offers.
 pub fn dot_portable(a: &[f32], b: &[f32]) -> f32 {
@@ -151,6 +201,44 @@ mod x86 {
         sum
     }
 
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    pub unsafe fn dot_i8(a: &[i8], b: &[i8]) -> i32 {
+        let n = a.len().min(b.len());
+        let pa = a.as_ptr();
+        let pb = b.as_ptr();
+        let mut i = 0usize;
+        let mut s0 = _mm256_setzero_si256();
+        let mut s1 = _mm256_setzero_si256();
+        while i + 32 <= n {
+            let va = _mm256_loadu_si256(pa.add(i) as *const __m256i);
+            let vb = _mm256_loadu_si256(pb.add(i) as *const __m256i);
+            let a_lo = _mm256_cvtepi8_epi16(_mm256_castsi256_si128(va));
+            let a_hi = _mm256_cvtepi8_epi16(_mm256_extracti128_si256::<1>(va));
+            let b_lo = _mm256_cvtepi8_epi16(_mm256_castsi256_si128(vb));
+            let b_hi = _mm256_cvtepi8_epi16(_mm256_extracti128_si256::<1>(vb));
+            s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(a_lo, b_lo));
+            s1 = _mm256_add_epi32(s1, _mm256_madd_epi16(a_hi, b_hi));
+            i += 32;
+        }
+        if i + 16 <= n {
+            let a16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(pa.add(i) as *const __m128i));
+            let b16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(pb.add(i) as *const __m128i));
+            s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(a16, b16));
+            i += 16;
+        }
+        let s = _mm256_add_epi32(s0, s1);
+        let s = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256::<1>(s));
+        let s = _mm_add_epi32(s, _mm_shuffle_epi32::<0b01_00_11_10>(s));
+        let s = _mm_add_epi32(s, _mm_shuffle_epi32::<0b10_11_00_01>(s));
+        let mut sum = _mm_cvtsi128_si32(s);
+        while i < n {
+            sum += *pa.add(i) as i32 * *pb.add(i) as i32;
+            i += 1;
+        }
+        sum
+    }
+
     #[target_feature(enable = "avx2,fma")]
     pub unsafe fn dot_rows(query: &[f32], rows: &[f32], out: &mut [f32]) {
         let dim = query.len();
@@ -181,6 +269,13 @@ mod tests {
         }
         let q: Vec<f32> = (0..20).map(|_| next()).collect();
         let rows: Vec<f32> = (0..20 * 5).map(|_| next()).collect();
+        for n in [0usize, 1, 15, 16, 17, 31, 32, 33, 48, 384, 385] {
+            let a: Vec<i8> = (0..n).map(|_| (next() * 254.0) as i8).collect();
+            let b: Vec<i8> = (0..n).map(|_| (next() * 254.0) as i8).collect();
+            let reference: i32 = a.iter().zip(&b).map(|(x, y)| *x as i32 * *y as i32).sum();
+            assert_eq!(dot_i8(&a, &b), reference, "n={n}");
+            assert_eq!(dot_i8_portable(&a, &b), reference, "n={n}");
+        }
         let mut out = vec![0.0; 5];
         dot_rows(&q, &rows, &mut out);
         for (i, o) in out.iter().enumerate() {
