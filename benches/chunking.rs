@@ -27,10 +27,7 @@ const MB: f64 = 1_000_000.0;
 
 fn main() {
     let bench_mb: f64 = match std::env::var("BENCH_MB") {
-        Ok(v) => v
-            .trim()
-            .parse()
-            .unwrap_or_else(|_| panic!("BENCH_MB must be a number of megabytes, got `{v}`")),
+        Ok(v) => v.trim().parse().unwrap_or_else(|_| panic!("BENCH_MB must be a number of megabytes, got `{v}`")),
         Err(_) => 12.0,
     };
     assert!(bench_mb > 0.0, "BENCH_MB must be positive");
@@ -40,19 +37,14 @@ fn main() {
     let total_bytes: usize = docs.iter().map(String::len).sum();
     let mb = total_bytes as f64 / MB;
 
-    let nproc = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1);
+    let nproc = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
     let pool_threads = rayon::current_num_threads();
     println!("# Chunking throughput");
     println!();
     println!("- nproc: {nproc}");
     println!("- CPU: {}", cpu_model());
     println!("- rayon global pool: {pool_threads} threads");
-    println!(
-        "- corpus: {} documents, {total_bytes} bytes ({mb:.2} MB), median of {REPEATS} runs",
-        docs.len()
-    );
+    println!("- corpus: {} documents, {total_bytes} bytes ({mb:.2} MB), median of {REPEATS} runs", docs.len());
     println!();
 
     // Load both tokenizers (their ranks are deserialised lazily) outside timing.
@@ -60,12 +52,7 @@ fn main() {
         black_box(enc.count("warm up the tokenizer"));
     }
 
-    let cfg = |encoding, strategy| ChunkConfig {
-        size: 1200,
-        overlap: 100,
-        encoding,
-        strategy,
-    };
+    let cfg = |encoding, strategy| ChunkConfig { size: 1200, overlap: 100, encoding, strategy };
     let tokens_o200k = cfg(Encoding::O200kBase, Strategy::Tokens);
     let tokens_cl100k = cfg(Encoding::Cl100kBase, Strategy::Tokens);
     let sentences_o200k = cfg(Encoding::O200kBase, Strategy::Sentences);
@@ -123,18 +110,9 @@ fn main() {
             "{}: {value} {}; runs {} s",
             case.name,
             case.unit,
-            times
-                .iter()
-                .map(|t| format!("{t:.3}"))
-                .collect::<Vec<_>>()
-                .join(", ")
+            times.iter().map(|t| format!("{t:.3}")).collect::<Vec<_>>().join(", ")
         ));
-        rows.push(Row {
-            name: case.name,
-            mb,
-            threads,
-            seconds,
-        });
+        rows.push(Row { name: case.name, mb, threads, seconds });
     }
 
     println!("| configuration | MB | threads | seconds | MB/s | MB/s per core |");
@@ -213,8 +191,8 @@ fn median_run(mut f: impl FnMut() -> usize) -> (f64, Vec<f64>, usize) {
 fn build_corpus(target_bytes: usize) -> Vec<String> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let carol_path = root.join("examples/christmas-carol/a_christmas_carol.txt");
-    let carol = std::fs::read_to_string(&carol_path)
-        .unwrap_or_else(|e| panic!("cannot read {}: {e}", carol_path.display()));
+    let carol =
+        std::fs::read_to_string(&carol_path).unwrap_or_else(|e| panic!("cannot read {}: {e}", carol_path.display()));
     assert!(!carol.is_empty(), "{} is empty", carol_path.display());
 
     let mut docs = Vec::new();
@@ -236,10 +214,8 @@ fn build_corpus(target_bytes: usize) -> Vec<String> {
         while !carol.is_char_boundary(cut) {
             cut += 1;
         }
-        let mut doc = format!(
-            "Document {i}: A Christmas Carol, benchmark copy {i} (edition {}).\n\n",
-            (i * 7919) % 1000
-        );
+        let mut doc =
+            format!("Document {i}: A Christmas Carol, benchmark copy {i} (edition {}).\n\n", (i * 7919) % 1000);
         doc.reserve(carol.len());
         doc.push_str(&carol[cut..]);
         doc.push_str("\n\n");

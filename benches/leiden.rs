@@ -31,8 +31,8 @@ use std::process::Command;
 use std::time::Instant;
 
 use graphrag_operations::leiden::{
-    hierarchical_leiden, leiden, modularity, nmi, planted_partition, random_community_sizes, Graph,
-    HierarchyConfig, LeidenConfig,
+    hierarchical_leiden, leiden, modularity, nmi, planted_partition, random_community_sizes, Graph, HierarchyConfig,
+    LeidenConfig,
 };
 
 const REPEATS: usize = 3;
@@ -91,12 +91,7 @@ fn median(mut xs: Vec<f64>) -> f64 {
 fn planted(name: &str, nodes: usize, mu: f64, seed: u64) -> Case {
     let sizes = random_community_sizes(nodes, 20, 200, seed);
     let g = planted_partition(&sizes, 20.0, mu, seed);
-    Case {
-        name: name.to_string(),
-        num_nodes: g.num_nodes,
-        edges: g.edges,
-        truth: Some(g.truth),
-    }
+    Case { name: name.to_string(), num_nodes: g.num_nodes, edges: g.edges, truth: Some(g.truth) }
 }
 
 /// Reads `source,target[,...]` rows (after a header) of a CSV text.
@@ -130,37 +125,23 @@ fn read_maybe_gz(path: &Path) -> Option<String> {
 }
 
 fn lfr(name: &str) -> Option<Case> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/eval/graphs")
-        .join(name);
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/eval/graphs").join(name);
     let Some(edges_text) = read_maybe_gz(&dir.join("edges.csv")) else {
         eprintln!("note: {} not found, skipping {name}", dir.display());
         return None;
     };
     let edges = parse_edges(&edges_text);
     let truth = read_maybe_gz(&dir.join("communities.csv")).map(|t| {
-        let rows: Vec<(usize, usize)> = parse_edges(&t)
-            .into_iter()
-            .map(|(a, b, _)| (a, b))
-            .collect();
+        let rows: Vec<(usize, usize)> = parse_edges(&t).into_iter().map(|(a, b, _)| (a, b)).collect();
         let mut truth = vec![0; rows.len()];
         for (node, c) in rows {
             truth[node] = c;
         }
         truth
     });
-    let num_nodes = edges
-        .iter()
-        .map(|&(a, b, _)| a.max(b) + 1)
-        .max()
-        .unwrap_or(0)
-        .max(truth.as_ref().map_or(0, Vec::len));
-    Some(Case {
-        name: name.to_string(),
-        num_nodes,
-        edges,
-        truth,
-    })
+    let num_nodes =
+        edges.iter().map(|&(a, b, _)| a.max(b) + 1).max().unwrap_or(0).max(truth.as_ref().map_or(0, Vec::len));
+    Some(Case { name: name.to_string(), num_nodes, edges, truth })
 }
 
 fn dump(case: &Case, dir: &Path) {
@@ -172,8 +153,7 @@ fn dump(case: &Case, dir: &Path) {
         writeln!(f, "{a},{b}").unwrap();
     }
     if let Some(truth) = &case.truth {
-        let mut f =
-            std::io::BufWriter::new(std::fs::File::create(dir.join("communities.csv")).unwrap());
+        let mut f = std::io::BufWriter::new(std::fs::File::create(dir.join("communities.csv")).unwrap());
         writeln!(f, "node,community").unwrap();
         for (v, c) in truth.iter().enumerate() {
             writeln!(f, "{v},{c}").unwrap();
@@ -221,10 +201,7 @@ fn main() {
         let (part, flat_wall, flat_cpu) = timed(|| leiden(&graph, &flat_cfg));
         let q = modularity(&graph, &part, 1.0);
         let k = part.iter().max().map_or(0, |x| x + 1);
-        let score = case
-            .truth
-            .as_ref()
-            .map_or("–".to_string(), |t| format!("{:.4}", nmi(&part, t)));
+        let score = case.truth.as_ref().map_or("–".to_string(), |t| format!("{:.4}", nmi(&part, t)));
         let (comms, hier_wall, hier_cpu) = timed(|| hierarchical_leiden(&graph, &hier_cfg));
         let mut per_level: Vec<usize> = Vec::new();
         for c in &comms {
@@ -233,11 +210,7 @@ fn main() {
             }
             per_level[c.level] += 1;
         }
-        let levels = per_level
-            .iter()
-            .map(|c| c.to_string())
-            .collect::<Vec<_>>()
-            .join(" / ");
+        let levels = per_level.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(" / ");
         println!(
             "| {} | {} | {} | {} | {q:.4} | {k} | {score} | {} | {levels} |",
             case.name,

@@ -11,31 +11,17 @@ use graphrag_engine::settings::{ModelConfig, Secret};
 use graphrag_mock_llm::{MockConfig, MockServer};
 
 fn env(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
 }
 
 fn main() {
     let latency_ms = env("BENCH_LATENCY_MS", 200);
-    let mock = MockServer::start(MockConfig {
-        latency: Duration::from_millis(latency_ms),
-        ..MockConfig::default()
-    })
-    .expect("mock server");
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let mock = MockServer::start(MockConfig { latency: Duration::from_millis(latency_ms), ..MockConfig::default() })
+        .expect("mock server");
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     println!("| calls | concurrency | latency ms | ideal s | measured s | ratio |");
     println!("|---|---|---|---|---|---|");
-    for (calls, concurrency) in [
-        (env("BENCH_CALLS", 200), env("BENCH_CONCURRENCY", 25)),
-        (100, 10),
-        (400, 50),
-    ] {
+    for (calls, concurrency) in [(env("BENCH_CALLS", 200), env("BENCH_CONCURRENCY", 25)), (100, 10), (400, 50)] {
         let cfg = ModelConfig {
             model: "mock".into(),
             api_base: Some(mock.base_url()),
@@ -51,9 +37,7 @@ fn main() {
                 let model = model.clone();
                 let usage = &usage;
                 async move {
-                    let msgs = [Message::user(format!(
-                        "benchmark question {i}: what happened next?"
-                    ))];
+                    let msgs = [Message::user(format!("benchmark question {i}: what happened next?"))];
                     model.chat(&msgs, false, usage).await.expect("mock answers")
                 }
             });
@@ -61,10 +45,7 @@ fn main() {
         });
         let measured = started.elapsed().as_secs_f64();
         let ideal = calls as f64 * latency_ms as f64 / 1000.0 / concurrency as f64;
-        println!(
-            "| {calls} | {concurrency} | {latency_ms} | {ideal:.2} | {measured:.2} | {:.3} |",
-            measured / ideal
-        );
+        println!("| {calls} | {concurrency} | {latency_ms} | {ideal:.2} | {measured:.2} | {:.3} |", measured / ideal);
         assert_eq!(usage.total().calls, calls);
     }
 }

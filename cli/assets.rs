@@ -36,7 +36,5 @@ pub const PROMPTS: &[(&str, &str)] = &[
 ];
 
 /// (method, pipeline YAML) of the shipped pipelines.
-pub const WORKFLOWS: &[(&str, &str)] = &[
-    ("standard", include_str!("../workflows/standard.yaml")),
-    ("fast", include_str!("../workflows/fast.yaml")),
-];
+pub const WORKFLOWS: &[(&str, &str)] =
+    &[("standard", include_str!("../workflows/standard.yaml")), ("fast", include_str!("../workflows/fast.yaml"))];

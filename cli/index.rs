@@ -27,14 +27,12 @@ pub struct IndexArgs {
 fn pipeline_source(root: &Path, method: &str) -> anyhow::Result<(PathBuf, String)> {
     let as_path = Path::new(method);
     if method.ends_with(".yaml") || method.ends_with(".yml") {
-        let text = std::fs::read_to_string(as_path)
-            .with_context(|| format!("reading pipeline {method}"))?;
+        let text = std::fs::read_to_string(as_path).with_context(|| format!("reading pipeline {method}"))?;
         return Ok((as_path.to_path_buf(), text));
     }
     let in_project = root.join("workflows").join(format!("{method}.yaml"));
     if in_project.exists() {
-        let text = std::fs::read_to_string(&in_project)
-            .with_context(|| format!("reading {}", in_project.display()))?;
+        let text = std::fs::read_to_string(&in_project).with_context(|| format!("reading {}", in_project.display()))?;
         return Ok((in_project, text));
     }
     match WORKFLOWS.iter().find(|(m, _)| *m == method) {
@@ -49,14 +47,8 @@ fn pipeline_source(root: &Path, method: &str) -> anyhow::Result<(PathBuf, String
 pub fn run(args: &IndexArgs) -> anyhow::Result<()> {
     let loaded = settings::load(&args.root)?;
     let s = &loaded.settings;
-    let log_file = args
-        .root
-        .join(&s.reporting.base_dir)
-        .join("indexing-engine.log");
-    crate::logging::init(
-        args.verbosity,
-        (!args.dry_run).then_some(log_file.as_path()),
-    )?;
+    let log_file = args.root.join(&s.reporting.base_dir).join("indexing-engine.log");
+    crate::logging::init(args.verbosity, (!args.dry_run).then_some(log_file.as_path()))?;
     let llm = LlmService::from_settings(s, &args.root)?;
     let method = match args.method.as_str() {
         "auto" if llm.has_chat_model(&s.extract_graph.completion_model_id) => "standard",
@@ -74,9 +66,7 @@ pub fn run(args: &IndexArgs) -> anyhow::Result<()> {
     let plan = pipeline::load(&pipeline_file, &text, s, &registry)?;
     let ws = Workspace {
         output_dir: args.root.join(&s.output_storage.base_dir),
-        files: Box::new(LocalFiles {
-            root: args.root.join(&s.input_storage.base_dir),
-        }),
+        files: Box::new(LocalFiles { root: args.root.join(&s.input_storage.base_dir) }),
         project: Some(Box::new(LocalProject {
             root: args.root.clone(),
             output_dir: args.root.join(&s.output_storage.base_dir),
@@ -88,16 +78,10 @@ pub fn run(args: &IndexArgs) -> anyhow::Result<()> {
         return Ok(());
     }
     tracing::info!(pipeline = %plan.name, steps = plan.steps.len(), "indexing {}", args.root.display());
-    let opts = RunOptions {
-        resume: args.resume,
-        progress: args.verbosity >= 0 && std::io::stderr().is_terminal(),
-    };
+    let opts = RunOptions { resume: args.resume, progress: args.verbosity >= 0 && std::io::stderr().is_terminal() };
     let stats = runner::run(&plan, &ws, &opts)?;
     if args.verbosity >= 0 {
-        println!(
-            "Indexed with pipeline `{}` in {:.2} s:",
-            plan.name, stats.total_runtime
-        );
+        println!("Indexed with pipeline `{}` in {:.2} s:", plan.name, stats.total_runtime);
         for step in &plan.steps {
             if let Some(st) = stats.workflows.get(&step.id) {
                 println!(
@@ -107,38 +91,21 @@ pub fn run(args: &IndexArgs) -> anyhow::Result<()> {
                     st.overall,
                     st.rows_in,
                     st.rows_out,
-                    if st.warnings > 0 {
-                        format!("  ({} warnings, see log)", st.warnings)
-                    } else {
-                        String::new()
-                    }
+                    if st.warnings > 0 { format!("  ({} warnings, see log)", st.warnings) } else { String::new() }
                 );
             }
         }
         let published: Vec<&str> = plan.published.iter().map(String::as_str).collect();
-        println!(
-            "Tables in {}: {}",
-            ws.output_dir.display(),
-            published.join(", ")
-        );
+        println!("Tables in {}: {}", ws.output_dir.display(), published.join(", "));
         println!("Stats: {}", ws.output_dir.join("stats.json").display());
     }
     Ok(())
 }
 
 fn print_plan(plan: &Plan, ws: &Workspace, resume: bool) -> anyhow::Result<()> {
-    let skip = if resume {
-        runner::resume_preview(plan, ws)?
-    } else {
-        vec![false; plan.steps.len()]
-    };
+    let skip = if resume { runner::resume_preview(plan, ws)? } else { vec![false; plan.steps.len()] };
     println!("Settings and pipeline are valid.");
-    println!(
-        "Pipeline `{}` ({}): {} steps",
-        plan.name,
-        plan.file.display(),
-        plan.steps.len()
-    );
+    println!("Pipeline `{}` ({}): {} steps", plan.name, plan.file.display(), plan.steps.len());
     for (i, (step, skip)) in plan.steps.iter().zip(skip).enumerate() {
         let action = if skip { "skip (unchanged)" } else { "run" };
         println!(
@@ -146,11 +113,7 @@ fn print_plan(plan: &Plan, ws: &Workspace, resume: bool) -> anyhow::Result<()> {
             i + 1,
             step.id,
             step.info.name,
-            if step.inputs.is_empty() {
-                "-".to_string()
-            } else {
-                step.inputs.join(", ")
-            },
+            if step.inputs.is_empty() { "-".to_string() } else { step.inputs.join(", ") },
             step.outputs.join(", "),
             action
         );
@@ -159,11 +122,7 @@ fn print_plan(plan: &Plan, ws: &Workspace, resume: bool) -> anyhow::Result<()> {
         }
     }
     let published: Vec<&str> = plan.published.iter().map(String::as_str).collect();
-    println!(
-        "Publishes to {}: {}",
-        ws.output_dir.display(),
-        published.join(", ")
-    );
+    println!("Publishes to {}: {}", ws.output_dir.display(), published.join(", "));
     Ok(())
 }
 
@@ -172,16 +131,6 @@ pub fn print_verbs() {
     println!("Verbs in this build:");
     for name in registry.names() {
         let info = registry.info(name).expect("listed");
-        println!(
-            "  {:<16} {}  ({} -> {})",
-            name,
-            info.about,
-            info.inputs.join(", "),
-            info.outputs.join(", ")
-        );
-    }
-    println!("Designed, not built yet:");
-    for (name, note) in registry.planned_verbs() {
-        println!("  {name:<16} {note}");
+        println!("  {:<16} {}  ({} -> {})", name, info.about, info.inputs.join(", "), info.outputs.join(", "));
     }
 }

@@ -37,10 +37,7 @@ pub fn run(root: &Path, force: bool) -> anyhow::Result<()> {
     }
     fs::create_dir_all(root.join("input"))?;
     println!("Initialised a graphrag-rs project in {}", root.display());
-    println!(
-        "  settings.yaml, .env, prompts/ ({} templates), workflows/ (standard, fast), input/",
-        PROMPTS.len()
-    );
+    println!("  settings.yaml, .env, prompts/ ({} templates), workflows/ (standard, fast), input/", PROMPTS.len());
     println!(
         "Next: put documents in {}, then `graphrag-rs index --root {}`",
         root.join("input").display(),

@@ -26,12 +26,7 @@ pub fn init(verbosity: i8, log_file: Option<&Path>) -> anyhow::Result<()> {
                 fs::create_dir_all(dir)?;
             }
             let file = File::options().create(true).append(true).open(path)?;
-            Some(
-                fmt::layer()
-                    .with_ansi(false)
-                    .with_writer(Arc::new(file))
-                    .with_filter(console.max(LevelFilter::INFO)),
-            )
+            Some(fmt::layer().with_ansi(false).with_writer(Arc::new(file)).with_filter(console.max(LevelFilter::INFO)))
         }
         None => None,
     };
@@ -43,9 +38,7 @@ pub fn init(verbosity: i8, log_file: Option<&Path>) -> anyhow::Result<()> {
                 .with_target(false)
                 .compact()
                 .with_filter(console)
-                .with_filter(tracing_subscriber::filter::filter_fn(|m| {
-                    m.target() != FILE_ONLY
-                })),
+                .with_filter(tracing_subscriber::filter::filter_fn(|m| m.target() != FILE_ONLY)),
         )
         .with(file_layer)
         .try_init();

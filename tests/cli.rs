@@ -16,37 +16,32 @@ fn run(args: &[&str]) -> Output {
 }
 
 fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
+    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
 }
 
 fn last_line(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr)
-        .trim_end()
-        .lines()
-        .last()
-        .unwrap_or("")
-        .to_string()
+    String::from_utf8_lossy(&o.stderr).trim_end().lines().last().unwrap_or("").to_string()
 }
 
 fn example_corpus() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/christmas-carol/a_christmas_carol.txt")
 }
 
-/// A fresh project with the example corpus in input/.
+/// A fresh project with the example corpus in input/. Embeddings are
+/// switched off here (tests/index_llm.rs covers them) to keep the suite fast.
 fn project() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().to_str().unwrap();
     let o = run(&["init", "--root", root]);
     assert!(o.status.success(), "{}", text(&o));
-    fs::copy(
-        example_corpus(),
-        dir.path().join("input/a_christmas_carol.txt"),
-    )
-    .unwrap();
+    fs::copy(example_corpus(), dir.path().join("input/a_christmas_carol.txt")).unwrap();
+    let settings = fs::read_to_string(dir.path().join("settings.yaml")).unwrap();
+    let settings = settings.replace(
+        "names: [text_unit_text, entity_description, community_full_content, relationship_description]",
+        "names: []",
+    );
+    assert!(settings.contains("names: []"));
+    fs::write(dir.path().join("settings.yaml"), settings).unwrap();
     dir
 }
 
@@ -58,10 +53,7 @@ fn index(root: &Path, extra: &[&str]) -> Output {
 
 fn read(path: &Path) -> RecordBatch {
     let f = fs::File::open(path).unwrap();
-    let reader = ParquetRecordBatchReaderBuilder::try_new(f)
-        .unwrap()
-        .build()
-        .unwrap();
+    let reader = ParquetRecordBatchReaderBuilder::try_new(f).unwrap().build().unwrap();
     let batches: Vec<_> = reader.map(|b| b.unwrap()).collect();
     arrow_select_concat(&batches)
 }
@@ -72,18 +64,11 @@ fn arrow_select_concat(batches: &[RecordBatch]) -> RecordBatch {
 }
 
 fn columns(batch: &RecordBatch) -> Vec<(String, String)> {
-    batch
-        .schema()
-        .fields()
-        .iter()
-        .map(|f| (f.name().clone(), f.data_type().to_string()))
-        .collect()
+    batch.schema().fields().iter().map(|f| (f.name().clone(), f.data_type().to_string())).collect()
 }
 
 fn cols(spec: &[(&str, &str)]) -> Vec<(String, String)> {
-    spec.iter()
-        .map(|(a, b)| (a.to_string(), b.to_string()))
-        .collect()
+    spec.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect()
 }
 
 const ID_LIST: &str = "List(Utf8)";
@@ -104,30 +89,18 @@ fn init_refuses_to_overwrite_without_force() {
         assert!(dir.path().join(f).exists(), "{f}");
     }
     assert!(dir.path().join("input").is_dir());
-    assert_eq!(
-        fs::read_to_string(dir.path().join(".env")).unwrap(),
-        "GRAPHRAG_API_KEY=\n"
-    );
+    assert_eq!(fs::read_to_string(dir.path().join(".env")).unwrap(), "GRAPHRAG_API_KEY=\n");
 
     fs::write(dir.path().join(".env"), "GRAPHRAG_API_KEY=sk-mine\n").unwrap();
     fs::write(dir.path().join("settings.yaml"), "chunking:\n  size: 300\n").unwrap();
     let o = run(&["init", "--root", root]);
     assert!(!o.status.success());
     assert!(last_line(&o).contains("--force"), "{}", text(&o));
-    assert_eq!(
-        fs::read_to_string(dir.path().join("settings.yaml")).unwrap(),
-        "chunking:\n  size: 300\n"
-    );
+    assert_eq!(fs::read_to_string(dir.path().join("settings.yaml")).unwrap(), "chunking:\n  size: 300\n");
 
     assert!(run(&["init", "--root", root, "--force"]).status.success());
-    assert!(fs::read_to_string(dir.path().join("settings.yaml"))
-        .unwrap()
-        .contains("completion_models"));
-    assert_eq!(
-        fs::read_to_string(dir.path().join(".env")).unwrap(),
-        "GRAPHRAG_API_KEY=sk-mine\n",
-        ".env kept"
-    );
+    assert!(fs::read_to_string(dir.path().join("settings.yaml")).unwrap().contains("completion_models"));
+    assert_eq!(fs::read_to_string(dir.path().join(".env")).unwrap(), "GRAPHRAG_API_KEY=sk-mine\n", ".env kept");
 }
 
 #[test]
@@ -165,20 +138,15 @@ fn index_writes_graphrag_tables_and_is_byte_identical_on_rerun() {
     );
     assert_eq!(docs.num_rows(), 1);
     assert!(units.num_rows() > 30, "~46k tokens in 1200-token chunks");
-    let stats: serde_json::Value =
-        serde_json::from_slice(&fs::read(out.join("stats.json")).unwrap()).unwrap();
+    let stats: serde_json::Value = serde_json::from_slice(&fs::read(out.join("stats.json")).unwrap()).unwrap();
     assert_eq!(stats["num_documents"], 1);
     assert!(dir.path().join("logs/indexing-engine.log").exists());
 
-    let before: Vec<Vec<u8>> = ["documents", "text_units"]
-        .iter()
-        .map(|t| fs::read(out.join(format!("{t}.parquet"))).unwrap())
-        .collect();
+    let before: Vec<Vec<u8>> =
+        ["documents", "text_units"].iter().map(|t| fs::read(out.join(format!("{t}.parquet"))).unwrap()).collect();
     assert!(index(dir.path(), &[]).status.success());
-    let after: Vec<Vec<u8>> = ["documents", "text_units"]
-        .iter()
-        .map(|t| fs::read(out.join(format!("{t}.parquet"))).unwrap())
-        .collect();
+    let after: Vec<Vec<u8>> =
+        ["documents", "text_units"].iter().map(|t| fs::read(out.join(format!("{t}.parquet"))).unwrap()).collect();
     assert!(before == after, "rerun is byte-identical");
 }
 
@@ -190,64 +158,27 @@ fn resume_skips_unchanged_steps_and_reruns_after_changes() {
     let o = run(&["index", "--root", root, "--resume"]);
     assert!(o.status.success(), "{}", text(&o));
     let out = String::from_utf8_lossy(&o.stdout).to_string();
-    assert!(
-        out.lines()
-            .any(|l| l.contains("load_documents") && l.contains("skipped")),
-        "{out}"
-    );
-    assert!(
-        out.lines()
-            .any(|l| l.contains("chunk") && l.contains("skipped")),
-        "{out}"
-    );
+    assert!(out.lines().any(|l| l.contains("load_documents") && l.contains("skipped")), "{out}");
+    assert!(out.lines().any(|l| l.contains("chunk") && l.contains("skipped")), "{out}");
 
     // New chunk size: load is unchanged, chunk reruns.
-    let settings = fs::read_to_string(dir.path().join("settings.yaml"))
-        .unwrap()
-        .replace("size: 1200", "size: 600");
+    let settings = fs::read_to_string(dir.path().join("settings.yaml")).unwrap().replace("size: 1200", "size: 600");
     fs::write(dir.path().join("settings.yaml"), settings).unwrap();
     let o = run(&["index", "--root", root, "--resume", "--dry-run"]);
     let plan = String::from_utf8_lossy(&o.stdout).to_string();
-    assert!(
-        plan.lines()
-            .any(|l| l.contains("load_documents") && l.ends_with("skip (unchanged)")),
-        "{plan}"
-    );
-    assert!(
-        plan.lines()
-            .any(|l| l.contains("[chunk]") && l.ends_with("run")),
-        "{plan}"
-    );
+    assert!(plan.lines().any(|l| l.contains("load_documents") && l.ends_with("skip (unchanged)")), "{plan}");
+    assert!(plan.lines().any(|l| l.contains("[chunk]") && l.ends_with("run")), "{plan}");
     let o = run(&["index", "--root", root, "--resume"]);
     let out = String::from_utf8_lossy(&o.stdout).to_string();
-    assert!(
-        out.lines()
-            .any(|l| l.contains("load_documents") && l.contains("skipped")),
-        "{out}"
-    );
-    assert!(
-        out.lines()
-            .any(|l| l.contains("chunk ") && l.contains(" ran ")),
-        "{out}"
-    );
+    assert!(out.lines().any(|l| l.contains("load_documents") && l.contains("skipped")), "{out}");
+    assert!(out.lines().any(|l| l.contains("chunk ") && l.contains(" ran ")), "{out}");
 
     // A new input file: everything reruns.
-    fs::write(
-        dir.path().join("input/second.txt"),
-        "Another short document about Bob Cratchit.",
-    )
-    .unwrap();
+    fs::write(dir.path().join("input/second.txt"), "Another short document about Bob Cratchit.").unwrap();
     let o = run(&["index", "--root", root, "--resume"]);
     let out = String::from_utf8_lossy(&o.stdout).to_string();
-    assert!(
-        out.lines()
-            .any(|l| l.contains("load_documents") && l.contains(" ran ")),
-        "{out}"
-    );
-    assert_eq!(
-        read(&dir.path().join("output/documents.parquet")).num_rows(),
-        2
-    );
+    assert!(out.lines().any(|l| l.contains("load_documents") && l.contains(" ran ")), "{out}");
+    assert_eq!(read(&dir.path().join("output/documents.parquet")).num_rows(), 2);
 }
 
 #[test]
@@ -256,28 +187,20 @@ fn dry_run_validates_and_writes_nothing() {
     let o = run(&["index", "--root", dir.path().to_str().unwrap(), "--dry-run"]);
     assert!(o.status.success(), "{}", text(&o));
     let out = String::from_utf8_lossy(&o.stdout);
-    assert!(
-        out.contains("Settings and pipeline are valid") && out.contains("[chunk]"),
-        "{out}"
-    );
+    assert!(out.contains("Settings and pipeline are valid") && out.contains("[chunk]"), "{out}");
     assert!(!dir.path().join("output").exists());
 }
 
 #[test]
 fn broken_settings_fail_with_file_line_and_key() {
     let dir = project();
-    fs::write(
-        dir.path().join("settings.yaml"),
-        "input:\n  type: text\nchunking:\n  size: 300\n  overlapp: 20\n",
-    )
-    .unwrap();
+    fs::write(dir.path().join("settings.yaml"), "input:\n  type: text\nchunking:\n  size: 300\n  overlapp: 20\n")
+        .unwrap();
     let o = index(dir.path(), &[]);
     assert!(!o.status.success());
     let line = last_line(&o);
     assert!(
-        line.starts_with("error: ")
-            && line.contains("settings.yaml:5")
-            && line.contains("did you mean `overlap`"),
+        line.starts_with("error: ") && line.contains("settings.yaml:5") && line.contains("did you mean `overlap`"),
         "{line}"
     );
     assert!(!dir.path().join("output").exists(), "nothing written");
@@ -288,25 +211,18 @@ fn broken_settings_fail_with_file_line_and_key() {
     )
     .unwrap();
     let line = last_line(&index(dir.path(), &[]));
-    assert!(
-        line.contains("settings.yaml:3") && line.contains("NOT_SET_ANYWHERE_42"),
-        "{line}"
-    );
+    assert!(line.contains("settings.yaml:3") && line.contains("NOT_SET_ANYWHERE_42"), "{line}");
 }
 
 #[test]
 fn broken_pipeline_fails_with_step_and_line() {
     let dir = project();
     let wf = dir.path().join("workflows/standard.yaml");
-    let broken = fs::read_to_string(&wf)
-        .unwrap()
-        .replace("verb: chunk", "verb: chunker");
+    let broken = fs::read_to_string(&wf).unwrap().replace("verb: chunk", "verb: chunker");
     fs::write(&wf, broken).unwrap();
     let line = last_line(&index(dir.path(), &["--method", "standard"]));
     assert!(
-        line.contains("standard.yaml:")
-            && line.contains("step `chunk`")
-            && line.contains("did you mean `chunk`"),
+        line.contains("standard.yaml:") && line.contains("step `chunk`") && line.contains("did you mean `chunk`"),
         "{line}"
     );
 }
@@ -321,10 +237,7 @@ fn input_problems_are_clear() {
 
     fs::write(dir.path().join("input/latin1.txt"), b"Caf\xe9 cr\xe8me").unwrap();
     let line = last_line(&index(dir.path(), &[]));
-    assert!(
-        line.contains("latin1.txt") && line.contains("not valid UTF-8"),
-        "{line}"
-    );
+    assert!(line.contains("latin1.txt") && line.contains("not valid UTF-8"), "{line}");
 }
 
 #[test]
@@ -337,11 +250,8 @@ fn csv_and_jsonl_inputs() {
         "headline,body,source\nStorm,\"Heavy rain hit the coast, closing roads.\",wire\nVote,The council approved the budget.,paper\n",
     )
     .unwrap();
-    fs::write(
-        dir.path().join("settings.yaml"),
-        "input:\n  type: csv\n  text_column: body\n  title_column: headline\n",
-    )
-    .unwrap();
+    fs::write(dir.path().join("settings.yaml"), "input:\n  type: csv\n  text_column: body\n  title_column: headline\n")
+        .unwrap();
     let o = index(dir.path(), &[]);
     assert!(o.status.success(), "{}", text(&o));
     let docs = read(&dir.path().join("output/documents.parquet"));
@@ -356,10 +266,7 @@ fn csv_and_jsonl_inputs() {
     fs::write(dir.path().join("settings.yaml"), "input:\n  type: jsonl\n").unwrap();
     let o = index(dir.path(), &["--method", "fast"]);
     assert!(o.status.success(), "{}", text(&o));
-    assert_eq!(
-        read(&dir.path().join("output/text_units.parquet")).num_rows(),
-        2
-    );
+    assert_eq!(read(&dir.path().join("output/text_units.parquet")).num_rows(), 2);
 }
 
 #[test]

@@ -10,44 +10,28 @@ use graphrag_mock_llm::{FaultKind, FaultRule, MockConfig, MockServer};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 fn graphrag(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_graphrag-rs"))
-        .args(args)
-        .output()
-        .expect("binary runs")
+    Command::new(env!("CARGO_BIN_EXE_graphrag-rs")).args(args).output().expect("binary runs")
 }
 
 fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
+    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
 }
 
 fn read(path: &Path) -> RecordBatch {
     let f = fs::File::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let reader = ParquetRecordBatchReaderBuilder::try_new(f)
-        .unwrap()
-        .build()
-        .unwrap();
+    let reader = ParquetRecordBatchReaderBuilder::try_new(f).unwrap().build().unwrap();
     let batches: Vec<_> = reader.map(|b| b.unwrap()).collect();
     arrow_select::concat::concat_batches(&batches[0].schema(), &batches).unwrap()
 }
 
 fn columns(batch: &RecordBatch) -> Vec<String> {
-    batch
-        .schema()
-        .fields()
-        .iter()
-        .map(|f| format!("{}:{}", f.name(), f.data_type()))
-        .collect()
+    batch.schema().fields().iter().map(|f| format!("{}:{}", f.name(), f.data_type())).collect()
 }
 
 /// The first ~12 KB of A Christmas Carol (after the Gutenberg header).
 fn sample_text() -> String {
     let full = fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("examples/christmas-carol/a_christmas_carol.txt"),
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/christmas-carol/a_christmas_carol.txt"),
     )
     .unwrap();
     let start = full.find("MARLEY'S GHOST").unwrap_or(0);
@@ -64,11 +48,7 @@ fn project(mock: &MockServer) -> tempfile::TempDir {
     let root = dir.path().to_str().unwrap();
     assert!(graphrag(&["init", "--root", root]).status.success());
     fs::write(dir.path().join("input/carol.txt"), sample_text()).unwrap();
-    fs::write(
-        dir.path().join(".env"),
-        "GRAPHRAG_API_KEY=sk-test-secret-777\n",
-    )
-    .unwrap();
+    fs::write(dir.path().join(".env"), "GRAPHRAG_API_KEY=sk-test-secret-777\n").unwrap();
     let settings = format!(
         "completion_models:\n  default_completion_model:\n    model: mock-gpt\n    api_base: {}\n    api_key: ${{GRAPHRAG_API_KEY}}\n    retry_base_delay: 0.001\n    max_retry_wait: 0.05\nchunking:\n  size: 300\n  overlap: 30\nextract_claims:\n  enabled: true\nsnapshots:\n  graphml: true\n",
         mock.base_url()
@@ -147,10 +127,8 @@ fn standard_pipeline_builds_the_graph_and_reruns_from_cache() {
     );
     assert!(communities.num_rows() >= 1);
     let reports = read(&out.join("community_reports.parquet"));
-    let report_columns: Vec<String> = columns(&reports)
-        .iter()
-        .map(|c| c.split(':').next().unwrap().to_string())
-        .collect();
+    let report_columns: Vec<String> =
+        columns(&reports).iter().map(|c| c.split(':').next().unwrap().to_string()).collect();
     assert_eq!(
         report_columns,
         [
@@ -172,15 +150,9 @@ fn standard_pipeline_builds_the_graph_and_reruns_from_cache() {
         ]
     );
     assert_eq!(reports.num_rows(), communities.num_rows());
-    let explanations =
-        graphrag_engine::table::strings(&reports, "community_reports", "rating_explanation")
-            .unwrap();
-    assert!(
-        explanations.iter().all(|e| !e.contains("Extractive")),
-        "LLM reports when a chat model is configured"
-    );
-    let contents =
-        graphrag_engine::table::strings(&reports, "community_reports", "full_content").unwrap();
+    let explanations = graphrag_engine::table::strings(&reports, "community_reports", "rating_explanation").unwrap();
+    assert!(explanations.iter().all(|e| !e.contains("Extractive")), "LLM reports when a chat model is configured");
+    let contents = graphrag_engine::table::strings(&reports, "community_reports", "full_content").unwrap();
     assert!(contents.iter().all(|c| c.starts_with("# ")));
     let covariates = read(&out.join("covariates.parquet"));
     assert_eq!(columns(&covariates).len(), 12);
@@ -192,20 +164,10 @@ fn standard_pipeline_builds_the_graph_and_reruns_from_cache() {
     assert!(linked.iter().filter(|l| !l.is_empty()).count() >= units.num_rows() / 2);
 
     let s = stats(dir.path());
-    let calls = s["llm"]["default_completion_model"]["calls"]
-        .as_u64()
-        .unwrap();
+    let calls = s["llm"]["default_completion_model"]["calls"].as_u64().unwrap();
     let units_n = units.num_rows() as u64;
-    assert!(
-        calls >= 2 * units_n,
-        "extraction + gleaning per chunk: {calls} calls for {units_n} chunks"
-    );
-    assert!(
-        s["workflows"]["extract_graph"]["llm"]["default_completion_model"]["prompt_tokens"]
-            .as_u64()
-            .unwrap()
-            > 0
-    );
+    assert!(calls >= 2 * units_n, "extraction + gleaning per chunk: {calls} calls for {units_n} chunks");
+    assert!(s["workflows"]["extract_graph"]["llm"]["default_completion_model"]["prompt_tokens"].as_u64().unwrap() > 0);
     let requests = mock.stats().chat_requests;
     assert_eq!(requests, calls);
 
@@ -217,17 +179,8 @@ fn standard_pipeline_builds_the_graph_and_reruns_from_cache() {
     mock.reset_stats();
     let o = index(dir.path(), &["--method", "standard"]);
     assert!(o.status.success(), "{}", text(&o));
-    assert_eq!(
-        mock.stats().requests,
-        0,
-        "a second run makes zero HTTP requests"
-    );
-    assert_eq!(
-        stats(dir.path())["llm"]["default_completion_model"]["cache_hits"]
-            .as_u64()
-            .unwrap(),
-        calls
-    );
+    assert_eq!(mock.stats().requests, 0, "a second run makes zero HTTP requests");
+    assert_eq!(stats(dir.path())["llm"]["default_completion_model"]["cache_hits"].as_u64().unwrap(), calls);
     let after: Vec<Vec<u8>> = ["entities", "relationships", "text_units"]
         .iter()
         .map(|t| fs::read(out.join(format!("{t}.parquet"))).unwrap())
@@ -240,11 +193,7 @@ fn standard_pipeline_builds_the_graph_and_reruns_from_cache() {
             continue;
         }
         let bytes = fs::read(&path).unwrap();
-        assert!(
-            !String::from_utf8_lossy(&bytes).contains("sk-test-secret-777"),
-            "{} leaks the key",
-            path.display()
-        );
+        assert!(!String::from_utf8_lossy(&bytes).contains("sk-test-secret-777"), "{} leaks the key", path.display());
     }
 }
 
@@ -252,18 +201,8 @@ fn standard_pipeline_builds_the_graph_and_reruns_from_cache() {
 fn faults_are_ridden_out_and_malformed_records_counted() {
     let mock = MockServer::start(MockConfig {
         faults: vec![
-            FaultRule {
-                kind: FaultKind::RateLimit { retry_after_ms: 2 },
-                first: Some(3),
-                every: None,
-                endpoint: None,
-            },
-            FaultRule {
-                kind: FaultKind::Truncated,
-                first: None,
-                every: Some(5),
-                endpoint: None,
-            },
+            FaultRule { kind: FaultKind::RateLimit { retry_after_ms: 2 }, first: Some(3), every: None, endpoint: None },
+            FaultRule { kind: FaultKind::Truncated, first: None, every: Some(5), endpoint: None },
         ],
         ..MockConfig::default()
     })
@@ -272,13 +211,7 @@ fn faults_are_ridden_out_and_malformed_records_counted() {
     let o = index(dir.path(), &["--method", "standard"]);
     assert!(o.status.success(), "{}", text(&o));
     let s = stats(dir.path());
-    assert!(
-        s["llm"]["default_completion_model"]["retries"]
-            .as_u64()
-            .unwrap()
-            >= 3,
-        "{s}"
-    );
+    assert!(s["llm"]["default_completion_model"]["retries"].as_u64().unwrap() >= 3, "{s}");
     assert!(read(&dir.path().join("output/entities.parquet")).num_rows() > 0);
 }
 
@@ -297,24 +230,13 @@ fn a_down_server_fails_with_a_clear_message_and_resume_finishes_later() {
     let dir = project(&mock);
     let settings = fs::read_to_string(dir.path().join("settings.yaml"))
         .unwrap()
-        .replace(
-            "max_retry_wait: 0.05",
-            "max_retry_wait: 0.05\n    max_retries: 2",
-        );
+        .replace("max_retry_wait: 0.05", "max_retry_wait: 0.05\n    max_retries: 2");
     fs::write(dir.path().join("settings.yaml"), settings).unwrap();
     let o = index(dir.path(), &["--method", "standard"]);
     assert!(!o.status.success());
-    let last = String::from_utf8_lossy(&o.stderr)
-        .trim_end()
-        .lines()
-        .last()
-        .unwrap_or("")
-        .to_string();
+    let last = String::from_utf8_lossy(&o.stderr).trim_end().lines().last().unwrap_or("").to_string();
     // Extraction and claims run concurrently; either reports the outage first.
-    assert!(
-        (last.contains("extract_graph") || last.contains("extract_claims")) && last.contains("503"),
-        "{last}"
-    );
+    assert!((last.contains("extract_graph") || last.contains("extract_claims")) && last.contains("503"), "{last}");
     assert!(!last.contains("sk-test-secret-777"));
 
     mock.set_faults(vec![]);
@@ -342,23 +264,17 @@ fn fast_method_needs_no_llm() {
     assert_eq!(stats(dir.path())["pipeline"], "fast");
     let reports = read(&dir.path().join("output/community_reports.parquet"));
     assert!(reports.num_rows() > 0);
-    let explanations =
-        graphrag_engine::table::strings(&reports, "community_reports", "rating_explanation")
-            .unwrap();
-    assert!(
-        explanations
-            .iter()
-            .all(|e| e.starts_with("Extractive report")),
-        "labelled as extractive"
-    );
+    let explanations = graphrag_engine::table::strings(&reports, "community_reports", "rating_explanation").unwrap();
+    assert!(explanations.iter().all(|e| e.starts_with("Extractive report")), "labelled as extractive");
+    // Local embeddings (all-MiniLM-L6-v2, 384 dimensions) of every text unit.
+    let vectors = read(&dir.path().join("output/embeddings.text_unit_text.parquet"));
+    assert_eq!(columns(&vectors), ["id:LargeUtf8", "vector:FixedSizeList(384 x Float32)"]);
+    assert_eq!(vectors.num_rows(), read(&dir.path().join("output/text_units.parquet")).num_rows());
 
     let o = index(dir.path(), &["--method", "standard"]);
     assert!(!o.status.success());
     let err = text(&o);
-    assert!(
-        err.contains("no chat model configured") && err.contains("--method fast"),
-        "{err}"
-    );
+    assert!(err.contains("no chat model configured") && err.contains("--method fast"), "{err}");
 }
 
 fn walk(dir: &Path) -> Vec<std::path::PathBuf> {

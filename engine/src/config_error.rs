@@ -15,18 +15,8 @@ pub struct ConfigError {
 }
 
 impl ConfigError {
-    pub fn new(
-        file: &Path,
-        line: Option<usize>,
-        path: impl Into<String>,
-        message: impl Into<String>,
-    ) -> Self {
-        ConfigError {
-            file: file.to_path_buf(),
-            line,
-            path: path.into(),
-            message: message.into(),
-        }
+    pub fn new(file: &Path, line: Option<usize>, path: impl Into<String>, message: impl Into<String>) -> Self {
+        ConfigError { file: file.to_path_buf(), line, path: path.into(), message: message.into() }
     }
 
     /// Builds the error from a serde_yaml_ng deserialization failure tracked by
@@ -74,10 +64,7 @@ pub(crate) fn explain(raw: &str) -> String {
     if let Some(i) = msg.find(": unknown ") {
         msg = msg[i + 2..].to_string();
     }
-    if let Some(rest) = msg
-        .strip_prefix("unknown field `")
-        .or_else(|| msg.strip_prefix("unknown variant `"))
-    {
+    if let Some(rest) = msg.strip_prefix("unknown field `").or_else(|| msg.strip_prefix("unknown variant `")) {
         let typo = rest.split('`').next().unwrap_or("");
         let expected: Vec<&str> = rest.split('`').skip(2).step_by(2).collect();
         let hint = graphrag_operations::suggest::did_you_mean(typo, expected.iter().copied());
@@ -94,12 +81,7 @@ mod tests {
 
     #[test]
     fn explains_unknown_fields() {
-        let m = explain(
-            "chunking: unknown field `sise`, expected one of `size`, `overlap` at line 3 column 3",
-        );
-        assert_eq!(
-            m,
-            "unknown field `sise`, expected one of `size`, `overlap` (did you mean `size`?)"
-        );
+        let m = explain("chunking: unknown field `sise`, expected one of `size`, `overlap` at line 3 column 3");
+        assert_eq!(m, "unknown field `sise`, expected one of `size`, `overlap` (did you mean `size`?)");
     }
 }

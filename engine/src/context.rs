@@ -67,10 +67,7 @@ fn walk(root: &Path, dir: &Path, out: &mut Vec<FileEntry>) -> anyhow::Result<()>
             walk(root, &p, out)?;
         } else if meta.is_file() {
             let rel = p.strip_prefix(root).unwrap_or(&p);
-            let rel: Vec<String> = rel
-                .components()
-                .map(|c| c.as_os_str().to_string_lossy().into_owned())
-                .collect();
+            let rel: Vec<String> = rel.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
             out.push(FileEntry {
                 path: rel.join("/"),
                 size: meta.len(),
@@ -113,8 +110,7 @@ impl ProjectFiles for LocalProject {
 
     fn write_output(&self, name: &str, bytes: &[u8]) -> anyhow::Result<()> {
         let path = self.output_dir.join(name);
-        crate::store::atomic_write(&path, bytes)
-            .with_context(|| format!("writing {}", path.display()))
+        crate::store::atomic_write(&path, bytes).with_context(|| format!("writing {}", path.display()))
     }
 }
 
@@ -129,14 +125,7 @@ pub struct VerbContext<'a> {
 
 impl<'a> VerbContext<'a> {
     pub fn new(step_id: &'a str, files: &'a dyn FileSource, counters: &'a StepCounters) -> Self {
-        VerbContext {
-            step_id,
-            files,
-            counters,
-            project: None,
-            llm: None,
-            progress: None,
-        }
+        VerbContext { step_id, files, counters, project: None, llm: None, progress: None }
     }
 
     pub fn with_project(mut self, project: Option<&'a dyn ProjectFiles>) -> Self {
@@ -156,10 +145,7 @@ impl<'a> VerbContext<'a> {
 
     fn project(&self) -> anyhow::Result<&'a dyn ProjectFiles> {
         self.project.ok_or_else(|| {
-            anyhow::anyhow!(
-                "step `{}` needs project files, which this run was started without",
-                self.step_id
-            )
+            anyhow::anyhow!("step `{}` needs project files, which this run was started without", self.step_id)
         })
     }
 
@@ -176,22 +162,13 @@ impl<'a> VerbContext<'a> {
 
     /// Adds `n` to a named counter of this step (reported in stats.json).
     pub fn count(&self, name: &str, n: u64) {
-        *self
-            .counters
-            .counts
-            .lock()
-            .unwrap()
-            .entry(name.to_string())
-            .or_default() += n;
+        *self.counters.counts.lock().unwrap().entry(name.to_string()).or_default() += n;
     }
 
     /// The project's models (chat and embedding).
     pub fn llm(&self) -> anyhow::Result<&'a LlmService> {
         self.llm.ok_or_else(|| {
-            anyhow::anyhow!(
-                "step `{}` needs the LLM layer, which this run was started without",
-                self.step_id
-            )
+            anyhow::anyhow!("step `{}` needs the LLM layer, which this run was started without", self.step_id)
         })
     }
 
@@ -202,11 +179,9 @@ impl<'a> VerbContext<'a> {
         };
         let bar = multi.add(ProgressBar::new(len));
         bar.set_style(
-            ProgressStyle::with_template(
-                "{prefix:>12} [{bar:30}] {pos}/{len} {msg} ({elapsed}, eta {eta})",
-            )
-            .unwrap_or_else(|_| ProgressStyle::default_bar())
-            .progress_chars("=> "),
+            ProgressStyle::with_template("{prefix:>12} [{bar:30}] {pos}/{len} {msg} ({elapsed}, eta {eta})")
+                .unwrap_or_else(|_| ProgressStyle::default_bar())
+                .progress_chars("=> "),
         );
         bar.set_prefix(self.step_id.to_string());
         bar.set_message(what.to_string());

@@ -48,12 +48,7 @@ pub fn substitute(
             out.push_str(&rest[..start]);
             let after = &rest[start + 2..];
             let Some(end) = after.find('}') else {
-                return Err(ConfigError::new(
-                    file,
-                    Some(i + 1),
-                    "",
-                    "unterminated `${` (expected `${NAME}`)",
-                ));
+                return Err(ConfigError::new(file, Some(i + 1), "", "unterminated `${` (expected `${NAME}`)"));
             };
             let name = &after[..end];
             let value = lookup(name).or_else(|| dotenv.get(name).cloned()).ok_or_else(|| {
@@ -90,13 +85,7 @@ mod tests {
         let dotenv = parse_dotenv("KEY=fromfile\nOTHER=x");
         let lookup = |n: &str| (n == "KEY").then(|| "fromenv".to_string());
         let f = Path::new("settings.yaml");
-        let s = substitute(
-            "a: ${KEY}\nb: ${OTHER}-y\n# c: ${MISSING}\n",
-            f,
-            &dotenv,
-            lookup,
-        )
-        .unwrap();
+        let s = substitute("a: ${KEY}\nb: ${OTHER}-y\n# c: ${MISSING}\n", f, &dotenv, lookup).unwrap();
         assert_eq!(s, "a: fromenv\nb: x-y\n# c: ${MISSING}\n");
         let err = substitute("a: 1\nb: ${MISSING}\n", f, &dotenv, lookup).unwrap_err();
         assert_eq!(err.line, Some(2));

@@ -66,12 +66,7 @@ impl Plan {
 }
 
 /// Parses, resolves and validates a pipeline.
-pub fn load(
-    file: &Path,
-    text: &str,
-    settings: &Settings,
-    registry: &Registry,
-) -> Result<Plan, ConfigError> {
+pub fn load(file: &Path, text: &str, settings: &Settings, registry: &Registry) -> Result<Plan, ConfigError> {
     let de = serde_yaml_ng::Deserializer::from_str(text);
     let parsed: PipelineFile = serde_path_to_error::deserialize(de).map_err(|e| {
         let mut err = ConfigError::from_yaml(file, e);
@@ -81,9 +76,7 @@ pub fn load(
         err
     })?;
     let settings_json = serde_json::to_value(settings).expect("settings serialise");
-    let at = |path: &str, msg: String| {
-        ConfigError::new(file, yaml_lines::line_of(text, path), path, msg)
-    };
+    let at = |path: &str, msg: String| ConfigError::new(file, yaml_lines::line_of(text, path), path, msg);
 
     let mut seen_ids = BTreeSet::new();
     let mut producer: HashMap<String, usize> = HashMap::new();
@@ -92,30 +85,18 @@ pub fn load(
         let here = format!("steps[{i}]");
         let step_msg = |m: String| format!("step `{}`: {m}", s.id);
         if !seen_ids.insert(s.id.clone()) {
-            return Err(at(
-                &format!("{here}.id"),
-                step_msg("duplicate step id".into()),
-            ));
+            return Err(at(&format!("{here}.id"), step_msg("duplicate step id".into())));
         }
         let Some(info) = registry.info(&s.verb) else {
-            let msg = match registry.planned_note(&s.verb) {
-                Some(note) => format!(
-                    "verb `{}` is not built yet in this version of graphrag-rs ({note})",
-                    s.verb
-                ),
-                None => format!(
-                    "unknown verb `{}`{}; known verbs: {}",
-                    s.verb,
-                    did_you_mean(&s.verb, registry.names()),
-                    registry.names().collect::<Vec<_>>().join(", ")
-                ),
-            };
+            let msg = format!(
+                "unknown verb `{}`{}; known verbs: {}",
+                s.verb,
+                did_you_mean(&s.verb, registry.names()),
+                registry.names().collect::<Vec<_>>().join(", ")
+            );
             return Err(at(&format!("{here}.verb"), step_msg(msg)));
         };
-        for (what, declared, roles) in [
-            ("input", &s.inputs, info.inputs),
-            ("output", &s.outputs, info.outputs),
-        ] {
+        for (what, declared, roles) in [("input", &s.inputs, info.inputs), ("output", &s.outputs, info.outputs)] {
             if declared.len() != roles.len() {
                 return Err(at(
                     &format!("{here}.{what}s"),
@@ -134,37 +115,20 @@ pub fn load(
                 let other_id: &String = &steps_id(&steps, other);
                 return Err(at(
                     &format!("{here}.outputs"),
-                    step_msg(format!(
-                        "table `{out}` is already produced by step `{other_id}` (duplicate output)"
-                    )),
+                    step_msg(format!("table `{out}` is already produced by step `{other_id}` (duplicate output)")),
                 ));
             }
             producer.insert(out.clone(), i);
         }
         let args = resolve(&s.args, &settings_json, "").map_err(|(p, m)| {
-            let path = if p.is_empty() {
-                format!("{here}.args")
-            } else {
-                format!("{here}.args.{p}")
-            };
+            let path = if p.is_empty() { format!("{here}.args") } else { format!("{here}.args.{p}") };
             at(&path, step_msg(m))
         })?;
-        let verb = registry
-            .build(&s.verb, args.clone())
-            .expect("verb is registered")
-            .map_err(|e| {
-                let path = if e.path.is_empty() {
-                    format!("{here}.args")
-                } else {
-                    format!("{here}.args.{}", e.path)
-                };
-                let arg = if e.path.is_empty() {
-                    String::new()
-                } else {
-                    format!("arg `{}`: ", e.path)
-                };
-                at(&path, step_msg(format!("{arg}{}", e.message)))
-            })?;
+        let verb = registry.build(&s.verb, args.clone()).expect("verb is registered").map_err(|e| {
+            let path = if e.path.is_empty() { format!("{here}.args") } else { format!("{here}.args.{}", e.path) };
+            let arg = if e.path.is_empty() { String::new() } else { format!("arg `{}`: ", e.path) };
+            at(&path, step_msg(format!("{arg}{}", e.message)))
+        })?;
         steps.push(Step {
             line: yaml_lines::line_of(text, &here),
             id: s.id,
@@ -197,10 +161,7 @@ pub fn load(
     }
     for table in &parsed.outputs {
         if !producer.contains_key(table) {
-            return Err(at(
-                "outputs",
-                format!("published table `{table}` is not produced by any step"),
-            ));
+            return Err(at("outputs", format!("published table `{table}` is not produced by any step")));
         }
     }
     let steps = order(steps).map_err(|cycle| {
@@ -210,11 +171,7 @@ pub fn load(
             "steps",
             format!(
                 "steps form a cycle: {}",
-                cycle
-                    .iter()
-                    .map(|(id, _)| format!("`{id}`"))
-                    .collect::<Vec<_>>()
-                    .join(" → ")
+                cycle.iter().map(|(id, _)| format!("`{id}`")).collect::<Vec<_>>().join(" → ")
             ),
         )
     })?;
@@ -258,20 +215,12 @@ fn order(steps: Vec<Step>) -> Result<Vec<Step>, Vec<(String, Option<usize>)>> {
         let mut path = vec![(0..n).find(|&i| indegree[i] > 0).unwrap_or(0)];
         loop {
             let cur = *path.last().unwrap();
-            let next = steps[cur]
-                .deps
-                .iter()
-                .copied()
-                .find(|&d| indegree[d] > 0)
-                .unwrap_or(cur);
+            let next = steps[cur].deps.iter().copied().find(|&d| indegree[d] > 0).unwrap_or(cur);
             if let Some(pos) = path.iter().position(|&p| p == next) {
                 let mut cycle: Vec<usize> = path[pos..].to_vec();
                 cycle.reverse();
                 cycle.push(cycle[0]);
-                return Err(cycle
-                    .into_iter()
-                    .map(|i| (steps[i].id.clone(), steps[i].line))
-                    .collect());
+                return Err(cycle.into_iter().map(|i| (steps[i].id.clone(), steps[i].line)).collect());
             }
             path.push(next);
         }
@@ -307,11 +256,7 @@ fn resolve(value: &Value, settings: &Value, path: &str) -> Result<Value, (String
         Value::Object(map) => {
             let mut out = serde_json::Map::new();
             for (k, v) in map {
-                let p = if path.is_empty() {
-                    k.clone()
-                } else {
-                    format!("{path}.{k}")
-                };
+                let p = if path.is_empty() { k.clone() } else { format!("{path}.{k}") };
                 out.insert(k.clone(), resolve(v, settings, &p)?);
             }
             Ok(Value::Object(out))
@@ -327,10 +272,8 @@ fn resolve_str(s: &str, settings: &Value) -> Result<Value, String> {
             cur = match cur.get(part) {
                 Some(v) => v,
                 None => {
-                    let known: Vec<&str> = cur
-                        .as_object()
-                        .map(|m| m.keys().map(String::as_str).collect())
-                        .unwrap_or_default();
+                    let known: Vec<&str> =
+                        cur.as_object().map(|m| m.keys().map(String::as_str).collect()).unwrap_or_default();
                     return Err(format!(
                         "`${{{key}}}` does not name a setting (no `{part}`){}",
                         did_you_mean(part, known.iter().copied())
@@ -349,9 +292,7 @@ fn resolve_str(s: &str, settings: &Value) -> Result<Value, String> {
     while let Some(start) = rest.find("${") {
         out.push_str(&rest[..start]);
         let after = &rest[start + 2..];
-        let end = after
-            .find('}')
-            .ok_or_else(|| format!("unterminated `${{` in `{s}`"))?;
+        let end = after.find('}').ok_or_else(|| format!("unterminated `${{` in `{s}`"))?;
         match lookup(&after[..end])? {
             Value::String(v) => out.push_str(&v),
             other => out.push_str(&other.to_string()),
@@ -387,47 +328,26 @@ mod tests {
 
     #[test]
     fn unknown_verb_names_step_line_and_suggests() {
-        let (line, msg) = err(&format!(
-            "{HEAD}  - id: s\n    verb: sourse\n    outputs: [b]\n"
-        ));
+        let (line, msg) = err(&format!("{HEAD}  - id: s\n    verb: sourse\n    outputs: [b]\n"));
         assert_eq!(line, Some(5));
-        assert!(
-            msg.contains("step `s`") && msg.contains("did you mean `source`"),
-            "{msg}"
-        );
+        assert!(msg.contains("step `s`") && msg.contains("did you mean `source`"), "{msg}");
         assert!(msg.starts_with("pipe.yaml:5"), "{msg}");
     }
 
     #[test]
-    fn planned_verb_says_not_built() {
-        let (_, msg) = err(&format!(
-            "{HEAD}  - id: x\n    verb: entity_extract\n    inputs: [a]\n    outputs: [b, c]\n"
-        ));
-        assert!(msg.contains("not built yet"), "{msg}");
-    }
-
-    #[test]
     fn unknown_arg_names_step_line_and_suggests() {
-        let (line, msg) = err(&format!(
-            "{HEAD}  - id: s\n    verb: source\n    outputs: [b]\n    args:\n      valeu: 3\n"
-        ));
+        let (line, msg) =
+            err(&format!("{HEAD}  - id: s\n    verb: source\n    outputs: [b]\n    args:\n      valeu: 3\n"));
         assert_eq!(line, Some(8), "{msg}");
-        assert!(
-            msg.contains("step `s`") && msg.contains("did you mean `value`"),
-            "{msg}"
-        );
+        assert!(msg.contains("step `s`") && msg.contains("did you mean `value`"), "{msg}");
     }
 
     #[test]
     fn wrong_arg_type_names_the_arg() {
-        let (line, msg) = err(&format!(
-            "{HEAD}  - id: s\n    verb: source\n    outputs: [b]\n    args:\n      value: many\n"
-        ));
+        let (line, msg) =
+            err(&format!("{HEAD}  - id: s\n    verb: source\n    outputs: [b]\n    args:\n      value: many\n"));
         assert_eq!(line, Some(8), "{msg}");
-        assert!(
-            msg.contains("arg `value`") && msg.contains("invalid type"),
-            "{msg}"
-        );
+        assert!(msg.contains("arg `value`") && msg.contains("invalid type"), "{msg}");
     }
 
     #[test]
@@ -453,10 +373,7 @@ mod tests {
         };
         let (line, msg) = err(&two("c", "b"));
         assert_eq!(line, Some(10));
-        assert!(
-            msg.contains("duplicate output") && msg.contains("step `a`"),
-            "{msg}"
-        );
+        assert!(msg.contains("duplicate output") && msg.contains("step `a`"), "{msg}");
         let (line, msg) = err(&two("a", "z"));
         assert_eq!(line, Some(8));
         assert!(msg.contains("duplicate step id"), "{msg}");
@@ -467,18 +384,13 @@ mod tests {
         let (line, msg) = err(&format!(
             "{HEAD}  - id: x\n    verb: scale\n    inputs: [b]\n    outputs: [a]\n  - id: y\n    verb: scale\n    inputs: [a]\n    outputs: [b]\n"
         ));
-        assert!(
-            msg.contains("cycle") && msg.contains("`x`") && msg.contains("`y`"),
-            "{msg}"
-        );
+        assert!(msg.contains("cycle") && msg.contains("`x`") && msg.contains("`y`"), "{msg}");
         assert!(line == Some(4) || line == Some(8), "{msg}");
     }
 
     #[test]
     fn wrong_number_of_inputs() {
-        let (line, msg) = err(&format!(
-            "{HEAD}  - id: s\n    verb: source\n    inputs: [q]\n    outputs: [b]\n"
-        ));
+        let (line, msg) = err(&format!("{HEAD}  - id: s\n    verb: source\n    inputs: [q]\n    outputs: [b]\n"));
         assert_eq!(line, Some(6), "{msg}");
         assert!(msg.contains("takes 0 input(s)"), "{msg}");
     }
@@ -504,12 +416,12 @@ mod tests {
 
     #[test]
     fn unknown_step_key_and_unpublished_output() {
-        let (line, msg) = err(&format!(
-            "{HEAD}  - id: s\n    verb: source\n    output: [b]\n"
-        ));
+        let (line, msg) = err(&format!("{HEAD}  - id: s\n    verb: source\n    output: [b]\n"));
         assert!(msg.contains("did you mean `outputs`"), "{msg}");
         assert!(line.is_some(), "{msg}");
-        let (line, msg) = err("name: t\noutputs: [zzz]\nsteps:\n  - id: s\n    verb: source\n    outputs: [b]\n    args: {value: 1}\n");
+        let (line, msg) = err(
+            "name: t\noutputs: [zzz]\nsteps:\n  - id: s\n    verb: source\n    outputs: [b]\n    args: {value: 1}\n",
+        );
         assert_eq!(line, Some(2));
         assert!(msg.contains("`zzz` is not produced"), "{msg}");
     }

@@ -26,10 +26,7 @@ fn python_placeholder() -> &'static Regex {
 
 impl PromptTemplate {
     pub fn new(source: impl Into<String>, text: impl Into<String>) -> Self {
-        PromptTemplate {
-            source: source.into(),
-            text: text.into(),
-        }
+        PromptTemplate { source: source.into(), text: text.into() }
     }
 
     /// GraphRAG's Python format strings have no `{{ name }}` placeholders.
@@ -45,33 +42,27 @@ impl PromptTemplate {
         let mut env = minijinja::Environment::new();
         env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
         env.set_keep_trailing_newline(true);
-        env.add_template("prompt", &self.text)
-            .map_err(|e| anyhow::anyhow!("prompt {}: {e}", self.source))?;
+        env.add_template("prompt", &self.text).map_err(|e| anyhow::anyhow!("prompt {}: {e}", self.source))?;
         let tmpl = env.get_template("prompt").expect("just added");
-        tmpl.render(vars)
-            .map_err(|e| anyhow::anyhow!("prompt {}: {e}", self.source))
+        tmpl.render(vars).map_err(|e| anyhow::anyhow!("prompt {}: {e}", self.source))
     }
 
     fn render_python(&self, vars: &BTreeMap<&str, Value>) -> anyhow::Result<String> {
         let mut missing = None;
-        let out =
-            python_placeholder().replace_all(&self.text, |c: &regex::Captures| match c.get(1) {
-                None if &c[0] == "{{" => "{".to_string(),
-                None => "}".to_string(),
-                Some(name) => match vars.get(name.as_str()) {
-                    Some(Value::String(s)) => s.clone(),
-                    Some(other) => other.to_string(),
-                    None => {
-                        missing.get_or_insert_with(|| name.as_str().to_string());
-                        c[0].to_string()
-                    }
-                },
-            });
+        let out = python_placeholder().replace_all(&self.text, |c: &regex::Captures| match c.get(1) {
+            None if &c[0] == "{{" => "{".to_string(),
+            None => "}".to_string(),
+            Some(name) => match vars.get(name.as_str()) {
+                Some(Value::String(s)) => s.clone(),
+                Some(other) => other.to_string(),
+                None => {
+                    missing.get_or_insert_with(|| name.as_str().to_string());
+                    c[0].to_string()
+                }
+            },
+        });
         match missing {
-            Some(name) => anyhow::bail!(
-                "prompt {}: no value for placeholder `{{{name}}}`",
-                self.source
-            ),
+            Some(name) => anyhow::bail!("prompt {}: no value for placeholder `{{{name}}}`", self.source),
             None => Ok(out.into_owned()),
         }
     }
@@ -82,43 +73,24 @@ mod tests {
     use super::*;
 
     fn vars() -> BTreeMap<&'static str, Value> {
-        BTreeMap::from([
-            ("input_text", Value::from("Scrooge met Marley.")),
-            ("max_length", Value::from(200)),
-        ])
+        BTreeMap::from([("input_text", Value::from("Scrooge met Marley.")), ("max_length", Value::from(200))])
     }
 
     #[test]
     fn renders_minijinja_templates() {
-        let t = PromptTemplate::new(
-            "t",
-            "Text: {{ input_text }}\nLimit {{max_length}} words. JSON: {\"a\": 1}\n",
-        );
+        let t = PromptTemplate::new("t", "Text: {{ input_text }}\nLimit {{max_length}} words. JSON: {\"a\": 1}\n");
         assert!(!t.is_graphrag_format());
-        assert_eq!(
-            t.render(&vars()).unwrap(),
-            "Text: Scrooge met Marley.\nLimit 200 words. JSON: {\"a\": 1}\n"
-        );
-        let missing = PromptTemplate::new("t", "{{ nope }}")
-            .render(&vars())
-            .unwrap_err();
+        assert_eq!(t.render(&vars()).unwrap(), "Text: Scrooge met Marley.\nLimit 200 words. JSON: {\"a\": 1}\n");
+        let missing = PromptTemplate::new("t", "{{ nope }}").render(&vars()).unwrap_err();
         assert!(missing.to_string().contains("prompt t"), "{missing}");
     }
 
     #[test]
     fn renders_graphrag_python_format_files() {
-        let t = PromptTemplate::new(
-            "g",
-            "Return {{\"title\": \"...\"}} for {input_text} in {max_length} words",
-        );
+        let t = PromptTemplate::new("g", "Return {{\"title\": \"...\"}} for {input_text} in {max_length} words");
         assert!(t.is_graphrag_format());
-        assert_eq!(
-            t.render(&vars()).unwrap(),
-            "Return {\"title\": \"...\"} for Scrooge met Marley. in 200 words"
-        );
-        let err = PromptTemplate::new("g", "{entity_types}")
-            .render(&vars())
-            .unwrap_err();
+        assert_eq!(t.render(&vars()).unwrap(), "Return {\"title\": \"...\"} for Scrooge met Marley. in 200 words");
+        let err = PromptTemplate::new("g", "{entity_types}").render(&vars()).unwrap_err();
         assert!(err.to_string().contains("{entity_types}"), "{err}");
     }
 
@@ -129,10 +101,7 @@ mod tests {
             let name = entry.file_name().to_string_lossy().to_string();
             if name.ends_with(".txt") && !name.contains("loop") && !name.contains("knowledge") {
                 let t = PromptTemplate::new(&name, std::fs::read_to_string(entry.path()).unwrap());
-                assert!(
-                    !t.is_graphrag_format(),
-                    "{name} has no minijinja placeholder"
-                );
+                assert!(!t.is_graphrag_format(), "{name} has no minijinja placeholder");
             }
         }
     }

@@ -61,10 +61,7 @@ fn state_path(output_dir: &Path) -> PathBuf {
 }
 
 fn load_state(output_dir: &Path) -> State {
-    std::fs::read(state_path(output_dir))
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok())
-        .unwrap_or_default()
+    std::fs::read(state_path(output_dir)).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default()
 }
 
 /// What `--resume` would do with each step, without running anything.
@@ -75,12 +72,9 @@ pub fn resume_preview(plan: &Plan, ws: &Workspace) -> anyhow::Result<Vec<bool>> 
     let mut skip = Vec::with_capacity(plan.steps.len());
     for step in &plan.steps {
         let ctx = ws.context(step, &counters);
-        let inputs: Option<Vec<String>> =
-            step.inputs.iter().map(|t| hashes.get(t).cloned()).collect();
+        let inputs: Option<Vec<String>> = step.inputs.iter().map(|t| hashes.get(t).cloned()).collect();
         let reusable = match inputs {
-            Some(inputs) => {
-                reusable_outputs(plan, ws, &state, step, &step_hash(step, &inputs, &ctx)?)
-            }
+            Some(inputs) => reusable_outputs(plan, ws, &state, step, &step_hash(step, &inputs, &ctx)?),
             None => None,
         };
         skip.push(reusable.is_some());
@@ -92,11 +86,7 @@ pub fn resume_preview(plan: &Plan, ws: &Workspace) -> anyhow::Result<Vec<bool>> 
 fn step_hash(step: &Step, input_hashes: &[String], ctx: &VerbContext) -> anyhow::Result<String> {
     let args = serde_json::to_string(&step.args)?;
     let external = step.verb.external_fingerprint(ctx)?.unwrap_or_default();
-    let mut parts: Vec<&[u8]> = vec![
-        step.info.name.as_bytes(),
-        args.as_bytes(),
-        external.as_bytes(),
-    ];
+    let mut parts: Vec<&[u8]> = vec![step.info.name.as_bytes(), args.as_bytes(), external.as_bytes()];
     for name in &step.outputs {
         parts.push(name.as_bytes());
     }
@@ -145,35 +135,22 @@ impl Shared<'_> {
         }
         let path = store::table_path(&self.ws.output_dir, name, self.plan.is_published(name));
         let t = Arc::new(store::read_table(&path)?);
-        self.tables
-            .lock()
-            .unwrap()
-            .insert(name.to_string(), t.clone());
+        self.tables.lock().unwrap().insert(name.to_string(), t.clone());
         Ok(t)
     }
 
     fn execute(&self, step: &Step) -> anyhow::Result<StepStats> {
         let started = Instant::now();
         let counters = StepCounters::default();
-        let ctx = self
-            .ws
-            .context(step, &counters)
-            .with_progress(self.progress.as_ref());
+        let ctx = self.ws.context(step, &counters).with_progress(self.progress.as_ref());
         let input_hashes: Vec<String> = {
             let hashes = self.hashes.lock().unwrap();
-            step.inputs
-                .iter()
-                .map(|t| hashes.get(t).cloned().unwrap_or_default())
-                .collect()
+            step.inputs.iter().map(|t| hashes.get(t).cloned().unwrap_or_default()).collect()
         };
         let hash = step_hash(step, &input_hashes, &ctx)?;
-        let mut stats = StepStats {
-            verb: step.info.name.to_string(),
-            ..StepStats::default()
-        };
+        let mut stats = StepStats { verb: step.info.name.to_string(), ..StepStats::default() };
         if self.opts.resume {
-            let reusable =
-                reusable_outputs(self.plan, self.ws, &self.state.lock().unwrap(), step, &hash);
+            let reusable = reusable_outputs(self.plan, self.ws, &self.state.lock().unwrap(), step, &hash);
             if let Some(outputs) = reusable {
                 tracing::info!(step = %step.id, "unchanged since the last run: skipped (--resume)");
                 self.hashes.lock().unwrap().extend(outputs);
@@ -182,11 +159,7 @@ impl Shared<'_> {
                 return Ok(stats);
             }
         }
-        let inputs = step
-            .inputs
-            .iter()
-            .map(|t| self.table(t))
-            .collect::<anyhow::Result<Vec<_>>>()?;
+        let inputs = step.inputs.iter().map(|t| self.table(t)).collect::<anyhow::Result<Vec<_>>>()?;
         stats.rows_in = inputs.iter().map(|t| t.num_rows() as u64).sum();
         tracing::info!(step = %step.id, verb = step.info.name, "running");
         let outputs = step.verb.run(&inputs, &ctx)?;
@@ -205,20 +178,11 @@ impl Shared<'_> {
             stats.rows_out += table.num_rows() as u64;
             recorded.insert(name.clone(), h.clone());
             self.hashes.lock().unwrap().insert(name.clone(), h);
-            self.tables
-                .lock()
-                .unwrap()
-                .insert(name.clone(), Arc::new(table));
+            self.tables.lock().unwrap().insert(name.clone(), Arc::new(table));
         }
         {
             let mut state = self.state.lock().unwrap();
-            state.steps.insert(
-                step.id.clone(),
-                StepState {
-                    hash,
-                    outputs: recorded,
-                },
-            );
+            state.steps.insert(step.id.clone(), StepState { hash, outputs: recorded });
             let bytes = serde_json::to_vec_pretty(&*state)?;
             store::atomic_write(&state_path(&self.ws.output_dir), &bytes)?;
         }
@@ -253,10 +217,7 @@ pub fn run(plan: &Plan, ws: &Workspace, opts: &RunOptions) -> anyhow::Result<Run
     let n = plan.steps.len();
     let mut done = vec![false; n];
     let mut started_steps = vec![false; n];
-    let mut stats = RunStats {
-        pipeline: plan.name.clone(),
-        ..RunStats::default()
-    };
+    let mut stats = RunStats { pipeline: plan.name.clone(), ..RunStats::default() };
     let mut failure: Option<anyhow::Error> = None;
     let (tx, rx) = mpsc::channel::<(usize, anyhow::Result<StepStats>)>();
     std::thread::scope(|scope| {
@@ -288,10 +249,7 @@ pub fn run(plan: &Plan, ws: &Workspace, opts: &RunOptions) -> anyhow::Result<Run
                 }
                 Err(e) => {
                     if failure.is_none() {
-                        failure = Some(e.context(format!(
-                            "step `{}` (verb `{}`) failed",
-                            step.id, step.info.name
-                        )));
+                        failure = Some(e.context(format!("step `{}` (verb `{}`) failed", step.id, step.info.name)));
                     }
                 }
             }
@@ -303,15 +261,9 @@ pub fn run(plan: &Plan, ws: &Workspace, opts: &RunOptions) -> anyhow::Result<Run
     stats.total_runtime = started.elapsed().as_secs_f64();
     stats.sum_llm_usage();
     if plan.is_published("documents") {
-        stats.num_documents = shared
-            .table("documents")
-            .map(|t| t.num_rows() as u64)
-            .unwrap_or(0);
+        stats.num_documents = shared.table("documents").map(|t| t.num_rows() as u64).unwrap_or(0);
     }
-    store::atomic_write(
-        &ws.output_dir.join("stats.json"),
-        &serde_json::to_vec_pretty(&stats)?,
-    )?;
+    store::atomic_write(&ws.output_dir.join("stats.json"), &serde_json::to_vec_pretty(&stats)?)?;
     Ok(stats)
 }
 
@@ -324,9 +276,7 @@ mod tests {
     fn workspace(dir: &Path) -> Workspace {
         Workspace {
             output_dir: dir.join("output"),
-            files: Box::new(LocalFiles {
-                root: dir.join("input"),
-            }),
+            files: Box::new(LocalFiles { root: dir.join("input") }),
             project: None,
             llm: None,
         }
@@ -339,11 +289,7 @@ mod tests {
     }
 
     fn statuses(stats: &RunStats) -> Vec<(&str, &str)> {
-        let mut v: Vec<_> = stats
-            .workflows
-            .iter()
-            .map(|(k, s)| (k.as_str(), s.status.as_str()))
-            .collect();
+        let mut v: Vec<_> = stats.workflows.iter().map(|(k, s)| (k.as_str(), s.status.as_str())).collect();
         v.sort();
         v
     }
@@ -357,24 +303,15 @@ mod tests {
     fn resume_skips_unchanged_and_reruns_changed_steps() {
         let dir = tempfile::tempdir().unwrap();
         let ws = workspace(dir.path());
-        let resume = RunOptions {
-            resume: true,
-            progress: false,
-        };
+        let resume = RunOptions { resume: true, progress: false };
         let first = run(&plan(&chain(3, 2)).unwrap(), &ws, &resume).unwrap();
         assert_eq!(statuses(&first), [("scale", "ran"), ("src", "ran")]);
         assert_eq!(scaled(&ws), [6]);
-        assert!(
-            ws.output_dir.join(".steps/raw.parquet").exists(),
-            "intermediate table kept"
-        );
+        assert!(ws.output_dir.join(".steps/raw.parquet").exists(), "intermediate table kept");
 
         let again = run(&plan(&chain(3, 2)).unwrap(), &ws, &resume).unwrap();
         assert_eq!(statuses(&again), [("scale", "skipped"), ("src", "skipped")]);
-        assert_eq!(
-            resume_preview(&plan(&chain(3, 2)).unwrap(), &ws).unwrap(),
-            [true, true]
-        );
+        assert_eq!(resume_preview(&plan(&chain(3, 2)).unwrap(), &ws).unwrap(), [true, true]);
 
         // A changed arg reruns that step only.
         let changed = run(&plan(&chain(3, 5)).unwrap(), &ws, &resume).unwrap();
@@ -382,10 +319,7 @@ mod tests {
         assert_eq!(scaled(&ws), [15]);
 
         // A changed upstream step reruns everything downstream.
-        assert_eq!(
-            resume_preview(&plan(&chain(4, 5)).unwrap(), &ws).unwrap(),
-            [false, false]
-        );
+        assert_eq!(resume_preview(&plan(&chain(4, 5)).unwrap(), &ws).unwrap(), [false, false]);
         let upstream = run(&plan(&chain(4, 5)).unwrap(), &ws, &resume).unwrap();
         assert_eq!(statuses(&upstream), [("scale", "ran"), ("src", "ran")]);
         assert_eq!(scaled(&ws), [20]);
@@ -400,8 +334,7 @@ mod tests {
         let full = run(&plan(&chain(4, 5)).unwrap(), &ws, &RunOptions::default()).unwrap();
         assert_eq!(statuses(&full), [("scale", "ran"), ("src", "ran")]);
         let stats: serde_json::Value =
-            serde_json::from_slice(&std::fs::read(ws.output_dir.join("stats.json")).unwrap())
-                .unwrap();
+            serde_json::from_slice(&std::fs::read(ws.output_dir.join("stats.json")).unwrap()).unwrap();
         assert_eq!(stats["workflows"]["scale"]["rows_out"], 1);
     }
 
@@ -410,12 +343,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let yaml = "name: t\noutputs: [x, y]\nsteps:\n  - id: src\n    verb: source\n    outputs: [raw]\n    args: {value: 1}\n  - id: left\n    verb: rendezvous\n    inputs: [raw]\n    outputs: [x]\n    args: {peers: 2}\n  - id: right\n    verb: rendezvous\n    inputs: [raw]\n    outputs: [y]\n    args: {peers: 2}\n";
         RENDEZVOUS.store(0, Ordering::SeqCst);
-        run(
-            &plan(yaml).unwrap(),
-            &workspace(dir.path()),
-            &RunOptions::default(),
-        )
-        .unwrap();
+        run(&plan(yaml).unwrap(), &workspace(dir.path()), &RunOptions::default()).unwrap();
     }
 
     #[test]
@@ -425,17 +353,10 @@ mod tests {
         let yaml = "name: t\noutputs: [b]\nsteps:\n  - id: src\n    verb: source\n    outputs: [a]\n    args: {value: 1}\n  - id: boom\n    verb: fail\n    inputs: [a]\n    outputs: [b]\n";
         let err = run(&plan(yaml).unwrap(), &ws, &RunOptions::default()).unwrap_err();
         let msg = format!("{err:#}");
-        assert!(
-            msg.contains("step `boom`") && msg.contains("deliberate failure"),
-            "{msg}"
-        );
+        assert!(msg.contains("step `boom`") && msg.contains("deliberate failure"), "{msg}");
         assert!(ws.output_dir.join(".steps/a.parquet").exists());
         assert!(!ws.output_dir.join("b.parquet").exists());
         let preview = resume_preview(&plan(yaml).unwrap(), &ws).unwrap();
-        assert_eq!(
-            preview,
-            [true, false],
-            "a rerun with --resume continues after the finished step"
-        );
+        assert_eq!(preview, [true, false], "a rerun with --resume continues after the finished step");
     }
 }

@@ -3,9 +3,7 @@
 
 use std::sync::Arc;
 
-use arrow_array::builder::{
-    Int64Builder, LargeStringBuilder, ListBuilder, StringBuilder, StructBuilder,
-};
+use arrow_array::builder::{Int64Builder, LargeStringBuilder, ListBuilder, StringBuilder, StructBuilder};
 use arrow_array::{ArrayRef, Float64Array, Int64Array, LargeStringArray};
 use arrow_schema::{DataType, Field, Fields, Schema, SchemaRef};
 
@@ -16,11 +14,7 @@ pub fn text_field(name: &str) -> Field {
 
 /// `list<string>` id columns.
 pub fn id_list_field(name: &str) -> Field {
-    Field::new(
-        name,
-        DataType::List(Arc::new(Field::new("item", DataType::Utf8, true))),
-        true,
-    )
+    Field::new(name, DataType::List(Arc::new(Field::new("item", DataType::Utf8, true))), true)
 }
 
 pub fn int_field(name: &str) -> Field {
@@ -167,11 +161,7 @@ pub fn covariates() -> SchemaRef {
 }
 
 pub fn int_list_field(name: &str) -> Field {
-    Field::new(
-        name,
-        DataType::List(Arc::new(Field::new("item", DataType::Int64, true))),
-        true,
-    )
+    Field::new(name, DataType::List(Arc::new(Field::new("item", DataType::Int64, true))), true)
 }
 
 /// communities.parquet (GraphRAG).
@@ -194,10 +184,7 @@ pub fn communities() -> SchemaRef {
 
 /// The struct of one finding in community_reports.findings.
 pub fn finding_fields() -> Fields {
-    Fields::from(vec![
-        Field::new("explanation", DataType::Utf8, true),
-        Field::new("summary", DataType::Utf8, true),
-    ])
+    Fields::from(vec![Field::new("explanation", DataType::Utf8, true), Field::new("summary", DataType::Utf8, true)])
 }
 
 /// community_reports.parquet (GraphRAG).
@@ -216,11 +203,7 @@ pub fn community_reports() -> SchemaRef {
         text_field("rating_explanation"),
         Field::new(
             "findings",
-            DataType::List(Arc::new(Field::new(
-                "item",
-                DataType::Struct(finding_fields()),
-                true,
-            ))),
+            DataType::List(Arc::new(Field::new("item", DataType::Struct(finding_fields()), true))),
             true,
         ),
         text_field("full_content_json"),
@@ -243,17 +226,16 @@ pub fn int_list_col(rows: impl IntoIterator<Item = Vec<i64>>) -> ArrayRef {
 /// findings: one list of (explanation, summary) pairs per report.
 pub fn findings_col(rows: impl IntoIterator<Item = Vec<(String, String)>>) -> ArrayRef {
     let fields = finding_fields();
-    let mut b = ListBuilder::new(StructBuilder::from_fields(fields.clone(), 0))
-        .with_field(Arc::new(Field::new("item", DataType::Struct(fields), true)));
+    let mut b = ListBuilder::new(StructBuilder::from_fields(fields.clone(), 0)).with_field(Arc::new(Field::new(
+        "item",
+        DataType::Struct(fields),
+        true,
+    )));
     for row in rows {
         for (explanation, summary) in row {
             let s = b.values();
-            s.field_builder::<StringBuilder>(0)
-                .expect("explanation")
-                .append_value(explanation);
-            s.field_builder::<StringBuilder>(1)
-                .expect("summary")
-                .append_value(summary);
+            s.field_builder::<StringBuilder>(0).expect("explanation").append_value(explanation);
+            s.field_builder::<StringBuilder>(1).expect("summary").append_value(summary);
             s.append(true);
         }
         b.append(true);
@@ -266,12 +248,7 @@ pub fn float_col(values: impl IntoIterator<Item = f64>) -> ArrayRef {
 }
 
 pub fn text_col<S: AsRef<str>>(values: impl IntoIterator<Item = S>) -> ArrayRef {
-    Arc::new(
-        values
-            .into_iter()
-            .map(|v| Some(v.as_ref().to_string()))
-            .collect::<LargeStringArray>(),
-    )
+    Arc::new(values.into_iter().map(|v| Some(v.as_ref().to_string())).collect::<LargeStringArray>())
 }
 
 pub fn int_col(values: impl IntoIterator<Item = i64>) -> ArrayRef {

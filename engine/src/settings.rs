@@ -209,10 +209,7 @@ section!(CommunityReportsConfig {
     max_input_length: u32 = 8000,
 });
 
-section!(SnapshotsConfig {
-    graphml: bool = false,
-    embeddings: bool = false,
-});
+section!(SnapshotsConfig { graphml: bool = false, embeddings: bool = false });
 
 section!(LocalSearchConfig {
     prompt: String = prompt("local_search_system_prompt"),
@@ -281,11 +278,7 @@ fn default_completion_models() -> BTreeMap<String, ModelConfig> {
 }
 
 fn default_embedding_models() -> BTreeMap<String, ModelConfig> {
-    let local = ModelConfig {
-        model_provider: s("local"),
-        model: s("all-MiniLM-L6-v2"),
-        ..ModelConfig::default()
-    };
+    let local = ModelConfig { model_provider: s("local"), model: s("all-MiniLM-L6-v2"), ..ModelConfig::default() };
     BTreeMap::from([(s("default_embedding_model"), local)])
 }
 
@@ -329,12 +322,7 @@ pub struct LoadedSettings {
 impl LoadedSettings {
     /// An error about `path` pointing at its line in settings.yaml.
     pub fn error_at(&self, path: &str, message: impl Into<String>) -> ConfigError {
-        ConfigError::new(
-            &self.file,
-            yaml_lines::line_of(&self.text, path),
-            path,
-            message,
-        )
+        ConfigError::new(&self.file, yaml_lines::line_of(&self.text, path), path, message)
     }
 }
 
@@ -343,23 +331,17 @@ pub const SETTINGS_FILE: &str = "settings.yaml";
 /// Loads ROOT/settings.yaml (settings.yml also accepted), substituting
 /// `${VAR}` from the environment and ROOT/.env, and checks the values.
 pub fn load(root: &Path) -> Result<LoadedSettings, ConfigError> {
-    let file = [SETTINGS_FILE, "settings.yml"]
-        .iter()
-        .map(|n| root.join(n))
-        .find(|p| p.exists())
-        .ok_or_else(|| {
-            ConfigError::new(
-                &root.join(SETTINGS_FILE),
-                None,
-                "",
-                "not found (run `graphrag-rs init --root DIR` to create a project)",
-            )
-        })?;
-    let raw = std::fs::read_to_string(&file)
-        .map_err(|e| ConfigError::new(&file, None, "", format!("cannot read: {e}")))?;
-    let dotenv = std::fs::read_to_string(root.join(".env"))
-        .map(|t| env::parse_dotenv(&t))
-        .unwrap_or_default();
+    let file = [SETTINGS_FILE, "settings.yml"].iter().map(|n| root.join(n)).find(|p| p.exists()).ok_or_else(|| {
+        ConfigError::new(
+            &root.join(SETTINGS_FILE),
+            None,
+            "",
+            "not found (run `graphrag-rs init --root DIR` to create a project)",
+        )
+    })?;
+    let raw =
+        std::fs::read_to_string(&file).map_err(|e| ConfigError::new(&file, None, "", format!("cannot read: {e}")))?;
+    let dotenv = std::fs::read_to_string(root.join(".env")).map(|t| env::parse_dotenv(&t)).unwrap_or_default();
     let text = env::substitute(&raw, &file, &dotenv, |k| std::env::var(k).ok())?;
     parse(&file, text)
 }
@@ -378,11 +360,7 @@ pub fn parse(file: &Path, text: String) -> Result<LoadedSettings, ConfigError> {
             err
         })?
     };
-    let loaded = LoadedSettings {
-        settings,
-        file: file.to_path_buf(),
-        text,
-    };
+    let loaded = LoadedSettings { settings, file: file.to_path_buf(), text };
     check(&loaded)?;
     Ok(loaded)
 }
@@ -390,20 +368,12 @@ pub fn parse(file: &Path, text: String) -> Result<LoadedSettings, ConfigError> {
 const FILE_TYPES: [&str; 5] = ["text", "markdown", "csv", "json", "jsonl"];
 const CHUNK_STRATEGIES: [&str; 2] = ["tokens", "sentence"];
 
-fn one_of(
-    loaded: &LoadedSettings,
-    path: &str,
-    value: &str,
-    allowed: &[&str],
-) -> Result<(), ConfigError> {
+fn one_of(loaded: &LoadedSettings, path: &str, value: &str, allowed: &[&str]) -> Result<(), ConfigError> {
     if allowed.contains(&value) {
         return Ok(());
     }
     let hint = graphrag_operations::suggest::did_you_mean(value, allowed.iter().copied());
-    Err(loaded.error_at(
-        path,
-        format!("`{value}` is not one of {}{hint}", allowed.join(", ")),
-    ))
+    Err(loaded.error_at(path, format!("`{value}` is not one of {}{hint}", allowed.join(", "))))
 }
 
 /// Checks that serde cannot express: enumerated strings, numeric relations,
@@ -411,9 +381,7 @@ fn one_of(
 fn check(loaded: &LoadedSettings) -> Result<(), ConfigError> {
     let s = &loaded.settings;
     one_of(loaded, "input.type", &s.input.file_type, &FILE_TYPES)?;
-    if !s.input.encoding.eq_ignore_ascii_case("utf-8")
-        && !s.input.encoding.eq_ignore_ascii_case("utf8")
-    {
+    if !s.input.encoding.eq_ignore_ascii_case("utf-8") && !s.input.encoding.eq_ignore_ascii_case("utf8") {
         return Err(loaded.error_at(
             "input.encoding",
             format!(
@@ -424,18 +392,10 @@ fn check(loaded: &LoadedSettings) -> Result<(), ConfigError> {
     }
     if let Some(p) = &s.input.file_pattern {
         if let Err(e) = regex::Regex::new(p) {
-            return Err(loaded.error_at(
-                "input.file_pattern",
-                format!("not a valid regular expression: {e}"),
-            ));
+            return Err(loaded.error_at("input.file_pattern", format!("not a valid regular expression: {e}")));
         }
     }
-    one_of(
-        loaded,
-        "chunking.type",
-        &s.chunking.strategy,
-        &CHUNK_STRATEGIES,
-    )?;
+    one_of(loaded, "chunking.type", &s.chunking.strategy, &CHUNK_STRATEGIES)?;
     one_of(
         loaded,
         "chunking.encoding_model",
@@ -446,43 +406,20 @@ fn check(loaded: &LoadedSettings) -> Result<(), ConfigError> {
         return Err(loaded.error_at("chunking.size", "must be at least 1"));
     }
     if s.chunking.overlap >= s.chunking.size {
-        return Err(loaded.error_at(
-            "chunking.overlap",
-            format!("must be smaller than chunking.size ({})", s.chunking.size),
-        ));
+        return Err(
+            loaded.error_at("chunking.overlap", format!("must be smaller than chunking.size ({})", s.chunking.size))
+        );
     }
-    one_of(
-        loaded,
-        "cache.type",
-        &s.cache.kind,
-        &["json", "file", "none"],
-    )?;
+    one_of(loaded, "cache.type", &s.cache.kind, &["json", "file", "none"])?;
     for (section, id) in [
-        (
-            "extract_graph.completion_model_id",
-            &s.extract_graph.completion_model_id,
-        ),
-        (
-            "summarize_descriptions.completion_model_id",
-            &s.summarize_descriptions.completion_model_id,
-        ),
-        (
-            "community_reports.completion_model_id",
-            &s.community_reports.completion_model_id,
-        ),
-        (
-            "extract_claims.completion_model_id",
-            &s.extract_claims.completion_model_id,
-        ),
+        ("extract_graph.completion_model_id", &s.extract_graph.completion_model_id),
+        ("summarize_descriptions.completion_model_id", &s.summarize_descriptions.completion_model_id),
+        ("community_reports.completion_model_id", &s.community_reports.completion_model_id),
+        ("extract_claims.completion_model_id", &s.extract_claims.completion_model_id),
     ] {
         model_ref(loaded, section, id, &s.completion_models)?;
     }
-    model_ref(
-        loaded,
-        "embed_text.embedding_model_id",
-        &s.embed_text.embedding_model_id,
-        &s.embedding_models,
-    )?;
+    model_ref(loaded, "embed_text.embedding_model_id", &s.embed_text.embedding_model_id, &s.embedding_models)?;
     Ok(())
 }
 
@@ -497,13 +434,7 @@ fn model_ref(
     }
     let hint = graphrag_operations::suggest::did_you_mean(id, models.keys().map(String::as_str));
     let known: Vec<&str> = models.keys().map(String::as_str).collect();
-    Err(loaded.error_at(
-        path,
-        format!(
-            "model id `{id}` is not defined (defined: {}){hint}",
-            known.join(", ")
-        ),
-    ))
+    Err(loaded.error_at(path, format!("model id `{id}` is not defined (defined: {}){hint}", known.join(", "))))
 }
 
 #[cfg(test)]
@@ -524,8 +455,7 @@ mod tests {
 
     #[test]
     fn unknown_key_names_line_path_and_suggestion() {
-        let err = parse_str("input:\n  type: text\nchunking:\n  size: 300\n  overlapp: 10\n")
-            .unwrap_err();
+        let err = parse_str("input:\n  type: text\nchunking:\n  size: 300\n  overlapp: 10\n").unwrap_err();
         let msg = err.to_string();
         assert_eq!(err.line, Some(5), "{msg}");
         assert!(msg.starts_with("settings.yaml:5"), "{msg}");
@@ -553,38 +483,22 @@ mod tests {
         let text = "completion_models:\n  default_completion_model:\n    model: gpt-4o\n    api_bsae: http://x\n";
         let err = parse_str(text).unwrap_err();
         assert_eq!(err.line, Some(4), "{err}");
-        assert!(
-            err.path
-                .starts_with("completion_models.default_completion_model"),
-            "{err}"
-        );
+        assert!(err.path.starts_with("completion_models.default_completion_model"), "{err}");
         assert!(err.to_string().contains("did you mean `api_base`"), "{err}");
     }
 
     #[test]
     fn semantic_errors_point_at_lines() {
         let err = parse_str("chunking:\n  size: 100\n  overlap: 100\n").unwrap_err();
-        assert_eq!(
-            (err.line, err.path.as_str()),
-            (Some(3), "chunking.overlap"),
-            "{err}"
-        );
+        assert_eq!((err.line, err.path.as_str()), (Some(3), "chunking.overlap"), "{err}");
         let err = parse_str("input:\n  type: txt\n").unwrap_err();
         assert_eq!(err.line, Some(2));
         assert!(err.to_string().contains("did you mean `text`"), "{err}");
         let err = parse_str("chunking:\n  encoding_model: o200k\n").unwrap_err();
-        assert!(
-            err.to_string().contains("did you mean `o200k_base`"),
-            "{err}"
-        );
-        let err = parse_str("extract_graph:\n  completion_model_id: default_completion_modle\n")
-            .unwrap_err();
+        assert!(err.to_string().contains("did you mean `o200k_base`"), "{err}");
+        let err = parse_str("extract_graph:\n  completion_model_id: default_completion_modle\n").unwrap_err();
         assert_eq!(err.line, Some(2));
-        assert!(
-            err.to_string()
-                .contains("did you mean `default_completion_model`"),
-            "{err}"
-        );
+        assert!(err.to_string().contains("did you mean `default_completion_model`"), "{err}");
         let err = parse_str("input:\n  encoding: latin-1\n").unwrap_err();
         assert!(err.to_string().contains("UTF-8"), "{err}");
     }
@@ -597,16 +511,12 @@ mod tests {
 
     #[test]
     fn secrets_never_print() {
-        let s = parse_str(
-            "completion_models:\n  default_completion_model:\n    api_key: sk-very-secret\n",
-        )
-        .unwrap()
-        .settings;
+        let s = parse_str("completion_models:\n  default_completion_model:\n    api_key: sk-very-secret\n")
+            .unwrap()
+            .settings;
         let m = &s.completion_models["default_completion_model"];
         assert_eq!(m.api_key.expose(), "sk-very-secret");
         assert!(!format!("{s:?}").contains("sk-very-secret"));
-        assert!(!serde_json::to_string(&s)
-            .unwrap()
-            .contains("sk-very-secret"));
+        assert!(!serde_json::to_string(&s).unwrap().contains("sk-very-secret"));
     }
 }

@@ -17,10 +17,7 @@ const TMP_MARK: &str = ".tmp-";
 
 /// Writes through `fill` into a temporary file, then renames it to `path`.
 /// If `fill` fails, the temporary file is removed and `path` is untouched.
-pub fn atomic_write_with(
-    path: &Path,
-    fill: impl FnOnce(&mut File) -> io::Result<()>,
-) -> io::Result<()> {
+pub fn atomic_write_with(path: &Path, fill: impl FnOnce(&mut File) -> io::Result<()>) -> io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     fs::create_dir_all(dir)?;
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("out");
@@ -57,9 +54,7 @@ pub fn remove_stale_temp_files(dir: &Path) {
 /// Encodes a table as Parquet (snappy, like pandas' default). The bytes are a
 /// pure function of the table, so equal tables give byte-identical files.
 pub fn parquet_bytes(batch: &RecordBatch) -> anyhow::Result<Vec<u8>> {
-    let props = WriterProperties::builder()
-        .set_compression(Compression::SNAPPY)
-        .build();
+    let props = WriterProperties::builder().set_compression(Compression::SNAPPY).build();
     let mut buf = Vec::new();
     let mut w = ArrowWriter::try_new(&mut buf, batch.schema(), Some(props))?;
     w.write(batch)?;
@@ -88,9 +83,7 @@ pub fn read_table(path: &Path) -> anyhow::Result<RecordBatch> {
 }
 
 pub fn file_sha256(path: &Path) -> Option<String> {
-    fs::read(path)
-        .ok()
-        .map(|b| graphrag_operations::ids::sha256_hex(&[&b]))
+    fs::read(path).ok().map(|b| graphrag_operations::ids::sha256_hex(&[&b]))
 }
 
 /// Where a table lives: published tables in the output folder (GraphRAG's
@@ -148,10 +141,7 @@ mod tests {
         });
         assert!(err.is_err());
         assert_eq!(fs::read(&p).unwrap(), b"old complete table");
-        let names: Vec<_> = fs::read_dir(dir.path())
-            .unwrap()
-            .map(|e| e.unwrap().file_name())
-            .collect();
+        let names: Vec<_> = fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
         assert_eq!(names.len(), 1, "{names:?}");
     }
 
@@ -170,10 +160,7 @@ mod tests {
         fs::write(dir.path().join(".t.parquet.tmp-123"), b"partial").unwrap();
         fs::write(dir.path().join("keep.parquet"), b"x").unwrap();
         remove_stale_temp_files(dir.path());
-        let names: Vec<_> = fs::read_dir(dir.path())
-            .unwrap()
-            .map(|e| e.unwrap().file_name())
-            .collect();
+        let names: Vec<_> = fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
         assert_eq!(names, vec![std::ffi::OsString::from("keep.parquet")]);
     }
 }

@@ -7,37 +7,19 @@ use arrow_schema::DataType;
 
 /// A named column as strings (Utf8 or LargeUtf8), with an error naming the
 /// table and column when it is missing or of another type.
-pub fn strings<'a>(
-    table: &'a RecordBatch,
-    table_name: &str,
-    column: &str,
-) -> anyhow::Result<Vec<&'a str>> {
+pub fn strings<'a>(table: &'a RecordBatch, table_name: &str, column: &str) -> anyhow::Result<Vec<&'a str>> {
     let col = column_of(table, table_name, column)?;
     match col.data_type() {
-        DataType::LargeUtf8 => Ok(col
-            .as_string::<i64>()
-            .iter()
-            .map(|v| v.unwrap_or(""))
-            .collect()),
-        DataType::Utf8 => Ok(col
-            .as_string::<i32>()
-            .iter()
-            .map(|v| v.unwrap_or(""))
-            .collect()),
-        other => anyhow::bail!(
-            "table `{table_name}`: column `{column}` is {other}, expected a string column"
-        ),
+        DataType::LargeUtf8 => Ok(col.as_string::<i64>().iter().map(|v| v.unwrap_or("")).collect()),
+        DataType::Utf8 => Ok(col.as_string::<i32>().iter().map(|v| v.unwrap_or("")).collect()),
+        other => anyhow::bail!("table `{table_name}`: column `{column}` is {other}, expected a string column"),
     }
 }
 
 pub fn ints(table: &RecordBatch, table_name: &str, column: &str) -> anyhow::Result<Vec<i64>> {
     let col = column_of(table, table_name, column)?;
     match col.data_type() {
-        DataType::Int64 => Ok(col
-            .as_primitive::<Int64Type>()
-            .iter()
-            .map(|v| v.unwrap_or(0))
-            .collect()),
+        DataType::Int64 => Ok(col.as_primitive::<Int64Type>().iter().map(|v| v.unwrap_or(0)).collect()),
         other => {
             anyhow::bail!("table `{table_name}`: column `{column}` is {other}, expected int64")
         }
@@ -47,11 +29,7 @@ pub fn ints(table: &RecordBatch, table_name: &str, column: &str) -> anyhow::Resu
 pub fn floats(table: &RecordBatch, table_name: &str, column: &str) -> anyhow::Result<Vec<f64>> {
     let col = column_of(table, table_name, column)?;
     match col.data_type() {
-        DataType::Float64 => Ok(col
-            .as_primitive::<Float64Type>()
-            .iter()
-            .map(|v| v.unwrap_or(0.0))
-            .collect()),
+        DataType::Float64 => Ok(col.as_primitive::<Float64Type>().iter().map(|v| v.unwrap_or(0.0)).collect()),
         other => {
             anyhow::bail!("table `{table_name}`: column `{column}` is {other}, expected double")
         }
@@ -59,46 +37,27 @@ pub fn floats(table: &RecordBatch, table_name: &str, column: &str) -> anyhow::Re
 }
 
 /// A `list<string>` column as owned rows.
-pub fn string_lists(
-    table: &RecordBatch,
-    table_name: &str,
-    column: &str,
-) -> anyhow::Result<Vec<Vec<String>>> {
+pub fn string_lists(table: &RecordBatch, table_name: &str, column: &str) -> anyhow::Result<Vec<Vec<String>>> {
     let col = column_of(table, table_name, column)?;
     let DataType::List(_) = col.data_type() else {
-        anyhow::bail!(
-            "table `{table_name}`: column `{column}` is {}, expected list<string>",
-            col.data_type()
-        );
+        anyhow::bail!("table `{table_name}`: column `{column}` is {}, expected list<string>", col.data_type());
     };
     let lists = col.as_list::<i32>();
     (0..lists.len())
         .map(|i| {
             let values = lists.value(i);
             match values.data_type() {
-                DataType::Utf8 => Ok(values
-                    .as_string::<i32>()
-                    .iter()
-                    .map(|v| v.unwrap_or("").to_string())
-                    .collect()),
-                DataType::LargeUtf8 => Ok(values
-                    .as_string::<i64>()
-                    .iter()
-                    .map(|v| v.unwrap_or("").to_string())
-                    .collect()),
-                other => anyhow::bail!(
-                    "table `{table_name}`: column `{column}` holds {other}, expected strings"
-                ),
+                DataType::Utf8 => Ok(values.as_string::<i32>().iter().map(|v| v.unwrap_or("").to_string()).collect()),
+                DataType::LargeUtf8 => {
+                    Ok(values.as_string::<i64>().iter().map(|v| v.unwrap_or("").to_string()).collect())
+                }
+                other => anyhow::bail!("table `{table_name}`: column `{column}` holds {other}, expected strings"),
             }
         })
         .collect()
 }
 
-pub fn column_of<'a>(
-    table: &'a RecordBatch,
-    table_name: &str,
-    column: &str,
-) -> anyhow::Result<&'a dyn Array> {
+pub fn column_of<'a>(table: &'a RecordBatch, table_name: &str, column: &str) -> anyhow::Result<&'a dyn Array> {
     table
         .column_by_name(column)
         .map(|c| c.as_ref())

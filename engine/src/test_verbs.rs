@@ -28,12 +28,7 @@ pub struct Source {
 }
 
 impl VerbDef for Source {
-    const INFO: VerbInfo = VerbInfo {
-        name: "source",
-        about: "emit a value",
-        inputs: &[],
-        outputs: &["out"],
-    };
+    const INFO: VerbInfo = VerbInfo { name: "source", about: "emit a value", inputs: &[], outputs: &["out"] };
 }
 
 impl Verb for Source {
@@ -59,24 +54,13 @@ fn one() -> i64 {
 }
 
 impl VerbDef for Scale {
-    const INFO: VerbInfo = VerbInfo {
-        name: "scale",
-        about: "multiply",
-        inputs: &["in"],
-        outputs: &["out"],
-    };
+    const INFO: VerbInfo = VerbInfo { name: "scale", about: "multiply", inputs: &["in"], outputs: &["out"] };
 }
 
 impl Verb for Scale {
-    fn run(
-        &self,
-        inputs: &[Arc<RecordBatch>],
-        _: &VerbContext,
-    ) -> anyhow::Result<Vec<RecordBatch>> {
+    fn run(&self, inputs: &[Arc<RecordBatch>], _: &VerbContext) -> anyhow::Result<Vec<RecordBatch>> {
         let v = ints(&inputs[0], "in", "v")?;
-        Ok(vec![one_int_table(
-            v.iter().map(|x| x * self.factor).collect(),
-        )])
+        Ok(vec![one_int_table(v.iter().map(|x| x * self.factor).collect())])
     }
 }
 
@@ -91,20 +75,11 @@ pub struct Rendezvous {
 pub static RENDEZVOUS: AtomicUsize = AtomicUsize::new(0);
 
 impl VerbDef for Rendezvous {
-    const INFO: VerbInfo = VerbInfo {
-        name: "rendezvous",
-        about: "meet peers",
-        inputs: &["in"],
-        outputs: &["out"],
-    };
+    const INFO: VerbInfo = VerbInfo { name: "rendezvous", about: "meet peers", inputs: &["in"], outputs: &["out"] };
 }
 
 impl Verb for Rendezvous {
-    fn run(
-        &self,
-        inputs: &[Arc<RecordBatch>],
-        _: &VerbContext,
-    ) -> anyhow::Result<Vec<RecordBatch>> {
+    fn run(&self, inputs: &[Arc<RecordBatch>], _: &VerbContext) -> anyhow::Result<Vec<RecordBatch>> {
         RENDEZVOUS.fetch_add(1, Ordering::SeqCst);
         let deadline = Instant::now() + Duration::from_secs(10);
         while RENDEZVOUS.load(Ordering::SeqCst) < self.peers {
@@ -121,12 +96,7 @@ impl Verb for Rendezvous {
 pub struct Fail {}
 
 impl VerbDef for Fail {
-    const INFO: VerbInfo = VerbInfo {
-        name: "fail",
-        about: "fail",
-        inputs: &["in"],
-        outputs: &["out"],
-    };
+    const INFO: VerbInfo = VerbInfo { name: "fail", about: "fail", inputs: &["in"], outputs: &["out"] };
 }
 
 impl Verb for Fail {
@@ -137,19 +107,10 @@ impl Verb for Fail {
 
 pub fn registry() -> Registry {
     let mut r = Registry::default();
-    r.register::<Source>()
-        .register::<Scale>()
-        .register::<Rendezvous>()
-        .register::<Fail>()
-        .planned("entity_extract", "LLM graph extraction");
+    r.register::<Source>().register::<Scale>().register::<Rendezvous>().register::<Fail>();
     r
 }
 
 pub fn plan(yaml: &str) -> Result<Plan, ConfigError> {
-    pipeline::load(
-        std::path::Path::new("pipe.yaml"),
-        yaml,
-        &Settings::default(),
-        &registry(),
-    )
+    pipeline::load(std::path::Path::new("pipe.yaml"), yaml, &Settings::default(), &registry())
 }

@@ -24,11 +24,7 @@ pub struct VerbInfo {
 pub trait Verb: Send + Sync {
     /// `inputs` are in the order of [`VerbInfo::inputs`]; the result must be
     /// in the order of [`VerbInfo::outputs`].
-    fn run(
-        &self,
-        inputs: &[Arc<RecordBatch>],
-        ctx: &VerbContext,
-    ) -> anyhow::Result<Vec<RecordBatch>>;
+    fn run(&self, inputs: &[Arc<RecordBatch>], ctx: &VerbContext) -> anyhow::Result<Vec<RecordBatch>>;
 
     /// A fingerprint of what the outputs depend on besides the args and input
     /// tables (e.g. the input files), for `--resume`. None: nothing else.
@@ -59,7 +55,6 @@ pub struct ArgError {
 #[derive(Default)]
 pub struct Registry {
     verbs: BTreeMap<&'static str, (VerbInfo, Build)>,
-    planned: BTreeMap<&'static str, &'static str>,
 }
 
 impl Registry {
@@ -68,44 +63,21 @@ impl Registry {
         self
     }
 
-    /// A verb that is designed but not built yet: pipelines naming it get a
-    /// plain "not built yet" error instead of "unknown verb".
-    pub fn planned(&mut self, name: &'static str, note: &'static str) -> &mut Self {
-        self.planned.insert(name, note);
-        self
-    }
-
     pub fn info(&self, name: &str) -> Option<VerbInfo> {
         self.verbs.get(name).map(|(i, _)| *i)
-    }
-
-    pub fn planned_note(&self, name: &str) -> Option<&'static str> {
-        self.planned.get(name).copied()
-    }
-
-    pub fn planned_verbs(&self) -> impl Iterator<Item = (&'static str, &'static str)> + '_ {
-        self.planned.iter().map(|(n, note)| (*n, *note))
     }
 
     pub fn names(&self) -> impl Iterator<Item = &'static str> + '_ {
         self.verbs.keys().copied()
     }
 
-    pub fn build(
-        &self,
-        name: &str,
-        args: serde_json::Value,
-    ) -> Option<Result<Box<dyn Verb>, ArgError>> {
+    pub fn build(&self, name: &str, args: serde_json::Value) -> Option<Result<Box<dyn Verb>, ArgError>> {
         self.verbs.get(name).map(|(_, b)| b(args))
     }
 }
 
 fn build<V: VerbDef>(args: serde_json::Value) -> Result<Box<dyn Verb>, ArgError> {
-    let args = if args.is_null() {
-        serde_json::json!({})
-    } else {
-        args
-    };
+    let args = if args.is_null() { serde_json::json!({}) } else { args };
     let verb: V = serde_path_to_error::deserialize(args).map_err(|e| {
         let path = e.path().to_string();
         ArgError {
@@ -113,9 +85,6 @@ fn build<V: VerbDef>(args: serde_json::Value) -> Result<Box<dyn Verb>, ArgError>
             message: crate::config_error::explain(&e.into_inner().to_string()),
         }
     })?;
-    verb.check().map_err(|message| ArgError {
-        path: String::new(),
-        message,
-    })?;
+    verb.check().map_err(|message| ArgError { path: String::new(), message })?;
     Ok(Box::new(verb))
 }

@@ -52,10 +52,7 @@ fn scan(text: &str) -> Vec<Line<'_>> {
         let mut indent = raw.len() - trimmed.len();
         let mut body = trimmed;
         let mut dash = None;
-        while let Some(after) = body
-            .strip_prefix("- ")
-            .or_else(|| (body == "-").then_some(""))
-        {
+        while let Some(after) = body.strip_prefix("- ").or_else(|| (body == "-").then_some("")) {
             dash.get_or_insert(indent);
             let skipped = body.len() - after.trim_start().len();
             indent += skipped;
@@ -66,12 +63,7 @@ fn scan(text: &str) -> Vec<Line<'_>> {
             .filter(|(_, v)| v.is_empty() || v.starts_with([' ', '\t']))
             .map(|(k, _)| k.trim().trim_matches(['"', '\'']))
             .filter(|k| !k.is_empty());
-        out.push(Line {
-            no: i + 1,
-            indent,
-            dash,
-            key,
-        });
+        out.push(Line { no: i + 1, indent, dash, key });
     }
     out
 }
@@ -86,23 +78,12 @@ pub fn line_of(text: &str, path: &str) -> Option<usize> {
         let range = &lines[lo..hi];
         let pos = match seg {
             Seg::Key(k) => {
-                let min = range
-                    .iter()
-                    .filter(|l| l.key.is_some())
-                    .map(|l| l.indent)
-                    .min();
-                range
-                    .iter()
-                    .position(|l| l.key == Some(k) && Some(l.indent) == min)
+                let min = range.iter().filter(|l| l.key.is_some()).map(|l| l.indent).min();
+                range.iter().position(|l| l.key == Some(k) && Some(l.indent) == min)
             }
             Seg::Index(n) => {
                 let min = range.iter().filter_map(|l| l.dash).min();
-                range
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, l)| l.dash.is_some() && l.dash == min)
-                    .nth(n)
-                    .map(|(i, _)| i)
+                range.iter().enumerate().filter(|(_, l)| l.dash.is_some() && l.dash == min).nth(n).map(|(i, _)| i)
             }
         };
         let Some(p) = pos else { break };
@@ -121,11 +102,7 @@ pub fn line_of(text: &str, path: &str) -> Option<usize> {
             .map(|e| at + 1 + e)
             .unwrap_or(hi);
         // For an item, its first key sits on the same line: keep it in range.
-        lo = if matches!(seg, Seg::Index(_)) {
-            at
-        } else {
-            at + 1
-        };
+        lo = if matches!(seg, Seg::Index(_)) { at } else { at + 1 };
         hi = end;
     }
     found
@@ -170,12 +147,7 @@ mod tests {
     fn parses_paths() {
         assert_eq!(
             parse_path("steps[2].args.size"),
-            vec![
-                Seg::Key("steps"),
-                Seg::Index(2),
-                Seg::Key("args"),
-                Seg::Key("size")
-            ]
+            vec![Seg::Key("steps"), Seg::Index(2), Seg::Key("args"), Seg::Key("size")]
         );
     }
 }

@@ -4,9 +4,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use graphrag_engine::llm::{
-    ChatModel, EmbeddingModel, LlmError, Message, ResponseCache, UsageCounters,
-};
+use graphrag_engine::llm::{ChatModel, EmbeddingModel, LlmError, Message, ResponseCache, UsageCounters};
 use graphrag_engine::settings::{ModelConfig, Secret};
 use graphrag_mock_llm::{FaultKind, FaultRule, MockConfig, MockServer};
 use std::sync::Arc;
@@ -14,12 +12,8 @@ use std::sync::Arc;
 const KEY: &str = "sk-test-do-not-leak-4242";
 
 fn server(latency_ms: u64, faults: Vec<FaultRule>) -> MockServer {
-    MockServer::start(MockConfig {
-        latency: Duration::from_millis(latency_ms),
-        faults,
-        ..MockConfig::default()
-    })
-    .expect("mock server starts")
+    MockServer::start(MockConfig { latency: Duration::from_millis(latency_ms), faults, ..MockConfig::default() })
+        .expect("mock server starts")
 }
 
 fn config(mock: &MockServer) -> ModelConfig {
@@ -36,20 +30,11 @@ fn config(mock: &MockServer) -> ModelConfig {
 }
 
 fn fault(kind: FaultKind, first: u32) -> FaultRule {
-    FaultRule {
-        kind,
-        first: Some(first),
-        every: None,
-        endpoint: None,
-    }
+    FaultRule { kind, first: Some(first), every: None, endpoint: None }
 }
 
 fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
+    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
 }
 
 fn ask(i: usize) -> Vec<Message> {
@@ -60,22 +45,11 @@ fn ask(i: usize) -> Vec<Message> {
 }
 
 fn model(cfg: &ModelConfig, cache: Option<&Path>) -> Arc<ChatModel> {
-    Arc::new(
-        ChatModel::new(
-            "default_completion_model",
-            cfg,
-            cache.map(|d| Arc::new(ResponseCache::new(d))),
-        )
-        .unwrap(),
-    )
+    Arc::new(ChatModel::new("default_completion_model", cfg, cache.map(|d| Arc::new(ResponseCache::new(d)))).unwrap())
 }
 
 /// Sends `n` distinct chat requests concurrently.
-fn chat_many(
-    model: &Arc<ChatModel>,
-    n: usize,
-    usage: &UsageCounters,
-) -> Vec<Result<String, LlmError>> {
+fn chat_many(model: &Arc<ChatModel>, n: usize, usage: &UsageCounters) -> Vec<Result<String, LlmError>> {
     let rt = runtime();
     rt.block_on(async {
         let calls = (0..n).map(|i| {
@@ -89,35 +63,21 @@ fn chat_many(
 #[test]
 fn concurrency_never_exceeds_the_limit() {
     let mock = server(20, vec![]);
-    let cfg = ModelConfig {
-        concurrent_requests: 3,
-        ..config(&mock)
-    };
+    let cfg = ModelConfig { concurrent_requests: 3, ..config(&mock) };
     let usage = UsageCounters::default();
     let results = chat_many(&model(&cfg, None), 24, &usage);
     assert!(results.iter().all(Result::is_ok));
     let stats = mock.stats();
     assert_eq!(stats.chat_requests, 24);
-    assert!(
-        stats.max_in_flight <= 3,
-        "max in flight {}",
-        stats.max_in_flight
-    );
-    assert!(
-        stats.max_in_flight >= 2,
-        "requests did overlap: {}",
-        stats.max_in_flight
-    );
+    assert!(stats.max_in_flight <= 3, "max in flight {}", stats.max_in_flight);
+    assert!(stats.max_in_flight >= 2, "requests did overlap: {}", stats.max_in_flight);
     assert_eq!(usage.total().calls, 24);
     assert!(usage.total().prompt_tokens > 24 * 10);
 }
 
 #[test]
 fn a_429_storm_with_retry_after_is_ridden_out() {
-    let mock = server(
-        0,
-        vec![fault(FaultKind::RateLimit { retry_after_ms: 5 }, 12)],
-    );
+    let mock = server(0, vec![fault(FaultKind::RateLimit { retry_after_ms: 5 }, 12)]);
     let usage = UsageCounters::default();
     let results = chat_many(&model(&config(&mock), None), 4, &usage);
     assert!(results.iter().all(Result::is_ok), "{results:?}");
@@ -131,10 +91,7 @@ fn dropped_connections_and_server_errors_are_retried() {
     let mock = server(
         0,
         // Every rule counts every request: requests 1-2 dropped, 3-4 get a 503.
-        vec![
-            fault(FaultKind::DropConnection, 2),
-            fault(FaultKind::ServerError { status: 503 }, 4),
-        ],
+        vec![fault(FaultKind::DropConnection, 2), fault(FaultKind::ServerError { status: 503 }, 4)],
     );
     let usage = UsageCounters::default();
     let results = chat_many(&model(&config(&mock), None), 1, &usage);
@@ -144,19 +101,8 @@ fn dropped_connections_and_server_errors_are_retried() {
 
 #[test]
 fn a_timeout_is_retried() {
-    let mock = server(
-        0,
-        vec![fault(
-            FaultKind::Slow {
-                delay: Duration::from_secs(3),
-            },
-            1,
-        )],
-    );
-    let cfg = ModelConfig {
-        request_timeout: 0.3,
-        ..config(&mock)
-    };
+    let mock = server(0, vec![fault(FaultKind::Slow { delay: Duration::from_secs(3) }, 1)]);
+    let cfg = ModelConfig { request_timeout: 0.3, ..config(&mock) };
     let usage = UsageCounters::default();
     let results = chat_many(&model(&cfg, None), 1, &usage);
     assert!(results[0].is_ok(), "{results:?}");
@@ -170,10 +116,7 @@ fn a_non_retryable_400_fails_fast_with_the_server_message() {
     let results = chat_many(&model(&config(&mock), None), 1, &usage);
     let err = results[0].as_ref().unwrap_err();
     let msg = err.to_string();
-    assert!(
-        matches!(err, LlmError::Rejected { status: 400, .. }),
-        "{msg}"
-    );
+    assert!(matches!(err, LlmError::Rejected { status: 400, .. }), "{msg}");
     assert!(msg.contains("400"), "{msg}");
     assert!(!msg.contains(KEY));
     assert_eq!(mock.stats().chat_requests, 1, "no retry of a 400");
@@ -183,18 +126,10 @@ fn a_non_retryable_400_fails_fast_with_the_server_message() {
 #[test]
 fn giving_up_after_max_retries_says_so() {
     let mock = server(0, vec![fault(FaultKind::ServerError { status: 500 }, 100)]);
-    let cfg = ModelConfig {
-        max_retries: 2,
-        ..config(&mock)
-    };
+    let cfg = ModelConfig { max_retries: 2, ..config(&mock) };
     let usage = UsageCounters::default();
-    let err = chat_many(&model(&cfg, None), 1, &usage)
-        .remove(0)
-        .unwrap_err();
-    assert!(
-        matches!(err, LlmError::Exhausted { attempts: 3, .. }),
-        "{err}"
-    );
+    let err = chat_many(&model(&cfg, None), 1, &usage).remove(0).unwrap_err();
+    assert!(matches!(err, LlmError::Exhausted { attempts: 3, .. }), "{err}");
     assert_eq!(mock.stats().chat_requests, 3);
 }
 
@@ -207,9 +142,7 @@ fn malformed_json_is_repaired_or_retried() {
         let mock = server(0, vec![fault(kind, 1)]);
         let usage = UsageCounters::default();
         let m = model(&config(&mock), None);
-        let value = runtime()
-            .block_on(m.chat_json(&report, &usage))
-            .expect("repaired or retried");
+        let value = runtime().block_on(m.chat_json(&report, &usage)).expect("repaired or retried");
         assert!(value.is_object(), "{value}");
         assert_eq!(usage.total().json_repairs, 1);
         assert_eq!(usage.total().json_failures, 0);
@@ -227,21 +160,11 @@ fn a_second_run_is_served_from_the_cache_and_the_key_is_never_stored() {
     mock.reset_stats();
     let second = UsageCounters::default();
     let again = chat_many(&model(&config(&mock), Some(cache.path())), 10, &second);
-    assert_eq!(
-        mock.stats().requests,
-        0,
-        "zero HTTP requests on the second run"
-    );
+    assert_eq!(mock.stats().requests, 0, "zero HTTP requests on the second run");
     assert_eq!(second.total().cache_hits, 10);
     assert_eq!(
-        answers
-            .iter()
-            .map(|a| a.as_ref().unwrap())
-            .collect::<Vec<_>>(),
-        again
-            .iter()
-            .map(|a| a.as_ref().unwrap())
-            .collect::<Vec<_>>()
+        answers.iter().map(|a| a.as_ref().unwrap()).collect::<Vec<_>>(),
+        again.iter().map(|a| a.as_ref().unwrap()).collect::<Vec<_>>()
     );
     for entry in walk(cache.path()) {
         let text = std::fs::read_to_string(&entry).unwrap();
@@ -251,52 +174,29 @@ fn a_second_run_is_served_from_the_cache_and_the_key_is_never_stored() {
 
 #[test]
 fn embeddings_are_batched_and_cached() {
-    let mock = server(
-        0,
-        vec![fault(FaultKind::RateLimit { retry_after_ms: 1 }, 1)],
-    );
+    let mock = server(0, vec![fault(FaultKind::RateLimit { retry_after_ms: 1 }, 1)]);
     let cache = tempfile::tempdir().unwrap();
-    let cfg = ModelConfig {
-        model: "mock-embed".into(),
-        batch_size: 4,
-        ..config(&mock)
-    };
-    let texts: Vec<String> = (0..10)
-        .map(|i| format!("text number {i} about ghosts"))
-        .collect();
+    let cfg = ModelConfig { model: "mock-embed".into(), batch_size: 4, ..config(&mock) };
+    let texts: Vec<String> = (0..10).map(|i| format!("text number {i} about ghosts")).collect();
     let usage = UsageCounters::default();
-    let m =
-        EmbeddingModel::new("e", &cfg, Some(Arc::new(ResponseCache::new(cache.path())))).unwrap();
+    let m = EmbeddingModel::new("e", &cfg, Some(Arc::new(ResponseCache::new(cache.path())))).unwrap();
     let vectors = runtime().block_on(m.embed(&texts, &usage)).unwrap();
     assert_eq!(vectors.len(), 10);
     assert!(vectors.iter().all(|v| v.len() == 384));
-    assert_eq!(
-        mock.stats().embedding_requests,
-        3 + 1,
-        "3 batches + 1 rate-limited retry"
-    );
+    assert_eq!(mock.stats().embedding_requests, 3 + 1, "3 batches + 1 rate-limited retry");
     assert_eq!(usage.total().embedded_texts, 10);
 
     mock.reset_stats();
-    let again = runtime()
-        .block_on(m.embed(&texts, &UsageCounters::default()))
-        .unwrap();
+    let again = runtime().block_on(m.embed(&texts, &UsageCounters::default())).unwrap();
     assert_eq!(again, vectors);
     assert_eq!(mock.stats().requests, 0);
 }
 
 #[test]
 fn a_model_without_a_server_is_a_clear_error() {
-    let err = ChatModel::new(
-        "m",
-        &ModelConfig {
-            model_provider: "custom".into(),
-            ..ModelConfig::default()
-        },
-        None,
-    )
-    .err()
-    .expect("no api_base for a custom provider");
+    let err = ChatModel::new("m", &ModelConfig { model_provider: "custom".into(), ..ModelConfig::default() }, None)
+        .err()
+        .expect("no api_base for a custom provider");
     assert!(err.to_string().contains("api_base"), "{err}");
 }
 

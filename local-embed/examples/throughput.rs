@@ -86,23 +86,15 @@ fn cpu_seconds() -> Option<f64> {
 
 fn per_cpu(items: usize, cpu0: Option<f64>) -> String {
     match (cpu0, cpu_seconds()) {
-        (Some(a), Some(b)) if b > a => format!(
-            " [{:.2} CPU-s, {:.0} per CPU-second]",
-            b - a,
-            items as f64 / (b - a)
-        ),
+        (Some(a), Some(b)) if b > a => format!(" [{:.2} CPU-s, {:.0} per CPU-second]", b - a, items as f64 / (b - a)),
         _ => String::new(),
     }
 }
 
 fn main() -> anyhow::Result<()> {
-    let n: usize = std::env::args()
-        .nth(1)
-        .map(|a| a.parse())
-        .transpose()?
-        .unwrap_or(1000);
-    let dir = LocalEmbedder::find_default_model()
-        .ok_or_else(|| anyhow::anyhow!(LocalEmbedder::missing_model_help()))?;
+    let n: usize = std::env::args().nth(1).map(|a| a.parse()).transpose()?.unwrap_or(1000);
+    let dir =
+        LocalEmbedder::find_default_model().ok_or_else(|| anyhow::anyhow!(LocalEmbedder::missing_model_help()))?;
     let t = Instant::now();
     let e = LocalEmbedder::load(&dir)?;
     println!("loaded {} in {:.2?}", dir.display(), t.elapsed());
@@ -131,10 +123,7 @@ fn main() -> anyhow::Result<()> {
     let n_long = (n / 8).max(1);
     let long: Vec<String> = (0..n_long).map(|i| text(i, 250)).collect();
     let refs: Vec<&str> = long.iter().map(String::as_str).collect();
-    let tokens: usize = refs
-        .iter()
-        .map(|t| e.count_tokens(t).min(e.max_tokens()) + 2)
-        .sum();
+    let tokens: usize = refs.iter().map(|t| e.count_tokens(t).min(e.max_tokens()) + 2).sum();
     let cpu0 = cpu_seconds();
     let t = Instant::now();
     e.embed(&refs)?;
@@ -154,9 +143,6 @@ fn main() -> anyhow::Result<()> {
     for q in refs.iter().take(rounds) {
         e.embed(&[q])?;
     }
-    println!(
-        "single-sentence latency: {:.2} ms",
-        t.elapsed().as_secs_f64() * 1000.0 / rounds as f64
-    );
+    println!("single-sentence latency: {:.2} ms", t.elapsed().as_secs_f64() * 1000.0 / rounds as f64);
     Ok(())
 }

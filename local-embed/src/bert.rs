@@ -100,39 +100,23 @@ impl<'a> Tensors<'a> {
             bail!("header length {len} exceeds the file");
         }
         let (header, data) = rest.split_at(len);
-        let mut raw: HashMap<String, serde_json::Value> =
-            serde_json::from_slice(header).context("invalid header")?;
+        let mut raw: HashMap<String, serde_json::Value> = serde_json::from_slice(header).context("invalid header")?;
         raw.remove("__metadata__");
         let mut infos = HashMap::with_capacity(raw.len());
         for (name, v) in raw {
-            let info: TensorInfo = serde_json::from_value(v)
-                .with_context(|| format!("invalid header entry for {name}"))?;
+            let info: TensorInfo =
+                serde_json::from_value(v).with_context(|| format!("invalid header entry for {name}"))?;
             infos.insert(name, info);
         }
-        let prefix = if infos.contains_key("embeddings.word_embeddings.weight") {
-            ""
-        } else {
-            "bert."
-        };
-        Ok(Tensors {
-            infos,
-            data,
-            prefix,
-        })
+        let prefix = if infos.contains_key("embeddings.word_embeddings.weight") { "" } else { "bert." };
+        Ok(Tensors { infos, data, prefix })
     }
 
     fn get(&self, name: &str, shape: &[usize]) -> Result<Vec<f32>> {
         let full = format!("{}{name}", self.prefix);
-        let t = self
-            .infos
-            .get(&full)
-            .with_context(|| format!("model.safetensors has no tensor {full}"))?;
+        let t = self.infos.get(&full).with_context(|| format!("model.safetensors has no tensor {full}"))?;
         if t.shape != shape {
-            bail!(
-                "tensor {full} has shape {:?}, expected {:?}",
-                t.shape,
-                shape
-            );
+            bail!("tensor {full} has shape {:?}, expected {:?}", t.shape, shape);
         }
         let width = match t.dtype.as_str() {
             "F32" => 4,
@@ -146,18 +130,11 @@ impl<'a> Tensors<'a> {
         }
         let data = &self.data[start..end];
         let v: Vec<f32> = match t.dtype.as_str() {
-            "F32" => data
-                .chunks_exact(4)
-                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-                .collect(),
-            "F16" => data
-                .chunks_exact(2)
-                .map(|b| f16_to_f32(u16::from_le_bytes([b[0], b[1]])))
-                .collect(),
-            _ => data
-                .chunks_exact(2)
-                .map(|b| f32::from_bits((u16::from_le_bytes([b[0], b[1]]) as u32) << 16))
-                .collect(),
+            "F32" => data.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect(),
+            "F16" => data.chunks_exact(2).map(|b| f16_to_f32(u16::from_le_bytes([b[0], b[1]]))).collect(),
+            _ => {
+                data.chunks_exact(2).map(|b| f32::from_bits((u16::from_le_bytes([b[0], b[1]]) as u32) << 16)).collect()
+            }
         };
         Ok(v)
     }
@@ -165,12 +142,7 @@ impl<'a> Tensors<'a> {
     fn linear(&self, name: &str, n_in: usize, n_out: usize) -> Result<Linear> {
         let w = self.get(&format!("{name}.weight"), &[n_out, n_in])?;
         let b = self.get(&format!("{name}.bias"), &[n_out])?;
-        Ok(Linear {
-            w_t: transpose(&w, n_out, n_in),
-            b,
-            n_in,
-            n_out,
-        })
+        Ok(Linear { w_t: transpose(&w, n_out, n_in), b, n_in, n_out })
     }
 
     fn layer_norm(&self, name: &str, n: usize) -> Result<LayerNorm> {
@@ -216,33 +188,19 @@ impl BertModel {
     /// Builds the model from the bytes of `model.safetensors`.
     pub fn from_safetensors(cfg: BertConfig, bytes: &[u8]) -> Result<BertModel> {
         if cfg.hidden_act != "gelu" {
-            bail!(
-                "unsupported hidden_act {:?} (only exact \"gelu\" BERT models are supported)",
-                cfg.hidden_act
-            );
+            bail!("unsupported hidden_act {:?} (only exact \"gelu\" BERT models are supported)", cfg.hidden_act);
         }
-        if let Some(p) = cfg
-            .position_embedding_type
-            .as_deref()
-            .filter(|p| *p != "absolute")
-        {
+        if let Some(p) = cfg.position_embedding_type.as_deref().filter(|p| *p != "absolute") {
             bail!("unsupported position_embedding_type {p:?}");
         }
         let h = cfg.hidden_size;
         if cfg.num_attention_heads == 0 || !h.is_multiple_of(cfg.num_attention_heads) {
             bail!("hidden_size {h} is not a multiple of num_attention_heads");
         }
-        let t =
-            Tensors::parse(bytes).context("model.safetensors is not a valid safetensors file")?;
+        let t = Tensors::parse(bytes).context("model.safetensors is not a valid safetensors file")?;
         let word = t.get("embeddings.word_embeddings.weight", &[cfg.vocab_size, h])?;
-        let position = t.get(
-            "embeddings.position_embeddings.weight",
-            &[cfg.max_position_embeddings, h],
-        )?;
-        let token_type = t.get(
-            "embeddings.token_type_embeddings.weight",
-            &[cfg.type_vocab_size, h],
-        )?;
+        let position = t.get("embeddings.position_embeddings.weight", &[cfg.max_position_embeddings, h])?;
+        let token_type = t.get("embeddings.token_type_embeddings.weight", &[cfg.type_vocab_size, h])?;
         let emb_ln = t.layer_norm("embeddings.LayerNorm", h)?;
         let mut layers = Vec::with_capacity(cfg.num_hidden_layers);
         for i in 0..cfg.num_hidden_layers {
@@ -260,15 +218,7 @@ impl BertModel {
             });
         }
         let eps = cfg.layer_norm_eps as f32;
-        Ok(BertModel {
-            cfg,
-            word,
-            position,
-            token_type,
-            emb_ln,
-            layers,
-            eps,
-        })
+        Ok(BertModel { cfg, word, position, token_type, emb_ln, layers, eps })
     }
 
     pub fn config(&self) -> &BertConfig {
@@ -427,18 +377,12 @@ fn fuse(parts: &[Linear]) -> Linear {
     let mut off = 0;
     for p in parts {
         for r in 0..n_in {
-            w_t[r * n_out + off..r * n_out + off + p.n_out]
-                .copy_from_slice(&p.w_t[r * p.n_out..(r + 1) * p.n_out]);
+            w_t[r * n_out + off..r * n_out + off + p.n_out].copy_from_slice(&p.w_t[r * p.n_out..(r + 1) * p.n_out]);
         }
         b.extend_from_slice(&p.b);
         off += p.n_out;
     }
-    Linear {
-        w_t,
-        b,
-        n_in,
-        n_out,
-    }
+    Linear { w_t, b, n_in, n_out }
 }
 
 /// out[n, n_out] = x[n, n_in] · W + b
@@ -526,11 +470,7 @@ fn layer_norm(x: &mut [f32], ln: &LayerNorm, h: usize, eps: f32) {
         let mean = sum(row) / h as f32;
         let mut acc = [0.0f32; 8];
         let chunks = row.chunks_exact(8);
-        let tail: f32 = chunks
-            .remainder()
-            .iter()
-            .map(|v| (v - mean) * (v - mean))
-            .sum();
+        let tail: f32 = chunks.remainder().iter().map(|v| (v - mean) * (v - mean)).sum();
         for c in chunks {
             for l in 0..8 {
                 acc[l] += (c[l] - mean) * (c[l] - mean);
@@ -548,11 +488,7 @@ fn layer_norm(x: &mut [f32], ln: &LayerNorm, h: usize, eps: f32) {
 fn softmax(r: &mut [f32]) {
     let mut m = [f32::NEG_INFINITY; 8];
     let chunks = r.chunks_exact(8);
-    let mut max = chunks
-        .remainder()
-        .iter()
-        .copied()
-        .fold(f32::NEG_INFINITY, f32::max);
+    let mut max = chunks.remainder().iter().copied().fold(f32::NEG_INFINITY, f32::max);
     for c in chunks {
         for l in 0..8 {
             m[l] = m[l].max(c[l]);
@@ -645,12 +581,8 @@ fn erf_f64(x: f64) -> f64 {
             3_209.377_589_138_469_4,
             0.185_777_706_184_603_15,
         ];
-        const Q: [f64; 4] = [
-            23.601_290_952_344_122,
-            244.024_637_934_444_17,
-            1_282.616_526_077_372_3,
-            2_844.236_833_439_171,
-        ];
+        const Q: [f64; 4] =
+            [23.601_290_952_344_122, 244.024_637_934_444_17, 1_282.616_526_077_372_3, 2_844.236_833_439_171];
         let z = x * x;
         let mut num = P[4] * z;
         let mut den = z;
@@ -772,18 +704,9 @@ mod tests {
 
     #[test]
     fn reads_safetensors() {
-        let f32s: Vec<u8> = [1.0f32, -2.5, 3.25]
-            .iter()
-            .flat_map(|v| v.to_le_bytes())
-            .collect();
-        let f16s: Vec<u8> = [0x3c00u16, 0xc000]
-            .iter()
-            .flat_map(|v| v.to_le_bytes())
-            .collect();
-        let bf16s: Vec<u8> = [0x3f80u16, 0x4040]
-            .iter()
-            .flat_map(|v| v.to_le_bytes())
-            .collect();
+        let f32s: Vec<u8> = [1.0f32, -2.5, 3.25].iter().flat_map(|v| v.to_le_bytes()).collect();
+        let f16s: Vec<u8> = [0x3c00u16, 0xc000].iter().flat_map(|v| v.to_le_bytes()).collect();
+        let bf16s: Vec<u8> = [0x3f80u16, 0x4040].iter().flat_map(|v| v.to_le_bytes()).collect();
         let file = safetensors(&[
             ("bert.a", "F32", &[3], f32s),
             ("bert.b", "F16", &[1, 2], f16s),
@@ -799,10 +722,7 @@ mod tests {
         assert!(err.contains("shape"), "{err}");
         let err = t.get("missing", &[1]).unwrap_err().to_string();
         assert!(err.contains("bert.missing"), "{err}");
-        let err = t
-            .get("embeddings.position_ids", &[1])
-            .unwrap_err()
-            .to_string();
+        let err = t.get("embeddings.position_ids", &[1]).unwrap_err().to_string();
         assert!(err.contains("dtype"), "{err}");
 
         let bad = safetensors(&[("x", "F32", &[2], vec![0; 4])]);

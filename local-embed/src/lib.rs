@@ -58,8 +58,7 @@ struct PoolingConfig {
 }
 
 fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))
 }
 
@@ -68,20 +67,12 @@ impl LocalEmbedder {
     /// file and say how to obtain the model.
     pub fn load(dir: &Path) -> Result<LocalEmbedder> {
         if !dir.is_dir() {
-            bail!(
-                "embedding model directory {} does not exist.\n{}",
-                dir.display(),
-                Self::missing_model_help()
-            );
+            bail!("embedding model directory {} does not exist.\n{}", dir.display(), Self::missing_model_help());
         }
         let require = |name: &str| -> Result<PathBuf> {
             let p = dir.join(name);
             if !p.is_file() {
-                bail!(
-                    "embedding model directory {} has no {name}.\n{}",
-                    dir.display(),
-                    Self::missing_model_help()
-                );
+                bail!("embedding model directory {} has no {name}.\n{}", dir.display(), Self::missing_model_help());
             }
             Ok(p)
         };
@@ -114,32 +105,19 @@ impl LocalEmbedder {
 
         let tokenizer = load_tokenizer(&vocab_path, &tokenizer_json)?;
         if tokenizer.vocab_size() > cfg.vocab_size {
-            bail!(
-                "the tokenizer has {} tokens but the model only {}",
-                tokenizer.vocab_size(),
-                cfg.vocab_size
-            );
+            bail!("the tokenizer has {} tokens but the model only {}", tokenizer.vocab_size(), cfg.vocab_size);
         }
 
         let st_config = dir.join("sentence_bert_config.json");
-        let max_seq_length = if st_config.is_file() {
-            read_json::<SentenceBertConfig>(&st_config)?.max_seq_length
-        } else {
-            None
-        }
-        .unwrap_or(256)
-        .clamp(2, cfg.max_position_embeddings);
+        let max_seq_length =
+            if st_config.is_file() { read_json::<SentenceBertConfig>(&st_config)?.max_seq_length } else { None }
+                .unwrap_or(256)
+                .clamp(2, cfg.max_position_embeddings);
 
-        let bytes = std::fs::read(&weights_path)
-            .with_context(|| format!("reading {}", weights_path.display()))?;
+        let bytes = std::fs::read(&weights_path).with_context(|| format!("reading {}", weights_path.display()))?;
         let model = bert::BertModel::from_safetensors(cfg, &bytes)
             .with_context(|| format!("loading {}", weights_path.display()))?;
-        Ok(LocalEmbedder {
-            dir: dir.to_path_buf(),
-            tokenizer,
-            model,
-            max_seq_length,
-        })
+        Ok(LocalEmbedder { dir: dir.to_path_buf(), tokenizer, model, max_seq_length })
     }
 
     /// Finds the default model: `$GRAPHRAG_EMBEDDING_MODEL_DIR`, then the
@@ -230,10 +208,7 @@ impl LocalEmbedder {
             tokens += seq.len();
         }
         batches.push(&ids[start..]);
-        let pooled: Vec<Vec<Vec<f32>>> = batches
-            .par_iter()
-            .map(|chunk| self.model.mean_pooled(chunk))
-            .collect();
+        let pooled: Vec<Vec<Vec<f32>>> = batches.par_iter().map(|chunk| self.model.mean_pooled(chunk)).collect();
         let mut out: Vec<Vec<f32>> = pooled.into_iter().flatten().collect();
         for v in &mut out {
             let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-12);
@@ -283,11 +258,7 @@ struct TokenizerModelJson {
 /// The tokenizer: vocabulary from `vocab.txt` (else `tokenizer.json`),
 /// settings from `tokenizer.json` when present (defaults: uncased BERT).
 fn load_tokenizer(vocab_path: &Path, tokenizer_json: &Path) -> Result<WordPieceTokenizer> {
-    let json: Option<TokenizerJson> = if tokenizer_json.is_file() {
-        Some(read_json(tokenizer_json)?)
-    } else {
-        None
-    };
+    let json: Option<TokenizerJson> = if tokenizer_json.is_file() { Some(read_json(tokenizer_json)?) } else { None };
     let mut options = NormalizerOptions::default();
     let mut max_chars = 100;
     let mut prefix = "##".to_string();
@@ -322,13 +293,11 @@ fn load_tokenizer(vocab_path: &Path, tokenizer_json: &Path) -> Result<WordPieceT
         }
     }
     let tok = if vocab_path.is_file() {
-        let text = std::fs::read_to_string(vocab_path)
-            .with_context(|| format!("reading {}", vocab_path.display()))?;
+        let text = std::fs::read_to_string(vocab_path).with_context(|| format!("reading {}", vocab_path.display()))?;
         WordPieceTokenizer::from_vocab_txt(&text, options)
             .with_context(|| format!("loading {}", vocab_path.display()))?
     } else {
-        let vocab = json_vocab
-            .with_context(|| format!("{} has no WordPiece vocabulary", tokenizer_json.display()))?;
+        let vocab = json_vocab.with_context(|| format!("{} has no WordPiece vocabulary", tokenizer_json.display()))?;
         WordPieceTokenizer::from_vocab(vocab, options)
             .with_context(|| format!("loading {}", tokenizer_json.display()))?
     };

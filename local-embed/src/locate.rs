@@ -29,10 +29,7 @@ pub fn find_default_model() -> Option<PathBuf> {
 }
 
 fn home() -> Option<PathBuf> {
-    std::env::var_os("HOME")
-        .or_else(|| std::env::var_os("USERPROFILE"))
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
+    std::env::var_os("HOME").or_else(|| std::env::var_os("USERPROFILE")).filter(|v| !v.is_empty()).map(PathBuf::from)
 }
 
 /// Sub-directories of `dir` whose names start with `prefix`, sorted with the
@@ -101,10 +98,7 @@ fn site_packages_dirs() -> Vec<PathBuf> {
     for p in ["/usr/local", "/usr", "/opt/conda", "/opt/homebrew"] {
         prefixes.push(PathBuf::from(p));
     }
-    prefixes.extend(subdirs_with_prefix(
-        Path::new("/Library/Frameworks/Python.framework/Versions"),
-        "3",
-    ));
+    prefixes.extend(subdirs_with_prefix(Path::new("/Library/Frameworks/Python.framework/Versions"), "3"));
 
     let mut out = Vec::new();
     for p in &prefixes {
@@ -133,11 +127,7 @@ fn site_packages_dirs() -> Vec<PathBuf> {
 /// `~/.cache/huggingface/hub/models--sentence-transformers--all-MiniLM-L6-v2/snapshots/*/`
 fn hf_cache_model() -> Option<PathBuf> {
     let mut hubs: Vec<PathBuf> = Vec::new();
-    let env = |v: &str| {
-        std::env::var_os(v)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    };
+    let env = |v: &str| std::env::var_os(v).filter(|v| !v.is_empty()).map(PathBuf::from);
     if let Some(p) = env("HF_HUB_CACHE").or_else(|| env("HUGGINGFACE_HUB_CACHE")) {
         hubs.push(p);
     }
@@ -159,10 +149,7 @@ fn hf_cache_model() -> Option<PathBuf> {
                 return Some(dir);
             }
         }
-        if let Some(dir) = subdirs_with_prefix(&repo.join("snapshots"), "")
-            .into_iter()
-            .find(|d| is_model_dir(d))
-        {
+        if let Some(dir) = subdirs_with_prefix(&repo.join("snapshots"), "").into_iter().find(|d| is_model_dir(d)) {
             return Some(dir);
         }
     }
@@ -199,11 +186,7 @@ mod tests {
 
     #[test]
     fn versions_sort_numerically() {
-        let mut v = [
-            PathBuf::from("python3.9"),
-            PathBuf::from("python3.12"),
-            PathBuf::from("python3.10"),
-        ];
+        let mut v = [PathBuf::from("python3.9"), PathBuf::from("python3.12"), PathBuf::from("python3.10")];
         v.sort_by_key(|p| std::cmp::Reverse(version_key(p)));
         assert_eq!(v[0], PathBuf::from("python3.12"));
         assert_eq!(v[2], PathBuf::from("python3.9"));

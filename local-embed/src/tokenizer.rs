@@ -27,12 +27,7 @@ pub struct NormalizerOptions {
 
 impl Default for NormalizerOptions {
     fn default() -> Self {
-        NormalizerOptions {
-            clean_text: true,
-            handle_chinese_chars: true,
-            strip_accents: None,
-            lowercase: true,
-        }
+        NormalizerOptions { clean_text: true, handle_chinese_chars: true, strip_accents: None, lowercase: true }
     }
 }
 
@@ -64,10 +59,7 @@ impl WordPieceTokenizer {
     /// Builds a tokenizer from a token → id map.
     pub fn from_vocab(vocab: HashMap<String, u32>, options: NormalizerOptions) -> Result<Self> {
         let id = |t: &str| -> Result<u32> {
-            vocab
-                .get(t)
-                .copied()
-                .with_context(|| format!("the vocabulary has no {t} token"))
+            vocab.get(t).copied().with_context(|| format!("the vocabulary has no {t} token"))
         };
         let (unk_id, cls_id, sep_id) = (id("[UNK]")?, id("[CLS]")?, id("[SEP]")?);
         let pad_id = id("[PAD]").unwrap_or(0);
@@ -220,9 +212,7 @@ impl WordPieceTokenizer {
 /// `BertPreTokenizer`: split on whitespace (removed), then isolate each
 /// punctuation character.
 fn pre_tokenize(text: &str) -> impl Iterator<Item = &str> {
-    text.split(char::is_whitespace)
-        .filter(|w| !w.is_empty())
-        .flat_map(split_punctuation)
+    text.split(char::is_whitespace).filter(|w| !w.is_empty()).flat_map(split_punctuation)
 }
 
 fn split_punctuation(word: &str) -> impl Iterator<Item = &str> {
@@ -292,10 +282,7 @@ mod tests {
     #[test]
     fn splits_whitespace_and_punctuation() {
         let words: Vec<&str> = pre_tokenize("hello,world!!  it's  (x)").collect();
-        assert_eq!(
-            words,
-            ["hello", ",", "world", "!", "!", "it", "'", "s", "(", "x", ")"]
-        );
+        assert_eq!(words, ["hello", ",", "world", "!", "!", "it", "'", "s", "(", "x", ")"]);
         assert!(pre_tokenize("   ").next().is_none());
     }
 

@@ -26,10 +26,7 @@ struct Sentence {
 }
 
 fn reference() -> Reference {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/fixtures/minilm_reference.json"
-    );
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/minilm_reference.json");
     let text = std::fs::read_to_string(path).expect("reading the reference fixture");
     serde_json::from_str(&text).expect("parsing the reference fixture")
 }
@@ -93,11 +90,7 @@ fn vectors_match_sentence_transformers() {
     for (s, v) in r.sentences.iter().zip(&got) {
         assert_eq!(v.len(), r.dimension);
         let c = cosine(v, &s.vector);
-        let max_diff = v
-            .iter()
-            .zip(&s.vector)
-            .map(|(x, y)| (x - y).abs())
-            .fold(0.0f32, f32::max);
+        let max_diff = v.iter().zip(&s.vector).map(|(x, y)| (x - y).abs()).fold(0.0f32, f32::max);
         eprintln!(
             "1 - cosine = {:.1e}, max |diff| = {max_diff:.1e}  {:?}",
             1.0 - c,
@@ -138,15 +131,8 @@ fn batch_results_equal_single_results() {
     assert_eq!(batch.len(), refs.len());
     for (t, b) in refs.iter().zip(&batch) {
         let single = e.embed(&[t]).unwrap().remove(0);
-        let max_diff = single
-            .iter()
-            .zip(b)
-            .map(|(x, y)| (x - y).abs())
-            .fold(0.0f32, f32::max);
-        assert!(
-            max_diff < 1e-5,
-            "batch differs from single for {t:?}: {max_diff}"
-        );
+        let max_diff = single.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0f32, f32::max);
+        assert!(max_diff < 1e-5, "batch differs from single for {t:?}: {max_diff}");
     }
     assert!(e.embed(&[]).unwrap().is_empty());
 }
@@ -155,18 +141,11 @@ fn batch_results_equal_single_results() {
 fn truncation_keeps_the_first_tokens() {
     let Some(e) = embedder() else { return };
     let r = reference();
-    let long = r
-        .sentences
-        .iter()
-        .find(|s| s.count > e.max_tokens())
-        .unwrap();
+    let long = r.sentences.iter().find(|s| s.count > e.max_tokens()).unwrap();
     let ids = e.token_ids(&long.text);
     assert_eq!(ids.len(), e.max_seq_length());
     // Appending text after the cut-off does not change the embedding.
-    let more = format!(
-        "{} And then something entirely different happened.",
-        long.text
-    );
+    let more = format!("{} And then something entirely different happened.", long.text);
     let a = e.embed(&[&long.text, &more]).unwrap();
     assert!(cosine(&a[0], &a[1]) > 0.999_999);
 }
@@ -183,10 +162,7 @@ fn load_errors_name_the_missing_file() {
     assert!(err.contains("model.safetensors"), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
 
-    let err = format!(
-        "{:#}",
-        LocalEmbedder::load(std::path::Path::new("/nonexistent/model")).unwrap_err()
-    );
+    let err = format!("{:#}", LocalEmbedder::load(std::path::Path::new("/nonexistent/model")).unwrap_err());
     assert!(err.contains("does not exist"), "{err}");
     let help = LocalEmbedder::missing_model_help();
     assert!(help.contains("GRAPHRAG_EMBEDDING_MODEL_DIR"));

@@ -4,8 +4,8 @@
 use serde_json::{json, Map, Value};
 
 use crate::text::{
-    after, after_last, before, before_last, candidates, citation, clean_field, content_words,
-    first_words, h64, parse_tables, sentences, title_case, Table,
+    after, after_last, before, before_last, candidates, citation, clean_field, content_words, first_words, h64,
+    parse_tables, sentences, title_case, Table,
 };
 
 /// One chat message (text content only; multi-part content is concatenated).
@@ -17,10 +17,7 @@ pub struct Message {
 
 impl Message {
     pub fn new(role: &str, content: &str) -> Message {
-        Message {
-            role: role.to_string(),
-            content: content.to_string(),
-        }
+        Message { role: role.to_string(), content: content.to_string() }
     }
 }
 
@@ -67,28 +64,18 @@ pub const CLASSIFICATION: &[ClassRule] = &[
     ClassRule {
         class: "extract_graph_continue",
         scope: Scope::LastUser,
-        phrases: &[
-            "left out MANY entities and relationships",
-            "MANY entities and relationships were missed",
-        ],
+        phrases: &["left out MANY entities and relationships", "MANY entities and relationships were missed"],
     },
     ClassRule {
         class: "extract_claims_continue",
         scope: Scope::LastUser,
         phrases: &["left out MANY claims", "MANY entities were missed"],
     },
-    ClassRule {
-        class: "extract_claims",
-        scope: Scope::Prompt,
-        phrases: &["Claim description:"],
-    },
+    ClassRule { class: "extract_claims", scope: Scope::Prompt, phrases: &["Claim description:"] },
     ClassRule {
         class: "extract_graph",
         scope: Scope::Prompt,
-        phrases: &[
-            "Find every entity of those types",
-            "identify all entities of those types from the text",
-        ],
+        phrases: &["Find every entity of those types", "identify all entities of those types from the text"],
     },
     ClassRule {
         class: "summarize_descriptions",
@@ -98,31 +85,17 @@ pub const CLASSIFICATION: &[ClassRule] = &[
             "comprehensive summary of the data provided below",
         ],
     },
-    ClassRule {
-        class: "community_report_graph",
-        scope: Scope::Prompt,
-        phrases: &["IMPACT SEVERITY RATING"],
-    },
-    ClassRule {
-        class: "community_report_text",
-        scope: Scope::Prompt,
-        phrases: &["IMPORTANCE RATING"],
-    },
+    ClassRule { class: "community_report_graph", scope: Scope::Prompt, phrases: &["IMPACT SEVERITY RATING"] },
+    ClassRule { class: "community_report_text", scope: Scope::Prompt, phrases: &["IMPORTANCE RATING"] },
     ClassRule {
         class: "drift_primer",
         scope: Scope::Prompt,
-        phrases: &[
-            "reasons over a knowledge graph to answer",
-            "designed to reason over a knowledge graph",
-        ],
+        phrases: &["reasons over a knowledge graph to answer", "designed to reason over a knowledge graph"],
     },
     ClassRule {
         class: "drift_search",
         scope: Scope::Prompt,
-        phrases: &[
-            "This question is part of a broader research question",
-            "'follow_up_queries'",
-        ],
+        phrases: &["This question is part of a broader research question", "'follow_up_queries'"],
     },
     ClassRule {
         class: "drift_reduce",
@@ -143,31 +116,18 @@ pub const CLASSIFICATION: &[ClassRule] = &[
     ClassRule {
         class: "global_reduce",
         scope: Scope::Prompt,
-        phrases: &[
-            "combining the views of several analysts",
-            "synthesizing perspectives from multiple analysts",
-        ],
+        phrases: &["combining the views of several analysts", "synthesizing perspectives from multiple analysts"],
     },
-    ClassRule {
-        class: "keywords_extraction",
-        scope: Scope::Prompt,
-        phrases: &["high_level_keywords"],
-    },
+    ClassRule { class: "keywords_extraction", scope: Scope::Prompt, phrases: &["high_level_keywords"] },
     ClassRule {
         class: "rate_community",
         scope: Scope::Prompt,
-        phrases: &[
-            "Rate, on a scale from 0 to 5, how relevant",
-            "how relevant or helpful is the provided information",
-        ],
+        phrases: &["Rate, on a scale from 0 to 5, how relevant", "how relevant or helpful is the provided information"],
     },
     ClassRule {
         class: "question_gen",
         scope: Scope::Prompt,
-        phrases: &[
-            "candidate questions that the user might ask next",
-            "generating a bulleted list of",
-        ],
+        phrases: &["candidate questions that the user might ask next", "generating a bulleted list of"],
     },
     ClassRule {
         class: "mix_search",
@@ -177,18 +137,12 @@ pub const CLASSIFICATION: &[ClassRule] = &[
     ClassRule {
         class: "basic_search",
         scope: Scope::Prompt,
-        phrases: &[
-            "answers questions about the source passages provided below",
-            "[Data: Sources (record ids)]",
-        ],
+        phrases: &["answers questions about the source passages provided below", "[Data: Sources (record ids)]"],
     },
     ClassRule {
         class: "local_search",
         scope: Scope::Prompt,
-        phrases: &[
-            "answers questions about the data in the tables provided below",
-            "---Data tables---",
-        ],
+        phrases: &["answers questions about the data in the tables provided below", "---Data tables---"],
     },
 ];
 
@@ -215,9 +169,7 @@ fn classify_at(messages: &[Message]) -> (&'static str, Option<usize>) {
                 }
             }
             Scope::Prompt => {
-                if let Some(i) =
-                    (0..messages.len()).find(|&i| messages[i].role != "assistant" && hit(i))
-                {
+                if let Some(i) = (0..messages.len()).find(|&i| messages[i].role != "assistant" && hit(i)) {
                     return (rule.class, Some(i));
                 }
             }
@@ -267,16 +219,10 @@ pub fn answer(messages: &[Message], response_format: Option<&Value>) -> ChatAnsw
         "mix_search" => data_answer("Mix search", prompt, query),
         _ => {
             let last = last_user_idx.map_or("", |i| messages[i].content.as_str());
-            format!(
-                "This is a deterministic mock answer to: {}",
-                first_words(last, 30)
-            )
+            format!("This is a deterministic mock answer to: {}", first_words(last, 30))
         }
     };
-    ChatAnswer {
-        class,
-        content: enforce_json(content, response_format),
-    }
+    ChatAnswer { class, content: enforce_json(content, response_format) }
 }
 
 // ---------------------------------------------------------------------------
@@ -299,11 +245,7 @@ fn enforce_json(content: String, response_format: Option<&Value>) -> String {
         Some(s) if ty == "json_schema" => instantiate(s, &content, 0),
         _ => json!({ "answer": content }),
     };
-    let value = if value.is_object() {
-        value
-    } else {
-        json!({ "answer": value })
-    };
+    let value = if value.is_object() { value } else { json!({ "answer": value }) };
     value.to_string()
 }
 
@@ -312,22 +254,14 @@ fn instantiate(schema: &Value, text: &str, depth: usize) -> Value {
     if depth > 8 {
         return Value::Null;
     }
-    if let Some(e) = schema
-        .get("enum")
-        .and_then(Value::as_array)
-        .and_then(|a| a.first())
-    {
+    if let Some(e) = schema.get("enum").and_then(Value::as_array).and_then(|a| a.first()) {
         return e.clone();
     }
     if let Some(c) = schema.get("const") {
         return c.clone();
     }
     for key in ["anyOf", "oneOf", "allOf"] {
-        if let Some(first) = schema
-            .get(key)
-            .and_then(Value::as_array)
-            .and_then(|a| a.first())
-        {
+        if let Some(first) = schema.get(key).and_then(Value::as_array).and_then(|a| a.first()) {
             return instantiate(first, text, depth + 1);
         }
     }
@@ -408,10 +342,7 @@ fn read_delims(prompt: &str) -> Delims {
         }
     }
     let mut completion = DEFAULT_COMPLETION.to_string();
-    for marker in [
-        "When the list is complete, write ",
-        "When finished, output ",
-    ] {
+    for marker in ["When the list is complete, write ", "When finished, output "] {
         if let Some(rest) = after(prompt, marker) {
             let c = rest.lines().next().unwrap_or("").trim();
             if !c.is_empty() && c.len() < 40 {
@@ -420,11 +351,7 @@ fn read_delims(prompt: &str) -> Delims {
             }
         }
     }
-    Delims {
-        tuple,
-        record,
-        completion,
-    }
+    Delims { tuple, record, completion }
 }
 
 /// The input text of an extraction prompt: after `Text:` in the real-data
@@ -446,18 +373,11 @@ fn entity_types(prompt: &str) -> Vec<String> {
         .trim()
         .trim_matches(|c| c == '[' || c == ']')
         .split(',')
-        .map(|t| {
-            t.trim()
-                .trim_matches(|c| c == '"' || c == '\'')
-                .to_uppercase()
-        })
+        .map(|t| t.trim().trim_matches(|c| c == '"' || c == '\'').to_uppercase())
         .filter(|t| !t.is_empty())
         .collect();
     if types.is_empty() {
-        ["ORGANIZATION", "PERSON", "GEO", "EVENT"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect()
+        ["ORGANIZATION", "PERSON", "GEO", "EVENT"].iter().map(|s| s.to_string()).collect()
     } else {
         types
     }
@@ -499,8 +419,7 @@ fn find_entities(text: &str) -> Found<'_> {
         let mut names: Vec<String> = Vec::new();
         for c in cands {
             if c.initial_single
-                && (lower_words.contains(c.name.to_lowercase().as_str())
-                    || !confirmed.contains(c.name.as_str()))
+                && (lower_words.contains(c.name.to_lowercase().as_str()) || !confirmed.contains(c.name.as_str()))
             {
                 continue;
             }
@@ -519,20 +438,12 @@ fn find_entities(text: &str) -> Found<'_> {
     }
     let mut ranked = order;
     ranked.sort_by_key(|n| (std::cmp::Reverse(freq[n]), first[n]));
-    Found {
-        sentences: sents,
-        per_sentence,
-        ranked,
-        first_sentence: first,
-    }
+    Found { sentences: sents, per_sentence, ranked, first_sentence: first }
 }
 
 fn entity_record(d: &Delims, name: &str, etype: &str, desc: &str) -> String {
     let td = &d.tuple;
-    format!(
-        "(\"entity\"{td}{name}{td}{etype}{td}{})",
-        clean_field(desc, &d.all())
-    )
+    format!("(\"entity\"{td}{name}{td}{etype}{td}{})", clean_field(desc, &d.all()))
 }
 
 fn pick_type(types: &[String], name: &str) -> String {
@@ -543,11 +454,7 @@ fn join_records(d: &Delims, records: &[String]) -> String {
     if records.is_empty() {
         return d.completion.clone();
     }
-    format!(
-        "{}\n{}",
-        records.join(&format!("\n{}\n", d.record)),
-        d.completion
-    )
+    format!("{}\n{}", records.join(&format!("\n{}\n", d.record)), d.completion)
 }
 
 fn extract_graph(prompt: &str) -> String {
@@ -602,12 +509,7 @@ fn original_prompt<'a>(messages: &'a [Message], class: &str) -> &'a str {
 }
 
 fn assistant_text(messages: &[Message]) -> String {
-    messages
-        .iter()
-        .filter(|m| m.role == "assistant")
-        .map(|m| m.content.as_str())
-        .collect::<Vec<_>>()
-        .join("\n")
+    messages.iter().filter(|m| m.role == "assistant").map(|m| m.content.as_str()).collect::<Vec<_>>().join("\n")
 }
 
 fn extract_graph_glean(messages: &[Message]) -> String {
@@ -646,16 +548,10 @@ fn gleaning_loop(messages: &[Message], class: &str) -> String {
                 .is_some_and(|r| r.phrases.iter().any(|p| m.content.contains(p)))
     };
     let loops = messages.iter().filter(|m| matches(m, class)).count();
-    let continues = messages
-        .iter()
-        .filter(|m| matches(m, continue_class))
-        .count();
+    let continues = messages.iter().filter(|m| matches(m, continue_class)).count();
     let d = read_delims(original_prompt(messages, extract_class));
-    let last_added = messages
-        .iter()
-        .rev()
-        .find(|m| m.role == "assistant")
-        .is_some_and(|m| m.content.contains(&d.tuple));
+    let last_added =
+        messages.iter().rev().find(|m| m.role == "assistant").is_some_and(|m| m.content.contains(&d.tuple));
     if loops == 1 && continues >= 1 && last_added {
         "Y".into()
     } else {
@@ -674,9 +570,7 @@ fn iso_date(s: &str) -> Option<String> {
             w.len() == 10
                 && b[4] == b'-'
                 && b[7] == b'-'
-                && w.chars()
-                    .enumerate()
-                    .all(|(i, c)| i == 4 || i == 7 || c.is_ascii_digit())
+                && w.chars().enumerate().all(|(i, c)| i == 4 || i == 7 || c.is_ascii_digit())
         })
         .map(|w| format!("{w}T00:00:00"))
 }
@@ -715,11 +609,7 @@ fn extract_claims(prompt: &str) -> String {
     let d = read_delims(prompt);
     let text = extraction_input(prompt);
     let n = (h64(text) % 3) as usize;
-    let records: Vec<String> = claim_candidates(text)
-        .iter()
-        .take(n)
-        .map(|c| claim_record(&d, c))
-        .collect();
+    let records: Vec<String> = claim_candidates(text).iter().take(n).map(|c| claim_record(&d, c)).collect();
     join_records(&d, &records)
 }
 
@@ -743,32 +633,20 @@ fn extract_claims_glean(messages: &[Message]) -> String {
 fn number_after(text: &str, markers: &[&str]) -> Option<usize> {
     markers.iter().find_map(|m| {
         let rest = after(text, m)?;
-        let digits: String = rest
-            .trim_start()
-            .chars()
-            .take_while(char::is_ascii_digit)
-            .collect();
+        let digits: String = rest.trim_start().chars().take_while(char::is_ascii_digit).collect();
         digits.parse().ok()
     })
 }
 
 fn summarize(prompt: &str) -> String {
     let data = after_last(prompt, "-Data-").unwrap_or(prompt);
-    let name = after(data, "Entities:")
-        .map(|r| r.lines().next().unwrap_or("").trim())
-        .unwrap_or("");
+    let name = after(data, "Entities:").map(|r| r.lines().next().unwrap_or("").trim()).unwrap_or("");
     let list = after(data, "Description List:").unwrap_or("");
     let list = before(list, "\n#######").trim();
     let max = number_after(prompt, &["Keep the summary under ", "length to "]).unwrap_or(500);
     let items: Vec<String> = match serde_json::from_str::<Value>(list) {
-        Ok(Value::Array(a)) => a
-            .iter()
-            .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string))
-            .collect(),
-        _ => list
-            .lines()
-            .map(|l| l.trim().trim_start_matches(['-', '*']).trim().to_string())
-            .collect(),
+        Ok(Value::Array(a)) => a.iter().map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string)).collect(),
+        _ => list.lines().map(|l| l.trim().trim_start_matches(['-', '*']).trim().to_string()).collect(),
     };
     let mut seen: Vec<String> = Vec::new();
     let mut parts: Vec<String> = Vec::new();
@@ -778,11 +656,7 @@ fn summarize(prompt: &str) -> String {
             continue;
         }
         seen.push(t.to_lowercase());
-        let t = if t.ends_with(['.', '!', '?']) {
-            t
-        } else {
-            format!("{t}.")
-        };
+        let t = if t.ends_with(['.', '!', '?']) { t } else { format!("{t}.") };
         parts.push(t);
     }
     if parts.is_empty() {
@@ -825,17 +699,8 @@ fn list_names(names: &[String], n: usize) -> String {
     }
 }
 
-fn report_json(
-    title: String,
-    summary: String,
-    input: &str,
-    expl: String,
-    findings: Vec<(String, String)>,
-) -> String {
-    let findings: Vec<Value> = findings
-        .into_iter()
-        .map(|(s, e)| json!({"summary": s, "explanation": e}))
-        .collect();
+fn report_json(title: String, summary: String, input: &str, expl: String, findings: Vec<(String, String)>) -> String {
+    let findings: Vec<Value> = findings.into_iter().map(|(s, e)| json!({"summary": s, "explanation": e})).collect();
     json!({
         "title": title,
         "summary": summary,
@@ -853,10 +718,8 @@ fn community_report_graph(prompt: &str) -> String {
     let ents = find_table(&tables, "Entities").unwrap_or(&empty);
     let rels = find_table(&tables, "Relationships").unwrap_or(&empty);
     let claims = find_table(&tables, "Claims").unwrap_or(&empty);
-    let mut names: Vec<String> = (0..ents.rows.len())
-        .map(|i| ents.cell(i, &["entity", "title", "name"]))
-        .filter(|n| !n.is_empty())
-        .collect();
+    let mut names: Vec<String> =
+        (0..ents.rows.len()).map(|i| ents.cell(i, &["entity", "title", "name"])).filter(|n| !n.is_empty()).collect();
     if names.is_empty() {
         let found = find_entities(input);
         names = found.ranked.into_iter().take(5).collect();
@@ -890,10 +753,7 @@ fn community_report_graph(prompt: &str) -> String {
         };
         findings.push((
             format!("The role of {}", title_case(&name)),
-            format!(
-                "{desc} {}",
-                citation(&[("Entities", vec![id]), ("Relationships", rel_ids)])
-            ),
+            format!("{desc} {}", citation(&[("Entities", vec![id]), ("Relationships", rel_ids)])),
         ));
     }
     if !claims.rows.is_empty() && findings.len() < 5 {
@@ -919,12 +779,9 @@ fn community_report_graph(prompt: &str) -> String {
     while findings.len() < 2 {
         findings.push((
             "Limited data".into(),
-            format!(
-                "The community data lists few records about {}. {cite_all}",
-                list_names(&names, 2)
-            )
-            .trim()
-            .to_string(),
+            format!("The community data lists few records about {}. {cite_all}", list_names(&names, 2))
+                .trim()
+                .to_string(),
         ));
     }
     report_json(
@@ -948,31 +805,15 @@ fn community_report_text(prompt: &str) -> String {
         Some(t) => (0..t.rows.len())
             .map(|i| {
                 let text = t.cell(i, &["text", "content", "chunk"]);
-                let text = if text.is_empty() {
-                    t.rows[i].last().cloned().unwrap_or_default()
-                } else {
-                    text
-                };
+                let text = if text.is_empty() { t.rows[i].last().cloned().unwrap_or_default() } else { text };
                 (t.rows[i][0].clone(), text)
             })
             .collect(),
         None => vec![(String::new(), input.to_string())],
     };
-    let all_text: String = passages
-        .iter()
-        .map(|p| p.1.as_str())
-        .collect::<Vec<_>>()
-        .join("\n");
-    let names: Vec<String> = find_entities(&all_text)
-        .ranked
-        .into_iter()
-        .take(5)
-        .collect();
-    let ids: Vec<String> = passages
-        .iter()
-        .map(|p| p.0.clone())
-        .filter(|i| !i.is_empty())
-        .collect();
+    let all_text: String = passages.iter().map(|p| p.1.as_str()).collect::<Vec<_>>().join("\n");
+    let names: Vec<String> = find_entities(&all_text).ranked.into_iter().take(5).collect();
+    let ids: Vec<String> = passages.iter().map(|p| p.0.clone()).filter(|i| !i.is_empty()).collect();
     let summary = format!(
         "The {} source passages of this community concern {}. {}",
         passages.len(),
@@ -987,17 +828,8 @@ fn community_report_text(prompt: &str) -> String {
         if first.is_empty() {
             continue;
         }
-        let cite = if id.is_empty() {
-            String::new()
-        } else {
-            citation(&[("Sources", vec![id.clone()])])
-        };
-        findings.push((
-            first_words(&first, 8),
-            format!("{} {cite}", first_words(&first, 40))
-                .trim()
-                .to_string(),
-        ));
+        let cite = if id.is_empty() { String::new() } else { citation(&[("Sources", vec![id.clone()])]) };
+        findings.push((first_words(&first, 8), format!("{} {cite}", first_words(&first, 40)).trim().to_string()));
     }
     while findings.len() < 2 {
         findings.push((
@@ -1030,11 +862,8 @@ fn community_report_text(prompt: &str) -> String {
 
 fn global_map(prompt: &str, query: &str) -> String {
     let tables = parse_tables(prompt);
-    let reports = find_table(&tables, "Reports").or_else(|| {
-        tables
-            .iter()
-            .find(|t| t.col(&["title"]).is_some() && !t.rows.is_empty())
-    });
+    let reports = find_table(&tables, "Reports")
+        .or_else(|| tables.iter().find(|t| t.col(&["title"]).is_some() && !t.rows.is_empty()));
     let mut points = Vec::new();
     if let Some(t) = reports {
         for i in 0..t.rows.len().min(5) {
@@ -1063,18 +892,13 @@ fn global_reduce(prompt: &str, query: &str) -> String {
     let points: Vec<&str> = data
         .lines()
         .map(str::trim)
-        .filter(|l| {
-            !l.is_empty() && !l.starts_with("----Analyst") && !l.starts_with("Importance Score")
-        })
+        .filter(|l| !l.is_empty() && !l.starts_with("----Analyst") && !l.starts_with("Importance Score"))
         .take(5)
         .collect();
     if points.is_empty() {
         return "I don't know: the reports do not contain enough information to answer this question.".into();
     }
-    let mut out = format!(
-        "## Answer\n\nThe key points that bear on \"{}\" are:\n\n",
-        first_words(query, 20)
-    );
+    let mut out = format!("## Answer\n\nThe key points that bear on \"{}\" are:\n\n", first_words(query, 20));
     for p in points {
         out.push_str(&format!("- {p}\n"));
     }
@@ -1094,10 +918,7 @@ fn keywords(prompt: &str) -> String {
             }
         }
     }
-    let low_words: Vec<String> = low
-        .iter()
-        .flat_map(|n| crate::text::words_lower(n))
-        .collect();
+    let low_words: Vec<String> = low.iter().flat_map(|n| crate::text::words_lower(n)).collect();
     let high: Vec<String> = content_words(q)
         .into_iter()
         .filter(|w| w.chars().count() >= 4 && !low_words.contains(w))
@@ -1108,12 +929,8 @@ fn keywords(prompt: &str) -> String {
 }
 
 fn rate_community(prompt: &str, query: &str) -> String {
-    let info = after(prompt, "---Information---")
-        .map(|r| before(r, "---Question---"))
-        .unwrap_or(prompt);
-    let q = after(prompt, "---Question---")
-        .map(|r| before(r, "---Output---"))
-        .unwrap_or(query);
+    let info = after(prompt, "---Information---").map(|r| before(r, "---Question---")).unwrap_or(prompt);
+    let q = after(prompt, "---Question---").map(|r| before(r, "---Output---")).unwrap_or(query);
     let qw = content_words(q);
     let iw = content_words(info);
     let shared: Vec<&String> = qw.iter().filter(|w| iw.contains(w)).collect();
@@ -1124,12 +941,7 @@ fn rate_community(prompt: &str, query: &str) -> String {
         format!(
             "The information shares {} key term(s) with the question: {}.",
             shared.len(),
-            shared
-                .iter()
-                .take(5)
-                .map(|s| s.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
+            shared.iter().take(5).map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
         )
     };
     json!({ "reason": reason, "rating": rating }).to_string()
@@ -1138,11 +950,7 @@ fn rate_community(prompt: &str, query: &str) -> String {
 /// Report ids and names mentioned in a block of community reports.
 fn report_refs(text: &str) -> (Vec<String>, Vec<String>) {
     let tables = parse_tables(text);
-    let mut ids: Vec<String> = tables
-        .iter()
-        .find(|t| !t.rows.is_empty())
-        .map(Table::ids)
-        .unwrap_or_default();
+    let mut ids: Vec<String> = tables.iter().find(|t| !t.rows.is_empty()).map(Table::ids).unwrap_or_default();
     if ids.is_empty() {
         for line in text.lines() {
             let l = line.trim();
@@ -1168,15 +976,9 @@ fn report_refs(text: &str) -> (Vec<String>, Vec<String>) {
 
 fn drift_primer(prompt: &str) -> String {
     let (q, reports) = if let Some(r) = after(prompt, "Query:") {
-        (
-            before(r, "Community reports:"),
-            after(r, "Community reports:").unwrap_or(""),
-        )
+        (before(r, "Community reports:"), after(r, "Community reports:").unwrap_or(""))
     } else if let Some(r) = after(prompt, "For the query:") {
-        (
-            before(r, "The top-ranked"),
-            after(r, "The top-ranked").unwrap_or(""),
-        )
+        (before(r, "The top-ranked"), after(r, "The top-ranked").unwrap_or(""))
     } else {
         ("", prompt)
     };
@@ -1189,11 +991,8 @@ fn drift_primer(prompt: &str) -> String {
         citation(&[("Reports", ids)])
     );
     let topic = first_words(q.trim_end_matches('?'), 8);
-    let mut follow: Vec<String> = names
-        .iter()
-        .take(5)
-        .map(|n| format!("What is the role of {} in {topic}?", title_case(n)))
-        .collect();
+    let mut follow: Vec<String> =
+        names.iter().take(5).map(|n| format!("What is the role of {} in {topic}?", title_case(n))).collect();
     let generic = [
         format!("Who are the main actors in {topic}?"),
         format!("Which events shaped {topic}?"),
@@ -1219,23 +1018,13 @@ fn drift_search(prompt: &str, query: &str) -> String {
     let response = data_answer("DRIFT local search", prompt, query);
     let tables = parse_tables(prompt);
     let names: Vec<String> = find_table(&tables, "Entities")
-        .map(|t| {
-            (0..t.rows.len())
-                .map(|i| t.cell(i, &["entity", "title"]))
-                .collect()
-        })
+        .map(|t| (0..t.rows.len()).map(|i| t.cell(i, &["entity", "title"])).collect())
         .unwrap_or_default();
     let ql = query.to_lowercase();
-    let fresh: Vec<&String> = names
-        .iter()
-        .filter(|n| !n.is_empty() && !ql.contains(&n.to_lowercase()))
-        .collect();
+    let fresh: Vec<&String> = names.iter().filter(|n| !n.is_empty() && !ql.contains(&n.to_lowercase())).collect();
     let n_follow = (h64(query) % 3) as usize;
-    let follow: Vec<String> = fresh
-        .iter()
-        .take(n_follow)
-        .map(|n| format!("What else is known about {}?", title_case(n)))
-        .collect();
+    let follow: Vec<String> =
+        fresh.iter().take(n_follow).map(|n| format!("What else is known about {}?", title_case(n))).collect();
     json!({
         "response": response,
         "score": 10 + h64(&format!("{query}\u{1f}{prompt}")) % 80,
@@ -1300,22 +1089,16 @@ fn row_text(t: &Table, i: usize) -> String {
 
 /// A markdown answer citing the ids of the tables in the context.
 fn data_answer(kind: &str, prompt: &str, query: &str) -> String {
-    let tables: Vec<Table> = parse_tables(prompt)
-        .into_iter()
-        .filter(|t| !t.rows.is_empty())
-        .collect();
+    let tables: Vec<Table> = parse_tables(prompt).into_iter().filter(|t| !t.rows.is_empty()).collect();
     if tables.is_empty() {
         return format!(
             "I don't know: the provided data does not contain information about \"{}\".",
             first_words(query, 20)
         );
     }
-    let parts: Vec<(&str, Vec<String>)> =
-        tables.iter().map(|t| (t.name.as_str(), t.ids())).collect();
+    let parts: Vec<(&str, Vec<String>)> = tables.iter().map(|t| (t.name.as_str(), t.ids())).collect();
     let main = &tables[0];
-    let labels: Vec<String> = (0..main.rows.len().min(3))
-        .map(|i| row_label(main, i))
-        .collect();
+    let labels: Vec<String> = (0..main.rows.len().min(3)).map(|i| row_label(main, i)).collect();
     let mut out = format!(
         "## {kind} answer\n\nThe data most relevant to \"{}\" concerns {}. {}\n\n",
         first_words(query, 20),
@@ -1333,17 +1116,10 @@ fn data_answer(kind: &str, prompt: &str, query: &str) -> String {
 }
 
 fn question_gen(prompt: &str) -> String {
-    let n = number_after(prompt, &["bulleted list of "])
-        .unwrap_or(5)
-        .clamp(1, 20);
+    let n = number_after(prompt, &["bulleted list of "]).unwrap_or(5).clamp(1, 20);
     let tables = parse_tables(prompt);
     let mut names: Vec<String> = find_table(&tables, "Entities")
-        .map(|t| {
-            (0..t.rows.len())
-                .map(|i| t.cell(i, &["entity", "title"]))
-                .filter(|s| !s.is_empty())
-                .collect()
-        })
+        .map(|t| (0..t.rows.len()).map(|i| t.cell(i, &["entity", "title"])).filter(|s| !s.is_empty()).collect())
         .unwrap_or_default();
     if names.is_empty() {
         let ctx = after(prompt, "---Data tables---").unwrap_or(prompt);
@@ -1390,18 +1166,11 @@ mod tests {
     }
 
     fn prompt(name: &str) -> String {
-        std::fs::read_to_string(format!(
-            "{}/../prompts/{name}.txt",
-            env!("CARGO_MANIFEST_DIR")
-        ))
-        .unwrap()
+        std::fs::read_to_string(format!("{}/../prompts/{name}.txt", env!("CARGO_MANIFEST_DIR"))).unwrap()
     }
 
-    const DELIMS: [(&str, &str); 3] = [
-        ("tuple_delimiter", "<|>"),
-        ("record_delimiter", "##"),
-        ("completion_delimiter", "<|COMPLETE|>"),
-    ];
+    const DELIMS: [(&str, &str); 3] =
+        [("tuple_delimiter", "<|>"), ("record_delimiter", "##"), ("completion_delimiter", "<|COMPLETE|>")];
 
     #[test]
     fn every_template_is_classified() {
@@ -1425,17 +1194,13 @@ mod tests {
         ];
         for (file, class) in cases {
             let p = render(&prompt(file), &DELIMS);
-            let msgs = [
-                Message::new("system", &p),
-                Message::new("user", "What happened?"),
-            ];
+            let msgs = [Message::new("system", &p), Message::new("user", "What happened?")];
             assert_eq!(classify(&msgs), class, "{file}");
         }
         let ext = render(&prompt("extract_graph"), &DELIMS);
-        for (file, class) in [
-            ("extract_graph_continue", "extract_graph_continue"),
-            ("extract_graph_loop", "extract_graph_loop"),
-        ] {
+        for (file, class) in
+            [("extract_graph_continue", "extract_graph_continue"), ("extract_graph_loop", "extract_graph_loop")]
+        {
             let msgs = [
                 Message::new("user", &ext),
                 Message::new("assistant", "x"),
@@ -1444,10 +1209,9 @@ mod tests {
             assert_eq!(classify(&msgs), class, "{file}");
         }
         let cl = render(&prompt("extract_claims"), &DELIMS);
-        for (file, class) in [
-            ("extract_claims_continue", "extract_claims_continue"),
-            ("extract_claims_loop", "extract_claims_loop"),
-        ] {
+        for (file, class) in
+            [("extract_claims_continue", "extract_claims_continue"), ("extract_claims_loop", "extract_claims_loop")]
+        {
             let msgs = [
                 Message::new("user", &cl),
                 Message::new("assistant", "x"),
@@ -1477,36 +1241,18 @@ mod tests {
     fn extraction_reads_delimiters_and_text() {
         let p = extraction_prompt("{~}");
         let d = read_delims(&p);
-        assert_eq!(
-            d,
-            Delims {
-                tuple: "{~}".into(),
-                record: "@@".into(),
-                completion: "<DONE>".into()
-            }
-        );
+        assert_eq!(d, Delims { tuple: "{~}".into(), record: "@@".into(), completion: "<DONE>".into() });
         assert_eq!(extraction_input(&p), CHUNK);
         assert_eq!(entity_types(&p), vec!["ORGANIZATION", "PERSON", "GEO"]);
         let out = answer(&[Message::new("user", &p)], None).content;
         assert!(out.ends_with("\n<DONE>"), "{out}");
-        for n in [
-            "HALVARD PORT AUTHORITY",
-            "INES OKAFOR",
-            "BRENNICK",
-            "COASTAL DEVELOPMENT BANK",
-            "TOMAS REYES",
-            "OKAFOR",
-        ] {
-            assert!(
-                out.contains(&format!("(\"entity\"{{~}}{n}{{~}}")),
-                "{n}: {out}"
-            );
+        for n in
+            ["HALVARD PORT AUTHORITY", "INES OKAFOR", "BRENNICK", "COASTAL DEVELOPMENT BANK", "TOMAS REYES", "OKAFOR"]
+        {
+            assert!(out.contains(&format!("(\"entity\"{{~}}{n}{{~}}")), "{n}: {out}");
         }
         assert!(!out.contains("{~}MONDAY{~}"));
-        assert!(
-            out.contains("(\"relationship\"{~}OKAFOR{~}TOMAS REYES{~}"),
-            "{out}"
-        );
+        assert!(out.contains("(\"relationship\"{~}OKAFOR{~}TOMAS REYES{~}"), "{out}");
         assert!(out.contains("\n@@\n"));
         assert!(!out.contains("Example"));
     }
@@ -1517,11 +1263,7 @@ mod tests {
         let first = answer(&[Message::new("user", &p)], None).content;
         let cont = render(&prompt("extract_graph_continue"), &DELIMS);
         let lp = prompt("extract_graph_loop");
-        let mut msgs = vec![
-            Message::new("user", &p),
-            Message::new("assistant", &first),
-            Message::new("user", &cont),
-        ];
+        let mut msgs = vec![Message::new("user", &p), Message::new("assistant", &first), Message::new("user", &cont)];
         let g = answer(&msgs, None);
         assert_eq!(g.class, "extract_graph_continue");
         // all 6 entities fit in the first answer: nothing to add
@@ -1533,10 +1275,7 @@ mod tests {
         // with a first answer that missed records, gleaning adds up to two, then Y, then N
         let mut msgs = vec![
             Message::new("user", &p),
-            Message::new(
-                "assistant",
-                "(\"entity\"<|>BRENNICK<|>GEO<|>a town)\n<DONE>",
-            ),
+            Message::new("assistant", "(\"entity\"<|>BRENNICK<|>GEO<|>a town)\n<DONE>"),
             Message::new("user", &cont),
         ];
         let g = answer(&msgs, None).content;
@@ -1577,10 +1316,7 @@ mod tests {
         }
         let c = claim_candidates(CHUNK);
         let r = claim_record(&read_delims(&p), &c[0]);
-        assert!(
-            r.starts_with("(HALVARD PORT AUTHORITY<|>INES OKAFOR<|>"),
-            "{r}"
-        );
+        assert!(r.starts_with("(HALVARD PORT AUTHORITY<|>INES OKAFOR<|>"), "{r}");
     }
 
     #[test]
@@ -1589,10 +1325,7 @@ mod tests {
             &prompt("summarize_descriptions"),
             &[
                 ("entity_name", "ACME"),
-                (
-                    "description_list",
-                    "[\"ACME is a firm\", \"acme is a firm\", \"ACME makes rockets.\"]",
-                ),
+                ("description_list", "[\"ACME is a firm\", \"acme is a firm\", \"ACME makes rockets.\"]"),
                 ("max_length", "6"),
             ],
         );
@@ -1604,81 +1337,43 @@ mod tests {
     #[test]
     fn community_report_cites_input_ids() {
         let input = "-----Entities-----\nid,entity,description\n3,RIVERSIDE,a cooperative\n8,EASTFIELD MARKET,a market\n\n-----Relationships-----\nid,source,target,description\n14,RIVERSIDE,EASTFIELD MARKET,sells at\n";
-        let p = render(
-            &prompt("community_report_graph"),
-            &[("input_text", input), ("max_report_length", "1500")],
-        );
+        let p = render(&prompt("community_report_graph"), &[("input_text", input), ("max_report_length", "1500")]);
         let a = answer(&[Message::new("user", &p)], None);
         assert_eq!(a.class, "community_report_graph");
         let v: Value = serde_json::from_str(&a.content).unwrap();
         assert_eq!(v["title"], "Riverside and Eastfield Market");
         let f = v["findings"].as_array().unwrap();
         assert!((2..=5).contains(&f.len()));
-        assert!(f[0]["explanation"]
-            .as_str()
-            .unwrap()
-            .contains("[Data: Entities (3); Relationships (14)]"));
-        assert!(
-            !a.content.contains("Eastfield Town Council"),
-            "example data leaked"
-        );
+        assert!(f[0]["explanation"].as_str().unwrap().contains("[Data: Entities (3); Relationships (14)]"));
+        assert!(!a.content.contains("Eastfield Town Council"), "example data leaked");
         let r = v["rating"].as_f64().unwrap();
         assert!((0.0..=10.0).contains(&r));
 
-        let text_input = "-----SOURCES-----\nid|text\n0|Mei Lindqvist studies optics in Uppsala.\n1|Tomas Reyes builds sensors.\n";
-        let p = render(
-            &prompt("community_report_text"),
-            &[("input_text", text_input), ("max_report_length", "1500")],
-        );
-        let v: Value =
-            serde_json::from_str(&answer(&[Message::new("user", &p)], None).content).unwrap();
-        assert!(v["summary"]
-            .as_str()
-            .unwrap()
-            .contains("[Data: Sources (0, 1)]"));
+        let text_input =
+            "-----SOURCES-----\nid|text\n0|Mei Lindqvist studies optics in Uppsala.\n1|Tomas Reyes builds sensors.\n";
+        let p = render(&prompt("community_report_text"), &[("input_text", text_input), ("max_report_length", "1500")]);
+        let v: Value = serde_json::from_str(&answer(&[Message::new("user", &p)], None).content).unwrap();
+        assert!(v["summary"].as_str().unwrap().contains("[Data: Sources (0, 1)]"));
         assert_eq!(v["findings"].as_array().unwrap().len(), 2);
     }
 
     #[test]
     fn query_answers() {
         let ctx = "-----Reports-----\nid|title|occurrence weight|content|rank\n5|Port expansion|1.0|The port grows.|8\n9|Bank loans|0.5|Loans fund it.|6\n";
-        let p = render(
-            &prompt("global_search_map_system_prompt"),
-            &[("context_data", ctx), ("max_length", "500")],
-        );
-        let out = answer(
-            &[
-                Message::new("system", &p),
-                Message::new("user", "What grows?"),
-            ],
-            None,
-        )
-        .content;
+        let p = render(&prompt("global_search_map_system_prompt"), &[("context_data", ctx), ("max_length", "500")]);
+        let out = answer(&[Message::new("system", &p), Message::new("user", "What grows?")], None).content;
         let v: Value = serde_json::from_str(&out).unwrap();
         let pts = v["points"].as_array().unwrap();
         assert_eq!(pts.len(), 2);
-        assert!(pts[0]["description"]
-            .as_str()
-            .unwrap()
-            .ends_with("[Data: Reports (5)]"));
+        assert!(pts[0]["description"].as_str().unwrap().ends_with("[Data: Reports (5)]"));
 
         let p = render(
             &prompt("keywords_extraction"),
-            &[
-                ("history", ""),
-                (
-                    "query",
-                    "How did the closure of the Brennick steelworks affect jobs?",
-                ),
-            ],
+            &[("history", ""), ("query", "How did the closure of the Brennick steelworks affect jobs?")],
         );
-        let v: Value =
-            serde_json::from_str(&answer(&[Message::new("user", &p)], None).content).unwrap();
+        let v: Value = serde_json::from_str(&answer(&[Message::new("user", &p)], None).content).unwrap();
         assert_eq!(v["low_level_keywords"], json!(["Brennick"]));
-        assert!(v["high_level_keywords"]
-            .as_array()
-            .unwrap()
-            .contains(&json!("Closure")));
+        assert!(v["high_level_keywords"].as_array().unwrap().contains(&json!("Closure")));
 
         let p = render(
             &prompt("rate_community"),
@@ -1687,8 +1382,7 @@ mod tests {
                 ("query", "Why does the Brennick port expand?"),
             ],
         );
-        let v: Value =
-            serde_json::from_str(&answer(&[Message::new("user", &p)], None).content).unwrap();
+        let v: Value = serde_json::from_str(&answer(&[Message::new("user", &p)], None).content).unwrap();
         assert_eq!(v["rating"], 3);
 
         let local = "-----Entities-----\nid|entity|description|number of relationships\n7|BRENNICK|a town|3\n-----Sources-----\nid|text\n2|Brennick text\n";
@@ -1696,57 +1390,25 @@ mod tests {
             &prompt("local_search_system_prompt"),
             &[("context_data", local), ("response_type", "one paragraph")],
         );
-        let out = answer(
-            &[Message::new("system", &p), Message::new("user", "Where?")],
-            None,
-        )
-        .content;
+        let out = answer(&[Message::new("system", &p), Message::new("user", "Where?")], None).content;
         assert!(out.contains("[Data: Entities (7); Sources (2)]"), "{out}");
 
-        let p = render(
-            &prompt("drift_primer"),
-            &[
-                ("query", "What happened in Brennick?"),
-                ("community_reports", ctx),
-            ],
-        );
-        let v: Value =
-            serde_json::from_str(&answer(&[Message::new("user", &p)], None).content).unwrap();
+        let p = render(&prompt("drift_primer"), &[("query", "What happened in Brennick?"), ("community_reports", ctx)]);
+        let v: Value = serde_json::from_str(&answer(&[Message::new("user", &p)], None).content).unwrap();
         assert!(v["follow_up_queries"].as_array().unwrap().len() >= 5);
-        assert!(v["intermediate_answer"]
-            .as_str()
-            .unwrap()
-            .contains("[Data: Reports (5, 9)]"));
+        assert!(v["intermediate_answer"].as_str().unwrap().contains("[Data: Reports (5, 9)]"));
 
         let p = render(
             &prompt("drift_search_system_prompt"),
-            &[
-                ("context_data", local),
-                ("response_type", "x"),
-                ("global_query", "g"),
-            ],
+            &[("context_data", local), ("response_type", "x"), ("global_query", "g")],
         );
-        let v: Value = serde_json::from_str(
-            &answer(
-                &[Message::new("system", &p), Message::new("user", "Where?")],
-                None,
-            )
-            .content,
-        )
-        .unwrap();
-        assert!(
-            v["response"].is_string() && v["score"].is_u64() && v["follow_up_queries"].is_array()
-        );
+        let v: Value =
+            serde_json::from_str(&answer(&[Message::new("system", &p), Message::new("user", "Where?")], None).content)
+                .unwrap();
+        assert!(v["response"].is_string() && v["score"].is_u64() && v["follow_up_queries"].is_array());
 
-        let p = render(
-            &prompt("question_gen_system_prompt"),
-            &[("context_data", local), ("question_count", "3")],
-        );
-        let out = answer(
-            &[Message::new("system", &p), Message::new("user", "Q?")],
-            None,
-        )
-        .content;
+        let p = render(&prompt("question_gen_system_prompt"), &[("context_data", local), ("question_count", "3")]);
+        let out = answer(&[Message::new("system", &p), Message::new("user", "Q?")], None).content;
         assert_eq!(out.lines().count(), 3);
         assert!(out.contains("Brennick"));
     }
@@ -1755,17 +1417,10 @@ mod tests {
     fn json_mode_always_returns_json() {
         let rf = json!({"type": "json_object"});
         let a = answer(&[Message::new("user", "hello there")], Some(&rf));
-        assert!(serde_json::from_str::<Value>(&a.content)
-            .unwrap()
-            .is_object());
+        assert!(serde_json::from_str::<Value>(&a.content).unwrap().is_object());
         let rf = json!({"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "object", "properties": {"n": {"type": "integer"}, "tags": {"type": "array", "items": {"type": "string"}}}}}});
-        let v: Value =
-            serde_json::from_str(&answer(&[Message::new("user", "hi")], Some(&rf)).content)
-                .unwrap();
+        let v: Value = serde_json::from_str(&answer(&[Message::new("user", "hi")], Some(&rf)).content).unwrap();
         assert_eq!(v["n"], 0);
-        assert_eq!(
-            v["tags"],
-            json!(["This is a deterministic mock answer to: hi"])
-        );
+        assert_eq!(v["tags"], json!(["This is a deterministic mock answer to: hi"]));
     }
 }

@@ -41,12 +41,7 @@ pub struct MockConfig {
 
 impl Default for MockConfig {
     fn default() -> Self {
-        MockConfig {
-            latency: Duration::ZERO,
-            embed_dim: 384,
-            faults: Vec::new(),
-            port: 0,
-        }
+        MockConfig { latency: Duration::ZERO, embed_dim: 384, faults: Vec::new(), port: 0 }
     }
 }
 
@@ -68,12 +63,7 @@ pub struct FaultRule {
 impl FaultRule {
     /// A rule applying to every request of any endpoint.
     pub fn always(kind: FaultKind) -> FaultRule {
-        FaultRule {
-            kind,
-            first: None,
-            every: None,
-            endpoint: None,
-        }
+        FaultRule { kind, first: None, every: None, endpoint: None }
     }
 
     /// Applies to the first `n` matching requests only.
@@ -101,29 +91,19 @@ impl FaultRule {
         let mut parts = spec.split(':');
         let kind_s = parts.next().unwrap_or("").trim();
         let num = |s: &str, what: &str| -> Result<u64, String> {
-            s.trim()
-                .parse::<u64>()
-                .map_err(|_| format!("fault {spec:?}: bad {what} {s:?}"))
+            s.trim().parse::<u64>().map_err(|_| format!("fault {spec:?}: bad {what} {s:?}"))
         };
         let kind = match kind_s.split_once('=') {
-            Some(("429", ms)) => FaultKind::RateLimit {
-                retry_after_ms: num(ms, "retry-after")?,
-            },
-            Some(("slow", ms)) => FaultKind::Slow {
-                delay: Duration::from_millis(num(ms, "delay")?),
-            },
+            Some(("429", ms)) => FaultKind::RateLimit { retry_after_ms: num(ms, "retry-after")? },
+            Some(("slow", ms)) => FaultKind::Slow { delay: Duration::from_millis(num(ms, "delay")?) },
             Some(_) => return Err(format!("fault {spec:?}: unknown kind {kind_s:?}")),
             None => match kind_s {
-                "429" => FaultKind::RateLimit {
-                    retry_after_ms: 1000,
-                },
+                "429" => FaultKind::RateLimit { retry_after_ms: 1000 },
                 "400" => FaultKind::BadRequest,
                 "drop" => FaultKind::DropConnection,
                 "malformed" => FaultKind::Malformed,
                 "truncated" => FaultKind::Truncated,
-                "slow" => FaultKind::Slow {
-                    delay: Duration::from_secs(30),
-                },
+                "slow" => FaultKind::Slow { delay: Duration::from_secs(30) },
                 s => match s.parse::<u16>() {
                     Ok(status) if (500..600).contains(&status) => FaultKind::ServerError { status },
                     _ => return Err(format!("fault {spec:?}: unknown kind {s:?}")),
@@ -142,9 +122,7 @@ impl FaultRule {
                     rule.every = Some(k);
                 }
                 None if p == "chat" => rule.endpoint = Some(Endpoint::Chat),
-                None if p == "embeddings" || p == "embedding" => {
-                    rule.endpoint = Some(Endpoint::Embeddings)
-                }
+                None if p == "embeddings" || p == "embedding" => rule.endpoint = Some(Endpoint::Embeddings),
                 _ => return Err(format!("fault {spec:?}: unknown option {p:?}")),
             }
         }
@@ -264,48 +242,39 @@ impl MockServer {
         let (tx, rx) = tokio::sync::oneshot::channel();
         let (ready_tx, ready_rx) = std::sync::mpsc::channel::<std::io::Result<()>>();
         let s2 = shared.clone();
-        let thread = std::thread::Builder::new()
-            .name("graphrag-mock-llm".into())
-            .spawn(move || {
-                let workers = std::thread::available_parallelism()
-                    .map_or(2, |n| n.get())
-                    .clamp(2, 4);
-                let rt = match tokio::runtime::Builder::new_multi_thread()
-                    .worker_threads(workers)
-                    .thread_name("graphrag-mock-llm-worker")
-                    .enable_all()
-                    .build()
-                {
-                    Ok(rt) => rt,
+        let thread = std::thread::Builder::new().name("graphrag-mock-llm".into()).spawn(move || {
+            let workers = std::thread::available_parallelism().map_or(2, |n| n.get()).clamp(2, 4);
+            let rt = match tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(workers)
+                .thread_name("graphrag-mock-llm-worker")
+                .enable_all()
+                .build()
+            {
+                Ok(rt) => rt,
+                Err(e) => {
+                    let _ = ready_tx.send(Err(e));
+                    return;
+                }
+            };
+            rt.block_on(async move {
+                let listener = match tokio::net::TcpListener::from_std(listener) {
+                    Ok(l) => l,
                     Err(e) => {
                         let _ = ready_tx.send(Err(e));
                         return;
                     }
                 };
-                rt.block_on(async move {
-                    let listener = match tokio::net::TcpListener::from_std(listener) {
-                        Ok(l) => l,
-                        Err(e) => {
-                            let _ = ready_tx.send(Err(e));
-                            return;
-                        }
-                    };
-                    let _ = ready_tx.send(Ok(()));
-                    server::serve(listener, s2, rx).await;
-                });
-                rt.shutdown_timeout(Duration::from_secs(1));
-            })?;
+                let _ = ready_tx.send(Ok(()));
+                server::serve(listener, s2, rx).await;
+            });
+            rt.shutdown_timeout(Duration::from_secs(1));
+        })?;
         match ready_rx.recv() {
             Ok(Ok(())) => {}
             Ok(Err(e)) => return Err(e),
             Err(_) => return Err(std::io::Error::other("mock server thread failed to start")),
         }
-        Ok(MockServer {
-            addr,
-            shared,
-            shutdown: Some(tx),
-            thread: Some(thread),
-        })
+        Ok(MockServer { addr, shared, shutdown: Some(tx), thread: Some(thread) })
     }
 
     /// `http://127.0.0.1:PORT/v1`
@@ -341,10 +310,7 @@ impl MockServer {
 
 pub(crate) fn reset_stats(shared: &Shared) {
     let now = *shared.in_flight.lock().unwrap();
-    *shared.stats.lock().unwrap() = MockStats {
-        max_in_flight: now,
-        ..MockStats::default()
-    };
+    *shared.stats.lock().unwrap() = MockStats { max_in_flight: now, ..MockStats::default() };
 }
 
 impl Drop for MockServer {
@@ -360,8 +326,6 @@ impl Drop for MockServer {
 
 impl std::fmt::Debug for MockServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("MockServer")
-            .field("addr", &self.addr)
-            .finish()
+        f.debug_struct("MockServer").field("addr", &self.addr).finish()
     }
 }

@@ -14,11 +14,7 @@ const USAGE: &str = "usage: graphrag-mock-llm [--port 8765] [--latency-ms 0] [--
 
 fn env_num<T: std::str::FromStr>(name: &str) -> Result<Option<T>, String> {
     match std::env::var(name) {
-        Ok(v) if !v.trim().is_empty() => v
-            .trim()
-            .parse()
-            .map(Some)
-            .map_err(|_| format!("{name}: not a number: {v:?}")),
+        Ok(v) if !v.trim().is_empty() => v.trim().parse().map(Some).map_err(|_| format!("{name}: not a number: {v:?}")),
         _ => Ok(None),
     }
 }
@@ -45,19 +41,11 @@ fn parse_args(args: &[String]) -> Result<MockConfig, String> {
             return Err(String::new());
         }
         let mut value = || -> Result<String, String> {
-            inline
-                .clone()
-                .or_else(|| it.next().cloned())
-                .ok_or_else(|| format!("{flag} needs a value"))
+            inline.clone().or_else(|| it.next().cloned()).ok_or_else(|| format!("{flag} needs a value"))
         };
-        let num = |v: String| -> Result<u64, String> {
-            v.parse()
-                .map_err(|_| format!("{flag}: not a number: {v:?}"))
-        };
+        let num = |v: String| -> Result<u64, String> { v.parse().map_err(|_| format!("{flag}: not a number: {v:?}")) };
         match flag {
-            "--port" => {
-                cfg.port = u16::try_from(num(value()?)?).map_err(|_| "--port: out of range")?
-            }
+            "--port" => cfg.port = u16::try_from(num(value()?)?).map_err(|_| "--port: out of range")?,
             "--latency-ms" => cfg.latency = Duration::from_millis(num(value()?)?),
             "--embed-dim" => cfg.embed_dim = num(value()?)?.max(1) as usize,
             "--fault" => cfg.faults.push(FaultRule::parse(&value()?)?),
@@ -116,15 +104,8 @@ mod tests {
         assert_eq!(
             c.faults,
             vec![
-                FaultRule::always(FaultKind::RateLimit {
-                    retry_after_ms: 1000
-                })
-                .first(2),
-                FaultRule::always(FaultKind::Slow {
-                    delay: Duration::from_millis(300)
-                })
-                .every(3)
-                .on(Endpoint::Chat),
+                FaultRule::always(FaultKind::RateLimit { retry_after_ms: 1000 }).first(2),
+                FaultRule::always(FaultKind::Slow { delay: Duration::from_millis(300) }).every(3).on(Endpoint::Chat),
                 FaultRule::always(FaultKind::DropConnection),
             ]
         );

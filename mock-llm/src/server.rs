@@ -33,10 +33,7 @@ impl Body for MockBody {
     type Data = Bytes;
     type Error = Infallible;
 
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        _cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+    fn poll_frame(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
         let next = match self.get_mut() {
             MockBody::Full(b) => b.take(),
             MockBody::Chunks(q) => q.pop_front(),
@@ -142,25 +139,20 @@ fn json_response(status: StatusCode, body: &impl Serialize) -> Resp {
     let bytes = serde_json::to_vec(body).unwrap_or_default();
     let mut r = Response::new(MockBody::Full(Some(Bytes::from(bytes))));
     *r.status_mut() = status;
-    r.headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    r.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     r
 }
 
 fn raw_response(status: StatusCode, content_type: &'static str, body: Vec<u8>) -> Resp {
     let mut r = Response::new(MockBody::Full(Some(Bytes::from(body))));
     *r.status_mut() = status;
-    r.headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
+    r.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
     r
 }
 
 fn error_response(status: u16, ty: &str, code: Option<&str>, message: &str) -> Resp {
     let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    json_response(
-        status,
-        &json!({"error": {"message": message, "type": ty, "param": null, "code": code}}),
-    )
+    json_response(status, &json!({"error": {"message": message, "type": ty, "param": null, "code": code}}))
 }
 
 async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Resp, Dropped> {
@@ -251,9 +243,7 @@ async fn api(
                 429,
                 "requests",
                 Some("rate_limit_exceeded"),
-                &format!(
-                    "Rate limit reached (injected fault). Please try again in {retry_after_ms}ms."
-                ),
+                &format!("Rate limit reached (injected fault). Please try again in {retry_after_ms}ms."),
             );
             let secs = retry_after_ms.div_ceil(1000);
             let h = r.headers_mut();
@@ -270,12 +260,7 @@ async fn api(
             ));
         }
         Some(FaultKind::BadRequest) => {
-            return Ok(error_response(
-                400,
-                "invalid_request_error",
-                None,
-                "Invalid request (injected fault).",
-            ));
+            return Ok(error_response(400, "invalid_request_error", None, "Invalid request (injected fault)."));
         }
         Some(FaultKind::DropConnection) => return Err(Dropped),
         Some(FaultKind::Slow { delay }) => tokio::time::sleep(*delay).await,
@@ -292,11 +277,7 @@ async fn api(
             ))
         }
     };
-    let model = request
-        .get("model")
-        .and_then(Value::as_str)
-        .map(str::to_string)
-        .or(deployment);
+    let model = request.get("model").and_then(Value::as_str).map(str::to_string).or(deployment);
     Ok(match endpoint {
         Endpoint::Chat => chat(&shared, &request, model, fault.as_ref()),
         Endpoint::Embeddings => embeddings(&shared, &request, model, fault.as_ref()),
@@ -328,10 +309,7 @@ fn content_text(v: &Value) -> String {
 fn malform(content: &str) -> String {
     let t = content.trim_end();
     if t.starts_with('{') && t.ends_with('}') {
-        format!(
-            "Sure! Here is the JSON you asked for:\n{}\nLet me know if you need anything else.",
-            &t[..t.len() - 1]
-        )
+        format!("Sure! Here is the JSON you asked for:\n{}\nLet me know if you need anything else.", &t[..t.len() - 1])
     } else {
         "\u{fffd}\u{fffd} %%% garbled mock output %%% {\"partial\": [1, 2,".to_string()
     }
@@ -342,28 +320,14 @@ fn cut_half(s: &str) -> String {
     s.chars().take(n).collect()
 }
 
-fn chat(
-    shared: &Shared,
-    request: &Value,
-    model: Option<String>,
-    fault: Option<&FaultKind>,
-) -> Resp {
+fn chat(shared: &Shared, request: &Value, model: Option<String>, fault: Option<&FaultKind>) -> Resp {
     let Some(raw_messages) = request.get("messages").and_then(Value::as_array) else {
-        return error_response(
-            400,
-            "invalid_request_error",
-            None,
-            "'messages' is a required property.",
-        );
+        return error_response(400, "invalid_request_error", None, "'messages' is a required property.");
     };
     let messages: Vec<Message> = raw_messages
         .iter()
         .map(|m| Message {
-            role: m
-                .get("role")
-                .and_then(Value::as_str)
-                .unwrap_or("user")
-                .to_string(),
+            role: m.get("role").and_then(Value::as_str).unwrap_or("user").to_string(),
             content: content_text(m.get("content").unwrap_or(&Value::Null)),
         })
         .collect();
@@ -388,23 +352,14 @@ fn chat(
     }
     let model = model.unwrap_or_else(|| "mock-chat".into());
     let digest = Sha256::digest(format!("{model}\u{1f}{content}").as_bytes());
-    let id = format!(
-        "chatcmpl-{}",
-        digest[..12]
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect::<String>()
-    );
+    let id = format!("chatcmpl-{}", digest[..12].iter().map(|b| format!("{b:02x}")).collect::<String>());
     let usage = json!({
         "prompt_tokens": prompt_tokens,
         "completion_tokens": completion_tokens,
         "total_tokens": prompt_tokens + completion_tokens,
     });
     if request.get("stream").and_then(Value::as_bool) == Some(true) {
-        let include_usage = request
-            .pointer("/stream_options/include_usage")
-            .and_then(Value::as_bool)
-            == Some(true);
+        let include_usage = request.pointer("/stream_options/include_usage").and_then(Value::as_bool) == Some(true);
         let chunk = |delta: Value, finish: Option<&str>| {
             json!({
                 "id": id, "object": "chat.completion.chunk", "created": 0, "model": model,
@@ -423,10 +378,7 @@ fn chat(
                 "choices": [], "usage": usage,
             }));
         }
-        let mut q: VecDeque<Bytes> = events
-            .iter()
-            .map(|e| Bytes::from(format!("data: {e}\n\n")))
-            .collect();
+        let mut q: VecDeque<Bytes> = events.iter().map(|e| Bytes::from(format!("data: {e}\n\n"))).collect();
         q.push_back(Bytes::from_static(b"data: [DONE]\n\n"));
         let mut r = Response::new(MockBody::Chunks(q));
         let h = r.headers_mut();
@@ -480,18 +432,10 @@ struct EmbeddingResponse {
 }
 
 fn token_ids_text(a: &[Value]) -> String {
-    a.iter()
-        .map(|v| v.to_string())
-        .collect::<Vec<_>>()
-        .join(" ")
+    a.iter().map(|v| v.to_string()).collect::<Vec<_>>().join(" ")
 }
 
-fn embeddings(
-    shared: &Shared,
-    request: &Value,
-    model: Option<String>,
-    fault: Option<&FaultKind>,
-) -> Resp {
+fn embeddings(shared: &Shared, request: &Value, model: Option<String>, fault: Option<&FaultKind>) -> Resp {
     let texts: Vec<String> = match request.get("input") {
         Some(Value::String(s)) => vec![s.clone()],
         Some(Value::Array(a)) if a.iter().all(Value::is_number) && !a.is_empty() => {
@@ -548,10 +492,7 @@ fn embeddings(
         object: "list",
         data,
         model: model.unwrap_or_else(|| "mock-embedding".into()),
-        usage: EmbeddingUsage {
-            prompt_tokens: tokens,
-            total_tokens: tokens,
-        },
+        usage: EmbeddingUsage { prompt_tokens: tokens, total_tokens: tokens },
     };
     let mut body = serde_json::to_vec(&resp).unwrap_or_default();
     match fault {
@@ -571,22 +512,13 @@ mod tests {
 
     #[test]
     fn routes() {
-        assert!(matches!(
-            route("/v1/chat/completions"),
-            Route::Api(Endpoint::Chat, None)
-        ));
-        assert!(matches!(
-            route("/embeddings/"),
-            Route::Api(Endpoint::Embeddings, None)
-        ));
+        assert!(matches!(route("/v1/chat/completions"), Route::Api(Endpoint::Chat, None)));
+        assert!(matches!(route("/embeddings/"), Route::Api(Endpoint::Embeddings, None)));
         match route("/openai/deployments/gpt4o/chat/completions") {
             Route::Api(Endpoint::Chat, Some(d)) => assert_eq!(d, "gpt4o"),
             _ => panic!(),
         }
-        assert!(matches!(
-            route("/openai/deployments/emb/embeddings"),
-            Route::Api(Endpoint::Embeddings, Some(_))
-        ));
+        assert!(matches!(route("/openai/deployments/emb/embeddings"), Route::Api(Endpoint::Embeddings, Some(_))));
         assert!(matches!(route("/v2/foo"), Route::NotFound));
     }
 

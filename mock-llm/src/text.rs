@@ -34,9 +34,7 @@ const STOP: &[&str] = &[
 ];
 
 /// Lower-case connectors allowed inside a capitalised phrase ("Bank of England").
-const CONNECTORS: &[&str] = &[
-    "of", "de", "del", "da", "du", "la", "le", "van", "von", "der",
-];
+const CONNECTORS: &[&str] = &["of", "de", "del", "da", "du", "la", "le", "van", "von", "der"];
 
 pub(crate) fn is_stop(word: &str) -> bool {
     let w = word.to_lowercase();
@@ -101,25 +99,16 @@ pub(crate) fn candidates(sentence: &str) -> Vec<Candidate> {
             lead += 1;
         }
         let mut phrase: Vec<String> = cur[lead..].to_vec();
-        while phrase
-            .last()
-            .is_some_and(|w| is_stop(w) || CONNECTORS.contains(&w.as_str()))
-        {
+        while phrase.last().is_some_and(|w| is_stop(w) || CONNECTORS.contains(&w.as_str())) {
             phrase.pop();
         }
-        while phrase
-            .first()
-            .is_some_and(|w| CONNECTORS.contains(&w.as_str()))
-        {
+        while phrase.first().is_some_and(|w| CONNECTORS.contains(&w.as_str())) {
             phrase.remove(0);
         }
         if !phrase.is_empty() {
             let name = phrase.join(" ").to_uppercase();
             if name.chars().filter(|c| c.is_alphanumeric()).count() >= 2 {
-                out.push(Candidate {
-                    initial_single: phrase.len() == 1 && start == 0 && lead == 0,
-                    name,
-                });
+                out.push(Candidate { initial_single: phrase.len() == 1 && start == 0 && lead == 0, name });
             }
         }
         cur.clear();
@@ -129,18 +118,12 @@ pub(crate) fn candidates(sentence: &str) -> Vec<Candidate> {
             flush(&mut cur, cur_start, &mut out);
             continue;
         };
-        let core_end = raw
-            .char_indices()
-            .rev()
-            .find(|(_, c)| c.is_alphanumeric())
-            .map_or(raw.len(), |(i, c)| i + c.len_utf8());
+        let core_end =
+            raw.char_indices().rev().find(|(_, c)| c.is_alphanumeric()).map_or(raw.len(), |(i, c)| i + c.len_utf8());
         let lead_punct = core_start > 0;
         let trailing_break = core_end < raw.len();
         let core = &raw[core_start..core_end];
-        let (w, possessive) = match core
-            .strip_suffix("'s")
-            .or_else(|| core.strip_suffix("\u{2019}s"))
-        {
+        let (w, possessive) = match core.strip_suffix("'s").or_else(|| core.strip_suffix("\u{2019}s")) {
             Some(base) if !base.is_empty() => (base, true),
             _ => (core, false),
         };
@@ -154,9 +137,7 @@ pub(crate) fn candidates(sentence: &str) -> Vec<Candidate> {
             cur.push(w.to_string());
         } else if !cur.is_empty()
             && CONNECTORS.contains(&w)
-            && words.get(idx + 1).is_some_and(|n| {
-                is_capitalised(n.trim_start_matches(|c: char| !c.is_alphanumeric()))
-            })
+            && words.get(idx + 1).is_some_and(|n| is_capitalised(n.trim_start_matches(|c: char| !c.is_alphanumeric())))
         {
             cur.push(w.to_string());
         } else {
@@ -172,10 +153,7 @@ pub(crate) fn candidates(sentence: &str) -> Vec<Candidate> {
 
 /// Lower-cased alphanumeric words of a text.
 pub(crate) fn words_lower(text: &str) -> Vec<String> {
-    text.split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(|w| w.to_lowercase())
-        .collect()
+    text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(|w| w.to_lowercase()).collect()
 }
 
 /// Content words (not stop words, at least 3 characters), lower-cased, in order,
@@ -264,31 +242,21 @@ pub(crate) struct Table {
 
 impl Table {
     pub fn ids(&self) -> Vec<String> {
-        self.rows
-            .iter()
-            .filter_map(|r| r.first().cloned())
-            .collect()
+        self.rows.iter().filter_map(|r| r.first().cloned()).collect()
     }
 
     pub fn col(&self, names: &[&str]) -> Option<usize> {
-        names
-            .iter()
-            .find_map(|n| self.columns.iter().position(|c| c.eq_ignore_ascii_case(n)))
+        names.iter().find_map(|n| self.columns.iter().position(|c| c.eq_ignore_ascii_case(n)))
     }
 
     /// Cell `(row, one of names)`, empty when missing.
     pub fn cell(&self, row: usize, names: &[&str]) -> String {
-        self.col(names)
-            .and_then(|c| self.rows.get(row).and_then(|r| r.get(c)))
-            .cloned()
-            .unwrap_or_default()
+        self.col(names).and_then(|c| self.rows.get(row).and_then(|r| r.get(c))).cloned().unwrap_or_default()
     }
 }
 
 fn canonical_name(raw: &str) -> Option<&'static str> {
-    let n = raw
-        .trim()
-        .trim_matches(|c: char| c == '#' || c == ':' || c.is_whitespace());
+    let n = raw.trim().trim_matches(|c: char| c == '#' || c == ':' || c.is_whitespace());
     let n = n.to_lowercase();
     match n.as_str() {
         "entities" | "entity" => Some("Entities"),
@@ -318,12 +286,7 @@ fn header_delim(line: &str) -> Option<char> {
     let lower = t.to_lowercase();
     for d in ['|', ',', '\t'] {
         if let Some(first) = lower.split(d).next() {
-            if t.contains(d)
-                && matches!(
-                    first.trim(),
-                    "id" | "\"id\"" | "short_id" | "human_readable_id"
-                )
-            {
+            if t.contains(d) && matches!(first.trim(), "id" | "\"id\"" | "short_id" | "human_readable_id") {
                 return Some(d);
             }
         }
@@ -371,8 +334,7 @@ fn id_like(cell: &str) -> bool {
         && c.len() <= 40
         && !c.contains(char::is_whitespace)
         && !c.eq_ignore_ascii_case("id")
-        && c.chars()
-            .all(|ch| ch.is_alphanumeric() || ch == '-' || ch == '_')
+        && c.chars().all(|ch| ch.is_alphanumeric() || ch == '-' || ch == '_')
 }
 
 fn infer_name(columns: &[String]) -> String {
@@ -400,10 +362,8 @@ pub(crate) fn parse_tables(text: &str) -> Vec<Table> {
     while i < lines.len() {
         let line = lines[i];
         if let Some(delim) = header_delim(line) {
-            let columns: Vec<String> = split_row(line, delim)
-                .into_iter()
-                .map(|c| c.trim_matches('"').to_string())
-                .collect();
+            let columns: Vec<String> =
+                split_row(line, delim).into_iter().map(|c| c.trim_matches('"').to_string()).collect();
             let name = pending_name.take().unwrap_or_else(|| infer_name(&columns));
             let mut raw_rows: Vec<String> = Vec::new();
             let mut j = i + 1;
@@ -455,11 +415,7 @@ pub(crate) fn parse_tables(text: &str) -> Vec<Table> {
                     cells
                 })
                 .collect();
-            tables.push(Table {
-                name,
-                columns,
-                rows,
-            });
+            tables.push(Table { name, columns, rows });
             i = j;
             continue;
         }
@@ -508,19 +464,13 @@ mod tests {
             names("The Halvard Port Authority said on Monday that its director, Ines Okafor, will lead the expansion in Brennick."),
             vec!["HALVARD PORT AUTHORITY", "INES OKAFOR", "BRENNICK"]
         );
-        assert_eq!(
-            names("Reyes credited the Bank of England's report."),
-            vec!["REYES", "BANK OF ENGLAND"]
-        );
+        assert_eq!(names("Reyes credited the Bank of England's report."), vec!["REYES", "BANK OF ENGLAND"]);
         assert_eq!(names("It was late."), Vec::<String>::new());
     }
 
     #[test]
     fn sentence_split() {
-        assert_eq!(
-            sentences("A b. C d? E\nF 3.5 g"),
-            vec!["A b.", "C d?", "E", "F 3.5 g"]
-        );
+        assert_eq!(sentences("A b. C d? E\nF 3.5 g"), vec!["A b.", "C d?", "E", "F 3.5 g"]);
     }
 
     #[test]
@@ -539,10 +489,7 @@ mod tests {
             "-----Sources-----\nid,text\n0,\"First line\n2019, a year, \"\"quoted\"\"\n-----\"\n1,second\n",
         );
         assert_eq!(multi[0].ids(), vec!["0", "1"]);
-        assert_eq!(
-            multi[0].rows[0][1],
-            "First line\n2019, a year, \"quoted\"\n-----"
-        );
+        assert_eq!(multi[0].rows[0][1], "First line\n2019, a year, \"quoted\"\n-----");
         let bare = parse_tables("Entities\n\nid,entity,description\n3,X,y\n");
         assert_eq!(bare[0].name, "Entities");
     }
@@ -550,9 +497,6 @@ mod tests {
     #[test]
     fn citations() {
         let ids: Vec<String> = (1..=7).map(|i| i.to_string()).collect();
-        assert_eq!(
-            citation(&[("Entities", ids), ("Claims", vec![])]),
-            "[Data: Entities (1, 2, 3, 4, 5, +more)]"
-        );
+        assert_eq!(citation(&[("Entities", ids), ("Claims", vec![])]), "[Data: Entities (1, 2, 3, 4, 5, +more)]");
     }
 }

@@ -14,11 +14,7 @@ fn server() -> MockServer {
 }
 
 fn server_with(faults: Vec<FaultRule>) -> MockServer {
-    MockServer::start(MockConfig {
-        faults,
-        ..MockConfig::default()
-    })
-    .unwrap()
+    MockServer::start(MockConfig { faults, ..MockConfig::default() }).unwrap()
 }
 
 const CHAT: &str = "/v1/chat/completions";
@@ -45,32 +41,20 @@ fn chat_answer_is_deterministic_and_openai_shaped() {
     assert_eq!(v["choices"][0]["finish_reason"], "stop");
     let content = chat_content(&a);
     let enc = Encoding::O200kBase;
-    assert_eq!(
-        v["usage"]["prompt_tokens"],
-        enc.count(&extraction_prompt()) as u64
-    );
+    assert_eq!(v["usage"]["prompt_tokens"], enc.count(&extraction_prompt()) as u64);
     assert_eq!(v["usage"]["completion_tokens"], enc.count(&content) as u64);
     assert_eq!(
         v["usage"]["total_tokens"].as_u64().unwrap(),
-        v["usage"]["prompt_tokens"].as_u64().unwrap()
-            + v["usage"]["completion_tokens"].as_u64().unwrap()
+        v["usage"]["prompt_tokens"].as_u64().unwrap() + v["usage"]["completion_tokens"].as_u64().unwrap()
     );
 }
 
 #[test]
 fn extraction_answer_has_records_for_capitalised_names() {
     let s = server();
-    let out = chat_content(&post_json(
-        &s.base_url(),
-        CHAT,
-        &chat_body(&extraction_prompt()),
-    ));
+    let out = chat_content(&post_json(&s.base_url(), CHAT, &chat_body(&extraction_prompt())));
     assert!(out.ends_with("\n<|COMPLETE|>"), "{out}");
-    let records: Vec<&str> = out
-        .trim_end_matches("<|COMPLETE|>")
-        .split("\n##\n")
-        .map(str::trim)
-        .collect();
+    let records: Vec<&str> = out.trim_end_matches("<|COMPLETE|>").split("\n##\n").map(str::trim).collect();
     let mut entities = Vec::new();
     for r in &records {
         assert!(r.starts_with('(') && r.ends_with(')'), "{r}");
@@ -78,10 +62,7 @@ fn extraction_answer_has_records_for_capitalised_names() {
         match fields[0] {
             "\"entity\"" => {
                 assert_eq!(fields.len(), 4, "{r}");
-                assert!(
-                    ["ORGANIZATION", "PERSON", "GEO"].contains(&fields[2]),
-                    "{r}"
-                );
+                assert!(["ORGANIZATION", "PERSON", "GEO"].contains(&fields[2]), "{r}");
                 assert!(CHUNK.contains(fields[3].trim_end_matches('.')), "{r}");
                 entities.push(fields[1].to_string());
             }
@@ -93,17 +74,8 @@ fn extraction_answer_has_records_for_capitalised_names() {
             other => panic!("unexpected record type {other}"),
         }
     }
-    for name in [
-        "HALVARD PORT AUTHORITY",
-        "INES OKAFOR",
-        "BRENNICK",
-        "COASTAL DEVELOPMENT BANK",
-        "OKAFOR",
-    ] {
-        assert!(
-            entities.contains(&name.to_string()),
-            "{name} in {entities:?}"
-        );
+    for name in ["HALVARD PORT AUTHORITY", "INES OKAFOR", "BRENNICK", "COASTAL DEVELOPMENT BANK", "OKAFOR"] {
+        assert!(entities.contains(&name.to_string()), "{name} in {entities:?}");
     }
     assert!(!entities.contains(&"MONDAY".to_string()));
     assert!(!entities.contains(&"THE".to_string()));
@@ -115,27 +87,14 @@ fn extraction_answer_has_records_for_capitalised_names() {
 fn community_report_is_valid_json() {
     let s = server();
     let input = "-----Entities-----\nid,entity,description\n3,HALVARD PORT AUTHORITY,runs the port\n8,INES OKAFOR,director\n\n-----Relationships-----\nid,source,target,description\n14,INES OKAFOR,HALVARD PORT AUTHORITY,directs\n";
-    let p = render(
-        "community_report_graph",
-        &[("input_text", input), ("max_report_length", "1500")],
-    );
+    let p = render("community_report_graph", &[("input_text", input), ("max_report_length", "1500")]);
     let mut body = chat_body(&p);
     body["response_format"] = json!({"type": "json_object"});
-    let v: Value = serde_json::from_str(&chat_content(&post_json(&s.base_url(), CHAT, &body)))
-        .expect("report JSON");
-    for key in [
-        "title",
-        "summary",
-        "rating",
-        "rating_explanation",
-        "findings",
-    ] {
+    let v: Value = serde_json::from_str(&chat_content(&post_json(&s.base_url(), CHAT, &body))).expect("report JSON");
+    for key in ["title", "summary", "rating", "rating_explanation", "findings"] {
         assert!(v.get(key).is_some(), "missing {key}: {v}");
     }
-    assert!(v["title"]
-        .as_str()
-        .unwrap()
-        .contains("Halvard Port Authority"));
+    assert!(v["title"].as_str().unwrap().contains("Halvard Port Authority"));
     let rating = v["rating"].as_f64().unwrap();
     assert!((0.0..=10.0).contains(&rating));
     let findings = v["findings"].as_array().unwrap();
@@ -143,9 +102,7 @@ fn community_report_is_valid_json() {
     for f in findings {
         assert!(f["summary"].is_string() && f["explanation"].is_string());
     }
-    assert!(v
-        .to_string()
-        .contains("[Data: Entities (3); Relationships (14)]"));
+    assert!(v.to_string().contains("[Data: Entities (3); Relationships (14)]"));
 }
 
 fn cos(a: &[f32], b: &[f32]) -> f32 {
@@ -157,34 +114,19 @@ fn vectors(v: &Value) -> Vec<Vec<f32>> {
         .as_array()
         .unwrap()
         .iter()
-        .map(|d| {
-            d["embedding"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|x| x.as_f64().unwrap() as f32)
-                .collect()
-        })
+        .map(|d| d["embedding"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap() as f32).collect())
         .collect()
 }
 
 #[test]
 fn embeddings_have_dimension_norm_and_meaning() {
-    let s = MockServer::start(MockConfig {
-        embed_dim: 96,
-        ..MockConfig::default()
-    })
-    .unwrap();
+    let s = MockServer::start(MockConfig { embed_dim: 96, ..MockConfig::default() }).unwrap();
     let texts = [
         "The port authority expands the container terminal in Brennick",
         "Brennick port authority expanding its container terminal",
         "A recipe for sourdough bread with rye flour",
     ];
-    let r = post_json(
-        &s.base_url(),
-        EMB,
-        &json!({"model": "text-embedding-3-small", "input": texts}),
-    );
+    let r = post_json(&s.base_url(), EMB, &json!({"model": "text-embedding-3-small", "input": texts}));
     assert_eq!(r.status, 200);
     let v = r.json();
     assert_eq!(v["object"], "list");
@@ -199,10 +141,7 @@ fn embeddings_have_dimension_norm_and_meaning() {
         assert!((norm - 1.0).abs() < 1e-3, "norm {norm}");
     }
     assert!(cos(&vs[0], &vs[1]) > cos(&vs[0], &vs[2]) + 0.2);
-    let tokens: u64 = texts
-        .iter()
-        .map(|t| Encoding::O200kBase.count(t) as u64)
-        .sum();
+    let tokens: u64 = texts.iter().map(|t| Encoding::O200kBase.count(t) as u64).sum();
     assert_eq!(v["usage"]["prompt_tokens"], tokens);
 
     // a single string; same text → same vector
@@ -210,12 +149,7 @@ fn embeddings_have_dimension_norm_and_meaning() {
     assert_eq!(vectors(&one)[0], vs[0]);
     assert_eq!(one["model"], "mock-embedding");
     // base64: 96 little-endian f32 = 384 bytes = 512 base64 chars
-    let b64 = post_json(
-        &s.base_url(),
-        EMB,
-        &json!({"input": [texts[0]], "encoding_format": "base64"}),
-    )
-    .json();
+    let b64 = post_json(&s.base_url(), EMB, &json!({"input": [texts[0]], "encoding_format": "base64"})).json();
     assert_eq!(b64["data"][0]["embedding"].as_str().unwrap().len(), 512);
     let st = s.stats();
     assert_eq!(st.embedding_requests, 3);
@@ -225,10 +159,7 @@ fn embeddings_have_dimension_norm_and_meaning() {
 
 #[test]
 fn rate_limit_first_n_with_retry_headers() {
-    let s = server_with(vec![FaultRule::always(FaultKind::RateLimit {
-        retry_after_ms: 1500,
-    })
-    .first(2)]);
+    let s = server_with(vec![FaultRule::always(FaultKind::RateLimit { retry_after_ms: 1500 }).first(2)]);
     let body = chat_body("hello");
     for _ in 0..2 {
         let r = post_json(&s.base_url(), CHAT, &body);
@@ -247,33 +178,19 @@ fn rate_limit_first_n_with_retry_headers() {
 
 #[test]
 fn every_kth_request_and_endpoint_filter() {
-    let s = server_with(vec![FaultRule::always(FaultKind::ServerError {
-        status: 503,
-    })
-    .every(3)
-    .on(Endpoint::Chat)]);
+    let s = server_with(vec![FaultRule::always(FaultKind::ServerError { status: 503 }).every(3).on(Endpoint::Chat)]);
     let body = chat_body("hello");
-    let statuses: Vec<u16> = (0..7)
-        .map(|_| post_json(&s.base_url(), CHAT, &body).status)
-        .collect();
+    let statuses: Vec<u16> = (0..7).map(|_| post_json(&s.base_url(), CHAT, &body).status).collect();
     assert_eq!(statuses, vec![200, 200, 503, 200, 200, 503, 200]);
     // embeddings are not counted by a chat-only rule
     for _ in 0..3 {
-        assert_eq!(
-            post_json(&s.base_url(), EMB, &json!({"input": "x"})).status,
-            200
-        );
+        assert_eq!(post_json(&s.base_url(), EMB, &json!({"input": "x"})).status, 200);
     }
     assert_eq!(s.stats().faults_injected, 2);
 
     // set_faults replaces the rules and restarts their counters
-    s.set_faults(vec![FaultRule::always(FaultKind::ServerError {
-        status: 500,
-    })
-    .every(2)]);
-    let statuses: Vec<u16> = (0..4)
-        .map(|_| post_json(&s.base_url(), EMB, &json!({"input": "x"})).status)
-        .collect();
+    s.set_faults(vec![FaultRule::always(FaultKind::ServerError { status: 500 }).every(2)]);
+    let statuses: Vec<u16> = (0..4).map(|_| post_json(&s.base_url(), EMB, &json!({"input": "x"})).status).collect();
     assert_eq!(statuses, vec![200, 500, 200, 500]);
     let r = post_json(&s.base_url(), CHAT, &body);
     assert_eq!(r.status, 200, "5th request overall, 5th of the rule: odd");
@@ -317,10 +234,7 @@ fn drop_closes_without_response() {
 
 #[test]
 fn slow_delays_the_answer() {
-    let s = server_with(vec![FaultRule::always(FaultKind::Slow {
-        delay: Duration::from_millis(150),
-    })
-    .first(1)]);
+    let s = server_with(vec![FaultRule::always(FaultKind::Slow { delay: Duration::from_millis(150) }).first(1)]);
     let body = chat_body("hello");
     let t = Instant::now();
     let slow = post_json(&s.base_url(), CHAT, &body);
@@ -334,10 +248,7 @@ fn slow_delays_the_answer() {
 #[test]
 fn malformed_and_truncated_content() {
     let input = "-----Entities-----\nid,entity,description\n1,ACME,a firm\n";
-    let p = render(
-        "community_report_graph",
-        &[("input_text", input), ("max_report_length", "100")],
-    );
+    let p = render("community_report_graph", &[("input_text", input), ("max_report_length", "100")]);
     let body = chat_body(&p);
     let s = server();
     let good = chat_content(&post_json(&s.base_url(), CHAT, &body));
@@ -359,9 +270,7 @@ fn malformed_and_truncated_content() {
 
     // embeddings: the body itself is broken
     s.set_faults(vec![
-        FaultRule::always(FaultKind::Malformed)
-            .first(1)
-            .on(Endpoint::Embeddings),
+        FaultRule::always(FaultKind::Malformed).first(1).on(Endpoint::Embeddings),
         FaultRule::always(FaultKind::Truncated).on(Endpoint::Embeddings),
     ]);
     for _ in 0..2 {
@@ -374,11 +283,7 @@ fn malformed_and_truncated_content() {
 
 #[test]
 fn max_in_flight_sees_concurrent_requests() {
-    let s = MockServer::start(MockConfig {
-        latency: Duration::from_millis(100),
-        ..MockConfig::default()
-    })
-    .unwrap();
+    let s = MockServer::start(MockConfig { latency: Duration::from_millis(100), ..MockConfig::default() }).unwrap();
     let base = s.base_url();
     let t = Instant::now();
     let handles: Vec<_> = (0..4)
@@ -398,10 +303,7 @@ fn max_in_flight_sees_concurrent_requests() {
     }
     let elapsed = t.elapsed();
     assert!(elapsed >= Duration::from_millis(100));
-    assert!(
-        elapsed < Duration::from_millis(350),
-        "requests were serialised: {elapsed:?}"
-    );
+    assert!(elapsed < Duration::from_millis(350), "requests were serialised: {elapsed:?}");
     let st = s.stats();
     assert!(st.max_in_flight >= 2, "{st:?}");
     assert!(st.max_in_flight <= 4);
@@ -417,32 +319,18 @@ fn stats_health_routes_and_auth() {
     assert_eq!((h.status, h.text().as_str()), (200, "ok"));
     let body = chat_body("What is the capital of Brennick?").to_string();
     let secret = "Bearer sk-mock-secret-12345";
-    let r = request(
-        &base,
-        "POST",
-        CHAT,
-        Some(&body),
-        &[("Authorization", secret)],
-    )
-    .unwrap();
+    let r = request(&base, "POST", CHAT, Some(&body), &[("Authorization", secret)]).unwrap();
     assert_eq!(r.status, 200);
     assert!(!r.text().contains("sk-mock-secret"));
     assert!(r.headers.iter().all(|(_, v)| !v.contains("sk-mock-secret")));
 
     // Azure-style paths; the deployment name is the model when the body has none
     let azure = json!({"messages": [{"role": "user", "content": "hi"}]});
-    let r = post_json(
-        &base,
-        "/openai/deployments/my-gpt/chat/completions?api-version=2024-06-01",
-        &azure,
-    );
+    let r = post_json(&base, "/openai/deployments/my-gpt/chat/completions?api-version=2024-06-01", &azure);
     assert_eq!(r.status, 200);
     assert_eq!(r.json()["model"], "my-gpt");
-    let r = post_json(
-        &base,
-        "/openai/deployments/my-emb/embeddings?api-version=2024-06-01",
-        &json!({"input": ["a", "b"]}),
-    );
+    let r =
+        post_json(&base, "/openai/deployments/my-emb/embeddings?api-version=2024-06-01", &json!({"input": ["a", "b"]}));
     assert_eq!(r.json()["data"].as_array().unwrap().len(), 2);
 
     let nf = get(&base, "/v1/nothing");
@@ -479,11 +367,8 @@ fn streaming_sends_sse_chunks_then_done() {
     assert_eq!(r.status, 200);
     assert_eq!(r.header("content-type"), Some("text/event-stream"));
     let text = r.text();
-    let events: Vec<&str> = text
-        .split("\n\n")
-        .filter(|e| !e.is_empty())
-        .map(|e| e.strip_prefix("data: ").expect("data: prefix"))
-        .collect();
+    let events: Vec<&str> =
+        text.split("\n\n").filter(|e| !e.is_empty()).map(|e| e.strip_prefix("data: ").expect("data: prefix")).collect();
     assert_eq!(*events.last().unwrap(), "[DONE]");
     let mut content = String::new();
     let mut content_chunks = 0;
@@ -508,10 +393,7 @@ fn streaming_sends_sse_chunks_then_done() {
     assert_eq!(content, plain);
     assert!(content_chunks >= 3, "{content_chunks} chunks");
     assert_eq!(finish.as_deref(), Some("stop"));
-    assert_eq!(
-        usage.unwrap()["completion_tokens"],
-        Encoding::O200kBase.count(&plain) as u64
-    );
+    assert_eq!(usage.unwrap()["completion_tokens"], Encoding::O200kBase.count(&plain) as u64);
 }
 
 #[test]
@@ -536,14 +418,8 @@ fn binary_prints_its_url_and_serves() {
         .spawn()
         .unwrap();
     let mut line = String::new();
-    std::io::BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let url = line
-        .trim()
-        .strip_prefix("listening on ")
-        .unwrap_or_else(|| panic!("{line:?}"))
-        .to_string();
+    std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let url = line.trim().strip_prefix("listening on ").unwrap_or_else(|| panic!("{line:?}")).to_string();
     assert!(url.starts_with("http://127.0.0.1:") && url.ends_with("/v1"));
     let first = post_json(&url, EMB, &json!({"input": "x"}));
     let second = post_json(&url, EMB, &json!({"input": "x"}));

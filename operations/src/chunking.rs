@@ -35,10 +35,7 @@ impl ChunkConfig {
             return Err("size must be at least 1 token".into());
         }
         if self.overlap >= self.size {
-            return Err(format!(
-                "overlap ({}) must be smaller than size ({})",
-                self.overlap, self.size
-            ));
+            return Err(format!("overlap ({}) must be smaller than size ({})", self.overlap, self.size));
         }
         Ok(())
     }
@@ -60,10 +57,7 @@ pub fn chunk_text(text: &str, cfg: &ChunkConfig) -> Vec<Chunk> {
     ranges
         .into_iter()
         .filter(|r| !text[r.clone()].trim().is_empty())
-        .map(|range| Chunk {
-            n_tokens: cfg.encoding.count(&text[range.clone()]),
-            range,
-        })
+        .map(|range| Chunk { n_tokens: cfg.encoding.count(&text[range.clone()]), range })
         .collect()
 }
 
@@ -107,11 +101,7 @@ fn token_windows(text: &str, base: usize, cfg: &ChunkConfig) -> Vec<Range<usize>
         while next > start + 1 && !aligned(next) {
             next -= 1;
         }
-        start = if aligned(next) && next > start {
-            next
-        } else {
-            end
-        };
+        start = if aligned(next) && next > start { next } else { end };
     }
     out
 }
@@ -148,9 +138,7 @@ fn sentence_packs(text: &str, cfg: &ChunkConfig) -> Vec<Range<usize>> {
     let mut current_tokens = 0;
     let mut has_new = false;
 
-    let flush = |current: &mut Vec<(Range<usize>, usize)>,
-                 current_tokens: &mut usize,
-                 out: &mut Vec<Range<usize>>| {
+    let flush = |current: &mut Vec<(Range<usize>, usize)>, current_tokens: &mut usize, out: &mut Vec<Range<usize>>| {
         let first = current.first().map(|(r, _)| r.start).unwrap_or(0);
         let last = current.last().map(|(r, _)| r.end).unwrap_or(0);
         out.push(first..last);
@@ -203,12 +191,7 @@ mod tests {
     use super::*;
 
     fn cfg(size: usize, overlap: usize, strategy: Strategy) -> ChunkConfig {
-        ChunkConfig {
-            size,
-            overlap,
-            encoding: Encoding::O200kBase,
-            strategy,
-        }
+        ChunkConfig { size, overlap, encoding: Encoding::O200kBase, strategy }
     }
 
     const PROSE: &str = "Marley was dead: to begin with. There is no doubt whatever about that. \
@@ -221,11 +204,7 @@ mod tests {
     fn assert_covers(text: &str, chunks: &[Chunk]) {
         let mut pos = 0;
         for c in chunks {
-            assert!(
-                c.range.start <= pos || text[pos..c.range.start].trim().is_empty(),
-                "gap before {:?}",
-                c.range
-            );
+            assert!(c.range.start <= pos || text[pos..c.range.start].trim().is_empty(), "gap before {:?}", c.range);
             assert!(c.range.end > pos, "chunk {:?} adds nothing", c.range);
             pos = c.range.end;
         }
@@ -249,23 +228,14 @@ mod tests {
             token_starts.push(offs);
         }
         for (i, ch) in chunks.iter().enumerate() {
-            let s = token_starts
-                .iter()
-                .position(|&o| o == ch.range.start)
-                .unwrap();
-            let e = token_starts
-                .iter()
-                .position(|&o| o == ch.range.end)
-                .unwrap();
+            let s = token_starts.iter().position(|&o| o == ch.range.start).unwrap();
+            let e = token_starts.iter().position(|&o| o == ch.range.end).unwrap();
             assert!(e - s <= 20, "window {i} has {} tokens", e - s);
             if i + 1 < chunks.len() {
                 assert_eq!(e - s, 20);
             }
             if i > 0 {
-                let prev_end = token_starts
-                    .iter()
-                    .position(|&o| o == chunks[i - 1].range.end)
-                    .unwrap();
+                let prev_end = token_starts.iter().position(|&o| o == chunks[i - 1].range.end).unwrap();
                 assert_eq!(prev_end - s, 5, "overlap of chunk {i}");
             }
             starts.push(s);
@@ -293,10 +263,7 @@ mod tests {
                     for c in &chunks {
                         assert!(text.is_char_boundary(c.range.start));
                         assert!(text.is_char_boundary(c.range.end));
-                        assert_eq!(
-                            c.n_tokens,
-                            Encoding::O200kBase.count(&text[c.range.clone()])
-                        );
+                        assert_eq!(c.n_tokens, Encoding::O200kBase.count(&text[c.range.clone()]));
                     }
                 }
             }
@@ -320,11 +287,7 @@ mod tests {
         assert_covers(PROSE, &chunks);
         let bounds: Vec<usize> = sentences(PROSE).iter().map(|r| r.start).collect();
         for ch in &chunks {
-            assert!(
-                bounds.contains(&ch.range.start),
-                "{:?}",
-                &PROSE[ch.range.clone()]
-            );
+            assert!(bounds.contains(&ch.range.start), "{:?}", &PROSE[ch.range.clone()]);
             assert!(ch.n_tokens <= 30);
         }
         // Consecutive chunks share whole sentences (overlap) or touch.
@@ -339,11 +302,7 @@ mod tests {
         let s = sentences(text);
         assert_eq!(s.first().unwrap().start, 0);
         assert_eq!(s.last().unwrap().end, text.len());
-        assert!(
-            s.len() >= 5,
-            "{:?}",
-            s.iter().map(|r| &text[r.clone()]).collect::<Vec<_>>()
-        );
+        assert!(s.len() >= 5, "{:?}", s.iter().map(|r| &text[r.clone()]).collect::<Vec<_>>());
     }
 
     #[test]

@@ -67,14 +67,7 @@ pub fn csv_field(s: &str) -> String {
 
 /// Appends a titled CSV table, row by row, while the budget allows; returns
 /// how many rows fit.
-fn push_table(
-    out: &mut String,
-    used: &mut usize,
-    budget: usize,
-    title: &str,
-    header: &str,
-    rows: &[String],
-) -> usize {
+fn push_table(out: &mut String, used: &mut usize, budget: usize, title: &str, header: &str, rows: &[String]) -> usize {
     let head = format!("-----{title}-----\n{header}\n");
     let head_tokens = Encoding::O200kBase.count(&head);
     if rows.is_empty() || *used + head_tokens > budget {
@@ -112,22 +105,10 @@ pub fn graph_context(
     let mut ents = entities.to_vec();
     ents.sort_by(|a, b| b.degree.cmp(&a.degree).then(a.id.cmp(&b.id)));
     let mut rels = relationships.to_vec();
-    rels.sort_by(|a, b| {
-        b.combined_degree
-            .cmp(&a.combined_degree)
-            .then(a.id.cmp(&b.id))
-    });
+    rels.sort_by(|a, b| b.combined_degree.cmp(&a.combined_degree).then(a.id.cmp(&b.id)));
     let entity_rows: Vec<String> = ents
         .iter()
-        .map(|e| {
-            format!(
-                "{},{},{},{}",
-                e.id,
-                csv_field(&e.title),
-                csv_field(&e.description),
-                e.degree
-            )
-        })
+        .map(|e| format!("{},{},{},{}", e.id, csv_field(&e.title), csv_field(&e.description), e.degree))
         .collect();
     let rel_rows: Vec<String> = rels
         .iter()
@@ -156,30 +137,9 @@ pub fn graph_context(
         })
         .collect();
     let local = |budget: usize, out: &mut String, used: &mut usize| {
-        push_table(
-            out,
-            used,
-            budget,
-            "Entities",
-            "id,entity,description,degree",
-            &entity_rows,
-        );
-        push_table(
-            out,
-            used,
-            budget,
-            "Relationships",
-            "id,source,target,description,combined_degree",
-            &rel_rows,
-        );
-        push_table(
-            out,
-            used,
-            budget,
-            "Claims",
-            "id,entity,type,status,description",
-            &claim_rows,
-        );
+        push_table(out, used, budget, "Entities", "id,entity,description,degree", &entity_rows);
+        push_table(out, used, budget, "Relationships", "id,source,target,description,combined_degree", &rel_rows);
+        push_table(out, used, budget, "Claims", "id,entity,type,status,description", &claim_rows);
     };
     let mut full = String::new();
     let mut used = 0;
@@ -195,20 +155,11 @@ pub fn graph_context(
     }
     let mut subs = sub_reports.to_vec();
     subs.sort_by(|a, b| b.size.cmp(&a.size).then(a.community.cmp(&b.community)));
-    let report_rows: Vec<String> = subs
-        .iter()
-        .map(|s| format!("{},{}", s.community, csv_field(&s.full_content)))
-        .collect();
+    let report_rows: Vec<String> =
+        subs.iter().map(|s| format!("{},{}", s.community, csv_field(&s.full_content))).collect();
     let mut out = String::new();
     let mut used = 0;
-    push_table(
-        &mut out,
-        &mut used,
-        max_tokens,
-        "Reports",
-        "id,full_content",
-        &report_rows,
-    );
+    push_table(&mut out, &mut used, max_tokens, "Reports", "id,full_content", &report_rows);
     local(max_tokens, &mut out, &mut used);
     out
 }
@@ -216,10 +167,7 @@ pub fn graph_context(
 /// Source passages of a community (for the text-based report), most
 /// relevant first, within `max_tokens`.
 pub fn text_context(units: &[(i64, String)], max_tokens: usize) -> String {
-    let rows: Vec<String> = units
-        .iter()
-        .map(|(id, t)| format!("{id},{}", csv_field(t)))
-        .collect();
+    let rows: Vec<String> = units.iter().map(|(id, t)| format!("{id},{}", csv_field(t))).collect();
     let mut out = String::new();
     let mut used = 0;
     push_table(&mut out, &mut used, max_tokens, "Sources", "id,text", &rows);
@@ -240,12 +188,8 @@ fn text_of(v: Option<&Value>) -> Option<String> {
 /// without a title or a summary is rejected.
 pub fn report_from_json(v: &Value) -> Result<(Report, bool), String> {
     let mut repaired = false;
-    let title = text_of(v.get("title"))
-        .filter(|s| !s.is_empty())
-        .ok_or("report has no title")?;
-    let summary = text_of(v.get("summary"))
-        .filter(|s| !s.is_empty())
-        .ok_or("report has no summary")?;
+    let title = text_of(v.get("title")).filter(|s| !s.is_empty()).ok_or("report has no title")?;
+    let summary = text_of(v.get("summary")).filter(|s| !s.is_empty()).ok_or("report has no summary")?;
     let rating = match v.get("rating") {
         Some(Value::Number(n)) => n.as_f64().unwrap_or(0.0),
         Some(Value::String(s)) => {
@@ -263,12 +207,7 @@ pub fn report_from_json(v: &Value) -> Result<(Report, bool), String> {
         String::new()
     });
     let mut findings = Vec::new();
-    for f in v
-        .get("findings")
-        .and_then(Value::as_array)
-        .map(Vec::as_slice)
-        .unwrap_or_default()
-    {
+    for f in v.get("findings").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default() {
         match f {
             Value::Object(_) => findings.push(Finding {
                 summary: text_of(f.get("summary")).unwrap_or_default(),
@@ -276,24 +215,12 @@ pub fn report_from_json(v: &Value) -> Result<(Report, bool), String> {
             }),
             Value::String(s) => {
                 repaired = true;
-                findings.push(Finding {
-                    summary: s.clone(),
-                    explanation: String::new(),
-                });
+                findings.push(Finding { summary: s.clone(), explanation: String::new() });
             }
             _ => repaired = true,
         }
     }
-    Ok((
-        Report {
-            title,
-            summary,
-            rating,
-            rating_explanation,
-            findings,
-        },
-        repaired,
-    ))
+    Ok((Report { title, summary, rating, rating_explanation, findings }, repaired))
 }
 
 /// The report as GraphRAG's JSON (full_content_json).
@@ -333,39 +260,20 @@ fn first_sentence(s: &str) -> String {
 
 /// A report built without an LLM from the community's most central
 /// entities and relationships; labelled as such in rating_explanation.
-pub fn extractive_report(
-    entities: &[ContextEntity],
-    relationships: &[ContextRelationship],
-) -> Report {
+pub fn extractive_report(entities: &[ContextEntity], relationships: &[ContextRelationship]) -> Report {
     let mut ents = entities.to_vec();
     ents.sort_by(|a, b| b.degree.cmp(&a.degree).then(a.id.cmp(&b.id)));
     let mut rels = relationships.to_vec();
-    rels.sort_by(|a, b| {
-        b.combined_degree
-            .cmp(&a.combined_degree)
-            .then(a.id.cmp(&b.id))
-    });
+    rels.sort_by(|a, b| b.combined_degree.cmp(&a.combined_degree).then(a.id.cmp(&b.id)));
     let top: Vec<&str> = ents.iter().take(3).map(|e| e.title.as_str()).collect();
-    let title = if top.is_empty() {
-        "Empty community".to_string()
-    } else {
-        top.join(", ")
-    };
+    let title = if top.is_empty() { "Empty community".to_string() } else { top.join(", ") };
     let mut summary = format!(
         "A community of {} entities and {} relationships, centred on {}.",
         entities.len(),
         relationships.len(),
-        if top.is_empty() {
-            "nothing".to_string()
-        } else {
-            top.join(", ")
-        }
+        if top.is_empty() { "nothing".to_string() } else { top.join(", ") }
     );
-    if let Some(d) = ents
-        .iter()
-        .map(|e| first_sentence(&e.description))
-        .find(|d| !d.is_empty())
-    {
+    if let Some(d) = ents.iter().map(|e| first_sentence(&e.description)).find(|d| !d.is_empty()) {
         summary.push(' ');
         summary.push_str(&d);
     }
@@ -387,10 +295,7 @@ pub fn extractive_report(
     findings.extend(rels.iter().take(3).map(|r| Finding {
         summary: format!("{} — {}", r.source, r.target),
         explanation: if r.description.is_empty() {
-            format!(
-                "{} and {} appear together. [Data: Relationships ({})]",
-                r.source, r.target, r.id
-            )
+            format!("{} and {} appear together. [Data: Relationships ({})]", r.source, r.target, r.id)
         } else {
             format!("{} [Data: Relationships ({})]", r.description.trim(), r.id)
         },
@@ -412,12 +317,7 @@ mod tests {
     use super::*;
 
     fn ent(id: i64, title: &str, degree: i64) -> ContextEntity {
-        ContextEntity {
-            id,
-            title: title.into(),
-            description: format!("{title} is someone. More text here."),
-            degree,
-        }
+        ContextEntity { id, title: title.into(), description: format!("{title} is someone. More text here."), degree }
     }
 
     fn rel(id: i64, s: &str, t: &str, d: i64) -> ContextRelationship {
@@ -432,15 +332,8 @@ mod tests {
 
     #[test]
     fn context_is_sorted_and_bounded() {
-        let ents = [
-            ent(1, "BOB", 1),
-            ent(2, "SCROOGE", 5),
-            ent(3, "MARLEY, JACOB", 3),
-        ];
-        let rels = [
-            rel(7, "SCROOGE", "BOB", 6),
-            rel(8, "SCROOGE", "MARLEY, JACOB", 8),
-        ];
+        let ents = [ent(1, "BOB", 1), ent(2, "SCROOGE", 5), ent(3, "MARLEY, JACOB", 3)];
+        let rels = [rel(7, "SCROOGE", "BOB", 6), rel(8, "SCROOGE", "MARLEY, JACOB", 8)];
         let ctx = graph_context(&ents, &rels, &[], &[], 10_000);
         let scrooge = ctx.find("SCROOGE").unwrap();
         assert!(scrooge < ctx.find("BOB").unwrap(), "{ctx}");
@@ -448,26 +341,15 @@ mod tests {
         assert!(ctx.find("8,SCROOGE").unwrap() < ctx.find("7,SCROOGE").unwrap());
         let small = graph_context(&ents, &rels, &[], &[], 45);
         assert!(Encoding::O200kBase.count(&small) <= 45, "{small}");
-        assert!(
-            small.contains("SCROOGE") && small.len() < ctx.len(),
-            "{small}"
-        );
+        assert!(small.contains("SCROOGE") && small.len() < ctx.len(), "{small}");
     }
 
     #[test]
     fn oversized_context_uses_sub_reports() {
         let ents: Vec<_> = (0..200).map(|i| ent(i, &format!("ENTITY{i}"), i)).collect();
         let subs = [
-            SubReport {
-                community: 4,
-                full_content: "# Small\nsmall one".into(),
-                size: 2,
-            },
-            SubReport {
-                community: 3,
-                full_content: "# Big\nbig one".into(),
-                size: 50,
-            },
+            SubReport { community: 4, full_content: "# Small\nsmall one".into(), size: 2 },
+            SubReport { community: 3, full_content: "# Big\nbig one".into(), size: 50 },
         ];
         let ctx = graph_context(&ents, &[], &[], &subs, 300);
         assert!(ctx.starts_with("-----Reports-----"), "{ctx}");
@@ -486,40 +368,22 @@ mod tests {
         let messy = serde_json::json!({"title": "T", "summary": "S", "rating": "8", "findings": ["just text"]});
         let (r, repaired) = report_from_json(&messy).unwrap();
         assert!(repaired);
-        assert_eq!(
-            (r.rating, r.findings[0].summary.as_str()),
-            (8.0, "just text")
-        );
+        assert_eq!((r.rating, r.findings[0].summary.as_str()), (8.0, "just text"));
         assert!(report_from_json(&serde_json::json!({"summary": "S"})).is_err());
     }
 
     #[test]
     fn extractive_report_is_labelled() {
-        let r = extractive_report(
-            &[ent(1, "BOB", 1), ent(2, "SCROOGE", 5)],
-            &[rel(3, "SCROOGE", "BOB", 6)],
-        );
+        let r = extractive_report(&[ent(1, "BOB", 1), ent(2, "SCROOGE", 5)], &[rel(3, "SCROOGE", "BOB", 6)]);
         assert!(r.title.starts_with("SCROOGE"));
         assert!(r.rating_explanation.contains("no chat model"));
-        assert!(r
-            .findings
-            .iter()
-            .any(|f| f.explanation.contains("[Data: Entities (2)]")));
+        assert!(r.findings.iter().any(|f| f.explanation.contains("[Data: Entities (2)]")));
         assert!((0.0..=10.0).contains(&r.rating));
     }
 
     #[test]
     fn text_context_lists_sources() {
-        let c = text_context(
-            &[
-                (0, "First passage.".into()),
-                (1, "Second, with comma.".into()),
-            ],
-            1000,
-        );
-        assert!(
-            c.contains("0,First passage.") && c.contains("1,\"Second, with comma.\""),
-            "{c}"
-        );
+        let c = text_context(&[(0, "First passage.".into()), (1, "Second, with comma.".into())], 1000);
+        assert!(c.contains("0,First passage.") && c.contains("1,\"Second, with comma.\""), "{c}");
     }
 }

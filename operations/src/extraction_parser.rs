@@ -97,9 +97,7 @@ pub struct ClaimRecord {
 /// quotes, upper-case, collapse inner whitespace (control characters removed).
 pub fn normalize_name(s: &str) -> String {
     let t = strip_quotes(s);
-    let t = t.trim_matches(|c: char| {
-        c.is_whitespace() || c == '"' || c == '\u{201c}' || c == '\u{201d}'
-    });
+    let t = t.trim_matches(|c: char| c.is_whitespace() || c == '"' || c == '\u{201c}' || c == '\u{201d}');
     let mut out = String::with_capacity(t.len());
     for word in t.split_whitespace() {
         if !out.is_empty() {
@@ -213,26 +211,18 @@ impl Syntax {
         // matches inside them (e.g. "|") must not split them apart.
         let mut patterns: Vec<(String, bool)> = Vec::new();
         let lightrag = tolerant(LIGHTRAG_TUPLE_DELIMITER).unwrap_or_default();
-        for (delim, is_lr) in [
-            (LIGHTRAG_TUPLE_DELIMITER, true),
-            (DEFAULT_TUPLE_DELIMITER, false),
-            (d.tuple.as_str(), false),
-        ] {
+        for (delim, is_lr) in
+            [(LIGHTRAG_TUPLE_DELIMITER, true), (DEFAULT_TUPLE_DELIMITER, false), (d.tuple.as_str(), false)]
+        {
             if let Some(p) = tolerant(delim) {
                 if !patterns.iter().any(|(q, _)| *q == p) {
                     patterns.push((p.clone(), is_lr || p == lightrag));
                 }
             }
         }
-        let tuples: Vec<(Regex, bool)> = patterns
-            .iter()
-            .filter_map(|(p, lr)| Regex::new(p).ok().map(|r| (r, *lr)))
-            .collect();
-        let alt = patterns
-            .iter()
-            .map(|(p, _)| format!("(?:{p})"))
-            .collect::<Vec<_>>()
-            .join("|");
+        let tuples: Vec<(Regex, bool)> =
+            patterns.iter().filter_map(|(p, lr)| Regex::new(p).ok().map(|r| (r, *lr))).collect();
+        let alt = patterns.iter().map(|(p, _)| format!("(?:{p})")).collect::<Vec<_>>().join("|");
         let any_tuple = Regex::new(&alt).unwrap_or_else(|_| never());
         let any_tuple_start = Regex::new(&format!("^[ \t]*(?:{alt})")).unwrap_or_else(|_| never());
 
@@ -252,28 +242,16 @@ impl Syntax {
         }
         let completion = Regex::new(&format!("(?i:{})", comps.join("|"))).ok();
 
-        let boundary =
-            Regex::new(r#"\)[ \t]*\([ \t]*["'*`]*[ \t]*(?i:entity|relationship|relation)\b"#)
-                .unwrap_or_else(|_| never());
-        let record_open = Regex::new(r#"\([ \t]*["'*`]*[ \t]*(?i:entity|relationship|relation)\b"#)
+        let boundary = Regex::new(r#"\)[ \t]*\([ \t]*["'*`]*[ \t]*(?i:entity|relationship|relation)\b"#)
             .unwrap_or_else(|_| never());
-        Syntax {
-            tuples,
-            any_tuple,
-            any_tuple_start,
-            record_sep,
-            completion,
-            boundary,
-            record_open,
-        }
+        let record_open =
+            Regex::new(r#"\([ \t]*["'*`]*[ \t]*(?i:entity|relationship|relation)\b"#).unwrap_or_else(|_| never());
+        Syntax { tuples, any_tuple, any_tuple_start, record_sep, completion, boundary, record_open }
     }
 
     /// The first candidate tuple delimiter that occurs in `s`.
     fn tuple_for(&self, s: &str) -> Option<(&Regex, bool)> {
-        self.tuples
-            .iter()
-            .find(|(r, _)| r.is_match(s))
-            .map(|(r, lr)| (r, *lr))
+        self.tuples.iter().find(|(r, _)| r.is_match(s)).map(|(r, lr)| (r, *lr))
     }
 }
 
@@ -302,17 +280,11 @@ enum Kind {
 
 /// The record type named by a (cleaned) first field, if it is a known keyword.
 fn keyword_of(field: &str) -> Option<Kind> {
-    let w = field
-        .trim_matches(|c: char| !(c.is_alphanumeric() || c == '_'))
-        .to_ascii_lowercase();
+    let w = field.trim_matches(|c: char| !(c.is_alphanumeric() || c == '_')).to_ascii_lowercase();
     match w.as_str() {
         "entity" | "entities" | "node" => Some(Kind::Entity),
-        "relationship" | "relationships" | "relation" | "relations" | "edge" => {
-            Some(Kind::Relationship)
-        }
-        "content_keywords" | "keywords" | "high_level_keywords" | "low_level_keywords" => {
-            Some(Kind::Ignored)
-        }
+        "relationship" | "relationships" | "relation" | "relations" | "edge" => Some(Kind::Relationship),
+        "content_keywords" | "keywords" | "high_level_keywords" | "low_level_keywords" => Some(Kind::Ignored),
         "claim" | "claims" => Some(Kind::Claim),
         _ => None,
     }
@@ -320,17 +292,13 @@ fn keyword_of(field: &str) -> Option<Kind> {
 
 /// A misspelt record type ("entitiy", "relatioship"), recognised with a small edit distance.
 fn fuzzy_keyword(field: &str) -> Option<Kind> {
-    let w = field
-        .trim_matches(|c: char| !(c.is_alphanumeric() || c == '_'))
-        .to_ascii_lowercase();
+    let w = field.trim_matches(|c: char| !(c.is_alphanumeric() || c == '_')).to_ascii_lowercase();
     if w.len() < 4 || w.len() > 16 || !w.bytes().all(|b| b.is_ascii_lowercase()) {
         return None;
     }
     if strsim::levenshtein(&w, "entity") <= 2 {
         Some(Kind::Entity)
-    } else if strsim::levenshtein(&w, "relationship") <= 3
-        || strsim::levenshtein(&w, "relation") <= 2
-    {
+    } else if strsim::levenshtein(&w, "relationship") <= 3 || strsim::levenshtein(&w, "relation") <= 2 {
         Some(Kind::Relationship)
     } else {
         None
@@ -401,10 +369,7 @@ impl Open {
     }
 
     fn finish(self) -> Raw {
-        Raw {
-            text: self.text,
-            keyword: self.keyword,
-        }
+        Raw { text: self.text, keyword: self.keyword }
     }
 }
 
@@ -432,16 +397,12 @@ fn strip_bullet(t: &str) -> &str {
 /// keyword when the line opens with a parenthesis.
 fn leading_keyword(core: &str, syntax: &Syntax) -> Option<Kind> {
     let paren = core.starts_with('(');
-    let s = core.trim_start_matches(|c: char| {
-        c == '(' || c == '[' || c == '*' || c == '`' || is_quote(c) || c.is_whitespace()
-    });
-    let end = s
-        .find(|c: char| !(c.is_ascii_alphabetic() || c == '_'))
-        .unwrap_or(s.len());
+    let s = core
+        .trim_start_matches(|c: char| c == '(' || c == '[' || c == '*' || c == '`' || is_quote(c) || c.is_whitespace());
+    let end = s.find(|c: char| !(c.is_ascii_alphabetic() || c == '_')).unwrap_or(s.len());
     let kind = keyword_of(&s[..end])?;
-    let rest = s[end..].trim_start_matches(|c: char| {
-        c == ']' || c == '*' || c == '`' || is_quote(c) || c.is_whitespace()
-    });
+    let rest =
+        s[end..].trim_start_matches(|c: char| c == ']' || c == '*' || c == '`' || is_quote(c) || c.is_whitespace());
     if paren || syntax.any_tuple_start.is_match(rest) {
         Some(kind)
     } else {
@@ -506,9 +467,7 @@ fn segment(text: &str, syntax: &Syntax, mode: Mode) -> Vec<Raw> {
             let delim_first = has_delim && syntax.any_tuple_start.is_match(t);
             match open.take() {
                 Some(mut o) => {
-                    let new_record = has_delim
-                        && !delim_first
-                        && (o.complete() || (o.paren && o.fields >= o.expected));
+                    let new_record = has_delim && !delim_first && (o.complete() || (o.paren && o.fields >= o.expected));
                     if new_record {
                         out.push(o.finish());
                         open = Some(start_mid_line(t, mode, syntax));
@@ -553,10 +512,7 @@ fn start_mid_line(t: &str, mode: Mode, syntax: &Syntax) -> Open {
 // Fields.
 
 fn is_quote(c: char) -> bool {
-    matches!(
-        c,
-        '"' | '\'' | '`' | '\u{201c}' | '\u{201d}' | '\u{2018}' | '\u{2019}'
-    )
+    matches!(c, '"' | '\'' | '`' | '\u{201c}' | '\u{201d}' | '\u{2018}' | '\u{2019}')
 }
 
 fn closing_quote(c: char) -> Option<char> {
@@ -629,13 +585,9 @@ fn lenient_number(s: &str) -> Option<f64> {
     }
     let start = s.find(|c: char| c.is_ascii_digit())?;
     let rest = &s[start..];
-    let mut end = rest
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(rest.len());
+    let mut end = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
     if rest[end..].starts_with('.') {
-        let frac = rest[end + 1..]
-            .find(|c: char| !c.is_ascii_digit())
-            .unwrap_or(rest.len() - end - 1);
+        let frac = rest[end + 1..].find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len() - end - 1);
         if frac > 0 {
             end += 1 + frac;
         }
@@ -657,11 +609,7 @@ fn unwrap_record(text: &str) -> Option<(&str, bool)> {
     }
     s = s.trim_end_matches(|c: char| c.is_whitespace() || c == ',' || c == ';');
     let mut fixed = false;
-    let balanced = if paren {
-        closes >= opens
-    } else {
-        closes > opens
-    };
+    let balanced = if paren { closes >= opens } else { closes > opens };
     if s.ends_with(')') && balanced {
         // A record without its opening parenthesis counts as repaired.
         s = &s[..s.len() - 1];
@@ -742,9 +690,7 @@ fn entity(data: &[String], lightrag: bool, repaired: &mut bool) -> Option<Entity
     if name.is_empty() || data.len() < 2 {
         return None;
     }
-    let raw_type = data[1].trim_matches(|c: char| {
-        matches!(c, '<' | '>' | '[' | ']' | '{' | '}') || c.is_whitespace()
-    });
+    let raw_type = data[1].trim_matches(|c: char| matches!(c, '<' | '>' | '[' | ']' | '{' | '}') || c.is_whitespace());
     let entity_type = normalize_name(raw_type);
     if raw_type.is_empty() || (!lightrag && raw_type.chars().any(|c| c.is_lowercase())) {
         *repaired = true;
@@ -756,18 +702,10 @@ fn entity(data: &[String], lightrag: bool, repaired: &mut bool) -> Option<Entity
             String::new()
         }
     };
-    Some(EntityRecord {
-        name,
-        entity_type,
-        description,
-    })
+    Some(EntityRecord { name, entity_type, description })
 }
 
-fn relationship(
-    data: &[String],
-    lightrag: bool,
-    repaired: &mut bool,
-) -> Option<RelationshipRecord> {
+fn relationship(data: &[String], lightrag: bool, repaired: &mut bool) -> Option<RelationshipRecord> {
     if data.len() < 2 {
         return None;
     }
@@ -781,12 +719,7 @@ fn relationship(
         // relation<|#|>SRC<|#|>TGT<|#|>KEYWORDS<|#|>DESCRIPTION[<|#|>STRENGTH]
         let num_at = rest.iter().rposition(|f| strict_number(f).is_some());
         let strength = num_at.and_then(|i| strict_number(&rest[i])).unwrap_or(1.0);
-        let texts: Vec<&String> = rest
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| Some(*i) != num_at)
-            .map(|(_, f)| f)
-            .collect();
+        let texts: Vec<&String> = rest.iter().enumerate().filter(|(i, _)| Some(*i) != num_at).map(|(_, f)| f).collect();
         let description = match texts.last() {
             Some(d) if !d.is_empty() => (*d).clone(),
             _ => texts.first().map(|k| (*k).clone()).unwrap_or_default(),
@@ -822,12 +755,7 @@ fn relationship(
             }
         }
     };
-    Some(RelationshipRecord {
-        source,
-        target,
-        description,
-        strength,
-    })
+    Some(RelationshipRecord { source, target, description, strength })
 }
 
 #[cfg(test)]
@@ -844,10 +772,7 @@ mod tests {
     }
 
     fn pairs(x: &Extraction) -> Vec<(&str, &str, f64)> {
-        x.relationships
-            .iter()
-            .map(|r| (r.source.as_str(), r.target.as_str(), r.strength))
-            .collect()
+        x.relationships.iter().map(|r| (r.source.as_str(), r.target.as_str(), r.strength)).collect()
     }
 
     const GOOD: &str = r#"("entity"<|>EBENEZER SCROOGE<|>PERSON<|>Ebenezer Scrooge is a cold, miserly businessman who owns a counting-house in London)
@@ -868,24 +793,15 @@ mod tests {
     #[test]
     fn default_delimiters() {
         let d = Delimiters::default();
-        assert_eq!(
-            (d.tuple.as_str(), d.record.as_str(), d.completion.as_str()),
-            ("<|>", "##", "<|COMPLETE|>")
-        );
+        assert_eq!((d.tuple.as_str(), d.record.as_str(), d.completion.as_str()), ("<|>", "##", "<|COMPLETE|>"));
     }
 
     #[test]
     fn well_formed_output() {
         let x = parse(GOOD);
-        assert_eq!(
-            names(&x),
-            ["EBENEZER SCROOGE", "BOB CRATCHIT", "JACOB MARLEY", "LONDON"]
-        );
+        assert_eq!(names(&x), ["EBENEZER SCROOGE", "BOB CRATCHIT", "JACOB MARLEY", "LONDON"]);
         assert_eq!(x.entities[3].entity_type, "GEO");
-        assert_eq!(
-            x.entities[1].description,
-            "Bob Cratchit is Scrooge's underpaid clerk"
-        );
+        assert_eq!(x.entities[1].description, "Bob Cratchit is Scrooge's underpaid clerk");
         assert_eq!(
             pairs(&x),
             [
@@ -894,10 +810,7 @@ mod tests {
                 ("EBENEZER SCROOGE", "LONDON", 4.0)
             ]
         );
-        assert_eq!(
-            x.relationships[2].description,
-            "Scrooge's counting-house is in London"
-        );
+        assert_eq!(x.relationships[2].description, "Scrooge's counting-house is in London");
         assert_eq!((x.dropped, x.repaired), (0, 0));
     }
 
@@ -905,38 +818,14 @@ mod tests {
     fn records_on_one_line_and_newline_separated() {
         let one_line = GOOD.replace('\n', "");
         let x = parse(&one_line);
-        assert_eq!(
-            (
-                x.entities.len(),
-                x.relationships.len(),
-                x.dropped,
-                x.repaired
-            ),
-            (4, 3, 0, 0)
-        );
+        assert_eq!((x.entities.len(), x.relationships.len(), x.dropped, x.repaired), (4, 3, 0, 0));
         let newline_only = GOOD.replace("##\n", "");
         let x = parse(&newline_only);
-        assert_eq!(
-            (
-                x.entities.len(),
-                x.relationships.len(),
-                x.dropped,
-                x.repaired
-            ),
-            (4, 3, 0, 0)
-        );
+        assert_eq!((x.entities.len(), x.relationships.len(), x.dropped, x.repaired), (4, 3, 0, 0));
         // Adjacent records with neither a record delimiter nor a newline.
         let glued = GOOD.replace("\n##\n", "");
         let x = parse(&glued);
-        assert_eq!(
-            (
-                x.entities.len(),
-                x.relationships.len(),
-                x.dropped,
-                x.repaired
-            ),
-            (4, 3, 0, 0)
-        );
+        assert_eq!((x.entities.len(), x.relationships.len(), x.dropped, x.repaired), (4, 3, 0, 0));
     }
 
     #[test]
@@ -944,10 +833,7 @@ mod tests {
         let text = format!("{GOOD}\n(\"entity\"<|>AFTER<|>PERSON<|>should not appear)\nThanks!");
         let x = parse(&text);
         assert!(!names(&x).contains(&"AFTER"));
-        let lower = GOOD.replace(
-            "<|COMPLETE|>",
-            "<|complete|>\n(\"entity\"<|>AFTER<|>PERSON<|>no)",
-        );
+        let lower = GOOD.replace("<|COMPLETE|>", "<|complete|>\n(\"entity\"<|>AFTER<|>PERSON<|>no)");
         assert!(!names(&parse(&lower)).contains(&"AFTER"));
     }
 
@@ -957,15 +843,7 @@ mod tests {
             "Sure! Here are the entities and relationships I found in the text:\n\n```\n{GOOD}\n```\n\nLet me know if you need anything else."
         );
         let x = parse(&text);
-        assert_eq!(
-            (
-                x.entities.len(),
-                x.relationships.len(),
-                x.dropped,
-                x.repaired
-            ),
-            (4, 3, 0, 0)
-        );
+        assert_eq!((x.entities.len(), x.relationships.len(), x.dropped, x.repaired), (4, 3, 0, 0));
         // Preamble on the same line as the first record, bullets, headings.
         let text = "Output: (\"entity\"<|>FRED<|>PERSON<|>Fred is Scrooge's nephew)\n\
                     ## Relationships:\n\
@@ -1007,10 +885,7 @@ mod tests {
         let text = "(\"entity\"<|>BELLE<|>PERSON<|>Belle was once engaged to Scrooge (long ago)\n(\"entity\"<|>FEZZIWIG<|>PERSON<|>Scrooge's old employer)\n(\"relationship\"<|>FEZZIWIG<|>EBENEZER SCROOGE<|>Fezziwig employed young Scrooge<|>6";
         let x = parse(text);
         assert_eq!(names(&x), ["BELLE", "FEZZIWIG"]);
-        assert_eq!(
-            x.entities[0].description,
-            "Belle was once engaged to Scrooge (long ago)"
-        );
+        assert_eq!(x.entities[0].description, "Belle was once engaged to Scrooge (long ago)");
         assert_eq!(pairs(&x), [("FEZZIWIG", "EBENEZER SCROOGE", 6.0)]);
         assert_eq!((x.dropped, x.repaired), (0, 2));
     }
@@ -1020,18 +895,13 @@ mod tests {
         let text = "(ENTITY<|>A<|>PERSON<|>a)##(Entity<|>B<|>PERSON<|>b)##(\"Relationship\"<|>A<|>B<|>ab<|>3)##(relation<|>B<|>C<|>bc<|>2)##(RELATIONSHIPS<|>C<|>A<|>ca<|>1)";
         let x = parse(text);
         assert_eq!(names(&x), ["A", "B"]);
-        assert_eq!(
-            pairs(&x),
-            [("A", "B", 3.0), ("B", "C", 2.0), ("C", "A", 1.0)]
-        );
+        assert_eq!(pairs(&x), [("A", "B", 3.0), ("B", "C", 2.0), ("C", "A", 1.0)]);
         assert_eq!((x.dropped, x.repaired), (0, 0));
     }
 
     #[test]
     fn lowercase_entity_type_is_repaired() {
-        let x = parse(
-            "(\"entity\"<|>Scrooge<|>person<|>a miser)##(\"entity\"<|>London<|>Geo<|>a city)",
-        );
+        let x = parse("(\"entity\"<|>Scrooge<|>person<|>a miser)##(\"entity\"<|>London<|>Geo<|>a city)");
         assert_eq!(names(&x), ["SCROOGE", "LONDON"]);
         assert_eq!(x.entities[0].entity_type, "PERSON");
         assert_eq!(x.entities[1].entity_type, "GEO");
@@ -1061,14 +931,7 @@ mod tests {
         let x = parse(text);
         assert_eq!(
             pairs(&x),
-            [
-                ("A", "B", 1.0),
-                ("B", "C", 1.0),
-                ("C", "D", 8.0),
-                ("D", "E", 1.0),
-                ("E", "F", 6.0),
-                ("F", "G", 7.5)
-            ]
+            [("A", "B", 1.0), ("B", "C", 1.0), ("C", "D", 8.0), ("D", "E", 1.0), ("E", "F", 6.0), ("F", "G", 7.5)]
         );
         assert_eq!(x.relationships[5].description, "");
         assert_eq!((x.dropped, x.repaired), (0, 5));
@@ -1085,7 +948,9 @@ mod tests {
 
     #[test]
     fn missing_record_type_is_inferred() {
-        let x = parse("(SCROOGE<|>PERSON<|>A miser)##(SCROOGE<|>MARLEY<|>Partners<|>8)##(entitiy<|>MARLEY<|>PERSON<|>A ghost)");
+        let x = parse(
+            "(SCROOGE<|>PERSON<|>A miser)##(SCROOGE<|>MARLEY<|>Partners<|>8)##(entitiy<|>MARLEY<|>PERSON<|>A ghost)",
+        );
         assert_eq!(names(&x), ["SCROOGE", "MARLEY"]);
         assert_eq!(pairs(&x), [("SCROOGE", "MARLEY", 8.0)]);
         assert_eq!((x.dropped, x.repaired), (0, 3));
@@ -1101,23 +966,13 @@ mod tests {
         let x = parse(text);
         assert_eq!(names(&x), ["ALEX", "TAYLOR"]);
         assert_eq!(x.entities[0].entity_type, "PERSON");
-        assert_eq!(
-            pairs(&x),
-            [("ALEX", "TAYLOR", 1.0), ("TAYLOR", "JORDAN", 1.0)]
-        );
-        assert_eq!(
-            x.relationships[0].description,
-            "Alex observes Taylor's authoritarian behavior."
-        );
+        assert_eq!(pairs(&x), [("ALEX", "TAYLOR", 1.0), ("TAYLOR", "JORDAN", 1.0)]);
+        assert_eq!(x.relationships[0].description, "Alex observes Taylor's authoritarian behavior.");
         // Empty description: the keywords stand in.
         assert_eq!(x.relationships[1].description, "shared goals");
         assert_eq!((x.dropped, x.repaired), (0, 0));
         // Same with the caller's LightRAG delimiters.
-        let d = Delimiters {
-            tuple: "<|#|>".into(),
-            record: "\n".into(),
-            completion: "<|COMPLETE|>".into(),
-        };
+        let d = Delimiters { tuple: "<|#|>".into(), record: "\n".into(), completion: "<|COMPLETE|>".into() };
         let y = parse_graph_records(text, &d);
         assert_eq!(x, y);
     }
@@ -1132,9 +987,7 @@ mod tests {
 
     #[test]
     fn delimiter_spacing_tolerated() {
-        let x = parse(
-            "(\"entity\"< | >A<| >PERSON< |>desc)##(\"relationship\" <|> A <|> B <|> ab <|> 2)",
-        );
+        let x = parse("(\"entity\"< | >A<| >PERSON< |>desc)##(\"relationship\" <|> A <|> B <|> ab <|> 2)");
         assert_eq!(names(&x), ["A"]);
         assert_eq!(x.entities[0].description, "desc");
         assert_eq!(pairs(&x), [("A", "B", 2.0)]);
@@ -1161,15 +1014,7 @@ mod tests {
     #[test]
     fn fixture_gpt_clean() {
         let x = fixture("gpt_clean");
-        assert_eq!(
-            names(&x),
-            [
-                "HALVARD PORT AUTHORITY",
-                "INES OKAFOR",
-                "BRENNICK",
-                "COASTAL DEVELOPMENT BANK"
-            ]
-        );
+        assert_eq!(names(&x), ["HALVARD PORT AUTHORITY", "INES OKAFOR", "BRENNICK", "COASTAL DEVELOPMENT BANK"]);
         assert_eq!(x.relationships.len(), 3);
         assert_eq!((x.dropped, x.repaired), (0, 0));
     }
@@ -1177,15 +1022,7 @@ mod tests {
     #[test]
     fn fixture_llama_chatty() {
         let x = fixture("llama_chatty");
-        assert_eq!(
-            names(&x),
-            [
-                "TOMAS REYES",
-                "LUMEN SYMPOSIUM",
-                "KESTREL SENSOR",
-                "MEI LINDQVIST"
-            ]
-        );
+        assert_eq!(names(&x), ["TOMAS REYES", "LUMEN SYMPOSIUM", "KESTREL SENSOR", "MEI LINDQVIST"]);
         assert_eq!(x.entities[2].entity_type, "TECHNOLOGY");
         assert_eq!(
             x.entities[2].description,
@@ -1205,15 +1042,7 @@ mod tests {
     #[test]
     fn fixture_small_model_broken() {
         let x = fixture("small_model_broken");
-        assert_eq!(
-            names(&x),
-            [
-                "HALVARD PORT AUTHORITY",
-                "INES OKAFOR",
-                "BRENNICK",
-                "BRENNICK"
-            ]
-        );
+        assert_eq!(names(&x), ["HALVARD PORT AUTHORITY", "INES OKAFOR", "BRENNICK", "BRENNICK"]);
         assert_eq!(x.entities[0].entity_type, "ORGANIZATION");
         assert_eq!(x.entities[0].description, "The port authority of Halvard");
         assert_eq!(x.entities[2].description, "A town (on the coast)");
@@ -1226,10 +1055,7 @@ mod tests {
                 ("COASTAL DEVELOPMENT BANK", "HALVARD PORT AUTHORITY", 8.0)
             ]
         );
-        assert_eq!(
-            x.relationships[2].description,
-            "The bank lends money to the port authority"
-        );
+        assert_eq!(x.relationships[2].description, "The bank lends money to the port authority");
         assert_eq!((x.dropped, x.repaired), (3, 5));
     }
 
@@ -1238,52 +1064,26 @@ mod tests {
         let x = fixture("lightrag_zh");
         assert_eq!(names(&x), ["李白", "杜甫", "长安"]);
         assert_eq!(x.entities[2].entity_type, "LOCATION");
-        assert_eq!(
-            x.entities[0].description,
-            "李白是唐代最著名的浪漫主义诗人之一，被后人誉为“诗仙”。"
-        );
-        assert_eq!(
-            pairs(&x),
-            [
-                ("李白", "杜甫", 1.0),
-                ("李白", "长安", 1.0),
-                ("杜甫", "长安", 1.0)
-            ]
-        );
-        assert_eq!(
-            x.relationships[0].description,
-            "李白与杜甫在洛阳相识，结下深厚友谊。"
-        );
+        assert_eq!(x.entities[0].description, "李白是唐代最著名的浪漫主义诗人之一，被后人誉为“诗仙”。");
+        assert_eq!(pairs(&x), [("李白", "杜甫", 1.0), ("李白", "长安", 1.0), ("杜甫", "长安", 1.0)]);
+        assert_eq!(x.relationships[0].description, "李白与杜甫在洛阳相识，结下深厚友谊。");
         assert_eq!((x.dropped, x.repaired), (0, 0));
     }
 
     #[test]
     fn default_delimiters_recognised_when_callers_differ() {
-        let d = Delimiters {
-            tuple: "{TD}".into(),
-            record: "{RD}".into(),
-            completion: "{CD}".into(),
-        };
+        let d = Delimiters { tuple: "{TD}".into(), record: "{RD}".into(), completion: "{CD}".into() };
         // The text uses the caller's delimiters.
         let x = parse_graph_records("(\"entity\"{TD}A{TD}PERSON{TD}a){RD}(\"relationship\"{TD}A{TD}B{TD}ab{TD}4){CD}(\"entity\"{TD}Z{TD}P{TD}z)", &d);
         assert_eq!(names(&x), ["A"]);
         assert_eq!(pairs(&x), [("A", "B", 4.0)]);
         // The model ignored them and used GraphRAG's defaults.
         let x = parse_graph_records(GOOD, &d);
-        assert_eq!(
-            (x.entities.len(), x.relationships.len(), x.dropped),
-            (4, 3, 0)
-        );
+        assert_eq!((x.entities.len(), x.relationships.len(), x.dropped), (4, 3, 0));
         // A caller delimiter that occurs inside the default one does not split it.
-        let bar = Delimiters {
-            tuple: "|".into(),
-            ..Delimiters::default()
-        };
+        let bar = Delimiters { tuple: "|".into(), ..Delimiters::default() };
         let x = parse_graph_records(GOOD, &bar);
-        assert_eq!(
-            (x.entities.len(), x.relationships.len(), x.dropped),
-            (4, 3, 0)
-        );
+        assert_eq!((x.entities.len(), x.relationships.len(), x.dropped), (4, 3, 0));
         let x = parse_graph_records("(\"entity\"|A|PERSON|a)##(\"relationship\"|A|B|ab|4)", &bar);
         assert_eq!(names(&x), ["A"]);
         assert_eq!(pairs(&x), [("A", "B", 4.0)]);
@@ -1303,10 +1103,7 @@ mod tests {
         assert_eq!(names(&x), ["李白", "长安"]);
         assert_eq!(x.entities[0].description, "李白是唐代诗人");
         assert_eq!(x.entities[1].entity_type, "GEO");
-        assert_eq!(
-            x.entities[1].description,
-            "Chang'an, capital of the Tang dynasty"
-        );
+        assert_eq!(x.entities[1].description, "Chang'an, capital of the Tang dynasty");
         assert_eq!(pairs(&x), [("李白", "长安", 6.0)]);
         // Repaired: lowercase type + missing paren (one count), bad strength; dropped: self loop.
         assert_eq!((x.dropped, x.repaired), (1, 2));
@@ -1324,10 +1121,7 @@ mod tests {
 
     #[test]
     fn normalize_name_cases() {
-        assert_eq!(
-            normalize_name("  \"Ebenezer   Scrooge\" "),
-            "EBENEZER SCROOGE"
-        );
+        assert_eq!(normalize_name("  \"Ebenezer   Scrooge\" "), "EBENEZER SCROOGE");
         assert_eq!(normalize_name("'bob\ncratchit'"), "BOB CRATCHIT");
         assert_eq!(normalize_name("“Marley”"), "MARLEY");
         assert_eq!(normalize_name("O'Brien"), "O'BRIEN");
@@ -1388,11 +1182,7 @@ mod tests {
             assert!(x.entities.is_empty() && x.relationships.is_empty(), "{t:?}");
             let _ = parse_claim_records(t, &Delimiters::default());
         }
-        let weird = Delimiters {
-            tuple: String::new(),
-            record: " ".into(),
-            completion: String::new(),
-        };
+        let weird = Delimiters { tuple: String::new(), record: " ".into(), completion: String::new() };
         let x = parse_graph_records(GOOD, &weird);
         assert_eq!(x.entities.len(), 4);
     }
@@ -1414,9 +1204,7 @@ mod tests {
     /// Valid output to mutate in the property tests.
     fn valid_output() -> String {
         let mut s = GOOD.to_string();
-        s.push_str(
-            "\nentity<|#|>Alex<|#|>person<|#|>desc\nrelation<|#|>Alex<|#|>Bo<|#|>kw<|#|>desc\n",
-        );
+        s.push_str("\nentity<|#|>Alex<|#|>person<|#|>desc\nrelation<|#|>Alex<|#|>Bo<|#|>kw<|#|>desc\n");
         s
     }
 

@@ -105,19 +105,17 @@ pub fn merge_extractions(
             }
             let etype = normalize_name(&e.entity_type);
             let key_type = opts.by_type.then(|| etype.clone());
-            let idx = *entity_index
-                .entry((title.clone(), key_type.clone()))
-                .or_insert_with(|| {
-                    titles.insert(title.clone());
-                    entities.push(EntityAcc {
-                        title,
-                        key_type,
-                        types: Vec::new(),
-                        descriptions: Ordered::default(),
-                        units: Ordered::default(),
-                    });
-                    entities.len() - 1
+            let idx = *entity_index.entry((title.clone(), key_type.clone())).or_insert_with(|| {
+                titles.insert(title.clone());
+                entities.push(EntityAcc {
+                    title,
+                    key_type,
+                    types: Vec::new(),
+                    descriptions: Ordered::default(),
+                    units: Ordered::default(),
                 });
+                entities.len() - 1
+            });
             let acc = &mut entities[idx];
             if !etype.is_empty() {
                 match acc.types.iter_mut().find(|(t, _)| *t == etype) {
@@ -139,11 +137,7 @@ pub fn merge_extractions(
             if source.is_empty() || target.is_empty() || source == target {
                 continue;
             }
-            let key = if source < target {
-                (source.clone(), target.clone())
-            } else {
-                (target.clone(), source.clone())
-            };
+            let key = if source < target { (source.clone(), target.clone()) } else { (target.clone(), source.clone()) };
             let idx = *rel_index.entry(key).or_insert_with(|| {
                 rels.push(RelAcc {
                     source,
@@ -188,12 +182,7 @@ pub fn merge_extractions(
                 Some(t) => t,
                 None => {
                     // Most votes; the first seen wins ties (max_by keeps the last max, so rev).
-                    e.types
-                        .iter()
-                        .rev()
-                        .max_by_key(|(_, n)| *n)
-                        .map(|(t, _)| t.clone())
-                        .unwrap_or_default()
+                    e.types.iter().rev().max_by_key(|(_, n)| *n).map(|(t, _)| t.clone()).unwrap_or_default()
                 }
             };
             MergedEntity {
@@ -231,35 +220,15 @@ mod tests {
     use crate::extraction_parser::{EntityRecord, RelationshipRecord};
 
     fn ent(name: &str, t: &str, d: &str) -> EntityRecord {
-        EntityRecord {
-            name: name.into(),
-            entity_type: t.into(),
-            description: d.into(),
-        }
+        EntityRecord { name: name.into(), entity_type: t.into(), description: d.into() }
     }
 
     fn rel(s: &str, t: &str, d: &str, w: f64) -> RelationshipRecord {
-        RelationshipRecord {
-            source: s.into(),
-            target: t.into(),
-            description: d.into(),
-            strength: w,
-        }
+        RelationshipRecord { source: s.into(), target: t.into(), description: d.into(), strength: w }
     }
 
-    fn unit(
-        id: &str,
-        entities: Vec<EntityRecord>,
-        relationships: Vec<RelationshipRecord>,
-    ) -> (String, Extraction) {
-        (
-            id.into(),
-            Extraction {
-                entities,
-                relationships,
-                ..Extraction::default()
-            },
-        )
+    fn unit(id: &str, entities: Vec<EntityRecord>, relationships: Vec<RelationshipRecord>) -> (String, Extraction) {
+        (id.into(), Extraction { entities, relationships, ..Extraction::default() })
     }
 
     fn sample() -> Vec<(String, Extraction)> {
@@ -272,12 +241,7 @@ mod tests {
                     ent("LONDON", "GEO", "A city"),
                 ],
                 vec![
-                    rel(
-                        "BOB CRATCHIT",
-                        "EBENEZER SCROOGE",
-                        "Bob works for Scrooge",
-                        8.0,
-                    ),
+                    rel("BOB CRATCHIT", "EBENEZER SCROOGE", "Bob works for Scrooge", 8.0),
                     rel("EBENEZER SCROOGE", "LONDON", "Scrooge lives in London", 3.0),
                 ],
             ),
@@ -285,43 +249,21 @@ mod tests {
                 "t2",
                 vec![
                     ent("EBENEZER SCROOGE", "PERSON", "A miser"),
-                    ent(
-                        " ebenezer  scrooge ",
-                        "ORGANIZATION",
-                        "Senior partner of Scrooge and Marley",
-                    ),
+                    ent(" ebenezer  scrooge ", "ORGANIZATION", "Senior partner of Scrooge and Marley"),
                     ent("TINY TIM", "PERSON", "Bob's son"),
                 ],
                 vec![
-                    rel(
-                        "EBENEZER SCROOGE",
-                        "bob cratchit",
-                        "Scrooge pays Bob fifteen shillings",
-                        6.0,
-                    ),
+                    rel("EBENEZER SCROOGE", "bob cratchit", "Scrooge pays Bob fifteen shillings", 6.0),
                     rel("EBENEZER SCROOGE", "JACOB MARLEY", "Former partners", 9.0),
                 ],
             ),
             unit(
                 "t3",
+                vec![ent("\"Bob Cratchit\"", "PERSON", "Scrooge's clerk"), ent("LONDON", "", "")],
                 vec![
-                    ent("\"Bob Cratchit\"", "PERSON", "Scrooge's clerk"),
-                    ent("LONDON", "", ""),
-                ],
-                vec![
-                    rel(
-                        "BOB CRATCHIT",
-                        "EBENEZER SCROOGE",
-                        "Bob works for Scrooge",
-                        2.5,
-                    ),
+                    rel("BOB CRATCHIT", "EBENEZER SCROOGE", "Bob works for Scrooge", 2.5),
                     rel("TINY TIM", "BOB CRATCHIT", "", 5.0),
-                    rel(
-                        "JACOB MARLEY",
-                        "GHOST OF CHRISTMAS PAST",
-                        "Marley announces the spirits",
-                        4.0,
-                    ),
+                    rel("JACOB MARLEY", "GHOST OF CHRISTMAS PAST", "Marley announces the spirits", 4.0),
                     rel("TINY TIM", "tiny tim", "self loop", 1.0),
                 ],
             ),
@@ -334,21 +276,11 @@ mod tests {
         let titles: Vec<&str> = ents.iter().map(|e| e.title.as_str()).collect();
         assert_eq!(
             titles,
-            [
-                "EBENEZER SCROOGE",
-                "BOB CRATCHIT",
-                "LONDON",
-                "TINY TIM",
-                "JACOB MARLEY",
-                "GHOST OF CHRISTMAS PAST"
-            ]
+            ["EBENEZER SCROOGE", "BOB CRATCHIT", "LONDON", "TINY TIM", "JACOB MARLEY", "GHOST OF CHRISTMAS PAST"]
         );
         let scrooge = &ents[0];
         assert_eq!(scrooge.entity_type, "PERSON");
-        assert_eq!(
-            scrooge.descriptions,
-            ["A miser", "Senior partner of Scrooge and Marley"]
-        );
+        assert_eq!(scrooge.descriptions, ["A miser", "Senior partner of Scrooge and Marley"]);
         assert_eq!(scrooge.text_unit_ids, ["t1", "t2"]);
         assert_eq!(scrooge.frequency, 2);
         let bob = &ents[1];
@@ -366,11 +298,7 @@ mod tests {
             unit("a", vec![ent("X", "ORGANIZATION", "")], vec![]),
             unit("b", vec![ent("X", "PERSON", "")], vec![]),
             unit("c", vec![ent("X", "person", "")], vec![]),
-            unit(
-                "d",
-                vec![ent("Y", "GEO", ""), ent("Y", "EVENT", "")],
-                vec![],
-            ),
+            unit("d", vec![ent("Y", "GEO", ""), ent("Y", "EVENT", "")], vec![]),
         ];
         let (ents, _) = merge_extractions(&units, &MergeOptions::default());
         assert_eq!(ents[0].entity_type, "PERSON");
@@ -381,10 +309,8 @@ mod tests {
     #[test]
     fn relationships_merge_reversed_pairs_and_sum_weights() {
         let (_, rels) = merge_extractions(&sample(), &MergeOptions::default());
-        let pairs: Vec<(&str, &str, f64)> = rels
-            .iter()
-            .map(|r| (r.source.as_str(), r.target.as_str(), r.weight))
-            .collect();
+        let pairs: Vec<(&str, &str, f64)> =
+            rels.iter().map(|r| (r.source.as_str(), r.target.as_str(), r.weight)).collect();
         assert_eq!(
             pairs,
             [
@@ -395,13 +321,7 @@ mod tests {
                 ("JACOB MARLEY", "GHOST OF CHRISTMAS PAST", 4.0),
             ]
         );
-        assert_eq!(
-            rels[0].descriptions,
-            [
-                "Bob works for Scrooge",
-                "Scrooge pays Bob fifteen shillings"
-            ]
-        );
+        assert_eq!(rels[0].descriptions, ["Bob works for Scrooge", "Scrooge pays Bob fifteen shillings"]);
         assert_eq!(rels[0].text_unit_ids, ["t1", "t2", "t3"]);
         assert!(rels[3].descriptions.is_empty());
     }
@@ -414,10 +334,7 @@ mod tests {
         assert!(marley.descriptions.is_empty());
         assert_eq!(marley.text_unit_ids, ["t2", "t3"]);
         assert_eq!(marley.frequency, 2);
-        let ghost = ents
-            .iter()
-            .find(|e| e.title == "GHOST OF CHRISTMAS PAST")
-            .unwrap();
+        let ghost = ents.iter().find(|e| e.title == "GHOST OF CHRISTMAS PAST").unwrap();
         assert_eq!(ghost.text_unit_ids, ["t3"]);
         // Every endpoint is an entity.
         for r in &rels {
@@ -429,10 +346,7 @@ mod tests {
     #[test]
     fn by_type_keeps_types_apart() {
         let (ents, _) = merge_extractions(&sample(), &MergeOptions { by_type: true });
-        let keys: Vec<(&str, &str)> = ents
-            .iter()
-            .map(|e| (e.title.as_str(), e.entity_type.as_str()))
-            .collect();
+        let keys: Vec<(&str, &str)> = ents.iter().map(|e| (e.title.as_str(), e.entity_type.as_str())).collect();
         assert_eq!(
             keys,
             [
@@ -447,54 +361,34 @@ mod tests {
             ]
         );
         assert_eq!(ents[0].text_unit_ids, ["t1", "t2"]);
-        assert_eq!(
-            ents[3].descriptions,
-            ["Senior partner of Scrooge and Marley"]
-        );
+        assert_eq!(ents[3].descriptions, ["Senior partner of Scrooge and Marley"]);
     }
 
     #[test]
     fn empty_and_deterministic() {
-        assert_eq!(
-            merge_extractions(&[], &MergeOptions::default()),
-            (vec![], vec![])
-        );
+        assert_eq!(merge_extractions(&[], &MergeOptions::default()), (vec![], vec![]));
         let a = merge_extractions(&sample(), &MergeOptions::default());
         let b = merge_extractions(&sample(), &MergeOptions::default());
         assert_eq!(a, b);
-        let units = vec![unit(
-            "u",
-            vec![ent("  ", "PERSON", "blank")],
-            vec![rel("", "X", "", 1.0)],
-        )];
-        assert_eq!(
-            merge_extractions(&units, &MergeOptions::default()),
-            (vec![], vec![])
-        );
+        let units = vec![unit("u", vec![ent("  ", "PERSON", "blank")], vec![rel("", "X", "", 1.0)])];
+        assert_eq!(merge_extractions(&units, &MergeOptions::default()), (vec![], vec![]));
     }
 
     #[test]
     fn parsed_output_merges() {
         use crate::extraction_parser::{parse_graph_records, Delimiters};
         let d = Delimiters::default();
-        let a = parse_graph_records("(\"entity\"<|>Scrooge<|>PERSON<|>A miser)##(\"relationship\"<|>Scrooge<|>Marley<|>Partners<|>7)", &d);
-        let b = parse_graph_records("entity<|#|>Marley<|#|>person<|#|>A ghost\nrelation<|#|>Marley<|#|>Scrooge<|#|>warning<|#|>Marley warns Scrooge", &d);
-        let (ents, rels) = merge_extractions(
-            &[("c1".into(), a), ("c2".into(), b)],
-            &MergeOptions::default(),
+        let a = parse_graph_records(
+            "(\"entity\"<|>Scrooge<|>PERSON<|>A miser)##(\"relationship\"<|>Scrooge<|>Marley<|>Partners<|>7)",
+            &d,
         );
+        let b = parse_graph_records("entity<|#|>Marley<|#|>person<|#|>A ghost\nrelation<|#|>Marley<|#|>Scrooge<|#|>warning<|#|>Marley warns Scrooge", &d);
+        let (ents, rels) = merge_extractions(&[("c1".into(), a), ("c2".into(), b)], &MergeOptions::default());
         assert_eq!(ents.len(), 2);
         assert_eq!(ents[1].title, "MARLEY");
         assert_eq!(ents[1].entity_type, "PERSON");
         assert_eq!(rels.len(), 1);
-        assert_eq!(
-            (
-                rels[0].source.as_str(),
-                rels[0].target.as_str(),
-                rels[0].weight
-            ),
-            ("SCROOGE", "MARLEY", 8.0)
-        );
+        assert_eq!((rels[0].source.as_str(), rels[0].target.as_str(), rels[0].weight), ("SCROOGE", "MARLEY", 8.0));
         assert_eq!(rels[0].descriptions, ["Partners", "Marley warns Scrooge"]);
     }
 }

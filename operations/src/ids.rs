@@ -32,14 +32,7 @@ pub fn stable_uuid(kind: &str, parts: &[&str]) -> String {
     b[12] = '5';
     b[16] = ['8', '9', 'a', 'b'][(b[16].to_digit(16).unwrap_or(0) & 3) as usize];
     let s: String = b.into_iter().collect();
-    format!(
-        "{}-{}-{}-{}-{}",
-        &s[..8],
-        &s[8..12],
-        &s[12..16],
-        &s[16..20],
-        &s[20..32]
-    )
+    format!("{}-{}-{}-{}-{}", &s[..8], &s[8..12], &s[12..16], &s[16..20], &s[20..32])
 }
 
 #[cfg(test)]

@@ -90,18 +90,10 @@ pub fn parse_object(text: &str) -> Result<Lenient, String> {
 }
 
 fn parse(text: &str, want_object: bool) -> Result<Lenient, String> {
-    let mut search = Search {
-        want_object,
-        failure: None,
-        non_object: None,
-        repairer: Repairer::default(),
-    };
+    let mut search = Search { want_object, failure: None, non_object: None, repairer: Repairer::default() };
     if let Ok(value) = serde_json::from_str::<Value>(text) {
         if !want_object || value.is_object() {
-            return Ok(Lenient {
-                value,
-                repairs: Vec::new(),
-            });
+            return Ok(Lenient { value, repairs: Vec::new() });
         }
         search.non_object = Some(kind_name(&value));
     }
@@ -308,14 +300,7 @@ struct Lexer<'a> {
 
 impl<'a> Lexer<'a> {
     fn new(text: &'a str, pos: usize, scratch: String) -> Self {
-        Lexer {
-            text,
-            bytes: text.as_bytes(),
-            pos,
-            start: pos,
-            scratch,
-            resume: 0,
-        }
+        Lexer { text, bytes: text.as_bytes(), pos, start: pos, scratch, resume: 0 }
     }
 
     fn peek_byte(&self, at: usize) -> Option<u8> {
@@ -398,9 +383,7 @@ impl<'a> Lexer<'a> {
                     .take_while(|&&b| matches!(b, b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E'))
                     .count();
                 self.pos += len;
-                Tok::Num {
-                    valid: is_json_number(&self.bytes[self.start..self.pos]),
-                }
+                Tok::Num { valid: is_json_number(&self.bytes[self.start..self.pos]) }
             }
             _ => {
                 let mut chars = self.text[self.pos..].chars();
@@ -529,9 +512,7 @@ impl<'a> Lexer<'a> {
                             self.pos = at + 12;
                         }
                         // The text ends inside the pair: drop both halves.
-                        _ if at + 6 == self.bytes.len()
-                            || is_partial_unicode_escape(&self.bytes[at + 6..]) =>
-                        {
+                        _ if at + 6 == self.bytes.len() || is_partial_unicode_escape(&self.bytes[at + 6..]) => {
                             return false
                         }
                         _ => {
@@ -710,10 +691,7 @@ impl Repairer {
         repairs.0.clear();
         let mut lexer = Lexer::new(text, start, std::mem::take(&mut self.scratch));
         let result = match self.parse(&mut lexer, &mut repairs) {
-            Err(Fail::At { at, resume }) => Err(Fail::At {
-                at,
-                resume: resume.max(lexer.resume),
-            }),
+            Err(Fail::At { at, resume }) => Err(Fail::At { at, resume: resume.max(lexer.resume) }),
             other => other,
         };
         self.scratch = lexer.scratch;
@@ -789,12 +767,7 @@ impl Repairer {
             return Err(Fail::TooDeep);
         }
         self.out.push(if object { '{' } else { '[' });
-        self.stack.push(Frame {
-            object,
-            state: State::Start,
-            count: 0,
-            good: self.out.len(),
-        });
+        self.stack.push(Frame { object, state: State::Start, count: 0, good: self.out.len() });
         Ok(())
     }
 
@@ -915,8 +888,7 @@ mod tests {
 
     #[test]
     fn valid_json_needs_no_repair() {
-        let text =
-            r#"{"title": "It's \"quoted\"", "n": [1, -2.5e3, true, null], "s": "a\\b\u00e9"}"#;
+        let text = r#"{"title": "It's \"quoted\"", "n": [1, -2.5e3, true, null], "s": "a\\b\u00e9"}"#;
         let got = ok(text);
         assert_eq!(got.value, serde_json::from_str::<Value>(text).unwrap());
         assert!(got.repairs.is_empty());
@@ -928,10 +900,7 @@ mod tests {
     fn community_report_in_prose_and_fence() {
         let text = "Sure! Here is the community report you asked for:\n\n```json\n{\n  \"title\": \"Verdant Oasis Plaza and Unity March\",\n  \"summary\": \"The community revolves around the Verdant Oasis Plaza, the location of the Unity March {annual}.\",\n  \"rating\": 5.0,\n  \"rating_explanation\": \"The impact severity rating is moderate due to the potential for unrest.\",\n  \"findings\": [\n    {\"summary\": \"Verdant Oasis Plaza as the central location\", \"explanation\": \"It's linked to [Data: Entities (5), Relationships (37, 38)].\"}\n  ]\n}\n```\n\nLet me know if you need anything else!";
         let got = ok(text);
-        assert_eq!(
-            got.repairs,
-            vec![Repair::CodeFence, Repair::SurroundingProse]
-        );
+        assert_eq!(got.repairs, vec![Repair::CodeFence, Repair::SurroundingProse]);
         assert_eq!(got.value["title"], "Verdant Oasis Plaza and Unity March");
         assert_eq!(got.value["rating"], 5.0);
         assert_eq!(got.value["findings"].as_array().unwrap().len(), 1);
@@ -946,10 +915,7 @@ mod tests {
     fn prose_braces_inside_strings_are_ignored() {
         let text = r#"Result: {"summary": "braces } and ] inside", "x": "{not: json}"} -- and a stray } here"#;
         let got = ok(text);
-        assert_eq!(
-            got.value,
-            json!({"summary": "braces } and ] inside", "x": "{not: json}"})
-        );
+        assert_eq!(got.value, json!({"summary": "braces } and ] inside", "x": "{not: json}"}));
         assert_eq!(got.repairs, vec![Repair::SurroundingProse]);
         // The first complete value wins.
         assert_eq!(ok(r#"{"a": 1} {"b": 2}"#).value, json!({"a": 1}));
@@ -979,43 +945,26 @@ mod tests {
 
     #[test]
     fn prefers_fenced_json_over_prose_brackets() {
-        let text =
-            "Entities [see above] are listed below.\n```json\n{\"entities\": [\"A\", \"B\"]}\n```";
+        let text = "Entities [see above] are listed below.\n```json\n{\"entities\": [\"A\", \"B\"]}\n```";
         let got = ok(text);
         assert_eq!(got.value, json!({"entities": ["A", "B"]}));
-        assert_eq!(
-            got.repairs,
-            vec![Repair::CodeFence, Repair::SurroundingProse]
-        );
+        assert_eq!(got.repairs, vec![Repair::CodeFence, Repair::SurroundingProse]);
     }
 
     #[test]
     fn no_json_is_an_error() {
-        assert_eq!(
-            parse_lenient("I cannot help with that.").unwrap_err(),
-            "no JSON object or array found"
-        );
-        assert_eq!(
-            parse_lenient("").unwrap_err(),
-            "no JSON object or array found"
-        );
-        assert_eq!(
-            parse_object("nothing here").unwrap_err(),
-            "no JSON object found"
-        );
+        assert_eq!(parse_lenient("I cannot help with that.").unwrap_err(), "no JSON object or array found");
+        assert_eq!(parse_lenient("").unwrap_err(), "no JSON object or array found");
+        assert_eq!(parse_object("nothing here").unwrap_err(), "no JSON object found");
         let err = parse_lenient("{oops this is prose}").unwrap_err();
         assert!(err.contains("unexpected"), "{err}");
     }
 
     #[test]
     fn truncated_report() {
-        let text =
-            "{\n  \"title\": \"Unity March\",\n  \"summary\": \"The march is a significant ev";
+        let text = "{\n  \"title\": \"Unity March\",\n  \"summary\": \"The march is a significant ev";
         let got = ok(text);
-        assert_eq!(
-            got.value,
-            json!({"title": "Unity March", "summary": "The march is a significant ev"})
-        );
+        assert_eq!(got.value, json!({"title": "Unity March", "summary": "The march is a significant ev"}));
         assert_eq!(got.repairs, vec![Repair::Truncated]);
 
         let text = "```json\n{\"title\": \"T\", \"rating\": 7.5, \"findings\": [{\"summary\": \"S\", \"explanation\": \"E\"}, {\"summ";
@@ -1088,44 +1037,29 @@ mod tests {
 
         // Apostrophes, escaped quotes and double quotes inside single quotes.
         let text = r#"{'a': 'the company's revenue', 'b': 'it\'s', 'c': 'say "hi"', "d": "don't"}"#;
-        assert_eq!(
-            ok(text).value,
-            json!({"a": "the company's revenue", "b": "it's", "c": "say \"hi\"", "d": "don't"})
-        );
+        assert_eq!(ok(text).value, json!({"a": "the company's revenue", "b": "it's", "c": "say \"hi\"", "d": "don't"}));
     }
 
     #[test]
     fn double_quoted_strings_are_left_alone() {
         let text = r#"{"a": "it's \"quoted\" and 'single'", "b": "x\\y",}"#;
         let got = ok(text);
-        assert_eq!(
-            got.value,
-            json!({"a": "it's \"quoted\" and 'single'", "b": "x\\y"})
-        );
+        assert_eq!(got.value, json!({"a": "it's \"quoted\" and 'single'", "b": "x\\y"}));
         assert_eq!(got.repairs, vec![Repair::TrailingComma]);
     }
 
     #[test]
     fn unquoted_keys() {
         let got = ok("{title: \"T\", rating: 4, $ref: null, 1: \"one\", naïve_key: true}");
-        assert_eq!(
-            got.value,
-            json!({"title": "T", "rating": 4, "$ref": null, "1": "one", "naïve_key": true})
-        );
+        assert_eq!(got.value, json!({"title": "T", "rating": 4, "$ref": null, "1": "one", "naïve_key": true}));
         assert_eq!(got.repairs, vec![Repair::UnquotedKey]);
     }
 
     #[test]
     fn python_literals() {
         let got = ok("{'is_entity': True, 'merged': False, 'parent': None}");
-        assert_eq!(
-            got.value,
-            json!({"is_entity": true, "merged": false, "parent": null})
-        );
-        assert_eq!(
-            got.repairs,
-            vec![Repair::SingleQuotes, Repair::PythonLiteral]
-        );
+        assert_eq!(got.value, json!({"is_entity": true, "merged": false, "parent": null}));
+        assert_eq!(got.repairs, vec![Repair::SingleQuotes, Repair::PythonLiteral]);
         assert!(parse_lenient("{\"a\": Nope}").is_err());
     }
 
@@ -1133,10 +1067,7 @@ mod tests {
     fn control_characters_are_escaped() {
         let text = "{\"description\": \"line one\nline two\tindented\u{1}\"}";
         let got = ok(text);
-        assert_eq!(
-            got.value["description"],
-            "line one\nline two\tindented\u{1}"
-        );
+        assert_eq!(got.value["description"], "line one\nline two\tindented\u{1}");
         assert_eq!(got.repairs, vec![Repair::ControlCharacter]);
         // Invalid escapes keep their backslash; lone surrogates become U+FFFD.
         let got = ok(r#"{"re": "\d+\.\w", "s": "\ud800x"}"#);
@@ -1162,10 +1093,7 @@ mod tests {
         let got = ok(text);
         assert_eq!(got.value, json!({"entities": ["A", "B"], "count": 2}));
         assert_eq!(got.repairs, vec![Repair::MissingComma]);
-        assert_eq!(
-            ok("[{\"a\": 1}\n{\"a\": 2}]").value,
-            json!([{"a": 1}, {"a": 2}])
-        );
+        assert_eq!(ok("[{\"a\": 1}\n{\"a\": 2}]").value, json!([{"a": 1}, {"a": 2}]));
     }
 
     #[test]
@@ -1192,10 +1120,7 @@ mod tests {
         ];
         want.sort_by_key(|r| r.name());
         assert_eq!(kinds, want);
-        assert_eq!(
-            &got.repairs[..2],
-            &[Repair::CodeFence, Repair::SurroundingProse]
-        );
+        assert_eq!(&got.repairs[..2], &[Repair::CodeFence, Repair::SurroundingProse]);
     }
 
     #[test]
@@ -1249,10 +1174,7 @@ mod tests {
         let names: std::collections::HashSet<_> = all.iter().map(|r| r.name()).collect();
         assert_eq!(names.len(), all.len());
         for name in names {
-            assert!(
-                name.chars().all(|c| c.is_ascii_lowercase() || c == '_'),
-                "{name}"
-            );
+            assert!(name.chars().all(|c| c.is_ascii_lowercase() || c == '_'), "{name}");
         }
         assert_eq!(Repair::CodeFence.name(), "code_fence");
     }

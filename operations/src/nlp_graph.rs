@@ -45,11 +45,7 @@ pub struct RegexEnglishExtractor {
 
 impl Default for RegexEnglishExtractor {
     fn default() -> Self {
-        RegexEnglishExtractor {
-            max_word_length: 15,
-            min_words: 1,
-            max_words: 4,
-        }
+        RegexEnglishExtractor { max_word_length: 15, min_words: 1, max_words: 4 }
     }
 }
 
@@ -130,15 +126,12 @@ pub const STOP_WORDS: &[&str] = &[
 
 /// Words allowed inside a run of capitalised words (`Bank of England`,
 /// `Ludwig van Beethoven`), never at its ends.
-const CONNECTORS: &[&str] = &[
-    "al", "bin", "da", "de", "del", "della", "den", "der", "di", "du", "la", "le", "of", "the",
-    "van", "von",
-];
+const CONNECTORS: &[&str] =
+    &["al", "bin", "da", "de", "del", "della", "den", "der", "di", "du", "la", "le", "of", "the", "van", "von"];
 
 /// Abbreviations whose trailing `.` does not end a phrase.
 const ABBREVIATIONS: &[&str] = &[
-    "capt", "col", "dr", "gen", "hon", "jr", "lt", "messrs", "mr", "mrs", "ms", "mt", "prof",
-    "rev", "sgt", "sr", "st",
+    "capt", "col", "dr", "gen", "hon", "jr", "lt", "messrs", "mr", "mrs", "ms", "mt", "prof", "rev", "sgt", "sr", "st",
 ];
 
 /// `-ly` words that are nouns, not adverbs.
@@ -199,10 +192,7 @@ impl RegexEnglishExtractor {
         if n <= 1 || n > self.max_word_length {
             return Class::Break;
         }
-        if word
-            .chars()
-            .all(|c| c.is_numeric() || c == '-' || c == '\'')
-        {
+        if word.chars().all(|c| c.is_numeric() || c == '-' || c == '\'') {
             return Class::Break;
         }
         if word.chars().any(is_cjk) {
@@ -270,11 +260,7 @@ impl RegexEnglishExtractor {
                 let abbreviation_dot = gap_dots == 1
                     && out
                         .last()
-                        .map(|(w, _)| {
-                            ABBREVIATIONS
-                                .binary_search(&w.to_lowercase().as_str())
-                                .is_ok()
-                        })
+                        .map(|(w, _)| ABBREVIATIONS.binary_search(&w.to_lowercase().as_str()).is_ok())
                         .unwrap_or(false);
                 let brk = (gap_break && !abbreviation_dot) || gap_newlines >= 2;
                 out.push((word, brk));
@@ -305,11 +291,7 @@ fn phrase_text(words: &[&str]) -> String {
             s.push(' ');
         }
         let w = w.replace('\u{2019}', "'");
-        let w = if i + 1 == words.len() {
-            strip_possessive(&w).to_string()
-        } else {
-            w
-        };
+        let w = if i + 1 == words.len() { strip_possessive(&w).to_string() } else { w };
         s.push_str(&w.to_uppercase());
     }
     s
@@ -326,10 +308,7 @@ impl PhraseExtractor for RegexEnglishExtractor {
 
         let mut flush = |run: &mut Vec<&str>, kind: Class| {
             if kind == Class::Cap {
-                while run
-                    .last()
-                    .is_some_and(|w| CONNECTORS.binary_search(&w.to_lowercase().as_str()).is_ok())
-                {
+                while run.last().is_some_and(|w| CONNECTORS.binary_search(&w.to_lowercase().as_str()).is_ok()) {
                     run.pop();
                 }
             }
@@ -493,10 +472,7 @@ impl Work {
 
     /// mean + k·std (population) of `values` over the live nodes.
     fn upper_threshold(&self, values: &[f64], k: f64) -> f64 {
-        let live: Vec<f64> = (0..values.len())
-            .filter(|&i| self.node_alive[i])
-            .map(|i| values[i])
-            .collect();
+        let live: Vec<f64> = (0..values.len()).filter(|&i| self.node_alive[i]).map(|i| values[i]).collect();
         if live.is_empty() {
             return f64::INFINITY;
         }
@@ -520,12 +496,7 @@ impl Work {
         if pct.is_nan() || pct <= 0.0 {
             return;
         }
-        let mut w: Vec<f64> = self
-            .edges
-            .iter()
-            .filter(|e| e.alive)
-            .map(|e| e.weight)
-            .collect();
+        let mut w: Vec<f64> = self.edges.iter().filter(|e| e.alive).map(|e| e.weight).collect();
         if w.is_empty() {
             return;
         }
@@ -544,9 +515,7 @@ impl Work {
     fn remove_ego(&mut self) {
         let d = self.degrees();
         // Highest degree; ties go to the smallest title (lowest index).
-        let ego = (0..d.len())
-            .filter(|&i| self.node_alive[i])
-            .max_by(|&x, &y| d[x].cmp(&d[y]).then(y.cmp(&x)));
+        let ego = (0..d.len()).filter(|&i| self.node_alive[i]).max_by(|&x, &y| d[x].cmp(&d[y]).then(y.cmp(&x)));
         if let Some(ego) = ego {
             self.kill_nodes(|i| i == ego);
         }
@@ -578,10 +547,7 @@ impl Work {
             }
         }
         // Largest component; ties go to the one holding the smallest title.
-        let Some(best) = (0..n)
-            .filter(|&r| size[r] > 0)
-            .max_by(|&x, &y| size[x].cmp(&size[y]).then(y.cmp(&x)))
-        else {
+        let Some(best) = (0..n).filter(|&r| size[r] > 0).max_by(|&x, &y| size[x].cmp(&size[y]).then(y.cmp(&x))) else {
             return;
         };
         self.kill_nodes(|i| roots[i] != best);
@@ -600,11 +566,7 @@ pub fn npmi_weight(count: u32, freq_a: u32, freq_b: u32, n_chunks: usize) -> f64
     if p_ab <= 0.0 {
         return 0.0;
     }
-    let npmi = if p_ab >= 1.0 {
-        1.0
-    } else {
-        (p_ab / (p_a * p_b)).ln() / -p_ab.ln()
-    };
+    let npmi = if p_ab >= 1.0 { 1.0 } else { (p_ab / (p_a * p_b)).ln() / -p_ab.ln() };
     let w = (1.0 + npmi.clamp(-1.0, 1.0)) / 2.0;
     if w.is_finite() {
         w
@@ -633,11 +595,8 @@ pub fn npmi_weight(count: u32, freq_a: u32, freq_b: u32, n_chunks: usize) -> f64
 /// Output is sorted: nodes by title, edges by (source, target), source < target.
 pub fn build_cooccurrence_graph(chunks: &[Vec<String>], cfg: &NlpGraphConfig) -> NlpGraph {
     // Intern phrases; ids follow title order so edge keys sort like titles.
-    let mut titles: Vec<&str> = chunks
-        .iter()
-        .flat_map(|c| c.iter().map(|p| p.as_str()))
-        .filter(|p| !p.trim().is_empty())
-        .collect();
+    let mut titles: Vec<&str> =
+        chunks.iter().flat_map(|c| c.iter().map(|p| p.as_str())).filter(|p| !p.trim().is_empty()).collect();
     titles.sort_unstable();
     titles.dedup();
     let index: HashMap<&str, usize> = titles.iter().enumerate().map(|(i, t)| (*t, i)).collect();
@@ -667,30 +626,15 @@ pub fn build_cooccurrence_graph(chunks: &[Vec<String>], cfg: &NlpGraphConfig) ->
             let chunks_ab = pairs.remove(&(a, b)).unwrap_or_default();
             let count = chunks_ab.len() as u32;
             let weight = if cfg.normalize_edge_weights {
-                npmi_weight(
-                    count,
-                    node_chunks[a].len() as u32,
-                    node_chunks[b].len() as u32,
-                    chunks.len(),
-                )
+                npmi_weight(count, node_chunks[a].len() as u32, node_chunks[b].len() as u32, chunks.len())
             } else {
                 f64::from(count)
             };
-            Edge {
-                a,
-                b,
-                chunks: chunks_ab,
-                weight,
-                alive: true,
-            }
+            Edge { a, b, chunks: chunks_ab, weight, alive: true }
         })
         .collect();
 
-    let mut w = Work {
-        node_alive: vec![true; titles.len()],
-        node_chunks,
-        edges,
-    };
+    let mut w = Work { node_alive: vec![true; titles.len()], node_chunks, edges };
     let freq: Vec<u32> = w.node_chunks.iter().map(|c| c.len() as u32).collect();
     if cfg.remove_ego_nodes {
         w.remove_ego();
@@ -743,11 +687,7 @@ mod tests {
     #[test]
     fn word_lists_are_sorted_lowercase_and_unique() {
         for list in [STOP_WORDS, CONNECTORS, ABBREVIATIONS, LY_NOUNS] {
-            assert!(
-                list.windows(2).all(|w| w[0] < w[1]),
-                "{:?}",
-                list.windows(2).find(|w| w[0] >= w[1])
-            );
+            assert!(list.windows(2).all(|w| w[0] < w[1]), "{:?}", list.windows(2).find(|w| w[0] >= w[1]));
             assert!(list.iter().all(|w| w.to_lowercase() == *w));
         }
         assert!(STOP_WORDS.len() >= 300);
@@ -759,32 +699,10 @@ mod tests {
         assert_eq!(p, ["MARLEY'S GHOST", "EBENEZER SCROOGE", "CHRISTMAS EVE"]);
         let p = ex("Bob Cratchit worked in the counting-house of Scrooge and Marley.");
         assert_eq!(p, ["BOB CRATCHIT", "COUNTING-HOUSE", "SCROOGE", "MARLEY"]);
-        let p = ex(
-            "The Bank of England stood in the City of London, where Mr. Fezziwig kept a warehouse.",
-        );
-        assert_eq!(
-            p,
-            [
-                "BANK OF ENGLAND",
-                "CITY OF LONDON",
-                "MR FEZZIWIG",
-                "WAREHOUSE"
-            ]
-        );
-        let p =
-            ex("Scrooge's nephew Fred wished him a merry Christmas; Scrooge said \"Bah! Humbug!\"");
-        assert_eq!(
-            p,
-            [
-                "SCROOGE",
-                "NEPHEW",
-                "FRED",
-                "MERRY",
-                "CHRISTMAS",
-                "BAH",
-                "HUMBUG"
-            ]
-        );
+        let p = ex("The Bank of England stood in the City of London, where Mr. Fezziwig kept a warehouse.");
+        assert_eq!(p, ["BANK OF ENGLAND", "CITY OF LONDON", "MR FEZZIWIG", "WAREHOUSE"]);
+        let p = ex("Scrooge's nephew Fred wished him a merry Christmas; Scrooge said \"Bah! Humbug!\"");
+        assert_eq!(p, ["SCROOGE", "NEPHEW", "FRED", "MERRY", "CHRISTMAS", "BAH", "HUMBUG"]);
         let p = ex("The cold within him froze his old features, nipped his pointed nose.");
         assert!(p.contains(&"OLD FEATURES".to_string()), "{p:?}");
         assert!(p.contains(&"NOSE".to_string()), "{p:?}");
@@ -793,38 +711,20 @@ mod tests {
 
     #[test]
     fn stop_words_numbers_and_letters_excluded() {
-        let p =
-            ex("It was the best of times, it was the worst of times. He had 1843 coins and a B.");
-        assert!(
-            p.iter()
-                .all(|x| !x.split(' ').any(|w| is_stop_word(&w.to_lowercase()))),
-            "{p:?}"
-        );
-        assert!(
-            !p.iter().any(|x| x.contains("1843") || x == "B" || x == "A"),
-            "{p:?}"
-        );
+        let p = ex("It was the best of times, it was the worst of times. He had 1843 coins and a B.");
+        assert!(p.iter().all(|x| !x.split(' ').any(|w| is_stop_word(&w.to_lowercase()))), "{p:?}");
+        assert!(!p.iter().any(|x| x.contains("1843") || x == "B" || x == "A"), "{p:?}");
         assert_eq!(p, ["WORST", "COINS"]);
         assert!(ex("The and of it is was were to be.").is_empty());
     }
 
     #[test]
     fn word_length_and_phrase_length_bounds() {
-        let e = RegexEnglishExtractor {
-            max_word_length: 6,
-            min_words: 2,
-            max_words: 2,
-        };
+        let e = RegexEnglishExtractor { max_word_length: 6, min_words: 2, max_words: 2 };
         // "supercalifragilistic" breaks the run; single words are too short.
-        assert_eq!(
-            e.phrases("dark cold supercalifragilistic stone wall"),
-            ["DARK COLD", "STONE WALL"]
-        );
+        assert_eq!(e.phrases("dark cold supercalifragilistic stone wall"), ["DARK COLD", "STONE WALL"]);
         // A lower-case run keeps its last words; a long capitalised run is dropped.
-        assert_eq!(
-            e.phrases("big dark cold house. Anna Maria Lena Sofia"),
-            ["COLD HOUSE"]
-        );
+        assert_eq!(e.phrases("big dark cold house. Anna Maria Lena Sofia"), ["COLD HOUSE"]);
         // Connectors are trimmed from the ends.
         assert_eq!(ex("the Duke of."), ["DUKE"]);
     }
@@ -839,19 +739,13 @@ mod tests {
     #[test]
     fn blank_lines_break_phrases_but_wrapped_lines_do_not() {
         assert_eq!(ex("the Bank of\nEngland"), ["BANK OF ENGLAND"]);
-        assert_eq!(
-            ex("STAVE ONE\n\nMarley was dead"),
-            ["STAVE", "MARLEY", "DEAD"]
-        );
+        assert_eq!(ex("STAVE ONE\n\nMarley was dead"), ["STAVE", "MARLEY", "DEAD"]);
     }
 
     #[test]
     fn non_english_text() {
         assert_eq!(ex("Лев Толстой написал роман"), ["ЛЕВ ТОЛСТОЙ"]);
-        assert_eq!(
-            ex("José García visitó la Ciudad de México."),
-            ["JOSÉ GARCÍA", "VISITÓ", "CIUDAD DE MÉXICO"]
-        );
+        assert_eq!(ex("José García visitó la Ciudad de México."), ["JOSÉ GARCÍA", "VISITÓ", "CIUDAD DE MÉXICO"]);
         assert!(ex("北京是中国的首都。李白是唐代诗人。").is_empty());
         assert!(ex("東京タワーに行きました").is_empty());
         let _ = ex("مرحبا بالعالم שלום עולם 안녕하세요 세계 🎄🎅 ÿ̶̡͔a\u{0}\u{200b}b");
@@ -872,10 +766,7 @@ mod tests {
     }
 
     fn chunks(lists: &[&[&str]]) -> Vec<Vec<String>> {
-        lists
-            .iter()
-            .map(|l| l.iter().map(|s| s.to_string()).collect())
-            .collect()
+        lists.iter().map(|l| l.iter().map(|s| s.to_string()).collect()).collect()
     }
 
     fn no_pruning() -> NlpGraphConfig {
@@ -892,10 +783,7 @@ mod tests {
     }
 
     fn edge_list(g: &NlpGraph) -> Vec<(&str, &str, f64)> {
-        g.edges
-            .iter()
-            .map(|e| (e.source.as_str(), e.target.as_str(), e.weight))
-            .collect()
+        g.edges.iter().map(|e| (e.source.as_str(), e.target.as_str(), e.weight)).collect()
     }
 
     fn node_list(g: &NlpGraph) -> Vec<&str> {
@@ -906,18 +794,11 @@ mod tests {
     fn defaults_match_graphrag() {
         let c = NlpGraphConfig::default();
         assert!(c.normalize_edge_weights && c.remove_ego_nodes && !c.lcc_only);
-        assert_eq!(
-            (c.min_node_freq, c.min_node_degree, c.min_edge_weight_pct),
-            (2, 1, 40.0)
-        );
+        assert_eq!((c.min_node_freq, c.min_node_degree, c.min_edge_weight_pct), (2, 1, 40.0));
         assert_eq!((c.max_node_freq_std, c.max_node_degree_std), (None, None));
         assert_eq!(
             RegexEnglishExtractor::default(),
-            RegexEnglishExtractor {
-                max_word_length: 15,
-                min_words: 1,
-                max_words: 4
-            }
+            RegexEnglishExtractor { max_word_length: 15, min_words: 1, max_words: 4 }
         );
     }
 
@@ -930,27 +811,12 @@ mod tests {
         assert_eq!(
             g.nodes,
             [
-                NlpNode {
-                    title: "A".into(),
-                    frequency: 2,
-                    chunk_ids: vec![0, 1]
-                },
-                NlpNode {
-                    title: "B".into(),
-                    frequency: 3,
-                    chunk_ids: vec![0, 1, 2]
-                },
-                NlpNode {
-                    title: "C".into(),
-                    frequency: 2,
-                    chunk_ids: vec![0, 2]
-                },
+                NlpNode { title: "A".into(), frequency: 2, chunk_ids: vec![0, 1] },
+                NlpNode { title: "B".into(), frequency: 3, chunk_ids: vec![0, 1, 2] },
+                NlpNode { title: "C".into(), frequency: 2, chunk_ids: vec![0, 2] },
             ]
         );
-        assert_eq!(
-            edge_list(&g),
-            [("A", "B", 2.0), ("A", "C", 1.0), ("B", "C", 2.0)]
-        );
+        assert_eq!(edge_list(&g), [("A", "B", 2.0), ("A", "C", 1.0), ("B", "C", 2.0)]);
         assert_eq!(g.edges[0].count, 2);
         assert_eq!(g.edges[0].chunk_ids, [0, 1]);
         assert_eq!(g.edges[2].chunk_ids, [0, 2]);
@@ -958,12 +824,8 @@ mod tests {
 
     #[test]
     fn npmi_weights() {
-        let cfg = NlpGraphConfig {
-            normalize_edge_weights: true,
-            ..no_pruning()
-        };
-        let g =
-            build_cooccurrence_graph(&chunks(&[&["A", "B", "C"], &["A", "B"], &["B", "C"]]), &cfg);
+        let cfg = NlpGraphConfig { normalize_edge_weights: true, ..no_pruning() };
+        let g = build_cooccurrence_graph(&chunks(&[&["A", "B", "C"], &["A", "B"], &["B", "C"]]), &cfg);
         // A-B: p(ab)=2/3, p(a)=2/3, p(b)=1 → pmi 0 → 0.5.
         assert!((g.edges[0].weight - 0.5).abs() < 1e-12);
         // A-C: p(ac)=1/3, p(a)=p(c)=2/3 → npmi = ln(0.75)/ln(3).
@@ -979,10 +841,7 @@ mod tests {
 
     #[test]
     fn prune_min_node_freq() {
-        let cfg = NlpGraphConfig {
-            min_node_freq: 2,
-            ..no_pruning()
-        };
+        let cfg = NlpGraphConfig { min_node_freq: 2, ..no_pruning() };
         let g = build_cooccurrence_graph(&chunks(&[&["A", "B", "X"], &["A", "B"]]), &cfg);
         assert_eq!(node_list(&g), ["A", "B"]);
         assert_eq!(edge_list(&g), [("A", "B", 2.0)]);
@@ -991,35 +850,20 @@ mod tests {
     #[test]
     fn prune_max_node_freq_std() {
         // Frequencies A=5, B..E=1: mean 1.8, std 1.6 → threshold 3.4 with k=1.
-        let cfg = NlpGraphConfig {
-            max_node_freq_std: Some(1.0),
-            ..no_pruning()
-        };
-        let g = build_cooccurrence_graph(
-            &chunks(&[&["A", "B"], &["A", "C"], &["A", "D"], &["A", "E"], &["A"]]),
-            &cfg,
-        );
+        let cfg = NlpGraphConfig { max_node_freq_std: Some(1.0), ..no_pruning() };
+        let g = build_cooccurrence_graph(&chunks(&[&["A", "B"], &["A", "C"], &["A", "D"], &["A", "E"], &["A"]]), &cfg);
         assert_eq!(node_list(&g), ["B", "C", "D", "E"]);
         assert!(g.edges.is_empty());
     }
 
     #[test]
     fn prune_by_degree() {
-        let cfg = NlpGraphConfig {
-            min_node_degree: 1,
-            ..no_pruning()
-        };
+        let cfg = NlpGraphConfig { min_node_degree: 1, ..no_pruning() };
         let g = build_cooccurrence_graph(&chunks(&[&["A", "B"], &["LONE"]]), &cfg);
         assert_eq!(node_list(&g), ["A", "B"]);
         // Star: H has degree 4, leaves 1: mean 1.6, std 1.2 → threshold 2.8.
-        let cfg = NlpGraphConfig {
-            max_node_degree_std: Some(1.0),
-            ..no_pruning()
-        };
-        let g = build_cooccurrence_graph(
-            &chunks(&[&["H", "A"], &["H", "B"], &["H", "C"], &["H", "D"]]),
-            &cfg,
-        );
+        let cfg = NlpGraphConfig { max_node_degree_std: Some(1.0), ..no_pruning() };
+        let g = build_cooccurrence_graph(&chunks(&[&["H", "A"], &["H", "B"], &["H", "C"], &["H", "D"]]), &cfg);
         assert_eq!(node_list(&g), ["A", "B", "C", "D"]);
         assert!(g.edges.is_empty());
     }
@@ -1028,30 +872,18 @@ mod tests {
     fn prune_edges_by_percentile() {
         // Counts 1..=5 on five disjoint edges; 40th percentile = 2.6.
         let mut lists: Vec<Vec<String>> = Vec::new();
-        for (i, pair) in [("A", "B"), ("C", "D"), ("E", "F"), ("G", "H"), ("I", "J")]
-            .iter()
-            .enumerate()
-        {
+        for (i, pair) in [("A", "B"), ("C", "D"), ("E", "F"), ("G", "H"), ("I", "J")].iter().enumerate() {
             for _ in 0..=i {
                 lists.push(vec![pair.0.to_string(), pair.1.to_string()]);
             }
         }
-        let cfg = NlpGraphConfig {
-            min_edge_weight_pct: 40.0,
-            ..no_pruning()
-        };
+        let cfg = NlpGraphConfig { min_edge_weight_pct: 40.0, ..no_pruning() };
         let g = build_cooccurrence_graph(&lists, &cfg);
-        assert_eq!(
-            edge_list(&g),
-            [("E", "F", 3.0), ("G", "H", 4.0), ("I", "J", 5.0)]
-        );
+        assert_eq!(edge_list(&g), [("E", "F", 3.0), ("G", "H", 4.0), ("I", "J", 5.0)]);
         // Nodes stay unless degree pruning asks otherwise...
         assert_eq!(g.nodes.len(), 10);
         // ...which is re-applied after edge pruning.
-        let cfg = NlpGraphConfig {
-            min_node_degree: 1,
-            ..cfg
-        };
+        let cfg = NlpGraphConfig { min_node_degree: 1, ..cfg };
         let g = build_cooccurrence_graph(&lists, &cfg);
         assert_eq!(node_list(&g), ["E", "F", "G", "H", "I", "J"]);
         // Equal weights are all kept.
@@ -1061,54 +893,28 @@ mod tests {
 
     #[test]
     fn ego_node_removed_then_degree_pruned() {
-        let cfg = NlpGraphConfig {
-            remove_ego_nodes: true,
-            min_node_degree: 1,
-            ..no_pruning()
-        };
-        let g = build_cooccurrence_graph(
-            &chunks(&[&["H", "A"], &["H", "B"], &["H", "C"], &["A", "B"]]),
-            &cfg,
-        );
+        let cfg = NlpGraphConfig { remove_ego_nodes: true, min_node_degree: 1, ..no_pruning() };
+        let g = build_cooccurrence_graph(&chunks(&[&["H", "A"], &["H", "B"], &["H", "C"], &["A", "B"]]), &cfg);
         assert_eq!(node_list(&g), ["A", "B"]);
         assert_eq!(edge_list(&g), [("A", "B", 1.0)]);
         // The ego is chosen on the full graph, before edge pruning: H (degree 3)
         // goes although its edges are the weakest.
-        let lists = chunks(&[
-            &["H", "A"],
-            &["H", "B"],
-            &["H", "C"],
-            &["A", "B"],
-            &["A", "B"],
-            &["A", "B"],
-        ]);
-        let cfg = NlpGraphConfig {
-            min_edge_weight_pct: 50.0,
-            ..cfg
-        };
+        let lists = chunks(&[&["H", "A"], &["H", "B"], &["H", "C"], &["A", "B"], &["A", "B"], &["A", "B"]]);
+        let cfg = NlpGraphConfig { min_edge_weight_pct: 50.0, ..cfg };
         let g = build_cooccurrence_graph(&lists, &cfg);
         assert_eq!(node_list(&g), ["A", "B"]);
         // Tie on degree: the smallest title goes.
         let g = build_cooccurrence_graph(
             &chunks(&[&["X", "Y"]]),
-            &NlpGraphConfig {
-                remove_ego_nodes: true,
-                ..no_pruning()
-            },
+            &NlpGraphConfig { remove_ego_nodes: true, ..no_pruning() },
         );
         assert_eq!(node_list(&g), ["Y"]);
     }
 
     #[test]
     fn largest_connected_component() {
-        let cfg = NlpGraphConfig {
-            lcc_only: true,
-            ..no_pruning()
-        };
-        let g = build_cooccurrence_graph(
-            &chunks(&[&["D", "E"], &["A", "B"], &["B", "C"], &["Z"]]),
-            &cfg,
-        );
+        let cfg = NlpGraphConfig { lcc_only: true, ..no_pruning() };
+        let g = build_cooccurrence_graph(&chunks(&[&["D", "E"], &["A", "B"], &["B", "C"], &["Z"]]), &cfg);
         assert_eq!(node_list(&g), ["A", "B", "C"]);
         assert_eq!(edge_list(&g), [("A", "B", 1.0), ("B", "C", 1.0)]);
         // Tie: the component with the smallest title.
@@ -1133,28 +939,16 @@ mod tests {
         // The ego node (EBENEZER SCROOGE, highest degree) is gone, rare phrases too.
         assert!(!node_list(&a).contains(&"EBENEZER SCROOGE"));
         assert!(a.nodes.iter().all(|n| n.frequency >= 2));
-        assert!(a
-            .edges
-            .iter()
-            .all(|e| e.weight > 0.0 && e.weight <= 1.0 && e.source < e.target));
+        assert!(a.edges.iter().all(|e| e.weight > 0.0 && e.weight <= 1.0 && e.source < e.target));
         assert!(!a.edges.is_empty());
     }
 
     #[test]
     fn order_of_phrases_does_not_matter() {
-        let x = build_cooccurrence_graph(
-            &chunks(&[&["A", "B", "C"], &["C", "A"]]),
-            &NlpGraphConfig::default(),
-        );
-        let y = build_cooccurrence_graph(
-            &chunks(&[&["C", "B", "A"], &["A", "C"]]),
-            &NlpGraphConfig::default(),
-        );
+        let x = build_cooccurrence_graph(&chunks(&[&["A", "B", "C"], &["C", "A"]]), &NlpGraphConfig::default());
+        let y = build_cooccurrence_graph(&chunks(&[&["C", "B", "A"], &["A", "C"]]), &NlpGraphConfig::default());
         assert_eq!(x, y);
-        assert_eq!(
-            build_cooccurrence_graph(&[], &NlpGraphConfig::default()),
-            NlpGraph::default()
-        );
+        assert_eq!(build_cooccurrence_graph(&[], &NlpGraphConfig::default()), NlpGraph::default());
     }
 
     proptest! {

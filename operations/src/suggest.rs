@@ -2,9 +2,7 @@
 
 /// ` (did you mean `x`?)` for the closest candidate, or "" when none is close.
 pub fn did_you_mean<'a>(input: &str, candidates: impl IntoIterator<Item = &'a str>) -> String {
-    closest(input, candidates)
-        .map(|c| format!(" (did you mean `{c}`?)"))
-        .unwrap_or_default()
+    closest(input, candidates).map(|c| format!(" (did you mean `{c}`?)")).unwrap_or_default()
 }
 
 /// The candidate closest to `input` by edit distance, if it is close enough to
@@ -16,14 +14,7 @@ pub fn closest<'a>(input: &str, candidates: impl IntoIterator<Item = &'a str>) -
         .into_iter()
         .map(|c| {
             let truncated = input.len() >= 3 && c.starts_with(input);
-            (
-                if truncated {
-                    1
-                } else {
-                    strsim::damerau_levenshtein(input, c)
-                },
-                c,
-            )
+            (if truncated { 1 } else { strsim::damerau_levenshtein(input, c) }, c)
         })
         .filter(|(d, _)| *d <= limit)
         .min_by_key(|(d, c)| (*d, *c))
@@ -39,10 +30,7 @@ mod tests {
         assert_eq!(closest("sise", ["size", "overlap"]), Some("size"));
         assert_eq!(closest("chunkin", ["chunking", "input"]), Some("chunking"));
         assert_eq!(closest("zzzzzz", ["size", "overlap"]), None);
-        assert_eq!(
-            closest("o200k", ["o200k_base", "cl100k_base"]),
-            Some("o200k_base")
-        );
+        assert_eq!(closest("o200k", ["o200k_base", "cl100k_base"]), Some("o200k_base"));
         assert_eq!(did_you_mean("xyz", ["size"]), "");
     }
 }

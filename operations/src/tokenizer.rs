@@ -75,10 +75,7 @@ mod tests {
         // Reference counts from tiktoken (python) for these strings.
         assert_eq!(Encoding::Cl100kBase.count("hello world"), 2);
         assert_eq!(Encoding::O200kBase.count("hello world"), 2);
-        assert_eq!(
-            Encoding::Cl100kBase.encode("hello world"),
-            vec![15339, 1917]
-        );
+        assert_eq!(Encoding::Cl100kBase.encode("hello world"), vec![15339, 1917]);
         assert_eq!(Encoding::O200kBase.encode("hello world"), vec![24912, 2375]);
     }
 

@@ -75,11 +75,7 @@ impl VerbDef for Chunk {
 }
 
 impl Verb for Chunk {
-    fn run(
-        &self,
-        inputs: &[Arc<RecordBatch>],
-        ctx: &VerbContext,
-    ) -> anyhow::Result<Vec<RecordBatch>> {
+    fn run(&self, inputs: &[Arc<RecordBatch>], ctx: &VerbContext) -> anyhow::Result<Vec<RecordBatch>> {
         let cfg = self.config().map_err(anyhow::Error::msg)?;
         let docs = &inputs[0];
         let doc_ids = strings(docs, "documents", "id")?;
@@ -89,10 +85,8 @@ impl Verb for Chunk {
         let per_doc: Vec<Vec<(String, usize)>> = texts
             .par_iter()
             .map(|text| {
-                let chunks = chunk_text(text, &cfg)
-                    .into_iter()
-                    .map(|c| (text[c.range].to_string(), c.n_tokens))
-                    .collect();
+                let chunks =
+                    chunk_text(text, &cfg).into_iter().map(|c| (text[c.range].to_string(), c.n_tokens)).collect();
                 bar.inc(1);
                 chunks
             })
@@ -111,8 +105,7 @@ impl Verb for Chunk {
                 let mut id = sha512_hex(&[doc_id.as_bytes(), text.as_bytes()]);
                 if !seen.insert(id.clone()) {
                     // The same passage twice in one document: disambiguate by position.
-                    id =
-                        sha512_hex(&[doc_id.as_bytes(), text.as_bytes(), i.to_string().as_bytes()]);
+                    id = sha512_hex(&[doc_id.as_bytes(), text.as_bytes(), i.to_string().as_bytes()]);
                     seen.insert(id.clone());
                 }
                 mine.push(id.clone());
@@ -178,34 +171,22 @@ mod tests {
         let doc_texts = strings(&docs, "d", "text").unwrap();
         for (owner, text) in owners.iter().zip(&texts) {
             let d = doc_ids.iter().position(|i| i == owner).unwrap();
-            assert!(
-                doc_texts[d].contains(text),
-                "unit text is a slice of its own document"
-            );
+            assert!(doc_texts[d].contains(text), "unit text is a slice of its own document");
         }
         let tokens = ints(&units, "t", "n_tokens").unwrap();
         for (t, n) in texts.iter().zip(&tokens) {
             assert_eq!(*n as usize, Encoding::O200kBase.count(t));
         }
-        let lists = docs
-            .column_by_name("text_unit_ids")
-            .unwrap()
-            .as_list::<i32>();
+        let lists = docs.column_by_name("text_unit_ids").unwrap().as_list::<i32>();
         let total: usize = (0..lists.len()).map(|i| lists.value(i).len()).sum();
         assert_eq!(total, units.num_rows());
-        assert_eq!(
-            ints(&units, "t", "human_readable_id").unwrap(),
-            (0..units.num_rows() as i64).collect::<Vec<_>>()
-        );
+        assert_eq!(ints(&units, "t", "human_readable_id").unwrap(), (0..units.num_rows() as i64).collect::<Vec<_>>());
     }
 
     #[test]
     fn repeated_passages_get_distinct_ids() {
         let text = "Same words again. ".repeat(100);
-        let (units, _) = chunked(
-            serde_json::json!({"size": 12, "overlap": 0}),
-            &[("r.txt", text.as_bytes())],
-        );
+        let (units, _) = chunked(serde_json::json!({"size": 12, "overlap": 0}), &[("r.txt", text.as_bytes())]);
         let ids = strings(&units, "t", "id").unwrap();
         let unique: HashSet<_> = ids.iter().collect();
         assert_eq!(unique.len(), ids.len());
@@ -213,12 +194,7 @@ mod tests {
 
     #[test]
     fn bad_args_are_rejected() {
-        let bad = |v| {
-            serde_json::from_value::<Chunk>(v)
-                .unwrap()
-                .check()
-                .unwrap_err()
-        };
+        let bad = |v| serde_json::from_value::<Chunk>(v).unwrap().check().unwrap_err();
         assert!(bad(serde_json::json!({"size": 10, "overlap": 10})).contains("overlap"));
         assert!(bad(serde_json::json!({"encoding_model": "p50k"})).contains("unknown encoding"));
         assert!(bad(serde_json::json!({"strategy": "words"})).contains("strategy"));

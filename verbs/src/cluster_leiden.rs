@@ -60,29 +60,19 @@ impl VerbDef for ClusterLeiden {
 }
 
 impl Verb for ClusterLeiden {
-    fn run(
-        &self,
-        inputs: &[Arc<RecordBatch>],
-        _ctx: &VerbContext,
-    ) -> anyhow::Result<Vec<RecordBatch>> {
+    fn run(&self, inputs: &[Arc<RecordBatch>], _ctx: &VerbContext) -> anyhow::Result<Vec<RecordBatch>> {
         let (ents, rels, docs) = (&inputs[0], &inputs[1], &inputs[2]);
         let titles = strings(ents, "entities", "title")?;
         let entity_ids = strings(ents, "entities", "id")?;
         let entity_units = string_lists(ents, "entities", "text_unit_ids")?;
         let index: HashMap<&str, usize> = titles.iter().enumerate().map(|(i, t)| (*t, i)).collect();
-        let (sources, targets) = (
-            strings(rels, "relationships", "source")?,
-            strings(rels, "relationships", "target")?,
-        );
+        let (sources, targets) = (strings(rels, "relationships", "source")?, strings(rels, "relationships", "target")?);
         let rel_ids = strings(rels, "relationships", "id")?;
         let weights = floats(rels, "relationships", "weight")?;
         let mut edges = Vec::with_capacity(rels.num_rows());
         let mut rel_ends = Vec::with_capacity(rels.num_rows());
         for i in 0..rels.num_rows() {
-            let ends = index
-                .get(sources[i])
-                .zip(index.get(targets[i]))
-                .map(|(&a, &b)| (a, b));
+            let ends = index.get(sources[i]).zip(index.get(targets[i])).map(|(&a, &b)| (a, b));
             if let Some((a, b)) = ends {
                 edges.push((a, b, weights[i].max(0.0)));
             }
@@ -92,11 +82,7 @@ impl Verb for ClusterLeiden {
         let cfg = HierarchyConfig {
             max_cluster_size: self.max_cluster_size,
             use_lcc: self.use_lcc,
-            leiden: LeidenConfig {
-                resolution: self.resolution,
-                seed: self.seed,
-                ..LeidenConfig::default()
-            },
+            leiden: LeidenConfig { resolution: self.resolution, seed: self.seed, ..LeidenConfig::default() },
         };
         let mut communities = hierarchical_leiden(&graph, &cfg);
         communities.sort_by_key(|c| (c.level, c.id));
@@ -142,13 +128,10 @@ impl Verb for ClusterLeiden {
             rows.community.push(c.id as i64);
             rows.level.push(c.level as i64);
             rows.parent.push(c.parent.map(|p| p as i64).unwrap_or(-1));
-            rows.children
-                .push(c.children.iter().map(|&x| x as i64).collect());
-            rows.entity_ids
-                .push(c.nodes.iter().map(|&n| entity_ids[n].to_string()).collect());
+            rows.children.push(c.children.iter().map(|&x| x as i64).collect());
+            rows.entity_ids.push(c.nodes.iter().map(|&n| entity_ids[n].to_string()).collect());
             rows.relationship_ids.push(inside);
-            rows.text_unit_ids
-                .push(units.iter().map(|s| s.to_string()).collect());
+            rows.text_unit_ids.push(units.iter().map(|s| s.to_string()).collect());
             rows.size.push(c.nodes.len() as i64);
         }
         let n = rows.id.len();

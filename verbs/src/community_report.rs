@@ -16,8 +16,8 @@ use graphrag_engine::schema;
 use graphrag_engine::table::{ints, string_lists, strings};
 use graphrag_engine::verb::{Verb, VerbDef, VerbInfo};
 use graphrag_operations::community_report::{
-    extractive_report, full_content, graph_context, report_from_json, report_json, text_context,
-    ContextClaim, ContextEntity, ContextRelationship, Report, SubReport,
+    extractive_report, full_content, graph_context, report_from_json, report_json, text_context, ContextClaim,
+    ContextEntity, ContextRelationship, Report, SubReport,
 };
 use graphrag_operations::ids::stable_uuid;
 
@@ -73,28 +73,16 @@ impl VerbDef for CommunityReport {
     const INFO: VerbInfo = VerbInfo {
         name: "community_report",
         about: "a report per community (LLM, or extractive without a chat model)",
-        inputs: &[
-            "communities",
-            "entities",
-            "relationships",
-            "covariates",
-            "text_units",
-        ],
+        inputs: &["communities", "entities", "relationships", "covariates", "text_units"],
         outputs: &["community_reports"],
     };
 
     fn check(&self) -> Result<(), String> {
         if !["graph", "text"].contains(&self.method.as_str()) {
-            return Err(format!(
-                "method `{}` is not one of graph, text",
-                self.method
-            ));
+            return Err(format!("method `{}` is not one of graph, text", self.method));
         }
         if !["auto", "llm", "extractive"].contains(&self.mode.as_str()) {
-            return Err(format!(
-                "mode `{}` is not one of auto, llm, extractive",
-                self.mode
-            ));
+            return Err(format!("mode `{}` is not one of auto, llm, extractive", self.mode));
         }
         Ok(())
     }
@@ -133,24 +121,17 @@ struct Community {
 }
 
 fn gather(inputs: &[Arc<RecordBatch>]) -> anyhow::Result<Vec<Community>> {
-    let (comms, ents, rels, covs, units) =
-        (&inputs[0], &inputs[1], &inputs[2], &inputs[3], &inputs[4]);
-    let ent_index: HashMap<&str, usize> = strings(ents, "entities", "id")?
-        .into_iter()
-        .enumerate()
-        .map(|(i, id)| (id, i))
-        .collect();
+    let (comms, ents, rels, covs, units) = (&inputs[0], &inputs[1], &inputs[2], &inputs[3], &inputs[4]);
+    let ent_index: HashMap<&str, usize> =
+        strings(ents, "entities", "id")?.into_iter().enumerate().map(|(i, id)| (id, i)).collect();
     let (e_hrid, e_title, e_desc, e_deg) = (
         ints(ents, "entities", "human_readable_id")?,
         strings(ents, "entities", "title")?,
         strings(ents, "entities", "description")?,
         ints(ents, "entities", "degree")?,
     );
-    let rel_index: HashMap<&str, usize> = strings(rels, "relationships", "id")?
-        .into_iter()
-        .enumerate()
-        .map(|(i, id)| (id, i))
-        .collect();
+    let rel_index: HashMap<&str, usize> =
+        strings(rels, "relationships", "id")?.into_iter().enumerate().map(|(i, id)| (id, i)).collect();
     let (r_hrid, r_src, r_tgt, r_desc, r_deg) = (
         ints(rels, "relationships", "human_readable_id")?,
         strings(rels, "relationships", "source")?,
@@ -167,22 +148,16 @@ fn gather(inputs: &[Arc<RecordBatch>]) -> anyhow::Result<Vec<Community>> {
         strings(covs, "covariates", "description")?,
     );
     for i in 0..covs.num_rows() {
-        claims_by_subject
-            .entry(c_subject[i])
-            .or_default()
-            .push(ContextClaim {
-                id: c_hrid[i],
-                subject: c_subject[i].to_string(),
-                claim_type: c_type[i].to_string(),
-                status: c_status[i].to_string(),
-                description: c_desc[i].to_string(),
-            });
+        claims_by_subject.entry(c_subject[i]).or_default().push(ContextClaim {
+            id: c_hrid[i],
+            subject: c_subject[i].to_string(),
+            claim_type: c_type[i].to_string(),
+            status: c_status[i].to_string(),
+            description: c_desc[i].to_string(),
+        });
     }
-    let unit_index: HashMap<&str, usize> = strings(units, "text_units", "id")?
-        .into_iter()
-        .enumerate()
-        .map(|(i, id)| (id, i))
-        .collect();
+    let unit_index: HashMap<&str, usize> =
+        strings(units, "text_units", "id")?.into_iter().enumerate().map(|(i, id)| (id, i)).collect();
     let (u_hrid, u_text, u_ents) = (
         ints(units, "text_units", "human_readable_id")?,
         strings(units, "text_units", "text")?,
@@ -204,10 +179,7 @@ fn gather(inputs: &[Arc<RecordBatch>]) -> anyhow::Result<Vec<Community>> {
     );
     let mut out = Vec::with_capacity(comms.num_rows());
     for i in 0..comms.num_rows() {
-        let members: Vec<usize> = c_ents[i]
-            .iter()
-            .filter_map(|id| ent_index.get(id.as_str()).copied())
-            .collect();
+        let members: Vec<usize> = c_ents[i].iter().filter_map(|id| ent_index.get(id.as_str()).copied()).collect();
         let member_ids: HashSet<&str> = c_ents[i].iter().map(String::as_str).collect();
         let entities = members
             .iter()
@@ -229,24 +201,14 @@ fn gather(inputs: &[Arc<RecordBatch>]) -> anyhow::Result<Vec<Community>> {
                 combined_degree: r_deg[r],
             })
             .collect();
-        let claims = members
-            .iter()
-            .flat_map(|&e| {
-                claims_by_subject
-                    .get(e_title[e])
-                    .cloned()
-                    .unwrap_or_default()
-            })
-            .collect();
+        let claims =
+            members.iter().flat_map(|&e| claims_by_subject.get(e_title[e]).cloned().unwrap_or_default()).collect();
         // Passages mentioning more of the community's entities come first.
         let mut ranked: Vec<(usize, i64, String)> = c_units[i]
             .iter()
             .filter_map(|id| unit_index.get(id.as_str()))
             .map(|&u| {
-                let hits = u_ents[u]
-                    .iter()
-                    .filter(|e| member_ids.contains(e.as_str()))
-                    .count();
+                let hits = u_ents[u].iter().filter(|e| member_ids.contains(e.as_str())).count();
                 (hits, u_hrid[u], u_text[u].to_string())
             })
             .collect();
@@ -272,18 +234,9 @@ fn list_of_ints(t: &RecordBatch, column: &str) -> anyhow::Result<Vec<Vec<i64>>> 
     use arrow_array::types::Int64Type;
     use arrow_array::Array;
     let col = graphrag_engine::table::column_of(t, "communities", column)?;
-    let lists = col
-        .as_list_opt::<i32>()
-        .ok_or_else(|| anyhow::anyhow!("communities.{column} is not a list"))?;
+    let lists = col.as_list_opt::<i32>().ok_or_else(|| anyhow::anyhow!("communities.{column} is not a list"))?;
     Ok((0..lists.len())
-        .map(|i| {
-            lists
-                .value(i)
-                .as_primitive::<Int64Type>()
-                .iter()
-                .map(|v| v.unwrap_or(0))
-                .collect()
-        })
+        .map(|i| lists.value(i).as_primitive::<Int64Type>().iter().map(|v| v.unwrap_or(0)).collect())
         .collect())
 }
 
@@ -293,39 +246,21 @@ impl Verb for CommunityReport {
             return Ok(Some("extractive".into()));
         }
         let model = ctx.llm()?.chat_model(&self.model_id)?;
-        Ok(Some(fingerprint(
-            &model.fingerprint(),
-            &[&ctx.prompt(self.prompt_path())?],
-        )))
+        Ok(Some(fingerprint(&model.fingerprint(), &[&ctx.prompt(self.prompt_path())?])))
     }
 
-    fn run(
-        &self,
-        inputs: &[Arc<RecordBatch>],
-        ctx: &VerbContext,
-    ) -> anyhow::Result<Vec<RecordBatch>> {
+    fn run(&self, inputs: &[Arc<RecordBatch>], ctx: &VerbContext) -> anyhow::Result<Vec<RecordBatch>> {
         let communities = gather(inputs)?;
         let use_llm = self.uses_llm(ctx)?;
-        let model = if use_llm {
-            Some(ctx.llm()?.chat_model(&self.model_id)?)
-        } else {
-            None
-        };
-        let prompt = if use_llm {
-            Some(ctx.prompt(self.prompt_path())?)
-        } else {
-            None
-        };
+        let model = if use_llm { Some(ctx.llm()?.chat_model(&self.model_id)?) } else { None };
+        let prompt = if use_llm { Some(ctx.prompt(self.prompt_path())?) } else { None };
         let usage = &ctx.counters.usage;
         let bar = ctx.progress(communities.len() as u64, "communities");
         let mut reports: BTreeMap<i64, (Report, String)> = BTreeMap::new();
         let mut levels: Vec<i64> = communities.iter().map(|c| c.level).collect();
         levels.sort_unstable();
         levels.dedup();
-        let sizes: HashMap<i64, usize> = communities
-            .iter()
-            .map(|c| (c.community, c.size as usize))
-            .collect();
+        let sizes: HashMap<i64, usize> = communities.iter().map(|c| (c.community, c.size as usize)).collect();
         let (mut repaired, mut fallbacks) = (0, 0);
         // Finest level first: parents may need their children's reports.
         for &level in levels.iter().rev() {
@@ -346,32 +281,22 @@ impl Verb for CommunityReport {
                             size: sizes.get(ch).copied().unwrap_or(0),
                         })
                         .collect();
-                    graph_context(
-                        &c.entities,
-                        &c.relationships,
-                        &c.claims,
-                        &subs,
-                        self.max_input_length,
-                    )
+                    graph_context(&c.entities, &c.relationships, &c.claims, &subs, self.max_input_length)
                 })
                 .collect();
             let results: Vec<anyhow::Result<Option<(Report, bool)>>> = match (&model, &prompt) {
-                (Some(model), Some(prompt)) => {
-                    map_concurrently(ctx.llm()?, contexts, IN_FLIGHT, |context| {
-                        let (model, bar) = (model.clone(), bar.clone());
-                        async move {
-                            let vars = BTreeMap::from([
-                                ("input_text", Value::from(context)),
-                                ("max_report_length", Value::from(self.max_length)),
-                            ]);
-                            let json = model
-                                .chat_json(&[Message::user(prompt.render(&vars)?)], usage)
-                                .await?;
-                            bar.inc(1);
-                            Ok(report_from_json(&json).ok())
-                        }
-                    })
-                }
+                (Some(model), Some(prompt)) => map_concurrently(ctx.llm()?, contexts, IN_FLIGHT, |context| {
+                    let (model, bar) = (model.clone(), bar.clone());
+                    async move {
+                        let vars = BTreeMap::from([
+                            ("input_text", Value::from(context)),
+                            ("max_report_length", Value::from(self.max_length)),
+                        ]);
+                        let json = model.chat_json(&[Message::user(prompt.render(&vars)?)], usage).await?;
+                        bar.inc(1);
+                        Ok(report_from_json(&json).ok())
+                    }
+                }),
                 _ => contexts.iter().map(|_| Ok(None)).collect(),
             };
             for (c, result) in here.iter().zip(results) {
@@ -383,10 +308,7 @@ impl Verb for CommunityReport {
                     None => {
                         fallbacks += use_llm as u64;
                         bar.inc(!use_llm as u64);
-                        (
-                            extractive_report(&c.entities, &c.relationships),
-                            "extractive",
-                        )
+                        (extractive_report(&c.entities, &c.relationships), "extractive")
                     }
                 };
                 tracing::debug!(community = c.community, how, "report");
@@ -397,25 +319,15 @@ impl Verb for CommunityReport {
         bar.finish_and_clear();
         ctx.count("reports_repaired", repaired);
         ctx.count("reports_invalid_extractive_fallback", fallbacks);
-        ctx.count(
-            "reports_extractive",
-            if use_llm {
-                fallbacks
-            } else {
-                communities.len() as u64
-            },
-        );
+        ctx.count("reports_extractive", if use_llm { fallbacks } else { communities.len() as u64 });
 
-        let rows: Vec<(&Community, &(Report, String))> = communities
-            .iter()
-            .map(|c| (c, &reports[&c.community]))
-            .collect();
+        let rows: Vec<(&Community, &(Report, String))> =
+            communities.iter().map(|c| (c, &reports[&c.community])).collect();
         let table = RecordBatch::try_new(
             schema::community_reports(),
             vec![
                 schema::text_col(
-                    rows.iter()
-                        .map(|(c, _)| stable_uuid("community_report", &[&c.community.to_string()])),
+                    rows.iter().map(|(c, _)| stable_uuid("community_report", &[&c.community.to_string()])),
                 ),
                 schema::int_col(rows.iter().map(|(c, _)| c.community)),
                 schema::int_col(rows.iter().map(|(c, _)| c.community)),
@@ -428,10 +340,7 @@ impl Verb for CommunityReport {
                 schema::float_col(rows.iter().map(|(_, (r, _))| r.rating)),
                 schema::text_col(rows.iter().map(|(_, (r, _))| &r.rating_explanation)),
                 schema::findings_col(rows.iter().map(|(_, (r, _))| {
-                    r.findings
-                        .iter()
-                        .map(|f| (f.explanation.clone(), f.summary.clone()))
-                        .collect()
+                    r.findings.iter().map(|f| (f.explanation.clone(), f.summary.clone())).collect()
                 })),
                 schema::text_col(rows.iter().map(|(_, (_, j))| j)),
                 schema::text_col(rows.iter().map(|(c, _)| &c.period)),

@@ -47,9 +47,7 @@ fn default_loop() -> String {
     "prompts/extract_graph_loop.txt".into()
 }
 fn default_types() -> Vec<String> {
-    ["organization", "person", "geo", "event"]
-        .map(String::from)
-        .to_vec()
+    ["organization", "person", "geo", "event"].map(String::from).to_vec()
 }
 fn default_gleanings() -> u32 {
     1
@@ -78,22 +76,11 @@ fn vars(d: &Delimiters, entity_types: &str, text: &str) -> BTreeMap<&'static str
 impl Verb for EntityExtract {
     fn external_fingerprint(&self, ctx: &VerbContext) -> anyhow::Result<Option<String>> {
         let model = ctx.llm()?.chat_model(&self.model_id)?;
-        let prompts = [
-            ctx.prompt(&self.prompt)?,
-            ctx.prompt(&self.continue_prompt)?,
-            ctx.prompt(&self.loop_prompt)?,
-        ];
-        Ok(Some(fingerprint(
-            &model.fingerprint(),
-            &prompts.iter().collect::<Vec<_>>(),
-        )))
+        let prompts = [ctx.prompt(&self.prompt)?, ctx.prompt(&self.continue_prompt)?, ctx.prompt(&self.loop_prompt)?];
+        Ok(Some(fingerprint(&model.fingerprint(), &prompts.iter().collect::<Vec<_>>())))
     }
 
-    fn run(
-        &self,
-        inputs: &[Arc<RecordBatch>],
-        ctx: &VerbContext,
-    ) -> anyhow::Result<Vec<RecordBatch>> {
+    fn run(&self, inputs: &[Arc<RecordBatch>], ctx: &VerbContext) -> anyhow::Result<Vec<RecordBatch>> {
         let llm = ctx.llm()?;
         let model = llm.chat_model(&self.model_id)?;
         let prompt = ctx.prompt(&self.prompt)?;
@@ -108,30 +95,24 @@ impl Verb for EntityExtract {
         let bar = ctx.progress(texts.len() as u64, "chunks");
 
         // One conversation per chunk: extraction, then gleaning turns.
-        let results = map_concurrently(
-            llm,
-            texts.iter().map(|t| t.to_string()).collect(),
-            IN_FLIGHT,
-            |text| {
-                let v = vars(&d, &types, &text);
-                let (model, bar) = (model.clone(), bar.clone());
-                let (prompt, continue_prompt, loop_prompt, d) =
-                    (&prompt, &continue_prompt, &loop_prompt, &d);
-                async move {
-                    let output = glean(
-                        &model,
-                        prompt.render(&v)?,
-                        &continue_prompt.render(&v)?,
-                        &loop_prompt.render(&v)?,
-                        self.max_gleanings,
-                        usage,
-                    )
-                    .await?;
-                    bar.inc(1);
-                    anyhow::Ok(parse_graph_records(&output, d))
-                }
-            },
-        );
+        let results = map_concurrently(llm, texts.iter().map(|t| t.to_string()).collect(), IN_FLIGHT, |text| {
+            let v = vars(&d, &types, &text);
+            let (model, bar) = (model.clone(), bar.clone());
+            let (prompt, continue_prompt, loop_prompt, d) = (&prompt, &continue_prompt, &loop_prompt, &d);
+            async move {
+                let output = glean(
+                    &model,
+                    prompt.render(&v)?,
+                    &continue_prompt.render(&v)?,
+                    &loop_prompt.render(&v)?,
+                    self.max_gleanings,
+                    usage,
+                )
+                .await?;
+                bar.inc(1);
+                anyhow::Ok(parse_graph_records(&output, d))
+            }
+        });
         bar.finish_and_clear();
 
         let mut ents = RawRows::default();
@@ -145,11 +126,7 @@ impl Verb for EntityExtract {
                 ents.push(unit_id, [e.name, e.entity_type, e.description], None);
             }
             for r in ex.relationships {
-                rels.push(
-                    unit_id,
-                    [r.source, r.target, r.description],
-                    Some(r.strength),
-                );
+                rels.push(unit_id, [r.source, r.target, r.description], Some(r.strength));
             }
         }
         ctx.count("records_dropped", dropped);
@@ -181,12 +158,7 @@ impl RawRows {
         let [title, kind, desc] = &self.fields;
         Ok(RecordBatch::try_new(
             schema::raw_entities(),
-            vec![
-                schema::text_col(&self.unit),
-                schema::text_col(title),
-                schema::text_col(kind),
-                schema::text_col(desc),
-            ],
+            vec![schema::text_col(&self.unit), schema::text_col(title), schema::text_col(kind), schema::text_col(desc)],
         )?)
     }
 

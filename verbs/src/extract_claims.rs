@@ -56,9 +56,7 @@ fn default_description() -> String {
     "Any claims or facts that could be relevant to information discovery.".into()
 }
 fn default_types() -> Vec<String> {
-    ["organization", "person", "geo", "event"]
-        .map(String::from)
-        .to_vec()
+    ["organization", "person", "geo", "event"].map(String::from).to_vec()
 }
 fn default_gleanings() -> u32 {
     1
@@ -77,12 +75,7 @@ fn covariates_table(rows: &[(String, ClaimRecord)]) -> anyhow::Result<RecordBatc
     let ids: Vec<String> = rows
         .iter()
         .enumerate()
-        .map(|(i, (unit, c))| {
-            stable_uuid(
-                "claim",
-                &[unit, &c.subject, &c.object, &c.claim_type, &i.to_string()],
-            )
-        })
+        .map(|(i, (unit, c))| stable_uuid("claim", &[unit, &c.subject, &c.object, &c.claim_type, &i.to_string()]))
         .collect();
     let col = |f: fn(&ClaimRecord) -> &str| schema::text_col(rows.iter().map(|(_, c)| f(c)));
     Ok(RecordBatch::try_new(
@@ -110,32 +103,18 @@ impl Verb for ExtractClaims {
             return Ok(None);
         }
         let model = ctx.llm()?.chat_model(&self.model_id)?;
-        let prompts = [
-            ctx.prompt(&self.prompt)?,
-            ctx.prompt(&self.continue_prompt)?,
-            ctx.prompt(&self.loop_prompt)?,
-        ];
-        Ok(Some(fingerprint(
-            &model.fingerprint(),
-            &prompts.iter().collect::<Vec<_>>(),
-        )))
+        let prompts = [ctx.prompt(&self.prompt)?, ctx.prompt(&self.continue_prompt)?, ctx.prompt(&self.loop_prompt)?];
+        Ok(Some(fingerprint(&model.fingerprint(), &prompts.iter().collect::<Vec<_>>())))
     }
 
-    fn run(
-        &self,
-        inputs: &[Arc<RecordBatch>],
-        ctx: &VerbContext,
-    ) -> anyhow::Result<Vec<RecordBatch>> {
+    fn run(&self, inputs: &[Arc<RecordBatch>], ctx: &VerbContext) -> anyhow::Result<Vec<RecordBatch>> {
         if !self.enabled {
             return Ok(vec![covariates_table(&[])?]);
         }
         let llm = ctx.llm()?;
         let model = llm.chat_model(&self.model_id)?;
-        let (prompt, cont, check) = (
-            ctx.prompt(&self.prompt)?,
-            ctx.prompt(&self.continue_prompt)?,
-            ctx.prompt(&self.loop_prompt)?,
-        );
+        let (prompt, cont, check) =
+            (ctx.prompt(&self.prompt)?, ctx.prompt(&self.continue_prompt)?, ctx.prompt(&self.loop_prompt)?);
         let d = Delimiters::default();
         let units = &inputs[0];
         let ids = strings(units, "text_units", "id")?;
@@ -152,29 +131,17 @@ impl Verb for ExtractClaims {
                 ("completion_delimiter", Value::from(d.completion.as_str())),
             ])
         };
-        let results = map_concurrently(
-            llm,
-            texts.iter().map(|t| t.to_string()).collect(),
-            IN_FLIGHT,
-            |text| {
-                let v = vars(&text);
-                let (model, prompt, cont, check, bar, d) =
-                    (model.clone(), &prompt, &cont, &check, bar.clone(), &d);
-                async move {
-                    let output = glean(
-                        &model,
-                        prompt.render(&v)?,
-                        &cont.render(&v)?,
-                        &check.render(&v)?,
-                        self.max_gleanings,
-                        usage,
-                    )
-                    .await?;
-                    bar.inc(1);
-                    anyhow::Ok(parse_claim_records(&output, d))
-                }
-            },
-        );
+        let results = map_concurrently(llm, texts.iter().map(|t| t.to_string()).collect(), IN_FLIGHT, |text| {
+            let v = vars(&text);
+            let (model, prompt, cont, check, bar, d) = (model.clone(), &prompt, &cont, &check, bar.clone(), &d);
+            async move {
+                let output =
+                    glean(&model, prompt.render(&v)?, &cont.render(&v)?, &check.render(&v)?, self.max_gleanings, usage)
+                        .await?;
+                bar.inc(1);
+                anyhow::Ok(parse_claim_records(&output, d))
+            }
+        });
         bar.finish_and_clear();
         let mut rows = Vec::new();
         let mut dropped = 0;

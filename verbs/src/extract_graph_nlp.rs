@@ -109,11 +109,7 @@ impl VerbDef for ExtractGraphNlp {
 }
 
 impl Verb for ExtractGraphNlp {
-    fn run(
-        &self,
-        inputs: &[Arc<RecordBatch>],
-        ctx: &VerbContext,
-    ) -> anyhow::Result<Vec<RecordBatch>> {
+    fn run(&self, inputs: &[Arc<RecordBatch>], ctx: &VerbContext) -> anyhow::Result<Vec<RecordBatch>> {
         let extractor = self.extractor().map_err(anyhow::Error::msg)?;
         let units = &inputs[0];
         let ids = strings(units, "text_units", "id")?;
@@ -139,12 +135,7 @@ impl Verb for ExtractGraphNlp {
             lcc_only: self.lcc_only,
         };
         let graph = build_cooccurrence_graph(&phrases, &cfg);
-        let unit_ids = |chunks: &[usize]| {
-            chunks
-                .iter()
-                .map(|&c| ids[c].to_string())
-                .collect::<Vec<_>>()
-        };
+        let unit_ids = |chunks: &[usize]| chunks.iter().map(|&c| ids[c].to_string()).collect::<Vec<_>>();
         let entities: Vec<MergedEntity> = graph
             .nodes
             .iter()
@@ -168,9 +159,6 @@ impl Verb for ExtractGraphNlp {
             })
             .collect();
         ctx.count("phrases", phrases.iter().map(|p| p.len() as u64).sum());
-        Ok(vec![
-            merged_entities_table(&entities)?,
-            merged_relationships_table(&relationships)?,
-        ])
+        Ok(vec![merged_entities_table(&entities)?, merged_relationships_table(&relationships)?])
     }
 }

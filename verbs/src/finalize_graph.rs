@@ -49,32 +49,20 @@ fn degrees(relationships: &[MergedRelationship]) -> HashMap<&str, i64> {
             neighbours.entry(&r.target).or_default().insert(&r.source);
         }
     }
-    neighbours
-        .into_iter()
-        .map(|(k, v)| (k, v.len() as i64))
-        .collect()
+    neighbours.into_iter().map(|(k, v)| (k, v.len() as i64)).collect()
 }
 
 impl Verb for FinalizeGraph {
-    fn run(
-        &self,
-        inputs: &[Arc<RecordBatch>],
-        ctx: &VerbContext,
-    ) -> anyhow::Result<Vec<RecordBatch>> {
+    fn run(&self, inputs: &[Arc<RecordBatch>], ctx: &VerbContext) -> anyhow::Result<Vec<RecordBatch>> {
         let entities = read_merged_entities(&inputs[0], "entities")?;
         let relationships = read_merged_relationships(&inputs[1], "relationships")?;
         let units = &inputs[2];
         let covariates = &inputs[3];
         let degree = degrees(&relationships);
         let deg = |t: &str| degree.get(t).copied().unwrap_or(0);
-        let entity_ids: Vec<String> = entities
-            .iter()
-            .map(|e| stable_uuid("entity", &[&e.title]))
-            .collect();
-        let rel_ids: Vec<String> = relationships
-            .iter()
-            .map(|r| stable_uuid("relationship", &[&r.source, &r.target]))
-            .collect();
+        let entity_ids: Vec<String> = entities.iter().map(|e| stable_uuid("entity", &[&e.title])).collect();
+        let rel_ids: Vec<String> =
+            relationships.iter().map(|r| stable_uuid("relationship", &[&r.source, &r.target])).collect();
 
         let entities_table = RecordBatch::try_new(
             schema::entities(),
@@ -98,11 +86,7 @@ impl Verb for FinalizeGraph {
                 schema::text_col(relationships.iter().map(|r| &r.target)),
                 schema::text_col(relationships.iter().map(|r| description(&r.descriptions))),
                 schema::float_col(relationships.iter().map(|r| r.weight)),
-                schema::int_col(
-                    relationships
-                        .iter()
-                        .map(|r| deg(&r.source) + deg(&r.target)),
-                ),
+                schema::int_col(relationships.iter().map(|r| deg(&r.source) + deg(&r.target))),
                 schema::id_list_col(relationships.iter().map(|r| &r.text_unit_ids)),
             ],
         )?;
@@ -121,20 +105,14 @@ impl Verb for FinalizeGraph {
             }
         }
         let mut unit_claims: HashMap<&str, Vec<&str>> = HashMap::new();
-        let (claim_ids, claim_units) = (
-            strings(covariates, "covariates", "id")?,
-            strings(covariates, "covariates", "text_unit_id")?,
-        );
+        let (claim_ids, claim_units) =
+            (strings(covariates, "covariates", "id")?, strings(covariates, "covariates", "text_unit_id")?);
         for (id, u) in claim_ids.iter().zip(&claim_units) {
             unit_claims.entry(u).or_default().push(id);
         }
         let unit_ids = strings(units, "text_units", "id")?;
         let lists = |m: &HashMap<&str, Vec<&str>>| {
-            schema::id_list_col(
-                unit_ids
-                    .iter()
-                    .map(|u| m.get(u).cloned().unwrap_or_default()),
-            )
+            schema::id_list_col(unit_ids.iter().map(|u| m.get(u).cloned().unwrap_or_default()))
         };
         let mut columns = units.columns().to_vec();
         let s = units.schema();
@@ -144,10 +122,7 @@ impl Verb for FinalizeGraph {
         let text_units = RecordBatch::try_new(s, columns)?;
 
         if self.graphml {
-            ctx.write_output(
-                "graph.graphml",
-                graphml(&entities, &relationships, &degree).as_bytes(),
-            )?;
+            ctx.write_output("graph.graphml", graphml(&entities, &relationships, &degree).as_bytes())?;
         }
         Ok(vec![entities_table, relationships_table, text_units])
     }
@@ -170,11 +145,7 @@ fn xml_escape(s: &str) -> String {
 }
 
 /// The graph as GraphML (nodes keyed by title, as GraphRAG's snapshot).
-fn graphml(
-    entities: &[MergedEntity],
-    relationships: &[MergedRelationship],
-    degree: &HashMap<&str, i64>,
-) -> String {
+fn graphml(entities: &[MergedEntity], relationships: &[MergedRelationship], degree: &HashMap<&str, i64>) -> String {
     let mut out = String::from(
         "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<graphml xmlns=\"http://graphml.graphdrawing.org/xmlns\">\n\
   <key id=\"type\" for=\"node\" attr.name=\"type\" attr.type=\"string\"/>\n\
@@ -193,9 +164,8 @@ fn graphml(
             degree.get(e.title.as_str()).copied().unwrap_or(0)
         ));
     }
-    for r in relationships
-        .iter()
-        .filter(|r| known.contains_key(r.source.as_str()) && known.contains_key(r.target.as_str()))
+    for r in
+        relationships.iter().filter(|r| known.contains_key(r.source.as_str()) && known.contains_key(r.target.as_str()))
     {
         out.push_str(&format!(
             "    <edge source=\"{}\" target=\"{}\"><data key=\"weight\">{}</data><data key=\"description\">{}</data></edge>\n",
@@ -232,9 +202,6 @@ mod tests {
 
     #[test]
     fn graphml_escapes() {
-        assert_eq!(
-            xml_escape("A & <B> \"c\""),
-            "A &amp; &lt;B&gt; &quot;c&quot;"
-        );
+        assert_eq!(xml_escape("A & <B> \"c\""), "A &amp; &lt;B&gt; &quot;c&quot;");
     }
 }

@@ -50,10 +50,7 @@ pub fn read_merged_entities(t: &RecordBatch, name: &str) -> anyhow::Result<Vec<M
         .collect())
 }
 
-pub fn read_merged_relationships(
-    t: &RecordBatch,
-    name: &str,
-) -> anyhow::Result<Vec<MergedRelationship>> {
+pub fn read_merged_relationships(t: &RecordBatch, name: &str) -> anyhow::Result<Vec<MergedRelationship>> {
     let sources = strings(t, name, "source")?;
     let targets = strings(t, name, "target")?;
     let descs = descriptions(t, name)?;
@@ -78,22 +75,13 @@ fn descriptions(t: &RecordBatch, name: &str) -> anyhow::Result<Vec<Vec<String>>>
     } else {
         Ok(strings(t, name, "description")?
             .into_iter()
-            .map(|d| {
-                if d.is_empty() {
-                    Vec::new()
-                } else {
-                    vec![d.to_string()]
-                }
-            })
+            .map(|d| if d.is_empty() { Vec::new() } else { vec![d.to_string()] })
             .collect())
     }
 }
 
 /// One description per element: the summary (or the only description).
-pub fn summarized_entities_table(
-    entities: &[MergedEntity],
-    summaries: &[String],
-) -> anyhow::Result<RecordBatch> {
+pub fn summarized_entities_table(entities: &[MergedEntity], summaries: &[String]) -> anyhow::Result<RecordBatch> {
     Ok(RecordBatch::try_new(
         schema::summarized_entities(),
         vec![

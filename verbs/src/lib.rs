@@ -5,6 +5,7 @@
 pub mod chunk;
 pub mod cluster_leiden;
 pub mod community_report;
+pub mod embed;
 pub mod entity_extract;
 pub mod extract_claims;
 pub mod extract_graph_nlp;
@@ -19,7 +20,7 @@ mod testing;
 
 use graphrag_engine::verb::Registry;
 
-/// Every verb this build knows, and the designed ones not built yet.
+/// Every verb this build knows.
 pub fn registry() -> Registry {
     let mut r = Registry::default();
     r.register::<load_documents::LoadDocuments>()
@@ -32,6 +33,6 @@ pub fn registry() -> Registry {
         .register::<finalize_graph::FinalizeGraph>()
         .register::<cluster_leiden::ClusterLeiden>()
         .register::<community_report::CommunityReport>()
-        .planned("embed", "embeddings");
+        .register::<embed::Embed>();
     r
 }

@@ -9,21 +9,12 @@ use graphrag_operations::ids::sha256_hex;
 
 /// Calls `f` for every item, at most `in_flight` at once (the model's own
 /// limiter still applies), and returns the results in item order.
-pub fn map_concurrently<T, R, F, Fut>(
-    llm: &LlmService,
-    items: Vec<T>,
-    in_flight: usize,
-    f: F,
-) -> Vec<R>
+pub fn map_concurrently<T, R, F, Fut>(llm: &LlmService, items: Vec<T>, in_flight: usize, f: F) -> Vec<R>
 where
     F: Fn(T) -> Fut,
     Fut: std::future::Future<Output = R>,
 {
-    llm.block_on(
-        stream::iter(items.into_iter().map(f))
-            .buffered(in_flight.max(1))
-            .collect(),
-    )
+    llm.block_on(stream::iter(items.into_iter().map(f)).buffered(in_flight.max(1)).collect())
 }
 
 /// Hash of a model fingerprint and prompt texts: a step reruns under

@@ -87,30 +87,16 @@ struct RawDoc {
 
 impl LoadDocuments {
     fn pattern(&self) -> Result<Regex, String> {
-        let p = self
-            .file_pattern
-            .as_deref()
-            .unwrap_or(self.file_type.default_pattern());
-        Regex::new(p)
-            .map_err(|e| format!("file_pattern `{p}` is not a valid regular expression: {e}"))
+        let p = self.file_pattern.as_deref().unwrap_or(self.file_type.default_pattern());
+        Regex::new(p).map_err(|e| format!("file_pattern `{p}` is not a valid regular expression: {e}"))
     }
 
     fn matching_files(&self, ctx: &VerbContext) -> anyhow::Result<Vec<FileEntry>> {
         let re = self.pattern().map_err(|e| anyhow!(e))?;
-        Ok(ctx
-            .files
-            .list()?
-            .into_iter()
-            .filter(|f| re.is_match(&f.path))
-            .collect())
+        Ok(ctx.files.list()?.into_iter().filter(|f| re.is_match(&f.path)).collect())
     }
 
-    fn parse_file(
-        &self,
-        file: &FileEntry,
-        bytes: Vec<u8>,
-        ctx: &VerbContext,
-    ) -> anyhow::Result<Vec<RawDoc>> {
+    fn parse_file(&self, file: &FileEntry, bytes: Vec<u8>, ctx: &VerbContext) -> anyhow::Result<Vec<RawDoc>> {
         let text = String::from_utf8(bytes).map_err(|e| {
             anyhow!(
                 "input file `{}` is not valid UTF-8 (first invalid byte at offset {}); convert it to UTF-8 (e.g. `iconv -f latin1 -t utf-8`)",
@@ -119,9 +105,8 @@ impl LoadDocuments {
             )
         })?;
         let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
-        let creation_date = chrono::DateTime::<chrono::Utc>::from(file.modified)
-            .format("%Y-%m-%d %H:%M:%S %z")
-            .to_string();
+        let creation_date =
+            chrono::DateTime::<chrono::Utc>::from(file.modified).format("%Y-%m-%d %H:%M:%S %z").to_string();
         let doc = |title: String, text: String, raw_data| RawDoc {
             title,
             text,
@@ -132,21 +117,12 @@ impl LoadDocuments {
             FileType::Text | FileType::Markdown => {
                 return Ok(vec![doc(file.path.clone(), text.to_string(), None)]);
             }
-            FileType::Csv => {
-                csv_rows(text).with_context(|| format!("input file `{}`", file.path))?
-            }
+            FileType::Csv => csv_rows(text).with_context(|| format!("input file `{}`", file.path))?,
             FileType::Json => {
-                let value: serde_json::Value = serde_json::from_str(text).map_err(|e| {
-                    anyhow!(
-                        "input file `{}` line {}: invalid JSON: {e}",
-                        file.path,
-                        e.line()
-                    )
-                })?;
+                let value: serde_json::Value = serde_json::from_str(text)
+                    .map_err(|e| anyhow!("input file `{}` line {}: invalid JSON: {e}", file.path, e.line()))?;
                 match value {
-                    serde_json::Value::Array(items) => {
-                        items.iter().map(json_row).collect::<Result<_, _>>()
-                    }
+                    serde_json::Value::Array(items) => items.iter().map(json_row).collect::<Result<_, _>>(),
                     other => json_row(&other).map(|r| vec![r]),
                 }
                 .map_err(|e| anyhow!("input file `{}`: {e}", file.path))?
@@ -157,17 +133,9 @@ impl LoadDocuments {
                 .filter(|(_, l)| !l.trim().is_empty())
                 .map(|(i, l)| {
                     serde_json::from_str::<serde_json::Value>(l)
-                        .map_err(|e| {
-                            anyhow!(
-                                "input file `{}` line {}: invalid JSON: {e}",
-                                file.path,
-                                i + 1
-                            )
-                        })
+                        .map_err(|e| anyhow!("input file `{}` line {}: invalid JSON: {e}", file.path, i + 1))
                         .and_then(|v| {
-                            json_row(&v).map_err(|e| {
-                                anyhow!("input file `{}` line {}: {e}", file.path, i + 1)
-                            })
+                            json_row(&v).map_err(|e| anyhow!("input file `{}` line {}: {e}", file.path, i + 1))
                         })
                 })
                 .collect::<anyhow::Result<_>>()?,
@@ -186,24 +154,16 @@ impl LoadDocuments {
                 );
             };
             let title = match &self.title_column {
-                Some(c) => row.remove(c).ok_or_else(|| {
-                    anyhow!(
-                        "input file `{}` record {}: no title column `{c}`",
-                        file.path,
-                        i + 1
-                    )
-                })?,
+                Some(c) => row
+                    .remove(c)
+                    .ok_or_else(|| anyhow!("input file `{}` record {}: no title column `{c}`", file.path, i + 1))?,
                 None => file.path.clone(),
             };
             if !self.metadata.is_empty() {
                 row.retain(|k, _| self.metadata.contains(k));
             }
             if text.trim().is_empty() {
-                ctx.warn(format!(
-                    "input file `{}` record {}: empty text, skipped",
-                    file.path,
-                    i + 1
-                ));
+                ctx.warn(format!("input file `{}` record {}: empty text, skipped", file.path, i + 1));
                 continue;
             }
             docs.push(doc(title, text, Some(row)));
@@ -213,28 +173,20 @@ impl LoadDocuments {
 }
 
 fn csv_rows(text: &str) -> anyhow::Result<Vec<BTreeMap<String, String>>> {
-    let mut reader = csv::ReaderBuilder::new()
-        .flexible(false)
-        .from_reader(text.as_bytes());
+    let mut reader = csv::ReaderBuilder::new().flexible(false).from_reader(text.as_bytes());
     let headers = reader.headers()?.clone();
     reader
         .records()
         .map(|r| {
             let r = r.map_err(|e| anyhow!("invalid CSV: {e}"))?;
-            Ok(headers
-                .iter()
-                .zip(r.iter())
-                .map(|(h, v)| (h.to_string(), v.to_string()))
-                .collect())
+            Ok(headers.iter().zip(r.iter()).map(|(h, v)| (h.to_string(), v.to_string())).collect())
         })
         .collect()
 }
 
 /// A JSON object as column → string (non-string values as compact JSON).
 fn json_row(value: &serde_json::Value) -> Result<BTreeMap<String, String>, String> {
-    let obj = value
-        .as_object()
-        .ok_or_else(|| format!("expected a JSON object per document, found {value}"))?;
+    let obj = value.as_object().ok_or_else(|| format!("expected a JSON object per document, found {value}"))?;
     Ok(obj
         .iter()
         .filter(|(_, v)| !v.is_null())
@@ -266,20 +218,10 @@ fn raw_data_column(docs: &[RawDoc]) -> (DataType, ArrayRef) {
     let fields: Fields = names.iter().map(|n| schema::text_field(n)).collect();
     let children: Vec<ArrayRef> = names
         .iter()
-        .map(|n| {
-            schema::opt_text_col(
-                docs.iter()
-                    .map(|d| d.raw_data.as_ref().and_then(|m| m.get(*n).cloned())),
-            )
-        })
+        .map(|n| schema::opt_text_col(docs.iter().map(|d| d.raw_data.as_ref().and_then(|m| m.get(*n).cloned()))))
         .collect();
-    let nulls: arrow_array::BooleanArray =
-        docs.iter().map(|d| Some(d.raw_data.is_some())).collect();
-    let array = StructArray::new(
-        fields.clone(),
-        children,
-        Some(nulls.values().clone().into()),
-    );
+    let nulls: arrow_array::BooleanArray = docs.iter().map(|d| Some(d.raw_data.is_some())).collect();
+    let array = StructArray::new(fields.clone(), children, Some(nulls.values().clone().into()));
     (DataType::Struct(fields), Arc::new(array))
 }
 
@@ -289,22 +231,14 @@ impl Verb for LoadDocuments {
             .matching_files(ctx)?
             .iter()
             .map(|f| {
-                let mtime = f
-                    .modified
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map(|d| d.as_nanos())
-                    .unwrap_or(0);
+                let mtime = f.modified.duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
                 format!("{}\t{}\t{mtime}", f.path, f.size)
             })
             .collect();
         Ok(Some(sha256_hex(&[listing.join("\n").as_bytes()])))
     }
 
-    fn run(
-        &self,
-        _inputs: &[Arc<RecordBatch>],
-        ctx: &VerbContext,
-    ) -> anyhow::Result<Vec<RecordBatch>> {
+    fn run(&self, _inputs: &[Arc<RecordBatch>], ctx: &VerbContext) -> anyhow::Result<Vec<RecordBatch>> {
         let files = self.matching_files(ctx)?;
         if files.is_empty() {
             bail!(
@@ -340,17 +274,11 @@ impl Verb for LoadDocuments {
                 ids.push(id);
                 docs.push(d);
             } else {
-                ctx.warn(format!(
-                    "document `{}` has the same text as an earlier one, skipped",
-                    d.title
-                ));
+                ctx.warn(format!("document `{}` has the same text as an earlier one, skipped", d.title));
             }
         }
         if docs.is_empty() {
-            bail!(
-                "every input file is empty: nothing to index in {}",
-                ctx.files.describe()
-            );
+            bail!("every input file is empty: nothing to index in {}", ctx.files.describe());
         }
         let (raw_type, raw_data) = raw_data_column(&docs);
         let n = docs.len();
@@ -374,13 +302,7 @@ impl Verb for LoadDocuments {
 impl FileType {
     #[cfg(test)]
     fn all() -> [FileType; 5] {
-        [
-            FileType::Text,
-            FileType::Markdown,
-            FileType::Csv,
-            FileType::Json,
-            FileType::Jsonl,
-        ]
+        [FileType::Text, FileType::Markdown, FileType::Csv, FileType::Json, FileType::Jsonl]
     }
 }
 
@@ -390,10 +312,7 @@ mod tests {
     use crate::testing::{run_verb, MemFiles};
     use graphrag_engine::table::strings;
 
-    fn load(
-        args: serde_json::Value,
-        files: &[(&str, &[u8])],
-    ) -> anyhow::Result<(RecordBatch, u64)> {
+    fn load(args: serde_json::Value, files: &[(&str, &[u8])]) -> anyhow::Result<(RecordBatch, u64)> {
         let verb: LoadDocuments = serde_json::from_value(args).unwrap();
         let (mut out, warnings) = run_verb(&verb, &[], &MemFiles::new(files))?;
         Ok((out.remove(0), warnings))
@@ -412,16 +331,10 @@ mod tests {
         )
         .unwrap();
         assert_eq!(strings(&t, "d", "title").unwrap(), vec!["a.txt", "b.txt"]);
-        assert_eq!(
-            strings(&t, "d", "id").unwrap()[1],
-            sha512_hex(&[b"second doc"])
-        );
+        assert_eq!(strings(&t, "d", "id").unwrap()[1], sha512_hex(&[b"second doc"]));
         assert_eq!(warnings, 1);
         assert_eq!(t.schema(), schema::documents(DataType::Null));
-        assert_eq!(
-            strings(&t, "d", "creation_date").unwrap()[0],
-            "1970-01-01 00:00:00 +0000"
-        );
+        assert_eq!(strings(&t, "d", "creation_date").unwrap()[0], "1970-01-01 00:00:00 +0000");
     }
 
     #[test]
@@ -433,62 +346,35 @@ mod tests {
         )
         .unwrap();
         assert_eq!(strings(&t, "d", "title").unwrap(), vec!["First", "Second"]);
-        assert_eq!(
-            strings(&t, "d", "text").unwrap(),
-            vec!["Some text here", "Other, quoted"]
-        );
+        assert_eq!(strings(&t, "d", "text").unwrap(), vec!["Some text here", "Other, quoted"]);
         assert_eq!(warnings, 1, "empty third row is skipped with a warning");
-        let raw = t
-            .column_by_name("raw_data")
-            .unwrap()
-            .as_any()
-            .downcast_ref::<StructArray>()
-            .unwrap();
+        let raw = t.column_by_name("raw_data").unwrap().as_any().downcast_ref::<StructArray>().unwrap();
         assert_eq!(raw.fields().len(), 1);
         assert_eq!(raw.fields()[0].name(), "author");
     }
 
     #[test]
     fn json_and_jsonl() {
-        let json = br#"[{"text": "alpha doc", "title": "A", "tags": ["x"]}, {"text": "beta doc", "title": "B", "n": 3}]"#;
-        let (t, _) = load(
-            serde_json::json!({"file_type": "json", "title_column": "title"}),
-            &[("docs.json", json)],
-        )
-        .unwrap();
+        let json =
+            br#"[{"text": "alpha doc", "title": "A", "tags": ["x"]}, {"text": "beta doc", "title": "B", "n": 3}]"#;
+        let (t, _) =
+            load(serde_json::json!({"file_type": "json", "title_column": "title"}), &[("docs.json", json)]).unwrap();
         assert_eq!(strings(&t, "d", "title").unwrap(), vec!["A", "B"]);
-        let raw = t
-            .column_by_name("raw_data")
-            .unwrap()
-            .as_any()
-            .downcast_ref::<StructArray>()
-            .unwrap();
+        let raw = t.column_by_name("raw_data").unwrap().as_any().downcast_ref::<StructArray>().unwrap();
         let names: Vec<&str> = raw.fields().iter().map(|f| f.name().as_str()).collect();
         assert_eq!(names, vec!["tags", "n"]);
 
         let jsonl = b"{\"text\": \"one\"}\n\n{\"text\": \"two\"}\n";
-        let (t, _) = load(
-            serde_json::json!({"file_type": "jsonl"}),
-            &[("d.jsonl", jsonl)],
-        )
-        .unwrap();
+        let (t, _) = load(serde_json::json!({"file_type": "jsonl"}), &[("d.jsonl", jsonl)]).unwrap();
         assert_eq!(strings(&t, "d", "text").unwrap(), vec!["one", "two"]);
-        assert_eq!(
-            strings(&t, "d", "title").unwrap(),
-            vec!["d.jsonl", "d.jsonl"]
-        );
+        assert_eq!(strings(&t, "d", "title").unwrap(), vec!["d.jsonl", "d.jsonl"]);
 
-        let err = load(
-            serde_json::json!({"file_type": "jsonl"}),
-            &[("bad.jsonl", b"{\"text\": \"ok\"}\n{broken\n")],
-        )
-        .unwrap_err();
+        let err = load(serde_json::json!({"file_type": "jsonl"}), &[("bad.jsonl", b"{\"text\": \"ok\"}\n{broken\n")])
+            .unwrap_err();
         assert!(err.to_string().contains("bad.jsonl` line 2"), "{err}");
-        let err = load(
-            serde_json::json!({"file_type": "jsonl", "text_column": "txt"}),
-            &[("d.jsonl", b"{\"text\": \"x\"}")],
-        )
-        .unwrap_err();
+        let err =
+            load(serde_json::json!({"file_type": "jsonl", "text_column": "txt"}), &[("d.jsonl", b"{\"text\": \"x\"}")])
+                .unwrap_err();
         assert!(err.to_string().contains("did you mean `text`"), "{err}");
     }
 
@@ -496,10 +382,7 @@ mod tests {
     fn non_utf8_names_the_file() {
         let err = load(serde_json::json!({}), &[("latin.txt", b"caf\xe9 au lait")]).unwrap_err();
         let msg = err.to_string();
-        assert!(
-            msg.contains("latin.txt") && msg.contains("UTF-8") && msg.contains("offset 3"),
-            "{msg}"
-        );
+        assert!(msg.contains("latin.txt") && msg.contains("UTF-8") && msg.contains("offset 3"), "{msg}");
     }
 
     #[test]
@@ -513,11 +396,7 @@ mod tests {
 
     #[test]
     fn duplicate_texts_are_kept_once() {
-        let (t, warnings) = load(
-            serde_json::json!({}),
-            &[("a.txt", b"same"), ("b.txt", b"same")],
-        )
-        .unwrap();
+        let (t, warnings) = load(serde_json::json!({}), &[("a.txt", b"same"), ("b.txt", b"same")]).unwrap();
         assert_eq!(t.num_rows(), 1);
         assert_eq!(warnings, 1);
     }

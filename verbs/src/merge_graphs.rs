@@ -33,11 +33,7 @@ impl VerbDef for MergeGraphs {
 }
 
 impl Verb for MergeGraphs {
-    fn run(
-        &self,
-        inputs: &[Arc<RecordBatch>],
-        _ctx: &VerbContext,
-    ) -> anyhow::Result<Vec<RecordBatch>> {
+    fn run(&self, inputs: &[Arc<RecordBatch>], _ctx: &VerbContext) -> anyhow::Result<Vec<RecordBatch>> {
         let (ents, rels) = (&inputs[0], &inputs[1]);
         // Records grouped per text unit, units in order of first appearance.
         let mut units: Vec<(String, Extraction)> = Vec::new();
@@ -78,15 +74,7 @@ impl Verb for MergeGraphs {
                 strength: weight[i],
             });
         }
-        let (entities, relationships) = merge_extractions(
-            &units,
-            &MergeOptions {
-                by_type: self.by_type,
-            },
-        );
-        Ok(vec![
-            merged_entities_table(&entities)?,
-            merged_relationships_table(&relationships)?,
-        ])
+        let (entities, relationships) = merge_extractions(&units, &MergeOptions { by_type: self.by_type });
+        Ok(vec![merged_entities_table(&entities)?, merged_relationships_table(&relationships)?])
     }
 }

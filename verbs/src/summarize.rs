@@ -14,8 +14,7 @@ use graphrag_engine::verb::{Verb, VerbDef, VerbInfo};
 use graphrag_operations::tokenizer::Encoding;
 
 use crate::graph_tables::{
-    read_merged_entities, read_merged_relationships, summarized_entities_table,
-    summarized_relationships_table,
+    read_merged_entities, read_merged_relationships, summarized_entities_table, summarized_relationships_table,
 };
 use crate::llm_steps::{fingerprint, map_concurrently, IN_FLIGHT};
 
@@ -78,35 +77,21 @@ fn rounds(descriptions: &[String], max_tokens: usize) -> Vec<Vec<String>> {
 impl Verb for Summarize {
     fn external_fingerprint(&self, ctx: &VerbContext) -> anyhow::Result<Option<String>> {
         let model = ctx.llm()?.chat_model(&self.model_id)?;
-        Ok(Some(fingerprint(
-            &model.fingerprint(),
-            &[&ctx.prompt(&self.prompt)?],
-        )))
+        Ok(Some(fingerprint(&model.fingerprint(), &[&ctx.prompt(&self.prompt)?])))
     }
 
-    fn run(
-        &self,
-        inputs: &[Arc<RecordBatch>],
-        ctx: &VerbContext,
-    ) -> anyhow::Result<Vec<RecordBatch>> {
+    fn run(&self, inputs: &[Arc<RecordBatch>], ctx: &VerbContext) -> anyhow::Result<Vec<RecordBatch>> {
         let entities = read_merged_entities(&inputs[0], "graph_entities")?;
         let relationships = read_merged_relationships(&inputs[1], "graph_relationships")?;
         // (name shown to the model, descriptions) for every element.
-        let mut jobs: Vec<(String, Vec<String>)> = entities
-            .iter()
-            .map(|e| (e.title.clone(), e.descriptions.clone()))
-            .collect();
-        jobs.extend(relationships.iter().map(|r| {
-            (
-                serde_json::json!([r.source, r.target]).to_string(),
-                r.descriptions.clone(),
-            )
-        }));
+        let mut jobs: Vec<(String, Vec<String>)> =
+            entities.iter().map(|e| (e.title.clone(), e.descriptions.clone())).collect();
+        jobs.extend(
+            relationships.iter().map(|r| (serde_json::json!([r.source, r.target]).to_string(), r.descriptions.clone())),
+        );
         let needs_llm = jobs.iter().filter(|(_, d)| d.len() > 1).count();
         let summaries: Vec<String> = if needs_llm == 0 {
-            jobs.iter()
-                .map(|(_, d)| d.first().cloned().unwrap_or_default())
-                .collect()
+            jobs.iter().map(|(_, d)| d.first().cloned().unwrap_or_default()).collect()
         } else {
             let llm = ctx.llm()?;
             let model = llm.chat_model(&self.model_id)?;
@@ -127,21 +112,11 @@ impl Verb for Summarize {
                         }
                         let vars = BTreeMap::from([
                             ("entity_name", Value::from(name.as_str())),
-                            (
-                                "description_list",
-                                Value::from(serde_json::to_string(&list)?),
-                            ),
+                            ("description_list", Value::from(serde_json::to_string(&list)?)),
                             ("max_length", Value::from(self.max_length)),
                         ]);
                         let messages = [graphrag_engine::llm::Message::user(prompt.render(&vars)?)];
-                        summary = Some(
-                            model
-                                .chat(&messages, false, usage)
-                                .await?
-                                .content
-                                .trim()
-                                .to_string(),
-                        );
+                        summary = Some(model.chat(&messages, false, usage).await?.content.trim().to_string());
                     }
                     bar.inc(1);
                     Ok(summary.unwrap_or_default())
@@ -165,9 +140,7 @@ mod tests {
 
     #[test]
     fn rounds_respect_the_token_budget() {
-        let d: Vec<String> = (0..6)
-            .map(|i| format!("description number {i} of the entity"))
-            .collect();
+        let d: Vec<String> = (0..6).map(|i| format!("description number {i} of the entity")).collect();
         let r = rounds(&d, 20);
         assert!(r.len() > 1);
         assert_eq!(r.iter().map(Vec::len).sum::<usize>(), 6);

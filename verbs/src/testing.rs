@@ -12,10 +12,7 @@ pub struct MemFiles(Vec<(String, Vec<u8>)>);
 
 impl MemFiles {
     pub fn new(files: &[(&str, &[u8])]) -> Self {
-        let mut v: Vec<_> = files
-            .iter()
-            .map(|(p, b)| (p.to_string(), b.to_vec()))
-            .collect();
+        let mut v: Vec<_> = files.iter().map(|(p, b)| (p.to_string(), b.to_vec())).collect();
         v.sort();
         MemFiles(v)
     }
@@ -26,20 +23,12 @@ impl FileSource for MemFiles {
         Ok(self
             .0
             .iter()
-            .map(|(p, b)| FileEntry {
-                path: p.clone(),
-                size: b.len() as u64,
-                modified: SystemTime::UNIX_EPOCH,
-            })
+            .map(|(p, b)| FileEntry { path: p.clone(), size: b.len() as u64, modified: SystemTime::UNIX_EPOCH })
             .collect())
     }
 
     fn read(&self, path: &str) -> anyhow::Result<Vec<u8>> {
-        self.0
-            .iter()
-            .find(|(p, _)| p == path)
-            .map(|(_, b)| b.clone())
-            .ok_or_else(|| anyhow::anyhow!("no file {path}"))
+        self.0.iter().find(|(p, _)| p == path).map(|(_, b)| b.clone()).ok_or_else(|| anyhow::anyhow!("no file {path}"))
     }
 
     fn describe(&self) -> String {

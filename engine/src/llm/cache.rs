@@ -16,9 +16,7 @@ pub struct ResponseCache {
 
 impl ResponseCache {
     pub fn new(dir: &Path) -> Self {
-        ResponseCache {
-            dir: dir.to_path_buf(),
-        }
+        ResponseCache { dir: dir.to_path_buf() }
     }
 
     pub fn key(parts: &[&str]) -> String {
@@ -45,9 +43,8 @@ impl ResponseCache {
     /// Stores `value`; a failure to write only costs a future cache miss.
     pub fn put<T: Serialize>(&self, key: &str, value: &T) {
         let path = self.path(key);
-        let result = serde_json::to_vec(value)
-            .map_err(std::io::Error::other)
-            .and_then(|bytes| atomic_write(&path, &bytes));
+        let result =
+            serde_json::to_vec(value).map_err(std::io::Error::other).and_then(|bytes| atomic_write(&path, &bytes));
         if let Err(e) = result {
             tracing::warn!("could not write cache entry {}: {e}", path.display());
         }

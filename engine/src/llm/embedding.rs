@@ -16,14 +16,8 @@ use crate::settings::ModelConfig;
 use graphrag_operations::tokenizer::Encoding;
 
 enum Backend {
-    Http {
-        transport: Transport,
-        limiter: Limiter,
-    },
-    Local {
-        dir: Option<PathBuf>,
-        model: OnceLock<Result<Arc<LocalEmbedder>, String>>,
-    },
+    Http { transport: Transport, limiter: Limiter },
+    Local { dir: Option<PathBuf>, model: OnceLock<Result<Arc<LocalEmbedder>, String>> },
 }
 
 pub struct EmbeddingModel {
@@ -34,68 +28,79 @@ pub struct EmbeddingModel {
 }
 
 impl EmbeddingModel {
-    pub fn new(
-        id: &str,
-        config: &ModelConfig,
-        cache: Option<Arc<ResponseCache>>,
-    ) -> Result<Self, LlmError> {
+    pub fn new(id: &str, config: &ModelConfig, cache: Option<Arc<ResponseCache>>) -> Result<Self, LlmError> {
         let backend = if config.model_provider == "local" {
-            Backend::Local {
-                dir: config.model_path.as_ref().map(PathBuf::from),
-                model: OnceLock::new(),
-            }
+            Backend::Local { dir: config.model_path.as_ref().map(PathBuf::from), model: OnceLock::new() }
         } else {
-            Backend::Http {
-                transport: Transport::new(id, config)?,
-                limiter: Limiter::new(config),
-            }
+            Backend::Http { transport: Transport::new(id, config)?, limiter: Limiter::new(config) }
         };
-        Ok(EmbeddingModel {
-            id: id.to_string(),
-            config: config.clone(),
-            backend,
-            cache,
-        })
+        Ok(EmbeddingModel { id: id.to_string(), config: config.clone(), backend, cache })
     }
 
     pub fn id(&self) -> &str {
         &self.id
     }
 
+    /// What the vectors depend on (provider, model, local model folder), for step hashes.
+    pub fn fingerprint(&self) -> String {
+        let dir = match &self.backend {
+            Backend::Local { dir, .. } => dir.as_ref().map(|d| d.display().to_string()).unwrap_or_default(),
+            Backend::Http { .. } => String::new(),
+        };
+        format!("{}|{}|{}", self.config.model_provider, self.config.model, dir)
+    }
+
     /// The local model, loaded on first use.
     fn local(&self) -> Result<Arc<LocalEmbedder>, LlmError> {
-        let Backend::Local { dir, model } = &self.backend else {
-            unreachable!("only called for local models")
-        };
+        let Backend::Local { dir, model } = &self.backend else { unreachable!("only called for local models") };
         model
             .get_or_init(|| {
                 let dir = dir
                     .clone()
                     .or_else(LocalEmbedder::find_default_model)
                     .ok_or_else(LocalEmbedder::missing_model_help)?;
-                LocalEmbedder::load(&dir)
-                    .map(Arc::new)
-                    .map_err(|e| format!("{e:#}"))
+                LocalEmbedder::load(&dir).map(Arc::new).map_err(|e| format!("{e:#}"))
             })
             .clone()
             .map_err(|e| LlmError::Config(format!("embedding model `{}`: {e}", self.id)))
     }
 
+    /// Splits a text into pieces the model takes whole (by words; a single
+    /// word longer than the limit is its own piece and gets truncated).
+    pub fn split_to_fit(&self, text: &str) -> Result<Vec<String>, LlmError> {
+        let (limit, count): (usize, Box<dyn Fn(&str) -> usize>) = match &self.backend {
+            Backend::Local { .. } => {
+                let model = self.local()?;
+                (model.max_tokens(), Box::new(move |t: &str| model.count_tokens(t)))
+            }
+            Backend::Http { .. } => (8000, Box::new(|t: &str| Encoding::Cl100kBase.count(t))),
+        };
+        if count(text) <= limit {
+            return Ok(vec![text.to_string()]);
+        }
+        let mut pieces = Vec::new();
+        let mut current = String::new();
+        for word in text.split_inclusive(char::is_whitespace) {
+            current.push_str(word);
+            if count(&current) > limit && current.len() > word.len() {
+                current.truncate(current.len() - word.len());
+                pieces.push(std::mem::take(&mut current));
+                current.push_str(word);
+            }
+        }
+        if !current.trim().is_empty() {
+            pieces.push(current);
+        }
+        Ok(pieces)
+    }
+
     /// Embeds `texts` (same order). Cached vectors are reused; the rest go to
     /// the model in batches.
-    pub async fn embed(
-        &self,
-        texts: &[String],
-        usage: &UsageCounters,
-    ) -> Result<Vec<Vec<f32>>, LlmError> {
-        let keys: Vec<String> = texts
-            .iter()
-            .map(|t| ResponseCache::key(&["embedding", &self.config.model, t]))
-            .collect();
-        let mut out: Vec<Option<Vec<f32>>> = keys
-            .iter()
-            .map(|k| self.cache.as_ref().and_then(|c| c.get::<Vec<f32>>(k)))
-            .collect();
+    pub async fn embed(&self, texts: &[String], usage: &UsageCounters) -> Result<Vec<Vec<f32>>, LlmError> {
+        let keys: Vec<String> =
+            texts.iter().map(|t| ResponseCache::key(&["embedding", &self.config.model, t])).collect();
+        let mut out: Vec<Option<Vec<f32>>> =
+            keys.iter().map(|k| self.cache.as_ref().and_then(|c| c.get::<Vec<f32>>(k))).collect();
         let missing: Vec<usize> = (0..texts.len()).filter(|&i| out[i].is_none()).collect();
         for _ in 0..texts.len() - missing.len() {
             usage.record_cache_hit(&self.id);
@@ -107,16 +112,12 @@ impl EmbeddingModel {
             Backend::Local { .. } => {
                 let model = self.local()?;
                 let batch: Vec<&str> = missing.iter().map(|&i| texts[i].as_str()).collect();
-                let vectors = tokio::task::block_in_place(|| model.embed(&batch)).map_err(|e| {
-                    LlmError::Config(format!("embedding model `{}`: {e:#}", self.id))
-                })?;
+                let vectors = tokio::task::block_in_place(|| model.embed(&batch))
+                    .map_err(|e| LlmError::Config(format!("embedding model `{}`: {e:#}", self.id)))?;
                 usage.record_call(&self.id, 0, 0);
                 vectors
             }
-            Backend::Http { transport, limiter } => {
-                self.embed_http(transport, limiter, texts, &missing, usage)
-                    .await?
-            }
+            Backend::Http { transport, limiter } => self.embed_http(transport, limiter, texts, &missing, usage).await?,
         };
         usage.record_embedded(&self.id, missing.len() as u64);
         for (&i, v) in missing.iter().zip(vectors) {
@@ -125,10 +126,7 @@ impl EmbeddingModel {
             }
             out[i] = Some(v);
         }
-        Ok(out
-            .into_iter()
-            .map(|v| v.expect("every text embedded"))
-            .collect())
+        Ok(out.into_iter().map(|v| v.expect("every text embedded")).collect())
     }
 
     async fn embed_http(
@@ -139,20 +137,16 @@ impl EmbeddingModel {
         missing: &[usize],
         usage: &UsageCounters,
     ) -> Result<Vec<Vec<f32>>, LlmError> {
-        let batches = batches(
-            missing.iter().map(|&i| texts[i].as_str()),
-            self.config.batch_size,
-            self.config.batch_max_tokens,
-        );
+        let batches =
+            batches(missing.iter().map(|&i| texts[i].as_str()), self.config.batch_size, self.config.batch_max_tokens);
         let concurrency = self.config.concurrent_requests.max(1) as usize;
         let results: Vec<Result<Vec<Vec<f32>>, LlmError>> =
             stream::iter(batches.into_iter().map(|(batch, tokens)| async move {
                 let body = serde_json::json!({ "model": self.config.model, "input": batch });
-                let (vectors, reported) =
-                    super::retrying(&self.id, &self.config, usage, limiter, tokens, || {
-                        transport.embed(&body, batch.len())
-                    })
-                    .await?;
+                let (vectors, reported) = super::retrying(&self.id, &self.config, usage, limiter, tokens, || {
+                    transport.embed(&body, batch.len())
+                })
+                .await?;
                 usage.record_call(&self.id, if reported > 0 { reported } else { tokens }, 0);
                 Ok(vectors)
             }))
@@ -169,19 +163,12 @@ impl EmbeddingModel {
 
 /// Groups texts into batches of at most `max_count` texts and `max_tokens`
 /// tokens (a single longer text is a batch of its own), with their token counts.
-fn batches<'a>(
-    texts: impl Iterator<Item = &'a str>,
-    max_count: u32,
-    max_tokens: u32,
-) -> Vec<(Vec<&'a str>, u64)> {
+fn batches<'a>(texts: impl Iterator<Item = &'a str>, max_count: u32, max_tokens: u32) -> Vec<(Vec<&'a str>, u64)> {
     let mut out: Vec<(Vec<&str>, u64)> = Vec::new();
     for text in texts {
         let tokens = Encoding::Cl100kBase.count(text) as u64;
         match out.last_mut() {
-            Some((batch, sum))
-                if batch.len() < max_count.max(1) as usize
-                    && *sum + tokens <= max_tokens as u64 =>
-            {
+            Some((batch, sum)) if batch.len() < max_count.max(1) as usize && *sum + tokens <= max_tokens as u64 => {
                 batch.push(text);
                 *sum += tokens;
             }
@@ -197,18 +184,9 @@ mod tests {
 
     #[test]
     fn batches_respect_count_and_tokens() {
-        let texts = [
-            "one two three",
-            "four",
-            "five six",
-            "seven",
-            "eight nine ten eleven",
-        ];
+        let texts = ["one two three", "four", "five six", "seven", "eight nine ten eleven"];
         let b = batches(texts.iter().copied(), 2, 1000);
-        assert_eq!(
-            b.iter().map(|(x, _)| x.len()).collect::<Vec<_>>(),
-            [2, 2, 1]
-        );
+        assert_eq!(b.iter().map(|(x, _)| x.len()).collect::<Vec<_>>(), [2, 2, 1]);
         let b = batches(texts.iter().copied(), 10, 4);
         assert!(b.iter().all(|(x, t)| *t <= 4 || x.len() == 1));
         assert_eq!(b.iter().map(|(x, _)| x.len()).sum::<usize>(), 5);

@@ -61,14 +61,9 @@ impl Transport {
         let secret = config.api_key.expose().trim().to_string();
         let mut headers = HeaderMap::new();
         let (chat_url, embeddings_url) = if provider == "azure" {
-            let deployment = config
-                .deployment_name
-                .clone()
-                .unwrap_or_else(|| config.model.clone());
+            let deployment = config.deployment_name.clone().unwrap_or_else(|| config.model.clone());
             let version = config.api_version.clone().ok_or_else(|| {
-                LlmError::Config(format!(
-                    "model `{id}`: Azure OpenAI needs api_version in settings.yaml"
-                ))
+                LlmError::Config(format!("model `{id}`: Azure OpenAI needs api_version in settings.yaml"))
             })?;
             if !secret.is_empty() {
                 headers.insert("api-key", sensitive(&secret, id)?);
@@ -82,35 +77,21 @@ impl Transport {
             if !secret.is_empty() {
                 headers.insert(AUTHORIZATION, sensitive(&format!("Bearer {secret}"), id)?);
             }
-            (
-                format!("{base}/chat/completions"),
-                format!("{base}/embeddings"),
-            )
+            (format!("{base}/chat/completions"), format!("{base}/embeddings"))
         };
         for (k, v) in &config.extra_headers {
-            let name = HeaderName::from_bytes(k.as_bytes()).map_err(|_| {
-                LlmError::Config(format!(
-                    "model `{id}`: invalid header name `{k}` in extra_headers"
-                ))
-            })?;
-            let value = HeaderValue::from_str(v).map_err(|_| {
-                LlmError::Config(format!("model `{id}`: invalid value for header `{k}`"))
-            })?;
+            let name = HeaderName::from_bytes(k.as_bytes())
+                .map_err(|_| LlmError::Config(format!("model `{id}`: invalid header name `{k}` in extra_headers")))?;
+            let value = HeaderValue::from_str(v)
+                .map_err(|_| LlmError::Config(format!("model `{id}`: invalid value for header `{k}`")))?;
             headers.insert(name, value);
         }
         let client = reqwest::Client::builder()
             .default_headers(headers)
             .timeout(Duration::from_secs_f64(config.request_timeout.max(0.001)))
             .build()
-            .map_err(|e| {
-                LlmError::Config(format!("model `{id}`: cannot build HTTP client: {e}"))
-            })?;
-        Ok(Transport {
-            client,
-            chat_url,
-            embeddings_url,
-            secret,
-        })
+            .map_err(|e| LlmError::Config(format!("model `{id}`: cannot build HTTP client: {e}")))?;
+        Ok(Transport { client, chat_url, embeddings_url, secret })
     }
 
     pub(crate) async fn chat(&self, body: &Value) -> Result<Completion, Failure> {
@@ -134,29 +115,13 @@ impl Transport {
     }
 
     /// Embeddings of `texts` in order, and the prompt tokens the server reports.
-    pub(crate) async fn embed(
-        &self,
-        body: &Value,
-        expected: usize,
-    ) -> Result<(Vec<Vec<f32>>, u64), Failure> {
+    pub(crate) async fn embed(&self, body: &Value, expected: usize) -> Result<(Vec<Vec<f32>>, u64), Failure> {
         let json = self.post(&self.embeddings_url, body).await?;
-        let bad = |m: &str| Failure {
-            retryable: true,
-            status: None,
-            message: m.to_string(),
-            retry_after: None,
-        };
-        let data = json
-            .get("data")
-            .and_then(Value::as_array)
-            .ok_or_else(|| bad("response has no data array"))?;
+        let bad = |m: &str| Failure { retryable: true, status: None, message: m.to_string(), retry_after: None };
+        let data = json.get("data").and_then(Value::as_array).ok_or_else(|| bad("response has no data array"))?;
         let mut out = vec![Vec::new(); expected];
         for (pos, item) in data.iter().enumerate() {
-            let index = item
-                .get("index")
-                .and_then(Value::as_u64)
-                .map(|i| i as usize)
-                .unwrap_or(pos);
+            let index = item.get("index").and_then(Value::as_u64).map(|i| i as usize).unwrap_or(pos);
             let vector = item
                 .get("embedding")
                 .and_then(Value::as_array)
@@ -165,32 +130,22 @@ impl Transport {
                 .map(|v| v.as_f64().map(|f| f as f32))
                 .collect::<Option<Vec<f32>>>()
                 .ok_or_else(|| bad("embedding is not a list of numbers"))?;
-            *out.get_mut(index)
-                .ok_or_else(|| bad("embedding index out of range"))? = vector;
+            *out.get_mut(index).ok_or_else(|| bad("embedding index out of range"))? = vector;
         }
         if out.iter().any(Vec::is_empty) {
             return Err(bad("response is missing embeddings for some inputs"));
         }
-        let tokens = json
-            .pointer("/usage/prompt_tokens")
-            .and_then(Value::as_u64)
-            .unwrap_or(0);
+        let tokens = json.pointer("/usage/prompt_tokens").and_then(Value::as_u64).unwrap_or(0);
         Ok((out, tokens))
     }
 
     async fn post(&self, url: &str, body: &Value) -> Result<Value, Failure> {
-        let response = self
-            .client
-            .post(url)
-            .json(body)
-            .send()
-            .await
-            .map_err(|e| Failure {
-                retryable: true,
-                status: None,
-                message: self.scrub(&describe_send_error(&e)),
-                retry_after: None,
-            })?;
+        let response = self.client.post(url).json(body).send().await.map_err(|e| Failure {
+            retryable: true,
+            status: None,
+            message: self.scrub(&describe_send_error(&e)),
+            retry_after: None,
+        })?;
         let status = response.status();
         let retry_after = retry_after(response.headers());
         let text = response.text().await.map_err(|e| Failure {
@@ -210,11 +165,7 @@ impl Transport {
         let code = status.as_u16();
         let server_message = serde_json::from_str::<Value>(&text)
             .ok()
-            .and_then(|v| {
-                v.pointer("/error/message")
-                    .and_then(Value::as_str)
-                    .map(str::to_string)
-            })
+            .and_then(|v| v.pointer("/error/message").and_then(Value::as_str).map(str::to_string))
             .unwrap_or_else(|| text.chars().take(300).collect());
         Err(Failure {
             retryable: code == 408 || code == 409 || code == 429 || code >= 500,
@@ -234,11 +185,8 @@ impl Transport {
 }
 
 fn sensitive(value: &str, id: &str) -> Result<HeaderValue, LlmError> {
-    let mut v = HeaderValue::from_str(value).map_err(|_| {
-        LlmError::Config(format!(
-            "model `{id}`: api_key contains characters not allowed in a header"
-        ))
-    })?;
+    let mut v = HeaderValue::from_str(value)
+        .map_err(|_| LlmError::Config(format!("model `{id}`: api_key contains characters not allowed in a header")))?;
     v.set_sensitive(true);
     Ok(v)
 }
@@ -263,12 +211,7 @@ fn describe_send_error(e: &reqwest::Error) -> String {
 
 /// `retry-after-ms` (OpenAI, Azure) or `Retry-After` in seconds.
 fn retry_after(headers: &HeaderMap) -> Option<Duration> {
-    let get = |name: &str| {
-        headers
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|s| s.trim().parse::<f64>().ok())
-    };
+    let get = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).and_then(|s| s.trim().parse::<f64>().ok());
     get("retry-after-ms")
         .map(|ms| Duration::from_secs_f64(ms.max(0.0) / 1000.0))
         .or_else(|| get(RETRY_AFTER.as_str()).map(|s| Duration::from_secs_f64(s.max(0.0))))
@@ -297,13 +240,13 @@ mod tests {
             ..ModelConfig::default()
         };
         let t = Transport::new("m", &azure).unwrap();
-        assert_eq!(t.chat_url, "https://x.openai.azure.com/openai/deployments/dep/chat/completions?api-version=2024-10-21");
+        assert_eq!(
+            t.chat_url,
+            "https://x.openai.azure.com/openai/deployments/dep/chat/completions?api-version=2024-10-21"
+        );
         let t = Transport::new("m", &ModelConfig::default()).unwrap();
         assert_eq!(t.embeddings_url, "https://api.openai.com/v1/embeddings");
-        let missing = ModelConfig {
-            api_version: None,
-            ..azure
-        };
+        let missing = ModelConfig { api_version: None, ..azure };
         assert!(Transport::new("m", &missing).is_err());
     }
 }

@@ -53,25 +53,15 @@ impl Limiter {
     pub(crate) fn new(config: &ModelConfig) -> Self {
         Limiter {
             in_flight: Semaphore::new(config.concurrent_requests.max(1) as usize),
-            requests: config
-                .requests_per_minute
-                .filter(|&r| r > 0)
-                .map(|r| Mutex::new(Bucket::per_minute(r))),
-            tokens: config
-                .tokens_per_minute
-                .filter(|&t| t > 0)
-                .map(|t| Mutex::new(Bucket::per_minute(t))),
+            requests: config.requests_per_minute.filter(|&r| r > 0).map(|r| Mutex::new(Bucket::per_minute(r))),
+            tokens: config.tokens_per_minute.filter(|&t| t > 0).map(|t| Mutex::new(Bucket::per_minute(t))),
         }
     }
 
     /// Waits for a concurrency slot and for both buckets to allow one request
     /// of `prompt_tokens`, then takes them. Hold the permit for the request.
     pub(crate) async fn acquire(&self, prompt_tokens: u64) -> SemaphorePermit<'_> {
-        let permit = self
-            .in_flight
-            .acquire()
-            .await
-            .expect("semaphore never closed");
+        let permit = self.in_flight.acquire().await.expect("semaphore never closed");
         loop {
             let wait = self.try_take(prompt_tokens as f64);
             if wait.is_zero() {
@@ -119,19 +109,12 @@ mod tests {
         let later = b.last + Duration::from_secs(30);
         b.refill(later);
         assert!((b.available - 30.0).abs() < 1e-9);
-        assert_eq!(
-            b.wait_for(1000.0),
-            Duration::from_secs(30),
-            "over-capacity cost waits for a full bucket"
-        );
+        assert_eq!(b.wait_for(1000.0), Duration::from_secs(30), "over-capacity cost waits for a full bucket");
     }
 
     #[test]
     fn request_bucket_blocks_after_limit() {
-        let cfg = ModelConfig {
-            requests_per_minute: Some(2),
-            ..ModelConfig::default()
-        };
+        let cfg = ModelConfig { requests_per_minute: Some(2), ..ModelConfig::default() };
         let l = Limiter::new(&cfg);
         assert!(l.try_take(10.0).is_zero());
         assert!(l.try_take(10.0).is_zero());

@@ -32,22 +32,13 @@ pub struct Message {
 
 impl Message {
     pub fn system(content: impl Into<String>) -> Self {
-        Message {
-            role: "system".into(),
-            content: content.into(),
-        }
+        Message { role: "system".into(), content: content.into() }
     }
     pub fn user(content: impl Into<String>) -> Self {
-        Message {
-            role: "user".into(),
-            content: content.into(),
-        }
+        Message { role: "user".into(), content: content.into() }
     }
     pub fn assistant(content: impl Into<String>) -> Self {
-        Message {
-            role: "assistant".into(),
-            content: content.into(),
-        }
+        Message { role: "assistant".into(), content: content.into() }
     }
 }
 
@@ -63,17 +54,9 @@ pub struct Completion {
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum LlmError {
     #[error("{model}: request rejected ({status}): {message}")]
-    Rejected {
-        model: String,
-        status: u16,
-        message: String,
-    },
+    Rejected { model: String, status: u16, message: String },
     #[error("{model}: gave up after {attempts} attempts: {last}")]
-    Exhausted {
-        model: String,
-        attempts: u32,
-        last: String,
-    },
+    Exhausted { model: String, attempts: u32, last: String },
     #[error("{model}: answer is not valid JSON even after a corrective retry: {reason}")]
     BadJson { model: String, reason: String },
     #[error("{0}")]
@@ -84,11 +67,7 @@ pub enum LlmError {
 /// small per-message overhead), used for token-per-minute limits and
 /// estimates before anything is sent.
 pub fn count_prompt_tokens(messages: &[Message]) -> u64 {
-    messages
-        .iter()
-        .map(|m| Encoding::O200kBase.count(&m.content) as u64 + 4)
-        .sum::<u64>()
-        + 3
+    messages.iter().map(|m| Encoding::O200kBase.count(&m.content) as u64 + 4).sum::<u64>() + 3
 }
 
 /// A configured chat model: limits, retries and cache around the HTTP transport.
@@ -101,11 +80,7 @@ pub struct ChatModel {
 }
 
 impl ChatModel {
-    pub fn new(
-        id: &str,
-        config: &ModelConfig,
-        cache: Option<Arc<ResponseCache>>,
-    ) -> Result<Self, LlmError> {
+    pub fn new(id: &str, config: &ModelConfig, cache: Option<Arc<ResponseCache>>) -> Result<Self, LlmError> {
         Ok(ChatModel {
             id: id.to_string(),
             transport: http::Transport::new(id, config)?,
@@ -126,12 +101,7 @@ impl ChatModel {
     }
 
     /// A chat completion, from the cache when the same request was answered before.
-    pub async fn chat(
-        &self,
-        messages: &[Message],
-        json: bool,
-        usage: &UsageCounters,
-    ) -> Result<Completion, LlmError> {
+    pub async fn chat(&self, messages: &[Message], json: bool, usage: &UsageCounters) -> Result<Completion, LlmError> {
         let body = self.request_body(messages, json);
         let key = ResponseCache::key(&["chat", &self.config.model, &body.to_string()]);
         if let Some(cache) = &self.cache {
@@ -141,20 +111,10 @@ impl ChatModel {
             }
         }
         let prompt_estimate = count_prompt_tokens(messages);
-        let completion = retrying(
-            &self.id,
-            &self.config,
-            usage,
-            &self.limiter,
-            prompt_estimate,
-            || self.transport.chat(&body),
-        )
-        .await?;
-        usage.record_call(
-            &self.id,
-            completion.prompt_tokens,
-            completion.completion_tokens,
-        );
+        let completion =
+            retrying(&self.id, &self.config, usage, &self.limiter, prompt_estimate, || self.transport.chat(&body))
+                .await?;
+        usage.record_call(&self.id, completion.prompt_tokens, completion.completion_tokens);
         if let Some(cache) = &self.cache {
             cache.put(&key, &completion);
         }
@@ -164,11 +124,7 @@ impl ChatModel {
     /// A chat call whose answer must be a JSON object: JSON mode where the
     /// model supports it, tolerant parsing always, and one corrective retry
     /// when the answer cannot be repaired.
-    pub async fn chat_json(
-        &self,
-        messages: &[Message],
-        usage: &UsageCounters,
-    ) -> Result<Value, LlmError> {
+    pub async fn chat_json(&self, messages: &[Message], usage: &UsageCounters) -> Result<Value, LlmError> {
         let first = self.chat(messages, true, usage).await?;
         match json_repair::parse_object(&first.content) {
             Ok(parsed) => {
@@ -192,10 +148,7 @@ impl ChatModel {
                     }
                     Err(reason) => {
                         usage.record_json_failure(&self.id);
-                        Err(LlmError::BadJson {
-                            model: self.id.clone(),
-                            reason,
-                        })
+                        Err(LlmError::BadJson { model: self.id.clone(), reason })
                     }
                 }
             }
@@ -255,21 +208,11 @@ where
         }
         if attempt >= max_attempts {
             usage.record_failure(id);
-            return Err(LlmError::Exhausted {
-                model: id.to_string(),
-                attempts: attempt,
-                last: failure.message,
-            });
+            return Err(LlmError::Exhausted { model: id.to_string(), attempts: attempt, last: failure.message });
         }
         usage.record_retry(id);
         let wait = backoff(config, attempt, failure.retry_after);
-        tracing::debug!(
-            model = id,
-            attempt,
-            wait_ms = wait.as_millis() as u64,
-            "retrying: {}",
-            failure.message
-        );
+        tracing::debug!(model = id, attempt, wait_ms = wait.as_millis() as u64, "retrying: {}", failure.message);
         tokio::time::sleep(wait).await;
     }
 }
@@ -278,8 +221,7 @@ where
 /// Retry-After wins (it knows when capacity returns).
 fn backoff(config: &ModelConfig, attempt: u32, retry_after: Option<Duration>) -> Duration {
     let cap = Duration::from_secs_f64(config.max_retry_wait.max(0.0));
-    let exp =
-        config.retry_base_delay.max(0.0) * 2f64.powi(attempt.saturating_sub(1).min(30) as i32);
+    let exp = config.retry_base_delay.max(0.0) * 2f64.powi(attempt.saturating_sub(1).min(30) as i32);
     let jittered = Duration::from_secs_f64(exp * (0.5 + 0.5 * jitter_fraction())).min(cap);
     retry_after.unwrap_or(jittered)
 }
@@ -287,10 +229,8 @@ fn backoff(config: &ModelConfig, attempt: u32, retry_after: Option<Duration>) ->
 /// A fraction in [0, 1) from the clock: jitter only needs to decorrelate
 /// concurrent retries, not to be reproducible.
 fn jitter_fraction() -> f64 {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
+    let nanos =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
     let mut x = nanos as u64 ^ 0x9E37_79B9_7F4A_7C15;
     x ^= x << 13;
     x ^= x >> 7;
@@ -304,31 +244,15 @@ mod tests {
 
     #[test]
     fn backoff_grows_caps_and_honours_retry_after() {
-        let cfg = ModelConfig {
-            retry_base_delay: 1.0,
-            max_retry_wait: 10.0,
-            ..ModelConfig::default()
-        };
+        let cfg = ModelConfig { retry_base_delay: 1.0, max_retry_wait: 10.0, ..ModelConfig::default() };
         let b1 = backoff(&cfg, 1, None);
-        assert!(
-            b1 >= Duration::from_millis(500) && b1 <= Duration::from_secs(1),
-            "{b1:?}"
-        );
+        assert!(b1 >= Duration::from_millis(500) && b1 <= Duration::from_secs(1), "{b1:?}");
         let b3 = backoff(&cfg, 3, None);
-        assert!(
-            b3 >= Duration::from_secs(2) && b3 <= Duration::from_secs(4),
-            "{b3:?}"
-        );
+        assert!(b3 >= Duration::from_secs(2) && b3 <= Duration::from_secs(4), "{b3:?}");
         assert!(backoff(&cfg, 20, None) <= Duration::from_secs(10));
-        assert_eq!(
-            backoff(&cfg, 1, Some(Duration::from_secs(7))),
-            Duration::from_secs(7)
-        );
+        assert_eq!(backoff(&cfg, 1, Some(Duration::from_secs(7))), Duration::from_secs(7));
         // A Retry-After longer than the cap is still honoured: the server decides.
-        assert_eq!(
-            backoff(&cfg, 1, Some(Duration::from_secs(30))),
-            Duration::from_secs(30)
-        );
+        assert_eq!(backoff(&cfg, 1, Some(Duration::from_secs(30))), Duration::from_secs(30));
     }
 
     #[test]

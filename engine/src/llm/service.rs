@@ -26,8 +26,8 @@ impl LlmService {
     /// Builds every model of `settings`; the cache lives under ROOT/cache.base_dir
     /// unless `cache.type: none`. A model that cannot be built only fails when used.
     pub fn from_settings(settings: &Settings, root: &Path) -> Result<Self, LlmError> {
-        let cache = (settings.cache.kind != "none")
-            .then(|| Arc::new(ResponseCache::new(&root.join(&settings.cache.base_dir))));
+        let cache =
+            (settings.cache.kind != "none").then(|| Arc::new(ResponseCache::new(&root.join(&settings.cache.base_dir))));
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
@@ -52,26 +52,18 @@ impl LlmService {
             .embedding_models
             .iter()
             .map(|(id, cfg)| {
-                let model = EmbeddingModel::new(id, cfg, cache.clone())
-                    .map(Arc::new)
-                    .map_err(|e| e.to_string());
+                let model = EmbeddingModel::new(id, cfg, cache.clone()).map(Arc::new).map_err(|e| e.to_string());
                 (id.clone(), model)
             })
             .collect();
-        Ok(LlmService {
-            runtime,
-            chat,
-            embedding,
-        })
+        Ok(LlmService { runtime, chat, embedding })
     }
 
     pub fn chat_model(&self, id: &str) -> Result<Arc<ChatModel>, LlmError> {
         match self.chat.get(id) {
             Some(Ok(m)) => Ok(m.clone()),
             Some(Err(e)) => Err(LlmError::Config(e.clone())),
-            None => Err(LlmError::Config(format!(
-                "completion model `{id}` is not defined in settings.yaml"
-            ))),
+            None => Err(LlmError::Config(format!("completion model `{id}` is not defined in settings.yaml"))),
         }
     }
 
@@ -84,9 +76,7 @@ impl LlmService {
         match self.embedding.get(id) {
             Some(Ok(m)) => Ok(m.clone()),
             Some(Err(e)) => Err(LlmError::Config(e.clone())),
-            None => Err(LlmError::Config(format!(
-                "embedding model `{id}` is not defined in settings.yaml"
-            ))),
+            None => Err(LlmError::Config(format!("embedding model `{id}` is not defined in settings.yaml"))),
         }
     }
 

@@ -14,10 +14,7 @@ pub struct HttpResponse {
 
 impl HttpResponse {
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
+        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
     }
 
     pub fn text(&self) -> String {
@@ -25,8 +22,7 @@ impl HttpResponse {
     }
 
     pub fn json(&self) -> serde_json::Value {
-        serde_json::from_slice(&self.body)
-            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.text()))
+        serde_json::from_slice(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.text()))
     }
 }
 
@@ -45,17 +41,12 @@ pub fn request(
     extra_headers: &[(&str, &str)],
 ) -> std::io::Result<HttpResponse> {
     let host = host_of(base_url);
-    assert!(
-        host.starts_with("127.0.0.1:"),
-        "tests talk to 127.0.0.1 only"
-    );
+    assert!(host.starts_with("127.0.0.1:"), "tests talk to 127.0.0.1 only");
     let mut s = TcpStream::connect(&host)?;
     s.set_read_timeout(Some(Duration::from_secs(10)))?;
     let body = body.unwrap_or("");
-    let mut req = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\nContent-Length: {}\r\n",
-        body.len()
-    );
+    let mut req =
+        format!("{method} {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
     if !body.is_empty() {
         req.push_str("Content-Type: application/json\r\n");
     }
@@ -75,37 +66,24 @@ fn eof(msg: &str) -> std::io::Error {
 }
 
 fn parse_response(raw: &[u8]) -> std::io::Result<HttpResponse> {
-    let end = raw
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .ok_or_else(|| eof("no response head"))?;
+    let end = raw.windows(4).position(|w| w == b"\r\n\r\n").ok_or_else(|| eof("no response head"))?;
     let head = std::str::from_utf8(&raw[..end]).map_err(|_| eof("bad head"))?;
     let mut lines = head.split("\r\n");
     let status_line = lines.next().unwrap_or("");
-    let status: u16 = status_line
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .ok_or_else(|| eof("bad status line"))?;
-    let headers: Vec<(String, String)> = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
-        .collect();
+    let status: u16 =
+        status_line.split_whitespace().nth(1).and_then(|s| s.parse().ok()).ok_or_else(|| eof("bad status line"))?;
+    let headers: Vec<(String, String)> =
+        lines.filter_map(|l| l.split_once(':')).map(|(k, v)| (k.trim().to_string(), v.trim().to_string())).collect();
     let rest = &raw[end + 4..];
-    let chunked = headers.iter().any(|(k, v)| {
-        k.eq_ignore_ascii_case("transfer-encoding") && v.eq_ignore_ascii_case("chunked")
-    });
+    let chunked =
+        headers.iter().any(|(k, v)| k.eq_ignore_ascii_case("transfer-encoding") && v.eq_ignore_ascii_case("chunked"));
     let body = if chunked {
         let mut out = Vec::new();
         let mut pos = 0;
         loop {
-            let nl = rest[pos..]
-                .windows(2)
-                .position(|w| w == b"\r\n")
-                .ok_or_else(|| eof("bad chunk"))?;
+            let nl = rest[pos..].windows(2).position(|w| w == b"\r\n").ok_or_else(|| eof("bad chunk"))?;
             let size_s = std::str::from_utf8(&rest[pos..pos + nl]).unwrap_or("");
-            let size =
-                usize::from_str_radix(size_s.trim(), 16).map_err(|_| eof("bad chunk size"))?;
+            let size = usize::from_str_radix(size_s.trim(), 16).map_err(|_| eof("bad chunk size"))?;
             pos += nl + 2;
             if size == 0 {
                 break;
@@ -117,11 +95,7 @@ fn parse_response(raw: &[u8]) -> std::io::Result<HttpResponse> {
     } else {
         rest.to_vec()
     };
-    Ok(HttpResponse {
-        status,
-        headers,
-        body,
-    })
+    Ok(HttpResponse { status, headers, body })
 }
 
 pub fn post_json(base_url: &str, path: &str, body: &serde_json::Value) -> HttpResponse {
@@ -142,10 +116,7 @@ pub fn chat_body(content: &str) -> serde_json::Value {
 }
 
 pub fn chat_content(resp: &HttpResponse) -> String {
-    resp.json()["choices"][0]["message"]["content"]
-        .as_str()
-        .expect("content")
-        .to_string()
+    resp.json()["choices"][0]["message"]["content"].as_str().expect("content").to_string()
 }
 
 /// Renders a prompt template of the project (`{{ name }}` placeholders).
@@ -158,14 +129,10 @@ pub fn render(name: &str, vars: &[(&str, &str)]) -> String {
     s
 }
 
-pub const DELIMS: [(&str, &str); 3] = [
-    ("tuple_delimiter", "<|>"),
-    ("record_delimiter", "##"),
-    ("completion_delimiter", "<|COMPLETE|>"),
-];
+pub const DELIMS: [(&str, &str); 3] =
+    [("tuple_delimiter", "<|>"), ("record_delimiter", "##"), ("completion_delimiter", "<|COMPLETE|>")];
 
-pub const CHUNK: &str =
-    "The Halvard Port Authority said on Monday that its director, Ines Okafor, \
+pub const CHUNK: &str = "The Halvard Port Authority said on Monday that its director, Ines Okafor, \
 will lead the expansion of the northern container terminal in Brennick. The work is funded by the \
 Coastal Development Bank, which approved a loan last month. Okafor expects the new terminal to \
 double the port's capacity by 2028.";

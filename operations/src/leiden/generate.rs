@@ -18,10 +18,7 @@ pub struct PlantedGraph {
 /// `num_nodes` (the last one takes the remainder; if that is below `min`,
 /// it is merged into the previous one).
 pub fn random_community_sizes(num_nodes: usize, min: usize, max: usize, seed: u64) -> Vec<usize> {
-    assert!(
-        min >= 1 && min <= max,
-        "community sizes need 1 <= min <= max"
-    );
+    assert!(min >= 1 && min <= max, "community sizes need 1 <= min <= max");
     let mut rng = SplitMix64::new(seed);
     let mut sizes = Vec::new();
     let mut left = num_nodes;
@@ -95,9 +92,5 @@ pub fn planted_partition(sizes: &[usize], avg_degree: f64, mu: f64, seed: u64) -
     }
     pairs.sort_unstable();
     pairs.dedup();
-    PlantedGraph {
-        num_nodes: n,
-        edges: pairs.into_iter().map(|(a, b)| (a, b, 1.0)).collect(),
-        truth,
-    }
+    PlantedGraph { num_nodes: n, edges: pairs.into_iter().map(|(a, b)| (a, b, 1.0)).collect(), truth }
 }

@@ -37,14 +37,8 @@ impl Graph {
         let mut degree = vec![0usize; n + 1];
         let mut self_loops = vec![0.0f64; n];
         for &(u, v, w) in edges {
-            assert!(
-                u < n && v < n,
-                "edge ({u}, {v}) has an end outside the {n} nodes"
-            );
-            assert!(
-                w.is_finite() && w >= 0.0,
-                "edge ({u}, {v}) has weight {w}; weights must be finite and >= 0"
-            );
+            assert!(u < n && v < n, "edge ({u}, {v}) has an end outside the {n} nodes");
+            assert!(w.is_finite() && w >= 0.0, "edge ({u}, {v}) has weight {w}; weights must be finite and >= 0");
             if w == 0.0 {
                 continue;
             }
@@ -101,12 +95,7 @@ impl Graph {
     }
 
     /// Computes strengths and the total weight from the CSR arrays.
-    fn assemble(
-        offsets: Vec<usize>,
-        targets: Vec<usize>,
-        weights: Vec<f64>,
-        self_loops: Vec<f64>,
-    ) -> Graph {
+    fn assemble(offsets: Vec<usize>, targets: Vec<usize>, weights: Vec<f64>, self_loops: Vec<f64>) -> Graph {
         let n = self_loops.len();
         let mut strength = vec![0.0f64; n];
         let mut twice_m = 0.0;
@@ -115,14 +104,7 @@ impl Graph {
             strength[v] = k;
             twice_m += k;
         }
-        Graph {
-            offsets,
-            targets,
-            weights,
-            self_loops,
-            strength,
-            total_weight: twice_m / 2.0,
-        }
+        Graph { offsets, targets, weights, self_loops, strength, total_weight: twice_m / 2.0 }
     }
 
     /// Number of nodes.
@@ -243,14 +225,7 @@ impl Graph {
             touched.clear();
             offsets.push(targets.len());
         }
-        Graph {
-            offsets,
-            targets,
-            weights,
-            self_loops,
-            strength,
-            total_weight: self.total_weight,
-        }
+        Graph { offsets, targets, weights, self_loops, strength, total_weight: self.total_weight }
     }
 
     /// Connected components, using only the edges whose two ends have the
@@ -292,8 +267,6 @@ impl Graph {
         let Some(best) = (0..count).max_by(|&a, &b| sizes[a].cmp(&sizes[b]).then(b.cmp(&a))) else {
             return Vec::new();
         };
-        (0..self.num_nodes())
-            .filter(|&v| label[v] == best)
-            .collect()
+        (0..self.num_nodes()).filter(|&v| label[v] == best).collect()
     }
 }

@@ -23,11 +23,7 @@ pub(super) fn run(graph: &Graph, cfg: &HierarchyConfig) -> Vec<Community> {
         return Vec::new();
     }
     let mut local = vec![usize::MAX; n];
-    let roots: Vec<usize> = if cfg.use_lcc {
-        graph.largest_component()
-    } else {
-        (0..n).collect()
-    };
+    let roots: Vec<usize> = if cfg.use_lcc { graph.largest_component() } else { (0..n).collect() };
     let level0 = if roots.len() == n {
         leiden(graph, &cfg.leiden)
     } else {
@@ -36,13 +32,7 @@ pub(super) fn run(graph: &Graph, cfg: &HierarchyConfig) -> Vec<Community> {
     let mut out: Vec<Community> = groups(&level0, &roots)
         .into_iter()
         .enumerate()
-        .map(|(id, nodes)| Community {
-            id,
-            level: 0,
-            parent: None,
-            children: Vec::new(),
-            nodes,
-        })
+        .map(|(id, nodes)| Community { id, level: 0, parent: None, children: Vec::new(), nodes })
         .collect();
 
     let mut frontier: Vec<usize> = (0..out.len()).collect();
@@ -62,13 +52,7 @@ pub(super) fn run(graph: &Graph, cfg: &HierarchyConfig) -> Vec<Community> {
             }
             for members in parts {
                 let id = out.len();
-                out.push(Community {
-                    id,
-                    level: level + 1,
-                    parent: Some(cid),
-                    children: Vec::new(),
-                    nodes: members,
-                });
+                out.push(Community { id, level: level + 1, parent: Some(cid), children: Vec::new(), nodes: members });
                 out[cid].children.push(id);
                 next.push(id);
             }

@@ -40,9 +40,7 @@ pub fn modularity(graph: &Graph, partition: &[usize], resolution: f64) -> f64 {
         internal[c] += graph.self_loops[v] + w_in / 2.0;
     }
     let two_m = 2.0 * m;
-    (0..k)
-        .map(|c| internal[c] / m - resolution * (strength[c] / two_m).powi(2))
-        .sum()
+    (0..k).map(|c| internal[c] / m - resolution * (strength[c] / two_m).powi(2)).sum()
 }
 
 /// Whether every community of `partition` (one label per node) induces a
@@ -52,11 +50,7 @@ pub fn modularity(graph: &Graph, partition: &[usize], resolution: f64) -> f64 {
 /// # Panics
 /// When `partition.len() != graph.num_nodes()`.
 pub fn communities_connected(graph: &Graph, partition: &[usize]) -> bool {
-    assert_eq!(
-        partition.len(),
-        graph.num_nodes(),
-        "one community label per node"
-    );
+    assert_eq!(partition.len(), graph.num_nodes(), "one community label per node");
     let mut labels = partition.to_vec();
     let communities = super::optimise::normalise(&mut labels);
     let (_, components) = graph.components(Some(&labels));
@@ -69,10 +63,7 @@ fn dense(labels: &[usize]) -> (Vec<usize>, Vec<usize>) {
     let mut values = labels.to_vec();
     values.sort_unstable();
     values.dedup();
-    let ids: Vec<usize> = labels
-        .iter()
-        .map(|l| values.binary_search(l).expect("present"))
-        .collect();
+    let ids: Vec<usize> = labels.iter().map(|l| values.binary_search(l).expect("present")).collect();
     let mut counts = vec![0usize; values.len()];
     for &i in &ids {
         counts[i] += 1;

@@ -59,12 +59,7 @@ pub struct LeidenConfig {
 
 impl Default for LeidenConfig {
     fn default() -> Self {
-        Self {
-            resolution: 1.0,
-            seed: 0xDEAD_BEEF,
-            max_iterations: 10,
-            randomness: 0.01,
-        }
+        Self { resolution: 1.0, seed: 0xDEAD_BEEF, max_iterations: 10, randomness: 0.01 }
     }
 }
 
@@ -82,11 +77,7 @@ pub struct HierarchyConfig {
 
 impl Default for HierarchyConfig {
     fn default() -> Self {
-        Self {
-            max_cluster_size: 10,
-            use_lcc: true,
-            leiden: LeidenConfig::default(),
-        }
+        Self { max_cluster_size: 10, use_lcc: true, leiden: LeidenConfig::default() }
     }
 }
 

@@ -123,9 +123,7 @@ fn move_nodes_fast(g: &Graph, comm: &mut [usize], gamma: f64, rng: &mut SplitMix
         }
         if best_gain < 0.0 && comm_size[cur] > 0 {
             // The empty community is strictly better than every other.
-            best = empty
-                .pop()
-                .expect("n ids and at most n - 1 other nodes: an id is free");
+            best = empty.pop().expect("n ids and at most n - 1 other nodes: an id is free");
         }
         for &c in &touched {
             acc[c] = 0.0;
@@ -285,13 +283,7 @@ fn refine(g: &Graph, comm: &[usize], gamma: f64, theta: f64, rng: &mut SplitMix6
 
 /// One Leiden iteration (Algorithm A.1 `Leiden`) from the partition `part`
 /// of `g0`, which it replaces by the result.
-fn leiden_iteration(
-    g0: &Graph,
-    part: &mut [usize],
-    cfg: &LeidenConfig,
-    rng: &mut SplitMix64,
-    stats: &mut RunStats,
-) {
+fn leiden_iteration(g0: &Graph, part: &mut [usize], cfg: &LeidenConfig, rng: &mut SplitMix64, stats: &mut RunStats) {
     let n0 = g0.num_nodes();
     let mut scratch = Vec::new();
     let mut aggregate: Option<Graph> = None;
@@ -423,15 +415,7 @@ pub(super) fn run(g: &Graph, cfg: &LeidenConfig) -> (Vec<usize>, RunStats) {
         let relabelled = g.induced(&order, &mut local);
         let mut p: Vec<usize> = order.iter().map(|&v| part[v]).collect();
         let quality = super::modularity(&relabelled, &p, cfg.resolution);
-        iterate(
-            &relabelled,
-            &mut p,
-            quality,
-            budget,
-            cfg,
-            &mut rng,
-            &mut stats,
-        );
+        iterate(&relabelled, &mut p, quality, budget, cfg, &mut rng, &mut stats);
         for (i, &v) in order.iter().enumerate() {
             part[v] = p[i];
         }

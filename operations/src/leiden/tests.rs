@@ -28,14 +28,8 @@ fn parse_pairs(text: &str) -> Vec<(usize, usize)> {
 }
 
 fn karate() -> (Graph, Vec<usize>) {
-    let edges: Vec<(usize, usize, f64)> = parse_pairs(KARATE_EDGES)
-        .into_iter()
-        .map(|(a, b)| (a, b, 1.0))
-        .collect();
-    let truth: Vec<usize> = parse_pairs(KARATE_COMMUNITIES)
-        .into_iter()
-        .map(|(_, c)| c)
-        .collect();
+    let edges: Vec<(usize, usize, f64)> = parse_pairs(KARATE_EDGES).into_iter().map(|(a, b)| (a, b, 1.0)).collect();
+    let truth: Vec<usize> = parse_pairs(KARATE_COMMUNITIES).into_iter().map(|(_, c)| c).collect();
     (Graph::from_edges(34, &edges), truth)
 }
 
@@ -62,16 +56,7 @@ fn shared_graphs() -> PathBuf {
 
 #[test]
 fn from_edges_merges_duplicates_and_keeps_self_loops() {
-    let g = Graph::from_edges(
-        4,
-        &[
-            (0, 1, 1.0),
-            (1, 0, 2.0),
-            (1, 2, 0.5),
-            (2, 2, 1.5),
-            (2, 3, 0.0),
-        ],
-    );
+    let g = Graph::from_edges(4, &[(0, 1, 1.0), (1, 0, 2.0), (1, 2, 0.5), (2, 2, 1.5), (2, 3, 0.0)]);
     assert_eq!(g.num_nodes(), 4);
     assert_eq!(g.num_edges(), 3);
     assert_eq!(g.total_weight(), 3.0 + 0.5 + 1.5);
@@ -117,16 +102,7 @@ fn aggregation_preserves_modularity_and_weight() {
 #[test]
 fn largest_component_breaks_ties_by_smallest_node() {
     // Components {0,1}, {2,3,4}, {5,6,7}, {8}: the first of size 3 wins.
-    let g = Graph::from_edges(
-        9,
-        &[
-            (0, 1, 1.0),
-            (5, 6, 1.0),
-            (6, 7, 1.0),
-            (2, 3, 1.0),
-            (3, 4, 1.0),
-        ],
-    );
+    let g = Graph::from_edges(9, &[(0, 1, 1.0), (5, 6, 1.0), (6, 7, 1.0), (2, 3, 1.0), (3, 4, 1.0)]);
     assert_eq!(g.largest_component(), vec![2, 3, 4]);
     assert_eq!(Graph::from_edges(3, &[]).largest_component(), vec![0]);
     assert!(Graph::from_edges(0, &[]).largest_component().is_empty());
@@ -143,17 +119,7 @@ fn modularity_matches_known_values() {
     assert!(modularity(&g, &[0; 34], 1.0).abs() < 1e-12);
     assert!((modularity(&g, &[0; 34], 0.5) - 0.5).abs() < 1e-12);
     // Two disjoint triangles split apart: 2 * (3/6 - (6/12)^2) = 0.5.
-    let t = Graph::from_edges(
-        6,
-        &[
-            (0, 1, 1.0),
-            (1, 2, 1.0),
-            (0, 2, 1.0),
-            (3, 4, 1.0),
-            (4, 5, 1.0),
-            (3, 5, 1.0),
-        ],
-    );
+    let t = Graph::from_edges(6, &[(0, 1, 1.0), (1, 2, 1.0), (0, 2, 1.0), (3, 4, 1.0), (4, 5, 1.0), (3, 5, 1.0)]);
     assert!((modularity(&t, &[0, 0, 0, 1, 1, 1], 1.0) - 0.5).abs() < 1e-12);
     // A self-loop counts once in W_in and twice in the strength:
     // one node, loop of weight 2 → W_in/m = 1, (K/2m)^2 = 1.
@@ -195,10 +161,7 @@ fn karate_reaches_near_optimal_modularity() {
     let (part, stats) = optimise::run(&g, &cfg);
     let q = modularity(&g, &part, 1.0);
     let k = part.iter().max().unwrap() + 1;
-    println!(
-        "karate: modularity {q:.5}, {k} communities, NMI vs club split {:.3}, {stats:?}",
-        nmi(&part, &truth)
-    );
+    println!("karate: modularity {q:.5}, {k} communities, NMI vs club split {:.3}, {stats:?}", nmi(&part, &truth));
     assert!(q >= 0.415, "modularity {q}");
     assert!(communities_connected(&g, &part));
     assert_eq!(stats.splits, 0);
@@ -207,13 +170,7 @@ fn karate_reaches_near_optimal_modularity() {
     // Most seeds should find (close to) the optimum too.
     let mut good = 0;
     for seed in 0..20 {
-        let p = leiden(
-            &g,
-            &LeidenConfig {
-                seed,
-                ..cfg.clone()
-            },
-        );
+        let p = leiden(&g, &LeidenConfig { seed, ..cfg.clone() });
         if modularity(&g, &p, 1.0) >= 0.415 {
             good += 1;
         }
@@ -229,32 +186,15 @@ fn degenerate_graphs() {
     // No edges: every node alone.
     assert_eq!(leiden(&Graph::from_edges(4, &[]), &cfg), vec![0, 1, 2, 3]);
     // Only zero-weight edges: the same.
-    assert_eq!(
-        leiden(&Graph::from_edges(3, &[(0, 1, 0.0), (1, 2, 0.0)]), &cfg),
-        vec![0, 1, 2]
-    );
+    assert_eq!(leiden(&Graph::from_edges(3, &[(0, 1, 0.0), (1, 2, 0.0)]), &cfg), vec![0, 1, 2]);
     // Only self-loops.
-    assert_eq!(
-        leiden(&Graph::from_edges(3, &[(0, 0, 1.0), (2, 2, 1.0)]), &cfg),
-        vec![0, 1, 2]
-    );
+    assert_eq!(leiden(&Graph::from_edges(3, &[(0, 0, 1.0), (2, 2, 1.0)]), &cfg), vec![0, 1, 2]);
     // A single edge plus an isolated node.
-    assert_eq!(
-        leiden(&Graph::from_edges(3, &[(0, 2, 1.0)]), &cfg),
-        vec![0, 1, 0]
-    );
+    assert_eq!(leiden(&Graph::from_edges(3, &[(0, 2, 1.0)]), &cfg), vec![0, 1, 0]);
     // Two triangles joined by one edge, and an isolated node in between.
     let g = Graph::from_edges(
         7,
-        &[
-            (0, 1, 1.0),
-            (1, 2, 1.0),
-            (0, 2, 1.0),
-            (4, 5, 1.0),
-            (5, 6, 1.0),
-            (4, 6, 1.0),
-            (2, 4, 1.0),
-        ],
+        &[(0, 1, 1.0), (1, 2, 1.0), (0, 2, 1.0), (4, 5, 1.0), (5, 6, 1.0), (4, 6, 1.0), (2, 4, 1.0)],
     );
     assert_eq!(leiden(&g, &cfg), vec![0, 0, 0, 1, 2, 2, 2]);
 }
@@ -290,10 +230,7 @@ fn higher_resolution_gives_more_communities() {
     let p = planted_1000(5, 0.1);
     let g = Graph::from_edges(p.num_nodes, &p.edges);
     let count = |gamma: f64| {
-        let cfg = LeidenConfig {
-            resolution: gamma,
-            ..LeidenConfig::default()
-        };
+        let cfg = LeidenConfig { resolution: gamma, ..LeidenConfig::default() };
         let part = leiden(&g, &cfg);
         assert!(communities_connected(&g, &part));
         part.iter().max().unwrap() + 1
@@ -310,17 +247,8 @@ fn same_seed_same_output_and_seeds_matter() {
     let a = leiden(&g, &cfg);
     assert_eq!(a, leiden(&g, &cfg));
     assert_eq!(a, leiden(&g.clone(), &cfg.clone()));
-    let distinct: std::collections::BTreeSet<Vec<usize>> = (0..4)
-        .map(|seed| {
-            leiden(
-                &g,
-                &LeidenConfig {
-                    seed,
-                    ..cfg.clone()
-                },
-            )
-        })
-        .collect();
+    let distinct: std::collections::BTreeSet<Vec<usize>> =
+        (0..4).map(|seed| leiden(&g, &LeidenConfig { seed, ..cfg.clone() })).collect();
     assert!(distinct.len() > 1, "different seeds explore differently");
 }
 
@@ -329,18 +257,9 @@ fn greedy_refinement_and_one_iteration_work() {
     let p = planted_1000(11, 0.1);
     let g = Graph::from_edges(p.num_nodes, &p.edges);
     for cfg in [
-        LeidenConfig {
-            randomness: 0.0,
-            ..LeidenConfig::default()
-        },
-        LeidenConfig {
-            max_iterations: 1,
-            ..LeidenConfig::default()
-        },
-        LeidenConfig {
-            randomness: 10.0,
-            ..LeidenConfig::default()
-        },
+        LeidenConfig { randomness: 0.0, ..LeidenConfig::default() },
+        LeidenConfig { max_iterations: 1, ..LeidenConfig::default() },
+        LeidenConfig { randomness: 10.0, ..LeidenConfig::default() },
     ] {
         let (part, stats) = optimise::run(&g, &cfg);
         assert!(nmi(&part, &p.truth) >= 0.95, "{cfg:?}");
@@ -357,15 +276,11 @@ fn larger_random_graphs_keep_the_guarantee() {
     for case in 0..40u64 {
         let n = 100 + rng.below(400);
         let m = rng.below(3 * n);
-        let edges: Vec<(usize, usize, f64)> = (0..m)
-            .map(|_| (rng.below(n), rng.below(n), (1 + rng.below(5)) as f64))
-            .collect();
+        let edges: Vec<(usize, usize, f64)> =
+            (0..m).map(|_| (rng.below(n), rng.below(n), (1 + rng.below(5)) as f64)).collect();
         let g = Graph::from_edges(n, &edges);
-        let cfg = LeidenConfig {
-            seed: case,
-            resolution: [0.5, 1.0, 2.0][case as usize % 3],
-            ..LeidenConfig::default()
-        };
+        let cfg =
+            LeidenConfig { seed: case, resolution: [0.5, 1.0, 2.0][case as usize % 3], ..LeidenConfig::default() };
         let (part, stats) = optimise::run(&g, &cfg);
         assert_eq!(stats.splits, 0, "case {case}");
         assert_eq!(stats.refinement_stalls, 0, "case {case}");
@@ -549,13 +464,7 @@ fn hierarchy_on_planted_graph() {
     assert_eq!(level0, leiden(&g, &cfg.leiden));
     assert_eq!(comms, hierarchical_leiden(&g, &cfg), "deterministic");
     // A large max_cluster_size leaves only level 0.
-    let flat = hierarchical_leiden(
-        &g,
-        &HierarchyConfig {
-            max_cluster_size: 1000,
-            ..cfg.clone()
-        },
-    );
+    let flat = hierarchical_leiden(&g, &HierarchyConfig { max_cluster_size: 1000, ..cfg.clone() });
     assert!(flat.iter().all(|c| c.level == 0 && c.children.is_empty()));
 }
 
@@ -576,10 +485,7 @@ fn hierarchy_uses_the_largest_component_only_when_asked() {
     assert!(lcc[0].children.is_empty(), "a clique cannot be split");
     check_hierarchy(&g, &HierarchyConfig::default());
 
-    let all_cfg = HierarchyConfig {
-        use_lcc: false,
-        ..HierarchyConfig::default()
-    };
+    let all_cfg = HierarchyConfig { use_lcc: false, ..HierarchyConfig::default() };
     let all = hierarchical_leiden(&g, &all_cfg);
     assert_eq!(all.len(), 3, "clique, triangle, isolated node 15");
     assert_eq!(all[2].nodes, vec![15]);

@@ -1,0 +1,179 @@
+//! `embed`: vectors for one embedded field (GraphRAG's text_unit_text,
+//! entity_description, community_full_content, plus LightRAG's
+//! relationship_description), as a table of (id, vector) that the query
+//! engine loads into its vector store. Long texts are split and their
+//! vectors averaged, or truncated.
+
+use std::sync::Arc;
+
+use arrow_array::builder::{FixedSizeListBuilder, Float32Builder};
+use arrow_array::RecordBatch;
+use arrow_schema::{DataType, Field, Schema};
+use serde::Deserialize;
+
+use graphrag_engine::context::VerbContext;
+use graphrag_engine::schema;
+use graphrag_engine::table::strings;
+use graphrag_engine::verb::{Verb, VerbDef, VerbInfo};
+use graphrag_operations::suggest::did_you_mean;
+
+/// The fields that can be embedded, with the table they come from.
+pub const FIELDS: [&str; 4] =
+    ["text_unit_text", "entity_description", "community_full_content", "relationship_description"];
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Embed {
+    /// One of FIELDS; the input table must be the matching one.
+    pub field: String,
+    /// The fields settings ask for (embed_text.names): when `field` is not
+    /// among them the output is empty and no model is called.
+    #[serde(default = "all_fields")]
+    pub names: Vec<String>,
+    #[serde(default = "default_model")]
+    pub model_id: String,
+    /// `split` (embed the parts and average) or `truncate`.
+    #[serde(default = "default_long_text")]
+    pub long_text: String,
+}
+
+fn all_fields() -> Vec<String> {
+    FIELDS.map(String::from).to_vec()
+}
+fn default_model() -> String {
+    "default_embedding_model".into()
+}
+fn default_long_text() -> String {
+    "split".into()
+}
+
+impl VerbDef for Embed {
+    const INFO: VerbInfo = VerbInfo {
+        name: "embed",
+        about: "embed one text field (text units, entity descriptions, reports, relationships)",
+        inputs: &["table"],
+        outputs: &["embeddings"],
+    };
+
+    fn check(&self) -> Result<(), String> {
+        for f in std::iter::once(&self.field).chain(&self.names) {
+            if !FIELDS.contains(&f.as_str()) {
+                return Err(format!(
+                    "`{f}` is not an embeddable field{}; expected one of {}",
+                    did_you_mean(f, FIELDS),
+                    FIELDS.join(", ")
+                ));
+            }
+        }
+        if !["split", "truncate"].contains(&self.long_text.as_str()) {
+            return Err(format!("long_text `{}` is not one of split, truncate", self.long_text));
+        }
+        Ok(())
+    }
+}
+
+/// The schema of an embeddings table.
+pub fn embeddings_schema(dim: usize) -> Arc<Schema> {
+    Arc::new(Schema::new(vec![
+        schema::text_field("id"),
+        Field::new(
+            "vector",
+            DataType::FixedSizeList(Arc::new(Field::new("item", DataType::Float32, true)), dim as i32),
+            true,
+        ),
+    ]))
+}
+
+impl Embed {
+    /// (ids, texts) of the field.
+    fn texts(&self, t: &RecordBatch) -> anyhow::Result<(Vec<String>, Vec<String>)> {
+        let own = |v: Vec<&str>| v.into_iter().map(str::to_string).collect::<Vec<_>>();
+        let (table, ids) = match self.field.as_str() {
+            "text_unit_text" => ("text_units", strings(t, "text_units", "id")?),
+            "entity_description" => ("entities", strings(t, "entities", "id")?),
+            "community_full_content" => ("community_reports", strings(t, "community_reports", "id")?),
+            _ => ("relationships", strings(t, "relationships", "id")?),
+        };
+        let texts: Vec<String> = match self.field.as_str() {
+            "text_unit_text" => own(strings(t, table, "text")?),
+            "entity_description" => strings(t, table, "title")?
+                .iter()
+                .zip(strings(t, table, "description")?)
+                .map(|(title, d)| format!("{title}:{d}"))
+                .collect(),
+            "community_full_content" => own(strings(t, table, "full_content")?),
+            _ => {
+                let (s, g, d) =
+                    (strings(t, table, "source")?, strings(t, table, "target")?, strings(t, table, "description")?);
+                (0..t.num_rows()).map(|i| format!("{} {}:{}", s[i], g[i], d[i])).collect()
+            }
+        };
+        Ok((own(ids), texts))
+    }
+}
+
+impl Verb for Embed {
+    fn external_fingerprint(&self, ctx: &VerbContext) -> anyhow::Result<Option<String>> {
+        if !self.names.contains(&self.field) {
+            return Ok(None);
+        }
+        Ok(Some(ctx.llm()?.embedding_model(&self.model_id)?.fingerprint()))
+    }
+
+    fn run(&self, inputs: &[Arc<RecordBatch>], ctx: &VerbContext) -> anyhow::Result<Vec<RecordBatch>> {
+        if !self.names.contains(&self.field) {
+            return Ok(vec![RecordBatch::new_empty(embeddings_schema(0))]);
+        }
+        let llm = ctx.llm()?;
+        let model = llm.embedding_model(&self.model_id)?;
+        let (ids, texts) = self.texts(&inputs[0])?;
+        // Nothing to embed for an empty text (e.g. the fast method's
+        // relationships have no descriptions): such rows get no vector.
+        let (ids, texts): (Vec<String>, Vec<String>) =
+            ids.into_iter().zip(texts).filter(|(_, t)| !t.trim().is_empty() && !t.trim().ends_with(':')).unzip();
+        // Each text becomes one or more pieces; vectors of pieces are averaged.
+        let mut pieces: Vec<String> = Vec::new();
+        let mut owner: Vec<usize> = Vec::new();
+        for (i, text) in texts.iter().enumerate() {
+            let parts = model.split_to_fit(text)?;
+            let parts = if self.long_text == "truncate" { parts.into_iter().take(1).collect() } else { parts };
+            for p in parts {
+                pieces.push(p);
+                owner.push(i);
+            }
+        }
+        ctx.count("texts", texts.len() as u64);
+        ctx.count("pieces", pieces.len() as u64);
+        let bar = ctx.progress(pieces.len() as u64, "texts");
+        let mut vectors: Vec<Vec<f32>> = Vec::with_capacity(pieces.len());
+        for batch in pieces.chunks(256) {
+            vectors.extend(llm.block_on(model.embed(batch, &ctx.counters.usage))?);
+            bar.inc(batch.len() as u64);
+        }
+        bar.finish_and_clear();
+        let dim = vectors.first().map(Vec::len).unwrap_or(0);
+        let mut sums = vec![vec![0f32; dim]; texts.len()];
+        for (v, &o) in vectors.iter().zip(&owner) {
+            anyhow::ensure!(v.len() == dim, "embedding model `{}` returned vectors of different sizes", self.model_id);
+            for (s, x) in sums[o].iter_mut().zip(v) {
+                *s += x;
+            }
+        }
+        let mut list = FixedSizeListBuilder::new(Float32Builder::new(), dim as i32).with_field(Arc::new(Field::new(
+            "item",
+            DataType::Float32,
+            true,
+        )));
+        for mut v in sums {
+            let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+            if norm > 0.0 {
+                v.iter_mut().for_each(|x| *x /= norm);
+            }
+            list.values().append_slice(&v);
+            list.append(true);
+        }
+        let table =
+            RecordBatch::try_new(embeddings_schema(dim), vec![schema::text_col(&ids), Arc::new(list.finish())])?;
+        Ok(vec![table])
+    }
+}
