@@ -7,7 +7,7 @@ use anyhow::Context;
 use graphrag_engine::context::{LocalFiles, LocalProject};
 use graphrag_engine::llm::LlmService;
 use graphrag_engine::pipeline::{self, Plan};
-use graphrag_engine::runner::{self, RunOptions, Workspace};
+use graphrag_engine::runner::{self, RunOptions, StepEstimate, Workspace};
 use graphrag_engine::settings;
 use graphrag_operations::suggest::did_you_mean;
 use std::io::IsTerminal;
@@ -123,6 +123,39 @@ fn print_plan(plan: &Plan, ws: &Workspace, resume: bool) -> anyhow::Result<()> {
     }
     let published: Vec<&str> = plan.published.iter().map(String::as_str).collect();
     println!("Publishes to {}: {}", ws.output_dir.display(), published.join(", "));
+    print_llm_estimate(plan, ws)
+}
+
+/// The dry run's cost estimate: calls and prompt tokens per LLM step,
+/// computed from the real inputs (steps without a model run in memory).
+fn print_llm_estimate(plan: &Plan, ws: &Workspace) -> anyhow::Result<()> {
+    let estimates = runner::estimate(plan, ws)?;
+    println!("LLM estimate (nothing sent):");
+    let (mut calls, mut tokens, mut cached) = (0, 0, 0);
+    let mut later = Vec::new();
+    for (step, e) in plan.steps.iter().zip(&estimates) {
+        match e {
+            StepEstimate::Estimated(e) => {
+                println!(
+                    "  {:<24} ≤ {} calls, ~{} prompt tokens; {} of {} items already cached ({})",
+                    step.id, e.calls, e.prompt_tokens, e.cached_items, e.items, e.note
+                );
+                calls += e.calls;
+                tokens += e.prompt_tokens;
+                cached += e.cached_items;
+            }
+            StepEstimate::AfterModelOutput => later.push(step.id.as_str()),
+            StepEstimate::NoModel => {}
+        }
+    }
+    if calls == 0 && later.is_empty() {
+        println!("  no step of this pipeline calls a language model");
+    } else {
+        println!("  total so far: ≤ {calls} calls, ~{tokens} prompt tokens ({cached} items already cached)");
+    }
+    if !later.is_empty() {
+        println!("  depends on what the models return, not estimated: {}", later.join(", "));
+    }
     Ok(())
 }
 

@@ -289,3 +289,28 @@ fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
     }
     out
 }
+
+#[test]
+fn dry_run_estimates_calls_and_tokens_without_sending_anything() {
+    let mock = MockServer::start(MockConfig::default()).unwrap();
+    let dir = project(&mock);
+    let o = index(dir.path(), &["--method", "standard", "--dry-run"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout).to_string();
+    let line = out.lines().find(|l| l.trim_start().starts_with("extract_graph ")).unwrap_or_else(|| panic!("{out}"));
+    // 1 extraction + 1 gleaning turn per chunk (max_gleanings 1).
+    let calls: u64 = line.split("≤ ").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
+    assert!(calls >= 2 && calls % 2 == 0, "{line}");
+    assert!(line.contains("0 of") && line.contains("prompt tokens"), "{line}");
+    assert!(line.contains("extract_graph"));
+    assert!(out.contains("depends on what the models return"), "{out}");
+    assert_eq!(mock.stats().requests, 0, "a dry run sends nothing");
+    assert!(!dir.path().join("output/entities.parquet").exists());
+
+    assert!(index(dir.path(), &["--method", "standard"]).status.success());
+    let chunks = read(&dir.path().join("output/text_units.parquet")).num_rows() as u64;
+    assert_eq!(calls, 2 * chunks);
+    let o = index(dir.path(), &["--method", "standard", "--dry-run"]);
+    let out = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(out.contains(&format!("{chunks} of {chunks} items already cached")), "{out}");
+}

@@ -20,6 +20,7 @@ use crate::llm::LlmService;
 use crate::pipeline::{Plan, Step};
 use crate::stats::{peak_rss_mb, RunStats, StepStats};
 use crate::store;
+use crate::verb::LlmEstimate;
 use graphrag_operations::ids::sha256_hex;
 
 /// Where a run reads and writes, and the models it may call.
@@ -116,6 +117,46 @@ fn reusable_outputs(
         }
     }
     Some(prev.outputs.clone())
+}
+
+/// What the dry run found out about a step's LLM cost.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StepEstimate {
+    /// The step calls no model.
+    NoModel,
+    Estimated(LlmEstimate),
+    /// Its inputs come from a step that calls a model, so its cost is unknown before then.
+    AfterModelOutput,
+}
+
+/// Estimates every step's LLM calls and prompt tokens without sending
+/// anything: steps that call no model are run in memory (nothing written),
+/// steps that do report their estimate from their inputs.
+pub fn estimate(plan: &Plan, ws: &Workspace) -> anyhow::Result<Vec<StepEstimate>> {
+    let mut tables: HashMap<&str, Arc<RecordBatch>> = HashMap::new();
+    let mut out = Vec::with_capacity(plan.steps.len());
+    for step in &plan.steps {
+        let inputs: Option<Vec<Arc<RecordBatch>>> =
+            step.inputs.iter().map(|t| tables.get(t.as_str()).cloned()).collect();
+        let Some(inputs) = inputs else {
+            out.push(StepEstimate::AfterModelOutput);
+            continue;
+        };
+        let counters = StepCounters::default();
+        let ctx = ws.context(step, &counters);
+        match step.verb.llm_estimate(&inputs, &ctx)? {
+            Some(e) => out.push(StepEstimate::Estimated(e)),
+            None => {
+                let produced =
+                    step.verb.run(&inputs, &ctx).with_context(|| format!("dry run of step `{}`", step.id))?;
+                for (name, t) in step.outputs.iter().zip(produced) {
+                    tables.insert(name, Arc::new(t));
+                }
+                out.push(StepEstimate::NoModel);
+            }
+        }
+    }
+    Ok(out)
 }
 
 struct Shared<'p> {

@@ -31,6 +31,28 @@ pub trait Verb: Send + Sync {
     fn external_fingerprint(&self, _ctx: &VerbContext) -> anyhow::Result<Option<String>> {
         Ok(None)
     }
+
+    /// For `index --dry-run`: the model calls and prompt tokens this step
+    /// would spend on these inputs, computed before anything is sent. None:
+    /// the step calls no model (the dry run then runs it in memory to feed
+    /// the estimates of later steps).
+    fn llm_estimate(&self, _inputs: &[Arc<RecordBatch>], _ctx: &VerbContext) -> anyhow::Result<Option<LlmEstimate>> {
+        Ok(None)
+    }
+}
+
+/// Expected LLM cost of a step.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LlmEstimate {
+    /// At most this many calls.
+    pub calls: u64,
+    /// Prompt tokens of those calls (see `note` for what is approximate).
+    pub prompt_tokens: u64,
+    /// Work items (e.g. chunks) the calls are for, and how many of them
+    /// already have their first answer in the cache.
+    pub items: u64,
+    pub cached_items: u64,
+    pub note: String,
 }
 
 /// A verb type: its args are its serde config struct.

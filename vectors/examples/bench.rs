@@ -120,20 +120,14 @@ impl Generator {
 
     fn rows(&self, stream: u64, n: usize) -> Vec<f32> {
         let mut data = vec![0.0f32; n * DIM];
-        data.par_chunks_mut(DIM)
-            .enumerate()
-            .for_each(|(i, row)| self.row(stream, i, row));
+        data.par_chunks_mut(DIM).enumerate().for_each(|(i, row)| self.row(stream, i, row));
         data
     }
 }
 
 fn env_usize(name: &str, default: usize) -> usize {
     match std::env::var(name) {
-        Ok(v) => v
-            .trim()
-            .replace('_', "")
-            .parse()
-            .unwrap_or_else(|_| panic!("{name} must be a number, got `{v}`")),
+        Ok(v) => v.trim().replace('_', "").parse().unwrap_or_else(|_| panic!("{name} must be a number, got `{v}`")),
         Err(_) => default,
     }
 }
@@ -190,10 +184,7 @@ fn main() {
         Ok("both") | Err(_) => vec![Data::Gaussian, Data::LowRank],
         Ok(other) => panic!("BENCH_DATA must be gaussian, lowrank or both, got `{other}`"),
     };
-    let sizes: Vec<usize> = [10_000, 100_000, 1_000_000]
-        .into_iter()
-        .filter(|&n| n <= max_n)
-        .collect();
+    let sizes: Vec<usize> = [10_000, 100_000, 1_000_000].into_iter().filter(|&n| n <= max_n).collect();
     eprintln!(
         "dim {DIM}, {} rayon threads, AVX2+FMA: {}, {n_queries} queries, k = 10",
         rayon::current_num_threads(),
@@ -216,17 +207,10 @@ fn main() {
 
             let (truth, times) = run(&queries, |q| c.exact_search(q, 10, None).unwrap());
             let (p50, p99) = percentiles(times);
-            println!(
-                "| {n} | {} | exact | {} (normalise) | {p50:.3} ms | {p99:.3} ms | 1 |",
-                data.name(),
-                secs(load)
-            );
+            println!("| {n} | {} | exact | {} (normalise) | {p50:.3} ms | {p99:.3} ms | 1 |", data.name(), secs(load));
 
             let efc = if n >= 1_000_000 { efc_1m } else { 200 };
-            let params = HnswParams {
-                ef_construction: efc,
-                ..HnswParams::default()
-            };
+            let params = HnswParams { ef_construction: efc, ..HnswParams::default() };
             let t = Instant::now();
             c.build_ann(&params);
             let build = t.elapsed();
@@ -260,10 +244,7 @@ fn main() {
                 );
             }
             if chosen.is_none() {
-                eprintln!(
-                    "n={n} {}: recall@10 < {TARGET_RECALL} up to ef_search 8192",
-                    data.name()
-                );
+                eprintln!("n={n} {}: recall@10 < {TARGET_RECALL} up to ef_search 8192", data.name());
             }
         }
     }

@@ -43,12 +43,7 @@ pub(crate) struct Hasher {
 
 impl Hasher {
     pub fn new() -> Self {
-        Hasher {
-            h: 0x243F_6A88_85A3_08D3,
-            buf: [0; 8],
-            fill: 0,
-            len: 0,
-        }
+        Hasher { h: 0x243F_6A88_85A3_08D3, buf: [0; 8], fill: 0, len: 0 }
     }
 
     #[inline]
@@ -192,27 +187,17 @@ fn mismatch(what: String) -> VectorError {
     ))
 }
 
-pub(crate) fn decode(
-    bytes: &[u8],
-    rows: Rows,
-    ids_sum: u64,
-    vec_sum: u64,
-) -> Result<Hnsw, VectorError> {
+pub(crate) fn decode(bytes: &[u8], rows: Rows, ids_sum: u64, vec_sum: u64) -> Result<Hnsw, VectorError> {
     let (dim, n) = (rows.dim, rows.len());
     if bytes.len() < HEADER_LEN + 8 || &bytes[..8] != MAGIC {
         return Err(corrupt("not an HNSW index file (bad magic number)"));
     }
     let body_len = bytes.len() - 8;
     let stored_sum = u64::from_le_bytes(bytes[body_len..].try_into().expect("8"));
-    let mut r = Reader {
-        bytes: &bytes[..body_len],
-        pos: 8,
-    };
+    let mut r = Reader { bytes: &bytes[..body_len], pos: 8 };
     let version = r.u32()?;
     if version != VERSION {
-        return Err(corrupt(&format!(
-            "unsupported format version {version} (this build reads version {VERSION})"
-        )));
+        return Err(corrupt(&format!("unsupported format version {version} (this build reads version {VERSION})")));
     }
     if hash_bytes(&bytes[..body_len]) != stored_sum {
         return Err(corrupt("checksum mismatch (the file is damaged)"));
@@ -229,14 +214,10 @@ pub(crate) fn decode(
     let entry = r.u32()?;
     let max_level = r.u32()?;
     if f_dim != dim {
-        return Err(mismatch(format!(
-            "index dimension {f_dim}, collection dimension {dim}"
-        )));
+        return Err(mismatch(format!("index dimension {f_dim}, collection dimension {dim}")));
     }
     if f_n != n as u64 {
-        return Err(mismatch(format!(
-            "index has {f_n} vectors, collection has {n}"
-        )));
+        return Err(mismatch(format!("index has {f_n} vectors, collection has {n}")));
     }
     if f_ids != ids_sum {
         return Err(mismatch("the ids differ".to_string()));
@@ -244,7 +225,7 @@ pub(crate) fn decode(
     if f_vecs != vec_sum {
         return Err(mismatch("the vectors differ".to_string()));
     }
-    if m < 2 || m > 4096 || m0 != 2 * m {
+    if !(2..=4096).contains(&m) || m0 != 2 * m {
         return Err(corrupt(&format!("invalid link limits M={m}, M0={m0}")));
     }
     if max_level > MAX_LEVEL as u32 {
@@ -252,9 +233,7 @@ pub(crate) fn decode(
     }
     let levels = r.take(n)?.to_vec();
     if let Some(bad) = levels.iter().find(|&&l| l as u32 > max_level) {
-        return Err(corrupt(&format!(
-            "node level {bad} above the max level {max_level}"
-        )));
+        return Err(corrupt(&format!("node level {bad} above the max level {max_level}")));
     }
     if n > 0 {
         if entry as usize >= n || levels[entry as usize] as u32 != max_level {

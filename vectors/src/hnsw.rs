@@ -98,10 +98,7 @@ impl Quantized {
     #[inline(always)]
     fn node(&self, i: u32) -> Query<'_> {
         let i = i as usize;
-        Query {
-            codes: &self.codes[i * self.dim..(i + 1) * self.dim],
-            scale: self.scales[i],
-        }
+        Query { codes: &self.codes[i * self.dim..(i + 1) * self.dim], scale: self.scales[i] }
     }
 
     #[inline(always)]
@@ -246,10 +243,7 @@ impl Hnsw {
             (&mut self.layer0[base..base + self.m0 + 1], self.m0)
         } else {
             let base = (level - 1) * (self.m + 1);
-            (
-                &mut self.upper[node as usize][base..base + self.m + 1],
-                self.m,
-            )
+            (&mut self.upper[node as usize][base..base + self.m + 1], self.m)
         };
         assert!(links.len() <= cap);
         slot[0] = links.len() as u32;
@@ -269,10 +263,7 @@ impl Hnsw {
                 l.min(MAX_LEVEL as f64) as u8
             })
             .collect();
-        let upper = levels
-            .iter()
-            .map(|&l| vec![0u32; l as usize * (m + 1)])
-            .collect();
+        let upper = levels.iter().map(|&l| vec![0u32; l as usize * (m + 1)]).collect();
         Hnsw {
             m,
             m0,
@@ -293,10 +284,7 @@ impl Hnsw {
         loop {
             let mut moved = false;
             for &nb in self.neighbours(cur.index, level) {
-                let s = Scored {
-                    score: self.quant.score(q, nb),
-                    index: nb,
-                };
+                let s = Scored { score: self.quant.score(q, nb), index: nb };
                 if better(&s, &cur) {
                     cur = s;
                     moved = true;
@@ -348,10 +336,7 @@ impl Hnsw {
                     }
                 }
                 for &nb in &fresh {
-                    let s = Scored {
-                        score: self.quant.score(q, nb),
-                        index: nb,
-                    };
+                    let s = Scored { score: self.quant.score(q, nb), index: nb };
                     if results.len() < ef || better(&s, &results.peek().expect("non-empty").0) {
                         candidates.push(BestFirst(s));
                         if allowed.is_none_or(|f| f(nb)) {
@@ -369,10 +354,7 @@ impl Hnsw {
 
     /// Entry point at level `down_to` for `q`: greedy descent from the top.
     fn descend(&self, q: Query, down_to: usize) -> Scored {
-        let mut cur = Scored {
-            score: self.quant.score(q, self.entry),
-            index: self.entry,
-        };
+        let mut cur = Scored { score: self.quant.score(q, self.entry), index: self.entry };
         let mut l = self.max_level as usize;
         while l > down_to {
             cur = self.greedy(q, cur, l);
@@ -396,10 +378,7 @@ impl Hnsw {
         }
         let mut codes = vec![0i8; q.len()];
         let scale = quantize(q, &mut codes);
-        let qq = Query {
-            codes: &codes,
-            scale,
-        };
+        let qq = Query { codes: &codes, scale };
         let ep = self.descend(qq, 0);
         let mut found = self.search_level(qq, &[ep], ef.max(k), 0, allowed);
         for s in found.iter_mut() {
@@ -436,12 +415,7 @@ impl Hnsw {
         let lu = self.levels[u as usize] as usize;
         let max_level = self.max_level as usize;
         // Brute-force scores against earlier nodes of the same batch.
-        let peers: Vec<Scored> = (batch_start..u)
-            .map(|v| Scored {
-                score: self.quant.score(q, v),
-                index: v,
-            })
-            .collect();
+        let peers: Vec<Scored> = (batch_start..u).map(|v| Scored { score: self.quant.score(q, v), index: v }).collect();
         let ep = self.descend(q, lu);
         let mut eps = vec![ep];
         let mut out = vec![Vec::new(); lu + 1];
@@ -453,11 +427,7 @@ impl Hnsw {
             } else {
                 Vec::new()
             };
-            cands.extend(
-                peers
-                    .iter()
-                    .filter(|p| self.levels[p.index as usize] as usize >= l),
-            );
+            cands.extend(peers.iter().filter(|p| self.levels[p.index as usize] as usize >= l));
             sort_best_first(&mut cands);
             out[l] = select_heuristic(&self.quant, &cands, self.m);
         }
@@ -467,10 +437,7 @@ impl Hnsw {
     fn insert_batch(&mut self, start: usize, end: usize) {
         let plans: Vec<Vec<Vec<u32>>> = {
             let this = &*self;
-            (start as u32..end as u32)
-                .into_par_iter()
-                .map(|u| this.plan(u, start as u32))
-                .collect()
+            (start as u32..end as u32).into_par_iter().map(|u| this.plan(u, start as u32)).collect()
         };
         // The new nodes' own links.
         let mut updates: Vec<(u8, u32, u32)> = Vec::new();
@@ -487,8 +454,7 @@ impl Hnsw {
         let mut i = 0;
         while i < updates.len() {
             let mut j = i + 1;
-            while j < updates.len() && updates[j].0 == updates[i].0 && updates[j].1 == updates[i].1
-            {
+            while j < updates.len() && updates[j].0 == updates[i].0 && updates[j].1 == updates[i].1 {
                 j += 1;
             }
             groups.push((i, j));
@@ -507,13 +473,8 @@ impl Hnsw {
                     links.extend(updates[a..b].iter().map(|x| x.2));
                     if links.len() > cap {
                         let tq = this.quant.node(t);
-                        let mut cands: Vec<Scored> = links
-                            .iter()
-                            .map(|&x| Scored {
-                                score: this.quant.score(tq, x),
-                                index: x,
-                            })
-                            .collect();
+                        let mut cands: Vec<Scored> =
+                            links.iter().map(|&x| Scored { score: this.quant.score(tq, x), index: x }).collect();
                         sort_best_first(&mut cands);
                         links = select_heuristic(&this.quant, &cands, cap);
                     }

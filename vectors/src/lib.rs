@@ -88,12 +88,7 @@ pub trait VectorStore: Send + Sync {
     /// `allowed`: restrict to these row indexes (filtering by an id set is
     /// done by the caller, mapping ids to indexes with
     /// [`Collection::index_of`]); indexes out of range are ignored.
-    fn search(
-        &self,
-        query: &[f32],
-        k: usize,
-        allowed: Option<&HashSet<usize>>,
-    ) -> Result<Vec<Hit>, VectorError>;
+    fn search(&self, query: &[f32], k: usize, allowed: Option<&HashSet<usize>>) -> Result<Vec<Hit>, VectorError>;
 }
 
 /// HNSW build and search parameters.
@@ -111,12 +106,7 @@ pub struct HnswParams {
 
 impl Default for HnswParams {
     fn default() -> Self {
-        HnswParams {
-            m: 16,
-            ef_construction: 200,
-            ef_search: 64,
-            seed: 0x5EED_6AA9_0001,
-        }
+        HnswParams { m: 16, ef_construction: 200, ef_search: 64, seed: 0x5EED_6AA9_0001 }
     }
 }
 
@@ -139,11 +129,7 @@ impl Collection {
     /// kept; [`Collection::index_of`] returns the first.
     pub fn new(ids: Vec<String>, vectors: Vec<Vec<f32>>) -> Result<Collection, VectorError> {
         if ids.len() != vectors.len() {
-            return Err(VectorError::Corrupt(format!(
-                "{} ids but {} vectors",
-                ids.len(),
-                vectors.len()
-            )));
+            return Err(VectorError::Corrupt(format!("{} ids but {} vectors", ids.len(), vectors.len())));
         }
         let Some(first) = vectors.first() else {
             return Err(VectorError::Empty);
@@ -167,11 +153,7 @@ impl Collection {
     /// `ids.len() × dimension` values (no copy). Zero rows are allowed here,
     /// since the dimension is known; searching such a collection returns no
     /// hits.
-    pub fn from_flat(
-        ids: Vec<String>,
-        dimension: usize,
-        mut data: Vec<f32>,
-    ) -> Result<Collection, VectorError> {
+    pub fn from_flat(ids: Vec<String>, dimension: usize, mut data: Vec<f32>) -> Result<Collection, VectorError> {
         let n = ids.len();
         if dimension == 0 {
             return Err(VectorError::Corrupt("vectors of dimension 0".into()));
@@ -210,22 +192,13 @@ impl Collection {
             .min_by_key(|x| x.unwrap_or(usize::MAX))
             .flatten();
         if let Some(i) = bad {
-            return Err(VectorError::Corrupt(format!(
-                "vector {i} (id `{}`) contains NaN or infinite values",
-                ids[i]
-            )));
+            return Err(VectorError::Corrupt(format!("vector {i} (id `{}`) contains NaN or infinite values", ids[i])));
         }
         let mut index = HashMap::with_capacity(n);
         for (i, id) in ids.iter().enumerate() {
             index.entry(id.clone()).or_insert(i);
         }
-        Ok(Collection {
-            ids,
-            index,
-            dim: dimension,
-            data,
-            ann: None,
-        })
+        Ok(Collection { ids, index, dim: dimension, data, ann: None })
     }
 
     pub fn ids(&self) -> &[String] {
@@ -254,25 +227,17 @@ impl Collection {
     }
 
     fn rows(&self) -> Rows<'_> {
-        Rows {
-            data: &self.data,
-            dim: self.dim,
-        }
+        Rows { data: &self.data, dim: self.dim }
     }
 
     /// Checks the dimension and returns the normalised query (`None` for a
     /// zero query: every score is then 0).
     fn prepare_query(&self, query: &[f32]) -> Result<Vec<f32>, VectorError> {
         if query.len() != self.dim {
-            return Err(VectorError::DimensionMismatch {
-                expected: self.dim,
-                got: query.len(),
-            });
+            return Err(VectorError::DimensionMismatch { expected: self.dim, got: query.len() });
         }
         if query.iter().any(|x| !x.is_finite()) {
-            return Err(VectorError::Corrupt(
-                "the query embedding contains NaN or infinite values".into(),
-            ));
+            return Err(VectorError::Corrupt("the query embedding contains NaN or infinite values".into()));
         }
         let mut q = query.to_vec();
         let scale = q.iter().fold(0.0f32, |m, x| m.max(x.abs()));
@@ -287,11 +252,7 @@ impl Collection {
     fn hits(&self, found: Vec<Scored>) -> Vec<Hit> {
         found
             .into_iter()
-            .map(|s| Hit {
-                index: s.index as usize,
-                id: self.ids[s.index as usize].clone(),
-                score: s.score,
-            })
+            .map(|s| Hit { index: s.index as usize, id: self.ids[s.index as usize].clone(), score: s.score })
             .collect()
     }
 
@@ -311,11 +272,7 @@ impl Collection {
         let found = match allowed {
             None => self.scan_all(&q, k),
             Some(set) => {
-                let mut rows: Vec<u32> = set
-                    .iter()
-                    .filter(|&&i| i < self.len())
-                    .map(|&i| i as u32)
-                    .collect();
+                let mut rows: Vec<u32> = set.iter().filter(|&&i| i < self.len()).map(|&i| i as u32).collect();
                 rows.sort_unstable();
                 self.scan_subset(&q, k, &rows)
             }
@@ -330,10 +287,7 @@ impl Collection {
             buf.resize(rows, 0.0);
             simd::dot_rows(q, chunk, &mut buf[..rows]);
             for (j, &score) in buf[..rows].iter().enumerate() {
-                top.push(Scored {
-                    score,
-                    index: (first_row + j) as u32,
-                });
+                top.push(Scored { score, index: (first_row + j) as u32 });
             }
         };
         if self.data.len() < PARALLEL_MIN_FLOATS || rayon::current_num_threads() < 2 {
@@ -366,10 +320,7 @@ impl Collection {
                 if let Some(&next) = chunk.get(j + 4) {
                     simd::prefetch(r.row(next));
                 }
-                top.push(Scored {
-                    score: simd::dot(q, r.row(i)),
-                    index: i,
-                });
+                top.push(Scored { score: simd::dot(q, r.row(i)), index: i });
             }
         };
         if rows.len() * self.dim < PARALLEL_MIN_FLOATS || rayon::current_num_threads() < 2 {
@@ -393,13 +344,7 @@ impl Collection {
     /// the same vectors and params give the same index, whatever the number
     /// of threads.
     pub fn build_ann(&mut self, params: &HnswParams) {
-        let g = Hnsw::build(
-            self.rows(),
-            params.m,
-            params.ef_construction,
-            params.ef_search,
-            params.seed,
-        );
+        let g = Hnsw::build(self.rows(), params.m, params.ef_construction, params.ef_search, params.seed);
         self.ann = Some(g);
     }
 
@@ -496,12 +441,7 @@ impl VectorStore for Collection {
     fn len(&self) -> usize {
         self.ids.len()
     }
-    fn search(
-        &self,
-        query: &[f32],
-        k: usize,
-        allowed: Option<&HashSet<usize>>,
-    ) -> Result<Vec<Hit>, VectorError> {
+    fn search(&self, query: &[f32], k: usize, allowed: Option<&HashSet<usize>>) -> Result<Vec<Hit>, VectorError> {
         self.exact_search(query, k, allowed)
     }
 }
@@ -524,11 +464,7 @@ impl EmbeddedStore {
         if collection.len() >= ann_threshold && !collection.has_ann() {
             collection.build_ann(&params);
         }
-        EmbeddedStore {
-            collection,
-            ann_threshold,
-            params,
-        }
+        EmbeddedStore { collection, ann_threshold, params }
     }
 
     pub fn collection(&self) -> &Collection {
@@ -552,15 +488,9 @@ impl VectorStore for EmbeddedStore {
     fn len(&self) -> usize {
         self.collection.len()
     }
-    fn search(
-        &self,
-        query: &[f32],
-        k: usize,
-        allowed: Option<&HashSet<usize>>,
-    ) -> Result<Vec<Hit>, VectorError> {
+    fn search(&self, query: &[f32], k: usize, allowed: Option<&HashSet<usize>>) -> Result<Vec<Hit>, VectorError> {
         if self.uses_ann() {
-            self.collection
-                .ann_search(query, k, self.params.ef_search, allowed)
+            self.collection.ann_search(query, k, self.params.ef_search, allowed)
         } else {
             self.collection.exact_search(query, k, allowed)
         }

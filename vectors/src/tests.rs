@@ -40,11 +40,7 @@ fn reference(c: &Collection, query: &[f32], k: usize, allowed: Option<&HashSet<u
     let q = c.prepare_query(query).unwrap();
     let mut all: Vec<Hit> = (0..c.len())
         .filter(|i| allowed.is_none_or(|a| a.contains(i)))
-        .map(|i| Hit {
-            index: i,
-            id: c.ids()[i].clone(),
-            score: simd::dot(&q, c.vector(i)),
-        })
+        .map(|i| Hit { index: i, id: c.ids()[i].clone(), score: simd::dot(&q, c.vector(i)) })
         .collect();
     all.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.index.cmp(&b.index)));
     all.truncate(k);
@@ -74,11 +70,7 @@ fn exact_matches_brute_force_with_ties_and_large_k() {
         let ids = (0..n).map(|i| format!("n{i}")).collect();
         let c = Collection::new(ids, vectors).unwrap();
         for qi in 0..20 {
-            let query = if qi % 4 == 0 {
-                c.vector(rng.below(n)).to_vec()
-            } else {
-                rng.vector(dim)
-            };
+            let query = if qi % 4 == 0 { c.vector(rng.below(n)).to_vec() } else { rng.vector(dim) };
             for &k in &[1usize, 10, 37, n, n + 5] {
                 let got = c.exact_search(&query, k, None).unwrap();
                 let want = reference(&c, &query, k, None);
@@ -116,13 +108,7 @@ fn dimension_mismatch_names_the_setting() {
     let mut rng = Rng(3);
     let c = random_collection(&mut rng, 10, 8);
     let err = c.exact_search(&[1.0; 4], 3, None).unwrap_err();
-    assert_eq!(
-        err,
-        VectorError::DimensionMismatch {
-            expected: 8,
-            got: 4
-        }
-    );
+    assert_eq!(err, VectorError::DimensionMismatch { expected: 8, got: 4 });
     let msg = err.to_string();
     assert!(msg.contains("another embedding model"), "{msg}");
     assert!(msg.contains("`embed_text.embedding_model_id`"), "{msg}");
@@ -130,27 +116,14 @@ fn dimension_mismatch_names_the_setting() {
     assert!(msg.contains('8') && msg.contains('4'), "{msg}");
     let store = EmbeddedStore::new(c, 5, HnswParams::default());
     assert!(store.uses_ann());
-    assert!(matches!(
-        store.search(&[0.0; 9], 1, None),
-        Err(VectorError::DimensionMismatch {
-            expected: 8,
-            got: 9
-        })
-    ));
+    assert!(matches!(store.search(&[0.0; 9], 1, None), Err(VectorError::DimensionMismatch { expected: 8, got: 9 })));
 }
 
 #[test]
 fn construction_errors() {
     assert_eq!(Collection::new(vec![], vec![]).unwrap_err(), VectorError::Empty);
-    assert!(matches!(
-        Collection::new(vec!["a".into()], vec![]),
-        Err(VectorError::Corrupt(_))
-    ));
-    let e = Collection::new(
-        vec!["a".into(), "b".into()],
-        vec![vec![1.0, 2.0], vec![1.0]],
-    )
-    .unwrap_err();
+    assert!(matches!(Collection::new(vec!["a".into()], vec![]), Err(VectorError::Corrupt(_))));
+    let e = Collection::new(vec!["a".into(), "b".into()], vec![vec![1.0, 2.0], vec![1.0]]).unwrap_err();
     assert!(matches!(&e, VectorError::Corrupt(m) if m.contains("`b`")), "{e}");
     let e = Collection::new(vec!["a".into()], vec![vec![f32::NAN, 1.0]]).unwrap_err();
     assert!(matches!(e, VectorError::Corrupt(_)));
@@ -164,22 +137,14 @@ fn construction_errors() {
     // Huge values are normalised without overflow.
     let c = Collection::new(vec!["a".into()], vec![vec![f32::MAX, f32::MAX]]).unwrap();
     assert!((c.vector(0)[0] - std::f32::consts::FRAC_1_SQRT_2).abs() < 1e-6);
-    assert!(matches!(
-        c.exact_search(&[f32::INFINITY, 0.0], 1, None),
-        Err(VectorError::Corrupt(_))
-    ));
+    assert!(matches!(c.exact_search(&[f32::INFINITY, 0.0], 1, None), Err(VectorError::Corrupt(_))));
 }
 
 #[test]
 fn zero_vectors_stay_zero() {
     let ids: Vec<String> = (0..5).map(|i| i.to_string()).collect();
-    let vectors = vec![
-        vec![0.0, 0.0, 0.0],
-        vec![3.0, 0.0, 0.0],
-        vec![0.0, 0.0, 0.0],
-        vec![-1.0, 0.0, 0.0],
-        vec![0.0, 2.0, 0.0],
-    ];
+    let vectors =
+        vec![vec![0.0, 0.0, 0.0], vec![3.0, 0.0, 0.0], vec![0.0, 0.0, 0.0], vec![-1.0, 0.0, 0.0], vec![0.0, 2.0, 0.0]];
     let mut c = Collection::new(ids, vectors).unwrap();
     assert_eq!(c.vector(0), &[0.0, 0.0, 0.0]);
     assert_eq!(c.vector(1), &[1.0, 0.0, 0.0]);
@@ -201,11 +166,7 @@ fn zero_vectors_stay_zero() {
 fn hnsw_build_is_deterministic() {
     let mut rng = Rng(4);
     let c = random_collection(&mut rng, 1500, 32);
-    let params = HnswParams {
-        m: 8,
-        ef_construction: 40,
-        ..HnswParams::default()
-    };
+    let params = HnswParams { m: 8, ef_construction: 40, ..HnswParams::default() };
     let mut a = c.clone();
     a.build_ann(&params);
     let mut b = c.clone();
@@ -219,10 +180,7 @@ fn hnsw_build_is_deterministic() {
     assert_eq!(bytes, d.ann_to_bytes().unwrap());
     // Another seed gives another graph.
     let mut e = c.clone();
-    e.build_ann(&HnswParams {
-        seed: 99,
-        ..params.clone()
-    });
+    e.build_ann(&HnswParams { seed: 99, ..params.clone() });
     assert_ne!(bytes, e.ann_to_bytes().unwrap());
 }
 
@@ -232,11 +190,7 @@ fn ann_bytes_round_trip_and_rejection() {
     let plain = random_collection(&mut rng, 2000, 48);
     let mut built = plain.clone();
     assert!(built.ann_to_bytes().is_none());
-    built.build_ann(&HnswParams {
-        m: 12,
-        ef_construction: 60,
-        ..HnswParams::default()
-    });
+    built.build_ann(&HnswParams { m: 12, ef_construction: 60, ..HnswParams::default() });
     let bytes = built.ann_to_bytes().unwrap();
     assert_eq!(&bytes[..8], b"GRVHNSW\0");
 
@@ -247,10 +201,7 @@ fn ann_bytes_round_trip_and_rejection() {
     let allowed: HashSet<usize> = (0..2000).filter(|i| i % 2 == 1).collect();
     for _ in 0..30 {
         let q = rng.vector(48);
-        assert_eq!(
-            built.ann_search(&q, 10, 32, None).unwrap(),
-            loaded.ann_search(&q, 10, 32, None).unwrap()
-        );
+        assert_eq!(built.ann_search(&q, 10, 32, None).unwrap(), loaded.ann_search(&q, 10, 32, None).unwrap());
         assert_eq!(
             built.ann_search(&q, 10, 32, Some(&allowed)).unwrap(),
             loaded.ann_search(&q, 10, 32, Some(&allowed)).unwrap()
@@ -332,7 +283,7 @@ fn hnsw_recall_at_10() {
     // embeddings: the default ef_search (64) suffices.
     let rank = 32;
     let basis: Vec<f32> = rng.vector(dim * rank);
-    let mut low_rank = |rng: &mut Rng| -> Vec<f32> {
+    let low_rank = |rng: &mut Rng| -> Vec<f32> {
         let z = rng.vector(rank);
         let noise = rng.vector(dim);
         (0..dim)
@@ -369,10 +320,7 @@ fn ann_with_filter() {
         assert_eq!(got.len(), 10);
         assert!(got.iter().all(|h| big.contains(&h.index)));
         total += recall(&c.exact_search(&q, 10, Some(&big)).unwrap(), &got);
-        assert_eq!(
-            c.ann_search(&q, 10, 64, Some(&small)).unwrap(),
-            c.exact_search(&q, 10, Some(&small)).unwrap()
-        );
+        assert_eq!(c.ann_search(&q, 10, 64, Some(&small)).unwrap(), c.exact_search(&q, 10, Some(&small)).unwrap());
     }
     assert!(total / 50.0 >= 0.95, "filtered recall {}", total / 50.0);
 }
@@ -384,10 +332,7 @@ fn embedded_store_switches_on_threshold() {
     let small = EmbeddedStore::new(c.clone(), 1000, HnswParams::default());
     assert!(!small.uses_ann() && !small.collection().has_ann());
     let q = rng.vector(16);
-    assert_eq!(
-        small.search(&q, 5, None).unwrap(),
-        c.exact_search(&q, 5, None).unwrap()
-    );
+    assert_eq!(small.search(&q, 5, None).unwrap(), c.exact_search(&q, 5, None).unwrap());
     let big = EmbeddedStore::new(c.clone(), 100, HnswParams::default());
     assert!(big.uses_ann());
     assert_eq!(big.len(), 500);

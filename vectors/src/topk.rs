@@ -86,10 +86,7 @@ pub(crate) struct TopK {
 
 impl TopK {
     pub fn new(k: usize) -> Self {
-        TopK {
-            k,
-            heap: BinaryHeap::with_capacity(k.min(4096) + 1),
-        }
+        TopK { k, heap: BinaryHeap::with_capacity(k.min(4096) + 1) }
     }
 
     #[inline]
@@ -109,10 +106,7 @@ impl TopK {
         } else {
             (other.heap, std::mem::take(&mut self.heap))
         };
-        let mut out = TopK {
-            k: self.k,
-            heap: std::mem::take(&mut big),
-        };
+        let mut out = TopK { k: self.k, heap: std::mem::take(&mut big) };
         for s in small {
             out.push(s.0);
         }

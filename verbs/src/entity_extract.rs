@@ -12,10 +12,10 @@ use graphrag_engine::context::VerbContext;
 use graphrag_engine::llm::UsageCounters;
 use graphrag_engine::schema;
 use graphrag_engine::table::strings;
-use graphrag_engine::verb::{Verb, VerbDef, VerbInfo};
+use graphrag_engine::verb::{LlmEstimate, Verb, VerbDef, VerbInfo};
 use graphrag_operations::extraction_parser::{parse_graph_records, Delimiters};
 
-use crate::llm_steps::{fingerprint, glean, map_concurrently, IN_FLIGHT};
+use crate::llm_steps::{estimate_gleaning, fingerprint, glean, map_concurrently, IN_FLIGHT};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -78,6 +78,19 @@ impl Verb for EntityExtract {
         let model = ctx.llm()?.chat_model(&self.model_id)?;
         let prompts = [ctx.prompt(&self.prompt)?, ctx.prompt(&self.continue_prompt)?, ctx.prompt(&self.loop_prompt)?];
         Ok(Some(fingerprint(&model.fingerprint(), &prompts.iter().collect::<Vec<_>>())))
+    }
+
+    fn llm_estimate(&self, inputs: &[Arc<RecordBatch>], ctx: &VerbContext) -> anyhow::Result<Option<LlmEstimate>> {
+        let model = ctx.llm()?.chat_model(&self.model_id)?;
+        let (prompt, cont, check) =
+            (ctx.prompt(&self.prompt)?, ctx.prompt(&self.continue_prompt)?, ctx.prompt(&self.loop_prompt)?);
+        let (d, types) = (Delimiters::default(), self.entity_types.join(","));
+        let firsts = strings(&inputs[0], "text_units", "text")?
+            .iter()
+            .map(|t| prompt.render(&vars(&d, &types, t)))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        let v = vars(&d, &types, "");
+        Ok(Some(estimate_gleaning(&model, &firsts, &cont.render(&v)?, &check.render(&v)?, self.max_gleanings)))
     }
 
     fn run(&self, inputs: &[Arc<RecordBatch>], ctx: &VerbContext) -> anyhow::Result<Vec<RecordBatch>> {

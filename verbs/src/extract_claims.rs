@@ -12,11 +12,11 @@ use serde_json::Value;
 use graphrag_engine::context::VerbContext;
 use graphrag_engine::schema;
 use graphrag_engine::table::strings;
-use graphrag_engine::verb::{Verb, VerbDef, VerbInfo};
+use graphrag_engine::verb::{LlmEstimate, Verb, VerbDef, VerbInfo};
 use graphrag_operations::extraction_parser::{parse_claim_records, ClaimRecord, Delimiters};
 use graphrag_operations::ids::stable_uuid;
 
-use crate::llm_steps::{fingerprint, glean, map_concurrently, IN_FLIGHT};
+use crate::llm_steps::{estimate_gleaning, fingerprint, glean, map_concurrently, IN_FLIGHT};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -97,6 +97,19 @@ fn covariates_table(rows: &[(String, ClaimRecord)]) -> anyhow::Result<RecordBatc
     )?)
 }
 
+impl ExtractClaims {
+    fn vars(&self, d: &Delimiters, text: &str) -> BTreeMap<&'static str, Value> {
+        BTreeMap::from([
+            ("entity_specs", Value::from(self.entity_types.join(", "))),
+            ("claim_description", Value::from(self.description.as_str())),
+            ("input_text", Value::from(text)),
+            ("tuple_delimiter", Value::from(d.tuple.as_str())),
+            ("record_delimiter", Value::from(d.record.as_str())),
+            ("completion_delimiter", Value::from(d.completion.as_str())),
+        ])
+    }
+}
+
 impl Verb for ExtractClaims {
     fn external_fingerprint(&self, ctx: &VerbContext) -> anyhow::Result<Option<String>> {
         if !self.enabled {
@@ -105,6 +118,22 @@ impl Verb for ExtractClaims {
         let model = ctx.llm()?.chat_model(&self.model_id)?;
         let prompts = [ctx.prompt(&self.prompt)?, ctx.prompt(&self.continue_prompt)?, ctx.prompt(&self.loop_prompt)?];
         Ok(Some(fingerprint(&model.fingerprint(), &prompts.iter().collect::<Vec<_>>())))
+    }
+
+    fn llm_estimate(&self, inputs: &[Arc<RecordBatch>], ctx: &VerbContext) -> anyhow::Result<Option<LlmEstimate>> {
+        if !self.enabled {
+            return Ok(None);
+        }
+        let model = ctx.llm()?.chat_model(&self.model_id)?;
+        let (prompt, cont, check) =
+            (ctx.prompt(&self.prompt)?, ctx.prompt(&self.continue_prompt)?, ctx.prompt(&self.loop_prompt)?);
+        let d = Delimiters::default();
+        let firsts = strings(&inputs[0], "text_units", "text")?
+            .iter()
+            .map(|t| prompt.render(&self.vars(&d, t)))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        let v = self.vars(&d, "");
+        Ok(Some(estimate_gleaning(&model, &firsts, &cont.render(&v)?, &check.render(&v)?, self.max_gleanings)))
     }
 
     fn run(&self, inputs: &[Arc<RecordBatch>], ctx: &VerbContext) -> anyhow::Result<Vec<RecordBatch>> {
@@ -121,18 +150,8 @@ impl Verb for ExtractClaims {
         let texts = strings(units, "text_units", "text")?;
         let usage = &ctx.counters.usage;
         let bar = ctx.progress(texts.len() as u64, "chunks");
-        let vars = |text: &str| {
-            BTreeMap::from([
-                ("entity_specs", Value::from(self.entity_types.join(", "))),
-                ("claim_description", Value::from(self.description.as_str())),
-                ("input_text", Value::from(text)),
-                ("tuple_delimiter", Value::from(d.tuple.as_str())),
-                ("record_delimiter", Value::from(d.record.as_str())),
-                ("completion_delimiter", Value::from(d.completion.as_str())),
-            ])
-        };
         let results = map_concurrently(llm, texts.iter().map(|t| t.to_string()).collect(), IN_FLIGHT, |text| {
-            let v = vars(&text);
+            let v = self.vars(&d, &text);
             let (model, prompt, cont, check, bar, d) = (model.clone(), &prompt, &cont, &check, bar.clone(), &d);
             async move {
                 let output =

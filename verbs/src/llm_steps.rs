@@ -3,8 +3,9 @@
 
 use futures_util::stream::{self, StreamExt};
 
-use graphrag_engine::llm::{ChatModel, LlmError, LlmService, Message, UsageCounters};
+use graphrag_engine::llm::{count_prompt_tokens, ChatModel, LlmError, LlmService, Message, UsageCounters};
 use graphrag_engine::prompts::PromptTemplate;
+use graphrag_engine::verb::LlmEstimate;
 use graphrag_operations::ids::sha256_hex;
 
 /// Calls `f` for every item, at most `in_flight` at once (the model's own
@@ -63,4 +64,46 @@ pub async fn glean(
         messages.push(Message::assistant(go_on.content));
     }
     Ok(output)
+}
+
+/// The dry-run estimate of gleaning conversations, one per rendered first
+/// prompt: at most 1 + gleanings + (gleanings - 1) loop checks each. Prompt
+/// tokens count every turn's resent prompts but not the model's own earlier
+/// answers, which later turns also resend: a lower bound for those turns.
+pub fn estimate_gleaning(
+    model: &ChatModel,
+    first_prompts: &[String],
+    continue_prompt: &str,
+    loop_prompt: &str,
+    max_gleanings: u32,
+) -> LlmEstimate {
+    let g = max_gleanings as u64;
+    let turns = 1 + g + g.saturating_sub(1);
+    let (cont, check) =
+        (count_prompt_tokens(&[Message::user(continue_prompt)]), count_prompt_tokens(&[Message::user(loop_prompt)]));
+    let mut est = LlmEstimate {
+        note: "gleaning turns also resend earlier answers (not counted)".into(),
+        ..LlmEstimate::default()
+    };
+    for first in first_prompts {
+        let messages = [Message::user(first.as_str())];
+        let base = count_prompt_tokens(&messages);
+        est.calls += turns;
+        est.items += 1;
+        // Turn k resends the first prompt and the follow-ups before it.
+        let mut history = base;
+        est.prompt_tokens += base;
+        for round in 0..g {
+            history += cont;
+            est.prompt_tokens += history;
+            if round + 1 < g {
+                history += check;
+                est.prompt_tokens += history;
+            }
+        }
+        if model.is_cached(&messages, false) {
+            est.cached_items += 1;
+        }
+    }
+    est
 }

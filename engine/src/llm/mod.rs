@@ -101,9 +101,19 @@ impl ChatModel {
     }
 
     /// A chat completion, from the cache when the same request was answered before.
+    fn cache_key(&self, body: &Value) -> String {
+        ResponseCache::key(&["chat", &self.config.model, &body.to_string()])
+    }
+
+    /// Whether this exact request is answered from the cache (no tokens spent).
+    pub fn is_cached(&self, messages: &[Message], json: bool) -> bool {
+        let key = self.cache_key(&self.request_body(messages, json));
+        self.cache.as_ref().is_some_and(|c| c.get::<Completion>(&key).is_some())
+    }
+
     pub async fn chat(&self, messages: &[Message], json: bool, usage: &UsageCounters) -> Result<Completion, LlmError> {
         let body = self.request_body(messages, json);
-        let key = ResponseCache::key(&["chat", &self.config.model, &body.to_string()]);
+        let key = self.cache_key(&body);
         if let Some(cache) = &self.cache {
             if let Some(hit) = cache.get::<Completion>(&key) {
                 usage.record_cache_hit(&self.id);
