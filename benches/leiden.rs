@@ -23,6 +23,28 @@
 //! `DIR/NAME/edges.csv` (`source,target`) and `DIR/NAME/communities.csv`
 //! (`node,community`), the layout of `../shared/eval/graphs`, so other tools
 //! can be run on the very same graphs.
+//!
+//! `BENCH_LEIDEN_GRAPHS=DIR1,DIR2,...` runs on those graphs instead (and
+//! only on them): each `DIR` holds `edges.csv` (`source,target[,...]` with
+//! non-negative integer node ids; any further column, a weight included, is
+//! ignored, so every edge weighs 1 and the modularity is that of the
+//! unweighted graph, resolution 1) and optionally `communities.csv`
+//! (`node,community`, the ground truth), as `../shared/eval/graphs` and the
+//! dumps above lay them out; `edges.csv.gz` / `communities.csv.gz` are read
+//! through `gzip -dc`. The graph's name is the folder's name. For these
+//! graphs `hierarchical_leiden` runs with `use_lcc: false`, like
+//! graspologic-native's `hierarchical_leiden`, which clusters every node it
+//! is given.
+//!
+//! Node ids that appear in no edge (isolated nodes below the largest id)
+//! are left out of the community counts and the NMI, which is computed on
+//! the nodes that have an edge and a truth label (what the Python scorer
+//! `score_partition.py` does, since its graph holds only the nodes of the
+//! edge list); they cannot change the modularity.
+//!
+//! `BENCH_LEIDEN_WRITE=DIR` writes each graph's flat partition (of the last
+//! timed run) as `DIR/NAME.flat.csv` (`node,community`, nodes with an edge
+//! only), for cross-checking with `score_partition.py EDGES PARTITION [TRUTH]`.
 
 use std::hint::black_box;
 use std::io::Write;
@@ -41,8 +63,14 @@ struct Case {
     name: String,
     num_nodes: usize,
     edges: Vec<(usize, usize, f64)>,
+    /// Ground-truth community of each node; `NO_TRUTH` for a node the truth
+    /// file does not list.
     truth: Option<Vec<usize>>,
+    /// Whether the hierarchy keeps only the largest connected component.
+    use_lcc: bool,
 }
+
+const NO_TRUTH: usize = usize::MAX;
 
 /// CPU time used by this thread so far, in seconds: `utime + stime` from
 /// `/proc/thread-self/stat` (assumes the usual 100 ticks per second).
@@ -91,7 +119,7 @@ fn median(mut xs: Vec<f64>) -> f64 {
 fn planted(name: &str, nodes: usize, mu: f64, seed: u64) -> Case {
     let sizes = random_community_sizes(nodes, 20, 200, seed);
     let g = planted_partition(&sizes, 20.0, mu, seed);
-    Case { name: name.to_string(), num_nodes: g.num_nodes, edges: g.edges, truth: Some(g.truth) }
+    Case { name: name.to_string(), num_nodes: g.num_nodes, edges: g.edges, truth: Some(g.truth), use_lcc: true }
 }
 
 /// Reads `source,target[,...]` rows (after a header) of a CSV text.
@@ -126,14 +154,20 @@ fn read_maybe_gz(path: &Path) -> Option<String> {
 
 fn lfr(name: &str) -> Option<Case> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/eval/graphs").join(name);
+    load_dir(name, &dir, true)
+}
+
+/// Reads `DIR/edges.csv` and, when present, `DIR/communities.csv`.
+fn load_dir(name: &str, dir: &Path, use_lcc: bool) -> Option<Case> {
     let Some(edges_text) = read_maybe_gz(&dir.join("edges.csv")) else {
-        eprintln!("note: {} not found, skipping {name}", dir.display());
+        eprintln!("note: {} not found, skipping {name}", dir.join("edges.csv").display());
         return None;
     };
     let edges = parse_edges(&edges_text);
     let truth = read_maybe_gz(&dir.join("communities.csv")).map(|t| {
         let rows: Vec<(usize, usize)> = parse_edges(&t).into_iter().map(|(a, b, _)| (a, b)).collect();
-        let mut truth = vec![0; rows.len()];
+        let len = rows.iter().map(|&(node, _)| node + 1).max().unwrap_or(0);
+        let mut truth = vec![NO_TRUTH; len];
         for (node, c) in rows {
             truth[node] = c;
         }
@@ -141,7 +175,39 @@ fn lfr(name: &str) -> Option<Case> {
     });
     let num_nodes =
         edges.iter().map(|&(a, b, _)| a.max(b) + 1).max().unwrap_or(0).max(truth.as_ref().map_or(0, Vec::len));
-    Some(Case { name: name.to_string(), num_nodes, edges, truth })
+    Some(Case { name: name.to_string(), num_nodes, edges, truth, use_lcc })
+}
+
+/// `true` for every node that is an end of some edge.
+fn has_edge(case: &Case) -> Vec<bool> {
+    let mut seen = vec![false; case.num_nodes];
+    for &(a, b, _) in &case.edges {
+        seen[a] = true;
+        seen[b] = true;
+    }
+    seen
+}
+
+/// NMI of `part` against `truth` over the nodes that have an edge and a
+/// truth label.
+fn nmi_on_edges(part: &[usize], truth: &[usize], seen: &[bool]) -> f64 {
+    let (a, b): (Vec<usize>, Vec<usize>) = (0..part.len())
+        .filter(|&v| seen[v] && truth.get(v).is_some_and(|&t| t != NO_TRUTH))
+        .map(|v| (part[v], truth[v]))
+        .unzip();
+    nmi(&a, &b)
+}
+
+fn write_partition(dir: &Path, name: &str, part: &[usize], seen: &[bool]) {
+    std::fs::create_dir_all(dir).expect("create partition dir");
+    let path = dir.join(format!("{name}.flat.csv"));
+    let mut f = std::io::BufWriter::new(std::fs::File::create(&path).expect("create partition file"));
+    writeln!(f, "node,community").unwrap();
+    for (v, c) in part.iter().enumerate() {
+        if seen[v] {
+            writeln!(f, "{v},{c}").unwrap();
+        }
+    }
 }
 
 fn dump(case: &Case, dir: &Path) {
@@ -155,7 +221,7 @@ fn dump(case: &Case, dir: &Path) {
     if let Some(truth) = &case.truth {
         let mut f = std::io::BufWriter::new(std::fs::File::create(dir.join("communities.csv")).unwrap());
         writeln!(f, "node,community").unwrap();
-        for (v, c) in truth.iter().enumerate() {
+        for (v, c) in truth.iter().enumerate().filter(|&(_, &c)| c != NO_TRUTH) {
             writeln!(f, "{v},{c}").unwrap();
         }
     }
@@ -168,31 +234,41 @@ fn main() {
         .unwrap_or(usize::MAX);
     let dump_dir = std::env::var_os("BENCH_LEIDEN_DUMP").map(PathBuf::from);
 
-    let specs: [(&str, usize, f64, u64); 4] = [
-        ("planted_10k_mu0.3", 1_000, 0.3, 1),
-        ("planted_100k_mu0.3", 10_000, 0.3, 2),
-        ("planted_1M_mu0.3", 100_000, 0.3, 3),
-        ("planted_1M_mu0.1", 100_000, 0.1, 4),
-    ];
+    let write_dir = std::env::var_os("BENCH_LEIDEN_WRITE").map(PathBuf::from);
+    let graph_dirs = std::env::var("BENCH_LEIDEN_GRAPHS").ok().filter(|v| !v.trim().is_empty());
+
     let mut cases: Vec<Case> = Vec::new();
-    for (name, nodes, mu, seed) in specs {
-        if nodes * 10 > max_edges {
-            continue;
+    if let Some(dirs) = graph_dirs {
+        for d in dirs.split(',').map(str::trim).filter(|d| !d.is_empty()) {
+            let dir = PathBuf::from(d);
+            let name = dir.file_name().map_or_else(|| d.to_string(), |n| n.to_string_lossy().into_owned());
+            cases.extend(load_dir(&name, &dir, false));
         }
-        let case = planted(name, nodes, mu, seed);
-        if let Some(dir) = &dump_dir {
-            dump(&case, dir);
+    } else {
+        let specs: [(&str, usize, f64, u64); 4] = [
+            ("planted_10k_mu0.3", 1_000, 0.3, 1),
+            ("planted_100k_mu0.3", 10_000, 0.3, 2),
+            ("planted_1M_mu0.3", 100_000, 0.3, 3),
+            ("planted_1M_mu0.1", 100_000, 0.1, 4),
+        ];
+        for (name, nodes, mu, seed) in specs {
+            if nodes * 10 > max_edges {
+                continue;
+            }
+            let case = planted(name, nodes, mu, seed);
+            if let Some(dir) = &dump_dir {
+                dump(&case, dir);
+            }
+            cases.push(case);
         }
-        cases.push(case);
+        cases.extend(lfr("lfr_n100000_mu0.1_seed42"));
     }
-    cases.extend(lfr("lfr_n100000_mu0.1_seed42"));
 
     let flat_cfg = LeidenConfig::default();
-    let hier_cfg = HierarchyConfig::default();
     println!(
-        "| graph | nodes | edges | flat leiden s (CPU s) | modularity | communities | NMI vs truth | hierarchical s (CPU s) | communities per level |"
+        "| graph | nodes | edges | flat leiden s (CPU s) | modularity | communities | NMI vs truth | hierarchical s (CPU s) | levels | communities per level |"
     );
-    println!("|---|---:|---:|---:|---:|---:|---:|---:|---|");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|");
     for case in &cases {
         let start = Instant::now();
         let graph = Graph::from_edges(case.num_nodes, &case.edges);
@@ -200,8 +276,16 @@ fn main() {
 
         let (part, flat_wall, flat_cpu) = timed(|| leiden(&graph, &flat_cfg));
         let q = modularity(&graph, &part, 1.0);
-        let k = part.iter().max().map_or(0, |x| x + 1);
-        let score = case.truth.as_ref().map_or("–".to_string(), |t| format!("{:.4}", nmi(&part, t)));
+        let seen = has_edge(case);
+        let mut labels: Vec<usize> = (0..part.len()).filter(|&v| seen[v]).map(|v| part[v]).collect();
+        labels.sort_unstable();
+        labels.dedup();
+        let k = labels.len();
+        let score = case.truth.as_ref().map_or("–".to_string(), |t| format!("{:.4}", nmi_on_edges(&part, t, &seen)));
+        if let Some(dir) = &write_dir {
+            write_partition(dir, &case.name, &part, &seen);
+        }
+        let hier_cfg = HierarchyConfig { use_lcc: case.use_lcc, ..HierarchyConfig::default() };
         let (comms, hier_wall, hier_cpu) = timed(|| hierarchical_leiden(&graph, &hier_cfg));
         let mut per_level: Vec<usize> = Vec::new();
         for c in &comms {
@@ -212,12 +296,13 @@ fn main() {
         }
         let levels = per_level.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(" / ");
         println!(
-            "| {} | {} | {} | {} | {q:.4} | {k} | {score} | {} | {levels} |",
+            "| {} | {} | {} | {} | {q:.4} | {k} | {score} | {} | {} | {levels} |",
             case.name,
-            graph.num_nodes(),
+            seen.iter().filter(|&&s| s).count(),
             graph.num_edges(),
             seconds(flat_wall, flat_cpu),
             seconds(hier_wall, hier_cpu),
+            per_level.len(),
         );
         eprintln!("({}: graph built in {build:.3} s)", case.name);
     }

@@ -68,7 +68,8 @@ impl EmbeddingModel {
     /// Splits a text into pieces the model takes whole (by words; a single
     /// word longer than the limit is its own piece and gets truncated).
     pub fn split_to_fit(&self, text: &str) -> Result<Vec<String>, LlmError> {
-        let (limit, count): (usize, Box<dyn Fn(&str) -> usize>) = match &self.backend {
+        type Counter = Box<dyn Fn(&str) -> usize>;
+        let (limit, count): (usize, Counter) = match &self.backend {
             Backend::Local { .. } => {
                 let model = self.local()?;
                 (model.max_tokens(), Box::new(move |t: &str| model.count_tokens(t)))
