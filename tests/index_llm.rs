@@ -158,6 +158,37 @@ fn standard_pipeline_builds_the_graph_and_reruns_from_cache() {
     assert_eq!(columns(&covariates).len(), 12);
     assert!(out.join("graph.graphml").exists());
 
+    // Referential integrity: endpoints are entities, every id list resolves.
+    let ids_of = |t: &RecordBatch, name: &str| -> std::collections::HashSet<String> {
+        graphrag_engine::table::strings(t, name, "id").unwrap().into_iter().map(String::from).collect()
+    };
+    let lists = |t: &RecordBatch, name: &str, col: &str| graphrag_engine::table::string_lists(t, name, col).unwrap();
+    let units_t = read(&out.join("text_units.parquet"));
+    let docs_t = read(&out.join("documents.parquet"));
+    let (entity_ids, rel_ids, unit_ids) =
+        (ids_of(&entities, "entities"), ids_of(&relationships, "relationships"), ids_of(&units_t, "text_units"));
+    let titles_set: std::collections::HashSet<&str> = titles.iter().copied().collect();
+    for col in ["source", "target"] {
+        for end in graphrag_engine::table::strings(&relationships, "relationships", col).unwrap() {
+            assert!(titles_set.contains(end), "relationship endpoint {end} is not an entity");
+        }
+    }
+    let resolve = |lists: Vec<Vec<String>>, known: &std::collections::HashSet<String>, what: &str| {
+        for id in lists.iter().flatten() {
+            assert!(known.contains(id), "{what}: dangling id {id}");
+        }
+    };
+    resolve(lists(&units_t, "text_units", "entity_ids"), &entity_ids, "text_units.entity_ids");
+    resolve(lists(&units_t, "text_units", "relationship_ids"), &rel_ids, "text_units.relationship_ids");
+    resolve(lists(&docs_t, "documents", "text_unit_ids"), &unit_ids, "documents.text_unit_ids");
+    resolve(lists(&entities, "entities", "text_unit_ids"), &unit_ids, "entities.text_unit_ids");
+    resolve(lists(&relationships, "relationships", "text_unit_ids"), &unit_ids, "relationships.text_unit_ids");
+    resolve(lists(&communities, "communities", "entity_ids"), &entity_ids, "communities.entity_ids");
+    resolve(lists(&communities, "communities", "relationship_ids"), &rel_ids, "communities.relationship_ids");
+    resolve(lists(&communities, "communities", "text_unit_ids"), &unit_ids, "communities.text_unit_ids");
+    let covariate_ids = ids_of(&read(&out.join("covariates.parquet")), "covariates");
+    resolve(lists(&units_t, "text_units", "covariate_ids"), &covariate_ids, "text_units.covariate_ids");
+
     // Text units now point at what was extracted from them.
     let units = read(&out.join("text_units.parquet"));
     let linked = graphrag_engine::table::string_lists(&units, "text_units", "entity_ids").unwrap();
