@@ -131,10 +131,10 @@ section!(ChunkingConfig {
 });
 
 section!(VectorStoreConfig {
-    /// embedded (files under output/) — external stores plug in behind a trait.
+    /// embedded: vectors in output/embeddings.<field>.parquet, HNSW indexes in
+    /// output/vectors/ (external stores plug in behind the VectorStore trait).
     #[serde(rename = "type")]
     kind: String = s("embedded"),
-    db_uri: String = s("output/vectors"),
     /// Use an approximate index above this many vectors (0: always exact).
     ann_threshold: usize = 50_000,
 });

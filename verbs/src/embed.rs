@@ -16,6 +16,7 @@ use graphrag_engine::schema;
 use graphrag_engine::table::strings;
 use graphrag_engine::verb::{Verb, VerbDef, VerbInfo};
 use graphrag_operations::suggest::did_you_mean;
+use graphrag_vectors::{Collection, HnswParams};
 
 /// The fields that can be embedded, with the table they come from.
 pub const FIELDS: [&str; 4] =
@@ -35,6 +36,10 @@ pub struct Embed {
     /// `split` (embed the parts and average) or `truncate`.
     #[serde(default = "default_long_text")]
     pub long_text: String,
+    /// From this many vectors an HNSW index is built and saved as
+    /// output/vectors/<field>.hnsw for the query engine (0: never).
+    #[serde(default = "default_ann_threshold")]
+    pub ann_threshold: usize,
 }
 
 fn all_fields() -> Vec<String> {
@@ -45,6 +50,9 @@ fn default_model() -> String {
 }
 fn default_long_text() -> String {
     "split".into()
+}
+fn default_ann_threshold() -> usize {
+    50_000
 }
 
 impl VerbDef for Embed {
@@ -159,21 +167,108 @@ impl Verb for Embed {
                 *s += x;
             }
         }
+        let vectors: Vec<Vec<f32>> = sums
+            .into_iter()
+            .map(|mut v| {
+                let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+                if norm > 0.0 {
+                    v.iter_mut().for_each(|x| *x /= norm);
+                }
+                v
+            })
+            .collect();
+        if self.ann_threshold > 0 && vectors.len() >= self.ann_threshold {
+            let mut collection = Collection::new(ids.clone(), vectors.clone())?;
+            collection.build_ann(&HnswParams::default());
+            let bytes = collection.ann_to_bytes().expect("index just built");
+            ctx.write_output(&format!("vectors/{}.hnsw", self.field), &bytes)?;
+            ctx.count("ann_index_vectors", vectors.len() as u64);
+        }
         let mut list = FixedSizeListBuilder::new(Float32Builder::new(), dim as i32).with_field(Arc::new(Field::new(
             "item",
             DataType::Float32,
             true,
         )));
-        for mut v in sums {
-            let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
-            if norm > 0.0 {
-                v.iter_mut().for_each(|x| *x /= norm);
-            }
-            list.values().append_slice(&v);
+        for v in &vectors {
+            list.values().append_slice(v);
             list.append(true);
         }
         let table =
             RecordBatch::try_new(embeddings_schema(dim), vec![schema::text_col(&ids), Arc::new(list.finish())])?;
         Ok(vec![table])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{MemFiles, MemProject};
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::Float32Type;
+    use arrow_array::Array;
+    use graphrag_engine::context::StepCounters;
+    use graphrag_engine::llm::LlmService;
+    use graphrag_engine::settings::{ModelConfig, Secret, Settings};
+    use graphrag_mock_llm::{MockConfig, MockServer};
+
+    fn units(n: usize) -> RecordBatch {
+        let ids: Vec<String> = (0..n).map(|i| format!("u{i}")).collect();
+        let texts: Vec<String> = (0..n).map(|i| format!("passage {i} about ghosts and misers")).collect();
+        RecordBatch::try_new(
+            schema::text_units(),
+            vec![
+                schema::text_col(&ids),
+                schema::int_col(0..n as i64),
+                schema::text_col(&texts),
+                schema::int_col(vec![5; n]),
+                schema::text_col(vec!["d"; n]),
+                schema::id_list_col(vec![Vec::<String>::new(); n]),
+                schema::id_list_col(vec![Vec::<String>::new(); n]),
+                schema::id_list_col(vec![Vec::<String>::new(); n]),
+            ],
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn embeds_a_field_and_saves_an_ann_index_above_the_threshold() {
+        let mock = MockServer::start(MockConfig::default()).unwrap();
+        let mut settings = Settings::default();
+        settings.embedding_models.insert(
+            "default_embedding_model".into(),
+            ModelConfig {
+                model: "mock-embed".into(),
+                api_base: Some(mock.base_url()),
+                api_key: Secret::from("k"),
+                ..ModelConfig::default()
+            },
+        );
+        settings.cache.kind = "none".into();
+        let llm = LlmService::from_settings(&settings, std::path::Path::new("/nonexistent")).unwrap();
+        let (files, project, counters) = (MemFiles::new(&[]), MemProject::default(), StepCounters::default());
+        let ctx = VerbContext::new("embed", &files, &counters).with_llm(Some(&llm)).with_project(Some(&project));
+        let verb: Embed =
+            serde_json::from_value(serde_json::json!({"field": "text_unit_text", "ann_threshold": 8})).unwrap();
+        let out = verb.run(&[Arc::new(units(12))], &ctx).unwrap();
+        assert_eq!(out[0].num_rows(), 12);
+        let written = project.written.lock().unwrap();
+        assert_eq!(written.len(), 1);
+        assert_eq!(written[0].0, "vectors/text_unit_text.hnsw");
+        // The query engine rebuilds the collection from the table, then loads the index.
+        let ids: Vec<String> = strings(&out[0], "e", "id").unwrap().into_iter().map(String::from).collect();
+        let list = out[0].column(1).as_fixed_size_list();
+        let vectors: Vec<Vec<f32>> =
+            (0..list.len()).map(|i| list.value(i).as_primitive::<Float32Type>().values().to_vec()).collect();
+        assert!(vectors.iter().all(|v| v.len() == 384));
+        let mut c = Collection::new(ids, vectors).unwrap();
+        c.load_ann(&written[0].1).expect("the saved index matches the vectors");
+
+        // Below the threshold no index; a field not asked for is an empty table.
+        let small = verb.run(&[Arc::new(units(3))], &ctx).unwrap();
+        assert_eq!(small[0].num_rows(), 3);
+        let off: Embed =
+            serde_json::from_value(serde_json::json!({"field": "text_unit_text", "names": ["entity_description"]}))
+                .unwrap();
+        assert_eq!(off.run(&[Arc::new(units(3))], &ctx).unwrap()[0].num_rows(), 0);
     }
 }

@@ -47,3 +47,21 @@ pub fn run_verb(
     let out = verb.run(inputs, &ctx)?;
     Ok((out, counters.warnings.load(Ordering::Relaxed)))
 }
+
+/// Project files in memory: prompts to read, outputs written.
+#[derive(Default)]
+pub struct MemProject {
+    pub written: std::sync::Mutex<Vec<(String, Vec<u8>)>>,
+}
+
+impl graphrag_engine::context::ProjectFiles for MemProject {
+    fn read_text(&self, rel_path: &str) -> anyhow::Result<String> {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(rel_path);
+        Ok(std::fs::read_to_string(path)?)
+    }
+
+    fn write_output(&self, name: &str, bytes: &[u8]) -> anyhow::Result<()> {
+        self.written.lock().unwrap().push((name.to_string(), bytes.to_vec()));
+        Ok(())
+    }
+}
