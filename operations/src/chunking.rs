@@ -50,25 +50,31 @@ pub struct Chunk {
 
 /// Splits `text` into chunks. Whitespace-only chunks are dropped.
 pub fn chunk_text(text: &str, cfg: &ChunkConfig) -> Vec<Chunk> {
-    let ranges = match cfg.strategy {
-        Strategy::Tokens => token_windows(text, 0, cfg),
-        Strategy::Sentences => sentence_packs(text, cfg),
-    };
-    ranges
-        .into_iter()
-        .filter(|r| !text[r.clone()].trim().is_empty())
-        .map(|range| Chunk { n_tokens: cfg.encoding.count(&text[range.clone()]), range })
-        .collect()
+    let keep = |r: &Range<usize>| !text[r.clone()].trim().is_empty();
+    match cfg.strategy {
+        Strategy::Tokens => {
+            let (tokens, pieces) = cfg.encoding.encode_with_pieces(text);
+            token_windows(text, &tokens, 0, cfg)
+                .into_iter()
+                .filter(keep)
+                .map(|range| Chunk { n_tokens: cfg.encoding.count_slice(text, range.clone(), &pieces), range })
+                .collect()
+        }
+        Strategy::Sentences => sentence_packs(text, cfg)
+            .into_iter()
+            .filter(keep)
+            .map(|range| Chunk { n_tokens: cfg.encoding.count(&text[range.clone()]), range })
+            .collect(),
+    }
 }
 
-/// Token windows over `text`, as byte ranges shifted by `base`.
-fn token_windows(text: &str, base: usize, cfg: &ChunkConfig) -> Vec<Range<usize>> {
-    let tokens = cfg.encoding.encode(text);
+/// Token windows over `text` (whose tokens are `tokens`), as byte ranges shifted by `base`.
+fn token_windows(text: &str, tokens: &[u32], base: usize, cfg: &ChunkConfig) -> Vec<Range<usize>> {
     let n = tokens.len();
     let mut offsets = Vec::with_capacity(n + 1);
     offsets.push(0usize);
     let mut acc = 0;
-    for &t in &tokens {
+    for &t in tokens {
         acc += cfg.encoding.token_len(t);
         offsets.push(acc);
     }
@@ -162,7 +168,8 @@ fn sentence_packs(text: &str, cfg: &ChunkConfig) -> Vec<Range<usize>> {
             if has_new {
                 flush(&mut current, &mut current_tokens, &mut out);
             }
-            out.extend(token_windows(&text[range.clone()], range.start, cfg));
+            let sentence = &text[range.clone()];
+            out.extend(token_windows(sentence, &cfg.encoding.encode(sentence), range.start, cfg));
             current.clear();
             current_tokens = 0;
             has_new = false;

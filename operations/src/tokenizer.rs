@@ -44,6 +44,53 @@ impl Encoding {
     }
 }
 
+/// The pre-tokenizer pieces of a text with their token counts: the exact
+/// count of a slice then needs BPE only for the few pieces that split
+/// differently at the slice's edges.
+#[derive(Debug, Default)]
+pub struct Pieces {
+    starts: Vec<usize>,
+    lens: Vec<usize>,
+    counts: Vec<usize>,
+}
+
+impl Encoding {
+    /// Token ids of `text` and its pieces.
+    pub fn encode_with_pieces(self, text: &str) -> (Vec<u32>, Pieces) {
+        let tok = self.tokenizer();
+        let mut tokens = Vec::with_capacity(text.len() / 3);
+        let mut pieces = Pieces::default();
+        for piece in tok.split(text) {
+            let ids = tok.bpe.encode_via_backtracking(piece.as_bytes());
+            pieces.starts.push(piece.as_ptr() as usize - text.as_ptr() as usize);
+            pieces.lens.push(piece.len());
+            pieces.counts.push(ids.len());
+            tokens.extend(ids);
+        }
+        (tokens, pieces)
+    }
+
+    /// Exact token count of `text[range]` (what `count` would return),
+    /// reusing the counts of pieces the slice shares with the whole text.
+    pub fn count_slice(self, text: &str, range: std::ops::Range<usize>, pieces: &Pieces) -> usize {
+        let tok = self.tokenizer();
+        let slice = &text[range.clone()];
+        let mut cursor = pieces.starts.partition_point(|&s| s < range.start);
+        let mut n = 0;
+        for piece in tok.split(slice) {
+            let start = range.start + (piece.as_ptr() as usize - slice.as_ptr() as usize);
+            while cursor < pieces.starts.len() && pieces.starts[cursor] < start {
+                cursor += 1;
+            }
+            n += match (pieces.starts.get(cursor), pieces.lens.get(cursor)) {
+                (Some(&s), Some(&l)) if s == start && l == piece.len() => pieces.counts[cursor],
+                _ => tok.bpe.count(piece.as_bytes()),
+            };
+        }
+        n
+    }
+}
+
 impl fmt::Display for Encoding {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
@@ -85,6 +132,21 @@ mod tests {
         let enc = Encoding::O200kBase;
         let total: usize = enc.encode(text).iter().map(|&t| enc.token_len(t)).sum();
         assert_eq!(total, text.len());
+    }
+
+    #[test]
+    fn slice_counts_equal_fresh_counts() {
+        let text = "Marley's ghost said: \"I wear the chain I forged in life.\"  Scrooge   trembled.\n\n  東京 🎄 ok  ";
+        for enc in [Encoding::O200kBase, Encoding::Cl100kBase] {
+            let (tokens, pieces) = enc.encode_with_pieces(text);
+            assert_eq!(tokens, enc.encode(text));
+            let bounds: Vec<usize> = (0..=text.len()).filter(|&i| text.is_char_boundary(i)).collect();
+            for (i, &a) in bounds.iter().enumerate() {
+                for &b in &bounds[i..] {
+                    assert_eq!(enc.count_slice(text, a..b, &pieces), enc.count(&text[a..b]), "{a}..{b}");
+                }
+            }
+        }
     }
 
     #[test]

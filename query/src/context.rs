@@ -175,6 +175,25 @@ where
     batches
 }
 
+/// A token counter that remembers the count of every text it saw: context
+/// building re-packs the same rows while it grows a table (GraphRAG's
+/// incremental entity loop), and BPE counting is the expensive part.
+#[derive(Default)]
+pub struct MemoCounter {
+    seen: std::cell::RefCell<HashMap<String, usize>>,
+}
+
+impl MemoCounter {
+    pub fn count(&self, text: &str) -> usize {
+        if let Some(&n) = self.seen.borrow().get(text) {
+            return n;
+        }
+        let n = count_tokens(text);
+        self.seen.borrow_mut().insert(text.to_string(), n);
+        n
+    }
+}
+
 /// Joins non-empty context parts with a blank line.
 pub fn join_parts<'a>(parts: impl IntoIterator<Item = &'a str>) -> String {
     parts.into_iter().filter(|p| !p.trim().is_empty()).collect::<Vec<_>>().join("\n\n")
@@ -293,9 +312,8 @@ pub fn rank_relationships(selected: &[usize], g: &RelView, top_k: usize) -> Vec<
             }
         }
     }
-    let by_rank = |a: usize, b: usize| {
-        g.rank[b].cmp(&g.rank[a]).then(cmp_desc_f64(g.weight[a], g.weight[b])).then(a.cmp(&b))
-    };
+    let by_rank =
+        |a: usize, b: usize| g.rank[b].cmp(&g.rank[a]).then(cmp_desc_f64(g.weight[a], g.weight[b])).then(a.cmp(&b));
     inside.sort_by(|&a, &b| by_rank(a, b));
     let mut links: HashMap<usize, usize> = HashMap::new();
     for &(_, other) in &outside {
@@ -449,7 +467,8 @@ pub fn pack_points(mut points: Vec<Point>, max_tokens: usize, count: Counter) ->
     let mut used = Vec::new();
     let mut tokens = 0;
     for p in points {
-        let text = format!("----Analyst {}----\nImportance Score: {}\n{}", p.analyst, score_text(p.score), p.description);
+        let text =
+            format!("----Analyst {}----\nImportance Score: {}\n{}", p.analyst, score_text(p.score), p.description);
         let t = count(&text);
         if tokens + t > max_tokens {
             break;
@@ -466,17 +485,158 @@ pub fn pack_points(mut points: Vec<Point>, max_tokens: usize, count: Counter) ->
 // ---------------------------------------------------------------------------
 
 const STOP_WORDS: &[&str] = &[
-    "a", "about", "above", "after", "again", "against", "all", "also", "am", "an", "and", "any", "are", "as", "at",
-    "be", "because", "been", "before", "being", "below", "between", "both", "but", "by", "can", "could", "did", "do",
-    "does", "doing", "down", "during", "each", "few", "for", "from", "further", "had", "has", "have", "having", "he",
-    "her", "here", "hers", "herself", "him", "himself", "his", "how", "i", "if", "in", "into", "is", "it", "its",
-    "itself", "just", "me", "more", "most", "my", "myself", "no", "nor", "not", "now", "of", "off", "on", "once",
-    "only", "or", "other", "our", "ours", "ourselves", "out", "over", "own", "same", "she", "should", "so", "some",
-    "such", "than", "that", "the", "their", "theirs", "them", "themselves", "then", "there", "these", "they", "this",
-    "those", "through", "to", "too", "under", "until", "up", "very", "was", "we", "were", "what", "when", "where",
-    "which", "while", "who", "whom", "why", "will", "with", "would", "you", "your", "yours", "yourself", "tell",
-    "describe", "explain", "give", "know", "known", "many", "much", "please", "role", "happen", "happened", "kind",
-    "main", "list", "show", "say", "said", "like", "get", "way", "thing", "things", "whose", "within", "without",
+    "a",
+    "about",
+    "above",
+    "after",
+    "again",
+    "against",
+    "all",
+    "also",
+    "am",
+    "an",
+    "and",
+    "any",
+    "are",
+    "as",
+    "at",
+    "be",
+    "because",
+    "been",
+    "before",
+    "being",
+    "below",
+    "between",
+    "both",
+    "but",
+    "by",
+    "can",
+    "could",
+    "did",
+    "do",
+    "does",
+    "doing",
+    "down",
+    "during",
+    "each",
+    "few",
+    "for",
+    "from",
+    "further",
+    "had",
+    "has",
+    "have",
+    "having",
+    "he",
+    "her",
+    "here",
+    "hers",
+    "herself",
+    "him",
+    "himself",
+    "his",
+    "how",
+    "i",
+    "if",
+    "in",
+    "into",
+    "is",
+    "it",
+    "its",
+    "itself",
+    "just",
+    "me",
+    "more",
+    "most",
+    "my",
+    "myself",
+    "no",
+    "nor",
+    "not",
+    "now",
+    "of",
+    "off",
+    "on",
+    "once",
+    "only",
+    "or",
+    "other",
+    "our",
+    "ours",
+    "ourselves",
+    "out",
+    "over",
+    "own",
+    "same",
+    "she",
+    "should",
+    "so",
+    "some",
+    "such",
+    "than",
+    "that",
+    "the",
+    "their",
+    "theirs",
+    "them",
+    "themselves",
+    "then",
+    "there",
+    "these",
+    "they",
+    "this",
+    "those",
+    "through",
+    "to",
+    "too",
+    "under",
+    "until",
+    "up",
+    "very",
+    "was",
+    "we",
+    "were",
+    "what",
+    "when",
+    "where",
+    "which",
+    "while",
+    "who",
+    "whom",
+    "why",
+    "will",
+    "with",
+    "would",
+    "you",
+    "your",
+    "yours",
+    "yourself",
+    "tell",
+    "describe",
+    "explain",
+    "give",
+    "know",
+    "known",
+    "many",
+    "much",
+    "please",
+    "role",
+    "happen",
+    "happened",
+    "kind",
+    "main",
+    "list",
+    "show",
+    "say",
+    "said",
+    "like",
+    "get",
+    "way",
+    "thing",
+    "things",
+    "whose",
+    "within",
+    "without",
 ];
 
 /// The query's content words (no stop words, at least 3 characters, first
@@ -578,7 +738,8 @@ mod tests {
 
     #[test]
     fn batches_respect_budget_and_oversized_rows_stand_alone() {
-        let rows = vec![row(&["1", "a b"]), row(&["2", "c d"]), row(&["3", "e f g h i j k l m n o p"]), row(&["4", "q"])];
+        let rows =
+            vec![row(&["1", "a b"]), row(&["2", "c d"]), row(&["3", "e f g h i j k l m n o p"]), row(&["4", "q"])];
         let b = pack_batches("Reports", &["id", "content"], rows, 10, &words);
         let ids: Vec<Vec<String>> = b.iter().map(|t| t.ids()).collect();
         assert_eq!(ids, vec![vec!["1", "2"], vec!["3"], vec!["4"]]);
@@ -680,7 +841,9 @@ mod tests {
         all.push(Point { analyst: 1, description: "mid".into(), score: 50.5 });
         let (text, used) = pack_points(all.clone(), 1000, &words);
         assert_eq!(used.iter().map(|p| p.description.as_str()).collect::<Vec<_>>(), ["high", "mid", "low"]);
-        assert!(text.starts_with("----Analyst 2----\nImportance Score: 90\nhigh\n\n----Analyst 1----\nImportance Score: 50.5\nmid"));
+        assert!(text.starts_with(
+            "----Analyst 2----\nImportance Score: 90\nhigh\n\n----Analyst 1----\nImportance Score: 50.5\nmid"
+        ));
         let (_, used) = pack_points(all, 8, &words);
         assert_eq!(used.len(), 1);
         let (text, used) = pack_points(vec![Point { analyst: 1, description: "x".into(), score: 0.0 }], 100, &words);

@@ -1,1 +1,477 @@
-//! placeholder
+//! graphrag-rs query engine: GraphRAG's local, global (map-reduce), basic and
+//! DRIFT search and LightRAG's hybrid / mix keyword search over an index's
+//! output folder.
+//!
+//! ```no_run
+//! use graphrag_query::{Method, QueryEngine, QueryRequest};
+//! let engine = QueryEngine::open("my-project")?;
+//! let result = engine.query(&QueryRequest::new(Method::Local, "Who is Scrooge?"), None)?;
+//! println!("{}", result.answer.as_deref().unwrap_or(&result.context));
+//! # anyhow::Ok(())
+//! ```
+//!
+//! [`QueryEngine::query`] is blocking: it runs model calls on the engine's own
+//! async runtime, so call it from a plain thread (inside an async program, use
+//! `spawn_blocking`). Tables and vectors are loaded on first use and kept, so
+//! later queries through the same engine read nothing from disk.
+
+pub mod context;
+mod data;
+mod methods;
+mod prompts;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use anyhow::{bail, Context as _};
+use graphrag_engine::llm::{ChatModel, LlmService, Message, UsageCounters};
+use graphrag_engine::prompts::PromptTemplate;
+use graphrag_engine::settings::{self, Settings};
+use serde::Serialize;
+use serde_json::Value;
+
+use data::{Field, Index, Vectors};
+
+/// GraphRAG's answer when no map step found anything relevant.
+pub const NO_DATA_ANSWER: &str = "I am sorry but I am unable to answer this question given the provided data.";
+
+/// A search method.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Method {
+    /// GraphRAG local search: entities near the question and their neighbourhood.
+    #[default]
+    Local,
+    /// GraphRAG global search: map-reduce over community reports.
+    Global,
+    /// Vector search over text units.
+    Basic,
+    /// GraphRAG DRIFT: primer over community reports, follow-up local searches, reduce.
+    Drift,
+    /// LightRAG hybrid: keyword-driven entity and relationship retrieval.
+    Hybrid,
+    /// LightRAG mix: hybrid plus vector-retrieved text chunks.
+    Mix,
+}
+
+impl Method {
+    pub const NAMES: [&'static str; 6] = ["local", "global", "basic", "drift", "hybrid", "mix"];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Method::Local => "local",
+            Method::Global => "global",
+            Method::Basic => "basic",
+            Method::Drift => "drift",
+            Method::Hybrid => "hybrid",
+            Method::Mix => "mix",
+        }
+    }
+}
+
+impl fmt::Display for Method {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Method {
+    type Err = anyhow::Error;
+    fn from_str(s: &str) -> anyhow::Result<Method> {
+        Ok(match s.trim().to_ascii_lowercase().as_str() {
+            "local" => Method::Local,
+            "global" => Method::Global,
+            "basic" | "naive" => Method::Basic,
+            "drift" => Method::Drift,
+            "hybrid" => Method::Hybrid,
+            "mix" => Method::Mix,
+            _ => bail!(
+                "unknown query method `{s}`: expected one of {}{}",
+                Method::NAMES.join(", "),
+                graphrag_operations::suggest::did_you_mean(s, Method::NAMES)
+            ),
+        })
+    }
+}
+
+/// One question.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QueryRequest {
+    pub method: Method,
+    pub question: String,
+    /// Community level for global (and the reports of local / DRIFT);
+    /// `None`: GraphRAG's default 2 (the deepest communities down to level 2).
+    pub community_level: Option<u32>,
+    /// Target length and format of the answer ("Multiple Paragraphs").
+    pub response_type: String,
+    /// Retrieve only: build the context, call no chat model, `answer` is `None`.
+    pub context_only: bool,
+    /// Earlier messages, oldest first, as (role, content) with role `user` or
+    /// `assistant`.
+    pub history: Vec<(String, String)>,
+    /// Global search: pick reports by LLM relevance rating from the top
+    /// level down (GraphRAG's dynamic community selection) instead of one level.
+    pub dynamic_community_selection: bool,
+}
+
+impl QueryRequest {
+    pub fn new(method: Method, question: impl Into<String>) -> QueryRequest {
+        QueryRequest {
+            method,
+            question: question.into(),
+            community_level: None,
+            response_type: DEFAULT_RESPONSE_TYPE.to_string(),
+            context_only: false,
+            history: Vec::new(),
+            dynamic_community_selection: false,
+        }
+    }
+}
+
+pub const DEFAULT_RESPONSE_TYPE: &str = "Multiple Paragraphs";
+
+/// Cost and timing of one query.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct QueryStats {
+    /// Wall time of the whole query.
+    pub latency_ms: f64,
+    /// Time until the context was ready (tables, query embedding, retrieval, packing).
+    pub context_ms: f64,
+    /// Tokens of the context (o200k_base).
+    pub context_tokens: u64,
+    /// Chat requests answered by the server (cache hits not counted).
+    pub llm_calls: u64,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    /// Chat answers taken from the response cache.
+    pub cache_hits: u64,
+    /// Embedding requests (the query embedding).
+    pub embedding_calls: u64,
+    /// JSON answers that needed repair (tolerant parsing or a corrective retry).
+    pub json_repairs: u64,
+    /// Intermediate steps (global map batches, DRIFT steps, keyword extraction)
+    /// whose answer was unusable and was skipped.
+    pub skipped_steps: u64,
+}
+
+/// The answer and what it was based on.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct QueryResult {
+    /// `None` in retrieval-only mode.
+    pub answer: Option<String>,
+    /// Why no answer was generated (context-only request, or no chat model).
+    pub notice: Option<String>,
+    /// The context text sent to the model (or that would be sent).
+    pub context: String,
+    /// The rows of each context table (`entities`, `relationships`, `sources`,
+    /// `reports`, `claims`, ...) with their `id` = human_readable_id, plus
+    /// method-specific details.
+    pub context_records: Value,
+    pub stats: QueryStats,
+}
+
+/// What a method hands back to [`QueryEngine::query`].
+pub(crate) struct Outcome {
+    pub answer: Option<String>,
+    pub context: String,
+    pub records: Value,
+    pub context_ms: f64,
+}
+
+/// A query engine over one project (settings + output folder).
+pub struct QueryEngine {
+    root: PathBuf,
+    settings: Settings,
+    llm: LlmService,
+    index: Index,
+}
+
+impl QueryEngine {
+    /// Opens the project at `root`: reads settings.yaml (with `${VAR}` and
+    /// .env substitution) and checks that the output folder exists. Tables are
+    /// read when a query first needs them.
+    pub fn open(root: impl AsRef<Path>) -> anyhow::Result<QueryEngine> {
+        let root = root.as_ref();
+        let loaded = settings::load(root)?;
+        QueryEngine::with_settings(root, loaded.settings)
+    }
+
+    /// Like [`QueryEngine::open`] with settings built by the caller.
+    pub fn with_settings(root: impl AsRef<Path>, settings: Settings) -> anyhow::Result<QueryEngine> {
+        let root = root.as_ref().to_path_buf();
+        let output = root.join(&settings.output_storage.base_dir);
+        if !output.is_dir() {
+            bail!("no index in {}: run `graphrag-rs index --root {}` first", output.display(), root.display());
+        }
+        let llm = LlmService::from_settings(&settings, &root)?;
+        let index = Index::new(&root, &output, settings.vector_store.ann_threshold);
+        Ok(QueryEngine { root, settings, llm, index })
+    }
+
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Whether `method` can generate answers (its completion model is
+    /// configured); without one every query is retrieval-only.
+    pub fn can_answer(&self, method: Method) -> bool {
+        self.llm.has_chat_model(&self.model_ids(method).0)
+    }
+
+    /// (completion model id, embedding model id, settings key of the latter).
+    fn model_ids(&self, method: Method) -> (String, String, &'static str) {
+        let s = &self.settings;
+        match method {
+            Method::Local => (
+                s.local_search.completion_model_id.clone(),
+                s.local_search.embedding_model_id.clone(),
+                "local_search.embedding_model_id",
+            ),
+            Method::Global => (
+                s.global_search.completion_model_id.clone(),
+                s.local_search.embedding_model_id.clone(),
+                "local_search.embedding_model_id",
+            ),
+            Method::Basic => (
+                s.basic_search.completion_model_id.clone(),
+                s.basic_search.embedding_model_id.clone(),
+                "basic_search.embedding_model_id",
+            ),
+            Method::Drift => (
+                s.drift_search.completion_model_id.clone(),
+                s.drift_search.embedding_model_id.clone(),
+                "drift_search.embedding_model_id",
+            ),
+            Method::Hybrid | Method::Mix => (
+                s.keyword_search.completion_model_id.clone(),
+                s.keyword_search.embedding_model_id.clone(),
+                "keyword_search.embedding_model_id",
+            ),
+        }
+    }
+
+    /// Answers one question. `on_token` receives the answer text as it is
+    /// produced; the engine's chat model has no streaming API yet, so today it
+    /// is called once with the whole final answer when the last model call
+    /// returns (not in retrieval-only mode).
+    pub fn query(&self, req: &QueryRequest, on_token: Option<&mut dyn FnMut(&str)>) -> anyhow::Result<QueryResult> {
+        let started = Instant::now();
+        if req.question.trim().is_empty() {
+            bail!("the question is empty");
+        }
+        let (chat_id, embed_id, embed_setting) = self.model_ids(req.method);
+        let has_chat = self.llm.has_chat_model(&chat_id);
+        let notice = if req.context_only {
+            Some(
+                "retrieval only (context-only mode): no chat model was called; this is the context it would be given"
+                    .to_string(),
+            )
+        } else if !has_chat {
+            Some(format!(
+                "retrieval only: no chat model is configured (completion_models.{chat_id} has no api_key and no api_base; set GRAPHRAG_API_KEY in the project's .env); this is the retrieved context"
+            ))
+        } else {
+            None
+        };
+        let chat = if notice.is_none() { Some(self.llm.chat_model(&chat_id)?) } else { None };
+        let run = Run {
+            engine: self,
+            req,
+            usage: UsageCounters::default(),
+            chat,
+            chat_id: chat_id.clone(),
+            embed_id: embed_id.clone(),
+            embed_setting,
+            skipped: AtomicU64::new(0),
+            started,
+            context_ms: Mutex::new(None),
+        };
+        let outcome = match req.method {
+            Method::Local => methods::local::run(&run),
+            Method::Global => methods::global::run(&run),
+            Method::Basic => methods::basic::run(&run),
+            Method::Drift => methods::drift::run(&run),
+            Method::Hybrid => methods::keyword::run(&run, false),
+            Method::Mix => methods::keyword::run(&run, true),
+        }?;
+        if let (Some(answer), Some(cb)) = (&outcome.answer, on_token) {
+            cb(answer);
+        }
+        let by_model = run.usage.by_model();
+        let chat_usage = by_model.get(&chat_id).cloned().unwrap_or_default();
+        let embed_usage =
+            if embed_id == chat_id { Default::default() } else { by_model.get(&embed_id).cloned() }.unwrap_or_default();
+        let stats = QueryStats {
+            latency_ms: ms(started),
+            context_ms: outcome.context_ms,
+            context_tokens: context::count_tokens(&outcome.context) as u64,
+            llm_calls: chat_usage.calls,
+            prompt_tokens: chat_usage.prompt_tokens,
+            completion_tokens: chat_usage.completion_tokens,
+            cache_hits: chat_usage.cache_hits,
+            embedding_calls: embed_usage.calls,
+            json_repairs: chat_usage.json_repairs,
+            skipped_steps: run.skipped.load(Ordering::Relaxed),
+        };
+        Ok(QueryResult {
+            answer: outcome.answer,
+            notice,
+            context: outcome.context,
+            context_records: outcome.records,
+            stats,
+        })
+    }
+}
+
+fn ms(since: Instant) -> f64 {
+    (since.elapsed().as_secs_f64() * 1e6).round() / 1e3
+}
+
+/// The state of one query: models, usage counters, settings shortcuts.
+pub(crate) struct Run<'a> {
+    pub engine: &'a QueryEngine,
+    pub req: &'a QueryRequest,
+    pub usage: UsageCounters,
+    /// `None`: retrieval only.
+    pub chat: Option<Arc<ChatModel>>,
+    #[allow(dead_code)]
+    pub chat_id: String,
+    pub embed_id: String,
+    pub embed_setting: &'static str,
+    pub skipped: AtomicU64,
+    pub started: Instant,
+    context_ms: Mutex<Option<f64>>,
+}
+
+impl Run<'_> {
+    pub fn s(&self) -> &Settings {
+        &self.engine.settings
+    }
+
+    pub fn index(&self) -> &Index {
+        &self.engine.index
+    }
+
+    pub fn retrieval_only(&self) -> bool {
+        self.chat.is_none()
+    }
+
+    /// Marks the context as ready (first call wins) and returns the elapsed ms.
+    pub fn context_ready(&self) -> f64 {
+        *self.context_ms.lock().unwrap().get_or_insert_with(|| ms(self.started))
+    }
+
+    pub fn skip(&self, what: &str, why: impl fmt::Display) {
+        tracing::warn!("{what} skipped: {why}");
+        self.skipped.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn prompt(&self, setting: &str, path: &str) -> anyhow::Result<PromptTemplate> {
+        prompts::load(&self.engine.root, setting, path)
+    }
+
+    pub fn fixed_prompt(&self, name: &str) -> anyhow::Result<PromptTemplate> {
+        prompts::fixed(&self.engine.root, name)
+    }
+
+    pub fn block_on<F: std::future::Future>(&self, f: F) -> F::Output {
+        self.engine.llm.block_on(f)
+    }
+
+    /// Embeddings of `texts` with the method's embedding model.
+    pub fn embed(&self, texts: &[String]) -> anyhow::Result<Vec<Vec<f32>>> {
+        if texts.is_empty() {
+            return Ok(Vec::new());
+        }
+        let model = self
+            .engine
+            .llm
+            .embedding_model(&self.embed_id)
+            .with_context(|| format!("embedding the query (settings `{}`)", self.embed_setting))?;
+        let vectors = self
+            .block_on(model.embed(texts, &self.usage))
+            .with_context(|| format!("embedding the query with `{}` ({})", self.embed_id, self.embed_setting))?;
+        Ok(vectors)
+    }
+
+    pub fn embed_one(&self, text: &str) -> anyhow::Result<Vec<f32>> {
+        Ok(self.embed(&[text.to_string()])?.pop().unwrap_or_default())
+    }
+
+    /// The vectors of `field` (loaded once).
+    pub fn vectors(&self, field: Field) -> anyhow::Result<Arc<Vectors>> {
+        self.index().vectors(field)
+    }
+
+    /// Top-`k` ids of `field` by similarity to `query`, with a clear error
+    /// when the query embedding does not match the index's vectors.
+    pub fn search(
+        &self,
+        vectors: &Vectors,
+        query: &[f32],
+        k: usize,
+        allowed: Option<&std::collections::HashSet<usize>>,
+    ) -> anyhow::Result<Vec<(String, f32)>> {
+        let dim = vectors.dimension();
+        if vectors.store.is_some() && query.len() != dim {
+            bail!(
+                "the query embedding from `{}` (model `{}`) has dimension {} but {} holds vectors of dimension {dim}: the index was built with another embedding model. Set `{}` (and embed_text.embedding_model_id) to the model the index was built with, or re-run `graphrag-rs index --root {}` to re-embed with the current model",
+                self.embed_setting,
+                self.embed_id,
+                query.len(),
+                vectors.path.display(),
+                self.embed_setting,
+                self.engine.root.display()
+            );
+        }
+        vectors.search(query, k, allowed)
+    }
+
+    fn chat_model(&self) -> anyhow::Result<&Arc<ChatModel>> {
+        self.chat.as_ref().ok_or_else(|| anyhow::anyhow!("internal: chat call in retrieval-only mode"))
+    }
+
+    /// One chat call: `system` prompt, then the history (when given), then the question.
+    pub fn messages(&self, system: String, user: &str) -> Vec<Message> {
+        vec![Message::system(system), Message::user(user)]
+    }
+
+    pub fn chat(&self, messages: &[Message]) -> anyhow::Result<String> {
+        let model = self.chat_model()?;
+        Ok(self.block_on(model.chat(messages, false, &self.usage))?.content)
+    }
+
+    /// Several JSON chat calls in parallel (the model's own concurrency limit
+    /// applies); each result separately.
+    pub fn chat_json_all(&self, calls: Vec<Vec<Message>>) -> anyhow::Result<Vec<anyhow::Result<Value>>> {
+        let model = self.chat_model()?;
+        let usage = &self.usage;
+        let futures = calls.iter().map(|m| async move { model.chat_json(m, usage).await.map_err(anyhow::Error::from) });
+        Ok(self.block_on(futures_util::future::join_all(futures)))
+    }
+
+    pub fn chat_json(&self, messages: Vec<Message>) -> anyhow::Result<Value> {
+        self.chat_json_all(vec![messages])?.pop().expect("one call")
+    }
+}
+
+/// Renders a prompt with string variables.
+pub(crate) fn render(prompt: &PromptTemplate, vars: &[(&str, Value)]) -> anyhow::Result<String> {
+    let map: BTreeMap<&str, Value> = vars.iter().map(|(k, v)| (*k, v.clone())).collect();
+    prompt.render(&map)
+}
+
+#[allow(dead_code)]
+fn assert_send_sync() {
+    fn is<T: Send + Sync>() {}
+    is::<QueryEngine>();
+}

@@ -1,0 +1,533 @@
+//! The index tables a query reads, loaded on first use and kept (one
+//! `OnceLock` per table), so a method reads only the Parquet files it needs
+//! and repeated queries through one [`crate::QueryEngine`] read nothing again.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+use anyhow::{bail, Context};
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Float32Type, Float64Type};
+use arrow_array::{Array, RecordBatch};
+use arrow_schema::DataType;
+use graphrag_engine::store::read_table;
+use graphrag_engine::table::{column_of, floats, ints, string_lists, strings};
+use graphrag_vectors::{Collection, EmbeddedStore, HnswParams, VectorStore};
+
+fn owned(v: Vec<&str>) -> Vec<String> {
+    v.into_iter().map(str::to_string).collect()
+}
+
+/// An int64 column, or a default when the table has no such column (older
+/// GraphRAG outputs lack some).
+fn ints_or(t: &RecordBatch, table: &str, col: &str, default: i64) -> anyhow::Result<Vec<i64>> {
+    if t.column_by_name(col).is_none() {
+        return Ok(vec![default; t.num_rows()]);
+    }
+    ints(t, table, col)
+}
+
+/// A numeric column as f64 (double, float or int64 accepted), default when absent.
+fn numbers_or(t: &RecordBatch, table: &str, col: &str, default: f64) -> anyhow::Result<Vec<f64>> {
+    let Some(c) = t.column_by_name(col) else {
+        return Ok(vec![default; t.num_rows()]);
+    };
+    match c.data_type() {
+        DataType::Float64 => floats(t, table, col),
+        DataType::Float32 => Ok(c.as_primitive::<Float32Type>().iter().map(|v| v.unwrap_or(0.0) as f64).collect()),
+        DataType::Int64 => Ok(ints(t, table, col)?.into_iter().map(|v| v as f64).collect()),
+        other => bail!("table `{table}`: column `{col}` is {other}, expected a number"),
+    }
+}
+
+fn strings_or(t: &RecordBatch, table: &str, col: &str) -> anyhow::Result<Vec<String>> {
+    if t.column_by_name(col).is_none() {
+        return Ok(vec![String::new(); t.num_rows()]);
+    }
+    Ok(owned(strings(t, table, col)?))
+}
+
+fn lists_or(t: &RecordBatch, table: &str, col: &str) -> anyhow::Result<Vec<Vec<String>>> {
+    if t.column_by_name(col).is_none() {
+        return Ok(vec![Vec::new(); t.num_rows()]);
+    }
+    string_lists(t, table, col)
+}
+
+/// `human_readable_id`, or the row number when the column is missing.
+fn short_ids(t: &RecordBatch, table: &str) -> anyhow::Result<Vec<i64>> {
+    if t.column_by_name("human_readable_id").is_none() {
+        return Ok((0..t.num_rows() as i64).collect());
+    }
+    ints(t, table, "human_readable_id")
+}
+
+fn index_of(ids: &[String]) -> HashMap<String, usize> {
+    let mut m = HashMap::with_capacity(ids.len());
+    for (i, id) in ids.iter().enumerate() {
+        m.entry(id.clone()).or_insert(i);
+    }
+    m
+}
+
+/// entities + relationships, with the adjacency the rankings walk.
+pub struct Graph {
+    pub entity_id: Vec<String>,
+    pub entity_hrid: Vec<i64>,
+    pub title: Vec<String>,
+    pub entity_type: Vec<String>,
+    pub entity_description: Vec<String>,
+    pub entity_units: Vec<Vec<String>>,
+    pub degree: Vec<i64>,
+    pub entity_by_id: HashMap<String, usize>,
+
+    pub rel_hrid: Vec<i64>,
+    pub source: Vec<String>,
+    pub target: Vec<String>,
+    pub rel_description: Vec<String>,
+    pub weight: Vec<f64>,
+    pub combined_degree: Vec<i64>,
+    pub rel_units: Vec<Vec<String>>,
+    pub rel_by_id: HashMap<String, usize>,
+    /// (source, target) entity indexes of each relationship.
+    pub ends: Vec<(Option<u32>, Option<u32>)>,
+    /// Relationship indexes of each entity.
+    pub adjacency: Vec<Vec<u32>>,
+}
+
+impl Graph {
+    fn load(entities: &RecordBatch, relationships: &RecordBatch) -> anyhow::Result<Graph> {
+        let t = "entities";
+        let entity_id = owned(strings(entities, t, "id")?);
+        let title = owned(strings(entities, t, "title")?);
+        let entity_by_title = index_of(&title);
+        let n = entity_id.len();
+        let r = "relationships";
+        let source = owned(strings(relationships, r, "source")?);
+        let target = owned(strings(relationships, r, "target")?);
+        let mut adjacency = vec![Vec::new(); n];
+        let ends: Vec<(Option<u32>, Option<u32>)> = source
+            .iter()
+            .zip(&target)
+            .enumerate()
+            .map(|(i, (s, g))| {
+                let s = entity_by_title.get(s).map(|&x| x as u32);
+                let g = entity_by_title.get(g).map(|&x| x as u32);
+                for e in [s, g].into_iter().flatten() {
+                    if adjacency[e as usize].last() != Some(&(i as u32)) {
+                        adjacency[e as usize].push(i as u32);
+                    }
+                }
+                (s, g)
+            })
+            .collect();
+        let degree = match ints_or(entities, t, "degree", -1)? {
+            d if d.iter().any(|&x| x < 0) => adjacency.iter().map(|a| a.len() as i64).collect(),
+            d => d,
+        };
+        let combined_degree = match ints_or(relationships, r, "combined_degree", -1)? {
+            c if c.iter().any(|&x| x < 0) => ends
+                .iter()
+                .map(|(s, g)| [s, g].iter().filter_map(|e| e.map(|e| degree[e as usize])).sum::<i64>())
+                .collect(),
+            c => c,
+        };
+        let rel_id = owned(strings(relationships, r, "id")?);
+        Ok(Graph {
+            entity_hrid: short_ids(entities, t)?,
+            entity_type: strings_or(entities, t, "type")?,
+            entity_description: strings_or(entities, t, "description")?,
+            entity_units: lists_or(entities, t, "text_unit_ids")?,
+            degree,
+            entity_by_id: index_of(&entity_id),
+            entity_id,
+            title,
+            rel_hrid: short_ids(relationships, r)?,
+            rel_description: strings_or(relationships, r, "description")?,
+            weight: numbers_or(relationships, r, "weight", 1.0)?,
+            combined_degree,
+            rel_units: lists_or(relationships, r, "text_unit_ids")?,
+            rel_by_id: index_of(&rel_id),
+            source,
+            target,
+            ends,
+            adjacency,
+        })
+    }
+
+    pub fn view(&self) -> crate::context::RelView<'_> {
+        crate::context::RelView {
+            ends: &self.ends,
+            weight: &self.weight,
+            rank: &self.combined_degree,
+            adjacency: &self.adjacency,
+        }
+    }
+}
+
+pub struct TextUnits {
+    pub hrid: Vec<i64>,
+    pub text: Vec<String>,
+    pub by_id: HashMap<String, usize>,
+}
+
+impl TextUnits {
+    fn load(t: &RecordBatch) -> anyhow::Result<TextUnits> {
+        let id = owned(strings(t, "text_units", "id")?);
+        Ok(TextUnits {
+            hrid: short_ids(t, "text_units")?,
+            text: owned(strings(t, "text_units", "text")?),
+            by_id: index_of(&id),
+        })
+    }
+}
+
+pub struct Reports {
+    pub id: Vec<String>,
+    pub hrid: Vec<i64>,
+    pub community: Vec<i64>,
+    pub level: Vec<i64>,
+    pub parent: Vec<i64>,
+    pub title: Vec<String>,
+    pub summary: Vec<String>,
+    pub full_content: Vec<String>,
+    pub rank: Vec<f64>,
+    pub by_id: HashMap<String, usize>,
+    pub by_community: HashMap<i64, usize>,
+}
+
+impl Reports {
+    fn load(t: &RecordBatch) -> anyhow::Result<Reports> {
+        let n = "community_reports";
+        let id = owned(strings(t, n, "id")?);
+        let community = ints(t, n, "community")?;
+        let mut by_community = HashMap::new();
+        for (i, c) in community.iter().enumerate() {
+            by_community.entry(*c).or_insert(i);
+        }
+        Ok(Reports {
+            hrid: short_ids(t, n)?,
+            level: ints_or(t, n, "level", 0)?,
+            parent: ints_or(t, n, "parent", -1)?,
+            title: strings_or(t, n, "title")?,
+            summary: strings_or(t, n, "summary")?,
+            full_content: owned(strings(t, n, "full_content")?),
+            rank: numbers_or(t, n, "rank", 0.0)?,
+            by_id: index_of(&id),
+            by_community,
+            community,
+            id,
+        })
+    }
+
+    pub fn len(&self) -> usize {
+        self.id.len()
+    }
+
+    pub fn max_level(&self) -> Option<i64> {
+        self.level.iter().copied().max()
+    }
+}
+
+/// Which communities each entity belongs to (communities.parquet).
+pub struct Communities {
+    pub community: Vec<i64>,
+    pub level: Vec<i64>,
+    /// entity id → community row indexes.
+    pub of_entity: HashMap<String, Vec<usize>>,
+}
+
+impl Communities {
+    fn load(t: &RecordBatch) -> anyhow::Result<Communities> {
+        let n = "communities";
+        let community = ints(t, n, "community")?;
+        let level = ints_or(t, n, "level", 0)?;
+        let mut of_entity: HashMap<String, Vec<usize>> = HashMap::new();
+        for (i, ents) in string_lists(t, n, "entity_ids")?.into_iter().enumerate() {
+            for e in ents {
+                of_entity.entry(e).or_default().push(i);
+            }
+        }
+        Ok(Communities { community, level, of_entity })
+    }
+}
+
+/// Claims (covariates.parquet), by subject.
+pub struct Claims {
+    pub hrid: Vec<i64>,
+    pub object: Vec<String>,
+    pub claim_type: Vec<String>,
+    pub status: Vec<String>,
+    pub start_date: Vec<String>,
+    pub end_date: Vec<String>,
+    pub description: Vec<String>,
+    pub by_subject: HashMap<String, Vec<usize>>,
+}
+
+impl Claims {
+    fn empty() -> Claims {
+        Claims {
+            hrid: Vec::new(),
+            object: Vec::new(),
+            claim_type: Vec::new(),
+            status: Vec::new(),
+            start_date: Vec::new(),
+            end_date: Vec::new(),
+            description: Vec::new(),
+            by_subject: HashMap::new(),
+        }
+    }
+
+    fn load(t: &RecordBatch) -> anyhow::Result<Claims> {
+        let n = "covariates";
+        let subject = strings_or(t, n, "subject_id")?;
+        let mut by_subject: HashMap<String, Vec<usize>> = HashMap::new();
+        for (i, s) in subject.iter().enumerate() {
+            by_subject.entry(s.clone()).or_default().push(i);
+        }
+        Ok(Claims {
+            hrid: short_ids(t, n)?,
+            object: strings_or(t, n, "object_id")?,
+            claim_type: strings_or(t, n, "type")?,
+            status: strings_or(t, n, "status")?,
+            start_date: strings_or(t, n, "start_date")?,
+            end_date: strings_or(t, n, "end_date")?,
+            description: strings_or(t, n, "description")?,
+            by_subject,
+        })
+    }
+}
+
+/// The embedded fields (embeddings.<field>.parquet).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Field {
+    TextUnitText,
+    EntityDescription,
+    RelationshipDescription,
+    CommunityFullContent,
+}
+
+impl Field {
+    pub fn name(self) -> &'static str {
+        match self {
+            Field::TextUnitText => "text_unit_text",
+            Field::EntityDescription => "entity_description",
+            Field::RelationshipDescription => "relationship_description",
+            Field::CommunityFullContent => "community_full_content",
+        }
+    }
+
+    /// The table whose rows the vectors belong to.
+    pub fn table(self) -> &'static str {
+        match self {
+            Field::TextUnitText => "text_units",
+            Field::EntityDescription => "entities",
+            Field::RelationshipDescription => "relationships",
+            Field::CommunityFullContent => "community_reports",
+        }
+    }
+
+    fn slot(self) -> usize {
+        self as usize
+    }
+}
+
+/// The vectors of one field: `None` when the table is empty (nothing embedded).
+pub struct Vectors {
+    pub store: Option<EmbeddedStore>,
+    pub path: PathBuf,
+}
+
+impl Vectors {
+    pub fn dimension(&self) -> usize {
+        self.store.as_ref().map_or(0, |s| s.dimension())
+    }
+
+    /// Top `k` (row id, similarity), best first; `allowed`: only these vector rows.
+    pub fn search(
+        &self,
+        query: &[f32],
+        k: usize,
+        allowed: Option<&HashSet<usize>>,
+    ) -> anyhow::Result<Vec<(String, f32)>> {
+        let Some(store) = &self.store else { return Ok(Vec::new()) };
+        Ok(store.search(query, k, allowed)?.into_iter().map(|h| (h.id, h.score)).collect())
+    }
+
+    /// The vector row of a table row id.
+    pub fn row_of(&self, id: &str) -> Option<usize> {
+        self.store.as_ref()?.collection().index_of(id)
+    }
+
+    fn load(field: Field, path: &Path, ann_threshold: usize) -> anyhow::Result<Vectors> {
+        let t = read_table(path)?;
+        let table = format!("embeddings.{}", field.name());
+        let ids = strings(&t, &table, "id")?;
+        let col = column_of(&t, &table, "vector")?;
+        let Some(list) = col.as_fixed_size_list_opt() else {
+            bail!("{}: column `vector` is {}, expected a fixed-size list of float32", path.display(), col.data_type());
+        };
+        let dim = list.value_length() as usize;
+        let values = list.values();
+        let flat: Vec<f32> = match values.data_type() {
+            DataType::Float32 => values.as_primitive::<Float32Type>().values().to_vec(),
+            DataType::Float64 => values.as_primitive::<Float64Type>().values().iter().map(|&v| v as f32).collect(),
+            other => bail!("{}: column `vector` holds {other}, expected float32", path.display()),
+        };
+        let mut keep_ids = Vec::with_capacity(ids.len());
+        let mut data = Vec::with_capacity(ids.len() * dim);
+        for (i, id) in ids.iter().enumerate() {
+            if list.is_null(i) || dim == 0 {
+                continue;
+            }
+            let start = list.value_offset_at(i) as usize;
+            data.extend_from_slice(&flat[start..start + dim]);
+            keep_ids.push(id.to_string());
+        }
+        if keep_ids.is_empty() {
+            return Ok(Vectors { store: None, path: path.to_path_buf() });
+        }
+        let collection = Collection::from_flat(keep_ids, dim, data)
+            .with_context(|| format!("loading vectors from {}", path.display()))?;
+        let store = EmbeddedStore::new(collection, ann_threshold, HnswParams::default());
+        Ok(Vectors { store: Some(store), path: path.to_path_buf() })
+    }
+}
+
+/// The output folder of an index, its tables loaded on first use.
+pub struct Index {
+    pub root: PathBuf,
+    pub output: PathBuf,
+    ann_threshold: usize,
+    graph: OnceLock<Arc<Graph>>,
+    text_units: OnceLock<Arc<TextUnits>>,
+    reports: OnceLock<Arc<Reports>>,
+    communities: OnceLock<Arc<Communities>>,
+    claims: OnceLock<Arc<Claims>>,
+    vectors: [OnceLock<Arc<Vectors>>; 4],
+    /// Row counts of the source tables, read from Parquet metadata only.
+    rows: [OnceLock<usize>; 4],
+}
+
+fn cached<T>(cell: &OnceLock<Arc<T>>, load: impl FnOnce() -> anyhow::Result<T>) -> anyhow::Result<Arc<T>> {
+    if let Some(v) = cell.get() {
+        return Ok(v.clone());
+    }
+    let v = Arc::new(load()?);
+    Ok(cell.get_or_init(|| v).clone())
+}
+
+impl Index {
+    pub fn new(root: &Path, output: &Path, ann_threshold: usize) -> Index {
+        Index {
+            root: root.to_path_buf(),
+            output: output.to_path_buf(),
+            ann_threshold,
+            graph: OnceLock::new(),
+            text_units: OnceLock::new(),
+            reports: OnceLock::new(),
+            communities: OnceLock::new(),
+            claims: OnceLock::new(),
+            vectors: Default::default(),
+            rows: Default::default(),
+        }
+    }
+
+    pub fn table_path(&self, name: &str) -> PathBuf {
+        self.output.join(format!("{name}.parquet"))
+    }
+
+    /// A published table; a missing file is an error saying how to build it.
+    fn read(&self, name: &str) -> anyhow::Result<RecordBatch> {
+        let path = self.table_path(name);
+        if !path.exists() {
+            bail!(
+                "{} not found: the index has no `{name}` table; run `graphrag-rs index --root {}` (a pipeline that builds it)",
+                path.display(),
+                self.root.display()
+            );
+        }
+        read_table(&path)
+    }
+
+    pub fn has_table(&self, name: &str) -> bool {
+        self.table_path(name).exists()
+    }
+
+    pub fn graph(&self) -> anyhow::Result<Arc<Graph>> {
+        cached(&self.graph, || Graph::load(&self.read("entities")?, &self.read("relationships")?))
+    }
+
+    pub fn text_units(&self) -> anyhow::Result<Arc<TextUnits>> {
+        cached(&self.text_units, || TextUnits::load(&self.read("text_units")?))
+    }
+
+    pub fn reports(&self) -> anyhow::Result<Arc<Reports>> {
+        cached(&self.reports, || Reports::load(&self.read("community_reports")?))
+    }
+
+    pub fn communities(&self) -> anyhow::Result<Arc<Communities>> {
+        cached(&self.communities, || Communities::load(&self.read("communities")?))
+    }
+
+    /// Claims; an index without covariates.parquet (claims off) has none.
+    pub fn claims(&self) -> anyhow::Result<Arc<Claims>> {
+        cached(&self.claims, || {
+            if self.has_table("covariates") {
+                Claims::load(&self.read("covariates")?)
+            } else {
+                Ok(Claims::empty())
+            }
+        })
+    }
+
+    /// Number of rows of a field's source table (Parquet footer only).
+    fn source_rows(&self, field: Field) -> usize {
+        *self.rows[field.slot()].get_or_init(|| {
+            let path = self.table_path(field.table());
+            std::fs::File::open(&path)
+                .ok()
+                .and_then(|f| parquet::file::reader::SerializedFileReader::new(f).ok())
+                .map(|r| {
+                    use parquet::file::reader::FileReader;
+                    r.metadata().file_metadata().num_rows().max(0) as usize
+                })
+                .unwrap_or(0)
+        })
+    }
+
+    /// The vectors of `field`. A missing file, or an empty one while its source
+    /// table has rows, is an error saying which setting to change.
+    pub fn vectors(&self, field: Field) -> anyhow::Result<Arc<Vectors>> {
+        let v = cached(&self.vectors[field.slot()], || {
+            let path = self.output.join(format!("embeddings.{}.parquet", field.name()));
+            if !path.exists() {
+                bail!(
+                    "{} not found: this index has no `{}` vectors; add `{}` to embed_text.names in settings.yaml and re-run `graphrag-rs index --root {}`",
+                    path.display(),
+                    field.name(),
+                    field.name(),
+                    self.root.display()
+                );
+            }
+            Vectors::load(field, &path, self.ann_threshold)
+        })?;
+        if v.store.is_none() && self.source_rows(field) > 0 {
+            bail!(
+                "{} is empty: `{}` was not embedded when the index was built; add `{}` to embed_text.names in settings.yaml and re-run `graphrag-rs index --root {}`",
+                v.path.display(),
+                field.name(),
+                field.name(),
+                self.root.display()
+            );
+        }
+        Ok(v)
+    }
+
+    /// Like [`Index::vectors`] but `None` instead of an error when the field
+    /// was not embedded (for optional retrieval paths).
+    pub fn vectors_opt(&self, field: Field) -> Option<Arc<Vectors>> {
+        self.vectors(field).ok().filter(|v| v.store.is_some())
+    }
+}

@@ -1,0 +1,203 @@
+//! GraphRAG global search: community reports at a level (or chosen by LLM
+//! relevance ratings, top-down), packed into batches, one map call per batch
+//! in parallel (JSON key points with scores), the surviving points ranked and
+//! packed into one reduce call.
+
+use std::collections::{BTreeSet, HashMap};
+
+use serde_json::{json, Value};
+
+use crate::context::{
+    history_table, join_parts, pack_batches, pack_points, parse_points, reports_at_level, shuffled, MemoCounter, Point,
+};
+use crate::data::Reports;
+use crate::{render, Outcome, Run, NO_DATA_ANSWER};
+
+/// GraphRAG's `random_state` for shuffling reports into batches.
+const SHUFFLE_SEED: u64 = 86;
+
+pub fn run(run: &Run) -> anyhow::Result<Outcome> {
+    let gs = &run.s().global_search;
+    let question = &run.req.question;
+    let memo = MemoCounter::default();
+    let count = |t: &str| memo.count(t);
+    let reports = run.index().reports()?;
+    let level = super::community_level(run, &reports)?;
+
+    let (selected, selection) = if run.req.dynamic_community_selection && !run.retrieval_only() {
+        (dynamic_selection(run, &reports)?, "dynamic".to_string())
+    } else if run.req.dynamic_community_selection {
+        let how = format!("level {level} (dynamic community selection needs a chat model)");
+        (reports_at_level(&reports.level, &reports.community, &reports.parent, level), how)
+    } else {
+        (reports_at_level(&reports.level, &reports.community, &reports.parent, level), format!("level {level}"))
+    };
+
+    // Batches of global_search.max_context_tokens (GraphRAG's context builder
+    // budget), reports shuffled with a fixed seed so every batch mixes
+    // high- and low-ranked reports, as GraphRAG does.
+    let history = history_table(
+        &run.req.history,
+        run.s().local_search.conversation_history_max_turns as usize,
+        true,
+        gs.max_context_tokens,
+        &count,
+    );
+    let order: Vec<usize> = shuffled(selected.len(), SHUFFLE_SEED).into_iter().map(|i| selected[i]).collect();
+    let rows = order.iter().map(|&r| {
+        vec![
+            reports.hrid[r].to_string(),
+            reports.title[r].clone(),
+            reports.full_content[r].clone(),
+            format!("{}", reports.rank[r]),
+        ]
+    });
+    let batches = pack_batches(
+        "Reports",
+        &["id", "title", "content", "rank"],
+        rows,
+        gs.max_context_tokens.saturating_sub(history.tokens),
+        &count,
+    );
+    let batch_texts: Vec<String> =
+        batches.iter().map(|b| join_parts([history.text.as_str(), b.text.as_str()])).collect();
+    let context = batch_texts.join("\n\n");
+    let report_records: Vec<Value> =
+        batches.iter().flat_map(|b| b.records().as_array().cloned().unwrap_or_default()).collect();
+    let mut records = json!({
+        "reports": report_records,
+        "batches": batches.len(),
+        "community_selection": selection,
+    });
+    let context_ms = run.context_ready();
+    if run.retrieval_only() {
+        return Ok(Outcome { answer: None, context, records, context_ms });
+    }
+    if batches.is_empty() {
+        return Ok(Outcome { answer: Some(NO_DATA_ANSWER.to_string()), context, records, context_ms });
+    }
+
+    // Map.
+    let map_prompt = run.prompt("global_search.map_prompt", &gs.map_prompt)?;
+    let calls = batch_texts
+        .iter()
+        .map(|b| {
+            let system = render(&map_prompt, &[("context_data", json!(b)), ("max_length", json!(gs.map_max_length))])?;
+            Ok(run.messages(system, question))
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let results = run.chat_json_all(calls)?;
+    let mut points: Vec<Point> = Vec::new();
+    let mut first_error = None;
+    let mut failed = 0;
+    for (i, r) in results.into_iter().enumerate() {
+        match r {
+            Ok(v) => match parse_points(&v, i + 1) {
+                Some(p) => points.extend(p),
+                None => run.skip(&format!("global search map batch {}", i + 1), "the answer has no `points` list"),
+            },
+            Err(e) if super::is_bad_json(&e) => {
+                run.skip(&format!("global search map batch {}", i + 1), format!("{e:#}"));
+            }
+            Err(e) => {
+                failed += 1;
+                run.skip(&format!("global search map batch {}", i + 1), format!("{e:#}"));
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    if failed == batches.len() {
+        if let Some(e) = first_error {
+            return Err(e.context("every global search map call failed"));
+        }
+    }
+
+    // Reduce.
+    let (report_data, used) = pack_points(points, gs.data_max_tokens, &count);
+    records["points"] = Value::Array(
+        used.iter().map(|p| json!({"analyst": p.analyst, "score": p.score, "description": p.description})).collect(),
+    );
+    if used.is_empty() {
+        return Ok(Outcome { answer: Some(NO_DATA_ANSWER.to_string()), context, records, context_ms });
+    }
+    let reduce_prompt = run.prompt("global_search.reduce_prompt", &gs.reduce_prompt)?;
+    let system = render(
+        &reduce_prompt,
+        &[
+            ("report_data", json!(report_data)),
+            ("response_type", json!(run.req.response_type)),
+            ("max_length", json!(gs.reduce_max_length)),
+        ],
+    )?;
+    let answer = run.chat(&run.messages(system, question))?;
+    Ok(Outcome { answer: Some(answer), context, records, context_ms })
+}
+
+/// GraphRAG's dynamic community selection: rate the level-0 reports with the
+/// chat model (rate_community prompt, `dynamic_search_num_repeats` votes);
+/// a report rated ≥ `dynamic_search_threshold` is kept and its children are
+/// rated next (the parent dropped unless `dynamic_search_keep_parent`), down
+/// to `dynamic_search_max_level`. When nothing at a level is relevant, the
+/// next level is rated in full.
+fn dynamic_selection(run: &Run, reports: &Reports) -> anyhow::Result<Vec<usize>> {
+    let gs = &run.s().global_search;
+    let prompt = run.fixed_prompt("rate_community")?;
+    let max_level = i64::from(gs.dynamic_search_max_level);
+    let mut children: HashMap<i64, Vec<usize>> = HashMap::new();
+    for r in 0..reports.len() {
+        if reports.parent[r] >= 0 {
+            children.entry(reports.parent[r]).or_default().push(r);
+        }
+    }
+    let at_level = |l: i64| (0..reports.len()).filter(|&r| reports.level[r] == l).collect::<Vec<_>>();
+    let mut queue = at_level(0);
+    let mut relevant: BTreeSet<usize> = BTreeSet::new();
+    let mut level = 0;
+    let repeats = gs.dynamic_search_num_repeats.max(1) as usize;
+    while !queue.is_empty() {
+        let mut calls = Vec::new();
+        for &r in &queue {
+            let description =
+                if gs.dynamic_search_use_summary { &reports.summary[r] } else { &reports.full_content[r] };
+            let system = render(&prompt, &[("description", json!(description)), ("query", json!(run.req.question))])?;
+            for _ in 0..repeats {
+                calls.push(run.messages(system.clone(), &run.req.question));
+            }
+        }
+        let results = run.chat_json_all(calls)?;
+        let mut next = Vec::new();
+        for (qi, &r) in queue.iter().enumerate() {
+            let mut votes: HashMap<i64, usize> = HashMap::new();
+            for res in &results[qi * repeats..(qi + 1) * repeats] {
+                match res {
+                    Ok(v) => match super::number_of(v.get("rating")) {
+                        Some(x) => *votes.entry(x.round() as i64).or_default() += 1,
+                        None => run.skip("community rating", "the answer has no `rating`"),
+                    },
+                    Err(e) => run.skip("community rating", format!("{e:#}")),
+                }
+            }
+            // Majority vote; ties go to the higher rating.
+            let rating = votes.iter().max_by_key(|(rating, n)| (**n, **rating)).map_or(0, |(rating, _)| *rating);
+            if rating >= i64::from(gs.dynamic_search_threshold) {
+                relevant.insert(r);
+                for &c in children.get(&reports.community[r]).into_iter().flatten() {
+                    if reports.level[c] <= max_level {
+                        next.push(c);
+                    }
+                }
+                if !gs.dynamic_search_keep_parent && reports.parent[r] >= 0 {
+                    if let Some(&p) = reports.by_community.get(&reports.parent[r]) {
+                        relevant.remove(&p);
+                    }
+                }
+            }
+        }
+        queue = next;
+        level += 1;
+        if queue.is_empty() && relevant.is_empty() && level <= max_level {
+            queue = at_level(level);
+        }
+    }
+    Ok(relevant.into_iter().collect())
+}

@@ -1,0 +1,220 @@
+//! GraphRAG local search: the entities closest to the question, their
+//! relationships, claims, community reports and source text units, packed
+//! into `local_search.max_context_tokens` with GraphRAG's proportions.
+
+use std::collections::{HashMap, HashSet};
+
+use anyhow::bail;
+use serde_json::{json, Value};
+
+use crate::context::{
+    history_table, join_parts, pack_table, rank_relationships, rank_text_units, reports_at_level, MemoCounter,
+    PackedTable,
+};
+use crate::data::{Field, Graph};
+use crate::{render, Outcome, Run};
+
+/// A local search context.
+pub struct LocalContext {
+    pub text: String,
+    pub reports: PackedTable,
+    pub entities: PackedTable,
+    pub relationships: PackedTable,
+    pub claims: PackedTable,
+    pub sources: PackedTable,
+}
+
+impl LocalContext {
+    pub fn records(&self) -> Value {
+        json!({
+            "entities": self.entities.records(),
+            "relationships": self.relationships.records(),
+            "claims": self.claims.records(),
+            "sources": self.sources.records(),
+            "reports": self.reports.records(),
+        })
+    }
+}
+
+pub fn run(run: &Run) -> anyhow::Result<Outcome> {
+    let question = &run.req.question;
+    let s = &run.s().local_search;
+    let query = run.embed_one(question)?;
+    let ctx = build(run, &query, s.max_context_tokens, &run.req.history)?;
+    let context_ms = run.context_ready();
+    let records = ctx.records();
+    if run.retrieval_only() {
+        return Ok(Outcome { answer: None, context: ctx.text, records, context_ms });
+    }
+    let prompt = run.prompt("local_search.prompt", &s.prompt)?;
+    let system =
+        render(&prompt, &[("response_type", json!(run.req.response_type)), ("context_data", json!(ctx.text))])?;
+    let answer = run.chat(&run.messages(system, question))?;
+    Ok(Outcome { answer: Some(answer), context: ctx.text, records, context_ms })
+}
+
+fn entity_row(g: &Graph, e: usize) -> Vec<String> {
+    vec![g.entity_hrid[e].to_string(), g.title[e].clone(), g.entity_description[e].clone(), g.degree[e].to_string()]
+}
+
+fn relationship_row(g: &Graph, r: usize) -> Vec<String> {
+    vec![
+        g.rel_hrid[r].to_string(),
+        g.source[r].clone(),
+        g.target[r].clone(),
+        g.rel_description[r].clone(),
+        format!("{}", g.weight[r]),
+    ]
+}
+
+const ENTITY_HEADER: [&str; 4] = ["id", "entity", "description", "number of relationships"];
+const RELATIONSHIP_HEADER: [&str; 5] = ["id", "source", "target", "description", "weight"];
+const CLAIM_HEADER: [&str; 8] =
+    ["id", "entity", "object_id", "type", "status", "start_date", "end_date", "description"];
+
+/// Builds GraphRAG's local context for a query embedding, within `max_tokens`.
+pub fn build(
+    run: &Run,
+    query: &[f32],
+    max_tokens: usize,
+    history: &[(String, String)],
+) -> anyhow::Result<LocalContext> {
+    let s = &run.s().local_search;
+    if s.text_unit_prop < 0.0 || s.community_prop < 0.0 || s.text_unit_prop + s.community_prop > 1.0 {
+        bail!(
+            "local_search.text_unit_prop ({}) + local_search.community_prop ({}) must be between 0 and 1",
+            s.text_unit_prop,
+            s.community_prop
+        );
+    }
+    let memo = MemoCounter::default();
+    let count = |t: &str| memo.count(t);
+    let index = run.index();
+    let g = index.graph()?;
+    let vectors = run.vectors(Field::EntityDescription)?;
+
+    // Entities: GraphRAG oversamples ×2 and keeps every match (deduplicated).
+    let hits = run.search(&vectors, query, s.top_k_entities.saturating_mul(2), None)?;
+    let mut seen = HashSet::new();
+    let selected: Vec<usize> =
+        hits.iter().filter_map(|(id, _)| g.entity_by_id.get(id).copied()).filter(|e| seen.insert(*e)).collect();
+
+    let history = history_table(history, s.conversation_history_max_turns as usize, true, max_tokens, &count);
+    let budget = max_tokens.saturating_sub(history.tokens);
+    let community_tokens = (budget as f64 * s.community_prop) as usize;
+    let text_unit_tokens = (budget as f64 * s.text_unit_prop) as usize;
+    let local_tokens = budget.saturating_sub(community_tokens + text_unit_tokens);
+
+    let reports = report_table(run, &g, &selected, community_tokens, &count)?;
+
+    // Entities, relationships and claims grow together, one entity at a
+    // time, until the next entity would not fit (GraphRAG's loop).
+    let claims_arc = index.claims()?;
+    let claims = &*claims_arc;
+    let mut entities = PackedTable::default();
+    let mut relationships = PackedTable::default();
+    let mut claim_table = PackedTable::default();
+    let mut rels_in_context: Vec<usize> = Vec::new();
+    for n in 1..=selected.len() {
+        let prefix = &selected[..n];
+        let e = pack_table("Entities", &ENTITY_HEADER, prefix.iter().map(|&e| entity_row(&g, e)), local_tokens, &count);
+        let ranked = rank_relationships(prefix, &g.view(), s.top_k_relationships);
+        let r = pack_table(
+            "Relationships",
+            &RELATIONSHIP_HEADER,
+            ranked.iter().map(|&r| relationship_row(&g, r)),
+            local_tokens,
+            &count,
+        );
+        let claim_rows = prefix.iter().flat_map(|&e| {
+            let title = &g.title[e];
+            claims.by_subject.get(title).into_iter().flatten().map(move |&c| {
+                vec![
+                    claims.hrid[c].to_string(),
+                    title.clone(),
+                    claims.object[c].clone(),
+                    claims.claim_type[c].clone(),
+                    claims.status[c].clone(),
+                    claims.start_date[c].clone(),
+                    claims.end_date[c].clone(),
+                    claims.description[c].clone(),
+                ]
+            })
+        });
+        let c = pack_table("Claims", &CLAIM_HEADER, claim_rows, local_tokens, &count);
+        if e.tokens + r.tokens + c.tokens > local_tokens || e.rows.len() < n {
+            break;
+        }
+        rels_in_context = ranked[..r.rows.len()].to_vec();
+        (entities, relationships, claim_table) = (e, r, c);
+    }
+
+    // Sources: the selected entities' text units.
+    let sources = if text_unit_tokens > 0 && !selected.is_empty() {
+        let entity_units: Vec<&[String]> = selected.iter().map(|&e| g.entity_units[e].as_slice()).collect();
+        let rel_units: Vec<&[String]> = rels_in_context.iter().map(|&r| g.rel_units[r].as_slice()).collect();
+        let ranked = rank_text_units(&entity_units, &rel_units);
+        let units = index.text_units()?;
+        let rows = ranked
+            .iter()
+            .filter_map(|id| units.by_id.get(id))
+            .map(|&u| vec![units.hrid[u].to_string(), units.text[u].clone()]);
+        pack_table("Sources", &["id", "text"], rows, text_unit_tokens, &count)
+    } else {
+        PackedTable::default()
+    };
+
+    let text = join_parts([
+        history.text.as_str(),
+        reports.text.as_str(),
+        entities.text.as_str(),
+        relationships.text.as_str(),
+        claim_table.text.as_str(),
+        sources.text.as_str(),
+    ]);
+    Ok(LocalContext { text, reports, entities, relationships, claims: claim_table, sources })
+}
+
+/// Community reports of the selected entities' communities (rolled up to the
+/// community level), by how many selected entities each contains, then rank.
+fn report_table(
+    run: &Run,
+    g: &Graph,
+    selected: &[usize],
+    budget: usize,
+    count: &dyn Fn(&str) -> usize,
+) -> anyhow::Result<PackedTable> {
+    let index = run.index();
+    if budget == 0 || selected.is_empty() || !index.has_table("community_reports") || !index.has_table("communities") {
+        return Ok(PackedTable::default());
+    }
+    let reports = index.reports()?;
+    let communities = index.communities()?;
+    let level = super::community_level(run, &reports)?;
+    let kept: HashSet<usize> =
+        reports_at_level(&reports.level, &reports.community, &reports.parent, level).into_iter().collect();
+    let mut matches: HashMap<usize, usize> = HashMap::new();
+    for &e in selected {
+        let mut here = HashSet::new();
+        for &c in communities.of_entity.get(&g.entity_id[e]).into_iter().flatten() {
+            if communities.level[c] > level {
+                continue;
+            }
+            if let Some(&r) = reports.by_community.get(&communities.community[c]) {
+                if kept.contains(&r) && here.insert(r) {
+                    *matches.entry(r).or_default() += 1;
+                }
+            }
+        }
+    }
+    let mut ranked: Vec<(usize, usize)> = matches.into_iter().collect();
+    ranked.sort_by(|a, b| {
+        b.1.cmp(&a.1)
+            .then(reports.rank[b.0].partial_cmp(&reports.rank[a.0]).unwrap_or(std::cmp::Ordering::Equal))
+            .then(a.0.cmp(&b.0))
+    });
+    let rows = ranked
+        .iter()
+        .map(|&(r, _)| vec![reports.hrid[r].to_string(), reports.title[r].clone(), reports.full_content[r].clone()]);
+    Ok(pack_table("Reports", &["id", "title", "content"], rows, budget, count))
+}

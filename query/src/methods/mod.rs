@@ -1,0 +1,65 @@
+//! One module per search method; shared helpers here.
+
+pub mod basic;
+pub mod drift;
+pub mod global;
+pub mod keyword;
+pub mod local;
+
+use anyhow::bail;
+use serde_json::Value;
+
+use crate::data::Reports;
+use crate::Run;
+
+/// GraphRAG's default community level.
+pub const DEFAULT_COMMUNITY_LEVEL: i64 = 2;
+
+/// The community level of the request, checked against the index: `None`
+/// gives GraphRAG's default 2 (which, rolled up, means the deepest
+/// communities down to level 2, whatever levels exist).
+pub fn community_level(run: &Run, reports: &Reports) -> anyhow::Result<i64> {
+    match (run.req.community_level, reports.max_level()) {
+        (None, _) => Ok(DEFAULT_COMMUNITY_LEVEL),
+        (Some(l), Some(max)) if i64::from(l) > max => bail!(
+            "community level {l} does not exist in this index: its community reports have levels 0 to {max} (use --community-level 0 to {max})"
+        ),
+        (Some(l), None) => bail!("community level {l} does not exist: the index has no community reports"),
+        (Some(l), Some(_)) => Ok(i64::from(l)),
+    }
+}
+
+/// A JSON value as a string (strings as is, others serialised).
+pub fn text_of(v: Option<&Value>) -> String {
+    match v {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Null) | None => String::new(),
+        Some(other) => other.to_string(),
+    }
+}
+
+/// A JSON number (or numeric string).
+pub fn number_of(v: Option<&Value>) -> Option<f64> {
+    match v? {
+        Value::Number(n) => n.as_f64(),
+        Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+/// A list of strings (a JSON array, or one comma-separated string).
+pub fn strings_of(v: Option<&Value>) -> Vec<String> {
+    match v {
+        Some(Value::Array(a)) => {
+            a.iter().map(|x| text_of(Some(x)).trim().to_string()).filter(|x| !x.is_empty()).collect()
+        }
+        Some(Value::String(s)) => s.split(',').map(|x| x.trim().to_string()).filter(|x| !x.is_empty()).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Whether an error is a model answer that could not be parsed as JSON
+/// (skipped and counted) rather than a failure to reach the model.
+pub fn is_bad_json(e: &anyhow::Error) -> bool {
+    matches!(e.downcast_ref::<graphrag_engine::llm::LlmError>(), Some(graphrag_engine::llm::LlmError::BadJson { .. }))
+}
