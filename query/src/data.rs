@@ -381,7 +381,7 @@ impl Vectors {
             if list.is_null(i) || dim == 0 {
                 continue;
             }
-            let start = list.value_offset_at(i) as usize;
+            let start = list.value_offset_at(i);
             data.extend_from_slice(&flat[start..start + dim]);
             keep_ids.push(id.to_string());
         }

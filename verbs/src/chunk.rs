@@ -10,6 +10,7 @@ use serde::Deserialize;
 
 use graphrag_engine::context::VerbContext;
 use graphrag_engine::schema;
+use graphrag_engine::settings::ChunkingConfig;
 use graphrag_engine::table::strings;
 use graphrag_engine::verb::{Verb, VerbDef, VerbInfo};
 use graphrag_operations::chunking::{chunk_text, ChunkConfig, Strategy};
@@ -17,30 +18,20 @@ use graphrag_operations::ids::sha512_hex;
 use graphrag_operations::tokenizer::Encoding;
 
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, default)]
 pub struct Chunk {
-    #[serde(default = "default_size")]
     pub size: usize,
-    #[serde(default = "default_overlap")]
     pub overlap: usize,
-    #[serde(default = "default_encoding")]
     pub encoding_model: String,
     /// `tokens` or `sentence`.
-    #[serde(default = "default_strategy")]
     pub strategy: String,
 }
 
-fn default_size() -> usize {
-    1200
-}
-fn default_overlap() -> usize {
-    100
-}
-fn default_encoding() -> String {
-    "o200k_base".into()
-}
-fn default_strategy() -> String {
-    "tokens".into()
+impl Default for Chunk {
+    fn default() -> Self {
+        let s = ChunkingConfig::default();
+        Chunk { size: s.size, overlap: s.overlap, encoding_model: s.encoding_model, strategy: s.strategy }
+    }
 }
 
 impl Chunk {

@@ -9,35 +9,31 @@ use serde::Deserialize;
 
 use graphrag_engine::context::VerbContext;
 use graphrag_engine::schema;
+use graphrag_engine::settings::ClusterGraphConfig;
 use graphrag_engine::table::{floats, string_lists, strings};
 use graphrag_engine::verb::{Verb, VerbDef, VerbInfo};
 use graphrag_operations::ids::stable_uuid;
 use graphrag_operations::leiden::{hierarchical_leiden, Graph, HierarchyConfig, LeidenConfig};
 
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, default)]
 pub struct ClusterLeiden {
-    #[serde(default = "default_max_cluster_size")]
     pub max_cluster_size: usize,
-    #[serde(default = "default_true")]
     pub use_lcc: bool,
-    #[serde(default = "default_seed")]
     pub seed: u64,
-    #[serde(default = "default_resolution")]
     pub resolution: f64,
 }
 
-fn default_max_cluster_size() -> usize {
-    10
-}
-fn default_true() -> bool {
-    true
-}
-fn default_seed() -> u64 {
-    0xDEAD_BEEF
-}
-fn default_resolution() -> f64 {
-    1.0
+impl Default for ClusterLeiden {
+    fn default() -> Self {
+        let s = ClusterGraphConfig::default();
+        ClusterLeiden {
+            max_cluster_size: s.max_cluster_size,
+            use_lcc: s.use_lcc,
+            seed: s.seed,
+            resolution: s.resolution,
+        }
+    }
 }
 
 impl VerbDef for ClusterLeiden {

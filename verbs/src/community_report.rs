@@ -13,6 +13,7 @@ use serde_json::Value;
 use graphrag_engine::context::VerbContext;
 use graphrag_engine::llm::Message;
 use graphrag_engine::schema;
+use graphrag_engine::settings::CommunityReportsConfig;
 use graphrag_engine::table::{ints, string_lists, strings};
 use graphrag_engine::verb::{Verb, VerbDef, VerbInfo};
 use graphrag_operations::community_report::{
@@ -24,49 +25,35 @@ use graphrag_operations::ids::stable_uuid;
 use crate::llm_steps::{fingerprint, map_concurrently, IN_FLIGHT};
 
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, default)]
 pub struct CommunityReport {
     /// `graph` (entities, relationships, claims) or `text` (source passages).
-    #[serde(default = "default_method")]
     pub method: String,
     /// `auto`: the chat model when one is configured, else extractive;
     /// `llm`: require the chat model; `extractive`: never call a model.
-    #[serde(default = "default_mode")]
     pub mode: String,
-    #[serde(default = "default_model")]
     pub model_id: String,
-    #[serde(default = "default_graph_prompt")]
     pub graph_prompt: String,
-    #[serde(default = "default_text_prompt")]
     pub text_prompt: String,
     /// Words of the report.
-    #[serde(default = "default_max_length")]
     pub max_length: u32,
     /// Tokens of context per community.
-    #[serde(default = "default_max_input_length")]
     pub max_input_length: usize,
 }
 
-fn default_method() -> String {
-    "graph".into()
-}
-fn default_mode() -> String {
-    "auto".into()
-}
-fn default_model() -> String {
-    "default_completion_model".into()
-}
-fn default_graph_prompt() -> String {
-    "prompts/community_report_graph.txt".into()
-}
-fn default_text_prompt() -> String {
-    "prompts/community_report_text.txt".into()
-}
-fn default_max_length() -> u32 {
-    2000
-}
-fn default_max_input_length() -> usize {
-    8000
+impl Default for CommunityReport {
+    fn default() -> Self {
+        let s = CommunityReportsConfig::default();
+        CommunityReport {
+            method: "graph".into(),
+            mode: s.mode,
+            model_id: s.completion_model_id,
+            graph_prompt: s.graph_prompt,
+            text_prompt: s.text_prompt,
+            max_length: s.max_length,
+            max_input_length: s.max_input_length as usize,
+        }
+    }
 }
 
 impl VerbDef for CommunityReport {

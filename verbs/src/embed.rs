@@ -13,6 +13,7 @@ use serde::Deserialize;
 
 use graphrag_engine::context::VerbContext;
 use graphrag_engine::schema;
+use graphrag_engine::settings::{EmbedTextConfig, VectorStoreConfig};
 use graphrag_engine::table::strings;
 use graphrag_engine::verb::{Verb, VerbDef, VerbInfo};
 use graphrag_operations::suggest::did_you_mean;
@@ -23,36 +24,32 @@ pub const FIELDS: [&str; 4] =
     ["text_unit_text", "entity_description", "community_full_content", "relationship_description"];
 
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, default)]
 pub struct Embed {
     /// One of FIELDS; the input table must be the matching one.
     pub field: String,
     /// The fields settings ask for (embed_text.names): when `field` is not
     /// among them the output is empty and no model is called.
-    #[serde(default = "all_fields")]
     pub names: Vec<String>,
-    #[serde(default = "default_model")]
     pub model_id: String,
     /// `split` (embed the parts and average) or `truncate`.
-    #[serde(default = "default_long_text")]
     pub long_text: String,
     /// From this many vectors an HNSW index is built and saved as
     /// output/vectors/<field>.hnsw for the query engine (0: never).
-    #[serde(default = "default_ann_threshold")]
     pub ann_threshold: usize,
 }
 
-fn all_fields() -> Vec<String> {
-    FIELDS.map(String::from).to_vec()
-}
-fn default_model() -> String {
-    "default_embedding_model".into()
-}
-fn default_long_text() -> String {
-    "split".into()
-}
-fn default_ann_threshold() -> usize {
-    50_000
+impl Default for Embed {
+    fn default() -> Self {
+        let s = EmbedTextConfig::default();
+        Embed {
+            field: String::new(),
+            names: s.names,
+            model_id: s.embedding_model_id,
+            long_text: s.long_text,
+            ann_threshold: VectorStoreConfig::default().ann_threshold,
+        }
+    }
 }
 
 impl VerbDef for Embed {

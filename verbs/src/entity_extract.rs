@@ -11,6 +11,7 @@ use serde_json::Value;
 use graphrag_engine::context::VerbContext;
 use graphrag_engine::llm::UsageCounters;
 use graphrag_engine::schema;
+use graphrag_engine::settings::ExtractGraphConfig;
 use graphrag_engine::table::strings;
 use graphrag_engine::verb::{LlmEstimate, Verb, VerbDef, VerbInfo};
 use graphrag_operations::extraction_parser::{parse_graph_records, Delimiters};
@@ -18,39 +19,28 @@ use graphrag_operations::extraction_parser::{parse_graph_records, Delimiters};
 use crate::llm_steps::{estimate_gleaning, fingerprint, glean, map_concurrently, IN_FLIGHT};
 
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, default)]
 pub struct EntityExtract {
-    #[serde(default = "default_model")]
     pub model_id: String,
-    #[serde(default = "default_prompt")]
     pub prompt: String,
-    #[serde(default = "default_continue")]
     pub continue_prompt: String,
-    #[serde(default = "default_loop")]
     pub loop_prompt: String,
-    #[serde(default = "default_types")]
     pub entity_types: Vec<String>,
-    #[serde(default = "default_gleanings")]
     pub max_gleanings: u32,
 }
 
-fn default_model() -> String {
-    "default_completion_model".into()
-}
-fn default_prompt() -> String {
-    "prompts/extract_graph.txt".into()
-}
-fn default_continue() -> String {
-    "prompts/extract_graph_continue.txt".into()
-}
-fn default_loop() -> String {
-    "prompts/extract_graph_loop.txt".into()
-}
-fn default_types() -> Vec<String> {
-    ["organization", "person", "geo", "event"].map(String::from).to_vec()
-}
-fn default_gleanings() -> u32 {
-    1
+impl Default for EntityExtract {
+    fn default() -> Self {
+        let s = ExtractGraphConfig::default();
+        EntityExtract {
+            model_id: s.completion_model_id,
+            prompt: s.prompt,
+            continue_prompt: "prompts/extract_graph_continue.txt".into(),
+            loop_prompt: "prompts/extract_graph_loop.txt".into(),
+            entity_types: s.entity_types,
+            max_gleanings: s.max_gleanings,
+        }
+    }
 }
 
 impl VerbDef for EntityExtract {

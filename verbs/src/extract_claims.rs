@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use graphrag_engine::context::VerbContext;
 use graphrag_engine::schema;
+use graphrag_engine::settings::{ExtractClaimsConfig, ExtractGraphConfig};
 use graphrag_engine::table::strings;
 use graphrag_engine::verb::{LlmEstimate, Verb, VerbDef, VerbInfo};
 use graphrag_operations::extraction_parser::{parse_claim_records, ClaimRecord, Delimiters};
@@ -19,47 +20,33 @@ use graphrag_operations::ids::stable_uuid;
 use crate::llm_steps::{estimate_gleaning, fingerprint, glean, map_concurrently, IN_FLIGHT};
 
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, default)]
 pub struct ExtractClaims {
-    #[serde(default)]
     pub enabled: bool,
-    #[serde(default = "default_model")]
     pub model_id: String,
-    #[serde(default = "default_prompt")]
     pub prompt: String,
-    #[serde(default = "default_continue")]
     pub continue_prompt: String,
-    #[serde(default = "default_loop")]
     pub loop_prompt: String,
-    #[serde(default = "default_description")]
     pub description: String,
     /// Which entities claims are about (GraphRAG's entity_specs).
-    #[serde(default = "default_types")]
     pub entity_types: Vec<String>,
-    #[serde(default = "default_gleanings")]
     pub max_gleanings: u32,
 }
 
-fn default_model() -> String {
-    "default_completion_model".into()
-}
-fn default_prompt() -> String {
-    "prompts/extract_claims.txt".into()
-}
-fn default_continue() -> String {
-    "prompts/extract_claims_continue.txt".into()
-}
-fn default_loop() -> String {
-    "prompts/extract_claims_loop.txt".into()
-}
-fn default_description() -> String {
-    "Any claims or facts that could be relevant to information discovery.".into()
-}
-fn default_types() -> Vec<String> {
-    ["organization", "person", "geo", "event"].map(String::from).to_vec()
-}
-fn default_gleanings() -> u32 {
-    1
+impl Default for ExtractClaims {
+    fn default() -> Self {
+        let s = ExtractClaimsConfig::default();
+        ExtractClaims {
+            enabled: s.enabled,
+            model_id: s.completion_model_id,
+            prompt: s.prompt,
+            continue_prompt: "prompts/extract_claims_continue.txt".into(),
+            loop_prompt: "prompts/extract_claims_loop.txt".into(),
+            description: s.description,
+            entity_types: ExtractGraphConfig::default().entity_types,
+            max_gleanings: s.max_gleanings,
+        }
+    }
 }
 
 impl VerbDef for ExtractClaims {

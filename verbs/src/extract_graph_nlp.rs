@@ -9,6 +9,7 @@ use rayon::prelude::*;
 use serde::Deserialize;
 
 use graphrag_engine::context::VerbContext;
+use graphrag_engine::settings::{ExtractGraphNlpConfig, PruneGraphConfig};
 use graphrag_engine::table::strings;
 use graphrag_engine::verb::{Verb, VerbDef, VerbInfo};
 use graphrag_operations::graph_merge::{MergedEntity, MergedRelationship};
@@ -19,57 +20,40 @@ use graphrag_operations::nlp_graph::{
 use crate::graph_tables::{merged_entities_table, merged_relationships_table};
 
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, default)]
 pub struct ExtractGraphNlp {
-    #[serde(default = "default_extractor")]
     pub extractor_type: String,
-    #[serde(default = "default_true")]
     pub normalize_edge_weights: bool,
-    #[serde(default = "default_max_word_length")]
     pub max_word_length: usize,
-    #[serde(default = "default_one")]
     pub min_phrase_words: usize,
-    #[serde(default = "default_max_phrase_words")]
     pub max_phrase_words: usize,
-    #[serde(default = "default_min_node_freq")]
     pub min_node_freq: u32,
-    #[serde(default)]
     pub max_node_freq_std: Option<f64>,
-    #[serde(default = "default_min_node_degree")]
     pub min_node_degree: u32,
-    #[serde(default)]
     pub max_node_degree_std: Option<f64>,
-    #[serde(default = "default_min_edge_weight_pct")]
     pub min_edge_weight_pct: f64,
-    #[serde(default = "default_true")]
     pub remove_ego_nodes: bool,
-    #[serde(default)]
     pub lcc_only: bool,
 }
 
-fn default_extractor() -> String {
-    "regex_english".into()
-}
-fn default_true() -> bool {
-    true
-}
-fn default_max_word_length() -> usize {
-    15
-}
-fn default_one() -> usize {
-    1
-}
-fn default_max_phrase_words() -> usize {
-    4
-}
-fn default_min_node_freq() -> u32 {
-    2
-}
-fn default_min_node_degree() -> u32 {
-    1
-}
-fn default_min_edge_weight_pct() -> f64 {
-    40.0
+impl Default for ExtractGraphNlp {
+    fn default() -> Self {
+        let (s, p) = (ExtractGraphNlpConfig::default(), PruneGraphConfig::default());
+        ExtractGraphNlp {
+            extractor_type: s.extractor_type,
+            normalize_edge_weights: s.normalize_edge_weights,
+            max_word_length: s.max_word_length,
+            min_phrase_words: s.min_phrase_words,
+            max_phrase_words: s.max_phrase_words,
+            min_node_freq: p.min_node_freq,
+            max_node_freq_std: p.max_node_freq_std,
+            min_node_degree: p.min_node_degree,
+            max_node_degree_std: p.max_node_degree_std,
+            min_edge_weight_pct: p.min_edge_weight_pct,
+            remove_ego_nodes: p.remove_ego_nodes,
+            lcc_only: p.lcc_only,
+        }
+    }
 }
 
 /// The phrase extractors by name (`extractor_type`).

@@ -12,6 +12,7 @@ use serde::Deserialize;
 
 use graphrag_engine::context::{FileEntry, VerbContext};
 use graphrag_engine::schema;
+use graphrag_engine::settings::InputConfig;
 use graphrag_engine::verb::{Verb, VerbDef, VerbInfo};
 use graphrag_operations::ids::{sha256_hex, sha512_hex};
 use graphrag_operations::suggest::did_you_mean;
@@ -39,29 +40,29 @@ impl FileType {
 }
 
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, default)]
 pub struct LoadDocuments {
-    #[serde(default = "default_file_type")]
     pub file_type: FileType,
     /// Regex on the path relative to the input folder (default per file type).
-    #[serde(default)]
     pub file_pattern: Option<String>,
-    #[serde(default = "default_text_column")]
     pub text_column: String,
     /// csv/json column holding the title; default: the file name.
-    #[serde(default)]
     pub title_column: Option<String>,
     /// csv/json columns kept in raw_data; empty: every column but text and title.
-    #[serde(default)]
     pub metadata: Vec<String>,
 }
 
-fn default_file_type() -> FileType {
-    FileType::Text
-}
-
-fn default_text_column() -> String {
-    "text".into()
+impl Default for LoadDocuments {
+    fn default() -> Self {
+        let s = InputConfig::default();
+        LoadDocuments {
+            file_type: FileType::Text,
+            file_pattern: s.file_pattern,
+            text_column: s.text_column,
+            title_column: s.title_column,
+            metadata: s.metadata,
+        }
+    }
 }
 
 impl VerbDef for LoadDocuments {

@@ -10,6 +10,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use graphrag_engine::context::VerbContext;
+use graphrag_engine::settings::SummarizeDescriptionsConfig;
 use graphrag_engine::verb::{Verb, VerbDef, VerbInfo};
 use graphrag_operations::tokenizer::Encoding;
 
@@ -19,31 +20,26 @@ use crate::graph_tables::{
 use crate::llm_steps::{fingerprint, map_concurrently, IN_FLIGHT};
 
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, default)]
 pub struct Summarize {
-    #[serde(default = "default_model")]
     pub model_id: String,
-    #[serde(default = "default_prompt")]
     pub prompt: String,
     /// Words.
-    #[serde(default = "default_max_length")]
     pub max_length: u32,
     /// Descriptions beyond this many tokens are summarised in rounds.
-    #[serde(default = "default_max_input_tokens")]
     pub max_input_tokens: u32,
 }
 
-fn default_model() -> String {
-    "default_completion_model".into()
-}
-fn default_prompt() -> String {
-    "prompts/summarize_descriptions.txt".into()
-}
-fn default_max_length() -> u32 {
-    500
-}
-fn default_max_input_tokens() -> u32 {
-    4000
+impl Default for Summarize {
+    fn default() -> Self {
+        let s = SummarizeDescriptionsConfig::default();
+        Summarize {
+            model_id: s.completion_model_id,
+            prompt: s.prompt,
+            max_length: s.max_length,
+            max_input_tokens: s.max_input_tokens,
+        }
+    }
 }
 
 impl VerbDef for Summarize {

@@ -1,0 +1,590 @@
+//! End-to-end query tests: a small index written table by table (GraphRAG
+//! schema, embeddings from the mock server's deterministic embedding
+//! function) and the mock server as chat and embedding model.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use arrow_array::builder::{FixedSizeListBuilder, Float32Builder};
+use arrow_array::RecordBatch;
+use arrow_schema::{DataType, Field, Schema};
+use graphrag_engine::schema;
+use graphrag_engine::store::write_table;
+use graphrag_mock_llm::{embed, FaultKind, FaultRule, MockConfig, MockServer};
+use graphrag_query::context::cited_ids;
+use graphrag_query::{Method, QueryEngine, QueryRequest, NO_DATA_ANSWER};
+use serde_json::Value;
+
+const DIM: usize = 384;
+
+const UNITS: &[&str] = &[
+    "Ebenezer Scrooge runs a counting house in London with his clerk Bob Cratchit. Scrooge is a miser who hates Christmas.",
+    "Jacob Marley, the dead business partner of Scrooge, appears as a ghost in chains and warns Scrooge to change his ways.",
+    "Bob Cratchit lives with his family in Camden Town. His youngest son Tiny Tim is ill and walks with a crutch.",
+    "The Halvard Port Authority expanded the container terminal in 2021, financed by the Northern Shipping Bank.",
+    "The Northern Shipping Bank is headquartered in Oslo and lends to port operators across Scandinavia.",
+];
+
+/// (title, type, description, text unit indexes)
+const ENTITIES: &[(&str, &str, &str, &[usize])] = &[
+    ("SCROOGE", "PERSON", "A miserly businessman in London who hates Christmas", &[0, 1]),
+    ("BOB CRATCHIT", "PERSON", "Scrooge's underpaid clerk and the father of Tiny Tim", &[0, 2]),
+    ("JACOB MARLEY", "PERSON", "Scrooge's dead business partner who returns as a ghost in chains", &[1]),
+    ("TINY TIM", "PERSON", "Bob Cratchit's ill youngest son who walks with a crutch", &[2]),
+    ("LONDON", "GEO", "The city where Scrooge's counting house stands", &[0]),
+    ("HALVARD PORT AUTHORITY", "ORGANIZATION", "Operator of the Halvard container terminal, expanded in 2021", &[3]),
+    ("NORTHERN SHIPPING BANK", "ORGANIZATION", "A bank in Oslo that financed the terminal expansion", &[3, 4]),
+    ("OSLO", "GEO", "Capital of Norway and headquarters of the Northern Shipping Bank", &[4]),
+];
+
+/// (source, target, description, weight, text units)
+const RELATIONSHIPS: &[(usize, usize, &str, f64, &[usize])] = &[
+    (0, 1, "Bob Cratchit works as Scrooge's clerk", 2.0, &[0]),
+    (0, 2, "Marley was Scrooge's business partner and haunts him", 3.0, &[1]),
+    (1, 3, "Tiny Tim is Bob Cratchit's son", 2.0, &[2]),
+    (0, 4, "Scrooge's counting house is in London", 1.0, &[0]),
+    (5, 6, "The bank financed the authority's terminal expansion", 2.0, &[3]),
+    (6, 7, "The bank is headquartered in Oslo", 1.0, &[4]),
+];
+
+/// (community, level, parent, children, entities, title, rank)
+type CommunityRow = (i64, i64, i64, &'static [i64], &'static [usize], &'static str, f64);
+const COMMUNITIES: &[CommunityRow] = &[
+    (0, 0, -1, &[2, 3], &[0, 1, 2, 3, 4], "Scrooge and the Cratchit household", 8.0),
+    (1, 0, -1, &[], &[5, 6, 7], "Halvard port finance", 6.5),
+    (2, 1, 0, &[], &[0, 2, 4], "Scrooge, Marley and London", 7.0),
+    (3, 1, 0, &[], &[1, 3], "The Cratchit family", 5.0),
+];
+
+fn unit_id(i: usize) -> String {
+    format!("tu-{i}")
+}
+fn entity_id(i: usize) -> String {
+    format!("ent-{i}")
+}
+
+fn vectors_table(ids: &[String], texts: &[String], dim: usize) -> RecordBatch {
+    let mut list = FixedSizeListBuilder::new(Float32Builder::new(), dim as i32).with_field(Arc::new(Field::new(
+        "item",
+        DataType::Float32,
+        true,
+    )));
+    for t in texts {
+        list.values().append_slice(&embed(t, dim));
+        list.append(true);
+    }
+    let schema = Arc::new(Schema::new(vec![
+        schema::text_field("id"),
+        Field::new(
+            "vector",
+            DataType::FixedSizeList(Arc::new(Field::new("item", DataType::Float32, true)), dim as i32),
+            true,
+        ),
+    ]));
+    RecordBatch::try_new(schema, vec![schema::text_col(ids), Arc::new(list.finish())]).unwrap()
+}
+
+fn report_content(c: usize) -> (String, String) {
+    let (_, _, _, _, ents, title, _) = COMMUNITIES[c];
+    let names: Vec<&str> = ents.iter().map(|&e| ENTITIES[e].0).collect();
+    let summary = format!("This community groups {}.", names.join(", "));
+    let findings: Vec<String> = ents.iter().map(|&e| format!("## {}\n\n{}", ENTITIES[e].0, ENTITIES[e].2)).collect();
+    (summary.clone(), format!("# {title}\n\n{summary}\n\n{}", findings.join("\n\n")))
+}
+
+/// Writes the index tables into DIR/output; `dim` = 0 writes no vectors.
+fn write_index(dir: &Path, dim: usize, empty: bool) {
+    let out = dir.join("output");
+    std::fs::create_dir_all(&out).unwrap();
+    let take = |n: usize| if empty { 0 } else { n };
+    let nu = take(UNITS.len());
+    let ne = take(ENTITIES.len());
+    let nr = take(RELATIONSHIPS.len());
+    let nc = take(COMMUNITIES.len());
+
+    let units: Vec<String> = UNITS[..nu].iter().map(|s| s.to_string()).collect();
+    let unit_ids: Vec<String> = (0..nu).map(unit_id).collect();
+    let ents_of_unit =
+        |u: usize| -> Vec<String> { (0..ne).filter(|&e| ENTITIES[e].3.contains(&u)).map(entity_id).collect() };
+    let rels_of_unit = |u: usize| -> Vec<String> {
+        (0..nr).filter(|&r| RELATIONSHIPS[r].4.contains(&u)).map(|r| format!("rel-{r}")).collect()
+    };
+    let tu = RecordBatch::try_new(
+        schema::text_units(),
+        vec![
+            schema::text_col(&unit_ids),
+            schema::int_col(0..nu as i64),
+            schema::text_col(&units),
+            schema::int_col(units.iter().map(|u| u.split_whitespace().count() as i64)),
+            schema::text_col(vec!["doc-0"; nu]),
+            schema::id_list_col((0..nu).map(ents_of_unit)),
+            schema::id_list_col((0..nu).map(rels_of_unit)),
+            schema::id_list_col((0..nu).map(|_| Vec::<String>::new())),
+        ],
+    )
+    .unwrap();
+    write_table(&out.join("text_units.parquet"), &tu).unwrap();
+
+    let degree: Vec<i64> =
+        (0..ne).map(|e| RELATIONSHIPS[..nr].iter().filter(|r| r.0 == e || r.1 == e).count() as i64).collect();
+    let ents = &ENTITIES[..ne];
+    let entities = RecordBatch::try_new(
+        schema::entities(),
+        vec![
+            schema::text_col((0..ne).map(entity_id)),
+            schema::int_col(0..ne as i64),
+            schema::text_col(ents.iter().map(|e| e.0)),
+            schema::text_col(ents.iter().map(|e| e.1)),
+            schema::text_col(ents.iter().map(|e| e.2)),
+            schema::id_list_col(ents.iter().map(|e| e.3.iter().map(|&u| unit_id(u)).collect::<Vec<_>>())),
+            schema::int_col(ents.iter().map(|e| e.3.len() as i64)),
+            schema::int_col(degree.clone()),
+        ],
+    )
+    .unwrap();
+    write_table(&out.join("entities.parquet"), &entities).unwrap();
+
+    let rels = &RELATIONSHIPS[..nr];
+    let relationships = RecordBatch::try_new(
+        schema::relationships(),
+        vec![
+            schema::text_col((0..nr).map(|r| format!("rel-{r}"))),
+            schema::int_col(0..nr as i64),
+            schema::text_col(rels.iter().map(|r| ENTITIES[r.0].0)),
+            schema::text_col(rels.iter().map(|r| ENTITIES[r.1].0)),
+            schema::text_col(rels.iter().map(|r| r.2)),
+            schema::float_col(rels.iter().map(|r| r.3)),
+            schema::int_col(rels.iter().map(|r| degree[r.0] + degree[r.1])),
+            schema::id_list_col(rels.iter().map(|r| r.4.iter().map(|&u| unit_id(u)).collect::<Vec<_>>())),
+        ],
+    )
+    .unwrap();
+    write_table(&out.join("relationships.parquet"), &relationships).unwrap();
+
+    let comms = &COMMUNITIES[..nc];
+    let communities = RecordBatch::try_new(
+        schema::communities(),
+        vec![
+            schema::text_col((0..nc).map(|c| format!("com-{c}"))),
+            schema::int_col(0..nc as i64),
+            schema::int_col(comms.iter().map(|c| c.0)),
+            schema::int_col(comms.iter().map(|c| c.1)),
+            schema::int_col(comms.iter().map(|c| c.2)),
+            schema::int_list_col(comms.iter().map(|c| c.3.to_vec())),
+            schema::text_col(comms.iter().map(|c| format!("Community {}", c.0))),
+            schema::id_list_col(comms.iter().map(|c| c.4.iter().map(|&e| entity_id(e)).collect::<Vec<_>>())),
+            schema::id_list_col(comms.iter().map(|_| Vec::<String>::new())),
+            schema::id_list_col(comms.iter().map(|_| Vec::<String>::new())),
+            schema::text_col(vec!["2026-01-01"; nc]),
+            schema::int_col(comms.iter().map(|c| c.4.len() as i64)),
+        ],
+    )
+    .unwrap();
+    write_table(&out.join("communities.parquet"), &communities).unwrap();
+
+    let contents: Vec<(String, String)> = (0..nc).map(report_content).collect();
+    let reports = RecordBatch::try_new(
+        schema::community_reports(),
+        vec![
+            schema::text_col((0..nc).map(|c| format!("rep-{c}"))),
+            schema::int_col(0..nc as i64),
+            schema::int_col(comms.iter().map(|c| c.0)),
+            schema::int_col(comms.iter().map(|c| c.1)),
+            schema::int_col(comms.iter().map(|c| c.2)),
+            schema::int_list_col(comms.iter().map(|c| c.3.to_vec())),
+            schema::text_col(comms.iter().map(|c| c.5)),
+            schema::text_col(contents.iter().map(|c| c.0.as_str())),
+            schema::text_col(contents.iter().map(|c| c.1.as_str())),
+            schema::float_col(comms.iter().map(|c| c.6)),
+            schema::text_col(vec!["important"; nc]),
+            schema::findings_col(comms.iter().map(|_| Vec::new())),
+            schema::text_col(vec!["{}"; nc]),
+            schema::text_col(vec!["2026-01-01"; nc]),
+            schema::int_col(comms.iter().map(|c| c.4.len() as i64)),
+        ],
+    )
+    .unwrap();
+    write_table(&out.join("community_reports.parquet"), &reports).unwrap();
+
+    let nclaims = take(1);
+    let claim = |v: &'static str| vec![v; nclaims];
+    let covariates = RecordBatch::try_new(
+        schema::covariates(),
+        vec![
+            schema::text_col(claim("cov-0")),
+            schema::int_col(0..nclaims as i64),
+            schema::text_col(claim("claim")),
+            schema::text_col(claim("UNDERPAYMENT")),
+            schema::text_col(claim("Scrooge pays Bob Cratchit very little")),
+            schema::text_col(claim("SCROOGE")),
+            schema::text_col(claim("BOB CRATCHIT")),
+            schema::text_col(claim("TRUE")),
+            schema::text_col(claim("")),
+            schema::text_col(claim("")),
+            schema::text_col(claim("pays his clerk fifteen shillings")),
+            schema::text_col(claim("tu-0")),
+        ],
+    )
+    .unwrap();
+    write_table(&out.join("covariates.parquet"), &covariates).unwrap();
+
+    let embed_dim = if dim == 0 { 1 } else { dim };
+    let write_vectors = |field: &str, ids: Vec<String>, texts: Vec<String>| {
+        let (ids, texts) = if dim == 0 { (Vec::new(), Vec::new()) } else { (ids, texts) };
+        let t = vectors_table(&ids, &texts, if ids.is_empty() { 0 } else { embed_dim });
+        write_table(&out.join(format!("embeddings.{field}.parquet")), &t).unwrap();
+    };
+    write_vectors("text_unit_text", unit_ids.clone(), units.clone());
+    write_vectors(
+        "entity_description",
+        (0..ne).map(entity_id).collect(),
+        ents.iter().map(|e| format!("{}:{}", e.0, e.2)).collect(),
+    );
+    write_vectors(
+        "relationship_description",
+        (0..nr).map(|r| format!("rel-{r}")).collect(),
+        rels.iter().map(|r| format!("{} {}:{}", ENTITIES[r.0].0, ENTITIES[r.1].0, r.2)).collect(),
+    );
+    write_vectors(
+        "community_full_content",
+        (0..nc).map(|c| format!("rep-{c}")).collect(),
+        contents.iter().map(|c| c.1.clone()).collect(),
+    );
+}
+
+fn settings_text(mock: &MockServer, chat: bool, extra: &str) -> String {
+    let chat_model = if chat {
+        format!(
+            "  default_completion_model:\n    model: mock-chat\n    api_key: test-key\n    api_base: {}\n    max_retries: 0\n",
+            mock.base_url()
+        )
+    } else {
+        "  default_completion_model:\n    model: mock-chat\n".to_string()
+    };
+    format!(
+        "completion_models:\n{chat_model}embedding_models:\n  default_embedding_model:\n    model_provider: openai\n    model: mock-embed\n    api_key: test-key\n    api_base: {}\n    max_retries: 0\ncache:\n  type: none\n{extra}",
+        mock.base_url()
+    )
+}
+
+struct Project {
+    dir: tempfile::TempDir,
+    mock: MockServer,
+}
+
+impl Project {
+    fn new(chat: bool, extra: &str) -> Project {
+        Project::build(chat, extra, DIM, false, MockConfig::default())
+    }
+
+    fn build(chat: bool, extra: &str, dim: usize, empty: bool, cfg: MockConfig) -> Project {
+        let mock = MockServer::start(cfg).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        write_index(dir.path(), dim, empty);
+        std::fs::write(dir.path().join("settings.yaml"), settings_text(&mock, chat, extra)).unwrap();
+        Project { dir, mock }
+    }
+
+    fn engine(&self) -> QueryEngine {
+        QueryEngine::open(self.dir.path()).unwrap()
+    }
+}
+
+fn ask(engine: &QueryEngine, method: Method, question: &str) -> graphrag_query::QueryResult {
+    engine.query(&QueryRequest::new(method, question), None).unwrap()
+}
+
+fn record_ids(result: &graphrag_query::QueryResult, table: &str) -> Vec<String> {
+    result.context_records[table]
+        .as_array()
+        .map(|rows| rows.iter().map(|r| r["id"].as_str().unwrap().to_string()).collect())
+        .unwrap_or_default()
+}
+
+fn record_column(result: &graphrag_query::QueryResult, table: &str, column: &str) -> Vec<String> {
+    result.context_records[table]
+        .as_array()
+        .map(|rows| rows.iter().map(|r| r[column].as_str().unwrap_or("").to_string()).collect())
+        .unwrap_or_default()
+}
+
+#[test]
+fn local_search_answers_with_citations_of_real_records() {
+    let p = Project::new(true, "");
+    let engine = p.engine();
+    let r = ask(&engine, Method::Local, "Who is the father of Tiny Tim?");
+    let answer = r.answer.as_deref().unwrap();
+    assert!(r.notice.is_none());
+    assert!(r.context.contains("-----Entities-----\nid|entity|description|number of relationships\n"), "{}", r.context);
+    assert!(r.context.contains("-----Relationships-----\nid|source|target|description|weight\n"));
+    assert!(r.context.contains("-----Sources-----\nid|text\n"));
+    assert!(r.context.contains("-----Reports-----\nid|title|content\n"));
+    assert!(r.context.contains("-----Claims-----"), "claims of SCROOGE are in context: {}", r.context);
+    assert!(record_column(&r, "entities", "entity").contains(&"TINY TIM".to_string()));
+    let cited = cited_ids(answer);
+    assert!(!cited.is_empty(), "{answer}");
+    let limits = [
+        ("Entities", ENTITIES.len()),
+        ("Relationships", RELATIONSHIPS.len()),
+        ("Sources", UNITS.len()),
+        ("Reports", COMMUNITIES.len()),
+        ("Claims", 1),
+    ];
+    for (name, ids) in &cited {
+        let n = limits.iter().find(|(l, _)| l == name).unwrap_or_else(|| panic!("unknown dataset {name}")).1;
+        for id in ids {
+            assert!((0..n as i64).contains(id), "{name} {id} is not a record: {answer}");
+            let table = name.to_lowercase();
+            assert!(record_ids(&r, &table).contains(&id.to_string()), "{name} {id} not in the context");
+        }
+    }
+    // Reports are rolled up to the deepest level: the level-1 communities, not their parent.
+    let reports = record_ids(&r, "reports");
+    assert!(!reports.contains(&"0".to_string()), "{reports:?}");
+    assert_eq!((r.stats.llm_calls, r.stats.embedding_calls), (1, 1), "{:?}", r.stats);
+    assert!(r.stats.prompt_tokens > 0 && r.stats.context_tokens > 0);
+    assert_eq!(p.mock.stats().chat_requests, 1);
+    // Tables are cached: a second query works the same.
+    let again = ask(&engine, Method::Local, "Who is the father of Tiny Tim?");
+    assert_eq!(again.context, r.context);
+}
+
+#[test]
+fn local_context_respects_the_token_budget_and_history() {
+    let p = Project::new(true, "local_search:\n  max_context_tokens: 400\n");
+    let engine = p.engine();
+    let mut req = QueryRequest::new(Method::Local, "What did Jacob Marley warn Scrooge about?");
+    req.history = vec![("user".into(), "Who is Scrooge?".into()), ("assistant".into(), "A miser.".into())];
+    req.context_only = true;
+    let r = engine.query(&req, None).unwrap();
+    assert!(
+        r.context.starts_with("-----Conversation History-----\nturn|content\nuser|Who is Scrooge?"),
+        "{}",
+        r.context
+    );
+    assert!(!r.context.contains("A miser."), "user turns only, as GraphRAG");
+    assert!(r.stats.context_tokens <= 420, "{}", r.stats.context_tokens);
+}
+
+#[test]
+fn context_only_makes_no_chat_requests_for_any_method() {
+    let p = Project::new(true, "");
+    let engine = p.engine();
+    for method in [Method::Local, Method::Global, Method::Basic, Method::Drift, Method::Hybrid, Method::Mix] {
+        let mut req = QueryRequest::new(method, "How is Scrooge related to Bob Cratchit?");
+        req.context_only = true;
+        let r = engine.query(&req, None).unwrap();
+        assert!(r.answer.is_none(), "{method}");
+        assert!(r.notice.as_deref().unwrap().contains("retrieval only"), "{method}");
+        assert!(!r.context.is_empty(), "{method}");
+        assert_eq!(r.stats.llm_calls, 0);
+    }
+    assert_eq!(p.mock.stats().chat_requests, 0);
+}
+
+#[test]
+fn no_chat_model_returns_context_with_retrieval_only_notice() {
+    let p = Project::new(false, "");
+    let engine = p.engine();
+    for method in [Method::Local, Method::Basic, Method::Global, Method::Mix] {
+        let r = ask(&engine, method, "Who financed the Halvard container terminal?");
+        assert!(r.answer.is_none());
+        let notice = r.notice.clone().unwrap();
+        assert!(notice.contains("retrieval only") && notice.contains("no chat model"), "{notice}");
+        assert!(!r.context.is_empty());
+        if method == Method::Mix {
+            assert!(r.context.contains("keywords taken from the question's own words"), "{}", r.context);
+            assert!(record_column(&r, "entities", "entity").contains(&"HALVARD PORT AUTHORITY".to_string()));
+        }
+    }
+    assert_eq!(p.mock.stats().chat_requests, 0);
+}
+
+#[test]
+fn global_search_maps_batches_in_parallel_and_reduces() {
+    // Small batches: one report per map call.
+    let p = Project::new(true, "global_search:\n  max_context_tokens: 120\n");
+    let engine = p.engine();
+    let mut streamed = String::new();
+    let mut on_token = |t: &str| streamed.push_str(t);
+    let r = engine.query(&QueryRequest::new(Method::Global, "What are the main themes?"), Some(&mut on_token)).unwrap();
+    let batches = r.context_records["batches"].as_u64().unwrap();
+    assert!(batches >= 2, "{}", r.context_records);
+    // level 2 default rolls up to communities 1, 2, 3
+    let mut reports = record_ids(&r, "reports");
+    reports.sort();
+    assert_eq!(reports, ["1", "2", "3"]);
+    assert_eq!(p.mock.stats().chat_requests, batches + 1);
+    assert_eq!(r.stats.llm_calls, batches + 1);
+    let answer = r.answer.unwrap();
+    assert_eq!(streamed, answer, "the answer is streamed (in one piece)");
+    assert!(answer.contains("[Data: Reports ("), "{answer}");
+    assert!(r.context_records["points"].as_array().unwrap().iter().all(|p| p["score"].as_f64().unwrap() > 0.0));
+
+    let mut req = QueryRequest::new(Method::Global, "What are the main themes?");
+    req.community_level = Some(0);
+    req.context_only = true;
+    let mut reports = record_ids(&engine.query(&req, None).unwrap(), "reports");
+    reports.sort();
+    assert_eq!(reports, ["0", "1"]);
+}
+
+#[test]
+fn global_search_drops_zero_score_points_and_says_no_data() {
+    // A map prompt without the data: the mock answers "I don't know" with score 0.
+    let p = Project::new(true, "global_search:\n  map_prompt: prompts/blind_map.txt\n");
+    std::fs::create_dir_all(p.dir.path().join("prompts")).unwrap();
+    std::fs::write(
+        p.dir.path().join("prompts/blind_map.txt"),
+        "Produce a list of key points that answer the user's question, in {{ max_length }} words.\n",
+    )
+    .unwrap();
+    let r = ask(&p.engine(), Method::Global, "What are the main themes?");
+    assert_eq!(r.answer.as_deref(), Some(NO_DATA_ANSWER));
+    let batches = r.context_records["batches"].as_u64().unwrap();
+    assert_eq!(p.mock.stats().chat_requests, batches, "no reduce call without points");
+}
+
+#[test]
+fn global_search_survives_garbage_map_answers() {
+    let p = Project::new(true, "");
+    p.mock.set_faults(vec![FaultRule::always(FaultKind::Malformed).on(graphrag_mock_llm::Endpoint::Chat).first(2)]);
+    let r = ask(&p.engine(), Method::Global, "What are the main themes?");
+    let answer = r.answer.unwrap();
+    assert!(r.stats.json_repairs + r.stats.skipped_steps >= 1, "{:?}", r.stats);
+    if r.stats.skipped_steps > 0 {
+        assert_eq!(answer, NO_DATA_ANSWER);
+    }
+}
+
+#[test]
+fn community_level_that_does_not_exist_is_a_clear_error() {
+    let p = Project::new(true, "");
+    let mut req = QueryRequest::new(Method::Global, "themes?");
+    req.community_level = Some(7);
+    let err = p.engine().query(&req, None).unwrap_err().to_string();
+    assert!(err.contains("community level 7 does not exist") && err.contains("0 to 1"), "{err}");
+}
+
+#[test]
+fn dynamic_community_selection_rates_top_down() {
+    let p = Project::new(true, "");
+    let mut req = QueryRequest::new(Method::Global, "What is known about Marley and London?");
+    req.dynamic_community_selection = true;
+    let r = p.engine().query(&req, None).unwrap();
+    assert_eq!(r.context_records["community_selection"], "dynamic");
+    let reports = record_ids(&r, "reports");
+    // Community 0 mentions Marley/London and is replaced by its relevant child 2;
+    // the port community shares no words with the question.
+    assert!(reports.contains(&"2".to_string()), "{reports:?}");
+    assert!(!reports.contains(&"1".to_string()), "{reports:?}");
+    assert!(r.answer.is_some());
+}
+
+#[test]
+fn basic_search_retrieves_the_matching_text_unit() {
+    let p = Project::new(true, "");
+    let r = ask(&p.engine(), Method::Basic, "Where is the Northern Shipping Bank headquartered?");
+    assert_eq!(record_ids(&r, "sources").first().map(String::as_str), Some("4"), "{}", r.context);
+    let answer = r.answer.unwrap();
+    assert!(cited_ids(&answer)["Sources"].contains(&4), "{answer}");
+    assert_eq!(p.mock.stats().chat_requests, 1);
+}
+
+#[test]
+fn mix_and_hybrid_retrieve_through_keywords() {
+    let p = Project::new(true, "");
+    let engine = p.engine();
+    let q = "How did the Northern Shipping Bank help the Halvard Port Authority?";
+    let r = ask(&engine, Method::Mix, q);
+    assert_eq!(r.context_records["keywords"]["from"], "chat model", "{}", r.context_records);
+    let low = r.context_records["keywords"]["low_level"].as_array().unwrap().clone();
+    assert!(!low.is_empty());
+    let entities = record_column(&r, "entities", "entity");
+    assert!(entities.contains(&"NORTHERN SHIPPING BANK".to_string()), "{entities:?}");
+    assert!(record_column(&r, "relationships", "description")
+        .contains(&"The bank financed the authority's terminal expansion".to_string()));
+    assert!(record_ids(&r, "sources").contains(&"3".to_string()), "{}", r.context);
+    assert!(!r.context.contains("-----Keywords-----"));
+    assert!(r.answer.unwrap().contains("[Data:"));
+    assert_eq!(p.mock.stats().chat_requests, 2, "keywords + answer");
+    assert_eq!(r.stats.embedding_calls, 1, "one embedding request for all keyword sets");
+
+    let h = ask(&engine, Method::Hybrid, q);
+    assert!(record_column(&h, "entities", "entity").contains(&"NORTHERN SHIPPING BANK".to_string()));
+    assert!(h.answer.is_some());
+}
+
+#[test]
+fn mix_passes_history_to_the_prompt() {
+    let p = Project::new(true, "");
+    let mut req = QueryRequest::new(Method::Mix, "And where is it headquartered?");
+    req.history = vec![
+        ("user".into(), "Tell me about the Northern Shipping Bank".into()),
+        ("assistant".into(), "It is a bank.".into()),
+    ];
+    let r = p.engine().query(&req, None).unwrap();
+    assert!(r.answer.is_some());
+}
+
+#[test]
+fn drift_primes_follows_up_and_reduces() {
+    let p = Project::new(true, "drift_search:\n  n_depth: 2\n  drift_k_followups: 4\n  primer_folds: 2\n");
+    let r = ask(&p.engine(), Method::Drift, "What happened between Scrooge and Marley?");
+    let answer = r.answer.unwrap();
+    assert!(!answer.is_empty());
+    let follow_ups = r.context_records["follow_ups"].as_array().unwrap().len() as u64;
+    assert!((1..=4).contains(&follow_ups), "{}", r.context_records);
+    // primer folds + follow-up steps + reduce
+    assert_eq!(p.mock.stats().chat_requests, 2 + follow_ups + 1);
+}
+
+#[test]
+fn empty_index_and_unmatched_questions() {
+    let p = Project::build(true, "", DIM, true, MockConfig::default());
+    let engine = p.engine();
+    let r = ask(&engine, Method::Global, "anything?");
+    assert_eq!(r.answer.as_deref(), Some(NO_DATA_ANSWER));
+    assert_eq!(p.mock.stats().chat_requests, 0);
+    for method in [Method::Local, Method::Basic, Method::Mix] {
+        let r = ask(&engine, method, "anything?");
+        assert!(r.answer.is_some(), "{method}");
+        assert!(r.context.is_empty() || method == Method::Mix, "{method}: {}", r.context);
+    }
+    let full = Project::new(true, "");
+    let r = ask(&full.engine(), Method::Local, "zzzq xyxyx qqqqv");
+    assert!(r.answer.is_some());
+}
+
+#[test]
+fn embedding_dimension_mismatch_names_the_setting() {
+    let p = Project::build(true, "", 64, false, MockConfig::default());
+    let err = p.engine().query(&QueryRequest::new(Method::Local, "Scrooge?"), None).unwrap_err();
+    let msg = format!("{err:#}");
+    assert!(msg.contains("dimension 384") && msg.contains("dimension 64"), "{msg}");
+    assert!(msg.contains("local_search.embedding_model_id") && msg.contains("re-run"), "{msg}");
+    let err = p.engine().query(&QueryRequest::new(Method::Basic, "Scrooge?"), None).unwrap_err();
+    assert!(format!("{err:#}").contains("basic_search.embedding_model_id"));
+}
+
+#[test]
+fn missing_vectors_and_missing_index_are_explained() {
+    let p = Project::build(true, "", 0, false, MockConfig::default());
+    let err = format!("{:#}", p.engine().query(&QueryRequest::new(Method::Basic, "Scrooge?"), None).unwrap_err());
+    assert!(err.contains("text_unit_text") && err.contains("embed_text.names"), "{err}");
+    std::fs::remove_file(p.dir.path().join("output/embeddings.entity_description.parquet")).unwrap();
+    let err = format!("{:#}", p.engine().query(&QueryRequest::new(Method::Local, "Scrooge?"), None).unwrap_err());
+    assert!(err.contains("not found") && err.contains("entity_description"), "{err}");
+
+    std::fs::remove_dir_all(p.dir.path().join("output")).unwrap();
+    let err = QueryEngine::open(p.dir.path()).err().unwrap().to_string();
+    assert!(err.starts_with("no index in") && err.contains("graphrag-rs index --root"), "{err}");
+}
+
+#[test]
+fn method_names_parse() {
+    assert_eq!("mix".parse::<Method>().unwrap(), Method::Mix);
+    let err = "globl".parse::<Method>().unwrap_err().to_string();
+    assert!(err.contains("did you mean `global`"), "{err}");
+    let _: Value = serde_json::to_value(Method::Drift).unwrap();
+}
