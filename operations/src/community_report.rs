@@ -358,6 +358,39 @@ mod tests {
     }
 
     #[test]
+    fn context_never_exceeds_the_budget() {
+        let ents: Vec<_> = (0..120).map(|i| ent(i, &format!("ENTITY NUMBER {i}"), i % 17)).collect();
+        let rels: Vec<_> = (0..300).map(|i| rel(i, &format!("E{i}"), &format!("F{}", i + 1), i % 23)).collect();
+        let claims: Vec<_> = (0..40)
+            .map(|i| ContextClaim {
+                id: i,
+                subject: format!("E{i}"),
+                claim_type: "FRAUD".into(),
+                status: "SUSPECTED".into(),
+                description: "a claim, with a comma".into(),
+            })
+            .collect();
+        let subs: Vec<_> = (0..6)
+            .map(|i| SubReport {
+                community: i,
+                full_content: format!("# Report {i}\n{}", "finding text ".repeat(40)),
+                size: i as usize,
+            })
+            .collect();
+        for budget in [0, 10, 25, 60, 200, 700, 2000, 8000] {
+            for sub in [&subs[..], &[]] {
+                let c = graph_context(&ents, &rels, &claims, sub, budget);
+                assert!(
+                    Encoding::O200kBase.count(&c) <= budget,
+                    "budget {budget}: {} tokens",
+                    Encoding::O200kBase.count(&c)
+                );
+            }
+            assert!(Encoding::O200kBase.count(&text_context(&[(0, "x ".repeat(500))], budget)) <= budget);
+        }
+    }
+
+    #[test]
     fn reports_are_validated_and_repaired() {
         let ok = serde_json::json!({"title": "T", "summary": "S", "rating": 7.5, "rating_explanation": "E",
             "findings": [{"summary": "f1", "explanation": "e1"}]});

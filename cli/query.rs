@@ -1,0 +1,181 @@
+//! `graphrag-rs query`: ask a question of an index (the engine is the
+//! graphrag-query library).
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::bail;
+use graphrag_engine::settings::{self, Settings};
+use graphrag_query::{Method, QueryEngine, QueryRequest, QueryResult, QueryStats};
+
+pub struct QueryArgs {
+    pub root: PathBuf,
+    /// local | global | basic | drift | hybrid | mix
+    pub method: String,
+    pub community_level: Option<u32>,
+    pub response_type: String,
+    /// Global search: GraphRAG's dynamic community selection.
+    pub dynamic_community_selection: bool,
+    pub streaming: bool,
+    pub context_only: bool,
+    pub json: bool,
+    pub question: String,
+    /// -1 quiet, 0 normal, 1+ verbose (logs go to stderr).
+    pub verbosity: i8,
+}
+
+/// Settings of the project, or the defaults for a bare output folder (e.g.
+/// one copied from elsewhere) when there is no settings.yaml.
+fn open_engine(root: &std::path::Path) -> anyhow::Result<QueryEngine> {
+    let has_settings = ["settings.yaml", "settings.yml"].iter().any(|n| root.join(n).exists());
+    if has_settings {
+        return QueryEngine::open(root);
+    }
+    let defaults = Settings::default();
+    let output = root.join(&defaults.output_storage.base_dir);
+    if !output.is_dir() {
+        bail!("no index in {}: run `graphrag-rs index --root {}` first", output.display(), root.display());
+    }
+    tracing::warn!("no {} in {}: using the default settings", settings::SETTINGS_FILE, root.display());
+    QueryEngine::with_settings(root, defaults)
+}
+
+pub fn run(args: QueryArgs) -> anyhow::Result<()> {
+    crate::logging::init(args.verbosity, None)?;
+    let method: Method = args.method.parse()?;
+    let question = args.question.trim().to_string();
+    if question.is_empty() {
+        bail!("no question given: graphrag-rs query --root DIR --method {method} \"your question\"");
+    }
+    let engine = open_engine(&args.root)?;
+    let mut req = QueryRequest::new(method, question.clone());
+    req.community_level = args.community_level;
+    req.response_type = args.response_type.clone();
+    req.context_only = args.context_only;
+    req.dynamic_community_selection = args.dynamic_community_selection;
+
+    let stdout = std::io::stdout();
+    let mut streamed = false;
+    let result = if args.streaming && !args.json {
+        // The answer arrives in one piece for now (the engine's chat model
+        // has no streaming API yet); it is printed as soon as it arrives.
+        let mut print = |text: &str| {
+            let mut out = stdout.lock();
+            let _ = out.write_all(text.as_bytes());
+            let _ = out.flush();
+            streamed = true;
+        };
+        engine.query(&req, Some(&mut print))?
+    } else {
+        engine.query(&req, None)?
+    };
+
+    let mut out = stdout.lock();
+    if args.json {
+        let value = serde_json::json!({
+            "method": method,
+            "question": question,
+            "answer": result.answer,
+            "notice": result.notice,
+            "context": result.context,
+            "context_records": result.context_records,
+            "stats": result.stats,
+        });
+        writeln!(out, "{value}")?;
+    } else {
+        print_result(&mut out, &result, streamed)?;
+    }
+    out.flush()?;
+    drop(out);
+    if !args.json {
+        eprintln!("{}", stats_line(method, &result.stats));
+    }
+    Ok(())
+}
+
+fn print_result(out: &mut impl Write, result: &QueryResult, streamed: bool) -> std::io::Result<()> {
+    match &result.answer {
+        Some(answer) if streamed => {
+            if !answer.ends_with('\n') {
+                writeln!(out)?;
+            }
+        }
+        Some(answer) => writeln!(out, "{}", answer.trim_end())?,
+        None => {
+            let notice = result.notice.as_deref().unwrap_or("retrieval only");
+            writeln!(out, "[{notice}]")?;
+            writeln!(out)?;
+            if result.context.trim().is_empty() {
+                writeln!(out, "(nothing retrieved)")?;
+            } else {
+                writeln!(out, "{}", result.context.trim_end())?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn plural(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// The trailing stats line (stderr).
+fn stats_line(method: Method, s: &QueryStats) -> String {
+    let mut line = format!(
+        "{method} search: {:.0} ms (context {:.0} ms, {}), {}, {} prompt + {} completion tokens",
+        s.latency_ms,
+        s.context_ms,
+        plural(s.context_tokens, "token", "tokens"),
+        plural(s.llm_calls, "LLM call", "LLM calls"),
+        s.prompt_tokens,
+        s.completion_tokens
+    );
+    if s.cache_hits > 0 {
+        line.push_str(&format!(", {}", plural(s.cache_hits, "cached answer", "cached answers")));
+    }
+    if s.json_repairs > 0 {
+        line.push_str(&format!(", {}", plural(s.json_repairs, "JSON answer repaired", "JSON answers repaired")));
+    }
+    if s.skipped_steps > 0 {
+        line.push_str(&format!(", {} (unusable answers)", plural(s.skipped_steps, "step skipped", "steps skipped")));
+    }
+    line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stats_line_reads_well() {
+        let s = QueryStats {
+            latency_ms: 1234.4,
+            context_ms: 12.2,
+            context_tokens: 771,
+            llm_calls: 1,
+            prompt_tokens: 1118,
+            completion_tokens: 288,
+            skipped_steps: 2,
+            ..QueryStats::default()
+        };
+        assert_eq!(
+            stats_line(Method::Local, &s),
+            "local search: 1234 ms (context 12 ms, 771 tokens), 1 LLM call, 1118 prompt + 288 completion tokens, 2 steps skipped (unusable answers)"
+        );
+    }
+
+    #[test]
+    fn retrieval_only_output_starts_with_the_notice() {
+        let r = QueryResult {
+            answer: None,
+            notice: Some("retrieval only: no chat model".into()),
+            context: "-----Entities-----\nid|entity\n1|X".into(),
+            context_records: serde_json::Value::Null,
+            stats: QueryStats::default(),
+        };
+        let mut buf = Vec::new();
+        print_result(&mut buf, &r, false).unwrap();
+        let text = String::from_utf8(buf).unwrap();
+        assert!(text.starts_with("[retrieval only: no chat model]\n\n-----Entities-----"), "{text}");
+    }
+}
