@@ -136,7 +136,7 @@ section!(VectorStoreConfig {
     #[serde(rename = "type")]
     kind: String = s("embedded"),
     /// Use an approximate index above this many vectors (0: always exact).
-    ann_threshold: usize = 50_000,
+    ann_threshold: usize = 100_000,
 });
 
 section!(EmbedTextConfig {

@@ -227,6 +227,17 @@ impl QueryEngine {
         self.llm.has_chat_model(&self.model_ids(method).0)
     }
 
+    /// The settings section of a method's models.
+    fn section(method: Method) -> &'static str {
+        match method {
+            Method::Local => "local_search",
+            Method::Global => "global_search",
+            Method::Basic => "basic_search",
+            Method::Drift => "drift_search",
+            Method::Hybrid | Method::Mix => "keyword_search",
+        }
+    }
+
     /// (completion model id, embedding model id, settings key of the latter).
     fn model_ids(&self, method: Method) -> (String, String, &'static str) {
         let s = &self.settings;
@@ -269,6 +280,16 @@ impl QueryEngine {
             bail!("the question is empty");
         }
         let (chat_id, embed_id, embed_setting) = self.model_ids(req.method);
+        if !self.settings.completion_models.contains_key(&chat_id) {
+            bail!(
+                "{}.completion_model_id: completion model `{chat_id}` is not defined in settings.yaml (completion_models){}",
+                QueryEngine::section(req.method),
+                graphrag_operations::suggest::did_you_mean(
+                    &chat_id,
+                    self.settings.completion_models.keys().map(String::as_str)
+                )
+            );
+        }
         let has_chat = self.llm.has_chat_model(&chat_id);
         let notice = if req.context_only {
             Some(
@@ -288,7 +309,6 @@ impl QueryEngine {
             req,
             usage: UsageCounters::default(),
             chat,
-            chat_id: chat_id.clone(),
             embed_id: embed_id.clone(),
             embed_setting,
             skipped: AtomicU64::new(0),
@@ -343,8 +363,6 @@ pub(crate) struct Run<'a> {
     pub usage: UsageCounters,
     /// `None`: retrieval only.
     pub chat: Option<Arc<ChatModel>>,
-    #[allow(dead_code)]
-    pub chat_id: String,
     pub embed_id: String,
     pub embed_setting: &'static str,
     pub skipped: AtomicU64,

@@ -588,3 +588,10 @@ fn method_names_parse() {
     assert!(err.contains("did you mean `global`"), "{err}");
     let _: Value = serde_json::to_value(Method::Drift).unwrap();
 }
+
+#[test]
+fn undefined_completion_model_names_the_setting() {
+    let p = Project::new(true, "local_search:\n  completion_model_id: default_completion_modle\n");
+    let err = p.engine().query(&QueryRequest::new(Method::Local, "Scrooge?"), None).unwrap_err().to_string();
+    assert!(err.contains("local_search.completion_model_id") && err.contains("did you mean"), "{err}");
+}
