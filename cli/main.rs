@@ -4,6 +4,7 @@ mod assets;
 mod index;
 mod init;
 mod logging;
+mod query;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -59,12 +60,33 @@ enum Command {
         #[arg(long)]
         dry_run: bool,
     },
-    /// Ask a question of an index (not built yet in this version).
+    /// Ask a question of an index: local, global, basic, drift (GraphRAG) or hybrid, mix (LightRAG) search.
     Query {
         #[command(flatten)]
         root: RootArg,
+        /// local | global | basic | drift | hybrid | mix
         #[arg(long, default_value = "local")]
         method: String,
+        /// Community level of the reports used (global, local, drift); default: the deepest level down to 2.
+        #[arg(long)]
+        community_level: Option<u32>,
+        /// Global search: choose the reports by LLM relevance rating, top-down (GraphRAG's dynamic community selection).
+        #[arg(long)]
+        dynamic_community_selection: bool,
+        /// Target length and format of the answer.
+        #[arg(long, default_value = "Multiple Paragraphs")]
+        response_type: String,
+        /// Print the answer as it arrives.
+        #[arg(long)]
+        streaming: bool,
+        /// Print the retrieved context without calling the chat model.
+        #[arg(long)]
+        context_only: bool,
+        /// Print one JSON object: method, question, answer, notice, context, context_records, stats.
+        #[arg(long)]
+        json: bool,
+        /// The question (several words are joined with spaces).
+        #[arg(required = true)]
         question: Vec<String>,
     },
     /// Add or remove documents without re-indexing everything (not built yet in this version).
@@ -93,9 +115,28 @@ fn main() -> ExitCode {
             dry_run,
             verbosity,
         }),
-        Command::Query { .. } => Err(anyhow::anyhow!(
-            "`query` is not built yet in this version of graphrag-rs (indexing builds documents and text_units so far)"
-        )),
+        Command::Query {
+            root,
+            method,
+            community_level,
+            dynamic_community_selection,
+            response_type,
+            streaming,
+            context_only,
+            json,
+            question,
+        } => query::run(query::QueryArgs {
+            root: root.root,
+            method,
+            community_level,
+            response_type,
+            dynamic_community_selection,
+            streaming,
+            context_only,
+            json,
+            question: question.join(" "),
+            verbosity,
+        }),
         Command::Update { .. } => Err(anyhow::anyhow!(
             "`update` is not built yet in this version of graphrag-rs; run `index` again (with --resume to skip unchanged steps)"
         )),

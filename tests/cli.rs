@@ -270,10 +270,11 @@ fn csv_and_jsonl_inputs() {
 }
 
 #[test]
-fn unbuilt_commands_say_so() {
-    let o = run(&["query", "--root", ".", "who is Scrooge?"]);
+fn query_without_an_index_and_update_say_what_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = run(&["query", "--root", dir.path().to_str().unwrap(), "who is Scrooge?"]);
     assert!(!o.status.success());
-    assert!(last_line(&o).contains("not built yet"), "{}", text(&o));
+    assert!(last_line(&o).contains("no index in"), "{}", text(&o));
     let o = run(&["update", "--root", "."]);
     assert!(!o.status.success());
     assert!(last_line(&o).contains("not built yet"));

@@ -388,8 +388,15 @@ impl Vectors {
         if keep_ids.is_empty() {
             return Ok(Vectors { store: None, path: path.to_path_buf() });
         }
-        let collection = Collection::from_flat(keep_ids, dim, data)
+        let mut collection = Collection::from_flat(keep_ids, dim, data)
             .with_context(|| format!("loading vectors from {}", path.display()))?;
+        // The HNSW index `embed` saved beside the tables, when it matches these vectors.
+        let ann = path.parent().map(|out| out.join("vectors").join(format!("{}.hnsw", field.name())));
+        if let Some(bytes) = ann.as_deref().filter(|p| p.exists()).and_then(|p| std::fs::read(p).ok()) {
+            if let Err(e) = collection.load_ann(&bytes) {
+                tracing::warn!("ignoring the saved ANN index of {}: {e}", field.name());
+            }
+        }
         let store = EmbeddedStore::new(collection, ann_threshold, HnswParams::default());
         Ok(Vectors { store: Some(store), path: path.to_path_buf() })
     }

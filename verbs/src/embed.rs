@@ -90,30 +90,33 @@ pub fn embeddings_schema(dim: usize) -> Arc<Schema> {
 }
 
 impl Embed {
-    /// (ids, texts) of the field.
-    fn texts(&self, t: &RecordBatch) -> anyhow::Result<(Vec<String>, Vec<String>)> {
-        let own = |v: Vec<&str>| v.into_iter().map(str::to_string).collect::<Vec<_>>();
+    /// (ids, texts) of the field; None where a row has nothing to embed.
+    fn texts(&self, t: &RecordBatch) -> anyhow::Result<(Vec<String>, Vec<Option<String>>)> {
+        let own =
+            |v: Vec<&str>| v.into_iter().map(|s| (!s.trim().is_empty()).then(|| s.to_string())).collect::<Vec<_>>();
         let (table, ids) = match self.field.as_str() {
             "text_unit_text" => ("text_units", strings(t, "text_units", "id")?),
             "entity_description" => ("entities", strings(t, "entities", "id")?),
             "community_full_content" => ("community_reports", strings(t, "community_reports", "id")?),
             _ => ("relationships", strings(t, "relationships", "id")?),
         };
-        let texts: Vec<String> = match self.field.as_str() {
+        let texts: Vec<Option<String>> = match self.field.as_str() {
             "text_unit_text" => own(strings(t, table, "text")?),
             "entity_description" => strings(t, table, "title")?
                 .iter()
                 .zip(strings(t, table, "description")?)
-                .map(|(title, d)| format!("{title}:{d}"))
+                .map(|(title, d)| Some(format!("{title}:{d}")))
                 .collect(),
             "community_full_content" => own(strings(t, table, "full_content")?),
             _ => {
                 let (s, g, d) =
                     (strings(t, table, "source")?, strings(t, table, "target")?, strings(t, table, "description")?);
-                (0..t.num_rows()).map(|i| format!("{} {}:{}", s[i], g[i], d[i])).collect()
+                (0..t.num_rows())
+                    .map(|i| (!d[i].trim().is_empty()).then(|| format!("{} {}:{}", s[i], g[i], d[i])))
+                    .collect()
             }
         };
-        Ok((own(ids), texts))
+        Ok((ids.into_iter().map(str::to_string).collect(), texts))
     }
 }
 
@@ -132,10 +135,10 @@ impl Verb for Embed {
         let llm = ctx.llm()?;
         let model = llm.embedding_model(&self.model_id)?;
         let (ids, texts) = self.texts(&inputs[0])?;
-        // Nothing to embed for an empty text (e.g. the fast method's
-        // relationships have no descriptions): such rows get no vector.
+        // Rows with nothing to embed get no vector (e.g. the fast method's
+        // relationships, which have no descriptions).
         let (ids, texts): (Vec<String>, Vec<String>) =
-            ids.into_iter().zip(texts).filter(|(_, t)| !t.trim().is_empty() && !t.trim().ends_with(':')).unzip();
+            ids.into_iter().zip(texts).filter_map(|(id, t)| t.map(|t| (id, t))).unzip();
         // Each text becomes one or more pieces; vectors of pieces are averaged.
         let mut pieces: Vec<String> = Vec::new();
         let mut owner: Vec<usize> = Vec::new();
