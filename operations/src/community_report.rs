@@ -258,9 +258,27 @@ fn first_sentence(s: &str) -> String {
     s[..cut].to_string()
 }
 
+/// The first sentence of the passages (most relevant first) that mentions
+/// `title`, with the passage's id.
+fn sentence_mentioning(title: &str, passages: &[(i64, String)]) -> Option<(i64, String)> {
+    let needle = title.to_lowercase();
+    passages.iter().find_map(|(id, text)| {
+        crate::chunking::sentences(text).into_iter().find_map(|r| {
+            let sentence = text[r].split_whitespace().collect::<Vec<_>>().join(" ");
+            (sentence.to_lowercase().contains(&needle) && sentence.len() <= 400).then_some((*id, sentence))
+        })
+    })
+}
+
 /// A report built without an LLM from the community's most central
-/// entities and relationships; labelled as such in rating_explanation.
-pub fn extractive_report(entities: &[ContextEntity], relationships: &[ContextRelationship]) -> Report {
+/// entities and relationships, with sentences of the source passages
+/// (most relevant first) that mention them; labelled as such in
+/// rating_explanation.
+pub fn extractive_report(
+    entities: &[ContextEntity],
+    relationships: &[ContextRelationship],
+    passages: &[(i64, String)],
+) -> Report {
     let mut ents = entities.to_vec();
     ents.sort_by(|a, b| b.degree.cmp(&a.degree).then(a.id.cmp(&b.id)));
     let mut rels = relationships.to_vec();
@@ -276,19 +294,24 @@ pub fn extractive_report(entities: &[ContextEntity], relationships: &[ContextRel
     if let Some(d) = ents.iter().map(|e| first_sentence(&e.description)).find(|d| !d.is_empty()) {
         summary.push(' ');
         summary.push_str(&d);
+    } else if let Some((id, sentence)) = ents.first().and_then(|e| sentence_mentioning(&e.title, passages)) {
+        summary.push_str(&format!(" \"{sentence}\" [Data: Sources ({id})]"));
     }
     let mut findings: Vec<Finding> = ents
         .iter()
         .take(5)
         .map(|e| Finding {
             summary: format!("{} (degree {})", e.title, e.degree),
-            explanation: if e.description.is_empty() {
-                format!(
+            explanation: match (e.description.trim(), sentence_mentioning(&e.title, passages)) {
+                ("", Some((id, sentence))) => format!(
+                    "\"{sentence}\" [Data: Sources ({id})] {} is connected to {} other entities. [Data: Entities ({})]",
+                    e.title, e.degree, e.id
+                ),
+                ("", None) => format!(
                     "{} is connected to {} other entities in this community. [Data: Entities ({})]",
                     e.title, e.degree, e.id
-                )
-            } else {
-                format!("{} [Data: Entities ({})]", e.description.trim(), e.id)
+                ),
+                (d, _) => format!("{d} [Data: Entities ({})]", e.id),
             },
         })
         .collect();
@@ -407,11 +430,26 @@ mod tests {
 
     #[test]
     fn extractive_report_is_labelled() {
-        let r = extractive_report(&[ent(1, "BOB", 1), ent(2, "SCROOGE", 5)], &[rel(3, "SCROOGE", "BOB", 6)]);
+        let r = extractive_report(&[ent(1, "BOB", 1), ent(2, "SCROOGE", 5)], &[rel(3, "SCROOGE", "BOB", 6)], &[]);
         assert!(r.title.starts_with("SCROOGE"));
         assert!(r.rating_explanation.contains("no chat model"));
         assert!(r.findings.iter().any(|f| f.explanation.contains("[Data: Entities (2)]")));
         assert!((0.0..=10.0).contains(&r.rating));
+    }
+
+    #[test]
+    fn extractive_report_quotes_sources_when_descriptions_are_empty() {
+        let bare = |id: i64, t: &str| ContextEntity { id, title: t.into(), description: String::new(), degree: 3 };
+        let passages =
+            [(7, "The fog came in. Old Scrooge sat busy in his counting-house. Bob copied letters.".to_string())];
+        let r = extractive_report(&[bare(1, "SCROOGE"), bare(2, "NOBODY")], &[], &passages);
+        assert!(
+            r.summary.contains("Old Scrooge sat busy in his counting-house.") && r.summary.contains("Sources (7)"),
+            "{}",
+            r.summary
+        );
+        assert!(r.findings[0].explanation.starts_with("\"Old Scrooge sat busy"), "{}", r.findings[0].explanation);
+        assert!(r.findings[1].explanation.contains("connected to 3 other entities"));
     }
 
     #[test]

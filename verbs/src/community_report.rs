@@ -295,7 +295,7 @@ impl Verb for CommunityReport {
                     None => {
                         fallbacks += use_llm as u64;
                         bar.inc(!use_llm as u64);
-                        (extractive_report(&c.entities, &c.relationships), "extractive")
+                        (extractive_report(&c.entities, &c.relationships, &c.units), "extractive")
                     }
                 };
                 tracing::debug!(community = c.community, how, "report");
