@@ -42,6 +42,11 @@
 //! `score_partition.py` does, since its graph holds only the nodes of the
 //! edge list); they cannot change the modularity.
 //!
+//! `BENCH_LEIDEN_ITERATIONS=N` caps `LeidenConfig::max_iterations` (default
+//! 10; graspologic runs 1 iteration, igraph's `community_leiden` 2) for the
+//! flat and the hierarchical runs, to see what the extra iterations cost
+//! and buy.
+//!
 //! `BENCH_LEIDEN_WRITE=DIR` writes each graph's flat partition (of the last
 //! timed run) as `DIR/NAME.flat.csv` (`node,community`, nodes with an edge
 //! only), for cross-checking with `score_partition.py EDGES PARTITION [TRUTH]`.
@@ -264,7 +269,11 @@ fn main() {
         cases.extend(lfr("lfr_n100000_mu0.1_seed42"));
     }
 
-    let flat_cfg = LeidenConfig::default();
+    let mut flat_cfg = LeidenConfig::default();
+    if let Ok(v) = std::env::var("BENCH_LEIDEN_ITERATIONS") {
+        flat_cfg.max_iterations = v.trim().parse().expect("BENCH_LEIDEN_ITERATIONS: a number");
+        println!("(max_iterations = {})\n", flat_cfg.max_iterations);
+    }
     println!(
         "| graph | nodes | edges | flat leiden s (CPU s) | modularity | communities | NMI vs truth | hierarchical s (CPU s) | levels | communities per level |"
     );
@@ -285,7 +294,8 @@ fn main() {
         if let Some(dir) = &write_dir {
             write_partition(dir, &case.name, &part, &seen);
         }
-        let hier_cfg = HierarchyConfig { use_lcc: case.use_lcc, ..HierarchyConfig::default() };
+        let hier_cfg =
+            HierarchyConfig { use_lcc: case.use_lcc, leiden: flat_cfg.clone(), ..HierarchyConfig::default() };
         let (comms, hier_wall, hier_cpu) = timed(|| hierarchical_leiden(&graph, &hier_cfg));
         let mut per_level: Vec<usize> = Vec::new();
         for c in &comms {

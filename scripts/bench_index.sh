@@ -17,6 +17,8 @@
 #   PORT        mock port (default 18900)
 #   EMBED_DIM   mock embedding dimension (default 3072, the GraphRAG mock's default)
 #   EMBED_NAMES embed_text.names for the mock runs (default: GraphRAG 3.x's default three fields)
+#   PROMPTS_FROM a folder whose *.txt replace the project's prompts/ files of the same name (e.g.
+#               GraphRAG's own prompts, so that GraphRAG's mock recognises every request)
 # Each run starts from a fresh project (no cache/), runs under /usr/bin/time -v and leaves
 # results/<run>.stats.json (the pipeline's stats.json), <run>.time (time -v), <run>.mock.json (the
 # mock's /stats, when a mock is used), <run>.load (uptime before and after) and a one-line summary.
@@ -66,6 +68,7 @@ new_root() { # root with_mock(0|1)
   rm -rf "$root"
   "$bin/graphrag-rs" init --root "$root" >/dev/null
   cp "$corpus"/*.txt "$root/input/"
+  if [ -n "${PROMPTS_FROM:-}" ]; then cp "$PROMPTS_FROM"/*.txt "$root/prompts/"; fi
   if [ "$2" = 1 ]; then
     local base="http://127.0.0.1:$port/v1"
     sed -i \
