@@ -45,49 +45,65 @@ impl Encoding {
 }
 
 /// The pre-tokenizer pieces of a text with their token counts: the exact
-/// count of a slice then needs BPE only for the few pieces that split
-/// differently at the slice's edges.
+/// count of a slice then needs the tokenizer only near the slice's edges,
+/// where its pieces may split differently from the whole text's.
 #[derive(Debug, Default)]
 pub struct Pieces {
     starts: Vec<usize>,
-    lens: Vec<usize>,
-    counts: Vec<usize>,
+    ends: Vec<usize>,
+    /// Tokens before each piece (one more entry than pieces).
+    cumulative: Vec<usize>,
 }
+
+/// Pieces kept away from a slice's end: the pre-tokenizer looks one
+/// character ahead, so the last pieces before the end may split differently.
+const TAIL_PIECES: usize = 2;
 
 impl Encoding {
     /// Token ids of `text` and its pieces.
     pub fn encode_with_pieces(self, text: &str) -> (Vec<u32>, Pieces) {
         let tok = self.tokenizer();
         let mut tokens = Vec::with_capacity(text.len() / 3);
-        let mut pieces = Pieces::default();
+        let mut pieces = Pieces { cumulative: vec![0], ..Pieces::default() };
         for piece in tok.split(text) {
-            let ids = tok.bpe.encode_via_backtracking(piece.as_bytes());
-            pieces.starts.push(piece.as_ptr() as usize - text.as_ptr() as usize);
-            pieces.lens.push(piece.len());
-            pieces.counts.push(ids.len());
-            tokens.extend(ids);
+            let start = piece.as_ptr() as usize - text.as_ptr() as usize;
+            tokens.extend(tok.bpe.encode_via_backtracking(piece.as_bytes()));
+            pieces.starts.push(start);
+            pieces.ends.push(start + piece.len());
+            pieces.cumulative.push(tokens.len());
         }
         (tokens, pieces)
     }
 
-    /// Exact token count of `text[range]` (what `count` would return),
-    /// reusing the counts of pieces the slice shares with the whole text.
+    /// Exact token count of `text[range]` (what `count` would return). The
+    /// slice is re-tokenized only until its pieces line up with the whole
+    /// text's, and over its last few pieces; the middle comes from `pieces`.
     pub fn count_slice(self, text: &str, range: std::ops::Range<usize>, pieces: &Pieces) -> usize {
         let tok = self.tokenizer();
+        let count_from =
+            |from: usize| -> usize { tok.split(&text[from..range.end]).map(|p| tok.bpe.count(p.as_bytes())).sum() };
         let slice = &text[range.clone()];
-        let mut cursor = pieces.starts.partition_point(|&s| s < range.start);
-        let mut n = 0;
+        let mut head = 0;
         for piece in tok.split(slice) {
             let start = range.start + (piece.as_ptr() as usize - slice.as_ptr() as usize);
-            while cursor < pieces.starts.len() && pieces.starts[cursor] < start {
-                cursor += 1;
+            let end = start + piece.len();
+            let i = pieces.starts.partition_point(|&s| s < start);
+            let aligned = pieces.starts.get(i) == Some(&start) && pieces.ends.get(i) == Some(&end);
+            if !aligned {
+                head += tok.bpe.count(piece.as_bytes());
+                continue;
             }
-            n += match (pieces.starts.get(cursor), pieces.lens.get(cursor)) {
-                (Some(&s), Some(&l)) if s == start && l == piece.len() => pieces.counts[cursor],
-                _ => tok.bpe.count(piece.as_bytes()),
-            };
+            // From here on the slice splits like the whole text, up to its
+            // last pieces: take their counts, re-tokenize the tail.
+            let last = pieces.ends.partition_point(|&e| e <= range.end);
+            if last < i + 1 + TAIL_PIECES {
+                return head + count_from(start);
+            }
+            let tail_from = last - TAIL_PIECES;
+            let middle = pieces.cumulative[tail_from] - pieces.cumulative[i];
+            return head + middle + count_from(pieces.starts[tail_from]);
         }
-        n
+        head
     }
 }
 

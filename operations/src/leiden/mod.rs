@@ -59,7 +59,7 @@ pub struct LeidenConfig {
 
 impl Default for LeidenConfig {
     fn default() -> Self {
-        Self { resolution: 1.0, seed: 0xDEAD_BEEF, max_iterations: 10, randomness: 0.01 }
+        Self { resolution: 1.0, seed: 0xDEAD_BEEF, max_iterations: 2, randomness: 0.01 }
     }
 }
 
