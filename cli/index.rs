@@ -85,7 +85,7 @@ pub fn run(args: &IndexArgs) -> anyhow::Result<()> {
         for step in &plan.steps {
             if let Some(st) = stats.workflows.get(&step.id) {
                 println!(
-                    "  {:<20} {:<8} {:>8.2} s  rows in {:>7}  out {:>7}{}",
+                    "  {:<32} {:<8} {:>8.2} s  rows in {:>7}  out {:>7}{}",
                     step.id,
                     st.status,
                     st.overall,
