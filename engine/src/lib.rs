@@ -5,6 +5,7 @@
 
 pub mod config_error;
 pub mod context;
+pub mod embedded_fields;
 pub mod env;
 pub mod llm;
 pub mod pipeline;

@@ -532,6 +532,39 @@ impl Index {
         Ok(v)
     }
 
+    /// The vectors of `field`; for an index built by Microsoft GraphRAG, which
+    /// keeps its vectors in LanceDB (not read here), the field's texts are
+    /// embedded now with `embed` (the LLM layer caches them, so only the
+    /// first query of an index pays).
+    pub fn vectors_or_embed(
+        &self,
+        field: Field,
+        embed: impl FnOnce(&[String]) -> anyhow::Result<Vec<Vec<f32>>>,
+    ) -> anyhow::Result<Arc<Vectors>> {
+        let path = self.output.join(format!("embeddings.{}.parquet", field.name()));
+        if path.exists() || !self.output.join("lancedb").is_dir() {
+            return self.vectors(field);
+        }
+        cached(&self.vectors[field.slot()], || {
+            let table = read_table(&self.output.join(format!("{}.parquet", field.table())))?;
+            let (ids, texts) = graphrag_engine::embedded_fields::embeddable(field.name(), &table)?;
+            tracing::info!(
+                "no {} (a Microsoft GraphRAG index keeps its vectors in LanceDB): embedding {} texts of {} now",
+                path.display(),
+                texts.len(),
+                field.table()
+            );
+            if ids.is_empty() {
+                return Ok(Vectors { store: None, path: path.clone() });
+            }
+            let collection = Collection::new(ids, embed(&texts)?)?;
+            Ok(Vectors {
+                store: Some(EmbeddedStore::new(collection, self.ann_threshold, HnswParams::default())),
+                path: path.clone(),
+            })
+        })
+    }
+
     /// Like [`Index::vectors`] but `None` instead of an error when the field
     /// was not embedded (for optional retrieval paths).
     pub fn vectors_opt(&self, field: Field) -> Option<Arc<Vectors>> {

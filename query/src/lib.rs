@@ -425,9 +425,10 @@ impl Run<'_> {
         Ok(self.embed(&[text.to_string()])?.pop().unwrap_or_default())
     }
 
-    /// The vectors of `field` (loaded once).
+    /// The vectors of `field` (loaded once; embedded now for an index built
+    /// by Microsoft GraphRAG).
     pub fn vectors(&self, field: Field) -> anyhow::Result<Arc<Vectors>> {
-        self.index().vectors(field)
+        self.index().vectors_or_embed(field, |texts| self.embed(texts))
     }
 
     /// Top-`k` ids of `field` by similarity to `query`, with a clear error

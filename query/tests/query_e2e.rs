@@ -595,3 +595,24 @@ fn undefined_completion_model_names_the_setting() {
     let err = p.engine().query(&QueryRequest::new(Method::Local, "Scrooge?"), None).unwrap_err().to_string();
     assert!(err.contains("local_search.completion_model_id") && err.contains("did you mean"), "{err}");
 }
+
+#[test]
+fn an_index_built_by_microsoft_graphrag_is_embedded_at_query_time() {
+    // GraphRAG keeps vectors in output/lancedb/ and writes no embeddings tables.
+    let p = Project::new(true, "");
+    let out = p.dir.path().join("output");
+    for entry in std::fs::read_dir(&out).unwrap().flatten() {
+        if entry.file_name().to_string_lossy().starts_with("embeddings.") {
+            std::fs::remove_file(entry.path()).unwrap();
+        }
+    }
+    std::fs::create_dir(out.join("lancedb")).unwrap();
+    let engine = p.engine();
+    let r = ask(&engine, Method::Basic, "Where is the Northern Shipping Bank headquartered?");
+    assert_eq!(record_ids(&r, "sources").first().map(String::as_str), Some("4"), "{}", r.context);
+    let embedded = p.mock.stats().embedding_requests;
+    assert!(embedded >= 2, "the text units and the query were embedded: {embedded}");
+    // The vectors are kept for the next query of the same engine.
+    ask(&engine, Method::Basic, "Who founded the bank?");
+    assert_eq!(p.mock.stats().embedding_requests, embedded + 1, "only the new question is embedded");
+}

@@ -12,16 +12,12 @@ use arrow_schema::{DataType, Field, Schema};
 use serde::Deserialize;
 
 use graphrag_engine::context::VerbContext;
+use graphrag_engine::embedded_fields::{self, FIELDS};
 use graphrag_engine::schema;
 use graphrag_engine::settings::{EmbedTextConfig, VectorStoreConfig};
-use graphrag_engine::table::strings;
 use graphrag_engine::verb::{Verb, VerbDef, VerbInfo};
 use graphrag_operations::suggest::did_you_mean;
 use graphrag_vectors::{Collection, HnswParams};
-
-/// The fields that can be embedded, with the table they come from.
-pub const FIELDS: [&str; 4] =
-    ["text_unit_text", "entity_description", "community_full_content", "relationship_description"];
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -89,37 +85,6 @@ pub fn embeddings_schema(dim: usize) -> Arc<Schema> {
     ]))
 }
 
-impl Embed {
-    /// (ids, texts) of the field; None where a row has nothing to embed.
-    fn texts(&self, t: &RecordBatch) -> anyhow::Result<(Vec<String>, Vec<Option<String>>)> {
-        let own =
-            |v: Vec<&str>| v.into_iter().map(|s| (!s.trim().is_empty()).then(|| s.to_string())).collect::<Vec<_>>();
-        let (table, ids) = match self.field.as_str() {
-            "text_unit_text" => ("text_units", strings(t, "text_units", "id")?),
-            "entity_description" => ("entities", strings(t, "entities", "id")?),
-            "community_full_content" => ("community_reports", strings(t, "community_reports", "id")?),
-            _ => ("relationships", strings(t, "relationships", "id")?),
-        };
-        let texts: Vec<Option<String>> = match self.field.as_str() {
-            "text_unit_text" => own(strings(t, table, "text")?),
-            "entity_description" => strings(t, table, "title")?
-                .iter()
-                .zip(strings(t, table, "description")?)
-                .map(|(title, d)| Some(format!("{title}:{d}")))
-                .collect(),
-            "community_full_content" => own(strings(t, table, "full_content")?),
-            _ => {
-                let (s, g, d) =
-                    (strings(t, table, "source")?, strings(t, table, "target")?, strings(t, table, "description")?);
-                (0..t.num_rows())
-                    .map(|i| (!d[i].trim().is_empty()).then(|| format!("{} {}:{}", s[i], g[i], d[i])))
-                    .collect()
-            }
-        };
-        Ok((ids.into_iter().map(str::to_string).collect(), texts))
-    }
-}
-
 impl Verb for Embed {
     fn external_fingerprint(&self, ctx: &VerbContext) -> anyhow::Result<Option<String>> {
         if !self.names.contains(&self.field) {
@@ -134,11 +99,9 @@ impl Verb for Embed {
         }
         let llm = ctx.llm()?;
         let model = llm.embedding_model(&self.model_id)?;
-        let (ids, texts) = self.texts(&inputs[0])?;
         // Rows with nothing to embed get no vector (e.g. the fast method's
         // relationships, which have no descriptions).
-        let (ids, texts): (Vec<String>, Vec<String>) =
-            ids.into_iter().zip(texts).filter_map(|(id, t)| t.map(|t| (id, t))).unzip();
+        let (ids, texts) = embedded_fields::embeddable(&self.field, &inputs[0])?;
         // Each text becomes one or more pieces; vectors of pieces are averaged.
         let mut pieces: Vec<String> = Vec::new();
         let mut owner: Vec<usize> = Vec::new();
@@ -209,6 +172,7 @@ mod tests {
     use graphrag_engine::context::StepCounters;
     use graphrag_engine::llm::LlmService;
     use graphrag_engine::settings::{ModelConfig, Secret, Settings};
+    use graphrag_engine::table::strings;
     use graphrag_mock_llm::{MockConfig, MockServer};
 
     fn units(n: usize) -> RecordBatch {
