@@ -57,8 +57,7 @@ pub fn run(args: QueryArgs) -> anyhow::Result<()> {
     let stdout = std::io::stdout();
     let mut streamed = false;
     let result = if args.streaming && !args.json {
-        // The answer arrives in one piece for now (the engine's chat model
-        // has no streaming API yet); it is printed as soon as it arrives.
+        // The answer is printed piece by piece as the model generates it.
         let mut print = |text: &str| {
             let mut out = stdout.lock();
             let _ = out.write_all(text.as_bytes());

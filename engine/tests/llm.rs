@@ -212,3 +212,21 @@ fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
     }
     out
 }
+
+#[test]
+fn streaming_delivers_the_answer_in_pieces_and_caches_it() {
+    let mock = server(0, vec![]);
+    let cache = tempfile::tempdir().unwrap();
+    let m = model(&config(&mock), Some(cache.path()));
+    let usage = UsageCounters::default();
+    let mut pieces: Vec<String> = Vec::new();
+    let streamed = runtime()
+        .block_on(m.chat_stream(&ask(7), &usage, &mut |d: &str| pieces.push(d.to_string())))
+        .expect("streamed answer");
+    assert!(pieces.len() > 1, "several pieces: {pieces:?}");
+    assert_eq!(pieces.concat(), streamed.content);
+    assert!(streamed.prompt_tokens > 0 && streamed.completion_tokens > 0);
+    let plain = runtime().block_on(m.chat(&ask(7), false, &UsageCounters::default())).unwrap();
+    assert_eq!(plain.content, streamed.content, "a streamed answer is cached like any other");
+    assert_eq!(mock.stats().chat_requests, 1);
+}

@@ -270,11 +270,14 @@ impl QueryEngine {
         }
     }
 
-    /// Answers one question. `on_token` receives the answer text as it is
-    /// produced; the engine's chat model has no streaming API yet, so today it
-    /// is called once with the whole final answer when the last model call
-    /// returns (not in retrieval-only mode).
-    pub fn query(&self, req: &QueryRequest, on_token: Option<&mut dyn FnMut(&str)>) -> anyhow::Result<QueryResult> {
+    /// Answers one question. `on_token` receives the final answer's text piece
+    /// by piece as the model streams it (a cached answer comes in one piece;
+    /// nothing in retrieval-only mode).
+    pub fn query(
+        &self,
+        req: &QueryRequest,
+        on_token: Option<&mut (dyn FnMut(&str) + Send)>,
+    ) -> anyhow::Result<QueryResult> {
         let started = Instant::now();
         if req.question.trim().is_empty() {
             bail!("the question is empty");
@@ -314,6 +317,7 @@ impl QueryEngine {
             skipped: AtomicU64::new(0),
             started,
             context_ms: Mutex::new(None),
+            on_token: Mutex::new(on_token),
         };
         let outcome = match req.method {
             Method::Local => methods::local::run(&run),
@@ -323,9 +327,6 @@ impl QueryEngine {
             Method::Hybrid => methods::keyword::run(&run, false),
             Method::Mix => methods::keyword::run(&run, true),
         }?;
-        if let (Some(answer), Some(cb)) = (&outcome.answer, on_token) {
-            cb(answer);
-        }
         let by_model = run.usage.by_model();
         let chat_usage = by_model.get(&chat_id).cloned().unwrap_or_default();
         let embed_usage =
@@ -357,7 +358,7 @@ fn ms(since: Instant) -> f64 {
 }
 
 /// The state of one query: models, usage counters, settings shortcuts.
-pub(crate) struct Run<'a> {
+pub(crate) struct Run<'a, 'b> {
     pub engine: &'a QueryEngine,
     pub req: &'a QueryRequest,
     pub usage: UsageCounters,
@@ -368,9 +369,11 @@ pub(crate) struct Run<'a> {
     pub skipped: AtomicU64,
     pub started: Instant,
     context_ms: Mutex<Option<f64>>,
+    /// Where the final answer streams to, if anywhere.
+    on_token: Mutex<Option<&'b mut (dyn FnMut(&str) + Send)>>,
 }
 
-impl Run<'_> {
+impl Run<'_, '_> {
     pub fn s(&self) -> &Settings {
         &self.engine.settings
     }
@@ -464,9 +467,16 @@ impl Run<'_> {
         vec![Message::system(system), Message::user(user)]
     }
 
+    /// The final answer's chat call (every method makes exactly one),
+    /// streamed to the caller's `on_token` when given.
     pub fn chat(&self, messages: &[Message]) -> anyhow::Result<String> {
         let model = self.chat_model()?;
-        Ok(self.block_on(model.chat(messages, false, &self.usage))?.content)
+        let mut on_token = self.on_token.lock().unwrap();
+        let completion = match on_token.as_deref_mut() {
+            Some(cb) => self.block_on(model.chat_stream(messages, &self.usage, cb))?,
+            None => self.block_on(model.chat(messages, false, &self.usage))?,
+        };
+        Ok(completion.content)
     }
 
     /// Several JSON chat calls in parallel (the model's own concurrency limit

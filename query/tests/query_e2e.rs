@@ -616,3 +616,19 @@ fn an_index_built_by_microsoft_graphrag_is_embedded_at_query_time() {
     ask(&engine, Method::Basic, "Who founded the bank?");
     assert_eq!(p.mock.stats().embedding_requests, embedded + 1, "only the new question is embedded");
 }
+
+#[test]
+fn the_answer_streams_in_pieces() {
+    let p = Project::new(true, "");
+    let mut pieces: Vec<String> = Vec::new();
+    let mut collect = |t: &str| pieces.push(t.to_string());
+    let r = p
+        .engine()
+        .query(
+            &QueryRequest::new(Method::Basic, "Where is the Northern Shipping Bank headquartered?"),
+            Some(&mut collect),
+        )
+        .unwrap();
+    assert!(pieces.len() > 1, "{pieces:?}");
+    assert_eq!(pieces.concat(), r.answer.unwrap());
+}

@@ -140,6 +140,24 @@ impl Transport {
     }
 
     async fn post(&self, url: &str, body: &Value) -> Result<Value, Failure> {
+        let response = self.send(url, body).await?;
+        let status = response.status();
+        let text = response.text().await.map_err(|e| Failure {
+            retryable: true,
+            status: Some(status.as_u16()),
+            message: self.scrub(&format!("reading the response failed: {e}")),
+            retry_after: None,
+        })?;
+        serde_json::from_str(&text).map_err(|e| Failure {
+            retryable: true,
+            status: Some(status.as_u16()),
+            message: format!("response is not JSON ({e})"),
+            retry_after: None,
+        })
+    }
+
+    /// Sends a request; a non-success status becomes a classified failure.
+    async fn send(&self, url: &str, body: &Value) -> Result<reqwest::Response, Failure> {
         let response = self.client.post(url).json(body).send().await.map_err(|e| Failure {
             retryable: true,
             status: None,
@@ -147,21 +165,11 @@ impl Transport {
             retry_after: None,
         })?;
         let status = response.status();
-        let retry_after = retry_after(response.headers());
-        let text = response.text().await.map_err(|e| Failure {
-            retryable: true,
-            status: Some(status.as_u16()),
-            message: self.scrub(&format!("reading the response failed: {e}")),
-            retry_after,
-        })?;
         if status.is_success() {
-            return serde_json::from_str(&text).map_err(|e| Failure {
-                retryable: true,
-                status: Some(status.as_u16()),
-                message: format!("response is not JSON ({e})"),
-                retry_after: None,
-            });
+            return Ok(response);
         }
+        let retry_after = retry_after(response.headers());
+        let text = response.text().await.unwrap_or_default();
         let code = status.as_u16();
         let server_message = serde_json::from_str::<Value>(&text)
             .ok()
@@ -173,6 +181,48 @@ impl Transport {
             message: self.scrub(&format!("HTTP {code}: {server_message}")),
             retry_after,
         })
+    }
+
+    /// A streamed chat completion (server-sent events): `on_delta` gets the
+    /// answer's pieces as they arrive. Failures before the first piece are
+    /// retryable like any request; a stream broken midway is not (the
+    /// caller has already shown part of the answer).
+    pub(crate) async fn chat_stream(
+        &self,
+        body: &Value,
+        on_delta: &mut (dyn FnMut(&str) + Send),
+    ) -> Result<Completion, Failure> {
+        let mut response = self.send(&self.chat_url, body).await?;
+        let mut content = String::new();
+        let (mut prompt_tokens, mut completion_tokens) = (0, 0);
+        let mut pending: Vec<u8> = Vec::new();
+        let broken = |m: String| Failure { retryable: false, status: None, message: m, retry_after: None };
+        loop {
+            let chunk =
+                response.chunk().await.map_err(|e| broken(self.scrub(&format!("the answer stream broke: {e}"))))?;
+            let Some(chunk) = chunk else { break };
+            pending.extend_from_slice(&chunk);
+            while let Some(end) = pending.iter().position(|&b| b == b'\n') {
+                let line: Vec<u8> = pending.drain(..=end).collect();
+                let line = String::from_utf8_lossy(&line);
+                let Some(data) = line.trim().strip_prefix("data:").map(str::trim) else { continue };
+                if data == "[DONE]" {
+                    continue;
+                }
+                let event: Value = serde_json::from_str(data).map_err(|e| broken(format!("bad stream event ({e})")))?;
+                if let Some(delta) = event.pointer("/choices/0/delta/content").and_then(Value::as_str) {
+                    if !delta.is_empty() {
+                        on_delta(delta);
+                        content.push_str(delta);
+                    }
+                }
+                if let Some(u) = event.get("usage").filter(|u| u.is_object()) {
+                    prompt_tokens = u.get("prompt_tokens").and_then(Value::as_u64).unwrap_or(prompt_tokens);
+                    completion_tokens = u.get("completion_tokens").and_then(Value::as_u64).unwrap_or(completion_tokens);
+                }
+            }
+        }
+        Ok(Completion { content, prompt_tokens, completion_tokens })
     }
 
     /// Removes the API key from text that may echo it.

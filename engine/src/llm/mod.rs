@@ -131,6 +131,63 @@ impl ChatModel {
         Ok(completion)
     }
 
+    /// A chat completion streamed to `on_delta` as it is generated (a cached
+    /// answer arrives in one piece). Retries happen only before the first
+    /// piece; the complete answer is cached like any other.
+    pub async fn chat_stream(
+        &self,
+        messages: &[Message],
+        usage: &UsageCounters,
+        on_delta: &mut (dyn FnMut(&str) + Send),
+    ) -> Result<Completion, LlmError> {
+        let body = self.request_body(messages, false);
+        let key = self.cache_key(&body);
+        if let Some(hit) = self.cache.as_ref().and_then(|c| c.get::<Completion>(&key)) {
+            usage.record_cache_hit(&self.id);
+            on_delta(&hit.content);
+            return Ok(hit);
+        }
+        let mut stream_body = body.clone();
+        stream_body["stream"] = true.into();
+        stream_body["stream_options"] = serde_json::json!({"include_usage": true});
+        let prompt_estimate = count_prompt_tokens(messages);
+        let max_attempts = self.config.max_retries + 1;
+        let mut attempt = 0;
+        let mut completion = loop {
+            attempt += 1;
+            let result = {
+                let _permit = self.limiter.acquire(prompt_estimate).await;
+                self.transport.chat_stream(&stream_body, on_delta).await
+            };
+            match result {
+                Ok(c) => break c,
+                Err(f) if f.retryable && attempt < max_attempts => {
+                    usage.record_retry(&self.id);
+                    tokio::time::sleep(backoff(&self.config, attempt, f.retry_after)).await;
+                }
+                Err(f) => {
+                    usage.record_failure(&self.id);
+                    return Err(LlmError::Rejected {
+                        model: self.id.clone(),
+                        status: f.status.unwrap_or(0),
+                        message: f.message,
+                    });
+                }
+            }
+        };
+        if completion.prompt_tokens == 0 {
+            completion.prompt_tokens = prompt_estimate;
+        }
+        if completion.completion_tokens == 0 {
+            completion.completion_tokens = Encoding::O200kBase.count(&completion.content) as u64;
+        }
+        usage.record_call(&self.id, completion.prompt_tokens, completion.completion_tokens);
+        if let Some(cache) = &self.cache {
+            cache.put(&key, &completion);
+        }
+        Ok(completion)
+    }
+
     /// A chat call whose answer must be a JSON object: JSON mode where the
     /// model supports it, tolerant parsing always, and one corrective retry
     /// when the answer cannot be repaired.
