@@ -273,11 +273,7 @@ impl QueryEngine {
     /// Answers one question. `on_token` receives the final answer's text piece
     /// by piece as the model streams it (a cached answer comes in one piece;
     /// nothing in retrieval-only mode).
-    pub fn query(
-        &self,
-        req: &QueryRequest,
-        on_token: Option<&mut (dyn FnMut(&str) + Send)>,
-    ) -> anyhow::Result<QueryResult> {
+    pub fn query(&self, req: &QueryRequest, on_token: Option<&mut OnToken>) -> anyhow::Result<QueryResult> {
         let started = Instant::now();
         if req.question.trim().is_empty() {
             bail!("the question is empty");
@@ -358,6 +354,9 @@ fn ms(since: Instant) -> f64 {
 }
 
 /// The state of one query: models, usage counters, settings shortcuts.
+/// A receiver of the streamed answer.
+pub type OnToken = dyn FnMut(&str) + Send;
+
 pub(crate) struct Run<'a, 'b> {
     pub engine: &'a QueryEngine,
     pub req: &'a QueryRequest,
@@ -370,7 +369,7 @@ pub(crate) struct Run<'a, 'b> {
     pub started: Instant,
     context_ms: Mutex<Option<f64>>,
     /// Where the final answer streams to, if anywhere.
-    on_token: Mutex<Option<&'b mut (dyn FnMut(&str) + Send)>>,
+    on_token: Mutex<Option<&'b mut OnToken>>,
 }
 
 impl Run<'_, '_> {
