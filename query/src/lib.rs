@@ -273,7 +273,7 @@ impl QueryEngine {
     /// Answers one question. `on_token` receives the final answer's text piece
     /// by piece as the model streams it (a cached answer comes in one piece;
     /// nothing in retrieval-only mode).
-    pub fn query(&self, req: &QueryRequest, on_token: Option<&mut OnToken>) -> anyhow::Result<QueryResult> {
+    pub fn query<'b>(&self, req: &QueryRequest, on_token: Option<&'b mut OnToken<'b>>) -> anyhow::Result<QueryResult> {
         let started = Instant::now();
         if req.question.trim().is_empty() {
             bail!("the question is empty");
@@ -355,7 +355,7 @@ fn ms(since: Instant) -> f64 {
 
 /// The state of one query: models, usage counters, settings shortcuts.
 /// A receiver of the streamed answer.
-pub type OnToken = dyn FnMut(&str) + Send;
+pub type OnToken<'a> = dyn FnMut(&str) + Send + 'a;
 
 pub(crate) struct Run<'a, 'b> {
     pub engine: &'a QueryEngine,
@@ -369,7 +369,7 @@ pub(crate) struct Run<'a, 'b> {
     pub started: Instant,
     context_ms: Mutex<Option<f64>>,
     /// Where the final answer streams to, if anywhere.
-    on_token: Mutex<Option<&'b mut OnToken>>,
+    on_token: Mutex<Option<&'b mut OnToken<'b>>>,
 }
 
 impl Run<'_, '_> {
