@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use arrow_array::builder::{FixedSizeListBuilder, Float32Builder};
 use arrow_array::{ArrayRef, RecordBatch};
 use graphrag_engine::schema;
-use graphrag_engine::store::write_table;
+use graphrag_engine::store::{read_table, write_table};
 use graphrag_mock_llm::{embed, MockConfig, MockServer};
 use graphrag_query::{Method, QueryEngine, QueryRequest};
 use rayon::prelude::*;
@@ -462,6 +462,18 @@ fn build_example(dir: &Path, mock: &MockServer) -> Result<f64, String> {
     Ok(t.elapsed().as_secs_f64())
 }
 
+/// "N entities, N relationships, ..." of an output folder.
+fn sizes(root: &Path) -> String {
+    ["entities", "relationships", "text_units", "community_reports"]
+        .iter()
+        .map(|t| {
+            let rows = read_table(&root.join("output").join(format!("{t}.parquet"))).map(|b| b.num_rows()).unwrap_or(0);
+            format!("{rows} {t}")
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 fn pct(sorted: &[f64], p: f64) -> f64 {
     sorted[((sorted.len() - 1) as f64 * p).round() as usize]
 }
@@ -523,7 +535,7 @@ fn main() {
     let ex = tempfile::tempdir().unwrap();
     match build_example(ex.path(), &mock) {
         Ok(secs) => {
-            eprintln!("example index built in {secs:.1} s");
+            eprintln!("example index built in {secs:.1} s: {}", sizes(ex.path()));
             let qs = christmas_questions();
             for m in METHODS {
                 rows.push(measure("Christmas Carol", ex.path(), m, &qs, nq));
@@ -540,6 +552,7 @@ fn main() {
     let qs = write_synthetic(dir.path(), n, dim);
     std::fs::write(dir.path().join("settings.yaml"), settings_text(&mock)).unwrap();
     eprintln!("synthetic index of {n} entities (dim {dim}) written in {:.1} s", t.elapsed().as_secs_f64());
+    eprintln!("synthetic index: {}", sizes(dir.path()));
     let label = format!("synthetic {}k entities", n / 1000);
     for m in METHODS {
         rows.push(measure(&label, dir.path(), m, &qs, nq));
