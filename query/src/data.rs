@@ -511,7 +511,7 @@ impl Index {
             let path = self.output.join(format!("embeddings.{}.parquet", field.name()));
             if !path.exists() {
                 bail!(
-                    "{} not found: this index has no `{}` vectors; add `{}` to embed_text.names in settings.yaml and re-run `graphrag-rs index --root {}`",
+                    "{} not found: this index has no `{}` vectors; add `{}` to embed_text.names in settings.yaml (a project created by an older graphrag-rs may also lack the embed steps in workflows/*.yaml: `graphrag-rs init --force` refreshes them) and re-run `graphrag-rs index --root {}`",
                     path.display(),
                     field.name(),
                     field.name(),
