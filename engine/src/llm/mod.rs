@@ -151,7 +151,6 @@ impl ChatModel {
         stream_body["stream"] = true.into();
         stream_body["stream_options"] = serde_json::json!({"include_usage": true});
         let prompt_estimate = count_prompt_tokens(messages);
-        let max_attempts = self.config.max_retries + 1;
         let mut attempt = 0;
         let mut completion = loop {
             attempt += 1;
@@ -161,18 +160,7 @@ impl ChatModel {
             };
             match result {
                 Ok(c) => break c,
-                Err(f) if f.retryable && attempt < max_attempts => {
-                    usage.record_retry(&self.id);
-                    tokio::time::sleep(backoff(&self.config, attempt, f.retry_after)).await;
-                }
-                Err(f) => {
-                    usage.record_failure(&self.id);
-                    return Err(LlmError::Rejected {
-                        model: self.id.clone(),
-                        status: f.status.unwrap_or(0),
-                        message: f.message,
-                    });
-                }
+                Err(f) => tokio::time::sleep(after_failure(&self.id, &self.config, usage, attempt, f)?).await,
             }
         };
         if completion.prompt_tokens == 0 {
@@ -253,7 +241,6 @@ where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<T, http::Failure>>,
 {
-    let max_attempts = config.max_retries + 1;
     let mut attempt = 0;
     loop {
         attempt += 1;
@@ -261,27 +248,44 @@ where
             let _permit = limiter.acquire(tokens).await;
             call().await
         };
-        let failure = match result {
+        match result {
             Ok(v) => return Ok(v),
-            Err(f) => f,
-        };
-        if !failure.retryable {
-            usage.record_failure(id);
-            return Err(LlmError::Rejected {
-                model: id.to_string(),
-                status: failure.status.unwrap_or(0),
-                message: failure.message,
-            });
+            Err(f) => tokio::time::sleep(after_failure(id, config, usage, attempt, f)?).await,
         }
-        if attempt >= max_attempts {
-            usage.record_failure(id);
-            return Err(LlmError::Exhausted { model: id.to_string(), attempts: attempt, last: failure.message });
-        }
-        usage.record_retry(id);
-        let wait = backoff(config, attempt, failure.retry_after);
-        tracing::debug!(model = id, attempt, wait_ms = wait.as_millis() as u64, "retrying: {}", failure.message);
-        tokio::time::sleep(wait).await;
     }
+}
+
+/// What to do after attempt `attempt` failed: the wait before the next try,
+/// or the error to return (not retryable, or retries spent). Counts both.
+fn after_failure(
+    id: &str,
+    config: &ModelConfig,
+    usage: &UsageCounters,
+    attempt: u32,
+    failure: http::Failure,
+) -> Result<Duration, LlmError> {
+    let max_attempts = config.max_retries + 1;
+    if !failure.retryable {
+        usage.record_failure(id);
+        return Err(LlmError::Rejected {
+            model: id.to_string(),
+            status: failure.status.unwrap_or(0),
+            message: failure.message,
+        });
+    }
+    if attempt >= max_attempts {
+        usage.record_failure(id);
+        return Err(LlmError::Exhausted { model: id.to_string(), attempts: attempt, last: failure.message });
+    }
+    usage.record_retry(id);
+    let wait = backoff(config, attempt, failure.retry_after);
+    // Visible by default: a server that is down should not look like a hang.
+    tracing::info!(
+        "model {id}: attempt {attempt}/{max_attempts} failed ({}); retrying in {:.1} s",
+        failure.message,
+        wait.as_secs_f64()
+    );
+    Ok(wait)
 }
 
 /// Exponential backoff with jitter, capped by max_retry_wait; a server's

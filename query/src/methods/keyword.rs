@@ -186,14 +186,9 @@ pub fn run(run: &Run, mix: bool) -> anyhow::Result<Outcome> {
         "Relationships",
         &["id", "source", "target", "description", "weight", "rank"],
         relations.iter().map(|&r| {
-            vec![
-                g.rel_hrid[r].to_string(),
-                g.source[r].clone(),
-                g.target[r].clone(),
-                g.rel_description[r].clone(),
-                format!("{}", g.weight[r]),
-                g.combined_degree[r].to_string(),
-            ]
+            let mut row = super::local::relationship_row(&g, r);
+            row.push(g.combined_degree[r].to_string());
+            row
         }),
         ks.max_relation_tokens,
         &count,

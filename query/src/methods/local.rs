@@ -57,7 +57,7 @@ fn entity_row(g: &Graph, e: usize) -> Vec<String> {
     vec![g.entity_hrid[e].to_string(), g.title[e].clone(), g.entity_description[e].clone(), g.degree[e].to_string()]
 }
 
-fn relationship_row(g: &Graph, r: usize) -> Vec<String> {
+pub(super) fn relationship_row(g: &Graph, r: usize) -> Vec<String> {
     vec![
         g.rel_hrid[r].to_string(),
         g.source[r].clone(),
