@@ -166,7 +166,17 @@ section!(SummarizeDescriptionsConfig {
 });
 
 section!(ExtractGraphNlpConfig {
-    normalize_edge_weights: bool = true,
+    /// Normalised PMI weights (GraphRAG's default); false: co-occurrence
+    /// counts, which suit sentence windows (PMI favours pairs of rare phrases).
+    normalize_edge_weights: bool = false,
+    /// Phrases co-occur when their sentences are fewer than this many apart
+    /// (1: the same sentence, 2: the same or the next); 0: anywhere in the
+    /// text unit, as GraphRAG does.
+    cooccurrence_window: u32 = 2,
+    text_analyzer: TextAnalyzerConfig = TextAnalyzerConfig::default(),
+});
+
+section!(TextAnalyzerConfig {
     /// regex_english (noun phrases by rules); pluggable.
     extractor_type: String = s("regex_english"),
     max_word_length: usize = 15,

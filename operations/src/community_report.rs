@@ -66,17 +66,27 @@ pub fn csv_field(s: &str) -> String {
 }
 
 /// Appends a titled CSV table, row by row, while the budget allows; returns
-/// how many rows fit.
-fn push_table(out: &mut String, used: &mut usize, budget: usize, title: &str, header: &str, rows: &[String]) -> usize {
+/// how many rows fit. Rows are made lazily: those past the budget are never
+/// formatted (a large community's sources would be the whole corpus).
+fn push_table<R: AsRef<str>>(
+    out: &mut String,
+    used: &mut usize,
+    budget: usize,
+    title: &str,
+    header: &str,
+    rows: impl IntoIterator<Item = R>,
+) -> usize {
+    let mut rows = rows.into_iter().peekable();
     let head = format!("-----{title}-----\n{header}\n");
     let head_tokens = Encoding::O200kBase.count(&head);
-    if rows.is_empty() || *used + head_tokens > budget {
+    if rows.peek().is_none() || *used + head_tokens > budget {
         return 0;
     }
     out.push_str(&head);
     *used += head_tokens;
     let mut n = 0;
     for row in rows {
+        let row = row.as_ref();
         let t = Encoding::O200kBase.count(row) + 1;
         if *used + t > budget {
             break;
@@ -166,11 +176,11 @@ pub fn graph_context(
 
 /// Source passages of a community (for the text-based report), most
 /// relevant first, within `max_tokens`.
-pub fn text_context(units: &[(i64, String)], max_tokens: usize) -> String {
-    let rows: Vec<String> = units.iter().map(|(id, t)| format!("{id},{}", csv_field(t))).collect();
+pub fn text_context(units: &[(i64, &str)], max_tokens: usize) -> String {
+    let rows = units.iter().map(|(id, t)| format!("{id},{}", csv_field(t)));
     let mut out = String::new();
     let mut used = 0;
-    push_table(&mut out, &mut used, max_tokens, "Sources", "id,text", &rows);
+    push_table(&mut out, &mut used, max_tokens, "Sources", "id,text", rows);
     out
 }
 
@@ -260,9 +270,14 @@ fn first_sentence(s: &str) -> String {
 
 /// The first sentence of the passages (most relevant first) that mentions
 /// `title`, with the passage's id.
-fn sentence_mentioning(title: &str, passages: &[(i64, String)]) -> Option<(i64, String)> {
+/// How many of a community's passages (most relevant first) are searched for
+/// a sentence quoting an entity: bounds the cost on communities spanning
+/// thousands of text units.
+const PASSAGES_SEARCHED: usize = 64;
+
+fn sentence_mentioning(title: &str, passages: &[(i64, &str)]) -> Option<(i64, String)> {
     let needle = title.to_lowercase();
-    passages.iter().find_map(|(id, text)| {
+    passages.iter().take(PASSAGES_SEARCHED).find_map(|(id, text)| {
         crate::chunking::sentences(text).into_iter().find_map(|r| {
             let sentence = text[r].split_whitespace().collect::<Vec<_>>().join(" ");
             (sentence.to_lowercase().contains(&needle) && sentence.len() <= 400).then_some((*id, sentence))
@@ -277,7 +292,7 @@ fn sentence_mentioning(title: &str, passages: &[(i64, String)]) -> Option<(i64, 
 pub fn extractive_report(
     entities: &[ContextEntity],
     relationships: &[ContextRelationship],
-    passages: &[(i64, String)],
+    passages: &[(i64, &str)],
 ) -> Report {
     let mut ents = entities.to_vec();
     ents.sort_by(|a, b| b.degree.cmp(&a.degree).then(a.id.cmp(&b.id)));
@@ -409,7 +424,7 @@ mod tests {
                     Encoding::O200kBase.count(&c)
                 );
             }
-            assert!(Encoding::O200kBase.count(&text_context(&[(0, "x ".repeat(500))], budget)) <= budget);
+            assert!(Encoding::O200kBase.count(&text_context(&[(0, "x ".repeat(500).as_str())], budget)) <= budget);
         }
     }
 
@@ -441,7 +456,7 @@ mod tests {
     fn extractive_report_quotes_sources_when_descriptions_are_empty() {
         let bare = |id: i64, t: &str| ContextEntity { id, title: t.into(), description: String::new(), degree: 3 };
         let passages =
-            [(7, "The fog came in. Old Scrooge sat busy in his counting-house. Bob copied letters.".to_string())];
+            [(7, "The fog came in. Old Scrooge sat busy in his counting-house. Bob copied letters.")];
         let r = extractive_report(&[bare(1, "SCROOGE"), bare(2, "NOBODY")], &[], &passages);
         assert!(
             r.summary.contains("Old Scrooge sat busy in his counting-house.") && r.summary.contains("Sources (7)"),
@@ -453,8 +468,21 @@ mod tests {
     }
 
     #[test]
+    fn extractive_report_searches_the_first_passages_only() {
+        let bare = ContextEntity { id: 1, title: "FEZZIWIG".into(), description: String::new(), degree: 1 };
+        let filler = "Nothing here.";
+        let mut passages: Vec<(i64, &str)> = (0..PASSAGES_SEARCHED as i64).map(|i| (i, filler)).collect();
+        passages.push((99, "Old Fezziwig danced."));
+        let r = extractive_report(std::slice::from_ref(&bare), &[], &passages);
+        assert!(!r.summary.contains("Fezziwig danced"), "{}", r.summary);
+        passages.remove(0);
+        let r = extractive_report(&[bare], &[], &passages);
+        assert!(r.summary.contains("\"Old Fezziwig danced.\" [Data: Sources (99)]"), "{}", r.summary);
+    }
+
+    #[test]
     fn text_context_lists_sources() {
-        let c = text_context(&[(0, "First passage.".into()), (1, "Second, with comma.".into())], 1000);
+        let c = text_context(&[(0, "First passage."), (1, "Second, with comma.")], 1000);
         assert!(c.contains("0,First passage.") && c.contains("1,\"Second, with comma.\""), "{c}");
     }
 }

@@ -4,6 +4,8 @@
 //! repaired). Without one: extractive reports, labelled as such.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+
+use rayon::prelude::*;
 use std::sync::Arc;
 
 use arrow_array::RecordBatch;
@@ -93,8 +95,9 @@ impl CommunityReport {
     }
 }
 
-/// One community's material, gathered from the tables.
-struct Community {
+/// One community's material, gathered from the tables (source texts borrowed
+/// from the text units table, not copied: communities overlap across levels).
+struct Community<'a> {
     community: i64,
     level: i64,
     parent: i64,
@@ -104,10 +107,10 @@ struct Community {
     entities: Vec<ContextEntity>,
     relationships: Vec<ContextRelationship>,
     claims: Vec<ContextClaim>,
-    units: Vec<(i64, String)>,
+    units: Vec<(i64, &'a str)>,
 }
 
-fn gather(inputs: &[Arc<RecordBatch>]) -> anyhow::Result<Vec<Community>> {
+fn gather(inputs: &[Arc<RecordBatch>]) -> anyhow::Result<Vec<Community<'_>>> {
     let (comms, ents, rels, covs, units) = (&inputs[0], &inputs[1], &inputs[2], &inputs[3], &inputs[4]);
     let ent_index: HashMap<&str, usize> =
         strings(ents, "entities", "id")?.into_iter().enumerate().map(|(i, id)| (id, i)).collect();
@@ -191,12 +194,12 @@ fn gather(inputs: &[Arc<RecordBatch>]) -> anyhow::Result<Vec<Community>> {
         let claims =
             members.iter().flat_map(|&e| claims_by_subject.get(e_title[e]).cloned().unwrap_or_default()).collect();
         // Passages mentioning more of the community's entities come first.
-        let mut ranked: Vec<(usize, i64, String)> = c_units[i]
+        let mut ranked: Vec<(usize, i64, &str)> = c_units[i]
             .iter()
             .filter_map(|id| unit_index.get(id.as_str()))
             .map(|&u| {
                 let hits = u_ents[u].iter().filter(|e| member_ids.contains(e.as_str())).count();
-                (hits, u_hrid[u], u_text[u].to_string())
+                (hits, u_hrid[u], u_text[u])
             })
             .collect();
         ranked.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
@@ -252,6 +255,21 @@ impl Verb for CommunityReport {
         // Finest level first: parents may need their children's reports.
         for &level in levels.iter().rev() {
             let here: Vec<&Community> = communities.iter().filter(|c| c.level == level).collect();
+            if model.is_none() {
+                // Extractive reports need no context and no other report: all at once.
+                let done: Vec<(i64, Report)> = here
+                    .par_iter()
+                    .map(|c| {
+                        bar.inc(1);
+                        (c.community, extractive_report(&c.entities, &c.relationships, &c.units))
+                    })
+                    .collect();
+                for (community, report) in done {
+                    let json = report_json(&report).to_string();
+                    reports.insert(community, (report, json));
+                }
+                continue;
+            }
             let contexts: Vec<String> = here
                 .iter()
                 .map(|c| {

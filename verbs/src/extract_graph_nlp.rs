@@ -14,7 +14,8 @@ use graphrag_engine::table::strings;
 use graphrag_engine::verb::{Verb, VerbDef, VerbInfo};
 use graphrag_operations::graph_merge::{MergedEntity, MergedRelationship};
 use graphrag_operations::nlp_graph::{
-    build_cooccurrence_graph, NlpGraphConfig, PhraseExtractor, RegexEnglishExtractor,
+    build_cooccurrence_graph, resolve_sentence_initial, NlpGraphConfig, PhraseExtractor, RegexEnglishExtractor,
+    UnitPhrases,
 };
 
 use crate::graph_tables::{merged_entities_table, merged_relationships_table};
@@ -24,6 +25,7 @@ use crate::graph_tables::{merged_entities_table, merged_relationships_table};
 pub struct ExtractGraphNlp {
     pub extractor_type: String,
     pub normalize_edge_weights: bool,
+    pub cooccurrence_window: u32,
     pub max_word_length: usize,
     pub min_phrase_words: usize,
     pub max_phrase_words: usize,
@@ -39,12 +41,14 @@ pub struct ExtractGraphNlp {
 impl Default for ExtractGraphNlp {
     fn default() -> Self {
         let (s, p) = (ExtractGraphNlpConfig::default(), PruneGraphConfig::default());
+        let t = s.text_analyzer;
         ExtractGraphNlp {
-            extractor_type: s.extractor_type,
+            extractor_type: t.extractor_type,
             normalize_edge_weights: s.normalize_edge_weights,
-            max_word_length: s.max_word_length,
-            min_phrase_words: s.min_phrase_words,
-            max_phrase_words: s.max_phrase_words,
+            cooccurrence_window: s.cooccurrence_window,
+            max_word_length: t.max_word_length,
+            min_phrase_words: t.min_phrase_words,
+            max_phrase_words: t.max_phrase_words,
             min_node_freq: p.min_node_freq,
             max_node_freq_std: p.max_node_freq_std,
             min_node_degree: p.min_node_degree,
@@ -99,16 +103,19 @@ impl Verb for ExtractGraphNlp {
         let ids = strings(units, "text_units", "id")?;
         let texts = strings(units, "text_units", "text")?;
         let bar = ctx.progress(texts.len() as u64, "chunks");
-        let phrases: Vec<Vec<String>> = texts
+        let mut phrases: Vec<UnitPhrases> = texts
             .par_iter()
             .map(|t| {
-                let p = extractor.phrases(t);
+                let p = extractor.extract(t);
                 bar.inc(1);
                 p
             })
             .collect();
         bar.finish_and_clear();
+        resolve_sentence_initial(&mut phrases);
+        ctx.count("phrases", phrases.iter().map(|p| p.mentions.len() as u64).sum());
         let cfg = NlpGraphConfig {
+            cooccurrence_window: self.cooccurrence_window,
             normalize_edge_weights: self.normalize_edge_weights,
             min_node_freq: self.min_node_freq,
             max_node_freq_std: self.max_node_freq_std,
@@ -119,6 +126,7 @@ impl Verb for ExtractGraphNlp {
             lcc_only: self.lcc_only,
         };
         let graph = build_cooccurrence_graph(&phrases, &cfg);
+        drop(phrases);
         let unit_ids = |chunks: &[usize]| chunks.iter().map(|&c| ids[c].to_string()).collect::<Vec<_>>();
         let entities: Vec<MergedEntity> = graph
             .nodes
@@ -142,7 +150,6 @@ impl Verb for ExtractGraphNlp {
                 text_unit_ids: unit_ids(&e.chunk_ids),
             })
             .collect();
-        ctx.count("phrases", phrases.iter().map(|p| p.len() as u64).sum());
         Ok(vec![merged_entities_table(&entities)?, merged_relationships_table(&relationships)?])
     }
 }
