@@ -3,10 +3,11 @@
 
 usage: scripts/make_scale_corpus.py MB OUT_DIR [--shared ../shared] [--doc-kb 64]
 
-Sources, in a fixed order: examples/christmas-carol, every JSON corpus under SHARED/eval/*/corpus
+Sources: examples/christmas-carol, every JSON corpus under SHARED/eval/*/corpus
 (lists of {title, text}, dicts of title -> text or sentences, GraphRAG-Bench's {context}), the text
 files inside the zip archives there, and SHARED/bench's text corpora when present. Together they hold
-about 13 MB of distinct text. The passages are packed into documents of about --doc-kb KB (passages
+about 13 MB of distinct text. The passages are shuffled with a fixed seed (any size gets the same
+mixture of sources) and packed into documents of about --doc-kb KB (passages
 separated by blank lines) and written as OUT_DIR/c<copy>_<n>.txt until MB megabytes (10^6 bytes) are
 written.
 
@@ -19,6 +20,7 @@ import argparse
 import io
 import json
 import os
+import random
 import re
 import sys
 import zipfile
@@ -95,6 +97,8 @@ def main():
     source = [p.strip() for p in passages(args.shared)]
     if not source:
         sys.exit("no source text found")
+    # A fixed shuffle, so that a corpus of any size has the same mixture of sources.
+    random.Random(0).shuffle(source)
     os.makedirs(args.out, exist_ok=True)
     target = int(args.mb * 1_000_000)
     doc_bytes = args.doc_kb * 1000

@@ -165,11 +165,44 @@ struct Shared<'p> {
     opts: &'p RunOptions,
     progress: Option<MultiProgress>,
     tables: Mutex<HashMap<String, Arc<RecordBatch>>>,
+    /// Per table, how many steps still have to read it: a table is kept in
+    /// memory only while some step will read it (it stays on disk), so peak
+    /// memory is what the running steps need, not every table of the run.
+    readers_left: Mutex<HashMap<String, usize>>,
     hashes: Mutex<HashMap<String, String>>,
     state: Mutex<State>,
 }
 
+/// How many steps of the plan read each table.
+fn readers_per_table(plan: &Plan) -> HashMap<String, usize> {
+    let mut readers: HashMap<String, usize> = HashMap::new();
+    for step in &plan.steps {
+        for t in &step.inputs {
+            *readers.entry(t.clone()).or_default() += 1;
+        }
+    }
+    readers
+}
+
 impl Shared<'_> {
+    /// `step` is done with its inputs: those no later step reads leave memory.
+    fn finished_reading(&self, step: &Step) {
+        let mut readers = self.readers_left.lock().unwrap();
+        let mut tables = self.tables.lock().unwrap();
+        for t in &step.inputs {
+            if let Some(n) = readers.get_mut(t) {
+                *n = n.saturating_sub(1);
+                if *n == 0 {
+                    tables.remove(t);
+                }
+            }
+        }
+    }
+
+    fn has_readers_left(&self, name: &str) -> bool {
+        self.readers_left.lock().unwrap().get(name).is_some_and(|&n| n > 0)
+    }
+
     fn table(&self, name: &str) -> anyhow::Result<Arc<RecordBatch>> {
         if let Some(t) = self.tables.lock().unwrap().get(name) {
             return Ok(t.clone());
@@ -195,6 +228,7 @@ impl Shared<'_> {
             if let Some(outputs) = reusable {
                 tracing::info!(step = %step.id, "unchanged since the last run: skipped (--resume)");
                 self.hashes.lock().unwrap().extend(outputs);
+                self.finished_reading(step);
                 stats.status = "skipped".into();
                 stats.overall = started.elapsed().as_secs_f64();
                 return Ok(stats);
@@ -204,6 +238,8 @@ impl Shared<'_> {
         stats.rows_in = inputs.iter().map(|t| t.num_rows() as u64).sum();
         tracing::info!(step = %step.id, verb = step.info.name, "running");
         let outputs = step.verb.run(&inputs, &ctx)?;
+        drop(inputs);
+        self.finished_reading(step);
         if outputs.len() != step.outputs.len() {
             return Err(anyhow!(
                 "verb `{}` returned {} tables, expected {}",
@@ -219,7 +255,9 @@ impl Shared<'_> {
             stats.rows_out += table.num_rows() as u64;
             recorded.insert(name.clone(), h.clone());
             self.hashes.lock().unwrap().insert(name.clone(), h);
-            self.tables.lock().unwrap().insert(name.clone(), Arc::new(table));
+            if self.has_readers_left(name) {
+                self.tables.lock().unwrap().insert(name.clone(), Arc::new(table));
+            }
         }
         {
             let mut state = self.state.lock().unwrap();
@@ -252,6 +290,7 @@ pub fn run(plan: &Plan, ws: &Workspace, opts: &RunOptions) -> anyhow::Result<Run
         opts,
         progress: opts.progress.then(MultiProgress::new),
         tables: Mutex::new(HashMap::new()),
+        readers_left: Mutex::new(readers_per_table(plan)),
         hashes: Mutex::new(HashMap::new()),
         state: Mutex::new(load_state(&ws.output_dir)),
     };

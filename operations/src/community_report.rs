@@ -289,9 +289,12 @@ fn sentence_mentioning(title: &str, passages: &[(i64, &str)]) -> Option<(i64, St
 /// entities and relationships, with sentences of the source passages
 /// (most relevant first) that mention them; labelled as such in
 /// rating_explanation.
+/// `relationships` may be the community's most central ones only (by combined
+/// degree); `relationship_count` is how many it has in all.
 pub fn extractive_report(
     entities: &[ContextEntity],
     relationships: &[ContextRelationship],
+    relationship_count: usize,
     passages: &[(i64, &str)],
 ) -> Report {
     let mut ents = entities.to_vec();
@@ -303,7 +306,7 @@ pub fn extractive_report(
     let mut summary = format!(
         "A community of {} entities and {} relationships, centred on {}.",
         entities.len(),
-        relationships.len(),
+        relationship_count.max(relationships.len()),
         if top.is_empty() { "nothing".to_string() } else { top.join(", ") }
     );
     if let Some(d) = ents.iter().map(|e| first_sentence(&e.description)).find(|d| !d.is_empty()) {
@@ -445,8 +448,9 @@ mod tests {
 
     #[test]
     fn extractive_report_is_labelled() {
-        let r = extractive_report(&[ent(1, "BOB", 1), ent(2, "SCROOGE", 5)], &[rel(3, "SCROOGE", "BOB", 6)], &[]);
+        let r = extractive_report(&[ent(1, "BOB", 1), ent(2, "SCROOGE", 5)], &[rel(3, "SCROOGE", "BOB", 6)], 40, &[]);
         assert!(r.title.starts_with("SCROOGE"));
+        assert!(r.summary.starts_with("A community of 2 entities and 40 relationships"), "{}", r.summary);
         assert!(r.rating_explanation.contains("no chat model"));
         assert!(r.findings.iter().any(|f| f.explanation.contains("[Data: Entities (2)]")));
         assert!((0.0..=10.0).contains(&r.rating));
@@ -457,7 +461,7 @@ mod tests {
         let bare = |id: i64, t: &str| ContextEntity { id, title: t.into(), description: String::new(), degree: 3 };
         let passages =
             [(7, "The fog came in. Old Scrooge sat busy in his counting-house. Bob copied letters.")];
-        let r = extractive_report(&[bare(1, "SCROOGE"), bare(2, "NOBODY")], &[], &passages);
+        let r = extractive_report(&[bare(1, "SCROOGE"), bare(2, "NOBODY")], &[], 0, &passages);
         assert!(
             r.summary.contains("Old Scrooge sat busy in his counting-house.") && r.summary.contains("Sources (7)"),
             "{}",
@@ -473,10 +477,10 @@ mod tests {
         let filler = "Nothing here.";
         let mut passages: Vec<(i64, &str)> = (0..PASSAGES_SEARCHED as i64).map(|i| (i, filler)).collect();
         passages.push((99, "Old Fezziwig danced."));
-        let r = extractive_report(std::slice::from_ref(&bare), &[], &passages);
+        let r = extractive_report(std::slice::from_ref(&bare), &[], 0, &passages);
         assert!(!r.summary.contains("Fezziwig danced"), "{}", r.summary);
         passages.remove(0);
-        let r = extractive_report(&[bare], &[], &passages);
+        let r = extractive_report(&[bare], &[], 0, &passages);
         assert!(r.summary.contains("\"Old Fezziwig danced.\" [Data: Sources (99)]"), "{}", r.summary);
     }
 

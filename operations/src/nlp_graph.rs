@@ -14,9 +14,11 @@ pub struct Mention {
     pub phrase: String,
     /// Index of its sentence within the text unit (ascending in a unit's list).
     pub sentence: u32,
-    /// The phrase begins a sentence (or a quotation) with a capitalised word,
-    /// whose capital may be the sentence's rather than a name's: settled by
-    /// [`resolve_sentence_initial`].
+    /// The phrase is a run of capitalised words (a name, unless its capitals
+    /// are the sentence's or the word is a common one: settled by
+    /// [`resolve_sentence_initial`]).
+    pub proper: bool,
+    /// The phrase begins a sentence (or a quotation).
     pub sentence_initial: bool,
 }
 
@@ -275,6 +277,13 @@ impl RegexEnglishExtractor {
         if !word.is_ascii() && word.chars().any(is_cjk) {
             return Class::Break;
         }
+        let straight;
+        let word = if word.contains('\u{2019}') {
+            straight = word.replace('\u{2019}', "'");
+            straight.as_str()
+        } else {
+            word
+        };
         with_lowercase(word, |lower| {
             if CONNECTORS.binary_search(&lower).is_ok() {
                 return Class::Connector;
@@ -427,7 +436,8 @@ impl PhraseExtractor for RegexEnglishExtractor {
             if !words.is_empty() && words.len() >= min_words {
                 let phrase = phrase_text(words);
                 if !phrase.is_empty() {
-                    mentions.push(Mention { phrase, sentence, sentence_initial: kind == Class::Cap && initial });
+                    let proper = kind == Class::Cap;
+                    mentions.push(Mention { phrase, sentence, proper, sentence_initial: proper && initial });
                 }
             }
             run.clear();
@@ -478,29 +488,36 @@ impl PhraseExtractor for RegexEnglishExtractor {
     }
 }
 
-/// Settles the sentence-initial mentions of all text units at once (truecasing
-/// by corpus evidence): a phrase whose first word is seen in lower case in the
-/// corpus and never capitalised inside a sentence (`Darkness is cheap`,
-/// `Suddenly Scrooge said`) loses that word (and connectors after it); it stays
-/// whole when the word is capitalised inside some sentence (`Marley was dead`
+/// Settles capitalised mentions with the case evidence of all text units
+/// (truecasing by document frequency): a word written in lower case in more
+/// text units than it is capitalised inside a sentence is a common word. Such
+/// a word at the start of a sentence-initial name (`Darkness is cheap`,
+/// `Suddenly Scrooge said`) is removed with the connectors after it, and a
+/// one-word name made of it (`Yeah`, `Thanks` in a transcript) is dropped.
+/// A word capitalised inside sentences at least as often (`Marley was dead`
 /// where `old Marley` occurs) or never seen in lower case (a name mentioned
-/// once). Clears the evidence lists.
+/// once) stays. Clears the evidence lists.
 pub fn resolve_sentence_initial(units: &mut [UnitPhrases]) {
-    let mut names: HashSet<u64> = HashSet::new();
-    let mut common: HashSet<u64> = HashSet::new();
+    // word key -> (text units with it capitalised inside a sentence, text units with it in lower case)
+    let mut evidence: HashMap<u64, (u32, u32)> = HashMap::new();
     for u in units.iter_mut() {
-        names.extend(std::mem::take(&mut u.capitalised_inside));
-        common.extend(std::mem::take(&mut u.lowercase));
+        for key in std::mem::take(&mut u.capitalised_inside) {
+            evidence.entry(key).or_default().0 += 1;
+        }
+        for key in std::mem::take(&mut u.lowercase) {
+            evidence.entry(key).or_default().1 += 1;
+        }
     }
     for u in units.iter_mut() {
         u.mentions.retain_mut(|m| {
-            if !m.sentence_initial {
+            let single = !m.phrase.contains(' ');
+            if !(m.proper && (m.sentence_initial || single)) {
                 return true;
             }
             m.sentence_initial = false;
             let (first, rest) = m.phrase.split_once(' ').unwrap_or((m.phrase.as_str(), ""));
-            let key = word_key(first);
-            if names.contains(&key) || !common.contains(&key) {
+            let (capitalised, lower) = evidence.get(&word_key(first)).copied().unwrap_or_default();
+            if capitalised >= lower {
                 return true;
             }
             let mut rest: Vec<&str> = rest.split(' ').filter(|w| !w.is_empty()).collect();
@@ -786,8 +803,8 @@ fn pair_key(a: u32, b: u32) -> u64 {
 /// removes its edges. Degrees and thresholds are recomputed at each step.
 ///
 /// Output is sorted: nodes by title, edges by (source, target), source < target.
-/// Memory is one 16-byte record per co-occurrence while building, then one
-/// small record per distinct pair.
+/// Memory is one 16-byte record per pair and text unit while building, then
+/// one small record per distinct pair.
 pub fn build_cooccurrence_graph(units: &[UnitPhrases], cfg: &NlpGraphConfig) -> NlpGraph {
     // Intern phrases; ids follow title order so edge keys sort like titles.
     let mut titles: Vec<&str> = {
@@ -807,8 +824,9 @@ pub fn build_cooccurrence_graph(units: &[UnitPhrases], cfg: &NlpGraphConfig) -> 
     let mut node_units: Vec<Vec<u32>> = vec![Vec::new(); titles.len()];
     let mut node_sentences = vec![0u32; titles.len()];
     let mut contexts = 0usize;
-    // One record per co-occurrence: (pair key, text unit).
-    let mut pairs: Vec<(u64, u32)> = Vec::new();
+    // One record per pair and text unit: (pair key, text unit, co-occurrences there).
+    let mut pairs: Vec<(u64, u32, u32)> = Vec::new();
+    let mut unit_pairs: Vec<u64> = Vec::new();
     let mut unit_ids: Vec<u32> = Vec::new();
     for (ui, unit) in units.iter().enumerate() {
         let ui = ui as u32;
@@ -820,29 +838,35 @@ pub fn build_cooccurrence_graph(units: &[UnitPhrases], cfg: &NlpGraphConfig) -> 
         for &id in &unit_ids {
             node_units[id as usize].push(ui);
         }
+        unit_pairs.clear();
         if cfg.cooccurrence_window == 0 {
             contexts += usize::from(!unit_ids.is_empty());
             for (i, &a) in unit_ids.iter().enumerate() {
-                pairs.extend(unit_ids[i + 1..].iter().map(|&b| (pair_key(a, b), ui)));
+                unit_pairs.extend(unit_ids[i + 1..].iter().map(|&b| pair_key(a, b)));
             }
-            continue;
+        } else {
+            contexts += groups.len();
+            for (gi, (s, ids)) in groups.iter().enumerate() {
+                for &id in ids {
+                    node_sentences[id as usize] += 1;
+                }
+                for (i, &a) in ids.iter().enumerate() {
+                    unit_pairs.extend(ids[i + 1..].iter().map(|&b| pair_key(a, b)));
+                }
+                for (t, later) in &groups[gi + 1..] {
+                    if t - s >= cfg.cooccurrence_window {
+                        break;
+                    }
+                    for &a in ids {
+                        unit_pairs.extend(later.iter().filter(|&&b| b != a).map(|&b| pair_key(a, b)));
+                    }
+                }
+            }
         }
-        contexts += groups.len();
-        for (gi, (s, ids)) in groups.iter().enumerate() {
-            for &id in ids {
-                node_sentences[id as usize] += 1;
-            }
-            for (i, &a) in ids.iter().enumerate() {
-                pairs.extend(ids[i + 1..].iter().map(|&b| (pair_key(a, b), ui)));
-            }
-            for (t, later) in &groups[gi + 1..] {
-                if t - s >= cfg.cooccurrence_window {
-                    break;
-                }
-                for &a in ids {
-                    pairs.extend(later.iter().filter(|&&b| b != a).map(|&b| (pair_key(a, b), ui)));
-                }
-            }
+        // Repeats within a unit collapse into one record.
+        unit_pairs.sort_unstable();
+        for run in unit_pairs.chunk_by(|x, y| x == y) {
+            pairs.push((run[0], ui, run.len() as u32));
         }
     }
     drop(index);
@@ -852,26 +876,18 @@ pub fn build_cooccurrence_graph(units: &[UnitPhrases], cfg: &NlpGraphConfig) -> 
     let context_freq = if cfg.cooccurrence_window == 0 { &freq } else { &node_sentences };
     let mut edge_units: Vec<u32> = Vec::new();
     let mut edges: Vec<Edge> = Vec::new();
-    let mut i = 0;
-    while i < pairs.len() {
-        let key = pairs[i].0;
+    for run in pairs.chunk_by(|x, y| x.0 == y.0) {
+        let key = run[0].0;
         let start = edge_units.len();
-        let mut j = i;
-        while j < pairs.len() && pairs[j].0 == key {
-            if edge_units.len() == start || edge_units.last() != Some(&pairs[j].1) {
-                edge_units.push(pairs[j].1);
-            }
-            j += 1;
-        }
+        edge_units.extend(run.iter().map(|p| p.1));
         let (a, b) = ((key >> 32) as u32, key as u32);
-        let count = (j - i) as u32;
+        let count: u32 = run.iter().map(|p| p.2).sum();
         let weight = if cfg.normalize_edge_weights {
             npmi_weight(count, context_freq[a as usize], context_freq[b as usize], contexts)
         } else {
             f64::from(count)
         };
         edges.push(Edge { a, b, count, units: (start, edge_units.len()), weight, alive: true });
-        i = j;
     }
     drop(pairs);
 
@@ -1004,6 +1020,10 @@ mod tests {
         assert_eq!(ex("Marley was dead. Scrooge and Marley were partners."), ["MARLEY", "SCROOGE"]);
         // Never seen in lower case: kept (a name mentioned once).
         assert_eq!(ex("Fezziwig laughed."), ["FEZZIWIG"]);
+        // A one-word name more often written in lower case is a common word, anywhere.
+        assert_eq!(ex("Well, Yeah, said Bob Cratchit. Yeah. yeah, yeah."), ["BOB CRATCHIT"]);
+        // Curly apostrophes: contractions are stop words too.
+        assert!(ex("I\u{2019}m sure. I\u{2019}ve said so.").is_empty());
         // After an opening quote, like a sentence start; the evidence is corpus-wide.
         let e = RegexEnglishExtractor::default();
         let mut units = [e.extract("He said \"Humbug!\""), e.extract("What humbug it was.")];
@@ -1018,6 +1038,9 @@ mod tests {
         let got: Vec<(&str, u32, bool)> =
             u.mentions.iter().map(|m| (m.phrase.as_str(), m.sentence, m.sentence_initial)).collect();
         assert_eq!(got, [("OLD FEZZIWIG", 0, true), ("MR FEZZIWIG", 1, true), ("DICK WILKINS", 2, true)]);
+        assert!(u.mentions.iter().all(|m| m.proper));
+        let u = RegexEnglishExtractor::default().extract("a cold counting-house");
+        assert!(!u.mentions[0].proper && !u.mentions[0].sentence_initial);
         assert_eq!(word_key("Fezziwig's"), word_key("FEZZIWIG"));
         assert_ne!(word_key("Fezziwig"), word_key("Fezziwigs"));
     }
@@ -1061,7 +1084,7 @@ mod tests {
         UnitPhrases {
             mentions: mentions
                 .iter()
-                .map(|&(p, sentence)| Mention { phrase: p.to_string(), sentence, sentence_initial: false })
+                .map(|&(p, sentence)| Mention { phrase: p.to_string(), sentence, proper: true, sentence_initial: false })
                 .collect(),
             capitalised_inside: Vec::new(),
             lowercase: Vec::new(),

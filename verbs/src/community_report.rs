@@ -105,12 +105,19 @@ struct Community<'a> {
     size: i64,
     period: String,
     entities: Vec<ContextEntity>,
+    /// The most central relationships (by combined degree), as many as a
+    /// report's context can hold; `relationship_count` is the full number.
     relationships: Vec<ContextRelationship>,
+    relationship_count: usize,
     claims: Vec<ContextClaim>,
     units: Vec<(i64, &'a str)>,
 }
 
-fn gather(inputs: &[Arc<RecordBatch>]) -> anyhow::Result<Vec<Community<'_>>> {
+/// `max_input_length`: the context budget in tokens. A context row costs at
+/// least 2 tokens (its id and the newline), so a community's relationships
+/// past the first `max_input_length / 2` by combined degree can never be
+/// shown: they are not gathered (a top-level community holds most of the graph).
+fn gather(inputs: &[Arc<RecordBatch>], max_input_length: usize) -> anyhow::Result<Vec<Community<'_>>> {
     let (comms, ents, rels, covs, units) = (&inputs[0], &inputs[1], &inputs[2], &inputs[3], &inputs[4]);
     let ent_index: HashMap<&str, usize> =
         strings(ents, "entities", "id")?.into_iter().enumerate().map(|(i, id)| (id, i)).collect();
@@ -180,9 +187,15 @@ fn gather(inputs: &[Arc<RecordBatch>]) -> anyhow::Result<Vec<Community<'_>>> {
                 degree: e_deg[e],
             })
             .collect();
-        let relationships = c_rels[i]
+        let mut rel_rows: Vec<usize> = c_rels[i].iter().filter_map(|id| rel_index.get(id.as_str()).copied()).collect();
+        let relationship_count = rel_rows.len();
+        let keep = (max_input_length / 2).max(3);
+        if rel_rows.len() > keep {
+            rel_rows.select_nth_unstable_by(keep, |&a, &b| r_deg[b].cmp(&r_deg[a]).then(r_hrid[a].cmp(&r_hrid[b])));
+            rel_rows.truncate(keep);
+        }
+        let relationships = rel_rows
             .iter()
-            .filter_map(|id| rel_index.get(id.as_str()))
             .map(|&r| ContextRelationship {
                 id: r_hrid[r],
                 source: r_src[r].to_string(),
@@ -212,6 +225,7 @@ fn gather(inputs: &[Arc<RecordBatch>]) -> anyhow::Result<Vec<Community<'_>>> {
             period: period[i].to_string(),
             entities,
             relationships,
+            relationship_count,
             claims,
             units: ranked.into_iter().map(|(_, id, t)| (id, t)).collect(),
         });
@@ -240,7 +254,7 @@ impl Verb for CommunityReport {
     }
 
     fn run(&self, inputs: &[Arc<RecordBatch>], ctx: &VerbContext) -> anyhow::Result<Vec<RecordBatch>> {
-        let communities = gather(inputs)?;
+        let communities = gather(inputs, self.max_input_length)?;
         let use_llm = self.uses_llm(ctx)?;
         let model = if use_llm { Some(ctx.llm()?.chat_model(&self.model_id)?) } else { None };
         let prompt = if use_llm { Some(ctx.prompt(self.prompt_path())?) } else { None };
@@ -261,7 +275,7 @@ impl Verb for CommunityReport {
                     .par_iter()
                     .map(|c| {
                         bar.inc(1);
-                        (c.community, extractive_report(&c.entities, &c.relationships, &c.units))
+                        (c.community, extractive_report(&c.entities, &c.relationships, c.relationship_count, &c.units))
                     })
                     .collect();
                 for (community, report) in done {
@@ -313,7 +327,7 @@ impl Verb for CommunityReport {
                     None => {
                         fallbacks += use_llm as u64;
                         bar.inc(!use_llm as u64);
-                        (extractive_report(&c.entities, &c.relationships, &c.units), "extractive")
+                        (extractive_report(&c.entities, &c.relationships, c.relationship_count, &c.units), "extractive")
                     }
                 };
                 tracing::debug!(community = c.community, how, "report");
