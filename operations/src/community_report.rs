@@ -459,8 +459,7 @@ mod tests {
     #[test]
     fn extractive_report_quotes_sources_when_descriptions_are_empty() {
         let bare = |id: i64, t: &str| ContextEntity { id, title: t.into(), description: String::new(), degree: 3 };
-        let passages =
-            [(7, "The fog came in. Old Scrooge sat busy in his counting-house. Bob copied letters.")];
+        let passages = [(7, "The fog came in. Old Scrooge sat busy in his counting-house. Bob copied letters.")];
         let r = extractive_report(&[bare(1, "SCROOGE"), bare(2, "NOBODY")], &[], 0, &passages);
         assert!(
             r.summary.contains("Old Scrooge sat busy in his counting-house.") && r.summary.contains("Sources (7)"),

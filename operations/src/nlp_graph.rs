@@ -199,7 +199,6 @@ const LY_NOUNS: &[&str] = &[
     "supply",
 ];
 
-
 /// Calls `f` with the lower-case form of `w`, without allocating for short
 /// ASCII words (nearly all of them: this runs for every word of the corpus).
 fn with_lowercase<R>(w: &str, f: impl FnOnce(&str) -> R) -> R {
@@ -1034,7 +1033,8 @@ mod tests {
 
     #[test]
     fn mentions_carry_their_sentence() {
-        let u = RegexEnglishExtractor::default().extract("Old Fezziwig danced. Mr. Fezziwig laughed!\n\nDick Wilkins came");
+        let u =
+            RegexEnglishExtractor::default().extract("Old Fezziwig danced. Mr. Fezziwig laughed!\n\nDick Wilkins came");
         let got: Vec<(&str, u32, bool)> =
             u.mentions.iter().map(|m| (m.phrase.as_str(), m.sentence, m.sentence_initial)).collect();
         assert_eq!(got, [("OLD FEZZIWIG", 0, true), ("MR FEZZIWIG", 1, true), ("DICK WILKINS", 2, true)]);
@@ -1084,7 +1084,12 @@ mod tests {
         UnitPhrases {
             mentions: mentions
                 .iter()
-                .map(|&(p, sentence)| Mention { phrase: p.to_string(), sentence, proper: true, sentence_initial: false })
+                .map(|&(p, sentence)| Mention {
+                    phrase: p.to_string(),
+                    sentence,
+                    proper: true,
+                    sentence_initial: false,
+                })
                 .collect(),
             capitalised_inside: Vec::new(),
             lowercase: Vec::new(),
