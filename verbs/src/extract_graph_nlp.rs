@@ -9,16 +9,14 @@ use rayon::prelude::*;
 use serde::Deserialize;
 
 use graphrag_engine::context::VerbContext;
+use graphrag_engine::schema;
 use graphrag_engine::settings::{ExtractGraphNlpConfig, PruneGraphConfig};
 use graphrag_engine::table::strings;
 use graphrag_engine::verb::{Verb, VerbDef, VerbInfo};
-use graphrag_operations::graph_merge::{MergedEntity, MergedRelationship};
 use graphrag_operations::nlp_graph::{
     build_cooccurrence_graph, resolve_sentence_initial, NlpGraphConfig, PhraseExtractor, RegexEnglishExtractor,
     UnitPhrases,
 };
-
-use crate::graph_tables::{merged_entities_table, merged_relationships_table};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -127,29 +125,31 @@ impl Verb for ExtractGraphNlp {
         };
         let graph = build_cooccurrence_graph(&phrases, &cfg);
         drop(phrases);
-        let unit_ids = |chunks: &[usize]| chunks.iter().map(|&c| ids[c].to_string()).collect::<Vec<_>>();
-        let entities: Vec<MergedEntity> = graph
-            .nodes
-            .iter()
-            .map(|n| MergedEntity {
-                title: n.title.clone(),
-                entity_type: "NOUN PHRASE".into(),
-                descriptions: Vec::new(),
-                text_unit_ids: unit_ids(&n.chunk_ids),
-                frequency: n.frequency,
-            })
-            .collect();
-        let relationships: Vec<MergedRelationship> = graph
-            .edges
-            .iter()
-            .map(|e| MergedRelationship {
-                source: e.source.clone(),
-                target: e.target.clone(),
-                descriptions: Vec::new(),
-                weight: e.weight,
-                text_unit_ids: unit_ids(&e.chunk_ids),
-            })
-            .collect();
-        Ok(vec![merged_entities_table(&entities)?, merged_relationships_table(&relationships)?])
+        // The tables are built straight from the graph (the merged-graph
+        // layout, no descriptions): at 100 MB of text an owned copy of every
+        // title and text unit id would cost gigabytes.
+        let unit_ids = |chunks: &'_ [usize]| chunks.iter().map(|&c| ids[c]).collect::<Vec<&str>>();
+        let no_descriptions = |n: usize| std::iter::repeat_n(Vec::<&str>::new(), n);
+        let entities = RecordBatch::try_new(
+            schema::graph_entities(),
+            vec![
+                schema::text_col(graph.nodes.iter().map(|n| &n.title)),
+                schema::text_col(graph.nodes.iter().map(|_| "NOUN PHRASE")),
+                schema::id_list_col(no_descriptions(graph.nodes.len())),
+                schema::id_list_col(graph.nodes.iter().map(|n| unit_ids(&n.chunk_ids))),
+                schema::int_col(graph.nodes.iter().map(|n| i64::from(n.frequency))),
+            ],
+        )?;
+        let relationships = RecordBatch::try_new(
+            schema::graph_relationships(),
+            vec![
+                schema::text_col(graph.edges.iter().map(|e| &e.source)),
+                schema::text_col(graph.edges.iter().map(|e| &e.target)),
+                schema::id_list_col(no_descriptions(graph.edges.len())),
+                schema::float_col(graph.edges.iter().map(|e| e.weight)),
+                schema::id_list_col(graph.edges.iter().map(|e| unit_ids(&e.chunk_ids))),
+            ],
+        )?;
+        Ok(vec![entities, relationships])
     }
 }
