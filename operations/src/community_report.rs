@@ -278,6 +278,12 @@ const PASSAGES_SEARCHED: usize = 64;
 fn sentence_mentioning(title: &str, passages: &[(i64, &str)]) -> Option<(i64, String)> {
     let needle = title.to_lowercase();
     passages.iter().take(PASSAGES_SEARCHED).find_map(|(id, text)| {
+        // One pass over the passage first: most passages do not mention it,
+        // and splitting every one into sentences is what costs.
+        let flat = text.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase();
+        if !flat.contains(&needle) {
+            return None;
+        }
         crate::chunking::sentences(text).into_iter().find_map(|r| {
             let sentence = text[r].split_whitespace().collect::<Vec<_>>().join(" ");
             (sentence.to_lowercase().contains(&needle) && sentence.len() <= 400).then_some((*id, sentence))
