@@ -16,7 +16,7 @@ use graphrag_engine::context::VerbContext;
 use graphrag_engine::llm::Message;
 use graphrag_engine::schema;
 use graphrag_engine::settings::CommunityReportsConfig;
-use graphrag_engine::table::{ints, string_lists, strings};
+use graphrag_engine::table::{ints, string_list_refs, strings};
 use graphrag_engine::verb::{Verb, VerbDef, VerbInfo};
 use graphrag_operations::community_report::{
     extractive_report, full_content, graph_context, report_from_json, report_json, text_context, ContextClaim,
@@ -158,7 +158,7 @@ fn gather(inputs: &[Arc<RecordBatch>], max_input_length: usize) -> anyhow::Resul
     let (u_hrid, u_text, u_ents) = (
         ints(units, "text_units", "human_readable_id")?,
         strings(units, "text_units", "text")?,
-        string_lists(units, "text_units", "entity_ids")?,
+        string_list_refs(units, "text_units", "entity_ids")?,
     );
 
     let (community, level, parent, size) = (
@@ -170,14 +170,14 @@ fn gather(inputs: &[Arc<RecordBatch>], max_input_length: usize) -> anyhow::Resul
     let children = list_of_ints(comms, "children")?;
     let period = strings(comms, "communities", "period")?;
     let (c_ents, c_rels, c_units) = (
-        string_lists(comms, "communities", "entity_ids")?,
-        string_lists(comms, "communities", "relationship_ids")?,
-        string_lists(comms, "communities", "text_unit_ids")?,
+        string_list_refs(comms, "communities", "entity_ids")?,
+        string_list_refs(comms, "communities", "relationship_ids")?,
+        string_list_refs(comms, "communities", "text_unit_ids")?,
     );
     let mut out = Vec::with_capacity(comms.num_rows());
     for i in 0..comms.num_rows() {
-        let members: Vec<usize> = c_ents[i].iter().filter_map(|id| ent_index.get(id.as_str()).copied()).collect();
-        let member_ids: HashSet<&str> = c_ents[i].iter().map(String::as_str).collect();
+        let members: Vec<usize> = c_ents[i].iter().filter_map(|id| ent_index.get(id).copied()).collect();
+        let member_ids: HashSet<&str> = c_ents[i].iter().copied().collect();
         let entities = members
             .iter()
             .map(|&e| ContextEntity {
@@ -187,7 +187,7 @@ fn gather(inputs: &[Arc<RecordBatch>], max_input_length: usize) -> anyhow::Resul
                 degree: e_deg[e],
             })
             .collect();
-        let mut rel_rows: Vec<usize> = c_rels[i].iter().filter_map(|id| rel_index.get(id.as_str()).copied()).collect();
+        let mut rel_rows: Vec<usize> = c_rels[i].iter().filter_map(|id| rel_index.get(id).copied()).collect();
         let relationship_count = rel_rows.len();
         let keep = (max_input_length / 2).max(3);
         if rel_rows.len() > keep {
@@ -209,9 +209,9 @@ fn gather(inputs: &[Arc<RecordBatch>], max_input_length: usize) -> anyhow::Resul
         // Passages mentioning more of the community's entities come first.
         let mut ranked: Vec<(usize, i64, &str)> = c_units[i]
             .iter()
-            .filter_map(|id| unit_index.get(id.as_str()))
+            .filter_map(|id| unit_index.get(id))
             .map(|&u| {
-                let hits = u_ents[u].iter().filter(|e| member_ids.contains(e.as_str())).count();
+                let hits = u_ents[u].iter().filter(|&&e| member_ids.contains(e)).count();
                 (hits, u_hrid[u], u_text[u])
             })
             .collect();
