@@ -10,12 +10,12 @@ use serde::Deserialize;
 
 use graphrag_engine::context::VerbContext;
 use graphrag_engine::schema;
-use graphrag_engine::table::strings;
+use graphrag_engine::table::{floats, ints, string_list_refs, strings};
 use graphrag_engine::verb::{Verb, VerbDef, VerbInfo};
 use graphrag_operations::graph_merge::{MergedEntity, MergedRelationship};
 use graphrag_operations::ids::stable_uuid;
 
-use crate::graph_tables::{read_merged_entities, read_merged_relationships};
+use crate::graph_tables::{joined_descriptions, read_merged_entities, read_merged_relationships};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -41,12 +41,13 @@ fn description(d: &[String]) -> String {
 }
 
 /// Degree of each title: its number of distinct neighbours.
-fn degrees(relationships: &[MergedRelationship]) -> HashMap<&str, i64> {
+/// Distinct neighbours per title over `(source, target)` pairs (self-loops ignored).
+fn degrees<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> HashMap<&'a str, i64> {
     let mut neighbours: HashMap<&str, HashSet<&str>> = HashMap::new();
-    for r in relationships {
-        if r.source != r.target {
-            neighbours.entry(&r.source).or_default().insert(&r.target);
-            neighbours.entry(&r.target).or_default().insert(&r.source);
+    for (source, target) in pairs {
+        if source != target {
+            neighbours.entry(source).or_default().insert(target);
+            neighbours.entry(target).or_default().insert(source);
         }
     }
     neighbours.into_iter().map(|(k, v)| (k, v.len() as i64)).collect()
@@ -54,53 +55,58 @@ fn degrees(relationships: &[MergedRelationship]) -> HashMap<&str, i64> {
 
 impl Verb for FinalizeGraph {
     fn run(&self, inputs: &[Arc<RecordBatch>], ctx: &VerbContext) -> anyhow::Result<Vec<RecordBatch>> {
-        let entities = read_merged_entities(&inputs[0], "entities")?;
-        let relationships = read_merged_relationships(&inputs[1], "relationships")?;
+        // Columns are read borrowed from the input tables: an owned copy of
+        // every title and text unit id list costs gigabytes on large graphs.
+        let (ents, rels) = (&inputs[0], &inputs[1]);
+        let e_title = strings(ents, "entities", "title")?;
+        let e_units = string_list_refs(ents, "entities", "text_unit_ids")?;
+        let (r_source, r_target) =
+            (strings(rels, "relationships", "source")?, strings(rels, "relationships", "target")?);
+        let r_units = string_list_refs(rels, "relationships", "text_unit_ids")?;
         let units = &inputs[2];
         let covariates = &inputs[3];
-        let degree = degrees(&relationships);
+        let degree = degrees(r_source.iter().copied().zip(r_target.iter().copied()));
         let deg = |t: &str| degree.get(t).copied().unwrap_or(0);
-        let entity_ids: Vec<String> = entities.iter().map(|e| stable_uuid("entity", &[&e.title])).collect();
+        let entity_ids: Vec<String> = e_title.iter().map(|t| stable_uuid("entity", &[t])).collect();
         let rel_ids: Vec<String> =
-            relationships.iter().map(|r| stable_uuid("relationship", &[&r.source, &r.target])).collect();
+            r_source.iter().zip(&r_target).map(|(s, t)| stable_uuid("relationship", &[s, t])).collect();
 
         let entities_table = RecordBatch::try_new(
             schema::entities(),
             vec![
                 schema::text_col(&entity_ids),
-                schema::int_col(0..entities.len() as i64),
-                schema::text_col(entities.iter().map(|e| &e.title)),
-                schema::text_col(entities.iter().map(|e| &e.entity_type)),
-                schema::text_col(entities.iter().map(|e| description(&e.descriptions))),
-                schema::id_list_col(entities.iter().map(|e| &e.text_unit_ids)),
-                schema::int_col(entities.iter().map(|e| e.frequency as i64)),
-                schema::int_col(entities.iter().map(|e| deg(&e.title))),
+                schema::int_col(0..ents.num_rows() as i64),
+                schema::text_col(&e_title),
+                schema::text_col(strings(ents, "entities", "type")?),
+                schema::text_col(joined_descriptions(ents, "entities")?),
+                schema::id_list_col(&e_units),
+                schema::int_col(ints(ents, "entities", "frequency")?),
+                schema::int_col(e_title.iter().map(|t| deg(t))),
             ],
         )?;
         let relationships_table = RecordBatch::try_new(
             schema::relationships(),
             vec![
                 schema::text_col(&rel_ids),
-                schema::int_col(0..relationships.len() as i64),
-                schema::text_col(relationships.iter().map(|r| &r.source)),
-                schema::text_col(relationships.iter().map(|r| &r.target)),
-                schema::text_col(relationships.iter().map(|r| description(&r.descriptions))),
-                schema::float_col(relationships.iter().map(|r| r.weight)),
-                schema::int_col(relationships.iter().map(|r| deg(&r.source) + deg(&r.target))),
-                schema::id_list_col(relationships.iter().map(|r| &r.text_unit_ids)),
+                schema::int_col(0..rels.num_rows() as i64),
+                schema::text_col(&r_source),
+                schema::text_col(&r_target),
+                schema::text_col(joined_descriptions(rels, "relationships")?),
+                schema::float_col(floats(rels, "relationships", "weight")?),
+                schema::int_col(r_source.iter().zip(&r_target).map(|(s, t)| deg(s) + deg(t))),
+                schema::id_list_col(&r_units),
             ],
         )?;
 
-        // Text unit → the ids of what was extracted from it.
         let mut unit_entities: HashMap<&str, Vec<&str>> = HashMap::new();
-        for (e, id) in entities.iter().zip(&entity_ids) {
-            for u in &e.text_unit_ids {
+        for (list, id) in e_units.iter().zip(&entity_ids) {
+            for u in list {
                 unit_entities.entry(u).or_default().push(id);
             }
         }
         let mut unit_rels: HashMap<&str, Vec<&str>> = HashMap::new();
-        for (r, id) in relationships.iter().zip(&rel_ids) {
-            for u in &r.text_unit_ids {
+        for (list, id) in r_units.iter().zip(&rel_ids) {
+            for u in list {
                 unit_rels.entry(u).or_default().push(id);
             }
         }
@@ -122,6 +128,8 @@ impl Verb for FinalizeGraph {
         let text_units = RecordBatch::try_new(s, columns)?;
 
         if self.graphml {
+            let entities = read_merged_entities(ents, "entities")?;
+            let relationships = read_merged_relationships(rels, "relationships")?;
             ctx.write_output("graph.graphml", graphml(&entities, &relationships, &degree).as_bytes())?;
         }
         Ok(vec![entities_table, relationships_table, text_units])
@@ -183,20 +191,10 @@ fn graphml(entities: &[MergedEntity], relationships: &[MergedRelationship], degr
 mod tests {
     use super::*;
 
-    fn rel(s: &str, t: &str) -> MergedRelationship {
-        MergedRelationship {
-            source: s.into(),
-            target: t.into(),
-            descriptions: vec![],
-            weight: 1.0,
-            text_unit_ids: vec![],
-        }
-    }
-
     #[test]
     fn degree_counts_distinct_neighbours() {
-        let rels = [rel("A", "B"), rel("A", "C"), rel("B", "A"), rel("C", "C")];
-        let d = degrees(&rels);
+        let rels = [("A", "B"), ("A", "C"), ("B", "A"), ("C", "C")];
+        let d = degrees(rels);
         assert_eq!((d["A"], d["B"], d["C"]), (2, 1, 1));
     }
 

@@ -4,7 +4,7 @@
 use arrow_array::RecordBatch;
 
 use graphrag_engine::schema;
-use graphrag_engine::table::{floats, ints, string_lists, strings};
+use graphrag_engine::table::{floats, ints, string_list_refs, string_lists, strings};
 use graphrag_operations::graph_merge::{MergedEntity, MergedRelationship};
 
 pub fn merged_entities_table(entities: &[MergedEntity]) -> anyhow::Result<RecordBatch> {
@@ -65,6 +65,17 @@ pub fn read_merged_relationships(t: &RecordBatch, name: &str) -> anyhow::Result<
             text_unit_ids: units[i].clone(),
         })
         .collect())
+}
+
+/// Descriptions of a graph table joined by newlines, one string per row: the
+/// `descriptions` list of a merged graph or the single `description` of a
+/// summarised one.
+pub fn joined_descriptions(t: &RecordBatch, name: &str) -> anyhow::Result<Vec<String>> {
+    if t.column_by_name("descriptions").is_some() {
+        Ok(string_list_refs(t, name, "descriptions")?.iter().map(|d| d.join("\n")).collect())
+    } else {
+        Ok(strings(t, name, "description")?.into_iter().map(str::to_string).collect())
+    }
 }
 
 /// Descriptions of a graph table: the `descriptions` list column of a merged
