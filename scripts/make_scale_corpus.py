@@ -11,8 +11,8 @@ mixture of sources) and packed into documents of about --doc-kb KB (passages
 separated by blank lines) and written as OUT_DIR/c<copy>_<n>.txt until MB megabytes (10^6 bytes) are
 written.
 
-Copy 0 is the text as it is. Later copies are the same passages with every Title-case ASCII word given a
-suffix naming the copy ("Scrooge" -> "Scroogeqb" in copy 1), so that each copy brings new proper
+Copy 0 is the text as it is. Later copies are the same passages with every Title-case ASCII word
+given a suffix naming the copy ("Scrooge" -> "Scroogeqb" in copy 1), so that each copy brings new proper
 nouns: the graph grows with the corpus, as it would with new documents, instead of mapping the copies
 onto the same entities. The output is byte-identical for equal arguments and sources.
 """
