@@ -5,6 +5,7 @@ mod index;
 mod init;
 mod logging;
 mod query;
+mod update;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -89,10 +90,17 @@ enum Command {
         #[arg(required = true)]
         question: Vec<String>,
     },
-    /// Add or remove documents without re-indexing everything (not built yet in this version).
+    /// Bring the index up to date with the input folder: new, changed and removed documents, reusing
+    /// cached model answers for everything unchanged; the previous index stays live until it succeeds.
     Update {
         #[command(flatten)]
         root: RootArg,
+        /// Pipeline: auto (the one the index was built with), standard, fast, or a pipeline .yaml.
+        #[arg(long, default_value = "auto")]
+        method: String,
+        /// Validate and print the plan and the model calls it would make (uncached items), without running.
+        #[arg(long)]
+        dry_run: bool,
     },
     /// List the verbs this build provides.
     Verbs,
@@ -103,18 +111,9 @@ fn main() -> ExitCode {
     let verbosity = if cli.quiet { -1 } else { cli.verbose as i8 };
     let result = match cli.command {
         Command::Init { root, force } => init::run(&root.root, force),
-        Command::Index {
-            root,
-            method,
-            resume,
-            dry_run,
-        } => index::run(&index::IndexArgs {
-            root: root.root,
-            method,
-            resume,
-            dry_run,
-            verbosity,
-        }),
+        Command::Index { root, method, resume, dry_run } => {
+            index::run(&index::IndexArgs { root: root.root, method, resume, dry_run, verbosity })
+        }
         Command::Query {
             root,
             method,
@@ -137,9 +136,9 @@ fn main() -> ExitCode {
             question: question.join(" "),
             verbosity,
         }),
-        Command::Update { .. } => Err(anyhow::anyhow!(
-            "`update` is not built yet in this version of graphrag-rs; run `index` again (with --resume to skip unchanged steps)"
-        )),
+        Command::Update { root, method, dry_run } => {
+            update::run(&update::UpdateArgs { root: root.root, method, dry_run, verbosity })
+        }
         Command::Verbs => {
             index::print_verbs();
             Ok(())

@@ -208,6 +208,8 @@ impl QueryEngine {
         if !output.is_dir() {
             bail!("no index in {}: run `graphrag-rs index --root {}` first", output.display(), root.display());
         }
+        // An update that crashed while publishing is finished before reading.
+        graphrag_engine::staging::recover(&output)?;
         let llm = LlmService::from_settings(&settings, &root)?;
         let index = Index::new(&root, &output, settings.vector_store.ann_threshold);
         Ok(QueryEngine { root, settings, llm, index })
