@@ -344,5 +344,5 @@ fn dry_run_estimates_calls_and_tokens_without_sending_anything() {
     assert_eq!(calls, 2 * chunks);
     let o = index(dir.path(), &["--method", "standard", "--dry-run"]);
     let out = String::from_utf8_lossy(&o.stdout).to_string();
-    assert!(out.contains(&format!("{chunks} of {chunks} items already cached")), "{out}");
+    assert!(out.contains(&format!("≤ 0 calls, ~0 prompt tokens; {chunks} of {chunks} items already cached")), "{out}");
 }
