@@ -81,6 +81,10 @@ pub struct Graph {
     pub entity_units: Vec<Vec<String>>,
     pub degree: Vec<i64>,
     pub entity_by_id: HashMap<String, usize>,
+    /// Entities by [`crate::context::title_key`] of their title.
+    pub entity_by_key: HashMap<String, Vec<usize>>,
+    /// Words of the longest title key.
+    pub max_key_words: usize,
 
     pub rel_hrid: Vec<i64>,
     pub source: Vec<String>,
@@ -134,7 +138,18 @@ impl Graph {
             c => c,
         };
         let rel_id = owned(strings(relationships, r, "id")?);
+        let mut entity_by_key: HashMap<String, Vec<usize>> = HashMap::new();
+        let mut max_key_words = 0;
+        for (e, t) in title.iter().enumerate() {
+            let key = crate::context::title_key(t);
+            if !key.is_empty() {
+                max_key_words = max_key_words.max(key.split(' ').count());
+                entity_by_key.entry(key).or_default().push(e);
+            }
+        }
         Ok(Graph {
+            entity_by_key,
+            max_key_words,
             entity_hrid: short_ids(entities, t)?,
             entity_type: strings_or(entities, t, "type")?,
             entity_description: strings_or(entities, t, "description")?,
