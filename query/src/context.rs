@@ -362,6 +362,24 @@ pub fn rank_text_units<S: AsRef<str>>(entity_units: &[&[S]], relationship_units:
     ranked.into_iter().map(|(_, _, i)| order[i].clone()).collect()
 }
 
+/// The entities at the ends of `relationships` that are not `selected`, in
+/// order of first appearance (`ends`: per relationship, its source and
+/// target entity when known).
+pub fn neighbour_entities(
+    selected: &[usize],
+    relationships: &[usize],
+    ends: &[(Option<u32>, Option<u32>)],
+) -> Vec<usize> {
+    let mut seen: HashSet<usize> = selected.iter().copied().collect();
+    relationships
+        .iter()
+        .flat_map(|&r| [ends[r].0, ends[r].1])
+        .flatten()
+        .map(|e| e as usize)
+        .filter(|&e| seen.insert(e))
+        .collect()
+}
+
 /// `ranked` reordered by similarity to the question: the ids in `hits`
 /// (id, similarity; best first) first in that order, the others after them
 /// in their `ranked` order.
@@ -850,6 +868,13 @@ mod tests {
         let hits = vec![("u3".to_string(), 0.9), ("u1".to_string(), 0.5), ("u9".to_string(), 0.4)];
         assert_eq!(order_by_similarity(ranked.clone(), &hits), ["u3", "u1", "u2", "u4"]);
         assert_eq!(order_by_similarity(ranked.clone(), &[]), ranked);
+    }
+
+    #[test]
+    fn neighbours_are_the_other_ends_once() {
+        let ends = vec![(Some(0), Some(5)), (Some(5), Some(7)), (Some(0), None), (Some(1), Some(7))];
+        assert_eq!(neighbour_entities(&[0, 1], &[0, 2, 3, 1], &ends), vec![5, 7]);
+        assert!(neighbour_entities(&[0, 1], &[], &ends).is_empty());
     }
 
     #[test]

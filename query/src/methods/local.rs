@@ -8,8 +8,8 @@ use anyhow::bail;
 use serde_json::{json, Value};
 
 use crate::context::{
-    entities_named_in, history_table, join_parts, order_by_similarity, pack_table, rank_relationships, rank_text_units,
-    reports_at_level, MemoCounter, PackedTable,
+    entities_named_in, history_table, join_parts, neighbour_entities, order_by_similarity, pack_table,
+    rank_relationships, rank_text_units, reports_at_level, MemoCounter, PackedTable,
 };
 use crate::data::{Field, Graph};
 use crate::{render, Outcome, Run};
@@ -163,8 +163,15 @@ pub fn build(
         let mut ranked = rank_text_units(&entity_units, &rel_units);
         // The graph proposes, the question orders: entity links alone favour
         // units that list many of the selected entities over the one that
-        // answers (graphrag-rs; GraphRAG has no text unit vectors here).
+        // answers. The candidates also take in the units of the entities at
+        // the other end of the context's relationships (the next hop of a
+        // multi-hop question). graphrag-rs: GraphRAG ranks by entity order.
         if let Some(vectors) = index.vectors_opt(Field::TextUnitText) {
+            for e in neighbour_entities(&selected, &rels_in_context, &g.ends) {
+                ranked.extend(g.entity_units[e].iter().cloned());
+            }
+            let mut seen = HashSet::new();
+            ranked.retain(|id| seen.insert(id.clone()));
             let allowed: HashSet<usize> = ranked.iter().filter_map(|id| vectors.row_of(id)).collect();
             let hits = run.search(&vectors, query, allowed.len(), Some(&allowed))?;
             ranked = order_by_similarity(ranked, &hits);
