@@ -1,6 +1,10 @@
 //! GraphRAG local search: the entities closest to the question, their
 //! relationships, claims, community reports and source text units, packed
 //! into `local_search.max_context_tokens` with GraphRAG's proportions.
+//! Two graphrag-rs departures, measured in docs/benchmarks.md ("Retrieval
+//! recall"): entities the question names are selected first, and the text
+//! units (of the selected entities and their relationships' other ends) are
+//! ordered by similarity to the question when text unit vectors exist.
 
 use std::collections::{HashMap, HashSet};
 
