@@ -81,6 +81,10 @@ pub struct Graph {
     pub entity_units: Vec<Vec<String>>,
     pub degree: Vec<i64>,
     pub entity_by_id: HashMap<String, usize>,
+    /// Entities by [`crate::context::title_key`] of their title.
+    pub entity_by_key: HashMap<String, Vec<usize>>,
+    /// Words of the longest title key.
+    pub max_key_words: usize,
 
     pub rel_hrid: Vec<i64>,
     pub source: Vec<String>,
@@ -134,7 +138,18 @@ impl Graph {
             c => c,
         };
         let rel_id = owned(strings(relationships, r, "id")?);
+        let mut entity_by_key: HashMap<String, Vec<usize>> = HashMap::new();
+        let mut max_key_words = 0;
+        for (e, t) in title.iter().enumerate() {
+            let key = crate::context::title_key(t);
+            if !key.is_empty() {
+                max_key_words = max_key_words.max(key.split(' ').count());
+                entity_by_key.entry(key).or_default().push(e);
+            }
+        }
         Ok(Graph {
+            entity_by_key,
+            max_key_words,
             entity_hrid: short_ids(entities, t)?,
             entity_type: strings_or(entities, t, "type")?,
             entity_description: strings_or(entities, t, "description")?,
@@ -402,6 +417,37 @@ impl Vectors {
     }
 }
 
+/// The document title of each text unit, by the unit's `human_readable_id`
+/// (the `id` of a context's source rows).
+pub struct UnitDocuments {
+    pub title_of_unit: HashMap<i64, String>,
+}
+
+impl UnitDocuments {
+    /// GraphRAG 3.x text units name their document in `document_id`, older
+    /// outputs in the list `document_ids` (whose first entry is taken).
+    fn load(units: &RecordBatch, documents: &RecordBatch) -> anyhow::Result<UnitDocuments> {
+        let doc_ids = owned(strings(documents, "documents", "id")?);
+        let titles = owned(strings(documents, "documents", "title")?);
+        let title_of_doc: HashMap<&str, &str> =
+            doc_ids.iter().map(String::as_str).zip(titles.iter().map(String::as_str)).collect();
+        let unit_docs: Vec<String> = if units.column_by_name("document_id").is_some() {
+            owned(strings(units, "text_units", "document_id")?)
+        } else {
+            lists_or(units, "text_units", "document_ids")?
+                .into_iter()
+                .map(|l| l.into_iter().next().unwrap_or_default())
+                .collect()
+        };
+        let title_of_unit = short_ids(units, "text_units")?
+            .into_iter()
+            .zip(&unit_docs)
+            .filter_map(|(hrid, doc)| title_of_doc.get(doc.as_str()).map(|t| (hrid, t.to_string())))
+            .collect();
+        Ok(UnitDocuments { title_of_unit })
+    }
+}
+
 /// The output folder of an index, its tables loaded on first use.
 pub struct Index {
     pub root: PathBuf,
@@ -412,6 +458,7 @@ pub struct Index {
     reports: OnceLock<Arc<Reports>>,
     communities: OnceLock<Arc<Communities>>,
     claims: OnceLock<Arc<Claims>>,
+    unit_documents: OnceLock<Arc<UnitDocuments>>,
     vectors: [OnceLock<Arc<Vectors>>; 4],
     /// Row counts of the source tables, read from Parquet metadata only.
     rows: [OnceLock<usize>; 4],
@@ -436,6 +483,7 @@ impl Index {
             reports: OnceLock::new(),
             communities: OnceLock::new(),
             claims: OnceLock::new(),
+            unit_documents: OnceLock::new(),
             vectors: Default::default(),
             rows: Default::default(),
         }
@@ -487,6 +535,10 @@ impl Index {
                 Ok(Claims::empty())
             }
         })
+    }
+
+    pub fn unit_documents(&self) -> anyhow::Result<Arc<UnitDocuments>> {
+        cached(&self.unit_documents, || UnitDocuments::load(&self.read("text_units")?, &self.read("documents")?))
     }
 
     /// Number of rows of a field's source table (Parquet footer only).

@@ -223,6 +223,21 @@ impl QueryEngine {
         &self.root
     }
 
+    /// The titles of the documents that a context's source rows come from,
+    /// deduplicated in order: `source_ids` are the `id` values of
+    /// `context_records.sources` (text units' human_readable_id).
+    pub fn source_documents(&self, source_ids: &[String]) -> anyhow::Result<Vec<String>> {
+        let docs = self.index.unit_documents()?;
+        let mut seen = std::collections::HashSet::new();
+        Ok(source_ids
+            .iter()
+            .filter_map(|id| id.trim().parse::<i64>().ok())
+            .filter_map(|hrid| docs.title_of_unit.get(&hrid))
+            .filter(|title| seen.insert(title.as_str()))
+            .cloned()
+            .collect())
+    }
+
     /// Whether `method` can generate answers (its completion model is
     /// configured); without one every query is retrieval-only.
     pub fn can_answer(&self, method: Method) -> bool {
