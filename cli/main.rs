@@ -171,15 +171,7 @@ fn main() -> ExitCode {
             question: question.join(" "),
             verbosity,
         }),
-        Command::Eval {
-            root,
-            questions,
-            method,
-            k,
-            output,
-            limit,
-            answers,
-        } => eval::run(eval::EvalArgs {
+        Command::Eval { root, questions, method, k, output, limit, answers } => eval::run(eval::EvalArgs {
             root: root.root,
             questions,
             methods: method,

@@ -67,6 +67,22 @@ pub struct DocStatus {
     pub error: Option<String>,
 }
 
+impl DocStatus {
+    /// A document this run sees for the first time.
+    fn first_seen(id: String, title: &str, now: &str) -> DocStatus {
+        DocStatus {
+            id,
+            title: title.to_string(),
+            status: Status::Pending,
+            text_unit_ids: Vec::new(),
+            created_at: now.to_string(),
+            updated_at: now.to_string(),
+            run_seconds: 0.0,
+            error: None,
+        }
+    }
+}
+
 fn schema() -> SchemaRef {
     Arc::new(Schema::new(vec![
         text_field("id"),
@@ -162,16 +178,7 @@ impl Tracker {
     pub fn documents_known(&mut self, documents: &RecordBatch) -> anyhow::Result<()> {
         let now = now_rfc3339();
         for (id, title, units) in document_rows(documents)? {
-            let row = self.rows.entry(id.clone()).or_insert_with(|| DocStatus {
-                id,
-                title: title.clone(),
-                status: Status::Pending,
-                text_unit_ids: Vec::new(),
-                created_at: now.clone(),
-                updated_at: now.clone(),
-                run_seconds: 0.0,
-                error: None,
-            });
+            let row = self.rows.entry(id.clone()).or_insert_with(|| DocStatus::first_seen(id, &title, &now));
             if row.status != Status::Processed {
                 row.status = Status::Processing;
                 row.title = title;
@@ -189,16 +196,7 @@ impl Tracker {
         let seconds = self.started.elapsed().as_secs_f64();
         let mut rows = BTreeMap::new();
         for (id, title, units) in document_rows(documents)? {
-            let mut row = self.rows.remove(&id).unwrap_or_else(|| DocStatus {
-                id: id.clone(),
-                title: title.clone(),
-                status: Status::Pending,
-                text_unit_ids: Vec::new(),
-                created_at: now.clone(),
-                updated_at: now.clone(),
-                run_seconds: 0.0,
-                error: None,
-            });
+            let mut row = self.rows.remove(&id).unwrap_or_else(|| DocStatus::first_seen(id.clone(), &title, &now));
             if row.status != Status::Processed {
                 row.updated_at = now.clone();
                 row.run_seconds = seconds;

@@ -578,19 +578,25 @@ fn warm_start_keeps_the_partition_where_the_graph_did_not_change() {
     assert!(communities_connected(&grown, &after));
 }
 
+/// `communities` as the prior of a graph of `n` nodes, none changed.
+fn prior_of(communities: &[Community], n: usize) -> PriorClustering {
+    let levels = communities.iter().map(|c| c.level).max().unwrap() + 1;
+    let mut prior = PriorClustering { levels: vec![vec![None; n]; levels], changed: vec![false; n] };
+    for c in communities {
+        for &v in &c.nodes {
+            prior.levels[c.level][v] = Some(c.id);
+        }
+    }
+    prior
+}
+
 #[test]
 fn hierarchical_warm_start_keeps_what_did_not_change() {
     let planted = planted_1000(5, 0.3);
     let g = Graph::from_edges(planted.num_nodes, &planted.edges);
     let cfg = HierarchyConfig { max_cluster_size: 30, ..HierarchyConfig::default() };
     let first = hierarchical_leiden(&g, &cfg);
-    let levels = first.iter().map(|c| c.level).max().unwrap() + 1;
-    let mut prior = PriorClustering { levels: vec![vec![None; planted.num_nodes]; levels], changed: vec![false; 1000] };
-    for c in &first {
-        for &v in &c.nodes {
-            prior.levels[c.level][v] = Some(c.id);
-        }
-    }
+    let prior = prior_of(&first, planted.num_nodes);
     let again = hierarchical_leiden_from(&g, &cfg, &prior);
     let members = |cs: &[Community]| {
         let mut m: Vec<(usize, Vec<usize>)> = cs.iter().map(|c| (c.level, c.nodes.clone())).collect();
@@ -606,14 +612,8 @@ fn hierarchical_warm_start_reclusters_only_the_changed_branch() {
     let g = Graph::from_edges(planted.num_nodes, &planted.edges);
     let cfg = HierarchyConfig { max_cluster_size: 30, ..HierarchyConfig::default() };
     let first = hierarchical_leiden(&g, &cfg);
-    let levels = first.iter().map(|c| c.level).max().unwrap() + 1;
     let n = planted.num_nodes;
-    let mut prior = PriorClustering { levels: vec![vec![None; n + 1]; levels], changed: vec![false; n + 1] };
-    for c in &first {
-        for &v in &c.nodes {
-            prior.levels[c.level][v] = Some(c.id);
-        }
-    }
+    let mut prior = prior_of(&first, n + 1);
     // A new node tied to two members of the first level-0 community.
     let home = &first[0].nodes;
     let grown = with_new_node(&planted, &home[..2]);
