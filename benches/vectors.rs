@@ -11,7 +11,7 @@
 //!   that reaches recall@10 ≥ 0.95 against exact search (tuned on the first
 //!   200 queries, each step's recall and p50 printed on stderr), the latency
 //!   p50/p99 and recall@10 over all queries; plus the same at the default
-//!   `ef_search` (64). "scan" marks an `ef_search` at which the index scans
+//!   `ef_search` (`HnswParams::default()`). "scan" marks an `ef_search` at which the index scans
 //!   its 8-bit codes instead of walking the graph (`ef ≥ n / 100`).
 //!
 //! Data sets (`BENCH_DATA` = `gaussian`, `lowrank` or `both`, default both):
@@ -230,9 +230,10 @@ fn main() {
                 }
             }
             // The default ef_search, then the tuned one (or the largest tried).
-            let mut efs = vec![64];
+            let default_ef = HnswParams::default().ef_search;
+            let mut efs = vec![default_ef];
             let last = chosen.unwrap_or(16384);
-            if last != 64 {
+            if last != default_ef {
                 efs.push(last);
             }
             for ef in efs {

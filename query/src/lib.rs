@@ -209,7 +209,7 @@ impl QueryEngine {
             bail!("no index in {}: run `graphrag-rs index --root {}` first", output.display(), root.display());
         }
         let llm = LlmService::from_settings(&settings, &root)?;
-        let index = Index::new(&root, &output, settings.vector_store.ann_threshold);
+        let index = Index::new(&root, &output, &settings.vector_store);
         Ok(QueryEngine { root, settings, llm, index })
     }
 
