@@ -11,6 +11,7 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::{Float32Type, Float64Type};
 use arrow_array::{Array, RecordBatch};
 use arrow_schema::DataType;
+use graphrag_engine::settings::VectorStoreConfig;
 use graphrag_engine::store::read_table;
 use graphrag_engine::table::{column_of, floats, ints, string_lists, strings};
 use graphrag_vectors::{Collection, EmbeddedStore, HnswParams, VectorStore};
@@ -375,7 +376,7 @@ impl Vectors {
         self.store.as_ref()?.collection().index_of(id)
     }
 
-    fn load(field: Field, path: &Path, ann_threshold: usize) -> anyhow::Result<Vectors> {
+    fn load(field: Field, path: &Path, settings: &AnnSettings) -> anyhow::Result<Vectors> {
         let t = read_table(path)?;
         let table = format!("embeddings.{}", field.name());
         let ids = strings(&t, &table, "id")?;
@@ -412,7 +413,7 @@ impl Vectors {
                 tracing::warn!("ignoring the saved ANN index of {}: {e}", field.name());
             }
         }
-        let store = EmbeddedStore::new(collection, ann_threshold, HnswParams::default());
+        let store = EmbeddedStore::new(collection, settings.threshold, settings.params());
         Ok(Vectors { store: Some(store), path: path.to_path_buf() })
     }
 }
@@ -448,11 +449,23 @@ impl UnitDocuments {
     }
 }
 
+/// `vector_store` settings of the approximate index.
+struct AnnSettings {
+    threshold: usize,
+    ef_search: usize,
+}
+
+impl AnnSettings {
+    fn params(&self) -> HnswParams {
+        HnswParams { ef_search: self.ef_search, ..HnswParams::default() }
+    }
+}
+
 /// The output folder of an index, its tables loaded on first use.
 pub struct Index {
     pub root: PathBuf,
     pub output: PathBuf,
-    ann_threshold: usize,
+    ann: AnnSettings,
     graph: OnceLock<Arc<Graph>>,
     text_units: OnceLock<Arc<TextUnits>>,
     reports: OnceLock<Arc<Reports>>,
@@ -473,11 +486,11 @@ fn cached<T>(cell: &OnceLock<Arc<T>>, load: impl FnOnce() -> anyhow::Result<T>) 
 }
 
 impl Index {
-    pub fn new(root: &Path, output: &Path, ann_threshold: usize) -> Index {
+    pub fn new(root: &Path, output: &Path, vector_store: &VectorStoreConfig) -> Index {
         Index {
             root: root.to_path_buf(),
             output: output.to_path_buf(),
-            ann_threshold,
+            ann: AnnSettings { threshold: vector_store.ann_threshold, ef_search: vector_store.ann_ef_search },
             graph: OnceLock::new(),
             text_units: OnceLock::new(),
             reports: OnceLock::new(),
@@ -570,7 +583,7 @@ impl Index {
                     self.root.display()
                 );
             }
-            Vectors::load(field, &path, self.ann_threshold)
+            Vectors::load(field, &path, &self.ann)
         })?;
         if v.store.is_none() && self.source_rows(field) > 0 {
             bail!(
@@ -611,7 +624,7 @@ impl Index {
             }
             let collection = Collection::new(ids, embed(&texts)?)?;
             Ok(Vectors {
-                store: Some(EmbeddedStore::new(collection, self.ann_threshold, HnswParams::default())),
+                store: Some(EmbeddedStore::new(collection, self.ann.threshold, self.ann.params())),
                 path: path.clone(),
             })
         })
@@ -621,5 +634,19 @@ impl Index {
     /// was not embedded (for optional retrieval paths).
     pub fn vectors_opt(&self, field: Field) -> Option<Arc<Vectors>> {
         self.vectors(field).ok().filter(|v| v.store.is_some())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vector_store_defaults_are_the_vectors_crate_defaults() {
+        let defaults = VectorStoreConfig::default();
+        assert_eq!(defaults.ann_ef_search, HnswParams::default().ef_search);
+        assert_eq!(defaults.ann_threshold, graphrag_vectors::DEFAULT_ANN_THRESHOLD);
+        let ann = AnnSettings { threshold: 10, ef_search: 500 };
+        assert_eq!(ann.params(), HnswParams { ef_search: 500, ..HnswParams::default() });
     }
 }

@@ -211,7 +211,7 @@ impl QueryEngine {
         // An update that crashed while publishing is finished before reading.
         graphrag_engine::staging::recover(&output)?;
         let llm = LlmService::from_settings(&settings, &root)?;
-        let index = Index::new(&root, &output, settings.vector_store.ann_threshold);
+        let index = Index::new(&root, &output, &settings.vector_store);
         Ok(QueryEngine { root, settings, llm, index })
     }
 
