@@ -4,11 +4,14 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use graphrag_engine::context::{LocalFiles, LocalProject};
+use graphrag_engine::context::{LocalFiles, LocalProject, PreviousIndex};
+use graphrag_engine::doc_status;
 use graphrag_engine::llm::LlmService;
 use graphrag_engine::pipeline::{self, Plan};
 use graphrag_engine::runner::{self, RunOptions, StepEstimate, Workspace};
-use graphrag_engine::settings;
+use graphrag_engine::settings::{self, Settings};
+use graphrag_engine::staging;
+use graphrag_engine::stats::RunStats;
 use graphrag_operations::suggest::did_you_mean;
 use std::io::IsTerminal;
 
@@ -44,65 +47,102 @@ fn pipeline_source(root: &Path, method: &str) -> anyhow::Result<(PathBuf, String
     }
 }
 
+/// A project opened for a run: its settings, models and pipeline.
+pub struct Project {
+    pub root: PathBuf,
+    pub settings: Settings,
+    pub llm: LlmService,
+    pub plan: Plan,
+    pub output_dir: PathBuf,
+}
+
+impl Project {
+    /// Loads settings and pipeline for `method` (`auto`: standard with a
+    /// chat model, fast without), logging to the project's log file unless
+    /// nothing will run.
+    pub fn open(root: &Path, method: &str, verbosity: i8, log: bool) -> anyhow::Result<Project> {
+        let settings = settings::load(root)?.settings;
+        let log_file = root.join(&settings.reporting.base_dir).join("indexing-engine.log");
+        crate::logging::init(verbosity, log.then_some(log_file.as_path()))?;
+        let llm = LlmService::from_settings(&settings, root)?;
+        let method = match method {
+            "auto" if llm.has_chat_model(&settings.extract_graph.completion_model_id) => "standard",
+            "auto" => {
+                tracing::info!(
+                    "no chat model configured (completion_models.{}): using the fast method (noun-phrase graph, no LLM)",
+                    settings.extract_graph.completion_model_id
+                );
+                "fast"
+            }
+            other => other,
+        };
+        let (pipeline_file, text) = pipeline_source(root, method)?;
+        let plan = pipeline::load(&pipeline_file, &text, &settings, &graphrag_verbs::registry())?;
+        let output_dir = root.join(&settings.output_storage.base_dir);
+        Ok(Project { root: root.to_path_buf(), settings, llm, plan, output_dir })
+    }
+
+    /// Where a run of the pipeline reads and writes: `output_dir` for its
+    /// outputs, `previous` the index an update starts from.
+    pub fn workspace(self, output_dir: &Path, previous: Option<Box<dyn PreviousIndex>>) -> (Plan, Workspace) {
+        let ws = Workspace {
+            output_dir: output_dir.to_path_buf(),
+            files: Box::new(LocalFiles { root: self.root.join(&self.settings.input_storage.base_dir) }),
+            project: Some(Box::new(LocalProject { root: self.root.clone(), output_dir: output_dir.to_path_buf() })),
+            llm: Some(self.llm),
+            previous,
+        };
+        (self.plan, ws)
+    }
+}
+
 pub fn run(args: &IndexArgs) -> anyhow::Result<()> {
-    let loaded = settings::load(&args.root)?;
-    let s = &loaded.settings;
-    let log_file = args.root.join(&s.reporting.base_dir).join("indexing-engine.log");
-    crate::logging::init(args.verbosity, (!args.dry_run).then_some(log_file.as_path()))?;
-    let llm = LlmService::from_settings(s, &args.root)?;
-    let method = match args.method.as_str() {
-        "auto" if llm.has_chat_model(&s.extract_graph.completion_model_id) => "standard",
-        "auto" => {
-            tracing::info!(
-                "no chat model configured (completion_models.{}): using the fast method (noun-phrase graph, no LLM)",
-                s.extract_graph.completion_model_id
-            );
-            "fast"
-        }
-        other => other,
-    };
-    let (pipeline_file, text) = pipeline_source(&args.root, method)?;
-    let registry = graphrag_verbs::registry();
-    let plan = pipeline::load(&pipeline_file, &text, s, &registry)?;
-    let ws = Workspace {
-        output_dir: args.root.join(&s.output_storage.base_dir),
-        files: Box::new(LocalFiles { root: args.root.join(&s.input_storage.base_dir) }),
-        project: Some(Box::new(LocalProject {
-            root: args.root.clone(),
-            output_dir: args.root.join(&s.output_storage.base_dir),
-        })),
-        llm: Some(llm),
-    };
+    let project = Project::open(&args.root, &args.method, args.verbosity, !args.dry_run)?;
+    let output_dir = project.output_dir.clone();
+    let (plan, ws) = project.workspace(&output_dir, None);
     if args.dry_run {
         print_plan(&plan, &ws, args.resume)?;
         return Ok(());
     }
+    // A finished update's publication is completed first; an unfinished
+    // one is superseded by this full run.
+    staging::recover(&output_dir)?;
+    staging::discard(&output_dir)?;
     tracing::info!(pipeline = %plan.name, steps = plan.steps.len(), "indexing {}", args.root.display());
-    let opts = RunOptions { resume: args.resume, progress: args.verbosity >= 0 && std::io::stderr().is_terminal() };
-    let stats = runner::run(&plan, &ws, &opts)?;
+    let opts = RunOptions { resume: args.resume, progress: progress_bars(args.verbosity), ..RunOptions::default() };
+    let stats = doc_status::run_tracked(&plan, &ws, &opts, &output_dir, || Ok(()))?;
     if args.verbosity >= 0 {
         println!("Indexed with pipeline `{}` in {:.2} s:", plan.name, stats.total_runtime);
-        for step in &plan.steps {
-            if let Some(st) = stats.workflows.get(&step.id) {
-                println!(
-                    "  {:<32} {:<8} {:>8.2} s  rows in {:>7}  out {:>7}{}",
-                    step.id,
-                    st.status,
-                    st.overall,
-                    st.rows_in,
-                    st.rows_out,
-                    if st.warnings > 0 { format!("  ({} warnings, see log)", st.warnings) } else { String::new() }
-                );
-            }
-        }
+        print_steps(&plan, &stats);
         let published: Vec<&str> = plan.published.iter().map(String::as_str).collect();
-        println!("Tables in {}: {}", ws.output_dir.display(), published.join(", "));
-        println!("Stats: {}", ws.output_dir.join("stats.json").display());
+        println!("Tables in {}: {}", output_dir.display(), published.join(", "));
+        println!("Stats: {}", output_dir.join("stats.json").display());
     }
     Ok(())
 }
 
-fn print_plan(plan: &Plan, ws: &Workspace, resume: bool) -> anyhow::Result<()> {
+pub fn progress_bars(verbosity: i8) -> bool {
+    verbosity >= 0 && std::io::stderr().is_terminal()
+}
+
+/// One line per step: status, seconds, rows, warnings.
+pub fn print_steps(plan: &Plan, stats: &RunStats) {
+    for step in &plan.steps {
+        if let Some(st) = stats.workflows.get(&step.id) {
+            println!(
+                "  {:<32} {:<8} {:>8.2} s  rows in {:>7}  out {:>7}{}",
+                step.id,
+                st.status,
+                st.overall,
+                st.rows_in,
+                st.rows_out,
+                if st.warnings > 0 { format!("  ({} warnings, see log)", st.warnings) } else { String::new() }
+            );
+        }
+    }
+}
+
+pub fn print_plan(plan: &Plan, ws: &Workspace, resume: bool) -> anyhow::Result<()> {
     let skip = if resume { runner::resume_preview(plan, ws)? } else { vec![false; plan.steps.len()] };
     println!("Settings and pipeline are valid.");
     println!("Pipeline `{}` ({}): {} steps", plan.name, plan.file.display(), plan.steps.len());

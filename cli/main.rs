@@ -1,10 +1,12 @@
 //! The `graphrag-rs` command line: argument parsing, logging, exit codes.
 
 mod assets;
+mod eval;
 mod index;
 mod init;
 mod logging;
 mod query;
+mod update;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -89,10 +91,51 @@ enum Command {
         #[arg(required = true)]
         question: Vec<String>,
     },
-    /// Add or remove documents without re-indexing everything (not built yet in this version).
+    /// Score retrieval on a question set: is each gold passage (or gold document) in the context a
+    /// method retrieves? Prints recall, all-found rate, context tokens and latency per method and
+    /// question type; no chat calls unless --answers.
+    ///
+    /// A gold passage counts as found when its text is in the context ignoring case, whitespace,
+    /// punctuation and quote styles, or, split across text units, when 80% of its 8-word shingles
+    /// are. Questions without gold passages are scored on gold_docs: titles (or file paths under
+    /// input/) of the documents of the context's source text units.
+    Eval {
+        #[command(flatten)]
+        root: RootArg,
+        /// JSON list of {id, question, answer, answer_aliases, type, gold_docs, gold_passages}.
+        #[arg(long)]
+        questions: PathBuf,
+        /// Methods to compare, comma-separated (local, global, basic, drift, hybrid, mix).
+        #[arg(long, default_value = "basic,local,mix")]
+        method: String,
+        /// Vector-search sizes to compare, comma-separated; each sets basic_search.k (text units),
+        /// local_search.top_k_entities (entities of local and drift; GraphRAG oversamples x2) and
+        /// keyword_search.top_k and chunk_top_k (hybrid/mix entities and relationships per keyword
+        /// level, mix's text chunks). Default: the values in settings.yaml.
+        #[arg(long)]
+        k: Option<String>,
+        /// Write the summary and per-question scores as JSON to this file.
+        #[arg(long)]
+        output: Option<PathBuf>,
+        /// Only the first N questions.
+        #[arg(long)]
+        limit: Option<usize>,
+        /// Also generate answers with the chat model and score exact match and token F1 against
+        /// answer and answer_aliases (SQuAD normalisation); needs a configured chat model.
+        #[arg(long)]
+        answers: bool,
+    },
+    /// Bring the index up to date with the input folder: new, changed and removed documents, reusing
+    /// cached model answers for everything unchanged; the previous index stays live until it succeeds.
     Update {
         #[command(flatten)]
         root: RootArg,
+        /// Pipeline: auto (the one the index was built with), standard, fast, or a pipeline .yaml.
+        #[arg(long, default_value = "auto")]
+        method: String,
+        /// Validate and print the plan and the model calls it would make (uncached items), without running.
+        #[arg(long)]
+        dry_run: bool,
     },
     /// List the verbs this build provides.
     Verbs,
@@ -103,18 +146,9 @@ fn main() -> ExitCode {
     let verbosity = if cli.quiet { -1 } else { cli.verbose as i8 };
     let result = match cli.command {
         Command::Init { root, force } => init::run(&root.root, force),
-        Command::Index {
-            root,
-            method,
-            resume,
-            dry_run,
-        } => index::run(&index::IndexArgs {
-            root: root.root,
-            method,
-            resume,
-            dry_run,
-            verbosity,
-        }),
+        Command::Index { root, method, resume, dry_run } => {
+            index::run(&index::IndexArgs { root: root.root, method, resume, dry_run, verbosity })
+        }
         Command::Query {
             root,
             method,
@@ -137,9 +171,19 @@ fn main() -> ExitCode {
             question: question.join(" "),
             verbosity,
         }),
-        Command::Update { .. } => Err(anyhow::anyhow!(
-            "`update` is not built yet in this version of graphrag-rs; run `index` again (with --resume to skip unchanged steps)"
-        )),
+        Command::Eval { root, questions, method, k, output, limit, answers } => eval::run(eval::EvalArgs {
+            root: root.root,
+            questions,
+            methods: method,
+            k,
+            output,
+            limit,
+            answers,
+            verbosity,
+        }),
+        Command::Update { root, method, dry_run } => {
+            update::run(&update::UpdateArgs { root: root.root, method, dry_run, verbosity })
+        }
         Command::Verbs => {
             index::print_verbs();
             Ok(())

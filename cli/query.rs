@@ -26,10 +26,10 @@ pub struct QueryArgs {
 
 /// Settings of the project, or the defaults for a bare output folder (e.g.
 /// one copied from elsewhere) when there is no settings.yaml.
-fn open_engine(root: &std::path::Path) -> anyhow::Result<QueryEngine> {
+pub fn project_settings(root: &std::path::Path) -> anyhow::Result<Settings> {
     let has_settings = ["settings.yaml", "settings.yml"].iter().any(|n| root.join(n).exists());
     if has_settings {
-        return QueryEngine::open(root);
+        return Ok(settings::load(root)?.settings);
     }
     let defaults = Settings::default();
     let output = root.join(&defaults.output_storage.base_dir);
@@ -37,7 +37,7 @@ fn open_engine(root: &std::path::Path) -> anyhow::Result<QueryEngine> {
         bail!("no index in {}: run `graphrag-rs index --root {}` first", output.display(), root.display());
     }
     tracing::warn!("no {} in {}: using the default settings", settings::SETTINGS_FILE, root.display());
-    QueryEngine::with_settings(root, defaults)
+    Ok(defaults)
 }
 
 pub fn run(args: QueryArgs) -> anyhow::Result<()> {
@@ -47,7 +47,7 @@ pub fn run(args: QueryArgs) -> anyhow::Result<()> {
     if question.is_empty() {
         bail!("no question given: graphrag-rs query --root DIR --method {method} \"your question\"");
     }
-    let engine = open_engine(&args.root)?;
+    let engine = QueryEngine::with_settings(&args.root, project_settings(&args.root)?)?;
     let mut req = QueryRequest::new(method, question.clone());
     req.community_level = args.community_level;
     req.response_type = args.response_type.clone();

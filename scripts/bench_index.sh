@@ -5,8 +5,11 @@
 # usage: scripts/bench_index.sh CORPUS_DIR WORK_DIR [RUNS...]
 #   CORPUS_DIR  a folder of *.txt documents (e.g. the GraphRAG bench's corpus/main)
 #   WORK_DIR    project roots and results go here: WORK_DIR/<run>/ and WORK_DIR/results/<run>.*
-#   RUNS        any of: std0 std200 fast fastmock (default: std0 std200 fast)
+#   RUNS        any of: std0 std200 fast fastmock updN (default: std0 std200 fast)
 #                 stdN      --method standard, chat + embeddings through the mock at N ms latency
+#                 updN      incremental update at N ms: index all documents but the last (by name),
+#                           add it, `graphrag-rs update`; and a full index of all of them, for the
+#                           ratio (results/updN.update.*, results/updN.full.*)
 #                 fast      --method fast, no LLM at all (empty API key, local embedding model)
 #                 fastmock  --method fast with the mock configured at 0 ms (as GraphRAG's fast
 #                           method: LLM community reports, embeddings through the mock)
@@ -107,11 +110,51 @@ run_one() { # name method with_mock latency
   [ "$rc" = 0 ] || tail -5 "$res/$name.log" >&2
 }
 
+mock_stats() { # file
+  curl -sf "http://127.0.0.1:$port/stats" >"$1"
+  curl -sf -X POST "http://127.0.0.1:$port/stats/reset" -d '{}' >/dev/null
+}
+
+run_update() { # name latency
+  local name=$1 lat=$2 full=$work/$1-full root=$work/$1
+  start_mock "$lat"
+  new_root "$full" 1
+  mock_stats /dev/null
+  /usr/bin/time -v -o "$res/$name.full.time" "$bin/graphrag-rs" -q index --root "$full" --method standard \
+    >"$res/$name.full.log" 2>&1
+  mock_stats "$res/$name.full.mock.json"
+  new_root "$root" 1
+  local last
+  last=$(cd "$root/input" && ls | sort | tail -1)
+  mv "$root/input/$last" "$work/$name.held-back"
+  "$bin/graphrag-rs" -q index --root "$root" --method standard >"$res/$name.base.log" 2>&1
+  mv "$work/$name.held-back" "$root/input/$last"
+  mock_stats /dev/null
+  /usr/bin/time -v -o "$res/$name.update.time" "$bin/graphrag-rs" update --root "$root" >"$res/$name.update.log" 2>&1
+  mock_stats "$res/$name.update.mock.json"
+  stop_mock
+  python3 - "$res/$name" "$last" <<'PY' | tee "$res/$name.summary"
+import json, re, sys
+base, last = sys.argv[1], sys.argv[2]
+def wall(f):
+    m = re.search(r"Elapsed \(wall clock\) time \(h:mm:ss or m:ss\): (\S+)", open(f).read())
+    parts = [float(x) for x in m.group(1).split(":")]
+    return sum(p * 60 ** i for i, p in enumerate(reversed(parts)))
+full, upd = (json.load(open(f"{base}.{k}.mock.json")) for k in ("full", "update"))
+fw, uw = wall(f"{base}.full.time"), wall(f"{base}.update.time")
+print(f"added {last}: update {upd['chat_requests']} chat calls, {upd['prompt_tokens']} prompt tokens, {uw:.2f} s; "
+      f"full re-index {full['chat_requests']} calls, {full['prompt_tokens']} tokens, {fw:.2f} s; "
+      f"ratio calls {upd['chat_requests']/full['chat_requests']:.3f}, tokens {upd['prompt_tokens']/full['prompt_tokens']:.3f}, "
+      f"time {uw/fw:.3f}; update calls by kind {upd['by_kind']}")
+PY
+}
+
 for r in "${runs[@]}"; do
   case $r in
     std[0-9]*) run_one "$r" standard 1 "${r#std}" ;;
     fast) run_one fast fast 0 0 ;;
     fastmock) run_one fastmock fast 1 0 ;;
+    upd[0-9]*) run_update "$r" "${r#upd}" ;;
     *) echo "unknown run $r" >&2; exit 2 ;;
   esac
 done

@@ -275,7 +275,7 @@ fn query_without_an_index_and_update_say_what_to_do() {
     let o = run(&["query", "--root", dir.path().to_str().unwrap(), "who is Scrooge?"]);
     assert!(!o.status.success());
     assert!(last_line(&o).contains("no index in"), "{}", text(&o));
-    let o = run(&["update", "--root", "."]);
+    let o = run(&["update", "--root", dir.path().to_str().unwrap()]);
     assert!(!o.status.success());
-    assert!(last_line(&o).contains("not built yet"));
+    assert!(last_line(&o).contains("graphrag-rs init --root"), "{}", text(&o));
 }

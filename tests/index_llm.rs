@@ -232,8 +232,14 @@ fn standard_pipeline_builds_the_graph_and_reruns_from_cache() {
 fn faults_are_ridden_out_and_malformed_records_counted() {
     let mock = MockServer::start(MockConfig {
         faults: vec![
-            FaultRule { kind: FaultKind::RateLimit { retry_after_ms: 2 }, first: Some(3), every: None, endpoint: None },
-            FaultRule { kind: FaultKind::Truncated, first: None, every: Some(5), endpoint: None },
+            FaultRule {
+                kind: FaultKind::RateLimit { retry_after_ms: 2 },
+                first: Some(3),
+                every: None,
+                after: None,
+                endpoint: None,
+            },
+            FaultRule { kind: FaultKind::Truncated, first: None, every: Some(5), after: None, endpoint: None },
         ],
         ..MockConfig::default()
     })
@@ -249,12 +255,7 @@ fn faults_are_ridden_out_and_malformed_records_counted() {
 #[test]
 fn a_down_server_fails_with_a_clear_message_and_resume_finishes_later() {
     let mock = MockServer::start(MockConfig {
-        faults: vec![FaultRule {
-            kind: FaultKind::ServerError { status: 503 },
-            first: None,
-            every: None,
-            endpoint: None,
-        }],
+        faults: vec![FaultRule::always(FaultKind::ServerError { status: 503 })],
         ..MockConfig::default()
     })
     .unwrap();
@@ -350,5 +351,5 @@ fn dry_run_estimates_calls_and_tokens_without_sending_anything() {
     assert_eq!(calls, 2 * chunks);
     let o = index(dir.path(), &["--method", "standard", "--dry-run"]);
     let out = String::from_utf8_lossy(&o.stdout).to_string();
-    assert!(out.contains(&format!("{chunks} of {chunks} items already cached")), "{out}");
+    assert!(out.contains(&format!("≤ 0 calls, ~0 prompt tokens; {chunks} of {chunks} items already cached")), "{out}");
 }

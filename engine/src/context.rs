@@ -9,6 +9,7 @@ use std::sync::Mutex;
 use std::time::SystemTime;
 
 use anyhow::Context;
+use arrow_array::RecordBatch;
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 
 use crate::llm::{LlmService, UsageCounters};
@@ -114,6 +115,33 @@ impl ProjectFiles for LocalProject {
     }
 }
 
+/// The published tables of the index an update starts from (read-only).
+pub trait PreviousIndex: Send + Sync {
+    /// The table, or `None` when that index has none.
+    fn table(&self, name: &str) -> anyhow::Result<Option<RecordBatch>>;
+    /// A hash of the table's file (for step hashes), `None` when absent.
+    fn fingerprint(&self, name: &str) -> Option<String>;
+}
+
+/// The published tables of an index folder.
+pub struct PublishedTables {
+    pub output_dir: PathBuf,
+}
+
+impl PreviousIndex for PublishedTables {
+    fn table(&self, name: &str) -> anyhow::Result<Option<RecordBatch>> {
+        let path = crate::store::table_path(&self.output_dir, name, true);
+        if !path.exists() {
+            return Ok(None);
+        }
+        crate::store::read_table(&path).map(Some)
+    }
+
+    fn fingerprint(&self, name: &str) -> Option<String> {
+        crate::store::file_sha256(&crate::store::table_path(&self.output_dir, name, true))
+    }
+}
+
 pub struct VerbContext<'a> {
     pub step_id: &'a str,
     pub files: &'a dyn FileSource,
@@ -121,11 +149,12 @@ pub struct VerbContext<'a> {
     project: Option<&'a dyn ProjectFiles>,
     llm: Option<&'a LlmService>,
     progress: Option<&'a MultiProgress>,
+    previous: Option<&'a dyn PreviousIndex>,
 }
 
 impl<'a> VerbContext<'a> {
     pub fn new(step_id: &'a str, files: &'a dyn FileSource, counters: &'a StepCounters) -> Self {
-        VerbContext { step_id, files, counters, project: None, llm: None, progress: None }
+        VerbContext { step_id, files, counters, project: None, llm: None, progress: None, previous: None }
     }
 
     pub fn with_project(mut self, project: Option<&'a dyn ProjectFiles>) -> Self {
@@ -141,6 +170,17 @@ impl<'a> VerbContext<'a> {
     pub fn with_progress(mut self, progress: Option<&'a MultiProgress>) -> Self {
         self.progress = progress;
         self
+    }
+
+    pub fn with_previous(mut self, previous: Option<&'a dyn PreviousIndex>) -> Self {
+        self.previous = previous;
+        self
+    }
+
+    /// The index this run updates, if it is an update (`None` for `index`,
+    /// whose outputs depend on the inputs alone).
+    pub fn previous(&self) -> Option<&'a dyn PreviousIndex> {
+        self.previous
     }
 
     fn project(&self) -> anyhow::Result<&'a dyn ProjectFiles> {

@@ -5,6 +5,7 @@
 
 pub mod config_error;
 pub mod context;
+pub mod doc_status;
 pub mod embedded_fields;
 pub mod env;
 pub mod llm;
@@ -13,6 +14,7 @@ pub mod prompts;
 pub mod runner;
 pub mod schema;
 pub mod settings;
+pub mod staging;
 pub mod stats;
 pub mod store;
 pub mod table;

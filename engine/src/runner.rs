@@ -15,7 +15,7 @@ use arrow_array::RecordBatch;
 use indicatif::MultiProgress;
 use serde::{Deserialize, Serialize};
 
-use crate::context::{FileSource, ProjectFiles, StepCounters, VerbContext};
+use crate::context::{FileSource, PreviousIndex, ProjectFiles, StepCounters, VerbContext};
 use crate::llm::LlmService;
 use crate::pipeline::{Plan, Step};
 use crate::stats::{peak_rss_mb, RunStats, StepStats};
@@ -29,6 +29,8 @@ pub struct Workspace {
     pub files: Box<dyn FileSource>,
     pub project: Option<Box<dyn ProjectFiles>>,
     pub llm: Option<LlmService>,
+    /// The index an update starts from.
+    pub previous: Option<Box<dyn PreviousIndex>>,
 }
 
 impl Workspace {
@@ -36,13 +38,18 @@ impl Workspace {
         VerbContext::new(&step.id, self.files.as_ref(), counters)
             .with_project(self.project.as_deref())
             .with_llm(self.llm.as_ref())
+            .with_previous(self.previous.as_deref())
     }
 }
 
-#[derive(Debug, Clone, Default)]
+/// Called with each table a step produced, once it is written.
+pub type TableObserver = Arc<dyn Fn(&str, &RecordBatch) + Send + Sync>;
+
+#[derive(Clone, Default)]
 pub struct RunOptions {
     pub resume: bool,
     pub progress: bool,
+    pub on_table: Option<TableObserver>,
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -255,6 +262,9 @@ impl Shared<'_> {
             stats.rows_out += table.num_rows() as u64;
             recorded.insert(name.clone(), h.clone());
             self.hashes.lock().unwrap().insert(name.clone(), h);
+            if let Some(observe) = &self.opts.on_table {
+                observe(name, &table);
+            }
             if self.has_readers_left(name) {
                 self.tables.lock().unwrap().insert(name.clone(), Arc::new(table));
             }
@@ -359,6 +369,7 @@ mod tests {
             files: Box::new(LocalFiles { root: dir.join("input") }),
             project: None,
             llm: None,
+            previous: None,
         }
     }
 
@@ -383,7 +394,7 @@ mod tests {
     fn resume_skips_unchanged_and_reruns_changed_steps() {
         let dir = tempfile::tempdir().unwrap();
         let ws = workspace(dir.path());
-        let resume = RunOptions { resume: true, progress: false };
+        let resume = RunOptions { resume: true, ..RunOptions::default() };
         let first = run(&plan(&chain(3, 2)).unwrap(), &ws, &resume).unwrap();
         assert_eq!(statuses(&first), [("scale", "ran"), ("src", "ran")]);
         assert_eq!(scaled(&ws), [6]);

@@ -44,7 +44,7 @@ pub trait Verb: Send + Sync {
 /// Expected LLM cost of a step.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct LlmEstimate {
-    /// At most this many calls.
+    /// At most this many calls (for the items not answered by the cache).
     pub calls: u64,
     /// Prompt tokens of those calls (see `note` for what is approximate).
     pub prompt_tokens: u64,

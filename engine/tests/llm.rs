@@ -30,7 +30,7 @@ fn config(mock: &MockServer) -> ModelConfig {
 }
 
 fn fault(kind: FaultKind, first: u32) -> FaultRule {
-    FaultRule { kind, first: Some(first), every: None, endpoint: None }
+    FaultRule { kind, first: Some(first), every: None, after: None, endpoint: None }
 }
 
 fn runtime() -> tokio::runtime::Runtime {

@@ -56,6 +56,8 @@ pub struct FaultRule {
     pub first: Option<u32>,
     /// Apply to every k-th matching request (1-based count).
     pub every: Option<u32>,
+    /// Apply only after the first N matching requests.
+    pub after: Option<u32>,
     /// Chat, Embeddings, or None = any.
     pub endpoint: Option<Endpoint>,
 }
@@ -63,7 +65,7 @@ pub struct FaultRule {
 impl FaultRule {
     /// A rule applying to every request of any endpoint.
     pub fn always(kind: FaultKind) -> FaultRule {
-        FaultRule { kind, first: None, every: None, endpoint: None }
+        FaultRule { kind, first: None, every: None, after: None, endpoint: None }
     }
 
     /// Applies to the first `n` matching requests only.
@@ -78,15 +80,21 @@ impl FaultRule {
         self
     }
 
+    /// Applies only after the first `n` matching requests.
+    pub fn after(mut self, n: u32) -> FaultRule {
+        self.after = Some(n);
+        self
+    }
+
     /// Restricts the rule to one endpoint.
     pub fn on(mut self, endpoint: Endpoint) -> FaultRule {
         self.endpoint = Some(endpoint);
         self
     }
 
-    /// Parses the command-line form `KIND[:first=N][:every=K][:chat|:embeddings]`,
+    /// Parses the command-line form `KIND[:first=N][:every=K][:after=N][:chat|:embeddings]`,
     /// KIND one of `429[=RETRY_AFTER_MS]`, `400`, `500`, `503` (any 5xx),
-    /// `slow=MS`, `drop`, `malformed`, `truncated`.
+    /// `slow=MS`, `drop`, `hang`, `malformed`, `truncated`.
     pub fn parse(spec: &str) -> Result<FaultRule, String> {
         let mut parts = spec.split(':');
         let kind_s = parts.next().unwrap_or("").trim();
@@ -101,6 +109,7 @@ impl FaultRule {
                 "429" => FaultKind::RateLimit { retry_after_ms: 1000 },
                 "400" => FaultKind::BadRequest,
                 "drop" => FaultKind::DropConnection,
+                "hang" => FaultKind::Hang,
                 "malformed" => FaultKind::Malformed,
                 "truncated" => FaultKind::Truncated,
                 "slow" => FaultKind::Slow { delay: Duration::from_secs(30) },
@@ -114,6 +123,7 @@ impl FaultRule {
         for p in parts {
             match p.trim().split_once('=') {
                 Some(("first", n)) => rule.first = Some(num(n, "count")? as u32),
+                Some(("after", n)) => rule.after = Some(num(n, "count")? as u32),
                 Some(("every", n)) => {
                     let k = num(n, "count")? as u32;
                     if k == 0 {
@@ -144,6 +154,9 @@ pub enum FaultKind {
     Slow { delay: Duration },
     /// Close the connection without a response.
     DropConnection,
+    /// Never answer (the request stays open until the client goes away or
+    /// the server stops): a client killed mid-run, as seen by the server.
+    Hang,
     /// 200 with broken content: chat content is broken JSON plus prose (or
     /// garbage); the embeddings body is broken JSON.
     Malformed,
@@ -184,6 +197,8 @@ pub(crate) struct Shared {
     pub latency: Mutex<Duration>,
     pub embed_dim: usize,
     pub stats: Mutex<MockStats>,
+    /// Signalled at each request's arrival (for [`MockServer::wait_for_requests`]).
+    pub arrived: std::sync::Condvar,
     pub in_flight: Mutex<u64>,
     /// Rules and their per-rule counters.
     pub faults: Mutex<Vec<(FaultRule, u64)>>,
@@ -195,6 +210,7 @@ impl Shared {
             latency: Mutex::new(cfg.latency),
             embed_dim: cfg.embed_dim.max(1),
             stats: Mutex::new(MockStats::default()),
+            arrived: std::sync::Condvar::new(),
             in_flight: Mutex::new(0),
             faults: Mutex::new(cfg.faults.iter().cloned().map(|r| (r, 0)).collect()),
         }
@@ -210,7 +226,7 @@ impl Shared {
             }
             *count += 1;
             let c = *count;
-            let in_first = rule.first.is_none_or(|n| c <= u64::from(n));
+            let in_first = rule.first.is_none_or(|n| c <= u64::from(n)) && rule.after.is_none_or(|n| c > u64::from(n));
             let on_every = rule.every.is_none_or(|k| k > 0 && c % u64::from(k) == 0);
             if fired.is_none() && in_first && on_every {
                 fired = Some(rule.kind.clone());
@@ -290,6 +306,14 @@ impl MockServer {
     /// A snapshot of the counters.
     pub fn stats(&self) -> MockStats {
         self.shared.stats.lock().unwrap().clone()
+    }
+
+    /// Blocks until `n` requests arrived since the last reset, or `timeout`
+    /// passed; whether they did.
+    pub fn wait_for_requests(&self, n: u64, timeout: Duration) -> bool {
+        let stats = self.shared.stats.lock().unwrap();
+        let (stats, _) = self.shared.arrived.wait_timeout_while(stats, timeout, |s| s.requests < n).unwrap();
+        stats.requests >= n
     }
 
     /// Zeroes the counters (max_in_flight restarts from the requests now in flight).

@@ -230,6 +230,7 @@ async fn api(
             Endpoint::Chat => s.chat_requests += 1,
             Endpoint::Embeddings => s.embedding_requests += 1,
         }
+        shared.arrived.notify_all();
     }
     let _in_flight = InFlight::enter(&shared);
     let fault = shared.pick_fault(endpoint);
@@ -263,6 +264,7 @@ async fn api(
             return Ok(error_response(400, "invalid_request_error", None, "Invalid request (injected fault)."));
         }
         Some(FaultKind::DropConnection) => return Err(Dropped),
+        Some(FaultKind::Hang) => std::future::pending::<()>().await,
         Some(FaultKind::Slow { delay }) => tokio::time::sleep(*delay).await,
         _ => {}
     }

@@ -362,6 +362,36 @@ pub fn rank_text_units<S: AsRef<str>>(entity_units: &[&[S]], relationship_units:
     ranked.into_iter().map(|(_, _, i)| order[i].clone()).collect()
 }
 
+/// The entities at the ends of `relationships` that are not `selected`, in
+/// order of first appearance (`ends`: per relationship, its source and
+/// target entity when known).
+pub fn neighbour_entities(
+    selected: &[usize],
+    relationships: &[usize],
+    ends: &[(Option<u32>, Option<u32>)],
+) -> Vec<usize> {
+    let mut seen: HashSet<usize> = selected.iter().copied().collect();
+    relationships
+        .iter()
+        .flat_map(|&r| [ends[r].0, ends[r].1])
+        .flatten()
+        .map(|e| e as usize)
+        .filter(|&e| seen.insert(e))
+        .collect()
+}
+
+/// `ranked` reordered by similarity to the question: the ids in `hits`
+/// (id, similarity; best first) first in that order, the others after them
+/// in their `ranked` order.
+pub fn order_by_similarity(ranked: Vec<String>, hits: &[(String, f32)]) -> Vec<String> {
+    let position: HashMap<&str, usize> = hits.iter().enumerate().map(|(i, (id, _))| (id.as_str(), i)).collect();
+    let (mut scored, unscored): (Vec<String>, Vec<String>) =
+        ranked.into_iter().partition(|id| position.contains_key(id.as_str()));
+    scored.sort_by_key(|id| position[id.as_str()]);
+    scored.extend(unscored);
+    scored
+}
+
 /// The community reports used at `level`, as GraphRAG rolls them up: each
 /// entity counts in the deepest community at or above `level`, so a report is
 /// kept when its level is ≤ `level` and no report at a level ≤ `level` has it
@@ -656,6 +686,51 @@ pub fn content_words(text: &str) -> Vec<String> {
     out
 }
 
+/// A title or a text as a lookup key: lower-case alphanumeric words joined
+/// by single spaces ("Katsina State," and "KATSINA STATE" agree).
+pub fn title_key(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for word in text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()) {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.extend(word.chars().flat_map(char::to_lowercase));
+    }
+    out
+}
+
+/// Entities the question names: each run of up to `max_words` consecutive
+/// words of the question whose [`title_key`] is an entity's and that holds a
+/// content word. Most specific first: fewest text units (`units_of`), then
+/// longer titles, then index. An embedding of the whole question is pulled
+/// towards generic concepts ("country", "birthplace"); the names it contains
+/// are what a question is about.
+pub fn entities_named_in(
+    question: &str,
+    by_key: &HashMap<String, Vec<usize>>,
+    max_words: usize,
+    units_of: impl Fn(usize) -> usize,
+) -> Vec<usize> {
+    let key = title_key(question);
+    let words: Vec<&str> = key.split(' ').filter(|w| !w.is_empty()).collect();
+    let mut found: Vec<(usize, usize)> = Vec::new();
+    let mut seen = HashSet::new();
+    for n in (1..=max_words.min(words.len())).rev() {
+        for window in words.windows(n) {
+            if !window.iter().any(|w| w.chars().count() >= 3 && !STOP_WORDS.contains(w)) {
+                continue;
+            }
+            for &e in by_key.get(&window.join(" ")).into_iter().flatten() {
+                if seen.insert(e) {
+                    found.push((e, n));
+                }
+            }
+        }
+    }
+    found.sort_by(|&(a, na), &(b, nb)| units_of(a).cmp(&units_of(b)).then(nb.cmp(&na)).then(a.cmp(&b)));
+    found.into_iter().map(|(e, _)| e).collect()
+}
+
 /// The record ids cited in an answer's `[Data: Entities (1, 2); Sources (3, +more)]`
 /// references, by dataset name (ids that are not integers, like `+more`, are skipped).
 pub fn cited_ids(answer: &str) -> BTreeMap<String, Vec<i64>> {
@@ -785,6 +860,45 @@ mod tests {
         assert_eq!(rank_relationships(&[0, 1], &g, 1), vec![0, 1, 2]);
         assert_eq!(rank_relationships(&[3], &g, 10), vec![3]);
         assert!(rank_relationships(&[], &g, 10).is_empty());
+    }
+
+    #[test]
+    fn similarity_order_puts_hits_first_and_keeps_the_rest() {
+        let ranked: Vec<String> = ["u1", "u2", "u3", "u4"].map(String::from).to_vec();
+        let hits = vec![("u3".to_string(), 0.9), ("u1".to_string(), 0.5), ("u9".to_string(), 0.4)];
+        assert_eq!(order_by_similarity(ranked.clone(), &hits), ["u3", "u1", "u2", "u4"]);
+        assert_eq!(order_by_similarity(ranked.clone(), &[]), ranked);
+    }
+
+    #[test]
+    fn neighbours_are_the_other_ends_once() {
+        let ends = vec![(Some(0), Some(5)), (Some(5), Some(7)), (Some(0), None), (Some(1), Some(7))];
+        assert_eq!(neighbour_entities(&[0, 1], &[0, 2, 3, 1], &ends), vec![5, 7]);
+        assert!(neighbour_entities(&[0, 1], &[], &ends).is_empty());
+    }
+
+    #[test]
+    fn title_keys_ignore_case_and_punctuation() {
+        assert_eq!(title_key("  Katsina State, Nigeria!"), "katsina state nigeria");
+        assert_eq!(title_key("KATSINA STATE"), title_key("katsina   state"));
+        assert_eq!(title_key("--"), "");
+    }
+
+    #[test]
+    fn named_entities_are_found_whole_and_most_specific_first() {
+        let titles = ["COUNTRY", "BAURE", "KATSINA STATE", "KATSINA", "THE", "STATE OF THE ART"];
+        let by_key: HashMap<String, Vec<usize>> =
+            titles.iter().enumerate().map(|(i, t)| (title_key(t), vec![i])).collect();
+        let units = [50, 2, 3, 3, 900, 1];
+        let named =
+            entities_named_in("What is the country where Baure, in Katsina State, is located?", &by_key, 4, |e| {
+                units[e]
+            });
+        // BAURE (2 units), then the longer of the two 3-unit titles, then the generic COUNTRY;
+        // "the" alone is a stop word, "state of the art" is not in the question.
+        assert_eq!(named, vec![1, 2, 3, 0]);
+        assert!(entities_named_in("Who is it?", &by_key, 4, |e| units[e]).is_empty());
+        assert!(entities_named_in("", &by_key, 4, |e| units[e]).is_empty());
     }
 
     #[test]

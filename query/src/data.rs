@@ -11,6 +11,7 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::{Float32Type, Float64Type};
 use arrow_array::{Array, RecordBatch};
 use arrow_schema::DataType;
+use graphrag_engine::settings::VectorStoreConfig;
 use graphrag_engine::store::read_table;
 use graphrag_engine::table::{column_of, floats, ints, string_lists, strings};
 use graphrag_vectors::{Collection, EmbeddedStore, HnswParams, VectorStore};
@@ -81,6 +82,10 @@ pub struct Graph {
     pub entity_units: Vec<Vec<String>>,
     pub degree: Vec<i64>,
     pub entity_by_id: HashMap<String, usize>,
+    /// Entities by [`crate::context::title_key`] of their title.
+    pub entity_by_key: HashMap<String, Vec<usize>>,
+    /// Words of the longest title key.
+    pub max_key_words: usize,
 
     pub rel_hrid: Vec<i64>,
     pub source: Vec<String>,
@@ -134,7 +139,18 @@ impl Graph {
             c => c,
         };
         let rel_id = owned(strings(relationships, r, "id")?);
+        let mut entity_by_key: HashMap<String, Vec<usize>> = HashMap::new();
+        let mut max_key_words = 0;
+        for (e, t) in title.iter().enumerate() {
+            let key = crate::context::title_key(t);
+            if !key.is_empty() {
+                max_key_words = max_key_words.max(key.split(' ').count());
+                entity_by_key.entry(key).or_default().push(e);
+            }
+        }
         Ok(Graph {
+            entity_by_key,
+            max_key_words,
             entity_hrid: short_ids(entities, t)?,
             entity_type: strings_or(entities, t, "type")?,
             entity_description: strings_or(entities, t, "description")?,
@@ -360,7 +376,7 @@ impl Vectors {
         self.store.as_ref()?.collection().index_of(id)
     }
 
-    fn load(field: Field, path: &Path, ann_threshold: usize) -> anyhow::Result<Vectors> {
+    fn load(field: Field, path: &Path, settings: &AnnSettings) -> anyhow::Result<Vectors> {
         let t = read_table(path)?;
         let table = format!("embeddings.{}", field.name());
         let ids = strings(&t, &table, "id")?;
@@ -397,8 +413,51 @@ impl Vectors {
                 tracing::warn!("ignoring the saved ANN index of {}: {e}", field.name());
             }
         }
-        let store = EmbeddedStore::new(collection, ann_threshold, HnswParams::default());
+        let store = EmbeddedStore::new(collection, settings.threshold, settings.params());
         Ok(Vectors { store: Some(store), path: path.to_path_buf() })
+    }
+}
+
+/// The document title of each text unit, by the unit's `human_readable_id`
+/// (the `id` of a context's source rows).
+pub struct UnitDocuments {
+    pub title_of_unit: HashMap<i64, String>,
+}
+
+impl UnitDocuments {
+    /// GraphRAG 3.x text units name their document in `document_id`, older
+    /// outputs in the list `document_ids` (whose first entry is taken).
+    fn load(units: &RecordBatch, documents: &RecordBatch) -> anyhow::Result<UnitDocuments> {
+        let doc_ids = owned(strings(documents, "documents", "id")?);
+        let titles = owned(strings(documents, "documents", "title")?);
+        let title_of_doc: HashMap<&str, &str> =
+            doc_ids.iter().map(String::as_str).zip(titles.iter().map(String::as_str)).collect();
+        let unit_docs: Vec<String> = if units.column_by_name("document_id").is_some() {
+            owned(strings(units, "text_units", "document_id")?)
+        } else {
+            lists_or(units, "text_units", "document_ids")?
+                .into_iter()
+                .map(|l| l.into_iter().next().unwrap_or_default())
+                .collect()
+        };
+        let title_of_unit = short_ids(units, "text_units")?
+            .into_iter()
+            .zip(&unit_docs)
+            .filter_map(|(hrid, doc)| title_of_doc.get(doc.as_str()).map(|t| (hrid, t.to_string())))
+            .collect();
+        Ok(UnitDocuments { title_of_unit })
+    }
+}
+
+/// `vector_store` settings of the approximate index.
+struct AnnSettings {
+    threshold: usize,
+    ef_search: usize,
+}
+
+impl AnnSettings {
+    fn params(&self) -> HnswParams {
+        HnswParams { ef_search: self.ef_search, ..HnswParams::default() }
     }
 }
 
@@ -406,12 +465,13 @@ impl Vectors {
 pub struct Index {
     pub root: PathBuf,
     pub output: PathBuf,
-    ann_threshold: usize,
+    ann: AnnSettings,
     graph: OnceLock<Arc<Graph>>,
     text_units: OnceLock<Arc<TextUnits>>,
     reports: OnceLock<Arc<Reports>>,
     communities: OnceLock<Arc<Communities>>,
     claims: OnceLock<Arc<Claims>>,
+    unit_documents: OnceLock<Arc<UnitDocuments>>,
     vectors: [OnceLock<Arc<Vectors>>; 4],
     /// Row counts of the source tables, read from Parquet metadata only.
     rows: [OnceLock<usize>; 4],
@@ -426,16 +486,17 @@ fn cached<T>(cell: &OnceLock<Arc<T>>, load: impl FnOnce() -> anyhow::Result<T>) 
 }
 
 impl Index {
-    pub fn new(root: &Path, output: &Path, ann_threshold: usize) -> Index {
+    pub fn new(root: &Path, output: &Path, vector_store: &VectorStoreConfig) -> Index {
         Index {
             root: root.to_path_buf(),
             output: output.to_path_buf(),
-            ann_threshold,
+            ann: AnnSettings { threshold: vector_store.ann_threshold, ef_search: vector_store.ann_ef_search },
             graph: OnceLock::new(),
             text_units: OnceLock::new(),
             reports: OnceLock::new(),
             communities: OnceLock::new(),
             claims: OnceLock::new(),
+            unit_documents: OnceLock::new(),
             vectors: Default::default(),
             rows: Default::default(),
         }
@@ -489,6 +550,10 @@ impl Index {
         })
     }
 
+    pub fn unit_documents(&self) -> anyhow::Result<Arc<UnitDocuments>> {
+        cached(&self.unit_documents, || UnitDocuments::load(&self.read("text_units")?, &self.read("documents")?))
+    }
+
     /// Number of rows of a field's source table (Parquet footer only).
     fn source_rows(&self, field: Field) -> usize {
         *self.rows[field.slot()].get_or_init(|| {
@@ -518,7 +583,7 @@ impl Index {
                     self.root.display()
                 );
             }
-            Vectors::load(field, &path, self.ann_threshold)
+            Vectors::load(field, &path, &self.ann)
         })?;
         if v.store.is_none() && self.source_rows(field) > 0 {
             bail!(
@@ -559,7 +624,7 @@ impl Index {
             }
             let collection = Collection::new(ids, embed(&texts)?)?;
             Ok(Vectors {
-                store: Some(EmbeddedStore::new(collection, self.ann_threshold, HnswParams::default())),
+                store: Some(EmbeddedStore::new(collection, self.ann.threshold, self.ann.params())),
                 path: path.clone(),
             })
         })
@@ -569,5 +634,19 @@ impl Index {
     /// was not embedded (for optional retrieval paths).
     pub fn vectors_opt(&self, field: Field) -> Option<Arc<Vectors>> {
         self.vectors(field).ok().filter(|v| v.store.is_some())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vector_store_defaults_are_the_vectors_crate_defaults() {
+        let defaults = VectorStoreConfig::default();
+        assert_eq!(defaults.ann_ef_search, HnswParams::default().ef_search);
+        assert_eq!(defaults.ann_threshold, graphrag_vectors::DEFAULT_ANN_THRESHOLD);
+        let ann = AnnSettings { threshold: 10, ef_search: 500 };
+        assert_eq!(ann.params(), HnswParams { ef_search: 500, ..HnswParams::default() });
     }
 }

@@ -208,8 +208,10 @@ impl QueryEngine {
         if !output.is_dir() {
             bail!("no index in {}: run `graphrag-rs index --root {}` first", output.display(), root.display());
         }
+        // An update that crashed while publishing is finished before reading.
+        graphrag_engine::staging::recover(&output)?;
         let llm = LlmService::from_settings(&settings, &root)?;
-        let index = Index::new(&root, &output, settings.vector_store.ann_threshold);
+        let index = Index::new(&root, &output, &settings.vector_store);
         Ok(QueryEngine { root, settings, llm, index })
     }
 
@@ -219,6 +221,21 @@ impl QueryEngine {
 
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// The titles of the documents that a context's source rows come from,
+    /// deduplicated in order: `source_ids` are the `id` values of
+    /// `context_records.sources` (text units' human_readable_id).
+    pub fn source_documents(&self, source_ids: &[String]) -> anyhow::Result<Vec<String>> {
+        let docs = self.index.unit_documents()?;
+        let mut seen = std::collections::HashSet::new();
+        Ok(source_ids
+            .iter()
+            .filter_map(|id| id.trim().parse::<i64>().ok())
+            .filter_map(|hrid| docs.title_of_unit.get(&hrid))
+            .filter(|title| seen.insert(title.as_str()))
+            .cloned()
+            .collect())
     }
 
     /// Whether `method` can generate answers (its completion model is

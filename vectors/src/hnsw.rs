@@ -6,6 +6,9 @@
 //! * Neighbours are chosen with the paper's heuristic (Algorithm 4, without
 //!   `extendCandidates`/`keepPrunedConnections`, as in hnswlib).
 //! * Layer 0 keeps up to `2·M` links per node, upper layers `M`.
+//! * The graph is built and walked with 8-bit codes of the vectors; results
+//!   are re-scored with `f32`. A search whose beam `ef` is large next to the
+//!   node count scans all codes instead (see [`scan_is_cheaper`]).
 //!
 //! # Deterministic parallel build
 //!
@@ -25,13 +28,40 @@ use std::collections::BinaryHeap;
 
 use rayon::prelude::*;
 
-use crate::simd::{dot, dot_i8, prefetch_bytes};
-use crate::topk::{better, cmp_rank, BestFirst, Scored, WorstFirst};
+use crate::simd::{dot, dot_i8, dot_rows_i8, prefetch_bytes};
+use crate::topk::{better, cmp_rank, BestFirst, Scored, TopK, WorstFirst};
 
 /// Highest level a node can get (bounds file sizes and loops).
 pub(crate) const MAX_LEVEL: u8 = 24;
 /// Largest batch of the parallel build.
 const MAX_BATCH: usize = 256;
+/// Rows per block of the 8-bit scan.
+const SCAN_BLOCK_ROWS: usize = 256;
+
+/// A graph walk with beam `ef` costs about as much as an 8-bit scan of
+/// `SCAN_ROWS_PER_EF · ef` rows (measured at 100k × 384 on 2 cores: about
+/// 2.1 µs per unit of `ef` for the walk on one thread, 18 ns per row for the
+/// scan on two; at 1M rows the walk's ratio is higher still).
+const SCAN_ROWS_PER_EF: usize = 100;
+
+/// Whether scanning every 8-bit code is at most as costly as walking the
+/// graph with beam `ef` over `n` nodes. The scan is also the more accurate
+/// of the two, so it wins ties. On data of high intrinsic dimension (i.i.d.
+/// random vectors) a walk needs an `ef` of several thousand for
+/// recall@10 ≥ 0.95 at 100k rows, so there the scan is what reaches it.
+pub(crate) fn scan_is_cheaper(ef: usize, n: usize) -> bool {
+    ef.saturating_mul(SCAN_ROWS_PER_EF) >= n
+}
+
+/// Rows the 8-bit scan re-scores with `f32` for a top `k`: 8-bit scores
+/// rank the exact top 10 within their top 16 (measured on 100k random
+/// 384-d vectors), so `4k` leaves a wide margin.
+pub(crate) fn scan_rescored(k: usize) -> usize {
+    (4 * k).max(k + 16)
+}
+
+/// Row filter of a search.
+pub(crate) type Allowed<'a> = dyn Fn(u32) -> bool + Sync + 'a;
 
 /// Row-major, normalised vectors.
 #[derive(Clone, Copy)]
@@ -105,6 +135,34 @@ impl Quantized {
     fn prefetch(&self, i: u32) {
         let i = i as usize;
         prefetch_bytes(&self.codes[i * self.dim..(i + 1) * self.dim]);
+    }
+
+    /// The `r` best rows passing `allowed` by 8-bit score, scanning every
+    /// code (a quarter of the bytes of an `f32` scan), split over threads.
+    fn scan(&self, q: Query, r: usize, allowed: Option<&Allowed<'_>>) -> Vec<Scored> {
+        let dim = self.dim.max(1);
+        let block = SCAN_BLOCK_ROWS * dim;
+        self.codes
+            .par_chunks(block)
+            .enumerate()
+            .fold(
+                || (TopK::new(r), vec![0i32; SCAN_BLOCK_ROWS]),
+                |(mut top, mut buf), (b, chunk)| {
+                    let rows = chunk.len() / dim;
+                    let first = b * SCAN_BLOCK_ROWS;
+                    dot_rows_i8(q.codes, chunk, &mut buf[..rows]);
+                    for (j, &d) in buf[..rows].iter().enumerate() {
+                        let index = (first + j) as u32;
+                        if allowed.is_none_or(|f| f(index)) {
+                            top.push(Scored { score: d as f32 * (q.scale * self.scales[first + j]), index });
+                        }
+                    }
+                    (top, buf)
+                },
+            )
+            .map(|(top, _)| top)
+            .reduce(|| TopK::new(r), TopK::merge)
+            .into_sorted()
     }
 
     /// Approximate cosine similarity of `q` and row `i`.
@@ -304,7 +362,7 @@ impl Hnsw {
         entry_points: &[Scored],
         ef: usize,
         level: usize,
-        allowed: Option<&dyn Fn(u32) -> bool>,
+        allowed: Option<&Allowed<'_>>,
     ) -> Vec<Scored> {
         with_visited(self.len(), |visited| {
             let mut candidates: BinaryHeap<BestFirst> = BinaryHeap::with_capacity(ef * 2);
@@ -364,23 +422,23 @@ impl Hnsw {
     }
 
     /// Top `k` for a normalised query, best first: walks the graph with
-    /// 8-bit scores, then re-scores the `ef` found rows with `f32`.
-    pub fn search(
-        &self,
-        rows: Rows,
-        q: &[f32],
-        k: usize,
-        ef: usize,
-        allowed: Option<&dyn Fn(u32) -> bool>,
-    ) -> Vec<Scored> {
+    /// 8-bit scores, then re-scores the `ef` found rows with `f32`. When
+    /// that walk would cost as much as scanning every 8-bit code
+    /// ([`scan_is_cheaper`]), scans instead and re-scores the
+    /// [`scan_rescored`] best.
+    pub fn search(&self, rows: Rows, q: &[f32], k: usize, ef: usize, allowed: Option<&Allowed<'_>>) -> Vec<Scored> {
         if self.len() == 0 || k == 0 {
             return Vec::new();
         }
         let mut codes = vec![0i8; q.len()];
         let scale = quantize(q, &mut codes);
         let qq = Query { codes: &codes, scale };
-        let ep = self.descend(qq, 0);
-        let mut found = self.search_level(qq, &[ep], ef.max(k), 0, allowed);
+        let mut found = if scan_is_cheaper(ef.max(k), self.len()) {
+            self.quant.scan(qq, scan_rescored(k), allowed)
+        } else {
+            let ep = self.descend(qq, 0);
+            self.search_level(qq, &[ep], ef.max(k), 0, allowed)
+        };
         for s in found.iter_mut() {
             s.score = dot(q, rows.row(s.index));
         }

@@ -199,12 +199,15 @@ fn ann_bytes_round_trip_and_rejection() {
     assert!(loaded.has_ann());
     assert_eq!(loaded.ann_to_bytes().unwrap(), bytes);
     let allowed: HashSet<usize> = (0..2000).filter(|i| i % 2 == 1).collect();
+    // A small ef, so that the searches walk the loaded graph.
+    let ef = 16;
+    assert!(!hnsw::scan_is_cheaper(ef, 2000));
     for _ in 0..30 {
         let q = rng.vector(48);
-        assert_eq!(built.ann_search(&q, 10, 32, None).unwrap(), loaded.ann_search(&q, 10, 32, None).unwrap());
+        assert_eq!(built.ann_search(&q, 10, ef, None).unwrap(), loaded.ann_search(&q, 10, ef, None).unwrap());
         assert_eq!(
-            built.ann_search(&q, 10, 32, Some(&allowed)).unwrap(),
-            loaded.ann_search(&q, 10, 32, Some(&allowed)).unwrap()
+            built.ann_search(&q, 10, ef, Some(&allowed)).unwrap(),
+            loaded.ann_search(&q, 10, ef, Some(&allowed)).unwrap()
         );
     }
 
@@ -264,23 +267,25 @@ fn mean_recall(c: &Collection, queries: &[Vec<f32>], ef: usize) -> f64 {
 
 #[test]
 fn hnsw_recall_at_10() {
-    // 10k × 384 in release; fewer rows in (unoptimised) debug builds.
-    let n = if cfg!(debug_assertions) { 3000 } else { 10_000 };
+    // 10k × 384 (the crate is optimised in test builds too, see Cargo.toml).
+    let n = 10_000;
     let dim = 384;
     let mut rng = Rng(6);
 
     // I.i.d. Gaussian vectors: every point is nearly equidistant from every
-    // other (intrinsic dimension 384), the worst case for a graph index, so
-    // a large ef is needed.
+    // other (intrinsic dimension 384), the worst case for a graph index: the
+    // walk needs an ef of thousands, so a large ef scans the 8-bit codes.
     let mut c = random_collection(&mut rng, n, dim);
     c.build_ann(&HnswParams::default());
     let queries: Vec<Vec<f32>> = (0..100).map(|_| rng.vector(dim)).collect();
-    let r = mean_recall(&c, &queries, 1024);
-    eprintln!("recall@10 on {n}x{dim} gaussian, ef 1024: {r:.4}");
+    let ef = n / 100;
+    assert!(hnsw::scan_is_cheaper(ef, n));
+    let r = mean_recall(&c, &queries, ef);
+    eprintln!("recall@10 on {n}x{dim} gaussian, ef {ef} (8-bit scan): {r:.4}");
     assert!(r >= 0.95, "gaussian recall@10 = {r}");
 
     // Low intrinsic dimension (A·z + noise, z in R^32), like real text
-    // embeddings: the default ef_search (64) suffices.
+    // embeddings: walking the graph with an ef_search of 64 suffices here.
     let rank = 32;
     let basis: Vec<f32> = rng.vector(dim * rank);
     let low_rank = |rng: &mut Rng| -> Vec<f32> {
@@ -298,31 +303,40 @@ fn hnsw_recall_at_10() {
     let mut c = Collection::new(ids, vectors).unwrap();
     c.build_ann(&HnswParams::default());
     let queries: Vec<Vec<f32>> = (0..100).map(|_| low_rank(&mut rng)).collect();
-    let r = mean_recall(&c, &queries, HnswParams::default().ef_search);
-    eprintln!("recall@10 on {n}x{dim} low-rank, ef 64: {r:.4}");
+    let ef = 64;
+    assert!(!hnsw::scan_is_cheaper(ef, n));
+    let r = mean_recall(&c, &queries, ef);
+    eprintln!("recall@10 on {n}x{dim} low-rank, ef {ef} (graph walk): {r:.4}");
     assert!(r >= 0.95, "low-rank recall@10 = {r}");
 }
 
 #[test]
 fn ann_with_filter() {
     let mut rng = Rng(7);
-    let n = 4000;
+    let n = 8000;
     let mut c = random_collection(&mut rng, n, 32);
     c.build_ann(&HnswParams::default());
-    // Large allowed set: graph walk with filtering.
+    // Large allowed set: graph walk (filtered searches double ef) or 8-bit
+    // scan, both keeping allowed rows only.
     let big: HashSet<usize> = (0..n).filter(|i| i % 5 != 0).collect();
+    let (walk_ef, scan_ef) = (32, n / 100);
+    assert!(!hnsw::scan_is_cheaper(2 * walk_ef, n) && hnsw::scan_is_cheaper(2 * scan_ef, n));
     // Small allowed set: exact fallback.
     let small: HashSet<usize> = (0..n).filter(|i| i % 97 == 0).collect();
-    let mut total = 0.0;
+    let (mut walk_total, mut scan_total) = (0.0, 0.0);
     for _ in 0..50 {
         let q = rng.vector(32);
-        let got = c.ann_search(&q, 10, 64, Some(&big)).unwrap();
-        assert_eq!(got.len(), 10);
-        assert!(got.iter().all(|h| big.contains(&h.index)));
-        total += recall(&c.exact_search(&q, 10, Some(&big)).unwrap(), &got);
+        let exact = c.exact_search(&q, 10, Some(&big)).unwrap();
+        for (ef, total) in [(walk_ef, &mut walk_total), (scan_ef, &mut scan_total)] {
+            let got = c.ann_search(&q, 10, ef, Some(&big)).unwrap();
+            assert_eq!(got.len(), 10);
+            assert!(got.iter().all(|h| big.contains(&h.index)));
+            *total += recall(&exact, &got);
+        }
         assert_eq!(c.ann_search(&q, 10, 64, Some(&small)).unwrap(), c.exact_search(&q, 10, Some(&small)).unwrap());
     }
-    assert!(total / 50.0 >= 0.95, "filtered recall {}", total / 50.0);
+    assert!(walk_total / 50.0 >= 0.95, "filtered walk recall {}", walk_total / 50.0);
+    assert!(scan_total / 50.0 >= 0.95, "filtered scan recall {}", scan_total / 50.0);
 }
 
 #[test]

@@ -10,10 +10,13 @@ use serde::Deserialize;
 use graphrag_engine::context::VerbContext;
 use graphrag_engine::schema;
 use graphrag_engine::settings::ClusterGraphConfig;
-use graphrag_engine::table::{floats, string_lists, strings};
+use graphrag_engine::table::{floats, ints, string_lists, strings};
 use graphrag_engine::verb::{Verb, VerbDef, VerbInfo};
 use graphrag_operations::ids::stable_uuid;
-use graphrag_operations::leiden::{hierarchical_leiden, Graph, HierarchyConfig, LeidenConfig};
+use graphrag_operations::leiden::{
+    carry_over_ids, hierarchical_leiden, hierarchical_leiden_from, Graph, HierarchyConfig, LeidenConfig,
+    PriorClustering, PriorCommunity,
+};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -56,7 +59,14 @@ impl VerbDef for ClusterLeiden {
 }
 
 impl Verb for ClusterLeiden {
-    fn run(&self, inputs: &[Arc<RecordBatch>], _ctx: &VerbContext) -> anyhow::Result<Vec<RecordBatch>> {
+    /// In an update, the result also depends on the previous clustering.
+    fn external_fingerprint(&self, ctx: &VerbContext) -> anyhow::Result<Option<String>> {
+        Ok(ctx
+            .previous()
+            .map(|p| ["communities", "relationships"].map(|t| p.fingerprint(t).unwrap_or_default()).join(":")))
+    }
+
+    fn run(&self, inputs: &[Arc<RecordBatch>], ctx: &VerbContext) -> anyhow::Result<Vec<RecordBatch>> {
         let (ents, rels, docs) = (&inputs[0], &inputs[1], &inputs[2]);
         let titles = strings(ents, "entities", "title")?;
         let entity_ids = strings(ents, "entities", "id")?;
@@ -80,7 +90,15 @@ impl Verb for ClusterLeiden {
             use_lcc: self.use_lcc,
             leiden: LeidenConfig { resolution: self.resolution, seed: self.seed, ..LeidenConfig::default() },
         };
-        let mut communities = hierarchical_leiden(&graph, &cfg);
+        let mut communities =
+            match previous_clustering(ctx, &entity_ids, &index, &rels_by_end(&sources, &targets, &weights))? {
+                Some((prior, prior_communities)) => {
+                    let mut communities = hierarchical_leiden_from(&graph, &cfg, &prior);
+                    carry_over_ids(&mut communities, &prior_communities);
+                    communities
+                }
+                None => hierarchical_leiden(&graph, &cfg),
+            };
         communities.sort_by_key(|c| (c.level, c.id));
 
         // The data's date: the newest document's creation date (deterministic,
@@ -163,4 +181,54 @@ struct CommunityRows {
     relationship_ids: Vec<Vec<String>>,
     text_unit_ids: Vec<Vec<String>>,
     size: Vec<i64>,
+}
+
+/// Each entity title's edges: (other end, weight bits), sorted.
+type Adjacency<'a> = HashMap<&'a str, Vec<(&'a str, u64)>>;
+
+fn rels_by_end<'a>(sources: &[&'a str], targets: &[&'a str], weights: &[f64]) -> Adjacency<'a> {
+    let mut adj: Adjacency = HashMap::new();
+    for ((&s, &t), &w) in sources.iter().zip(targets).zip(weights) {
+        adj.entry(s).or_default().push((t, w.to_bits()));
+        adj.entry(t).or_default().push((s, w.to_bits()));
+    }
+    for edges in adj.values_mut() {
+        edges.sort_unstable();
+    }
+    adj
+}
+
+/// The previous index's clustering mapped onto the current entities (by
+/// id, a hash of the title), with the entities that are new or whose edges
+/// changed marked; `None` outside an update or without previous communities.
+fn previous_clustering(
+    ctx: &VerbContext,
+    entity_ids: &[&str],
+    node_of_title: &HashMap<&str, usize>,
+    edges_now: &Adjacency,
+) -> anyhow::Result<Option<(PriorClustering, Vec<PriorCommunity>)>> {
+    let Some(previous) = ctx.previous() else { return Ok(None) };
+    let (Some(comms), Some(rels)) = (previous.table("communities")?, previous.table("relationships")?) else {
+        return Ok(None);
+    };
+    let node_of_id: HashMap<&str, usize> = entity_ids.iter().enumerate().map(|(i, id)| (*id, i)).collect();
+    let (levels, ids) = (ints(&comms, "communities", "level")?, ints(&comms, "communities", "community")?);
+    let members = string_lists(&comms, "communities", "entity_ids")?;
+    let n = entity_ids.len();
+    let depth = levels.iter().map(|&l| l as usize + 1).max().unwrap_or(0);
+    let mut prior = PriorClustering { levels: vec![vec![None; n]; depth], changed: vec![false; n] };
+    let mut prior_communities = Vec::with_capacity(comms.num_rows());
+    for ((&level, &id), members) in levels.iter().zip(&ids).zip(&members) {
+        let nodes: Vec<usize> = members.iter().filter_map(|m| node_of_id.get(m.as_str()).copied()).collect();
+        for &v in &nodes {
+            prior.levels[level as usize][v] = Some(id as usize);
+        }
+        prior_communities.push(PriorCommunity { id: id as usize, level: level as usize, nodes, size: members.len() });
+    }
+    let (sources, targets) = (strings(&rels, "relationships", "source")?, strings(&rels, "relationships", "target")?);
+    let edges_then = rels_by_end(&sources, &targets, &floats(&rels, "relationships", "weight")?);
+    for (title, &v) in node_of_title {
+        prior.changed[v] = edges_now.get(title) != edges_then.get(title);
+    }
+    Ok(Some((prior, prior_communities)))
 }

@@ -87,9 +87,14 @@ pub fn estimate_gleaning(
     };
     for first in first_prompts {
         let messages = [Message::user(first.as_str())];
+        est.items += 1;
+        // An item whose first answer is cached was done before, follow-ups included.
+        if model.is_cached(&messages, false) {
+            est.cached_items += 1;
+            continue;
+        }
         let base = count_prompt_tokens(&messages);
         est.calls += turns;
-        est.items += 1;
         // Turn k resends the first prompt and the follow-ups before it.
         let mut history = base;
         est.prompt_tokens += base;
@@ -100,9 +105,6 @@ pub fn estimate_gleaning(
                 history += check;
                 est.prompt_tokens += history;
             }
-        }
-        if model.is_cached(&messages, false) {
-            est.cached_items += 1;
         }
     }
     est

@@ -116,18 +116,26 @@ impl EmbeddingModel {
                 let vectors = tokio::task::block_in_place(|| model.embed(&batch))
                     .map_err(|e| LlmError::Config(format!("embedding model `{}`: {e:#}", self.id)))?;
                 usage.record_call(&self.id, 0, 0);
+                self.cache_vectors(missing.iter().map(|&i| keys[i].as_str()), &vectors);
                 vectors
             }
-            Backend::Http { transport, limiter } => self.embed_http(transport, limiter, texts, &missing, usage).await?,
+            Backend::Http { transport, limiter } => {
+                self.embed_http(transport, limiter, texts, &keys, &missing, usage).await?
+            }
         };
         usage.record_embedded(&self.id, missing.len() as u64);
         for (&i, v) in missing.iter().zip(vectors) {
-            if let Some(c) = &self.cache {
-                c.put(&keys[i], &v);
-            }
             out[i] = Some(v);
         }
         Ok(out.into_iter().map(|v| v.expect("every text embedded")).collect())
+    }
+
+    fn cache_vectors<'k>(&self, keys: impl Iterator<Item = &'k str>, vectors: &[Vec<f32>]) {
+        if let Some(c) = &self.cache {
+            for (key, v) in keys.zip(vectors) {
+                c.put(key, v);
+            }
+        }
     }
 
     async fn embed_http(
@@ -135,20 +143,22 @@ impl EmbeddingModel {
         transport: &Transport,
         limiter: &Limiter,
         texts: &[String],
+        keys: &[String],
         missing: &[usize],
         usage: &UsageCounters,
     ) -> Result<Vec<Vec<f32>>, LlmError> {
-        let batches =
-            batches(missing.iter().map(|&i| texts[i].as_str()), self.config.batch_size, self.config.batch_max_tokens);
+        let batches = batches(missing.iter().map(|&i| (texts[i].as_str(), keys[i].as_str())), &self.config);
         let concurrency = self.config.concurrent_requests.max(1) as usize;
         let results: Vec<Result<Vec<Vec<f32>>, LlmError>> =
             stream::iter(batches.into_iter().map(|(batch, tokens)| async move {
-                let body = serde_json::json!({ "model": self.config.model, "input": batch });
-                let (vectors, reported) = super::retrying(&self.id, &self.config, usage, limiter, tokens, || {
-                    transport.embed(&body, batch.len())
-                })
-                .await?;
-                usage.record_call(&self.id, if reported > 0 { reported } else { tokens }, 0);
+                let inputs: Vec<&str> = batch.iter().map(|(text, _)| *text).collect();
+                let body = serde_json::json!({ "model": self.config.model, "input": inputs });
+                let keep = |(vectors, reported): &(Vec<Vec<f32>>, u64)| {
+                    usage.record_call(&self.id, if *reported > 0 { *reported } else { tokens }, 0);
+                    self.cache_vectors(batch.iter().map(|(_, key)| *key), vectors);
+                };
+                let call = || transport.embed(&body, batch.len());
+                let (vectors, _) = super::retrying(&self.id, &self.config, usage, limiter, tokens, call, keep).await?;
                 Ok(vectors)
             }))
             .buffered(concurrency)
@@ -162,18 +172,23 @@ impl EmbeddingModel {
     }
 }
 
-/// Groups texts into batches of at most `max_count` texts and `max_tokens`
-/// tokens (a single longer text is a batch of its own), with their token counts.
-fn batches<'a>(texts: impl Iterator<Item = &'a str>, max_count: u32, max_tokens: u32) -> Vec<(Vec<&'a str>, u64)> {
-    let mut out: Vec<(Vec<&str>, u64)> = Vec::new();
-    for text in texts {
+/// Groups (text, cache key) pairs into batches of at most `batch_size`
+/// texts and `batch_max_tokens` tokens (a single longer text is a batch of
+/// its own), with their token counts.
+fn batches<'a>(
+    texts: impl Iterator<Item = (&'a str, &'a str)>,
+    config: &ModelConfig,
+) -> Vec<(Vec<(&'a str, &'a str)>, u64)> {
+    let (max_count, max_tokens) = (config.batch_size, config.batch_max_tokens);
+    let mut out: Vec<(Vec<(&str, &str)>, u64)> = Vec::new();
+    for (text, key) in texts {
         let tokens = Encoding::Cl100kBase.count(text) as u64;
         match out.last_mut() {
             Some((batch, sum)) if batch.len() < max_count.max(1) as usize && *sum + tokens <= max_tokens as u64 => {
-                batch.push(text);
+                batch.push((text, key));
                 *sum += tokens;
             }
-            _ => out.push((vec![text], tokens)),
+            _ => out.push((vec![(text, key)], tokens)),
         }
     }
     out
@@ -186,9 +201,11 @@ mod tests {
     #[test]
     fn batches_respect_count_and_tokens() {
         let texts = ["one two three", "four", "five six", "seven", "eight nine ten eleven"];
-        let b = batches(texts.iter().copied(), 2, 1000);
+        let config =
+            |batch_size, batch_max_tokens| ModelConfig { batch_size, batch_max_tokens, ..ModelConfig::default() };
+        let b = batches(texts.iter().map(|t| (*t, "")), &config(2, 1000));
         assert_eq!(b.iter().map(|(x, _)| x.len()).collect::<Vec<_>>(), [2, 2, 1]);
-        let b = batches(texts.iter().copied(), 10, 4);
+        let b = batches(texts.iter().map(|t| (*t, "")), &config(10, 4));
         assert!(b.iter().all(|(x, t)| *t <= 4 || x.len() == 1));
         assert_eq!(b.iter().map(|(x, _)| x.len()).sum::<usize>(), 5);
     }

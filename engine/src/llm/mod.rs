@@ -121,14 +121,14 @@ impl ChatModel {
             }
         }
         let prompt_estimate = count_prompt_tokens(messages);
-        let completion =
-            retrying(&self.id, &self.config, usage, &self.limiter, prompt_estimate, || self.transport.chat(&body))
-                .await?;
-        usage.record_call(&self.id, completion.prompt_tokens, completion.completion_tokens);
-        if let Some(cache) = &self.cache {
-            cache.put(&key, &completion);
-        }
-        Ok(completion)
+        let keep = |completion: &Completion| {
+            usage.record_call(&self.id, completion.prompt_tokens, completion.completion_tokens);
+            if let Some(cache) = &self.cache {
+                cache.put(&key, completion);
+            }
+        };
+        retrying(&self.id, &self.config, usage, &self.limiter, prompt_estimate, || self.transport.chat(&body), keep)
+            .await
     }
 
     /// A chat completion streamed to `on_delta` as it is generated (a cached
@@ -229,6 +229,9 @@ impl ChatModel {
 
 /// Runs `call` under the model's limits, retrying retryable failures with
 /// backoff until `max_retries` is spent; counts retries and failures.
+/// `keep` (counting, caching) runs on the answer before the concurrency
+/// slot is released, so a process killed at any point has cached every
+/// answer whose successor request was sent.
 pub(crate) async fn retrying<T, F, Fut>(
     id: &str,
     config: &ModelConfig,
@@ -236,6 +239,7 @@ pub(crate) async fn retrying<T, F, Fut>(
     limiter: &limiter::Limiter,
     tokens: u64,
     mut call: F,
+    keep: impl Fn(&T),
 ) -> Result<T, LlmError>
 where
     F: FnMut() -> Fut,
@@ -246,7 +250,11 @@ where
         attempt += 1;
         let result = {
             let _permit = limiter.acquire(tokens).await;
-            call().await
+            let result = call().await;
+            if let Ok(v) = &result {
+                keep(v);
+            }
+            result
         };
         match result {
             Ok(v) => return Ok(v),

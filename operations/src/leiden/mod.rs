@@ -24,6 +24,7 @@
 //! components should one ever appear, which cannot lower modularity).
 //! Isolated nodes get communities of their own.
 
+mod carry_over;
 mod generate;
 mod graph;
 mod hierarchy;
@@ -34,6 +35,7 @@ mod rng;
 #[cfg(test)]
 mod tests;
 
+pub use carry_over::{carry_over_ids, PriorCommunity};
 pub use generate::{planted_partition, random_community_sizes, PlantedGraph};
 pub use graph::Graph;
 pub use metrics::{communities_connected, modularity, nmi};
@@ -104,11 +106,61 @@ pub fn leiden(graph: &Graph, cfg: &LeidenConfig) -> Vec<usize> {
     optimise::run(graph, cfg).0
 }
 
+/// [`leiden`] starting from the partition `initial` (any labels, one per
+/// node) instead of singletons: nodes keep their community unless moving
+/// improves the quality, so a slightly changed graph keeps most of an
+/// earlier clustering (incremental updates).
+pub fn leiden_from(graph: &Graph, cfg: &LeidenConfig, initial: &[usize]) -> Vec<usize> {
+    assert_eq!(initial.len(), graph.num_nodes(), "one initial label per node");
+    optimise::run_from(graph, cfg, initial)
+}
+
 /// Hierarchical Leiden: level 0 clusters the graph (or its largest
 /// connected component); each community larger than `max_cluster_size` is
 /// clustered again on its induced subgraph, its communities becoming its
 /// children one level down; a community whose clustering comes back as a
 /// single community stays a leaf. Sorted by id.
 pub fn hierarchical_leiden(graph: &Graph, cfg: &HierarchyConfig) -> Vec<Community> {
-    hierarchy::run(graph, cfg)
+    hierarchy::run(graph, cfg, None)
+}
+
+/// An earlier clustering of (an earlier version of) the graph, mapped to
+/// the current node ids, for [`hierarchical_leiden_from`].
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PriorClustering {
+    /// `levels[level][node]`: the node's community at that level (`None`:
+    /// the node was not clustered at that level, or is new).
+    pub levels: Vec<Vec<Option<usize>>>,
+    /// Nodes that are new or whose edges (neighbours or weights) changed.
+    pub changed: Vec<bool>,
+}
+
+impl PriorClustering {
+    /// Whether the prior clustered exactly `nodes` at `level`: all of them
+    /// in one community of the level above (any community, at level 0),
+    /// and no other node there.
+    fn clustered_exactly(&self, level: usize, nodes: &[usize]) -> bool {
+        let label = |level: usize, v: usize| self.levels.get(level).and_then(|l| l.get(v).copied().flatten());
+        if nodes.iter().any(|&v| label(level, v).is_none()) {
+            return false;
+        }
+        let Some(parent_level) = level.checked_sub(1) else {
+            let clustered = self.levels.first().map_or(0, |l| l.iter().flatten().count());
+            return clustered == nodes.len();
+        };
+        let Some(parent) = label(parent_level, nodes[0]) else { return false };
+        if nodes.iter().any(|&v| label(parent_level, v) != Some(parent)) {
+            return false;
+        }
+        let members = self.levels[parent_level].iter().filter(|&&l| l == Some(parent)).count();
+        members == nodes.len()
+    }
+}
+
+/// [`hierarchical_leiden`] for a graph that changed since `prior`: parts
+/// of the hierarchy whose nodes did not change come out as they were, the
+/// rest is clustered by Leiden warm-started from the prior communities, so
+/// an incremental update keeps most communities (and their reports).
+pub fn hierarchical_leiden_from(graph: &Graph, cfg: &HierarchyConfig, prior: &PriorClustering) -> Vec<Community> {
+    hierarchy::run(graph, cfg, Some(prior))
 }

@@ -385,6 +385,36 @@ fn iterate(
 /// iterations, which mostly look up the communities of neighbours in the
 /// same community, touch memory that is close together. This changes which
 /// random choices fall where, not the algorithm; the result is mapped back.
+/// `labels` renumbered `0..k` by first appearance, whatever their range.
+fn dense_labels(labels: &[usize]) -> Vec<usize> {
+    let mut ids = std::collections::HashMap::new();
+    labels
+        .iter()
+        .map(|&l| {
+            let k = ids.len();
+            *ids.entry(l).or_insert(k)
+        })
+        .collect()
+}
+
+/// Leiden started from `initial` (any labels) instead of singletons, for
+/// re-clustering a graph that changed a little: communities the changes do
+/// not reach stay as they were, because a Leiden iteration never lowers
+/// the quality of the partition it starts from.
+pub(super) fn run_from(g: &Graph, cfg: &LeidenConfig, initial: &[usize]) -> Vec<usize> {
+    let mut part = dense_labels(initial);
+    if g.num_nodes() == 0 {
+        return part;
+    }
+    let mut rng = SplitMix64::new(cfg.seed);
+    let mut stats = RunStats::default();
+    let quality = super::modularity(g, &part, cfg.resolution);
+    iterate(g, &mut part, quality, cfg.max_iterations.max(1), cfg, &mut rng, &mut stats);
+    split_disconnected(g, &mut part);
+    normalise(&mut part);
+    part
+}
+
 pub(super) fn run(g: &Graph, cfg: &LeidenConfig) -> (Vec<usize>, RunStats) {
     let n = g.num_nodes();
     let mut stats = RunStats::default();

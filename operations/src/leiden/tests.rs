@@ -553,3 +553,83 @@ fn shared_lfr_graphs_are_recovered() {
         println!("{name}: hierarchy, communities per level {per_level:?}");
     }
 }
+
+/// Node `n` joins the graph with edges to `friends`.
+fn with_new_node(g: &PlantedGraph, friends: &[usize]) -> Graph {
+    let n = g.num_nodes;
+    let mut edges = g.edges.clone();
+    edges.extend(friends.iter().map(|&f| (f, n, 1.0)));
+    Graph::from_edges(n + 1, &edges)
+}
+
+#[test]
+fn warm_start_keeps_the_partition_where_the_graph_did_not_change() {
+    let planted = planted_1000(3, 0.2);
+    let cfg = LeidenConfig::default();
+    let before = leiden(&Graph::from_edges(planted.num_nodes, &planted.edges), &cfg);
+    // A new node tied to three members of one community.
+    let members: Vec<usize> = (0..planted.num_nodes).filter(|&v| before[v] == before[0]).take(3).collect();
+    let grown = with_new_node(&planted, &members);
+    let mut initial = before.clone();
+    initial.push(usize::MAX); // any label of its own
+    let after = leiden_from(&grown, &cfg, &initial);
+    assert_eq!(after[planted.num_nodes], after[0], "the new node joins the community it is tied to");
+    assert_eq!(nmi(&after[..planted.num_nodes], &before), 1.0, "every other node keeps its community");
+    assert!(communities_connected(&grown, &after));
+}
+
+/// `communities` as the prior of a graph of `n` nodes, none changed.
+fn prior_of(communities: &[Community], n: usize) -> PriorClustering {
+    let levels = communities.iter().map(|c| c.level).max().unwrap() + 1;
+    let mut prior = PriorClustering { levels: vec![vec![None; n]; levels], changed: vec![false; n] };
+    for c in communities {
+        for &v in &c.nodes {
+            prior.levels[c.level][v] = Some(c.id);
+        }
+    }
+    prior
+}
+
+#[test]
+fn hierarchical_warm_start_keeps_what_did_not_change() {
+    let planted = planted_1000(5, 0.3);
+    let g = Graph::from_edges(planted.num_nodes, &planted.edges);
+    let cfg = HierarchyConfig { max_cluster_size: 30, ..HierarchyConfig::default() };
+    let first = hierarchical_leiden(&g, &cfg);
+    let prior = prior_of(&first, planted.num_nodes);
+    let again = hierarchical_leiden_from(&g, &cfg, &prior);
+    let members = |cs: &[Community]| {
+        let mut m: Vec<(usize, Vec<usize>)> = cs.iter().map(|c| (c.level, c.nodes.clone())).collect();
+        m.sort();
+        m
+    };
+    assert_eq!(members(&again), members(&first));
+}
+
+#[test]
+fn hierarchical_warm_start_reclusters_only_the_changed_branch() {
+    let planted = planted_1000(7, 0.2);
+    let g = Graph::from_edges(planted.num_nodes, &planted.edges);
+    let cfg = HierarchyConfig { max_cluster_size: 30, ..HierarchyConfig::default() };
+    let first = hierarchical_leiden(&g, &cfg);
+    let n = planted.num_nodes;
+    let mut prior = prior_of(&first, n + 1);
+    // A new node tied to two members of the first level-0 community.
+    let home = &first[0].nodes;
+    let grown = with_new_node(&planted, &home[..2]);
+    for v in [home[0], home[1], n] {
+        prior.changed[v] = true;
+    }
+    let again = hierarchical_leiden_from(&grown, &cfg, &prior);
+    let untouched = |cs: &[Community]| {
+        let mut m: Vec<(usize, Vec<usize>)> = cs
+            .iter()
+            .filter(|c| !c.nodes.iter().any(|&v| prior.changed[v] || home.contains(&v)))
+            .map(|c| (c.level, c.nodes.clone()))
+            .collect();
+        m.sort();
+        m
+    };
+    assert_eq!(untouched(&again), untouched(&first), "branches without a changed node are kept as they were");
+    assert!(again.iter().any(|c| c.level == 0 && c.nodes.contains(&n) && c.nodes.contains(&home[0])));
+}

@@ -52,7 +52,7 @@ pub fn run(run: &Run) -> anyhow::Result<Outcome> {
     if run.retrieval_only() {
         // No follow-up questions without a model: the primer reports plus the
         // local context of the question itself.
-        let local = super::local::build(run, &query, ds.local_search_max_data_tokens, &run.req.history)?;
+        let local = super::local::build(run, question, &query, ds.local_search_max_data_tokens, &run.req.history)?;
         let context = join_parts([primer_table.text.as_str(), local.text.as_str()]);
         let mut records = local.records();
         records["primer_reports"] = primer_table.records();
@@ -123,7 +123,7 @@ pub fn run(run: &Run) -> anyhow::Result<Outcome> {
         let vectors = run.embed(&round)?;
         let mut calls = Vec::new();
         for (q, v) in round.iter().zip(&vectors) {
-            let local = super::local::build(run, v, ds.local_search_max_data_tokens, &[])?;
+            let local = super::local::build(run, q, v, ds.local_search_max_data_tokens, &[])?;
             let system = render(
                 &local_prompt,
                 &[

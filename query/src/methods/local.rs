@@ -1,6 +1,10 @@
 //! GraphRAG local search: the entities closest to the question, their
 //! relationships, claims, community reports and source text units, packed
 //! into `local_search.max_context_tokens` with GraphRAG's proportions.
+//! Two graphrag-rs departures, measured in docs/benchmarks.md ("Retrieval
+//! recall"): entities the question names are selected first, and the text
+//! units (of the selected entities and their relationships' other ends) are
+//! ordered by similarity to the question when text unit vectors exist.
 
 use std::collections::{HashMap, HashSet};
 
@@ -8,8 +12,8 @@ use anyhow::bail;
 use serde_json::{json, Value};
 
 use crate::context::{
-    history_table, join_parts, pack_table, rank_relationships, rank_text_units, reports_at_level, MemoCounter,
-    PackedTable,
+    entities_named_in, history_table, join_parts, neighbour_entities, order_by_similarity, pack_table,
+    rank_relationships, rank_text_units, reports_at_level, MemoCounter, PackedTable,
 };
 use crate::data::{Field, Graph};
 use crate::{render, Outcome, Run};
@@ -40,7 +44,7 @@ pub fn run(run: &Run) -> anyhow::Result<Outcome> {
     let question = &run.req.question;
     let s = &run.s().local_search;
     let query = run.embed_one(question)?;
-    let ctx = build(run, &query, s.max_context_tokens, &run.req.history)?;
+    let ctx = build(run, question, &query, s.max_context_tokens, &run.req.history)?;
     let context_ms = run.context_ready();
     let records = ctx.records();
     if run.retrieval_only() {
@@ -72,9 +76,10 @@ const RELATIONSHIP_HEADER: [&str; 5] = ["id", "source", "target", "description",
 const CLAIM_HEADER: [&str; 8] =
     ["id", "entity", "object_id", "type", "status", "start_date", "end_date", "description"];
 
-/// Builds GraphRAG's local context for a query embedding, within `max_tokens`.
+/// Builds GraphRAG's local context for a question and its embedding, within `max_tokens`.
 pub fn build(
     run: &Run,
+    question: &str,
     query: &[f32],
     max_tokens: usize,
     history: &[(String, String)],
@@ -93,11 +98,17 @@ pub fn build(
     let g = index.graph()?;
     let vectors = run.vectors(Field::EntityDescription)?;
 
-    // Entities: GraphRAG oversamples ×2 and keeps every match (deduplicated).
+    // Entities: those the question names (up to top_k_entities), then
+    // GraphRAG's embedding matches, oversampled ×2 (deduplicated).
+    let named = entities_named_in(question, &g.entity_by_key, g.max_key_words, |e| g.entity_units[e].len());
     let hits = run.search(&vectors, query, s.top_k_entities.saturating_mul(2), None)?;
     let mut seen = HashSet::new();
-    let selected: Vec<usize> =
-        hits.iter().filter_map(|(id, _)| g.entity_by_id.get(id).copied()).filter(|e| seen.insert(*e)).collect();
+    let selected: Vec<usize> = named
+        .into_iter()
+        .take(s.top_k_entities)
+        .chain(hits.iter().filter_map(|(id, _)| g.entity_by_id.get(id).copied()))
+        .filter(|e| seen.insert(*e))
+        .collect();
 
     let history = history_table(history, s.conversation_history_max_turns as usize, true, max_tokens, &count);
     let budget = max_tokens.saturating_sub(history.tokens);
@@ -153,7 +164,22 @@ pub fn build(
     let sources = if text_unit_tokens > 0 && !selected.is_empty() {
         let entity_units: Vec<&[String]> = selected.iter().map(|&e| g.entity_units[e].as_slice()).collect();
         let rel_units: Vec<&[String]> = rels_in_context.iter().map(|&r| g.rel_units[r].as_slice()).collect();
-        let ranked = rank_text_units(&entity_units, &rel_units);
+        let mut ranked = rank_text_units(&entity_units, &rel_units);
+        // The graph proposes, the question orders: entity links alone favour
+        // units that list many of the selected entities over the one that
+        // answers. The candidates also take in the units of the entities at
+        // the other end of the context's relationships (the next hop of a
+        // multi-hop question). graphrag-rs: GraphRAG ranks by entity order.
+        if let Some(vectors) = index.vectors_opt(Field::TextUnitText) {
+            for e in neighbour_entities(&selected, &rels_in_context, &g.ends) {
+                ranked.extend(g.entity_units[e].iter().cloned());
+            }
+            let mut seen = HashSet::new();
+            ranked.retain(|id| seen.insert(id.clone()));
+            let allowed: HashSet<usize> = ranked.iter().filter_map(|id| vectors.row_of(id)).collect();
+            let hits = run.search(&vectors, query, allowed.len(), Some(&allowed))?;
+            ranked = order_by_similarity(ranked, &hits);
+        }
         let units = index.text_units()?;
         let rows = ranked
             .iter()

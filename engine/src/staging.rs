@@ -1,0 +1,191 @@
+//! Publishing an update all at once. An update runs its pipeline into
+//! `output/.update/`, leaving the live index untouched (and queryable)
+//! until every step succeeded; then [`commit`] writes a marker listing the
+//! staged files and moves them into the output folder. A crash after the
+//! marker is finished by [`recover`] (every command that opens the index
+//! calls it); a crash before it leaves the live index as it was, and the
+//! staged steps for the next update to resume from.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+
+use crate::store;
+
+const MARKER: &str = "COMMIT";
+
+/// Where an update stages its outputs.
+pub fn dir(output_dir: &Path) -> PathBuf {
+    output_dir.join(".update")
+}
+
+/// Publishes everything staged. Top-level files replace their namesakes;
+/// a staged subfolder (`vectors/`, `.steps/`) replaces the live one, files
+/// the update did not produce included.
+pub fn commit(output_dir: &Path) -> anyhow::Result<()> {
+    let staging = dir(output_dir);
+    store::remove_stale_temp_files(&staging);
+    let files = list_files(&staging)?;
+    store::atomic_write(&staging.join(MARKER), &serde_json::to_vec(&files)?)
+        .with_context(|| format!("writing the commit marker in {}", staging.display()))?;
+    finish(output_dir, &files)
+}
+
+/// Finishes a commit interrupted after its marker was written; `true` if
+/// there was one.
+pub fn recover(output_dir: &Path) -> anyhow::Result<bool> {
+    let marker = dir(output_dir).join(MARKER);
+    let Ok(bytes) = std::fs::read(&marker) else {
+        return Ok(false);
+    };
+    let files: Vec<String> =
+        serde_json::from_slice(&bytes).with_context(|| format!("reading the commit marker {}", marker.display()))?;
+    tracing::info!("finishing the publication of an interrupted update");
+    finish(output_dir, &files)?;
+    Ok(true)
+}
+
+/// Drops a staged update that was never committed (a full `index`
+/// supersedes it).
+pub fn discard(output_dir: &Path) -> anyhow::Result<()> {
+    let staging = dir(output_dir);
+    if staging.exists() {
+        std::fs::remove_dir_all(&staging).with_context(|| format!("removing {}", staging.display()))?;
+    }
+    Ok(())
+}
+
+/// Moves the listed files in (those already moved are skipped, so a rerun
+/// after a crash completes the job), prunes the replaced subfolders, then
+/// removes the staging folder, marker last.
+fn finish(output_dir: &Path, files: &[String]) -> anyhow::Result<()> {
+    let staging = dir(output_dir);
+    for rel in files {
+        let (from, to) = (staging.join(rel), output_dir.join(rel));
+        if !from.exists() {
+            continue;
+        }
+        if let Some(parent) = to.parent() {
+            std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
+        }
+        std::fs::rename(&from, &to).with_context(|| format!("moving {} to {}", from.display(), to.display()))?;
+    }
+    let listed: BTreeSet<&str> = files.iter().map(String::as_str).collect();
+    let subfolders: BTreeSet<&str> = files.iter().filter_map(|f| f.split_once('/').map(|(d, _)| d)).collect();
+    for sub in subfolders {
+        for rel in list_files(&output_dir.join(sub))? {
+            let rel = format!("{sub}/{rel}");
+            if !listed.contains(rel.as_str()) {
+                let path = output_dir.join(&rel);
+                std::fs::remove_file(&path).with_context(|| format!("removing stale {}", path.display()))?;
+            }
+        }
+    }
+    for entry in std::fs::read_dir(&staging).with_context(|| format!("listing {}", staging.display()))? {
+        let path = entry?.path();
+        if path.is_dir() {
+            std::fs::remove_dir_all(&path).with_context(|| format!("removing {}", path.display()))?;
+        } else if path.file_name().is_some_and(|n| n != MARKER) {
+            std::fs::remove_file(&path).with_context(|| format!("removing {}", path.display()))?;
+        }
+    }
+    std::fs::remove_dir_all(&staging).with_context(|| format!("removing {}", staging.display()))
+}
+
+/// Files under `dir`, relative and `/`-separated, sorted; none if absent.
+fn list_files(dir: &Path) -> anyhow::Result<Vec<String>> {
+    fn walk(root: &Path, dir: &Path, out: &mut Vec<String>) -> anyhow::Result<()> {
+        for entry in std::fs::read_dir(dir).with_context(|| format!("listing {}", dir.display()))? {
+            let path = entry?.path();
+            if path.is_dir() {
+                walk(root, &path, out)?;
+            } else {
+                let rel = path.strip_prefix(root).expect("under root");
+                let parts: Vec<String> =
+                    rel.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
+                out.push(parts.join("/"));
+            }
+        }
+        Ok(())
+    }
+    let mut out = Vec::new();
+    if dir.is_dir() {
+        walk(dir, dir, &mut out)?;
+    }
+    out.retain(|f| f != MARKER);
+    out.sort();
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(path: &Path, text: &str) {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+
+    fn read(path: &Path) -> String {
+        std::fs::read_to_string(path).unwrap()
+    }
+
+    /// A live index and a staged update of it.
+    fn live_and_staged() -> tempfile::TempDir {
+        let tmp = tempfile::tempdir().unwrap();
+        let out = tmp.path();
+        write(&out.join("entities.parquet"), "old entities");
+        write(&out.join("notes.txt"), "the user's file");
+        write(&out.join("vectors/entity_description.hnsw"), "old index");
+        write(&out.join("vectors/text_unit_text.hnsw"), "no longer produced");
+        write(&out.join(".steps/state.json"), "old state");
+        let staging = dir(out);
+        write(&staging.join("entities.parquet"), "new entities");
+        write(&staging.join("vectors/entity_description.hnsw"), "new index");
+        write(&staging.join(".steps/state.json"), "new state");
+        tmp
+    }
+
+    fn assert_published(out: &Path) {
+        assert_eq!(read(&out.join("entities.parquet")), "new entities");
+        assert_eq!(read(&out.join("vectors/entity_description.hnsw")), "new index");
+        assert_eq!(read(&out.join(".steps/state.json")), "new state");
+        assert!(!out.join("vectors/text_unit_text.hnsw").exists(), "a replaced subfolder keeps no stale file");
+        assert_eq!(read(&out.join("notes.txt")), "the user's file", "top-level files not staged stay");
+        assert!(!dir(out).exists());
+    }
+
+    #[test]
+    fn commit_publishes_the_staged_files() {
+        let d = live_and_staged();
+        commit(d.path()).unwrap();
+        assert_published(d.path());
+        assert!(!recover(d.path()).unwrap(), "nothing left to recover");
+    }
+
+    #[test]
+    fn a_commit_interrupted_after_its_marker_is_finished_by_recover() {
+        let d = live_and_staged();
+        let out = d.path();
+        let files = list_files(&dir(out)).unwrap();
+        store::atomic_write(&dir(out).join(MARKER), &serde_json::to_vec(&files).unwrap()).unwrap();
+        // The crash came after the first file was moved.
+        std::fs::rename(dir(out).join(&files[0]), out.join(&files[0])).unwrap();
+        assert!(recover(out).unwrap());
+        assert_published(out);
+    }
+
+    #[test]
+    fn an_update_that_never_committed_leaves_the_live_index_alone() {
+        let d = live_and_staged();
+        let out = d.path();
+        assert!(!recover(out).unwrap());
+        assert_eq!(read(&out.join("entities.parquet")), "old entities");
+        assert_eq!(read(&out.join("vectors/text_unit_text.hnsw")), "no longer produced");
+        assert!(dir(out).join("entities.parquet").exists(), "kept for the next update to resume from");
+        discard(out).unwrap();
+        assert!(!dir(out).exists());
+        assert_eq!(read(&out.join("entities.parquet")), "old entities");
+    }
+}

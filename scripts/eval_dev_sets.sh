@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Retrieval recall of the embedded default (fast method, local MiniLM embeddings, no chat model) on
+# the dev sets of ../shared/eval, as reported in docs/benchmarks.md ("Retrieval recall").
+#
+# usage: scripts/eval_dev_sets.sh OUT_DIR [DATASET...]
+#   OUT_DIR   projects go to OUT_DIR/projects/<dataset>/, results to OUT_DIR/results/<dataset>.*
+#   DATASET   any of: kag-musique-100 kag-hotpotqa-100 twowiki-101 lihua-world (default: all four)
+# env:
+#   BIN       folder of graphrag-rs (default: target/release)
+#   EVAL_DIR  the data sets (default: ../shared/eval next to the repository)
+#   METHODS   query methods to evaluate (default: basic,local,hybrid,mix,drift: those that retrieve
+#             without a chat model; global's context-only output is every report, not a retrieval)
+#   K         --k of graphrag-rs eval (default: the settings' own top-k values)
+#   REINDEX   1: index again even when OUT_DIR/projects/<dataset>/output exists
+# Per dataset: <dataset>.index.time (/usr/bin/time -v of the indexing), <dataset>.json (eval
+# --output), <dataset>.txt (the printed table).
+set -euo pipefail
+[ $# -ge 1 ] || { sed -n 2,17p "$0"; exit 2; }
+out=$(mkdir -p "$1" && cd "$1" && pwd)
+shift
+datasets=("$@")
+[ ${#datasets[@]} -gt 0 ] || datasets=(kag-musique-100 kag-hotpotqa-100 twowiki-101 lihua-world)
+repo=$(cd "$(dirname "$0")/.." && pwd)
+bin=${BIN:-$repo/target/release}/graphrag-rs
+eval_dir=$(cd "${EVAL_DIR:-$repo/../shared/eval}" && pwd)
+methods=${METHODS:-basic,local,hybrid,mix,drift}
+res=$out/results
+mkdir -p "$res" "$out/projects"
+
+# Writes the corpus of dataset $1 into project $2's input/ and sets input: in its settings.yaml.
+prepare_input() {
+  python3 - "$eval_dir/$1" "$2" <<'PY'
+import json, pathlib, re, sys, zipfile
+data, project = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
+name, inp = data.name, project / "input"
+corpus = data / "corpus"
+if name == "lihua-world":
+    # One text document per chat file; its title is the path inside the zip, as in gold_docs.
+    with zipfile.ZipFile(corpus / "LiHuaWorld.zip") as z:
+        z.extractall(inp)
+    kind = "text"
+else:
+    if name == "kag-hotpotqa-100":
+        raw = json.loads((corpus / "train_corpus.json").read_text())
+        # title -> sentences (each after the first starts with its space): one paragraph each.
+        docs = [{"title": t, "text": "".join(s)} for t, s in raw.items()]
+    else:
+        (src,) = corpus.glob("*.json")
+        docs = [{"title": d["title"], "text": d["text"]} for d in json.loads(src.read_text())]
+    (inp / "corpus.json").write_text(json.dumps(docs, ensure_ascii=False))
+    kind = "json"
+settings = project / "settings.yaml"
+text = settings.read_text()
+text = re.sub(r"(?m)^(input:\n  type: )text\b", r"\g<1>" + kind, text, count=1)
+if kind == "json":
+    text = re.sub(r"(?m)^  # title_column: title", "  title_column: title", text, count=1)
+settings.write_text(text)
+PY
+}
+
+for ds in "${datasets[@]}"; do
+  project=$out/projects/$ds
+  questions=$eval_dir/$ds/dev/questions.json
+  [ -f "$questions" ] || { echo "no $questions" >&2; exit 1; }
+  if [ "${REINDEX:-0}" = 1 ] || [ ! -d "$project/output" ]; then
+    rm -rf "$project"
+    "$bin" -q init --root "$project"
+    prepare_input "$ds" "$project"
+    echo "== $ds: indexing (fast method)" >&2
+    /usr/bin/time -v -o "$res/$ds.index.time" "$bin" -q index --root "$project" --method fast
+    grep -E "Elapsed|Maximum resident" "$res/$ds.index.time" >&2
+  fi
+  echo "== $ds: eval ($methods)" >&2
+  "$bin" -q eval --root "$project" --questions "$questions" --method "$methods" ${K:+--k "$K"} \
+    --output "$res/$ds.json" | tee "$res/$ds.txt"
+done

@@ -1,0 +1,111 @@
+//! End-to-end: `graphrag-rs eval` on a tiny corpus indexed with the fast
+//! method (no chat model, local all-MiniLM-L6-v2 embeddings).
+
+use std::fs;
+use std::process::{Command, Output};
+
+fn graphrag(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_graphrag-rs")).args(args).output().expect("binary runs")
+}
+
+fn text(o: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+}
+
+const DOCS: [(&str, &str); 6] = [
+    ("lighthouse.txt", "The Skerry Point lighthouse was kept by Morag Baird for thirty years. Morag Baird lit the lamp every evening and logged every passing ship in the Skerry Point ledger."),
+    ("bakery.txt", "Tomas Lindqvist runs the Lindqvist bakery on Harbour Street. Tomas Lindqvist bakes cardamom buns every morning and sells rye bread to the fishermen of the harbour."),
+    ("orchestra.txt", "The Vellmar Orchestra was conducted by Ines Okafor. Ines Okafor chose Bruckner symphonies for the Vellmar Orchestra winter season at the old opera house."),
+    ("volcano.txt", "Mount Karrow is a dormant volcano in the northern range. Geologists from the Karrow Institute measure the gases of Mount Karrow every spring."),
+    ("chess.txt", "Pavel Drozd won the Riverside chess championship twice. Pavel Drozd trains young chess players at the Riverside club on Saturdays."),
+    ("garden.txt", "The Elm Lane community garden grows tomatoes, beans and sunflowers. Volunteers of the Elm Lane garden share the harvest with the neighbourhood kitchen."),
+];
+
+#[test]
+fn eval_scores_retrieval_and_writes_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_str().unwrap();
+    assert!(graphrag(&["init", "--root", root]).status.success());
+    fs::create_dir_all(dir.path().join("input/week1")).unwrap();
+    for (name, body) in DOCS {
+        fs::write(dir.path().join("input/week1").join(name), body).unwrap();
+    }
+    // No API key: `auto` picks the fast method.
+    let o = graphrag(&["-q", "index", "--root", root]);
+    assert!(o.status.success(), "{}", text(&o));
+
+    let lighthouse = DOCS[0].1;
+    let questions = serde_json::json!([
+        {
+            "id": "passage", "question": "Who kept the Skerry Point lighthouse?", "answer": "Morag Baird",
+            "answer_aliases": [], "type": "single",
+            "gold_docs": ["week1/lighthouse.txt"],
+            // Other case and whitespace than the indexed text.
+            "gold_passages": [lighthouse.to_uppercase().replace(". ", ".\n  ")],
+        },
+        {
+            "id": "absent", "question": "Who conducts the Vellmar Orchestra?", "answer": null, "type": "single",
+            "gold_docs": [],
+            "gold_passages": ["The Vellmar Orchestra was founded in 1871 by the brewer August Hallström, who paid the musicians in beer."],
+        },
+        {
+            "id": 7, "question": "Which volcano do the Karrow Institute geologists measure?", "type": "multi",
+            "gold_docs": ["corpus/week1/volcano.txt"], "gold_passages": [],
+        },
+        {"id": "null", "question": "What is the capital of Atlantis?", "type": "multi", "gold_docs": [], "gold_passages": []},
+    ]);
+    let qfile = dir.path().join("questions.json");
+    fs::write(&qfile, questions.to_string()).unwrap();
+    let out = dir.path().join("eval.json");
+    let o = graphrag(&[
+        "-q",
+        "eval",
+        "--root",
+        root,
+        "--questions",
+        qfile.to_str().unwrap(),
+        "--method",
+        "basic,local,mix",
+        "--k",
+        "3",
+        "--output",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let table = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(table.starts_with("method  k  type"), "{table}");
+    assert!(table.lines().any(|l| l.starts_with("basic   3  all     3/4")), "{table}");
+
+    let report: serde_json::Value = serde_json::from_slice(&fs::read(&out).unwrap()).unwrap();
+    assert_eq!(report["questions"], 4);
+    assert_eq!(report["methods"], serde_json::json!(["basic", "local", "mix"]));
+    let per_question = report["per_question"].as_array().unwrap();
+    assert_eq!(per_question.len(), 12, "3 methods × 4 questions");
+    let score = |method: &str, id: &str| {
+        per_question.iter().find(|q| q["method"] == method && q["id"] == id).unwrap_or_else(|| panic!("{method} {id}"))
+    };
+    let basic = score("basic", "passage");
+    assert_eq!(basic["gold"], "passages");
+    assert_eq!(basic["recall"], 1.0, "{basic}");
+    assert_eq!(basic["k"], 3);
+    assert!(basic["context_tokens"].as_u64().unwrap() > 0);
+    assert!(basic["latency_ms"].as_f64().unwrap() > 0.0);
+    assert_eq!(basic["answer"], serde_json::Value::Null, "no chat call");
+    assert_eq!(score("basic", "absent")["recall"], 0.0, "a different passage does not count");
+    let by_document = score("basic", "7");
+    assert_eq!((by_document["gold"].as_str(), by_document["recall"].as_f64()), (Some("documents"), Some(1.0)));
+    assert_eq!(score("local", "null")["gold"], "none");
+    assert_eq!(score("local", "null")["recall"], serde_json::Value::Null);
+
+    let summary = report["summary"].as_array().unwrap();
+    let rows: Vec<(&str, &str)> =
+        summary.iter().map(|r| (r["method"].as_str().unwrap(), r["type"].as_str().unwrap())).collect();
+    assert_eq!(rows.len(), 9, "per method: all, multi, single; {rows:?}");
+    assert_eq!(rows[..3], [("basic", "all"), ("basic", "multi"), ("basic", "single")]);
+    let basic_all = &summary[0];
+    for key in ["recall", "all_found", "context_tokens", "latency_p50_ms", "latency_p95_ms", "questions", "scored"] {
+        assert!(basic_all[key].is_number(), "{key}: {basic_all}");
+    }
+    assert_eq!(basic_all["scored"], 3);
+    assert!((basic_all["recall"].as_f64().unwrap() - 2.0 / 3.0).abs() < 1e-9, "{basic_all}");
+}
