@@ -3,12 +3,13 @@
 //! crash or Ctrl-C never leaves a partial table.
 
 use std::fs::{self, File};
-use std::io::{self, Write};
+use std::io::{self, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use arrow_array::RecordBatch;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::arrow_writer::compute_leaves;
 use parquet::arrow::ArrowWriter;
 use parquet::basic::Compression;
 use parquet::file::properties::WriterProperties;
@@ -51,22 +52,50 @@ pub fn remove_stale_temp_files(dir: &Path) {
     }
 }
 
-/// Encodes a table as Parquet (snappy, like pandas' default). The bytes are a
-/// pure function of the table, so equal tables give byte-identical files.
-pub fn parquet_bytes(batch: &RecordBatch) -> anyhow::Result<Vec<u8>> {
-    let props = WriterProperties::builder().set_compression(Compression::SNAPPY).build();
-    let mut buf = Vec::new();
-    let mut w = ArrowWriter::try_new(&mut buf, batch.schema(), Some(props))?;
-    w.write(batch)?;
-    w.close()?;
-    Ok(buf)
+fn writer_properties() -> WriterProperties {
+    WriterProperties::builder().set_compression(Compression::SNAPPY).build()
 }
 
-/// Writes `batch` to `path` atomically; returns the sha256 of the file.
+/// Encodes a table as Parquet (snappy, like pandas' default) into `sink`. The
+/// bytes are those `ArrowWriter` gives for the whole batch (same row groups,
+/// same column order), so equal tables give byte-identical files; but column
+/// chunks are encoded and written one at a time, so only one encoded column
+/// chunk is held in memory, not a whole row group (a communities table's id
+/// lists run to hundreds of MB).
+fn encode_parquet<W: Write + Send>(sink: W, batch: &RecordBatch, props: WriterProperties) -> anyhow::Result<W> {
+    let rows_per_group = props.max_row_group_row_count().unwrap_or(usize::MAX);
+    let schema = batch.schema();
+    let (mut file, column_writers) =
+        ArrowWriter::try_new(sink, schema.clone(), Some(props))?.into_serialized_writer()?;
+    let (mut start, mut group_index) = (0, 0);
+    while start < batch.num_rows() {
+        let rows = batch.slice(start, rows_per_group.min(batch.num_rows() - start));
+        let mut writers = column_writers.create_column_writers(group_index)?.into_iter();
+        let mut group = file.next_row_group()?;
+        for (field, column) in schema.fields().iter().zip(rows.columns()) {
+            for leaf in compute_leaves(field, column)? {
+                let mut writer = writers.next().context("fewer Parquet column writers than leaf columns")?;
+                writer.write(&leaf)?;
+                writer.close()?.append_to_row_group(&mut group)?;
+            }
+        }
+        group.close()?;
+        start += rows.num_rows();
+        group_index += 1;
+    }
+    Ok(file.into_inner()?)
+}
+
+/// Writes `batch` to `path` atomically, streaming the encoded bytes to the
+/// file; returns the file's hash (as `file_sha256`).
 pub fn write_table(path: &Path, batch: &RecordBatch) -> anyhow::Result<String> {
-    let bytes = parquet_bytes(batch)?;
-    atomic_write(path, &bytes).with_context(|| format!("writing {}", path.display()))?;
-    Ok(graphrag_operations::ids::sha256_hex(&[&bytes]))
+    atomic_write_with(path, |f| {
+        encode_parquet(BufWriter::new(f), batch, writer_properties())
+            .and_then(|mut w| Ok(w.flush()?))
+            .map_err(io::Error::other)
+    })
+    .with_context(|| format!("writing {}", path.display()))?;
+    file_sha256(path).with_context(|| format!("reading back {}", path.display()))
 }
 
 pub fn read_table(path: &Path) -> anyhow::Result<RecordBatch> {
@@ -74,7 +103,10 @@ pub fn read_table(path: &Path) -> anyhow::Result<RecordBatch> {
     let builder = ParquetRecordBatchReaderBuilder::try_new(file)
         .with_context(|| format!("{} is not a readable Parquet file", path.display()))?;
     let schema = builder.schema().clone();
-    let batches = builder.build()?.collect::<Result<Vec<_>, _>>()?;
+    // One batch for the whole file: batches of the default size would be
+    // concatenated into a copy, twice the table's memory at once.
+    let rows = builder.metadata().file_metadata().num_rows().max(1) as usize;
+    let batches = builder.with_batch_size(rows).build()?.collect::<Result<Vec<_>, _>>()?;
     match batches.as_slice() {
         [] => Ok(RecordBatch::new_empty(schema)),
         [one] => Ok(one.clone()),
@@ -82,8 +114,12 @@ pub fn read_table(path: &Path) -> anyhow::Result<RecordBatch> {
     }
 }
 
+/// `sha256_hex` of the file's bytes, read in blocks rather than whole (tables
+/// run to hundreds of MB).
 pub fn file_sha256(path: &Path) -> Option<String> {
-    fs::read(path).ok().map(|b| graphrag_operations::ids::sha256_hex(&[&b]))
+    let file = File::open(path).ok()?;
+    let len = file.metadata().ok()?.len();
+    graphrag_operations::ids::sha256_hex_of_reader(len, BufReader::new(file)).ok()
 }
 
 /// Where a table lives: published tables in the output folder (GraphRAG's
@@ -128,6 +164,29 @@ mod tests {
         let h2 = write_table(&p, &back).unwrap();
         assert_eq!(h1, h2);
         assert_eq!(file_sha256(&p), Some(h1));
+    }
+
+    #[test]
+    fn column_at_a_time_encoding_matches_arrow_writer() {
+        let batch =
+            arrow_select::concat::concat_batches(&schema::text_units(), &[sample(), sample(), sample()]).unwrap();
+        // Two rows per row group: three row groups, the last one short.
+        let props = || {
+            WriterProperties::builder()
+                .set_compression(Compression::SNAPPY)
+                .set_max_row_group_row_count(Some(2))
+                .build()
+        };
+        let mut expected = Vec::new();
+        let mut w = ArrowWriter::try_new(&mut expected, batch.schema(), Some(props())).unwrap();
+        w.write(&batch).unwrap();
+        w.close().unwrap();
+        let got = encode_parquet(Vec::new(), &batch, props()).unwrap();
+        assert_eq!(got, expected);
+        let empty = batch.slice(0, 0);
+        let mut expected = Vec::new();
+        ArrowWriter::try_new(&mut expected, empty.schema(), Some(props())).unwrap().close().unwrap();
+        assert_eq!(encode_parquet(Vec::new(), &empty, props()).unwrap(), expected);
     }
 
     #[test]
