@@ -4,14 +4,19 @@
 
 use std::fs::{self, File};
 use std::io::{self, BufReader, BufWriter, Write};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use anyhow::Context;
 use arrow_array::RecordBatch;
+use bytes::Bytes;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-use parquet::arrow::arrow_writer::compute_leaves;
+use parquet::arrow::arrow_writer::{compute_leaves, ArrowWriterOptions};
 use parquet::arrow::ArrowWriter;
 use parquet::basic::Compression;
+use parquet::column::page_store::{PageKey, PageStore, PageStoreArgs, PageStoreFactory};
 use parquet::file::properties::WriterProperties;
 
 const TMP_MARK: &str = ".tmp-";
@@ -59,14 +64,22 @@ fn writer_properties() -> WriterProperties {
 /// Encodes a table as Parquet (snappy, like pandas' default) into `sink`. The
 /// bytes are those `ArrowWriter` gives for the whole batch (same row groups,
 /// same column order), so equal tables give byte-identical files; but column
-/// chunks are encoded and written one at a time, so only one encoded column
-/// chunk is held in memory, not a whole row group (a communities table's id
-/// lists run to hundreds of MB).
-fn encode_parquet<W: Write + Send>(sink: W, batch: &RecordBatch, props: WriterProperties) -> anyhow::Result<W> {
+/// chunks are encoded and written one at a time, their pages waiting in a
+/// file in `spill_dir`, so no encoded row group is held in memory (a
+/// communities table's id lists run to hundreds of MB).
+fn encode_parquet<W: Write + Send>(
+    sink: W,
+    batch: &RecordBatch,
+    props: WriterProperties,
+    spill_dir: &Path,
+) -> anyhow::Result<W> {
     let rows_per_group = props.max_row_group_row_count().unwrap_or(usize::MAX);
     let schema = batch.schema();
+    let options = ArrowWriterOptions::new()
+        .with_properties(props)
+        .with_page_store_factory(Arc::new(SpillPages { dir: spill_dir.to_path_buf() }));
     let (mut file, column_writers) =
-        ArrowWriter::try_new(sink, schema.clone(), Some(props))?.into_serialized_writer()?;
+        ArrowWriter::try_new_with_options(sink, schema.clone(), options)?.into_serialized_writer()?;
     let (mut start, mut group_index) = (0, 0);
     while start < batch.num_rows() {
         let rows = batch.slice(start, rows_per_group.min(batch.num_rows() - start));
@@ -86,11 +99,56 @@ fn encode_parquet<W: Write + Send>(sink: W, batch: &RecordBatch, props: WriterPr
     Ok(file.into_inner()?)
 }
 
+/// Where the encoded pages of a column chunk wait until the chunk is appended
+/// to the file: an unlinked temporary file in `dir` instead of the heap (the
+/// text_unit_ids chunk of a communities table is ~0.5 GB at 100 MB of input).
+#[derive(Debug)]
+struct SpillPages {
+    dir: PathBuf,
+}
+
+/// One column chunk's spilled pages: (offset, length) per page key.
+struct SpilledPages {
+    file: File,
+    pages: Vec<(u64, usize)>,
+    end: u64,
+}
+
+static SPILL_FILES: AtomicU64 = AtomicU64::new(0);
+
+impl PageStoreFactory for SpillPages {
+    fn create(&self, _: &PageStoreArgs<'_>) -> parquet::errors::Result<Box<dyn PageStore>> {
+        let n = SPILL_FILES.fetch_add(1, Ordering::Relaxed);
+        let path = self.dir.join(format!(".pages{TMP_MARK}{}-{n}", std::process::id()));
+        let file = File::options().read(true).write(true).create_new(true).open(&path)?;
+        // Unlinked at once: the file lives while the store holds it, and is
+        // gone however the process ends.
+        fs::remove_file(&path)?;
+        Ok(Box::new(SpilledPages { file, pages: Vec::new(), end: 0 }))
+    }
+}
+
+impl PageStore for SpilledPages {
+    fn put(&mut self, value: Bytes) -> parquet::errors::Result<PageKey> {
+        self.file.write_all_at(&value, self.end)?;
+        self.pages.push((self.end, value.len()));
+        self.end += value.len() as u64;
+        Ok(PageKey::new(self.pages.len() as u64 - 1))
+    }
+
+    fn take(&mut self, key: PageKey) -> parquet::errors::Result<Bytes> {
+        let (offset, len) = self.pages[key.get() as usize];
+        let mut page = vec![0; len];
+        self.file.read_exact_at(&mut page, offset)?;
+        Ok(Bytes::from(page))
+    }
+}
+
 /// Writes `batch` to `path` atomically, streaming the encoded bytes to the
 /// file; returns the file's hash (as `file_sha256`).
 pub fn write_table(path: &Path, batch: &RecordBatch) -> anyhow::Result<String> {
     atomic_write_with(path, |f| {
-        encode_parquet(BufWriter::new(f), batch, writer_properties())
+        encode_parquet(BufWriter::new(f), batch, writer_properties(), path.parent().unwrap_or(Path::new(".")))
             .and_then(|mut w| Ok(w.flush()?))
             .map_err(io::Error::other)
     })
@@ -181,12 +239,14 @@ mod tests {
         let mut w = ArrowWriter::try_new(&mut expected, batch.schema(), Some(props())).unwrap();
         w.write(&batch).unwrap();
         w.close().unwrap();
-        let got = encode_parquet(Vec::new(), &batch, props()).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let got = encode_parquet(Vec::new(), &batch, props(), dir.path()).unwrap();
         assert_eq!(got, expected);
         let empty = batch.slice(0, 0);
         let mut expected = Vec::new();
         ArrowWriter::try_new(&mut expected, empty.schema(), Some(props())).unwrap().close().unwrap();
-        assert_eq!(encode_parquet(Vec::new(), &empty, props()).unwrap(), expected);
+        assert_eq!(encode_parquet(Vec::new(), &empty, props(), dir.path()).unwrap(), expected);
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0, "spilled pages left behind");
     }
 
     #[test]
