@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use anyhow::{anyhow, Context};
-use arrow_array::RecordBatch;
+use arrow_array::{Array, RecordBatch, RecordBatchOptions};
 use indicatif::MultiProgress;
 use serde::{Deserialize, Serialize};
 
@@ -172,42 +172,52 @@ struct Shared<'p> {
     opts: &'p RunOptions,
     progress: Option<MultiProgress>,
     tables: Mutex<HashMap<String, Arc<RecordBatch>>>,
-    /// Per table, how many steps still have to read it: a table is kept in
-    /// memory only while some step will read it (it stays on disk), so peak
-    /// memory is what the running steps need, not every table of the run.
-    readers_left: Mutex<HashMap<String, usize>>,
+    /// Per step, whether it is done reading its inputs: a table is kept in
+    /// memory only while a step that can run reads it (see `read_next`).
+    finished: Mutex<Vec<bool>>,
     hashes: Mutex<HashMap<String, String>>,
     state: Mutex<State>,
 }
 
-/// How many steps of the plan read each table.
-fn readers_per_table(plan: &Plan) -> HashMap<String, usize> {
-    let mut readers: HashMap<String, usize> = HashMap::new();
-    for step in &plan.steps {
-        for t in &step.inputs {
-            *readers.entry(t.clone()).or_default() += 1;
-        }
+/// Whether `table` stays in memory once step `finishing` is done with its
+/// inputs: some other step that has not finished reads it and can run then
+/// (its dependencies done). A reader further down the plan reads it back from
+/// disk when it runs (it is always written first): keeping every table some
+/// later step reads held the text units from finalize_graph to
+/// community_reports, ~0.7 GB at 100 MB of input, through cluster_graph.
+fn read_next(steps: &[Step], finished: &[bool], finishing: usize, table: &str) -> bool {
+    steps.iter().enumerate().any(|(j, s)| {
+        j != finishing
+            && !finished[j]
+            && s.inputs.iter().any(|t| t == table)
+            && s.deps.iter().all(|&d| finished[d] || d == finishing)
+    })
+}
+
+/// The table with its columns' buffers shrunk to their contents. Arrow
+/// builders grow by doubling, so a verb's output can hold up to twice its
+/// size, for as long as later steps keep it in memory. Columns shared with
+/// another table (an input passed through) are left as they are.
+fn shrunk(table: RecordBatch) -> RecordBatch {
+    let (schema, mut columns, rows) = table.into_parts();
+    for c in &mut columns {
+        c.shrink_to_fit();
     }
-    readers
+    RecordBatch::try_new_with_options(schema, columns, &RecordBatchOptions::new().with_row_count(Some(rows)))
+        .expect("shrinking keeps the schema and row count")
 }
 
 impl Shared<'_> {
-    /// `step` is done with its inputs: those no later step reads leave memory.
-    fn finished_reading(&self, step: &Step) {
-        let mut readers = self.readers_left.lock().unwrap();
+    /// Step `i` is done with its inputs: those no step that can run next reads leave memory.
+    fn finished_reading(&self, i: usize) {
+        let mut finished = self.finished.lock().unwrap();
+        finished[i] = true;
         let mut tables = self.tables.lock().unwrap();
-        for t in &step.inputs {
-            if let Some(n) = readers.get_mut(t) {
-                *n = n.saturating_sub(1);
-                if *n == 0 {
-                    tables.remove(t);
-                }
+        for t in &self.plan.steps[i].inputs {
+            if !read_next(&self.plan.steps, &finished, i, t) {
+                tables.remove(t);
             }
         }
-    }
-
-    fn has_readers_left(&self, name: &str) -> bool {
-        self.readers_left.lock().unwrap().get(name).is_some_and(|&n| n > 0)
     }
 
     fn table(&self, name: &str) -> anyhow::Result<Arc<RecordBatch>> {
@@ -220,7 +230,8 @@ impl Shared<'_> {
         Ok(t)
     }
 
-    fn execute(&self, step: &Step) -> anyhow::Result<StepStats> {
+    fn execute(&self, i: usize) -> anyhow::Result<StepStats> {
+        let step = &self.plan.steps[i];
         let started = Instant::now();
         let counters = StepCounters::default();
         let ctx = self.ws.context(step, &counters).with_progress(self.progress.as_ref());
@@ -235,7 +246,7 @@ impl Shared<'_> {
             if let Some(outputs) = reusable {
                 tracing::info!(step = %step.id, "unchanged since the last run: skipped (--resume)");
                 self.hashes.lock().unwrap().extend(outputs);
-                self.finished_reading(step);
+                self.finished_reading(i);
                 stats.status = "skipped".into();
                 stats.overall = started.elapsed().as_secs_f64();
                 return Ok(stats);
@@ -246,7 +257,7 @@ impl Shared<'_> {
         tracing::info!(step = %step.id, verb = step.info.name, "running");
         let outputs = step.verb.run(&inputs, &ctx)?;
         drop(inputs);
-        self.finished_reading(step);
+        self.finished_reading(i);
         if outputs.len() != step.outputs.len() {
             return Err(anyhow!(
                 "verb `{}` returned {} tables, expected {}",
@@ -256,7 +267,7 @@ impl Shared<'_> {
             ));
         }
         let mut recorded = BTreeMap::new();
-        for (name, table) in step.outputs.iter().zip(outputs) {
+        for (name, table) in step.outputs.iter().zip(outputs.into_iter().map(shrunk)) {
             let path = store::table_path(&self.ws.output_dir, name, self.plan.is_published(name));
             let h = store::write_table(&path, &table)?;
             stats.rows_out += table.num_rows() as u64;
@@ -265,7 +276,7 @@ impl Shared<'_> {
             if let Some(observe) = &self.opts.on_table {
                 observe(name, &table);
             }
-            if self.has_readers_left(name) {
+            if read_next(&self.plan.steps, &self.finished.lock().unwrap(), i, name) {
                 self.tables.lock().unwrap().insert(name.clone(), Arc::new(table));
             }
         }
@@ -300,7 +311,7 @@ pub fn run(plan: &Plan, ws: &Workspace, opts: &RunOptions) -> anyhow::Result<Run
         opts,
         progress: opts.progress.then(MultiProgress::new),
         tables: Mutex::new(HashMap::new()),
-        readers_left: Mutex::new(readers_per_table(plan)),
+        finished: Mutex::new(vec![false; plan.steps.len()]),
         hashes: Mutex::new(HashMap::new()),
         state: Mutex::new(load_state(&ws.output_dir)),
     };
@@ -321,7 +332,7 @@ pub fn run(plan: &Plan, ws: &Workspace, opts: &RunOptions) -> anyhow::Result<Run
                         let tx = tx.clone();
                         let shared = &shared;
                         scope.spawn(move || {
-                            let _ = tx.send((i, shared.execute(&plan.steps[i])));
+                            let _ = tx.send((i, shared.execute(i)));
                         });
                     }
                 }
@@ -388,6 +399,43 @@ mod tests {
     fn scaled(ws: &Workspace) -> Vec<i64> {
         let t = store::read_table(&ws.output_dir.join("scaled.parquet")).unwrap();
         crate::table::ints(&t, "scaled", "v").unwrap()
+    }
+
+    #[test]
+    fn shrunk_tables_are_equal_and_smaller() {
+        let table = || {
+            let mut ids = arrow_array::builder::StringBuilder::with_capacity(1000, 100_000);
+            ids.append_value("a");
+            let schema = Arc::new(arrow_schema::Schema::new(vec![arrow_schema::Field::new(
+                "id",
+                arrow_schema::DataType::Utf8,
+                false,
+            )]));
+            RecordBatch::try_new(schema, vec![Arc::new(ids.finish()) as arrow_array::ArrayRef]).unwrap()
+        };
+        let before = table().get_array_memory_size();
+        let small = shrunk(table());
+        assert_eq!(small, table());
+        assert!(small.get_array_memory_size() * 10 < before, "{} vs {before}", small.get_array_memory_size());
+    }
+
+    #[test]
+    fn tables_stay_in_memory_only_for_steps_that_can_run() {
+        // src -> raw; a: raw -> x; b: x -> y; c: raw -> z.
+        let p = plan(
+            "name: t\noutputs: [y, z]\nsteps:\n  - {id: src, verb: source, outputs: [raw], args: {value: 1}}\n  - {id: a, verb: scale, inputs: [raw], outputs: [x], args: {factor: 2}}\n  - {id: b, verb: scale, inputs: [x], outputs: [y], args: {factor: 2}}\n  - {id: c, verb: scale, inputs: [raw], outputs: [z], args: {factor: 2}}\n",
+        )
+        .unwrap();
+        let (src, a, b, c) = (0, 1, 2, 3);
+        // When src is done, a and c can run: raw stays.
+        assert!(read_next(&p.steps, &[false; 4], src, "raw"));
+        // When a is done with raw, c still reads it.
+        assert!(read_next(&p.steps, &[true, true, false, false], a, "raw"));
+        assert!(!read_next(&p.steps, &[true, true, false, true], a, "raw"));
+        // x's reader b waits for a: while a runs, x is not kept.
+        assert!(!read_next(&p.steps, &[true, false, false, false], c, "x"));
+        assert!(read_next(&p.steps, &[true, false, false, false], a, "x"));
+        assert!(!read_next(&p.steps, &[true, true, true, true], b, "x"));
     }
 
     #[test]

@@ -3,14 +3,20 @@
 //! crash or Ctrl-C never leaves a partial table.
 
 use std::fs::{self, File};
-use std::io::{self, Write};
+use std::io::{self, BufReader, BufWriter, Write};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use anyhow::Context;
 use arrow_array::RecordBatch;
+use bytes::Bytes;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::arrow_writer::{compute_leaves, ArrowWriterOptions};
 use parquet::arrow::ArrowWriter;
 use parquet::basic::Compression;
+use parquet::column::page_store::{PageKey, PageStore, PageStoreArgs, PageStoreFactory};
 use parquet::file::properties::WriterProperties;
 
 const TMP_MARK: &str = ".tmp-";
@@ -51,22 +57,103 @@ pub fn remove_stale_temp_files(dir: &Path) {
     }
 }
 
-/// Encodes a table as Parquet (snappy, like pandas' default). The bytes are a
-/// pure function of the table, so equal tables give byte-identical files.
-pub fn parquet_bytes(batch: &RecordBatch) -> anyhow::Result<Vec<u8>> {
-    let props = WriterProperties::builder().set_compression(Compression::SNAPPY).build();
-    let mut buf = Vec::new();
-    let mut w = ArrowWriter::try_new(&mut buf, batch.schema(), Some(props))?;
-    w.write(batch)?;
-    w.close()?;
-    Ok(buf)
+fn writer_properties() -> WriterProperties {
+    WriterProperties::builder().set_compression(Compression::SNAPPY).build()
 }
 
-/// Writes `batch` to `path` atomically; returns the sha256 of the file.
+/// Encodes a table as Parquet (snappy, like pandas' default) into `sink`. The
+/// bytes are those `ArrowWriter` gives for the whole batch (same row groups,
+/// same column order), so equal tables give byte-identical files; but column
+/// chunks are encoded and written one at a time, their pages waiting in a
+/// file in `spill_dir`, so no encoded row group is held in memory (a
+/// communities table's id lists run to hundreds of MB).
+fn encode_parquet<W: Write + Send>(
+    sink: W,
+    batch: &RecordBatch,
+    props: WriterProperties,
+    spill_dir: &Path,
+) -> anyhow::Result<W> {
+    let rows_per_group = props.max_row_group_row_count().unwrap_or(usize::MAX);
+    let schema = batch.schema();
+    let options = ArrowWriterOptions::new()
+        .with_properties(props)
+        .with_page_store_factory(Arc::new(SpillPages { dir: spill_dir.to_path_buf() }));
+    let (mut file, column_writers) =
+        ArrowWriter::try_new_with_options(sink, schema.clone(), options)?.into_serialized_writer()?;
+    let (mut start, mut group_index) = (0, 0);
+    while start < batch.num_rows() {
+        let rows = batch.slice(start, rows_per_group.min(batch.num_rows() - start));
+        let mut writers = column_writers.create_column_writers(group_index)?.into_iter();
+        let mut group = file.next_row_group()?;
+        for (field, column) in schema.fields().iter().zip(rows.columns()) {
+            for leaf in compute_leaves(field, column)? {
+                let mut writer = writers.next().context("fewer Parquet column writers than leaf columns")?;
+                writer.write(&leaf)?;
+                writer.close()?.append_to_row_group(&mut group)?;
+            }
+        }
+        group.close()?;
+        start += rows.num_rows();
+        group_index += 1;
+    }
+    Ok(file.into_inner()?)
+}
+
+/// Where the encoded pages of a column chunk wait until the chunk is appended
+/// to the file: an unlinked temporary file in `dir` instead of the heap (the
+/// text_unit_ids chunk of a communities table is ~0.5 GB at 100 MB of input).
+#[derive(Debug)]
+struct SpillPages {
+    dir: PathBuf,
+}
+
+/// One column chunk's spilled pages: (offset, length) per page key.
+struct SpilledPages {
+    file: File,
+    pages: Vec<(u64, usize)>,
+    end: u64,
+}
+
+static SPILL_FILES: AtomicU64 = AtomicU64::new(0);
+
+impl PageStoreFactory for SpillPages {
+    fn create(&self, _: &PageStoreArgs<'_>) -> parquet::errors::Result<Box<dyn PageStore>> {
+        let n = SPILL_FILES.fetch_add(1, Ordering::Relaxed);
+        let path = self.dir.join(format!(".pages{TMP_MARK}{}-{n}", std::process::id()));
+        let file = File::options().read(true).write(true).create_new(true).open(&path)?;
+        // Unlinked at once: the file lives while the store holds it, and is
+        // gone however the process ends.
+        fs::remove_file(&path)?;
+        Ok(Box::new(SpilledPages { file, pages: Vec::new(), end: 0 }))
+    }
+}
+
+impl PageStore for SpilledPages {
+    fn put(&mut self, value: Bytes) -> parquet::errors::Result<PageKey> {
+        self.file.write_all_at(&value, self.end)?;
+        self.pages.push((self.end, value.len()));
+        self.end += value.len() as u64;
+        Ok(PageKey::new(self.pages.len() as u64 - 1))
+    }
+
+    fn take(&mut self, key: PageKey) -> parquet::errors::Result<Bytes> {
+        let (offset, len) = self.pages[key.get() as usize];
+        let mut page = vec![0; len];
+        self.file.read_exact_at(&mut page, offset)?;
+        Ok(Bytes::from(page))
+    }
+}
+
+/// Writes `batch` to `path` atomically, streaming the encoded bytes to the
+/// file; returns the file's hash (as `file_sha256`).
 pub fn write_table(path: &Path, batch: &RecordBatch) -> anyhow::Result<String> {
-    let bytes = parquet_bytes(batch)?;
-    atomic_write(path, &bytes).with_context(|| format!("writing {}", path.display()))?;
-    Ok(graphrag_operations::ids::sha256_hex(&[&bytes]))
+    atomic_write_with(path, |f| {
+        encode_parquet(BufWriter::new(f), batch, writer_properties(), path.parent().unwrap_or(Path::new(".")))
+            .and_then(|mut w| Ok(w.flush()?))
+            .map_err(io::Error::other)
+    })
+    .with_context(|| format!("writing {}", path.display()))?;
+    file_sha256(path).with_context(|| format!("reading back {}", path.display()))
 }
 
 pub fn read_table(path: &Path) -> anyhow::Result<RecordBatch> {
@@ -74,7 +161,10 @@ pub fn read_table(path: &Path) -> anyhow::Result<RecordBatch> {
     let builder = ParquetRecordBatchReaderBuilder::try_new(file)
         .with_context(|| format!("{} is not a readable Parquet file", path.display()))?;
     let schema = builder.schema().clone();
-    let batches = builder.build()?.collect::<Result<Vec<_>, _>>()?;
+    // One batch for the whole file: batches of the default size would be
+    // concatenated into a copy, twice the table's memory at once.
+    let rows = builder.metadata().file_metadata().num_rows().max(1) as usize;
+    let batches = builder.with_batch_size(rows).build()?.collect::<Result<Vec<_>, _>>()?;
     match batches.as_slice() {
         [] => Ok(RecordBatch::new_empty(schema)),
         [one] => Ok(one.clone()),
@@ -82,8 +172,12 @@ pub fn read_table(path: &Path) -> anyhow::Result<RecordBatch> {
     }
 }
 
+/// `sha256_hex` of the file's bytes, read in blocks rather than whole (tables
+/// run to hundreds of MB).
 pub fn file_sha256(path: &Path) -> Option<String> {
-    fs::read(path).ok().map(|b| graphrag_operations::ids::sha256_hex(&[&b]))
+    let file = File::open(path).ok()?;
+    let len = file.metadata().ok()?.len();
+    graphrag_operations::ids::sha256_hex_of_reader(len, BufReader::new(file)).ok()
 }
 
 /// Where a table lives: published tables in the output folder (GraphRAG's
@@ -128,6 +222,31 @@ mod tests {
         let h2 = write_table(&p, &back).unwrap();
         assert_eq!(h1, h2);
         assert_eq!(file_sha256(&p), Some(h1));
+    }
+
+    #[test]
+    fn column_at_a_time_encoding_matches_arrow_writer() {
+        let batch =
+            arrow_select::concat::concat_batches(&schema::text_units(), &[sample(), sample(), sample()]).unwrap();
+        // Two rows per row group: three row groups, the last one short.
+        let props = || {
+            WriterProperties::builder()
+                .set_compression(Compression::SNAPPY)
+                .set_max_row_group_row_count(Some(2))
+                .build()
+        };
+        let mut expected = Vec::new();
+        let mut w = ArrowWriter::try_new(&mut expected, batch.schema(), Some(props())).unwrap();
+        w.write(&batch).unwrap();
+        w.close().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let got = encode_parquet(Vec::new(), &batch, props(), dir.path()).unwrap();
+        assert_eq!(got, expected);
+        let empty = batch.slice(0, 0);
+        let mut expected = Vec::new();
+        ArrowWriter::try_new(&mut expected, empty.schema(), Some(props())).unwrap().close().unwrap();
+        assert_eq!(encode_parquet(Vec::new(), &empty, props(), dir.path()).unwrap(), expected);
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0, "spilled pages left behind");
     }
 
     #[test]

@@ -2,7 +2,7 @@
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Float64Type, Int64Type};
-use arrow_array::{Array, RecordBatch};
+use arrow_array::{Array, GenericStringArray, RecordBatch};
 use arrow_schema::DataType;
 
 /// A named column as strings (Utf8 or LargeUtf8), with an error naming the
@@ -57,33 +57,78 @@ pub fn string_lists(table: &RecordBatch, table_name: &str, column: &str) -> anyh
         .collect()
 }
 
-/// A `list<string>` column as rows borrowing the table's strings: for large
-/// id lists (a community's relationships) where owned copies would cost more
-/// than the table itself.
+/// A `list<string>` column read in place: each row's strings are borrowed from
+/// the table when asked for, so large id lists (a community's relationships)
+/// cost nothing beyond the table itself.
+pub struct StringLists<'a> {
+    offsets: &'a [i32],
+    values: StringValues<'a>,
+}
+
+#[derive(Clone, Copy)]
+enum StringValues<'a> {
+    Utf8(&'a GenericStringArray<i32>),
+    LargeUtf8(&'a GenericStringArray<i64>),
+}
+
+impl<'a> StringLists<'a> {
+    pub fn new(table: &'a RecordBatch, table_name: &str, column: &str) -> anyhow::Result<Self> {
+        let col = column_of(table, table_name, column)?;
+        let DataType::List(_) = col.data_type() else {
+            anyhow::bail!("table `{table_name}`: column `{column}` is {}, expected list<string>", col.data_type());
+        };
+        let lists = col.as_list::<i32>();
+        let values = match lists.values().data_type() {
+            DataType::Utf8 => StringValues::Utf8(lists.values().as_string::<i32>()),
+            DataType::LargeUtf8 => StringValues::LargeUtf8(lists.values().as_string::<i64>()),
+            other => anyhow::bail!("table `{table_name}`: column `{column}` holds {other}, expected strings"),
+        };
+        Ok(StringLists { offsets: lists.value_offsets(), values })
+    }
+
+    pub fn len(&self) -> usize {
+        self.offsets.len() - 1
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Every row's strings, in row order.
+    pub fn rows(&self) -> impl Iterator<Item = impl ExactSizeIterator<Item = &'a str> + Clone + 'a> + '_ {
+        (0..self.len()).map(|i| self.row(i))
+    }
+
+    /// Row `i`'s strings (a null string reads as "").
+    pub fn row(&self, i: usize) -> impl ExactSizeIterator<Item = &'a str> + Clone + 'a {
+        let values = self.values;
+        (self.offsets[i] as usize..self.offsets[i + 1] as usize).map(move |j| match values {
+            StringValues::Utf8(v) => {
+                if v.is_null(j) {
+                    ""
+                } else {
+                    v.value(j)
+                }
+            }
+            StringValues::LargeUtf8(v) => {
+                if v.is_null(j) {
+                    ""
+                } else {
+                    v.value(j)
+                }
+            }
+        })
+    }
+}
+
+/// A `list<string>` column as rows borrowing the table's strings.
 pub fn string_list_refs<'a>(
     table: &'a RecordBatch,
     table_name: &str,
     column: &str,
 ) -> anyhow::Result<Vec<Vec<&'a str>>> {
-    let col = column_of(table, table_name, column)?;
-    let DataType::List(_) = col.data_type() else {
-        anyhow::bail!("table `{table_name}`: column `{column}` is {}, expected list<string>", col.data_type());
-    };
-    let lists = col.as_list::<i32>();
-    let values = lists.values();
-    let value_at: Box<dyn Fn(usize) -> &'a str> = match values.data_type() {
-        DataType::Utf8 => {
-            let v = values.as_string::<i32>();
-            Box::new(move |j| if v.is_null(j) { "" } else { v.value(j) })
-        }
-        DataType::LargeUtf8 => {
-            let v = values.as_string::<i64>();
-            Box::new(move |j| if v.is_null(j) { "" } else { v.value(j) })
-        }
-        other => anyhow::bail!("table `{table_name}`: column `{column}` holds {other}, expected strings"),
-    };
-    let offsets = lists.value_offsets();
-    Ok((0..lists.len()).map(|i| (offsets[i] as usize..offsets[i + 1] as usize).map(&value_at).collect()).collect())
+    let lists = StringLists::new(table, table_name, column)?;
+    Ok(lists.rows().map(|row| row.collect()).collect())
 }
 
 pub fn column_of<'a>(table: &'a RecordBatch, table_name: &str, column: &str) -> anyhow::Result<&'a dyn Array> {
@@ -111,6 +156,9 @@ mod tests {
             let owned = string_lists(&t, "t", "ids").unwrap();
             let borrowed = string_list_refs(&t, "t", "ids").unwrap();
             assert_eq!(borrowed, owned);
+            let lists = StringLists::new(&t, "t", "ids").unwrap();
+            assert_eq!(lists.len(), owned.len());
+            assert_eq!(lists.row(0).len(), owned[0].len());
         }
         let t = RecordBatch::try_new(
             std::sync::Arc::new(arrow_schema::Schema::new(vec![arrow_schema::Field::new("n", DataType::Int64, false)])),

@@ -22,6 +22,27 @@ pub fn sha256_hex(parts: &[&[u8]]) -> String {
     hex::encode(h.finalize())
 }
 
+/// `sha256_hex(&[bytes])` for the `len` bytes `reader` yields, without holding
+/// them all in memory.
+pub fn sha256_hex_of_reader(len: u64, mut reader: impl std::io::Read) -> std::io::Result<String> {
+    let mut h = Sha256::new();
+    h.update(len.to_le_bytes());
+    let mut block = vec![0u8; 1 << 16];
+    let mut read = 0u64;
+    loop {
+        let n = reader.read(&mut block)?;
+        if n == 0 {
+            break;
+        }
+        h.update(&block[..n]);
+        read += n as u64;
+    }
+    if read != len {
+        return Err(std::io::Error::other(format!("expected {len} bytes, read {read}")));
+    }
+    Ok(hex::encode(h.finalize()))
+}
+
 /// A deterministic UUID (version 5 layout, sha256-based) for `kind` and the
 /// parts: same graph element → same id on every run.
 pub fn stable_uuid(kind: &str, parts: &[&str]) -> String {
@@ -38,6 +59,14 @@ pub fn stable_uuid(kind: &str, parts: &[&str]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reader_hash_matches_in_memory_hash() {
+        let bytes: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
+        assert_eq!(sha256_hex_of_reader(bytes.len() as u64, &bytes[..]).unwrap(), sha256_hex(&[&bytes]));
+        assert_ne!(sha256_hex(&[b"ab"]), sha256_hex(&[b"a", b"b"]));
+        assert!(sha256_hex_of_reader(3, &b"ab"[..]).is_err());
+    }
 
     #[test]
     fn sha512_matches_reference() {

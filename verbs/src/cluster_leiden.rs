@@ -1,7 +1,7 @@
 //! `cluster_leiden`: hierarchical Leiden communities of the entity graph
 //! (GraphRAG's cluster_graph), as communities.parquet.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use arrow_array::RecordBatch;
@@ -10,11 +10,11 @@ use serde::Deserialize;
 use graphrag_engine::context::VerbContext;
 use graphrag_engine::schema;
 use graphrag_engine::settings::ClusterGraphConfig;
-use graphrag_engine::table::{floats, ints, string_lists, strings};
+use graphrag_engine::table::{floats, ints, string_lists, strings, StringLists};
 use graphrag_engine::verb::{Verb, VerbDef, VerbInfo};
 use graphrag_operations::ids::stable_uuid;
 use graphrag_operations::leiden::{
-    carry_over_ids, hierarchical_leiden, hierarchical_leiden_from, Graph, HierarchyConfig, LeidenConfig,
+    carry_over_ids, hierarchical_leiden, hierarchical_leiden_from, Community, Graph, HierarchyConfig, LeidenConfig,
     PriorClustering, PriorCommunity,
 };
 
@@ -70,7 +70,7 @@ impl Verb for ClusterLeiden {
         let (ents, rels, docs) = (&inputs[0], &inputs[1], &inputs[2]);
         let titles = strings(ents, "entities", "title")?;
         let entity_ids = strings(ents, "entities", "id")?;
-        let entity_units = string_lists(ents, "entities", "text_unit_ids")?;
+        let entity_units = StringLists::new(ents, "entities", "text_unit_ids")?;
         let index: HashMap<&str, usize> = titles.iter().enumerate().map(|(i, t)| (*t, i)).collect();
         let (sources, targets) = (strings(rels, "relationships", "source")?, strings(rels, "relationships", "target")?);
         let rel_ids = strings(rels, "relationships", "id")?;
@@ -85,20 +85,21 @@ impl Verb for ClusterLeiden {
             rel_ends.push(ends);
         }
         let graph = Graph::from_edges(titles.len(), &edges);
+        drop(edges);
         let cfg = HierarchyConfig {
             max_cluster_size: self.max_cluster_size,
             use_lcc: self.use_lcc,
             leiden: LeidenConfig { resolution: self.resolution, seed: self.seed, ..LeidenConfig::default() },
         };
-        let mut communities =
-            match previous_clustering(ctx, &entity_ids, &index, &rels_by_end(&sources, &targets, &weights))? {
-                Some((prior, prior_communities)) => {
-                    let mut communities = hierarchical_leiden_from(&graph, &cfg, &prior);
-                    carry_over_ids(&mut communities, &prior_communities);
-                    communities
-                }
-                None => hierarchical_leiden(&graph, &cfg),
-            };
+        let mut communities = match previous_clustering(ctx, &entity_ids, &index, (&sources, &targets, &weights))? {
+            Some((prior, prior_communities)) => {
+                let mut communities = hierarchical_leiden_from(&graph, &cfg, &prior);
+                carry_over_ids(&mut communities, &prior_communities);
+                communities
+            }
+            None => hierarchical_leiden(&graph, &cfg),
+        };
+        drop(graph);
         communities.sort_by_key(|c| (c.level, c.id));
 
         // The data's date: the newest document's creation date (deterministic,
@@ -109,78 +110,61 @@ impl Verb for ClusterLeiden {
             .max()
             .unwrap_or("")
             .to_string();
-        // Relationships with both ends in the same community, per community.
-        let mut at_level: HashMap<(usize, usize), usize> = HashMap::new();
-        for (ci, c) in communities.iter().enumerate() {
-            for &n in &c.nodes {
-                at_level.insert((c.level, n), ci);
-            }
-        }
-        let levels: BTreeSet<usize> = communities.iter().map(|c| c.level).collect();
-        let mut inside: Vec<Vec<String>> = vec![Vec::new(); communities.len()];
-        for (r, ends) in rel_ends.iter().enumerate() {
-            let Some((a, b)) = *ends else { continue };
-            for &level in &levels {
-                match (at_level.get(&(level, a)), at_level.get(&(level, b))) {
-                    (Some(ca), Some(cb)) if ca == cb => inside[*ca].push(rel_ids[r].to_string()),
-                    _ => {}
-                }
-            }
-        }
-        let mut rows = CommunityRows::default();
-        for (c, inside) in communities.iter().zip(inside) {
-            let mut units: Vec<&str> = Vec::new();
-            let mut seen = BTreeSet::new();
-            for &n in &c.nodes {
-                for u in &entity_units[n] {
-                    if seen.insert(u.as_str()) {
-                        units.push(u);
-                    }
-                }
-            }
-            rows.id.push(stable_uuid("community", &[&c.id.to_string()]));
-            rows.community.push(c.id as i64);
-            rows.level.push(c.level as i64);
-            rows.parent.push(c.parent.map(|p| p as i64).unwrap_or(-1));
-            rows.children.push(c.children.iter().map(|&x| x as i64).collect());
-            rows.entity_ids.push(c.nodes.iter().map(|&n| entity_ids[n].to_string()).collect());
-            rows.relationship_ids.push(inside);
-            rows.text_unit_ids.push(units.iter().map(|s| s.to_string()).collect());
-            rows.size.push(c.nodes.len() as i64);
-        }
-        let n = rows.id.len();
+        let inside = relationships_inside(&communities, titles.len(), &rel_ends);
+        drop(rel_ends);
+        // The id lists go straight from the input tables' strings into the
+        // output columns: owned copies would cost more than the table itself.
+        let community_ids = || communities.iter().map(|c| c.id as i64);
         let table = RecordBatch::try_new(
             schema::communities(),
             vec![
-                schema::text_col(&rows.id),
-                schema::int_col(rows.community.iter().copied()),
-                schema::int_col(rows.community.iter().copied()),
-                schema::int_col(rows.level),
-                schema::int_col(rows.parent),
-                schema::int_list_col(rows.children),
-                schema::text_col(rows.community.iter().map(|c| format!("Community {c}"))),
-                schema::id_list_col(rows.entity_ids),
-                schema::id_list_col(rows.relationship_ids),
-                schema::id_list_col(rows.text_unit_ids),
-                schema::text_col(std::iter::repeat_n(period.as_str(), n)),
-                schema::int_col(rows.size),
+                schema::text_col(communities.iter().map(|c| stable_uuid("community", &[&c.id.to_string()]))),
+                schema::int_col(community_ids()),
+                schema::int_col(community_ids()),
+                schema::int_col(communities.iter().map(|c| c.level as i64)),
+                schema::int_col(communities.iter().map(|c| c.parent.map(|p| p as i64).unwrap_or(-1))),
+                schema::int_list_col(communities.iter().map(|c| c.children.iter().map(|&x| x as i64).collect())),
+                schema::text_col(community_ids().map(|c| format!("Community {c}"))),
+                schema::id_list_col(communities.iter().map(|c| c.nodes.iter().map(|&n| entity_ids[n]))),
+                schema::id_list_col(inside.iter().map(|rows| rows.iter().map(|&r| rel_ids[r as usize]))),
+                schema::id_list_col(communities.iter().map(|c| text_units_of(&c.nodes, &entity_units))),
+                schema::text_col(std::iter::repeat_n(period.as_str(), communities.len())),
+                schema::int_col(communities.iter().map(|c| c.nodes.len() as i64)),
             ],
         )?;
         Ok(vec![table])
     }
 }
 
-#[derive(Default)]
-struct CommunityRows {
-    id: Vec<String>,
-    community: Vec<i64>,
-    level: Vec<i64>,
-    parent: Vec<i64>,
-    children: Vec<Vec<i64>>,
-    entity_ids: Vec<Vec<String>>,
-    relationship_ids: Vec<Vec<String>>,
-    text_unit_ids: Vec<Vec<String>>,
-    size: Vec<i64>,
+/// Per community, the rows of the relationships with both ends in it, in row
+/// order. `rel_ends`: each relationship's end nodes, `None` when an end is not
+/// an entity.
+fn relationships_inside(communities: &[Community], nodes: usize, rel_ends: &[Option<(usize, usize)>]) -> Vec<Vec<u32>> {
+    let depth = communities.iter().map(|c| c.level + 1).max().unwrap_or(0);
+    // community_at[level][node]: the index in `communities` of the node's
+    // community at that level (u32::MAX: none).
+    let mut community_at = vec![vec![u32::MAX; nodes]; depth];
+    for (ci, c) in communities.iter().enumerate() {
+        for &n in &c.nodes {
+            community_at[c.level][n] = ci as u32;
+        }
+    }
+    let mut inside = vec![Vec::new(); communities.len()];
+    for (r, ends) in rel_ends.iter().enumerate() {
+        let Some((a, b)) = *ends else { continue };
+        for at in &community_at {
+            if at[a] != u32::MAX && at[a] == at[b] {
+                inside[at[a] as usize].push(r as u32);
+            }
+        }
+    }
+    inside
+}
+
+/// The text units of a community's entities, each once, in member order.
+fn text_units_of<'a>(nodes: &[usize], entity_units: &StringLists<'a>) -> Vec<&'a str> {
+    let mut seen = HashSet::new();
+    nodes.iter().flat_map(|&n| entity_units.row(n)).filter(|u| seen.insert(*u)).collect()
 }
 
 /// Each entity title's edges: (other end, weight bits), sorted.
@@ -205,7 +189,7 @@ fn previous_clustering(
     ctx: &VerbContext,
     entity_ids: &[&str],
     node_of_title: &HashMap<&str, usize>,
-    edges_now: &Adjacency,
+    (sources_now, targets_now, weights_now): (&[&str], &[&str], &[f64]),
 ) -> anyhow::Result<Option<(PriorClustering, Vec<PriorCommunity>)>> {
     let Some(previous) = ctx.previous() else { return Ok(None) };
     let (Some(comms), Some(rels)) = (previous.table("communities")?, previous.table("relationships")?) else {
@@ -227,8 +211,45 @@ fn previous_clustering(
     }
     let (sources, targets) = (strings(&rels, "relationships", "source")?, strings(&rels, "relationships", "target")?);
     let edges_then = rels_by_end(&sources, &targets, &floats(&rels, "relationships", "weight")?);
+    let edges_now = rels_by_end(sources_now, targets_now, weights_now);
     for (title, &v) in node_of_title {
         prior.changed[v] = edges_now.get(title) != edges_then.get(title);
     }
     Ok(Some((prior, prior_communities)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn community(id: usize, level: usize, nodes: Vec<usize>) -> Community {
+        Community { id, level, parent: None, children: vec![], nodes }
+    }
+
+    #[test]
+    fn relationships_inside_each_community_at_every_level() {
+        // Level 0: {0,1,2} and {3}; level 1 splits the first into {0,1} and {2}.
+        let communities = [
+            community(0, 0, vec![0, 1, 2]),
+            community(1, 0, vec![3]),
+            community(2, 1, vec![0, 1]),
+            community(3, 1, vec![2]),
+        ];
+        // Rows: 0-1 (inside at both levels), 1-2 (level 0 only), 2-3 (across), a dangling end, 0-1 again.
+        let ends = [Some((0, 1)), Some((1, 2)), Some((2, 3)), None, Some((1, 0))];
+        assert_eq!(relationships_inside(&communities, 4, &ends), [vec![0, 1, 4], vec![], vec![0, 4], vec![]]);
+    }
+
+    #[test]
+    fn text_units_once_in_member_order() {
+        let lists = schema::id_list_col([vec!["u2", "u1"], vec!["u1", "u3"], vec!["u9"]]);
+        let table = RecordBatch::try_new(
+            Arc::new(arrow_schema::Schema::new(vec![schema::id_list_field("text_unit_ids")])),
+            vec![lists],
+        )
+        .unwrap();
+        let units = StringLists::new(&table, "entities", "text_unit_ids").unwrap();
+        assert_eq!(text_units_of(&[0, 1], &units), ["u2", "u1", "u3"]);
+        assert_eq!(text_units_of(&[2, 0], &units), ["u9", "u2", "u1"]);
+    }
 }

@@ -16,7 +16,7 @@ use graphrag_engine::context::VerbContext;
 use graphrag_engine::llm::Message;
 use graphrag_engine::schema;
 use graphrag_engine::settings::CommunityReportsConfig;
-use graphrag_engine::table::{ints, string_list_refs, strings};
+use graphrag_engine::table::{ints, strings, StringLists};
 use graphrag_engine::verb::{Verb, VerbDef, VerbInfo};
 use graphrag_operations::community_report::{
     extractive_report, full_content, graph_context, report_from_json, report_json, text_context, ContextClaim,
@@ -95,15 +95,9 @@ impl CommunityReport {
     }
 }
 
-/// One community's material, gathered from the tables (source texts borrowed
-/// from the text units table, not copied: communities overlap across levels).
-struct Community<'a> {
-    community: i64,
-    level: i64,
-    parent: i64,
-    children: Vec<i64>,
-    size: i64,
-    period: String,
+/// One community's material, gathered from the tables when its report is
+/// made (source texts borrowed from the text units table, not copied).
+struct Material<'a> {
     entities: Vec<ContextEntity>,
     /// The most central relationships (by combined degree), as many as a
     /// report's context can hold; `relationship_count` is the full number.
@@ -113,83 +107,104 @@ struct Community<'a> {
     units: Vec<(i64, &'a str)>,
 }
 
-/// `max_input_length`: the context budget in tokens. A context row costs at
-/// least 2 tokens (its id and the newline), so a community's relationships
-/// past the first `max_input_length / 2` by combined degree can never be
-/// shown: they are not gathered (a top-level community holds most of the graph).
-fn gather(inputs: &[Arc<RecordBatch>], max_input_length: usize) -> anyhow::Result<Vec<Community<'_>>> {
-    let (comms, ents, rels, covs, units) = (&inputs[0], &inputs[1], &inputs[2], &inputs[3], &inputs[4]);
-    let ent_index: HashMap<&str, usize> =
-        strings(ents, "entities", "id")?.into_iter().enumerate().map(|(i, id)| (id, i)).collect();
-    let (e_hrid, e_title, e_desc, e_deg) = (
-        ints(ents, "entities", "human_readable_id")?,
-        strings(ents, "entities", "title")?,
-        strings(ents, "entities", "description")?,
-        ints(ents, "entities", "degree")?,
-    );
-    let rel_index: HashMap<&str, usize> =
-        strings(rels, "relationships", "id")?.into_iter().enumerate().map(|(i, id)| (id, i)).collect();
-    let (r_hrid, r_src, r_tgt, r_desc, r_deg) = (
-        ints(rels, "relationships", "human_readable_id")?,
-        strings(rels, "relationships", "source")?,
-        strings(rels, "relationships", "target")?,
-        strings(rels, "relationships", "description")?,
-        ints(rels, "relationships", "combined_degree")?,
-    );
-    let mut claims_by_subject: HashMap<&str, Vec<ContextClaim>> = HashMap::new();
-    let (c_hrid, c_subject, c_type, c_status, c_desc) = (
-        ints(covs, "covariates", "human_readable_id")?,
-        strings(covs, "covariates", "subject_id")?,
-        strings(covs, "covariates", "type")?,
-        strings(covs, "covariates", "status")?,
-        strings(covs, "covariates", "description")?,
-    );
-    for i in 0..covs.num_rows() {
-        claims_by_subject.entry(c_subject[i]).or_default().push(ContextClaim {
-            id: c_hrid[i],
-            subject: c_subject[i].to_string(),
-            claim_type: c_type[i].to_string(),
-            status: c_status[i].to_string(),
-            description: c_desc[i].to_string(),
-        });
+impl Material<'_> {
+    fn extractive_report(&self) -> Report {
+        extractive_report(&self.entities, &self.relationships, self.relationship_count, &self.units)
     }
-    let unit_index: HashMap<&str, usize> =
-        strings(units, "text_units", "id")?.into_iter().enumerate().map(|(i, id)| (id, i)).collect();
-    let (u_hrid, u_text, u_ents) = (
-        ints(units, "text_units", "human_readable_id")?,
-        strings(units, "text_units", "text")?,
-        string_list_refs(units, "text_units", "entity_ids")?,
-    );
+}
 
-    let (community, level, parent, size) = (
-        ints(comms, "communities", "community")?,
-        ints(comms, "communities", "level")?,
-        ints(comms, "communities", "parent")?,
-        ints(comms, "communities", "size")?,
-    );
-    let children = list_of_ints(comms, "children")?;
-    let period = strings(comms, "communities", "period")?;
-    let (c_ents, c_rels, c_units) = (
-        string_list_refs(comms, "communities", "entity_ids")?,
-        string_list_refs(comms, "communities", "relationship_ids")?,
-        string_list_refs(comms, "communities", "text_unit_ids")?,
-    );
-    let mut out = Vec::with_capacity(comms.num_rows());
-    for i in 0..comms.num_rows() {
-        let members: Vec<usize> = c_ents[i].iter().filter_map(|id| ent_index.get(id).copied()).collect();
-        let member_ids: HashSet<&str> = c_ents[i].iter().copied().collect();
+/// The input tables' columns a community's material comes from, read once
+/// and borrowed: materials are gathered a level at a time (in extractive mode
+/// one community at a time), never for all communities of all levels at once.
+struct Sources<'a> {
+    ent_index: HashMap<&'a str, usize>,
+    e_hrid: Vec<i64>,
+    e_title: Vec<&'a str>,
+    e_desc: Vec<&'a str>,
+    e_deg: Vec<i64>,
+    rel_index: HashMap<&'a str, usize>,
+    r_hrid: Vec<i64>,
+    r_src: Vec<&'a str>,
+    r_tgt: Vec<&'a str>,
+    r_desc: Vec<&'a str>,
+    r_deg: Vec<i64>,
+    claims_by_subject: HashMap<&'a str, Vec<ContextClaim>>,
+    unit_index: HashMap<&'a str, usize>,
+    u_hrid: Vec<i64>,
+    u_text: Vec<&'a str>,
+    u_ents: StringLists<'a>,
+    c_ents: StringLists<'a>,
+    c_rels: StringLists<'a>,
+    c_units: StringLists<'a>,
+    /// The context budget in tokens. A context row costs at least 2 tokens
+    /// (its id and the newline), so a community's relationships past the
+    /// first `max_input_length / 2` by combined degree can never be shown:
+    /// they are not gathered (a top-level community holds most of the graph).
+    max_input_length: usize,
+}
+
+impl<'a> Sources<'a> {
+    fn read(inputs: &'a [Arc<RecordBatch>], max_input_length: usize) -> anyhow::Result<Self> {
+        let (comms, ents, rels, covs, units) = (&inputs[0], &inputs[1], &inputs[2], &inputs[3], &inputs[4]);
+        let index = |ids: Vec<&'a str>| ids.into_iter().enumerate().map(|(i, id)| (id, i)).collect();
+        let mut claims_by_subject: HashMap<&str, Vec<ContextClaim>> = HashMap::new();
+        let (c_hrid, c_subject, c_type, c_status, c_desc) = (
+            ints(covs, "covariates", "human_readable_id")?,
+            strings(covs, "covariates", "subject_id")?,
+            strings(covs, "covariates", "type")?,
+            strings(covs, "covariates", "status")?,
+            strings(covs, "covariates", "description")?,
+        );
+        for i in 0..covs.num_rows() {
+            claims_by_subject.entry(c_subject[i]).or_default().push(ContextClaim {
+                id: c_hrid[i],
+                subject: c_subject[i].to_string(),
+                claim_type: c_type[i].to_string(),
+                status: c_status[i].to_string(),
+                description: c_desc[i].to_string(),
+            });
+        }
+        Ok(Sources {
+            ent_index: index(strings(ents, "entities", "id")?),
+            e_hrid: ints(ents, "entities", "human_readable_id")?,
+            e_title: strings(ents, "entities", "title")?,
+            e_desc: strings(ents, "entities", "description")?,
+            e_deg: ints(ents, "entities", "degree")?,
+            rel_index: index(strings(rels, "relationships", "id")?),
+            r_hrid: ints(rels, "relationships", "human_readable_id")?,
+            r_src: strings(rels, "relationships", "source")?,
+            r_tgt: strings(rels, "relationships", "target")?,
+            r_desc: strings(rels, "relationships", "description")?,
+            r_deg: ints(rels, "relationships", "combined_degree")?,
+            claims_by_subject,
+            unit_index: index(strings(units, "text_units", "id")?),
+            u_hrid: ints(units, "text_units", "human_readable_id")?,
+            u_text: strings(units, "text_units", "text")?,
+            u_ents: StringLists::new(units, "text_units", "entity_ids")?,
+            c_ents: StringLists::new(comms, "communities", "entity_ids")?,
+            c_rels: StringLists::new(comms, "communities", "relationship_ids")?,
+            c_units: StringLists::new(comms, "communities", "text_unit_ids")?,
+            max_input_length,
+        })
+    }
+
+    /// The material of the community in row `i` of the communities table.
+    fn gather(&self, i: usize) -> Material<'a> {
+        let members: Vec<usize> = self.c_ents.row(i).filter_map(|id| self.ent_index.get(id).copied()).collect();
+        let member_ids: HashSet<&str> = self.c_ents.row(i).collect();
         let entities = members
             .iter()
             .map(|&e| ContextEntity {
-                id: e_hrid[e],
-                title: e_title[e].to_string(),
-                description: e_desc[e].to_string(),
-                degree: e_deg[e],
+                id: self.e_hrid[e],
+                title: self.e_title[e].to_string(),
+                description: self.e_desc[e].to_string(),
+                degree: self.e_deg[e],
             })
             .collect();
-        let mut rel_rows: Vec<usize> = c_rels[i].iter().filter_map(|id| rel_index.get(id).copied()).collect();
+        let mut rel_rows: Vec<usize> = self.c_rels.row(i).filter_map(|id| self.rel_index.get(id).copied()).collect();
         let relationship_count = rel_rows.len();
-        let keep = (max_input_length / 2).max(3);
+        let keep = (self.max_input_length / 2).max(3);
+        let (r_deg, r_hrid) = (&self.r_deg, &self.r_hrid);
         if rel_rows.len() > keep {
             rel_rows.select_nth_unstable_by(keep, |&a, &b| r_deg[b].cmp(&r_deg[a]).then(r_hrid[a].cmp(&r_hrid[b])));
             rel_rows.truncate(keep);
@@ -198,39 +213,35 @@ fn gather(inputs: &[Arc<RecordBatch>], max_input_length: usize) -> anyhow::Resul
             .iter()
             .map(|&r| ContextRelationship {
                 id: r_hrid[r],
-                source: r_src[r].to_string(),
-                target: r_tgt[r].to_string(),
-                description: r_desc[r].to_string(),
+                source: self.r_src[r].to_string(),
+                target: self.r_tgt[r].to_string(),
+                description: self.r_desc[r].to_string(),
                 combined_degree: r_deg[r],
             })
             .collect();
-        let claims =
-            members.iter().flat_map(|&e| claims_by_subject.get(e_title[e]).cloned().unwrap_or_default()).collect();
-        // Passages mentioning more of the community's entities come first.
-        let mut ranked: Vec<(usize, i64, &str)> = c_units[i]
+        let claims = members
             .iter()
-            .filter_map(|id| unit_index.get(id))
+            .flat_map(|&e| self.claims_by_subject.get(self.e_title[e]).cloned().unwrap_or_default())
+            .collect();
+        // Passages mentioning more of the community's entities come first.
+        let mut ranked: Vec<(usize, i64, &str)> = self
+            .c_units
+            .row(i)
+            .filter_map(|id| self.unit_index.get(id))
             .map(|&u| {
-                let hits = u_ents[u].iter().filter(|&&e| member_ids.contains(e)).count();
-                (hits, u_hrid[u], u_text[u])
+                let hits = self.u_ents.row(u).filter(|e| member_ids.contains(e)).count();
+                (hits, self.u_hrid[u], self.u_text[u])
             })
             .collect();
         ranked.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-        out.push(Community {
-            community: community[i],
-            level: level[i],
-            parent: parent[i],
-            children: children[i].clone(),
-            size: size[i],
-            period: period[i].to_string(),
+        Material {
             entities,
             relationships,
             relationship_count,
             claims,
             units: ranked.into_iter().map(|(_, id, t)| (id, t)).collect(),
-        });
+        }
     }
-    Ok(out)
 }
 
 fn list_of_ints(t: &RecordBatch, column: &str) -> anyhow::Result<Vec<Vec<i64>>> {
@@ -254,28 +265,37 @@ impl Verb for CommunityReport {
     }
 
     fn run(&self, inputs: &[Arc<RecordBatch>], ctx: &VerbContext) -> anyhow::Result<Vec<RecordBatch>> {
-        let communities = gather(inputs, self.max_input_length)?;
+        let comms = &inputs[0];
+        let (community, level, parent, size) = (
+            ints(comms, "communities", "community")?,
+            ints(comms, "communities", "level")?,
+            ints(comms, "communities", "parent")?,
+            ints(comms, "communities", "size")?,
+        );
+        let children = list_of_ints(comms, "children")?;
+        let sources = Sources::read(inputs, self.max_input_length)?;
         let use_llm = self.uses_llm(ctx)?;
         let model = if use_llm { Some(ctx.llm()?.chat_model(&self.model_id)?) } else { None };
         let prompt = if use_llm { Some(ctx.prompt(self.prompt_path())?) } else { None };
         let usage = &ctx.counters.usage;
-        let bar = ctx.progress(communities.len() as u64, "communities");
+        let bar = ctx.progress(comms.num_rows() as u64, "communities");
         let mut reports: BTreeMap<i64, (Report, String)> = BTreeMap::new();
-        let mut levels: Vec<i64> = communities.iter().map(|c| c.level).collect();
+        let mut levels = level.clone();
         levels.sort_unstable();
         levels.dedup();
-        let sizes: HashMap<i64, usize> = communities.iter().map(|c| (c.community, c.size as usize)).collect();
+        let sizes: HashMap<i64, usize> = community.iter().zip(&size).map(|(&c, &s)| (c, s as usize)).collect();
         let (mut repaired, mut fallbacks) = (0, 0);
         // Finest level first: parents may need their children's reports.
-        for &level in levels.iter().rev() {
-            let here: Vec<&Community> = communities.iter().filter(|c| c.level == level).collect();
+        for &at_level in levels.iter().rev() {
+            let here: Vec<usize> = (0..comms.num_rows()).filter(|&i| level[i] == at_level).collect();
             if model.is_none() {
-                // Extractive reports need no context and no other report: all at once.
+                // Extractive reports need no context and no other report: all
+                // at once, each community's material gathered and dropped in turn.
                 let done: Vec<(i64, Report)> = here
                     .par_iter()
-                    .map(|c| {
+                    .map(|&i| {
                         bar.inc(1);
-                        (c.community, extractive_report(&c.entities, &c.relationships, c.relationship_count, &c.units))
+                        (community[i], sources.gather(i).extractive_report())
                     })
                     .collect();
                 for (community, report) in done {
@@ -284,14 +304,15 @@ impl Verb for CommunityReport {
                 }
                 continue;
             }
+            let materials: Vec<Material> = here.iter().map(|&i| sources.gather(i)).collect();
             let contexts: Vec<String> = here
                 .iter()
-                .map(|c| {
+                .zip(&materials)
+                .map(|(&i, m)| {
                     if self.method == "text" {
-                        return text_context(&c.units, self.max_input_length);
+                        return text_context(&m.units, self.max_input_length);
                     }
-                    let subs: Vec<SubReport> = c
-                        .children
+                    let subs: Vec<SubReport> = children[i]
                         .iter()
                         .filter_map(|ch| reports.get(ch).map(|(r, _)| (ch, r)))
                         .map(|(ch, r)| SubReport {
@@ -300,7 +321,7 @@ impl Verb for CommunityReport {
                             size: sizes.get(ch).copied().unwrap_or(0),
                         })
                         .collect();
-                    graph_context(&c.entities, &c.relationships, &c.claims, &subs, self.max_input_length)
+                    graph_context(&m.entities, &m.relationships, &m.claims, &subs, self.max_input_length)
                 })
                 .collect();
             let results: Vec<anyhow::Result<Option<(Report, bool)>>> = match (&model, &prompt) {
@@ -318,7 +339,7 @@ impl Verb for CommunityReport {
                 }),
                 _ => contexts.iter().map(|_| Ok(None)).collect(),
             };
-            for (c, result) in here.iter().zip(results) {
+            for ((&i, m), result) in here.iter().zip(&materials).zip(results) {
                 let (report, how) = match result? {
                     Some((r, fixed)) => {
                         repaired += fixed as u64;
@@ -327,43 +348,41 @@ impl Verb for CommunityReport {
                     None => {
                         fallbacks += use_llm as u64;
                         bar.inc(!use_llm as u64);
-                        (extractive_report(&c.entities, &c.relationships, c.relationship_count, &c.units), "extractive")
+                        (m.extractive_report(), "extractive")
                     }
                 };
-                tracing::debug!(community = c.community, how, "report");
+                tracing::debug!(community = community[i], how, "report");
                 let json = report_json(&report).to_string();
-                reports.insert(c.community, (report, json));
+                reports.insert(community[i], (report, json));
             }
         }
         bar.finish_and_clear();
         ctx.count("reports_repaired", repaired);
         ctx.count("reports_invalid_extractive_fallback", fallbacks);
-        ctx.count("reports_extractive", if use_llm { fallbacks } else { communities.len() as u64 });
+        ctx.count("reports_extractive", if use_llm { fallbacks } else { comms.num_rows() as u64 });
 
-        let rows: Vec<(&Community, &(Report, String))> =
-            communities.iter().map(|c| (c, &reports[&c.community])).collect();
+        let rows: Vec<&(Report, String)> = community.iter().map(|c| &reports[c]).collect();
         let table = RecordBatch::try_new(
             schema::community_reports(),
             vec![
-                schema::text_col(
-                    rows.iter().map(|(c, _)| stable_uuid("community_report", &[&c.community.to_string()])),
+                schema::text_col(community.iter().map(|c| stable_uuid("community_report", &[&c.to_string()]))),
+                schema::int_col(community.iter().copied()),
+                schema::int_col(community.iter().copied()),
+                schema::int_col(level.iter().copied()),
+                schema::int_col(parent),
+                schema::int_list_col(children),
+                schema::text_col(rows.iter().map(|(r, _)| &r.title)),
+                schema::text_col(rows.iter().map(|(r, _)| &r.summary)),
+                schema::text_col(rows.iter().map(|(r, _)| full_content(r))),
+                schema::float_col(rows.iter().map(|(r, _)| r.rating)),
+                schema::text_col(rows.iter().map(|(r, _)| &r.rating_explanation)),
+                schema::findings_col(
+                    rows.iter()
+                        .map(|(r, _)| r.findings.iter().map(|f| (f.explanation.clone(), f.summary.clone())).collect()),
                 ),
-                schema::int_col(rows.iter().map(|(c, _)| c.community)),
-                schema::int_col(rows.iter().map(|(c, _)| c.community)),
-                schema::int_col(rows.iter().map(|(c, _)| c.level)),
-                schema::int_col(rows.iter().map(|(c, _)| c.parent)),
-                schema::int_list_col(rows.iter().map(|(c, _)| c.children.clone())),
-                schema::text_col(rows.iter().map(|(_, (r, _))| &r.title)),
-                schema::text_col(rows.iter().map(|(_, (r, _))| &r.summary)),
-                schema::text_col(rows.iter().map(|(_, (r, _))| full_content(r))),
-                schema::float_col(rows.iter().map(|(_, (r, _))| r.rating)),
-                schema::text_col(rows.iter().map(|(_, (r, _))| &r.rating_explanation)),
-                schema::findings_col(rows.iter().map(|(_, (r, _))| {
-                    r.findings.iter().map(|f| (f.explanation.clone(), f.summary.clone())).collect()
-                })),
-                schema::text_col(rows.iter().map(|(_, (_, j))| j)),
-                schema::text_col(rows.iter().map(|(c, _)| &c.period)),
-                schema::int_col(rows.iter().map(|(c, _)| c.size)),
+                schema::text_col(rows.iter().map(|(_, j)| j)),
+                schema::text_col(strings(comms, "communities", "period")?),
+                schema::int_col(size),
             ],
         )?;
         Ok(vec![table])
