@@ -110,7 +110,7 @@ pub fn run(args: &IndexArgs) -> anyhow::Result<()> {
     staging::discard(&output_dir)?;
     tracing::info!(pipeline = %plan.name, steps = plan.steps.len(), "indexing {}", args.root.display());
     let opts = RunOptions { resume: args.resume, progress: progress_bars(args.verbosity), ..RunOptions::default() };
-    let stats = doc_status::run_tracked(&plan, &ws, &opts, &output_dir, || Ok(()))?;
+    let (stats, _) = doc_status::run_tracked(&plan, &ws, &opts, &output_dir, || Ok(()))?;
     if args.verbosity >= 0 {
         println!("Indexed with pipeline `{}` in {:.2} s:", plan.name, stats.total_runtime);
         print_steps(&plan, &stats);

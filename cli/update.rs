@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context};
 use arrow_array::RecordBatch;
 use graphrag_engine::context::PublishedTables;
+use graphrag_engine::pipeline::Plan;
 use graphrag_engine::stats::RunStats;
 use graphrag_engine::table::strings;
 use graphrag_engine::{doc_status, settings, staging, store};
@@ -58,20 +59,15 @@ pub fn run(args: &UpdateArgs) -> anyhow::Result<()> {
         progress: progress_bars(args.verbosity),
         ..Default::default()
     };
-    let mut after = None;
-    let stats = doc_status::run_tracked(&plan, &ws, &opts, &output_dir, || {
-        let staged = staging_dir.join("documents.parquet");
-        if staged.exists() {
-            after = Some(store::read_table(&staged)?);
-        }
-        staging::commit(&output_dir)
-    })
-    .with_context(|| {
-        format!(
-            "update failed; the previous index in {} is unchanged and queryable, and `graphrag-rs update` resumes from the steps that finished",
-            output_dir.display()
-        )
-    })?;
+    let (stats, after) = doc_status::run_tracked(&plan, &ws, &opts, &output_dir, || staging::commit(&output_dir))
+        .with_context(|| {
+            let previous = if has_index {
+                format!("the previous index in {} is unchanged and queryable, and ", output_dir.display())
+            } else {
+                String::new()
+            };
+            format!("update failed; {previous}`graphrag-rs update` resumes from the steps that finished")
+        })?;
     if args.verbosity >= 0 {
         print_summary(&plan, &stats, before.as_ref(), after.as_ref())?;
     }
@@ -119,7 +115,7 @@ fn changes(before: Option<&RecordBatch>, after: &RecordBatch) -> anyhow::Result<
 }
 
 fn print_summary(
-    plan: &graphrag_engine::pipeline::Plan,
+    plan: &Plan,
     stats: &RunStats,
     before: Option<&RecordBatch>,
     after: Option<&RecordBatch>,

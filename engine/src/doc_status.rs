@@ -225,10 +225,6 @@ impl Tracker {
         self.save()
     }
 
-    pub fn rows(&self) -> &BTreeMap<String, DocStatus> {
-        &self.rows
-    }
-
     fn save(&self) -> anyhow::Result<()> {
         std::fs::create_dir_all(&self.output_dir)?;
         write(&self.output_dir, &self.rows)
@@ -238,13 +234,15 @@ impl Tracker {
 /// Runs `plan`, keeping the status table in `output_dir` (the live index)
 /// current: documents are `processing` once chunked, `processed` once
 /// `publish` made the run's outputs the live index, `failed` otherwise.
+/// Returns the run's stats and the published documents table (if the
+/// pipeline publishes one).
 pub fn run_tracked(
     plan: &Plan,
     ws: &Workspace,
     opts: &RunOptions,
     output_dir: &Path,
     publish: impl FnOnce() -> anyhow::Result<()>,
-) -> anyhow::Result<RunStats> {
+) -> anyhow::Result<(RunStats, Option<RecordBatch>)> {
     let tracker = Arc::new(Mutex::new(Tracker::start(output_dir)?));
     let mut opts = opts.clone();
     let observer = tracker.clone();
@@ -259,11 +257,12 @@ pub fn run_tracked(
     let mut tracker = tracker.lock().unwrap();
     match outcome {
         Ok(stats) => {
-            let documents = output_dir.join("documents.parquet");
-            if documents.exists() {
-                tracker.succeeded(&store::read_table(&documents)?)?;
+            let path = output_dir.join("documents.parquet");
+            let documents = if path.exists() { Some(store::read_table(&path)?) } else { None };
+            if let Some(documents) = &documents {
+                tracker.succeeded(documents)?;
             }
-            Ok(stats)
+            Ok((stats, documents))
         }
         Err(e) => {
             tracker.failed(&format!("{e:#}"))?;

@@ -121,14 +121,18 @@ impl ChatModel {
             }
         }
         let prompt_estimate = count_prompt_tokens(messages);
-        let keep = |completion: &Completion| {
-            usage.record_call(&self.id, completion.prompt_tokens, completion.completion_tokens);
-            if let Some(cache) = &self.cache {
-                cache.put(&key, completion);
-            }
-        };
+        let keep = |completion: &Completion| self.keep(&key, completion, usage);
         retrying(&self.id, &self.config, usage, &self.limiter, prompt_estimate, || self.transport.chat(&body), keep)
             .await
+    }
+
+    /// Counts and caches an answer; called while its concurrency slot is
+    /// still held (see [`retrying`]).
+    fn keep(&self, key: &str, completion: &Completion, usage: &UsageCounters) {
+        usage.record_call(&self.id, completion.prompt_tokens, completion.completion_tokens);
+        if let Some(cache) = &self.cache {
+            cache.put(key, completion);
+        }
     }
 
     /// A chat completion streamed to `on_delta` as it is generated (a cached
@@ -152,28 +156,28 @@ impl ChatModel {
         stream_body["stream_options"] = serde_json::json!({"include_usage": true});
         let prompt_estimate = count_prompt_tokens(messages);
         let mut attempt = 0;
-        let mut completion = loop {
+        loop {
             attempt += 1;
             let result = {
                 let _permit = self.limiter.acquire(prompt_estimate).await;
-                self.transport.chat_stream(&stream_body, on_delta).await
+                let result = self.transport.chat_stream(&stream_body, on_delta).await;
+                result.map(|mut completion| {
+                    // Servers that send no usage chunk: estimate it.
+                    if completion.prompt_tokens == 0 {
+                        completion.prompt_tokens = prompt_estimate;
+                    }
+                    if completion.completion_tokens == 0 {
+                        completion.completion_tokens = Encoding::O200kBase.count(&completion.content) as u64;
+                    }
+                    self.keep(&key, &completion, usage);
+                    completion
+                })
             };
             match result {
-                Ok(c) => break c,
+                Ok(completion) => return Ok(completion),
                 Err(f) => tokio::time::sleep(after_failure(&self.id, &self.config, usage, attempt, f)?).await,
             }
-        };
-        if completion.prompt_tokens == 0 {
-            completion.prompt_tokens = prompt_estimate;
         }
-        if completion.completion_tokens == 0 {
-            completion.completion_tokens = Encoding::O200kBase.count(&completion.content) as u64;
-        }
-        usage.record_call(&self.id, completion.prompt_tokens, completion.completion_tokens);
-        if let Some(cache) = &self.cache {
-            cache.put(&key, &completion);
-        }
-        Ok(completion)
     }
 
     /// A chat call whose answer must be a JSON object: JSON mode where the
