@@ -10,7 +10,7 @@ use serde::Deserialize;
 use graphrag_engine::context::VerbContext;
 use graphrag_engine::schema;
 use graphrag_engine::settings::ClusterGraphConfig;
-use graphrag_engine::table::{floats, ints, string_lists, strings, StringLists};
+use graphrag_engine::table::{floats, ints, strings, StringLists};
 use graphrag_engine::verb::{Verb, VerbDef, VerbInfo};
 use graphrag_operations::ids::stable_uuid;
 use graphrag_operations::leiden::{
@@ -197,17 +197,18 @@ fn previous_clustering(
     };
     let node_of_id: HashMap<&str, usize> = entity_ids.iter().enumerate().map(|(i, id)| (*id, i)).collect();
     let (levels, ids) = (ints(&comms, "communities", "level")?, ints(&comms, "communities", "community")?);
-    let members = string_lists(&comms, "communities", "entity_ids")?;
+    let members = StringLists::new(&comms, "communities", "entity_ids")?;
     let n = entity_ids.len();
     let depth = levels.iter().map(|&l| l as usize + 1).max().unwrap_or(0);
     let mut prior = PriorClustering { levels: vec![vec![None; n]; depth], changed: vec![false; n] };
     let mut prior_communities = Vec::with_capacity(comms.num_rows());
-    for ((&level, &id), members) in levels.iter().zip(&ids).zip(&members) {
-        let nodes: Vec<usize> = members.iter().filter_map(|m| node_of_id.get(m.as_str()).copied()).collect();
+    for ((&level, &id), members) in levels.iter().zip(&ids).zip(members.rows()) {
+        let size = members.len();
+        let nodes: Vec<usize> = members.filter_map(|m| node_of_id.get(m).copied()).collect();
         for &v in &nodes {
             prior.levels[level as usize][v] = Some(id as usize);
         }
-        prior_communities.push(PriorCommunity { id: id as usize, level: level as usize, nodes, size: members.len() });
+        prior_communities.push(PriorCommunity { id: id as usize, level: level as usize, nodes, size });
     }
     let (sources, targets) = (strings(&rels, "relationships", "source")?, strings(&rels, "relationships", "target")?);
     let edges_then = rels_by_end(&sources, &targets, &floats(&rels, "relationships", "weight")?);
