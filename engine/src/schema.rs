@@ -3,9 +3,17 @@
 
 use std::sync::Arc;
 
+use std::collections::HashMap;
+
 use arrow_array::builder::{Int64Builder, LargeStringBuilder, ListBuilder, StringBuilder, StructBuilder};
-use arrow_array::{ArrayRef, Float64Array, Int64Array, LargeStringArray};
-use arrow_schema::{DataType, Field, Fields, Schema, SchemaRef};
+use arrow_array::types::Int32Type;
+use arrow_array::{
+    Array, ArrayRef, DictionaryArray, Float64Array, Int32Array, Int64Array, LargeStringArray, ListArray, RecordBatch,
+};
+use arrow_buffer::OffsetBuffer;
+use arrow_schema::{ArrowError, DataType, Field, Fields, Schema, SchemaRef};
+
+use crate::table::StringLists;
 
 /// `string` columns are Arrow large_string, as in GraphRAG's files.
 pub fn text_field(name: &str) -> Field {
@@ -270,6 +278,99 @@ where
     Arc::new(b.finish())
 }
 
+/// The in-memory form of an id list column whose ids are listed by many rows:
+/// each distinct id is kept once, in `ids` (a string column, e.g. a table's
+/// `id`), and each row lists indices into it (an Arrow dictionary). A text
+/// unit id is 128 hex characters, listed ~10 million times at 100 MB of
+/// input. Files never hold this form: `store::write_table` writes the plain
+/// `list<string>` of [`id_list_field`] ([`file_schema`], [`file_column`]), and
+/// `table::StringLists` reads both.
+pub fn id_list_col_of<R: IntoIterator<Item = u32>>(ids: ArrayRef, rows: impl IntoIterator<Item = R>) -> ArrayRef {
+    let mut keys: Vec<i32> = Vec::new();
+    let mut offsets = vec![0i32];
+    for row in rows {
+        keys.extend(row.into_iter().map(|k| i32::try_from(k).expect("fewer than 2^31 ids")));
+        offsets.push(i32::try_from(keys.len()).expect("fewer than 2^31 listed ids in a column"));
+    }
+    keyed_lists(ids, offsets, keys)
+}
+
+/// [`id_list_col_of`] for ids given as strings: each distinct id is stored once.
+pub fn interned_id_list_col<'a, R: IntoIterator<Item = &'a str>>(rows: impl IntoIterator<Item = R>) -> ArrayRef {
+    let mut index: HashMap<&str, i32> = HashMap::new();
+    let mut ids = StringBuilder::new();
+    let mut keys: Vec<i32> = Vec::new();
+    let mut offsets = vec![0i32];
+    for row in rows {
+        for id in row {
+            let next = i32::try_from(index.len()).expect("fewer than 2^31 ids");
+            let key = *index.entry(id).or_insert_with(|| {
+                ids.append_value(id);
+                next
+            });
+            keys.push(key);
+        }
+        offsets.push(i32::try_from(keys.len()).expect("fewer than 2^31 listed ids in a column"));
+    }
+    keyed_lists(Arc::new(ids.finish()), offsets, keys)
+}
+
+fn keyed_lists(ids: ArrayRef, offsets: Vec<i32>, keys: Vec<i32>) -> ArrayRef {
+    let items = DictionaryArray::<Int32Type>::try_new(Int32Array::from(keys), ids).expect("keys index the ids");
+    let field = Arc::new(Field::new("item", items.data_type().clone(), true));
+    Arc::new(ListArray::new(field, OffsetBuffer::new(offsets.into()), Arc::new(items), None))
+}
+
+/// An id list in its in-memory form ([`id_list_col_of`]).
+fn is_keyed_id_list(data_type: &DataType) -> bool {
+    matches!(data_type, DataType::List(item) if matches!(item.data_type(), DataType::Dictionary(k, _) if **k == DataType::Int32))
+}
+
+/// A table of `schema`'s columns, where id lists may be in their in-memory
+/// form ([`id_list_col_of`]): such fields take the column's type.
+pub fn batch(schema: SchemaRef, columns: Vec<ArrayRef>) -> Result<RecordBatch, ArrowError> {
+    let fields: Vec<Field> = schema
+        .fields()
+        .iter()
+        .zip(&columns)
+        .map(|(f, c)| match is_keyed_id_list(c.data_type()) {
+            true if f.data_type() == id_list_field("").data_type() => {
+                f.as_ref().clone().with_data_type(c.data_type().clone())
+            }
+            _ => f.as_ref().clone(),
+        })
+        .collect();
+    RecordBatch::try_new(Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone())), columns)
+}
+
+/// The schema a table is written with: id lists as plain `list<string>`.
+pub fn file_schema(schema: &Schema) -> SchemaRef {
+    let fields: Vec<Field> = schema
+        .fields()
+        .iter()
+        .map(|f| match is_keyed_id_list(f.data_type()) {
+            true => f.as_ref().clone().with_data_type(id_list_field("").data_type().clone()),
+            false => f.as_ref().clone(),
+        })
+        .collect();
+    Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()))
+}
+
+/// A column as it is written: an id list in its in-memory form expanded to
+/// plain `list<string>` (the same array [`id_list_col`] builds); others as
+/// they are.
+pub fn file_column(column: &ArrayRef) -> ArrayRef {
+    match StringLists::of_array(column.as_ref()) {
+        Some(lists) if is_keyed_id_list(column.data_type()) => id_list_col(lists.rows()),
+        _ => column.clone(),
+    }
+}
+
+/// Whether a column's file form differs from its in-memory form.
+pub fn is_in_memory_form(column: &dyn Array) -> bool {
+    is_keyed_id_list(column.data_type())
+}
+
 /// A large_string column of nulls and values.
 pub fn opt_text_col(values: impl IntoIterator<Item = Option<String>>) -> ArrayRef {
     let mut b = LargeStringBuilder::new();
@@ -277,4 +378,42 @@ pub fn opt_text_col(values: impl IntoIterator<Item = Option<String>>) -> ArrayRe
         b.append_option(v);
     }
     Arc::new(b.finish())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keyed_id_lists_read_like_plain_ones() {
+        let rows = [vec!["u2", "u1"], vec![], vec!["u1", "u3", "u1"]];
+        let plain = id_list_col(rows.clone());
+        let ids = text_col(["u1", "u2", "u3"]);
+        let keyed = id_list_col_of(ids, [vec![1, 0], vec![], vec![0, 2, 0]]);
+        let interned = interned_id_list_col(rows.clone());
+        for col in [&keyed, &interned] {
+            assert!(is_in_memory_form(col.as_ref()) && !is_in_memory_form(plain.as_ref()));
+            assert_eq!(file_column(col).as_ref(), plain.as_ref());
+            fn read(c: &ArrayRef) -> Vec<Vec<&str>> {
+                StringLists::of_array(c.as_ref()).unwrap().rows().map(|r| r.collect()).collect()
+            }
+            assert_eq!(read(col), rows);
+            assert_eq!(read(&col.slice(1, 2)), rows[1..]);
+        }
+        let table = batch(
+            entities(),
+            vec![
+                text_col(["e"]),
+                int_col([0]),
+                text_col(["E"]),
+                text_col(["T"]),
+                text_col([""]),
+                id_list_col_of(text_col(["u"]), [vec![0]]),
+                int_col([1]),
+                int_col([0]),
+            ],
+        )
+        .unwrap();
+        assert_eq!(file_schema(&table.schema()), entities());
+    }
 }

@@ -10,7 +10,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use anyhow::Context;
-use arrow_array::RecordBatch;
+use arrow_array::cast::AsArray;
+use arrow_array::{ArrayRef, RecordBatch};
 use bytes::Bytes;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::arrow_writer::{compute_leaves, ArrowWriterOptions};
@@ -18,6 +19,8 @@ use parquet::arrow::ArrowWriter;
 use parquet::basic::Compression;
 use parquet::column::page_store::{PageKey, PageStore, PageStoreArgs, PageStoreFactory};
 use parquet::file::properties::WriterProperties;
+
+use crate::schema;
 
 const TMP_MARK: &str = ".tmp-";
 
@@ -66,15 +69,18 @@ fn writer_properties() -> WriterProperties {
 /// same column order), so equal tables give byte-identical files; but column
 /// chunks are encoded and written one at a time, their pages waiting in a
 /// file in `spill_dir`, so no encoded row group is held in memory (a
-/// communities table's id lists run to hundreds of MB).
+/// communities table's id lists run to hundreds of MB). Id lists in their
+/// in-memory form are written as plain `list<string>` ([`schema::file_schema`]),
+/// expanded `expand_at_most` listed ids at a time.
 fn encode_parquet<W: Write + Send>(
     sink: W,
     batch: &RecordBatch,
     props: WriterProperties,
     spill_dir: &Path,
+    expand_at_most: usize,
 ) -> anyhow::Result<W> {
     let rows_per_group = props.max_row_group_row_count().unwrap_or(usize::MAX);
-    let schema = batch.schema();
+    let schema = schema::file_schema(&batch.schema());
     let options = ArrowWriterOptions::new()
         .with_properties(props)
         .with_page_store_factory(Arc::new(SpillPages { dir: spill_dir.to_path_buf() }));
@@ -86,6 +92,17 @@ fn encode_parquet<W: Write + Send>(
         let mut writers = column_writers.create_column_writers(group_index)?.into_iter();
         let mut group = file.next_row_group()?;
         for (field, column) in schema.fields().iter().zip(rows.columns()) {
+            if schema::is_in_memory_form(column.as_ref()) {
+                // One leaf (list<string>), written a slice of rows at a time.
+                let mut writer = writers.next().context("fewer Parquet column writers than leaf columns")?;
+                for part in slices_listing_at_most(column, expand_at_most) {
+                    for leaf in compute_leaves(field, &schema::file_column(&part))? {
+                        writer.write(&leaf)?;
+                    }
+                }
+                writer.close()?.append_to_row_group(&mut group)?;
+                continue;
+            }
             for leaf in compute_leaves(field, column)? {
                 let mut writer = writers.next().context("fewer Parquet column writers than leaf columns")?;
                 writer.write(&leaf)?;
@@ -97,6 +114,24 @@ fn encode_parquet<W: Write + Send>(
         group_index += 1;
     }
     Ok(file.into_inner()?)
+}
+
+/// A list column cut into consecutive row slices of at most `limit` listed
+/// values each (a longer single row makes a slice of its own).
+fn slices_listing_at_most(column: &ArrayRef, limit: usize) -> Vec<ArrayRef> {
+    let offsets = column.as_list::<i32>().value_offsets();
+    let rows = offsets.len() - 1;
+    let mut slices = Vec::new();
+    let mut start = 0;
+    while start < rows {
+        let mut end = start + 1;
+        while end < rows && (offsets[end + 1] - offsets[start]) as usize <= limit {
+            end += 1;
+        }
+        slices.push(column.slice(start, end - start));
+        start = end;
+    }
+    slices
 }
 
 /// Where the encoded pages of a column chunk wait until the chunk is appended
@@ -144,13 +179,23 @@ impl PageStore for SpilledPages {
     }
 }
 
+/// Listed ids expanded to strings at a time when writing an id list in its
+/// in-memory form: ~130 MB of text unit ids.
+const EXPAND_AT_MOST: usize = 1 << 20;
+
 /// Writes `batch` to `path` atomically, streaming the encoded bytes to the
 /// file; returns the file's hash (as `file_sha256`).
 pub fn write_table(path: &Path, batch: &RecordBatch) -> anyhow::Result<String> {
     atomic_write_with(path, |f| {
-        encode_parquet(BufWriter::new(f), batch, writer_properties(), path.parent().unwrap_or(Path::new(".")))
-            .and_then(|mut w| Ok(w.flush()?))
-            .map_err(io::Error::other)
+        encode_parquet(
+            BufWriter::new(f),
+            batch,
+            writer_properties(),
+            path.parent().unwrap_or(Path::new(".")),
+            EXPAND_AT_MOST,
+        )
+        .and_then(|mut w| Ok(w.flush()?))
+        .map_err(io::Error::other)
     })
     .with_context(|| format!("writing {}", path.display()))?;
     file_sha256(path).with_context(|| format!("reading back {}", path.display()))
@@ -240,13 +285,48 @@ mod tests {
         w.write(&batch).unwrap();
         w.close().unwrap();
         let dir = tempfile::tempdir().unwrap();
-        let got = encode_parquet(Vec::new(), &batch, props(), dir.path()).unwrap();
+        let got = encode_parquet(Vec::new(), &batch, props(), dir.path(), usize::MAX).unwrap();
         assert_eq!(got, expected);
         let empty = batch.slice(0, 0);
         let mut expected = Vec::new();
         ArrowWriter::try_new(&mut expected, empty.schema(), Some(props())).unwrap().close().unwrap();
-        assert_eq!(encode_parquet(Vec::new(), &empty, props(), dir.path()).unwrap(), expected);
+        assert_eq!(encode_parquet(Vec::new(), &empty, props(), dir.path(), usize::MAX).unwrap(), expected);
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0, "spilled pages left behind");
+    }
+
+    #[test]
+    fn id_lists_in_memory_form_are_written_as_plain_lists() {
+        let ids: Vec<String> = (0..300).map(|i| format!("{i:0128}")).collect();
+        let rows: Vec<Vec<u32>> =
+            (0..20_000u32).map(|r| (0..r % 6).map(|k| (r * 7 + k * 13) % 300).collect()).collect();
+        let as_strings = || rows.iter().map(|r| r.iter().map(|&k| ids[k as usize].as_str()));
+        let table = |lists: ArrayRef| {
+            let schema = Arc::new(arrow_schema::Schema::new(vec![schema::id_list_field("text_unit_ids")]));
+            schema::batch(schema, vec![lists]).unwrap()
+        };
+        let plain = table(schema::id_list_col(as_strings()));
+        let keyed = table(schema::id_list_col_of(schema::text_col(&ids), rows.iter().map(|r| r.iter().copied())));
+        let interned = table(schema::interned_id_list_col(as_strings()));
+        let dir = tempfile::tempdir().unwrap();
+        let encode = |t: &RecordBatch, at_most| encode_parquet(Vec::new(), t, writer_properties(), dir.path(), at_most);
+        let expected = encode(&plain, usize::MAX).unwrap();
+        let p = dir.path().join("t.parquet");
+        for t in [&keyed, &interned] {
+            assert_ne!(t.schema(), plain.schema());
+            assert_eq!(encode(t, usize::MAX).unwrap(), expected);
+            // Expanded a few hundred rows at a time: the same table comes back.
+            atomic_write(&p, &encode(t, 1000).unwrap()).unwrap();
+            assert_eq!(read_table(&p).unwrap(), plain);
+        }
+    }
+
+    #[test]
+    fn slices_bound_the_listed_values() {
+        let lists = schema::id_list_col([vec!["a"; 3], vec![], vec!["b"; 5], vec!["c"], vec!["d"]]);
+        let rows: Vec<usize> = slices_listing_at_most(&lists, 4).iter().map(|s| s.len()).collect();
+        assert_eq!(rows, [2, 1, 2]);
+        let one = slices_listing_at_most(&lists, usize::MAX);
+        assert_eq!((one.len(), one[0].len()), (1, 5));
     }
 
     #[test]

@@ -1,8 +1,8 @@
 //! Reading columns out of tables by name with clear errors.
 
 use arrow_array::cast::AsArray;
-use arrow_array::types::{Float64Type, Int64Type};
-use arrow_array::{Array, GenericStringArray, RecordBatch};
+use arrow_array::types::{Float64Type, Int32Type, Int64Type};
+use arrow_array::{Array, ArrayRef, GenericStringArray, PrimitiveArray, RecordBatch};
 use arrow_schema::DataType;
 
 /// A named column as strings (Utf8 or LargeUtf8), with an error naming the
@@ -14,6 +14,13 @@ pub fn strings<'a>(table: &'a RecordBatch, table_name: &str, column: &str) -> an
         DataType::Utf8 => Ok(col.as_string::<i32>().iter().map(|v| v.unwrap_or("")).collect()),
         other => anyhow::bail!("table `{table_name}`: column `{column}` is {other}, expected a string column"),
     }
+}
+
+/// A named string column as it is (shared, not copied), e.g. ids for
+/// `schema::id_list_col_of` to index into.
+pub fn string_column(table: &RecordBatch, table_name: &str, column: &str) -> anyhow::Result<ArrayRef> {
+    strings(table, table_name, column)?;
+    Ok(table.column_by_name(column).expect("found above").clone())
 }
 
 pub fn ints(table: &RecordBatch, table_name: &str, column: &str) -> anyhow::Result<Vec<i64>> {
@@ -38,52 +45,81 @@ pub fn floats(table: &RecordBatch, table_name: &str, column: &str) -> anyhow::Re
 
 /// A `list<string>` column as owned rows.
 pub fn string_lists(table: &RecordBatch, table_name: &str, column: &str) -> anyhow::Result<Vec<Vec<String>>> {
-    let col = column_of(table, table_name, column)?;
-    let DataType::List(_) = col.data_type() else {
-        anyhow::bail!("table `{table_name}`: column `{column}` is {}, expected list<string>", col.data_type());
-    };
-    let lists = col.as_list::<i32>();
-    (0..lists.len())
-        .map(|i| {
-            let values = lists.value(i);
-            match values.data_type() {
-                DataType::Utf8 => Ok(values.as_string::<i32>().iter().map(|v| v.unwrap_or("").to_string()).collect()),
-                DataType::LargeUtf8 => {
-                    Ok(values.as_string::<i64>().iter().map(|v| v.unwrap_or("").to_string()).collect())
-                }
-                other => anyhow::bail!("table `{table_name}`: column `{column}` holds {other}, expected strings"),
-            }
-        })
-        .collect()
+    let lists = StringLists::new(table, table_name, column)?;
+    Ok(lists.rows().map(|row| row.map(str::to_string).collect()).collect())
 }
 
 /// A `list<string>` column read in place: each row's strings are borrowed from
 /// the table when asked for, so large id lists (a community's relationships)
-/// cost nothing beyond the table itself.
+/// cost nothing beyond the table itself. Reads both forms of an id list: plain
+/// strings and the in-memory dictionary form (`schema::id_list_col_of`).
 pub struct StringLists<'a> {
     offsets: &'a [i32],
     values: StringValues<'a>,
 }
 
 #[derive(Clone, Copy)]
-enum StringValues<'a> {
+enum Strings<'a> {
     Utf8(&'a GenericStringArray<i32>),
     LargeUtf8(&'a GenericStringArray<i64>),
+}
+
+impl<'a> Strings<'a> {
+    fn of(array: &'a dyn Array) -> Option<Self> {
+        match array.data_type() {
+            DataType::Utf8 => Some(Strings::Utf8(array.as_string::<i32>())),
+            DataType::LargeUtf8 => Some(Strings::LargeUtf8(array.as_string::<i64>())),
+            _ => None,
+        }
+    }
+
+    /// String `j` ("" for a null).
+    fn get(self, j: usize) -> &'a str {
+        match self {
+            Strings::Utf8(v) if !v.is_null(j) => v.value(j),
+            Strings::LargeUtf8(v) if !v.is_null(j) => v.value(j),
+            _ => "",
+        }
+    }
+}
+
+#[derive(Clone, Copy)]
+enum StringValues<'a> {
+    Plain(Strings<'a>),
+    /// Each listed string is an index into `dictionary`.
+    Keys {
+        keys: &'a PrimitiveArray<Int32Type>,
+        dictionary: Strings<'a>,
+    },
+}
+
+impl<'a> StringValues<'a> {
+    fn get(self, j: usize) -> &'a str {
+        match self {
+            StringValues::Plain(strings) => strings.get(j),
+            StringValues::Keys { keys, dictionary } if !keys.is_null(j) => dictionary.get(keys.value(j) as usize),
+            StringValues::Keys { .. } => "",
+        }
+    }
 }
 
 impl<'a> StringLists<'a> {
     pub fn new(table: &'a RecordBatch, table_name: &str, column: &str) -> anyhow::Result<Self> {
         let col = column_of(table, table_name, column)?;
-        let DataType::List(_) = col.data_type() else {
-            anyhow::bail!("table `{table_name}`: column `{column}` is {}, expected list<string>", col.data_type());
+        Self::of_array(col).ok_or_else(|| {
+            anyhow::anyhow!("table `{table_name}`: column `{column}` is {}, expected list<string>", col.data_type())
+        })
+    }
+
+    /// A `list<string>` array (plain or keyed) read in place; None for other types.
+    pub fn of_array(col: &'a dyn Array) -> Option<Self> {
+        let lists = col.as_list_opt::<i32>()?;
+        let items = lists.values();
+        let values = match items.as_dictionary_opt::<Int32Type>() {
+            Some(d) => StringValues::Keys { keys: d.keys(), dictionary: Strings::of(d.values().as_ref())? },
+            None => StringValues::Plain(Strings::of(items.as_ref())?),
         };
-        let lists = col.as_list::<i32>();
-        let values = match lists.values().data_type() {
-            DataType::Utf8 => StringValues::Utf8(lists.values().as_string::<i32>()),
-            DataType::LargeUtf8 => StringValues::LargeUtf8(lists.values().as_string::<i64>()),
-            other => anyhow::bail!("table `{table_name}`: column `{column}` holds {other}, expected strings"),
-        };
-        Ok(StringLists { offsets: lists.value_offsets(), values })
+        Some(StringLists { offsets: lists.value_offsets(), values })
     }
 
     pub fn len(&self) -> usize {
@@ -102,22 +138,7 @@ impl<'a> StringLists<'a> {
     /// Row `i`'s strings (a null string reads as "").
     pub fn row(&self, i: usize) -> impl ExactSizeIterator<Item = &'a str> + Clone + 'a {
         let values = self.values;
-        (self.offsets[i] as usize..self.offsets[i + 1] as usize).map(move |j| match values {
-            StringValues::Utf8(v) => {
-                if v.is_null(j) {
-                    ""
-                } else {
-                    v.value(j)
-                }
-            }
-            StringValues::LargeUtf8(v) => {
-                if v.is_null(j) {
-                    ""
-                } else {
-                    v.value(j)
-                }
-            }
-        })
+        (self.offsets[i] as usize..self.offsets[i + 1] as usize).map(move |j| values.get(j))
     }
 }
 

@@ -10,7 +10,7 @@ use serde::Deserialize;
 use graphrag_engine::context::VerbContext;
 use graphrag_engine::schema;
 use graphrag_engine::settings::ClusterGraphConfig;
-use graphrag_engine::table::{floats, ints, strings, StringLists};
+use graphrag_engine::table::{floats, ints, string_column, strings, StringLists};
 use graphrag_engine::verb::{Verb, VerbDef, VerbInfo};
 use graphrag_operations::ids::stable_uuid;
 use graphrag_operations::leiden::{
@@ -73,7 +73,6 @@ impl Verb for ClusterLeiden {
         let entity_units = StringLists::new(ents, "entities", "text_unit_ids")?;
         let index: HashMap<&str, usize> = titles.iter().enumerate().map(|(i, t)| (*t, i)).collect();
         let (sources, targets) = (strings(rels, "relationships", "source")?, strings(rels, "relationships", "target")?);
-        let rel_ids = strings(rels, "relationships", "id")?;
         let weights = floats(rels, "relationships", "weight")?;
         let mut edges = Vec::with_capacity(rels.num_rows());
         let mut rel_ends = Vec::with_capacity(rels.num_rows());
@@ -112,10 +111,13 @@ impl Verb for ClusterLeiden {
             .to_string();
         let inside = relationships_inside(&communities, titles.len(), &rel_ends);
         drop(rel_ends);
-        // The id lists go straight from the input tables' strings into the
-        // output columns: owned copies would cost more than the table itself.
+        // Entity and relationship ids as indices into the input tables' id
+        // columns, text unit ids each stored once: the lists name millions of
+        // ids at 100 MB of input.
         let community_ids = || communities.iter().map(|c| c.id as i64);
-        let table = RecordBatch::try_new(
+        let (entity_id_col, rel_id_col) =
+            (string_column(ents, "entities", "id")?, string_column(rels, "relationships", "id")?);
+        let table = schema::batch(
             schema::communities(),
             vec![
                 schema::text_col(communities.iter().map(|c| stable_uuid("community", &[&c.id.to_string()]))),
@@ -125,9 +127,9 @@ impl Verb for ClusterLeiden {
                 schema::int_col(communities.iter().map(|c| c.parent.map(|p| p as i64).unwrap_or(-1))),
                 schema::int_list_col(communities.iter().map(|c| c.children.iter().map(|&x| x as i64).collect())),
                 schema::text_col(community_ids().map(|c| format!("Community {c}"))),
-                schema::id_list_col(communities.iter().map(|c| c.nodes.iter().map(|&n| entity_ids[n]))),
-                schema::id_list_col(inside.iter().map(|rows| rows.iter().map(|&r| rel_ids[r as usize]))),
-                schema::id_list_col(communities.iter().map(|c| text_units_of(&c.nodes, &entity_units))),
+                schema::id_list_col_of(entity_id_col, communities.iter().map(|c| c.nodes.iter().map(|&n| n as u32))),
+                schema::id_list_col_of(rel_id_col, inside),
+                schema::interned_id_list_col(communities.iter().map(|c| text_units_of(&c.nodes, &entity_units))),
                 schema::text_col(std::iter::repeat_n(period.as_str(), communities.len())),
                 schema::int_col(communities.iter().map(|c| c.nodes.len() as i64)),
             ],

@@ -11,7 +11,7 @@ use serde::Deserialize;
 use graphrag_engine::context::VerbContext;
 use graphrag_engine::schema;
 use graphrag_engine::settings::{ExtractGraphNlpConfig, PruneGraphConfig};
-use graphrag_engine::table::strings;
+use graphrag_engine::table::{string_column, strings};
 use graphrag_engine::verb::{Verb, VerbDef, VerbInfo};
 use graphrag_operations::nlp_graph::{
     build_cooccurrence_graph, resolve_sentence_initial, NlpGraphConfig, PhraseExtractor, RegexEnglishExtractor,
@@ -98,7 +98,7 @@ impl Verb for ExtractGraphNlp {
     fn run(&self, inputs: &[Arc<RecordBatch>], ctx: &VerbContext) -> anyhow::Result<Vec<RecordBatch>> {
         let extractor = self.extractor().map_err(anyhow::Error::msg)?;
         let units = &inputs[0];
-        let ids = strings(units, "text_units", "id")?;
+        let unit_ids = string_column(units, "text_units", "id")?;
         let texts = strings(units, "text_units", "text")?;
         let bar = ctx.progress(texts.len() as u64, "chunks");
         let mut phrases: Vec<UnitPhrases> = texts
@@ -126,28 +126,29 @@ impl Verb for ExtractGraphNlp {
         let graph = build_cooccurrence_graph(&phrases, &cfg);
         drop(phrases);
         // The tables are built straight from the graph (the merged-graph
-        // layout, no descriptions): at 100 MB of text an owned copy of every
-        // title and text unit id would cost gigabytes.
-        let unit_ids = |chunks: &'_ [usize]| chunks.iter().map(|&c| ids[c]).collect::<Vec<&str>>();
+        // layout, no descriptions), text unit ids as indices into the input's
+        // id column: at 100 MB of text an owned copy of every title and text
+        // unit id would cost gigabytes.
+        let chunk_rows = |chunks: &'_ [usize]| chunks.iter().map(|&c| c as u32).collect::<Vec<u32>>();
         let no_descriptions = |n: usize| std::iter::repeat_n(Vec::<&str>::new(), n);
-        let entities = RecordBatch::try_new(
+        let entities = schema::batch(
             schema::graph_entities(),
             vec![
                 schema::text_col(graph.nodes.iter().map(|n| &n.title)),
                 schema::text_col(graph.nodes.iter().map(|_| "NOUN PHRASE")),
                 schema::id_list_col(no_descriptions(graph.nodes.len())),
-                schema::id_list_col(graph.nodes.iter().map(|n| unit_ids(&n.chunk_ids))),
+                schema::id_list_col_of(unit_ids.clone(), graph.nodes.iter().map(|n| chunk_rows(&n.chunk_ids))),
                 schema::int_col(graph.nodes.iter().map(|n| i64::from(n.frequency))),
             ],
         )?;
-        let relationships = RecordBatch::try_new(
+        let relationships = schema::batch(
             schema::graph_relationships(),
             vec![
                 schema::text_col(graph.edges.iter().map(|e| &e.source)),
                 schema::text_col(graph.edges.iter().map(|e| &e.target)),
                 schema::id_list_col(no_descriptions(graph.edges.len())),
                 schema::float_col(graph.edges.iter().map(|e| e.weight)),
-                schema::id_list_col(graph.edges.iter().map(|e| unit_ids(&e.chunk_ids))),
+                schema::id_list_col_of(unit_ids, graph.edges.iter().map(|e| chunk_rows(&e.chunk_ids))),
             ],
         )?;
         Ok(vec![entities, relationships])

@@ -10,7 +10,7 @@ use serde::Deserialize;
 
 use graphrag_engine::context::VerbContext;
 use graphrag_engine::schema;
-use graphrag_engine::table::{floats, ints, strings, StringLists};
+use graphrag_engine::table::{floats, ints, string_column, strings, StringLists};
 use graphrag_engine::verb::{Verb, VerbDef, VerbInfo};
 use graphrag_operations::graph_merge::{MergedEntity, MergedRelationship};
 use graphrag_operations::ids::stable_uuid;
@@ -71,10 +71,15 @@ impl Verb for FinalizeGraph {
         let rel_ids: Vec<String> =
             r_source.iter().zip(&r_target).map(|(s, t)| stable_uuid("relationship", &[s, t])).collect();
 
-        let entities_table = RecordBatch::try_new(
+        // Shared with the text units' id lists, which index into them.
+        let entity_id_col = schema::text_col(&entity_ids);
+        drop(entity_ids);
+        let rel_id_col = schema::text_col(&rel_ids);
+        drop(rel_ids);
+        let entities_table = schema::batch(
             schema::entities(),
             vec![
-                schema::text_col(&entity_ids),
+                entity_id_col.clone(),
                 schema::int_col(0..ents.num_rows() as i64),
                 schema::text_col(&e_title),
                 schema::text_col(strings(ents, "entities", "type")?),
@@ -84,10 +89,10 @@ impl Verb for FinalizeGraph {
                 schema::int_col(e_title.iter().map(|t| deg(t))),
             ],
         )?;
-        let relationships_table = RecordBatch::try_new(
+        let relationships_table = schema::batch(
             schema::relationships(),
             vec![
-                schema::text_col(&rel_ids),
+                rel_id_col.clone(),
                 schema::int_col(0..rels.num_rows() as i64),
                 schema::text_col(&r_source),
                 schema::text_col(&r_target),
@@ -105,22 +110,21 @@ impl Verb for FinalizeGraph {
             let next = unit_slot.len();
             unit_slot.entry(u).or_insert(next);
         }
-        let (claim_ids, claim_units) =
-            (strings(covariates, "covariates", "id")?, strings(covariates, "covariates", "text_unit_id")?);
+        let claim_units = strings(covariates, "covariates", "text_unit_id")?;
+        let claim_id_col = string_column(covariates, "covariates", "id")?;
         let unit_entities = rows_per_unit(&unit_slot, e_units.rows());
         let unit_rels = rows_per_unit(&unit_slot, r_units.rows());
         let unit_claims = rows_per_unit(&unit_slot, claim_units.iter().map(|u| std::iter::once(*u)));
-        let lists = |per_unit: &[Vec<u32>], ids: &[&str]| {
-            schema::id_list_col(unit_ids.iter().map(|u| per_unit[unit_slot[u]].iter().map(|&r| ids[r as usize])))
+        // Each unit's items as indices into the items' id column.
+        let lists = |per_unit: &[Vec<u32>], ids: &ArrayRef| {
+            schema::id_list_col_of(ids.clone(), unit_ids.iter().map(|u| per_unit[unit_slot[u]].iter().copied()))
         };
-        let (entity_ids, rel_ids): (Vec<&str>, Vec<&str>) =
-            (entity_ids.iter().map(String::as_str).collect(), rel_ids.iter().map(String::as_str).collect());
         let mut columns = units.columns().to_vec();
         let s = units.schema();
-        columns[s.index_of("entity_ids")?] = lists(&unit_entities, &entity_ids);
-        columns[s.index_of("relationship_ids")?] = lists(&unit_rels, &rel_ids);
-        columns[s.index_of("covariate_ids")?] = lists(&unit_claims, &claim_ids);
-        let text_units = RecordBatch::try_new(s, columns)?;
+        columns[s.index_of("entity_ids")?] = lists(&unit_entities, &entity_id_col);
+        columns[s.index_of("relationship_ids")?] = lists(&unit_rels, &rel_id_col);
+        columns[s.index_of("covariate_ids")?] = lists(&unit_claims, &claim_id_col);
+        let text_units = schema::batch(s, columns)?;
 
         if self.graphml {
             let entities = read_merged_entities(ents, "entities")?;
@@ -136,7 +140,12 @@ impl Verb for FinalizeGraph {
 /// the graph tables' size: ~0.75 GB at 100 MB of input).
 fn id_lists_passed_on(input: &RecordBatch, lists: &StringLists, column: &str) -> ArrayRef {
     match input.column_by_name(column) {
-        Some(col) if col.data_type() == schema::id_list_field(column).data_type() => col.clone(),
+        Some(col)
+            if col.data_type() == schema::id_list_field(column).data_type()
+                || schema::is_in_memory_form(col.as_ref()) =>
+        {
+            col.clone()
+        }
         _ => schema::id_list_col(lists.rows()),
     }
 }
