@@ -3,6 +3,8 @@
 //! validation of the model's JSON report, markdown rendering, and the
 //! extractive report used when no chat model is configured.
 
+use std::cell::OnceCell;
+
 use serde_json::Value;
 
 use crate::tokenizer::Encoding;
@@ -275,20 +277,53 @@ fn first_sentence(s: &str) -> String {
 /// thousands of text units.
 const PASSAGES_SEARCHED: usize = 64;
 
-fn sentence_mentioning(title: &str, passages: &[(i64, &str)]) -> Option<(i64, String)> {
-    let needle = title.to_lowercase();
-    passages.iter().take(PASSAGES_SEARCHED).find_map(|(id, text)| {
-        // One pass over the passage first: most passages do not mention it,
-        // and splitting every one into sentences is what costs.
-        let flat = text.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase();
-        if !flat.contains(&needle) {
-            return None;
+/// `text` lower-cased, its whitespace runs as single spaces, leading and
+/// trailing ones dropped: the form titles are searched in. ASCII text (most)
+/// in one pass, as it runs over up to 64 passages per report; other text
+/// through `str::to_lowercase`, which knows a word-final sigma.
+fn searchable(text: &str) -> String {
+    if !text.is_ascii() {
+        return text.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase();
+    }
+    let mut out = String::with_capacity(text.len());
+    for word in text.split_whitespace() {
+        if !out.is_empty() {
+            out.push(' ');
         }
-        crate::chunking::sentences(text).into_iter().find_map(|r| {
-            let sentence = text[r].split_whitespace().collect::<Vec<_>>().join(" ");
-            (sentence.to_lowercase().contains(&needle) && sentence.len() <= 400).then_some((*id, sentence))
+        out.extend(word.chars().map(|c| c.to_ascii_lowercase()));
+    }
+    out
+}
+
+/// The passages searched for a sentence quoting an entity, each flattened
+/// (whitespace runs as one space, lower case) once, when first searched: a
+/// report searches the same passages for up to six entities.
+struct QuoteSearch<'a> {
+    passages: &'a [(i64, &'a str)],
+    flat: Vec<OnceCell<String>>,
+}
+
+impl<'a> QuoteSearch<'a> {
+    fn new(passages: &'a [(i64, &'a str)]) -> Self {
+        let searched = passages.len().min(PASSAGES_SEARCHED);
+        QuoteSearch { passages: &passages[..searched], flat: vec![OnceCell::new(); searched] }
+    }
+
+    fn sentence_mentioning(&self, title: &str) -> Option<(i64, String)> {
+        let needle = searchable(title);
+        self.passages.iter().zip(&self.flat).find_map(|((id, text), flat)| {
+            // Most passages do not mention it, and splitting every one into
+            // sentences is what costs.
+            let flat = flat.get_or_init(|| searchable(text));
+            if !flat.contains(&needle) {
+                return None;
+            }
+            crate::chunking::sentences(text).into_iter().find_map(|r| {
+                let sentence = text[r].split_whitespace().collect::<Vec<_>>().join(" ");
+                (searchable(&sentence).contains(&needle) && sentence.len() <= 400).then_some((*id, sentence))
+            })
         })
-    })
+    }
 }
 
 /// A report built without an LLM from the community's most central
@@ -307,6 +342,7 @@ pub fn extractive_report(
     ents.sort_by(|a, b| b.degree.cmp(&a.degree).then(a.id.cmp(&b.id)));
     let mut rels = relationships.to_vec();
     rels.sort_by(|a, b| b.combined_degree.cmp(&a.combined_degree).then(a.id.cmp(&b.id)));
+    let quotes = QuoteSearch::new(passages);
     let top: Vec<&str> = ents.iter().take(3).map(|e| e.title.as_str()).collect();
     let title = if top.is_empty() { "Empty community".to_string() } else { top.join(", ") };
     let mut summary = format!(
@@ -318,7 +354,7 @@ pub fn extractive_report(
     if let Some(d) = ents.iter().map(|e| first_sentence(&e.description)).find(|d| !d.is_empty()) {
         summary.push(' ');
         summary.push_str(&d);
-    } else if let Some((id, sentence)) = ents.first().and_then(|e| sentence_mentioning(&e.title, passages)) {
+    } else if let Some((id, sentence)) = ents.first().and_then(|e| quotes.sentence_mentioning(&e.title)) {
         summary.push_str(&format!(" \"{sentence}\" [Data: Sources ({id})]"));
     }
     let mut findings: Vec<Finding> = ents
@@ -326,16 +362,18 @@ pub fn extractive_report(
         .take(5)
         .map(|e| Finding {
             summary: format!("{} (degree {})", e.title, e.degree),
-            explanation: match (e.description.trim(), sentence_mentioning(&e.title, passages)) {
-                ("", Some((id, sentence))) => format!(
-                    "\"{sentence}\" [Data: Sources ({id})] {} is connected to {} other entities. [Data: Entities ({})]",
-                    e.title, e.degree, e.id
-                ),
-                ("", None) => format!(
-                    "{} is connected to {} other entities in this community. [Data: Entities ({})]",
-                    e.title, e.degree, e.id
-                ),
-                (d, _) => format!("{d} [Data: Entities ({})]", e.id),
+            explanation: match e.description.trim() {
+                "" => match quotes.sentence_mentioning(&e.title) {
+                    Some((id, sentence)) => format!(
+                        "\"{sentence}\" [Data: Sources ({id})] {} is connected to {} other entities. [Data: Entities ({})]",
+                        e.title, e.degree, e.id
+                    ),
+                    None => format!(
+                        "{} is connected to {} other entities in this community. [Data: Entities ({})]",
+                        e.title, e.degree, e.id
+                    ),
+                },
+                d => format!("{d} [Data: Entities ({})]", e.id),
             },
         })
         .collect();
@@ -450,6 +488,14 @@ mod tests {
         assert!(repaired);
         assert_eq!((r.rating, r.findings[0].summary.as_str()), (8.0, "just text"));
         assert!(report_from_json(&serde_json::json!({"summary": "S"})).is_err());
+    }
+
+    #[test]
+    fn searchable_text_is_lower_case_with_single_spaces() {
+        assert_eq!(searchable("  Old\n\tMARLEY  was  "), "old marley was");
+        assert_eq!(searchable("  Old\n\tMARLEY  was ÉTIENNE's  "), "old marley was étienne's");
+        assert_eq!(searchable("ΝΈΑΡΧΟΣ"), searchable("Νέαρχος"), "word-final sigma");
+        assert_eq!(searchable(""), "");
     }
 
     #[test]

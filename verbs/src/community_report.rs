@@ -3,7 +3,7 @@
 //! reports. With a chat model: GraphRAG's report prompt (JSON, validated and
 //! repaired). Without one: extractive reports, labelled as such.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 
 use rayon::prelude::*;
 use std::sync::Arc;
@@ -132,7 +132,8 @@ struct Sources<'a> {
     unit_index: HashMap<&'a str, usize>,
     u_hrid: Vec<i64>,
     u_text: Vec<&'a str>,
-    u_ents: StringLists<'a>,
+    /// Each text unit's entities, as entity rows.
+    u_ents: Vec<Vec<u32>>,
     c_ents: StringLists<'a>,
     c_rels: StringLists<'a>,
     c_units: StringLists<'a>,
@@ -164,8 +165,13 @@ impl<'a> Sources<'a> {
                 description: c_desc[i].to_string(),
             });
         }
+        let ent_index: HashMap<&str, usize> = index(strings(ents, "entities", "id")?);
+        let u_ents = StringLists::new(units, "text_units", "entity_ids")?
+            .rows()
+            .map(|ids| ids.filter_map(|id| ent_index.get(id).map(|&e| e as u32)).collect())
+            .collect();
         Ok(Sources {
-            ent_index: index(strings(ents, "entities", "id")?),
+            ent_index,
             e_hrid: ints(ents, "entities", "human_readable_id")?,
             e_title: strings(ents, "entities", "title")?,
             e_desc: strings(ents, "entities", "description")?,
@@ -180,7 +186,7 @@ impl<'a> Sources<'a> {
             unit_index: index(strings(units, "text_units", "id")?),
             u_hrid: ints(units, "text_units", "human_readable_id")?,
             u_text: strings(units, "text_units", "text")?,
-            u_ents: StringLists::new(units, "text_units", "entity_ids")?,
+            u_ents,
             c_ents: StringLists::new(comms, "communities", "entity_ids")?,
             c_rels: StringLists::new(comms, "communities", "relationship_ids")?,
             c_units: StringLists::new(comms, "communities", "text_unit_ids")?,
@@ -191,7 +197,8 @@ impl<'a> Sources<'a> {
     /// The material of the community in row `i` of the communities table.
     fn gather(&self, i: usize) -> Material<'a> {
         let members: Vec<usize> = self.c_ents.row(i).filter_map(|id| self.ent_index.get(id).copied()).collect();
-        let member_ids: HashSet<&str> = self.c_ents.row(i).collect();
+        let mut member_rows: Vec<u32> = members.iter().map(|&e| e as u32).collect();
+        member_rows.sort_unstable();
         let entities = members
             .iter()
             .map(|&e| ContextEntity {
@@ -229,7 +236,7 @@ impl<'a> Sources<'a> {
             .row(i)
             .filter_map(|id| self.unit_index.get(id))
             .map(|&u| {
-                let hits = self.u_ents.row(u).filter(|e| member_ids.contains(e)).count();
+                let hits = self.u_ents[u].iter().filter(|e| member_rows.binary_search(e).is_ok()).count();
                 (hits, self.u_hrid[u], self.u_text[u])
             })
             .collect();
