@@ -326,21 +326,44 @@ fn is_keyed_id_list(data_type: &DataType) -> bool {
     matches!(data_type, DataType::List(item) if matches!(item.data_type(), DataType::Dictionary(k, _) if **k == DataType::Int32))
 }
 
-/// A table of `schema`'s columns, where id lists may be in their in-memory
-/// form ([`id_list_col_of`]): such fields take the column's type.
+/// A table of `schema`'s columns, where an id list column (declared plain or
+/// keyed) may come in either form ([`id_list_col_of`]): the field takes the
+/// column's.
 pub fn batch(schema: SchemaRef, columns: Vec<ArrayRef>) -> Result<RecordBatch, ArrowError> {
+    let is_id_list = |t: &DataType| is_keyed_id_list(t) || t == id_list_field("").data_type();
     let fields: Vec<Field> = schema
         .fields()
         .iter()
         .zip(&columns)
-        .map(|(f, c)| match is_keyed_id_list(c.data_type()) {
-            true if f.data_type() == id_list_field("").data_type() => {
-                f.as_ref().clone().with_data_type(c.data_type().clone())
-            }
-            _ => f.as_ref().clone(),
+        .map(|(f, c)| match is_id_list(f.data_type()) && is_id_list(c.data_type()) {
+            true => f.as_ref().clone().with_data_type(c.data_type().clone()),
+            false => f.as_ref().clone(),
         })
         .collect();
     RecordBatch::try_new(Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone())), columns)
+}
+
+/// The id list columns of the tables: in memory they take the form of
+/// [`id_list_col_of`], whoever made them (`store::read_table` too).
+pub const ID_LIST_COLUMNS: [&str; 4] = ["text_unit_ids", "entity_ids", "relationship_ids", "covariate_ids"];
+
+/// The schema a table of `file_schema` is read with: its id lists
+/// ([`ID_LIST_COLUMNS`] of type `list<string>`) in their in-memory form.
+pub fn in_memory_schema(file_schema: &Schema) -> SchemaRef {
+    let keyed = DataType::List(Arc::new(Field::new(
+        "item",
+        DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8)),
+        true,
+    )));
+    let fields: Vec<Field> = file_schema
+        .fields()
+        .iter()
+        .map(|f| match ID_LIST_COLUMNS.contains(&f.name().as_str()) && f.data_type() == id_list_field("").data_type() {
+            true => f.as_ref().clone().with_data_type(keyed.clone()),
+            false => f.as_ref().clone(),
+        })
+        .collect();
+    Arc::new(Schema::new_with_metadata(fields, file_schema.metadata().clone()))
 }
 
 /// The schema a table is written with: id lists as plain `list<string>`.
@@ -364,6 +387,12 @@ pub fn file_column(column: &ArrayRef) -> ArrayRef {
         Some(lists) if is_keyed_id_list(column.data_type()) => id_list_col(lists.rows()),
         _ => column.clone(),
     }
+}
+
+/// A table as it is written: [`file_schema`], [`file_column`]s.
+pub fn file_form(table: &RecordBatch) -> RecordBatch {
+    let columns = table.columns().iter().map(file_column).collect();
+    RecordBatch::try_new(file_schema(&table.schema()), columns).expect("file columns fit the file schema")
 }
 
 /// Whether a column's file form differs from its in-memory form.
@@ -415,5 +444,11 @@ mod tests {
         )
         .unwrap();
         assert_eq!(file_schema(&table.schema()), entities());
+        // A table read back declares its id lists keyed; fresh columns of either form fit it.
+        for lists in [id_list_col([vec!["u"]]), interned_id_list_col([vec!["u"]])] {
+            let mut columns = table.columns().to_vec();
+            columns[5] = lists;
+            assert_eq!(file_form(&batch(in_memory_schema(&entities()), columns).unwrap()), file_form(&table));
+        }
     }
 }

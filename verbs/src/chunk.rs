@@ -124,7 +124,7 @@ impl Verb for Chunk {
         let mut columns = docs.columns().to_vec();
         let idx = docs.schema().index_of("text_unit_ids")?;
         columns[idx] = schema::id_list_col(doc_unit_ids);
-        let documents = RecordBatch::try_new(docs.schema(), columns)?;
+        let documents = schema::batch(docs.schema(), columns)?;
         Ok(vec![text_units, documents])
     }
 }
