@@ -301,6 +301,7 @@ impl Shared<'_> {
         release_free_heap();
         stats.status = "ran".into();
         stats.overall = started.elapsed().as_secs_f64();
+        tracing::info!(step = %step.id, seconds = stats.overall, "finished");
         stats.peak_rss_mb = peak_rss_mb();
         stats.warnings = counters.warnings.load(Ordering::Relaxed);
         stats.llm = counters.usage.by_model();
