@@ -31,6 +31,7 @@ use std::collections::HashSet;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
+use graphrag_operations::leiden::SplitMix64;
 use graphrag_vectors::{has_avx2_fma, Collection, Hit, HnswParams};
 use rayon::prelude::*;
 
@@ -39,18 +40,13 @@ const RANK: usize = 32;
 const TUNE_QUERIES: usize = 200;
 const TARGET_RECALL: f64 = 0.95;
 
-struct Rng(u64);
+/// Seeded data: SplitMix64 (Leiden's), normal values by Box–Muller.
+struct Rng(SplitMix64);
 
 impl Rng {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
+    /// Uniform in the open interval (0, 1): Box–Muller takes its logarithm.
     fn unit(&mut self) -> f64 {
-        ((self.next_u64() >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+        ((self.0.next_u64() >> 11) as f64 + 0.5) / (1u64 << 53) as f64
     }
     fn gauss_pair(&mut self) -> (f32, f32) {
         let (u, v) = (self.unit(), self.unit());
@@ -95,15 +91,16 @@ struct Generator {
 
 impl Generator {
     fn new(data: Data) -> Self {
-        let mut rng = Rng(0xBA5E);
+        let mut rng = Rng(SplitMix64::new(0xBA5E));
         let mut basis = vec![0.0; DIM * RANK];
         rng.fill_gauss(&mut basis);
         Generator { data, basis }
     }
 
     fn row(&self, stream: u64, i: usize, out: &mut [f32]) {
-        let mut rng = Rng(stream.wrapping_mul(0x1000_0000_01B3) ^ (i as u64).wrapping_mul(0x9E37_79B9));
-        rng.next_u64();
+        let mut rng =
+            Rng(SplitMix64::new(stream.wrapping_mul(0x1000_0000_01B3) ^ (i as u64).wrapping_mul(0x9E37_79B9)));
+        rng.0.next_u64();
         match self.data {
             Data::Gaussian => rng.fill_gauss(out),
             Data::LowRank => {

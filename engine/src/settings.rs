@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize, Serializer};
 
+use graphrag_operations::nlp_graph::{NlpGraphConfig, RegexEnglishExtractor};
+
 use crate::config_error::ConfigError;
 use crate::env;
 use crate::yaml_lines;
@@ -171,33 +173,42 @@ section!(SummarizeDescriptionsConfig {
     max_input_tokens: u32 = 4000,
 });
 
+/// The fast method's defaults live with its algorithm (operations::nlp_graph).
+fn nlp_graph() -> NlpGraphConfig {
+    NlpGraphConfig::default()
+}
+
+fn phrases() -> RegexEnglishExtractor {
+    RegexEnglishExtractor::default()
+}
+
 section!(ExtractGraphNlpConfig {
     /// Normalised PMI weights (GraphRAG's default); false: co-occurrence
     /// counts, which suit sentence windows (PMI favours pairs of rare phrases).
-    normalize_edge_weights: bool = false,
+    normalize_edge_weights: bool = nlp_graph().normalize_edge_weights,
     /// Phrases co-occur when their sentences are fewer than this many apart
     /// (1: the same sentence, 2: the same or the next); 0: anywhere in the
     /// text unit, as GraphRAG does.
-    cooccurrence_window: u32 = 2,
+    cooccurrence_window: u32 = nlp_graph().cooccurrence_window,
     text_analyzer: TextAnalyzerConfig = TextAnalyzerConfig::default(),
 });
 
 section!(TextAnalyzerConfig {
     /// regex_english (noun phrases by rules); pluggable.
     extractor_type: String = s("regex_english"),
-    max_word_length: usize = 15,
-    min_phrase_words: usize = 1,
-    max_phrase_words: usize = 4,
+    max_word_length: usize = phrases().max_word_length,
+    min_phrase_words: usize = phrases().min_words,
+    max_phrase_words: usize = phrases().max_words,
 });
 
 section!(PruneGraphConfig {
-    min_node_freq: u32 = 2,
-    max_node_freq_std: Option<f64> = None,
-    min_node_degree: u32 = 1,
-    max_node_degree_std: Option<f64> = None,
-    min_edge_weight_pct: f64 = 40.0,
-    remove_ego_nodes: bool = true,
-    lcc_only: bool = false,
+    min_node_freq: u32 = nlp_graph().min_node_freq,
+    max_node_freq_std: Option<f64> = nlp_graph().max_node_freq_std,
+    min_node_degree: u32 = nlp_graph().min_node_degree,
+    max_node_degree_std: Option<f64> = nlp_graph().max_node_degree_std,
+    min_edge_weight_pct: f64 = nlp_graph().min_edge_weight_pct,
+    remove_ego_nodes: bool = nlp_graph().remove_ego_nodes,
+    lcc_only: bool = nlp_graph().lcc_only,
 });
 
 section!(ClusterGraphConfig {

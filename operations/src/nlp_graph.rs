@@ -535,11 +535,11 @@ pub fn resolve_sentence_initial(units: &mut [UnitPhrases]) {
 // ---------------------------------------------------------------------------
 // Co-occurrence graph.
 
-/// Graph building and pruning options; defaults are GraphRAG's
+/// Graph building and pruning options. The defaults are GraphRAG's
 /// `extract_graph_nlp` / `prune_graph` defaults, except the sentence window
 /// and count weights (with sentence windows, normalised PMI and the 40th
 /// percentile cut keep pairs of rare phrases and drop the strong associations
-/// of frequent ones).
+/// of frequent ones); settings.yaml's defaults for those sections are these.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NlpGraphConfig {
     /// Phrases co-occur when their sentences are fewer than this many apart

@@ -1,26 +1,17 @@
 use std::collections::HashSet;
 
 use super::*;
+use crate::hnsw::SplitMix64;
 
-/// Small seeded PRNG for test data (SplitMix64 + Box–Muller).
-struct Rng(u64);
+/// Seeded test data: the index's own SplitMix64, normal values by Box–Muller.
+struct Rng(SplitMix64);
 
 impl Rng {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn unit(&mut self) -> f64 {
-        ((self.next_u64() >> 11) as f64 + 0.5) / (1u64 << 53) as f64
-    }
     fn below(&mut self, n: usize) -> usize {
-        (self.next_u64() % n as u64) as usize
+        (self.0.next_u64() % n as u64) as usize
     }
     fn gauss(&mut self) -> f32 {
-        let (u, v) = (self.unit(), self.unit());
+        let (u, v) = (self.0.next_open01(), self.0.next_open01());
         ((-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()) as f32
     }
     fn vector(&mut self, dim: usize) -> Vec<f32> {
@@ -54,7 +45,7 @@ fn recall(exact: &[Hit], approx: &[Hit]) -> f64 {
 
 #[test]
 fn exact_matches_brute_force_with_ties_and_large_k() {
-    let mut rng = Rng(1);
+    let mut rng = Rng(SplitMix64(1));
     // 3000 × 96 is above the parallel threshold; 50 × 8 is below it.
     for &(n, dim) in &[(50usize, 8usize), (3000, 96), (700, 384)] {
         let mut vectors: Vec<Vec<f32>> = (0..n).map(|_| rng.vector(dim)).collect();
@@ -83,7 +74,7 @@ fn exact_matches_brute_force_with_ties_and_large_k() {
 
 #[test]
 fn exact_filtering_by_allowed_set() {
-    let mut rng = Rng(2);
+    let mut rng = Rng(SplitMix64(2));
     let c = random_collection(&mut rng, 2000, 160);
     let query = rng.vector(160);
     let mut allowed: HashSet<usize> = (0..2000).filter(|i| i % 3 == 0).collect();
@@ -105,7 +96,7 @@ fn exact_filtering_by_allowed_set() {
 
 #[test]
 fn dimension_mismatch_names_the_setting() {
-    let mut rng = Rng(3);
+    let mut rng = Rng(SplitMix64(3));
     let c = random_collection(&mut rng, 10, 8);
     let err = c.exact_search(&[1.0; 4], 3, None).unwrap_err();
     assert_eq!(err, VectorError::DimensionMismatch { expected: 8, got: 4 });
@@ -164,7 +155,7 @@ fn zero_vectors_stay_zero() {
 
 #[test]
 fn hnsw_build_is_deterministic() {
-    let mut rng = Rng(4);
+    let mut rng = Rng(SplitMix64(4));
     let c = random_collection(&mut rng, 1500, 32);
     let params = HnswParams { m: 8, ef_construction: 40, ..HnswParams::default() };
     let mut a = c.clone();
@@ -186,7 +177,7 @@ fn hnsw_build_is_deterministic() {
 
 #[test]
 fn ann_bytes_round_trip_and_rejection() {
-    let mut rng = Rng(5);
+    let mut rng = Rng(SplitMix64(5));
     let plain = random_collection(&mut rng, 2000, 48);
     let mut built = plain.clone();
     assert!(built.ann_to_bytes().is_none());
@@ -270,7 +261,7 @@ fn hnsw_recall_at_10() {
     // 10k × 384 (the crate is optimised in test builds too, see Cargo.toml).
     let n = 10_000;
     let dim = 384;
-    let mut rng = Rng(6);
+    let mut rng = Rng(SplitMix64(6));
 
     // I.i.d. Gaussian vectors: every point is nearly equidistant from every
     // other (intrinsic dimension 384), the worst case for a graph index: the
@@ -312,7 +303,7 @@ fn hnsw_recall_at_10() {
 
 #[test]
 fn ann_with_filter() {
-    let mut rng = Rng(7);
+    let mut rng = Rng(SplitMix64(7));
     let n = 8000;
     let mut c = random_collection(&mut rng, n, 32);
     c.build_ann(&HnswParams::default());
@@ -341,7 +332,7 @@ fn ann_with_filter() {
 
 #[test]
 fn embedded_store_switches_on_threshold() {
-    let mut rng = Rng(8);
+    let mut rng = Rng(SplitMix64(8));
     let c = random_collection(&mut rng, 500, 16);
     let small = EmbeddedStore::new(c.clone(), 1000, HnswParams::default());
     assert!(!small.uses_ann() && !small.collection().has_ann());

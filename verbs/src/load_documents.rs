@@ -28,6 +28,17 @@ pub enum FileType {
 }
 
 impl FileType {
+    /// The name settings.yaml gives it (`input.type`).
+    fn name(self) -> &'static str {
+        match self {
+            FileType::Text => "text",
+            FileType::Markdown => "markdown",
+            FileType::Csv => "csv",
+            FileType::Json => "json",
+            FileType::Jsonl => "jsonl",
+        }
+    }
+
     fn default_pattern(self) -> &'static str {
         match self {
             FileType::Text => r".*\.txt$",
@@ -243,10 +254,10 @@ impl Verb for LoadDocuments {
         let files = self.matching_files(ctx)?;
         if files.is_empty() {
             bail!(
-                "no input files match `{}` in {} (input.type is {:?}; put documents there or change input.file_pattern)",
+                "no input files match `{}` in {} (input.type is {}; put documents there or change input.file_pattern)",
                 self.pattern().map_err(|e| anyhow!(e))?.as_str(),
                 ctx.files.describe(),
-                self.file_type
+                self.file_type.name()
             );
         }
         let bar = ctx.progress(files.len() as u64, "files");
@@ -389,7 +400,10 @@ mod tests {
     #[test]
     fn no_matching_files_is_a_clear_error() {
         let err = load(serde_json::json!({}), &[("notes.md", b"x")]).unwrap_err();
-        assert!(err.to_string().contains("no input files match"), "{err}");
+        assert!(
+            err.to_string().contains("no input files match") && err.to_string().contains("input.type is text;"),
+            "{err}"
+        );
         for ft in FileType::all() {
             assert!(Regex::new(ft.default_pattern()).is_ok());
         }
