@@ -1,5 +1,7 @@
 //! Reading columns out of tables by name with clear errors.
 
+use std::collections::HashMap;
+
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Float64Type, Int32Type, Int64Type};
 use arrow_array::{Array, ArrayRef, GenericStringArray, PrimitiveArray, RecordBatch};
@@ -65,6 +67,13 @@ enum Strings<'a> {
 }
 
 impl<'a> Strings<'a> {
+    fn len(self) -> usize {
+        match self {
+            Strings::Utf8(v) => v.len(),
+            Strings::LargeUtf8(v) => v.len(),
+        }
+    }
+
     fn of(array: &'a dyn Array) -> Option<Self> {
         match array.data_type() {
             DataType::Utf8 => Some(Strings::Utf8(array.as_string::<i32>())),
@@ -142,6 +151,50 @@ impl<'a> StringLists<'a> {
     }
 }
 
+/// Numbers for the distinct strings of id-list columns, so that rows can be
+/// kept as lists of numbers: a query over a large index holds millions of
+/// text unit ids (128 characters each) in its entities' and relationships'
+/// lists, but only tens of thousands of distinct ones.
+#[derive(Default)]
+pub struct IdNumbers<'a> {
+    number: HashMap<&'a str, u32>,
+    ids: Vec<&'a str>,
+}
+
+impl<'a> IdNumbers<'a> {
+    fn number_of(&mut self, id: &'a str) -> u32 {
+        let next = u32::try_from(self.ids.len()).expect("fewer than 2^32 distinct ids");
+        *self.number.entry(id).or_insert_with(|| {
+            self.ids.push(id);
+            next
+        })
+    }
+
+    /// Each row of `lists` as the numbers of its strings (numbering new ones).
+    /// A keyed column's dictionary is numbered once, not every mention.
+    pub fn rows(&mut self, lists: &StringLists<'a>) -> Vec<Vec<u32>> {
+        let of_item: Box<dyn Fn(usize) -> u32> = match lists.values {
+            StringValues::Keys { keys, dictionary } => {
+                let numbers: Vec<u32> = (0..dictionary.len()).map(|k| self.number_of(dictionary.get(k))).collect();
+                let empty = self.number_of("");
+                Box::new(move |j| if keys.is_null(j) { empty } else { numbers[keys.value(j) as usize] })
+            }
+            StringValues::Plain(strings) => {
+                let numbers: Vec<u32> = (0..strings.len()).map(|j| self.number_of(strings.get(j))).collect();
+                Box::new(move |j| numbers[j])
+            }
+        };
+        (0..lists.len())
+            .map(|i| (lists.offsets[i] as usize..lists.offsets[i + 1] as usize).map(&of_item).collect())
+            .collect()
+    }
+
+    /// The numbered strings, by number.
+    pub fn into_ids(self) -> Vec<String> {
+        self.ids.into_iter().map(str::to_string).collect()
+    }
+}
+
 /// A `list<string>` column as rows borrowing the table's strings.
 pub fn string_list_refs<'a>(
     table: &'a RecordBatch,
@@ -162,6 +215,28 @@ pub fn column_of<'a>(table: &'a RecordBatch, table_name: &str, column: &str) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn id_numbers_give_back_the_strings_of_both_forms() {
+        let rows = [vec!["u2", "u1"], vec![], vec!["u1", "u3", "u1"]];
+        let plain = crate::schema::id_list_col(rows.clone());
+        let keyed = crate::schema::interned_id_list_col(rows.clone());
+        let columns = [plain.clone(), keyed, plain.slice(1, 2)];
+        let mut numbers = IdNumbers::default();
+        let numbered: Vec<Vec<Vec<u32>>> =
+            columns.iter().map(|c| numbers.rows(&StringLists::of_array(c.as_ref()).unwrap())).collect();
+        let ids = numbers.into_ids();
+        let back = |n: &[Vec<u32>]| -> Vec<Vec<&str>> {
+            n.iter().map(|r| r.iter().map(|&k| ids[k as usize].as_str()).collect()).collect()
+        };
+        assert_eq!(back(&numbered[0]), rows);
+        assert_eq!(back(&numbered[1]), rows);
+        assert_eq!(back(&numbered[2]), rows[1..]);
+        let mut distinct = ids.clone();
+        distinct.sort();
+        distinct.dedup();
+        assert_eq!(distinct.len(), ids.len(), "{ids:?}");
+    }
 
     #[test]
     fn borrowed_and_owned_string_lists_agree() {

@@ -328,30 +328,28 @@ pub fn rank_relationships(selected: &[usize], g: &RelView, top_k: usize) -> Vec<
 /// mention them, then by how many of the context's relationships cite them,
 /// then by first appearance (entity order). `entity_units[i]`: text units of
 /// the i-th selected entity; `relationship_units`: those of each relationship.
-pub fn rank_text_units<S: AsRef<str>>(entity_units: &[&[S]], relationship_units: &[&[S]]) -> Vec<String> {
-    let mut order: Vec<String> = Vec::new();
-    let mut score: HashMap<&str, (usize, usize, usize)> = HashMap::new();
+pub fn rank_text_units<K: Copy + Eq + Hash>(entity_units: &[&[K]], relationship_units: &[&[K]]) -> Vec<K> {
+    let mut order: Vec<K> = Vec::new();
+    let mut score: HashMap<K, (usize, usize, usize)> = HashMap::new();
     for units in entity_units {
-        let mut here: HashSet<&str> = HashSet::new();
-        for u in units.iter() {
-            let u = u.as_ref();
+        let mut here: HashSet<K> = HashSet::new();
+        for &u in units.iter() {
             if !here.insert(u) {
                 continue;
             }
             let n = order.len();
             let e = score.entry(u).or_insert_with(|| {
-                order.push(u.to_string());
+                order.push(u);
                 (0, 0, n)
             });
             e.0 += 1;
         }
     }
     for units in relationship_units {
-        let mut here: HashSet<&str> = HashSet::new();
-        for u in units.iter() {
-            let u = u.as_ref();
+        let mut here: HashSet<K> = HashSet::new();
+        for &u in units.iter() {
             if here.insert(u) {
-                if let Some(e) = score.get_mut(u) {
+                if let Some(e) = score.get_mut(&u) {
                     e.1 += 1;
                 }
             }
@@ -359,7 +357,7 @@ pub fn rank_text_units<S: AsRef<str>>(entity_units: &[&[S]], relationship_units:
     }
     let mut ranked: Vec<(usize, usize, usize)> = score.into_values().collect();
     ranked.sort_by(|a, b| b.0.cmp(&a.0).then(b.1.cmp(&a.1)).then(a.2.cmp(&b.2)));
-    ranked.into_iter().map(|(_, _, i)| order[i].clone()).collect()
+    ranked.into_iter().map(|(_, _, i)| order[i]).collect()
 }
 
 /// The entities at the ends of `relationships` that are not `selected`, in
@@ -908,7 +906,7 @@ mod tests {
         let r1: &[&str] = &["u3"];
         let ranked = rank_text_units(&[e1, e2], &[r1]);
         assert_eq!(ranked, vec!["u3", "u2", "u1", "u4"]);
-        assert!(rank_text_units::<&str>(&[], &[]).is_empty());
+        assert!(rank_text_units::<u32>(&[], &[]).is_empty());
     }
 
     #[test]

@@ -13,7 +13,7 @@ use arrow_array::{Array, RecordBatch};
 use arrow_schema::DataType;
 use graphrag_engine::settings::VectorStoreConfig;
 use graphrag_engine::store::read_table;
-use graphrag_engine::table::{column_of, floats, ints, string_lists, strings};
+use graphrag_engine::table::{column_of, floats, ints, string_lists, strings, IdNumbers, StringLists};
 use graphrag_vectors::{Collection, EmbeddedStore, HnswParams, VectorStore};
 
 fn owned(v: Vec<&str>) -> Vec<String> {
@@ -49,11 +49,17 @@ fn strings_or(t: &RecordBatch, table: &str, col: &str) -> anyhow::Result<Vec<Str
     Ok(owned(strings(t, table, col)?))
 }
 
-fn lists_or(t: &RecordBatch, table: &str, col: &str) -> anyhow::Result<Vec<Vec<String>>> {
+/// An id-list column as numbers from `numbers`, empty lists when absent.
+fn numbered_lists_or<'a>(
+    t: &'a RecordBatch,
+    table: &str,
+    col: &str,
+    numbers: &mut IdNumbers<'a>,
+) -> anyhow::Result<Vec<Vec<u32>>> {
     if t.column_by_name(col).is_none() {
         return Ok(vec![Vec::new(); t.num_rows()]);
     }
-    string_lists(t, table, col)
+    Ok(numbers.rows(&StringLists::new(t, table, col)?))
 }
 
 /// `human_readable_id`, or the row number when the column is missing.
@@ -79,7 +85,8 @@ pub struct Graph {
     pub title: Vec<String>,
     pub entity_type: Vec<String>,
     pub entity_description: Vec<String>,
-    pub entity_units: Vec<Vec<String>>,
+    /// Text units of each entity, as indexes into `unit_ids`.
+    pub entity_units: Vec<Vec<u32>>,
     pub degree: Vec<i64>,
     pub entity_by_id: HashMap<String, usize>,
     /// Entities by [`crate::context::title_key`] of their title.
@@ -93,7 +100,11 @@ pub struct Graph {
     pub rel_description: Vec<String>,
     pub weight: Vec<f64>,
     pub combined_degree: Vec<i64>,
-    pub rel_units: Vec<Vec<String>>,
+    /// Text units of each relationship, as indexes into `unit_ids`.
+    pub rel_units: Vec<Vec<u32>>,
+    /// The text unit ids the entities and relationships list, each once: a
+    /// large index lists millions of ids, but tens of thousands distinct.
+    pub unit_ids: Vec<String>,
     pub rel_by_id: HashMap<String, usize>,
     /// (source, target) entity indexes of each relationship.
     pub ends: Vec<(Option<u32>, Option<u32>)>,
@@ -139,6 +150,9 @@ impl Graph {
             c => c,
         };
         let rel_id = owned(strings(relationships, r, "id")?);
+        let mut numbers = IdNumbers::default();
+        let entity_units = numbered_lists_or(entities, t, "text_unit_ids", &mut numbers)?;
+        let rel_units = numbered_lists_or(relationships, r, "text_unit_ids", &mut numbers)?;
         let mut entity_by_key: HashMap<String, Vec<usize>> = HashMap::new();
         let mut max_key_words = 0;
         for (e, t) in title.iter().enumerate() {
@@ -154,7 +168,7 @@ impl Graph {
             entity_hrid: short_ids(entities, t)?,
             entity_type: strings_or(entities, t, "type")?,
             entity_description: strings_or(entities, t, "description")?,
-            entity_units: lists_or(entities, t, "text_unit_ids")?,
+            entity_units,
             degree,
             entity_by_id: index_of(&entity_id),
             entity_id,
@@ -163,13 +177,19 @@ impl Graph {
             rel_description: strings_or(relationships, r, "description")?,
             weight: numbers_or(relationships, r, "weight", 1.0)?,
             combined_degree,
-            rel_units: lists_or(relationships, r, "text_unit_ids")?,
+            rel_units,
+            unit_ids: numbers.into_ids(),
             rel_by_id: index_of(&rel_id),
             source,
             target,
             ends,
             adjacency,
         })
+    }
+
+    /// Text unit ids by their index in `unit_ids`.
+    pub fn unit_id(&self, unit: u32) -> &str {
+        &self.unit_ids[unit as usize]
     }
 
     pub fn view(&self) -> crate::context::RelView<'_> {
@@ -434,11 +454,13 @@ impl UnitDocuments {
             doc_ids.iter().map(String::as_str).zip(titles.iter().map(String::as_str)).collect();
         let unit_docs: Vec<String> = if units.column_by_name("document_id").is_some() {
             owned(strings(units, "text_units", "document_id")?)
-        } else {
-            lists_or(units, "text_units", "document_ids")?
+        } else if units.column_by_name("document_ids").is_some() {
+            string_lists(units, "text_units", "document_ids")?
                 .into_iter()
                 .map(|l| l.into_iter().next().unwrap_or_default())
                 .collect()
+        } else {
+            vec![String::new(); units.num_rows()]
         };
         let title_of_unit = short_ids(units, "text_units")?
             .into_iter()

@@ -198,15 +198,16 @@ pub fn run(run: &Run, mix: bool) -> anyhow::Result<Outcome> {
 
     // Sources: text units of the entities and relationships in context (and,
     // for mix, the closest text units), interleaved, at most chunk_top_k.
-    let entity_units: Vec<&[String]> = used_entities.iter().map(|&e| g.entity_units[e].as_slice()).collect();
-    let relation_units: Vec<&[String]> = used_relations.iter().map(|&r| g.rel_units[r].as_slice()).collect();
+    let entity_units: Vec<&[u32]> = used_entities.iter().map(|&e| g.entity_units[e].as_slice()).collect();
+    let relation_units: Vec<&[u32]> = used_relations.iter().map(|&r| g.rel_units[r].as_slice()).collect();
+    let unit_ids = |units: Vec<u32>| units.into_iter().map(|u| g.unit_id(u).to_string()).collect::<Vec<String>>();
     let mut lists = Vec::new();
     if let Some(i) = query_at {
         let tv = run.vectors(Field::TextUnitText)?;
         lists.push(run.search(&tv, &vectors[i], ks.chunk_top_k, None)?.into_iter().map(|(id, _)| id).collect());
     }
-    lists.push(rank_text_units(&entity_units, &relation_units));
-    lists.push(rank_text_units(&relation_units, &[] as &[&[String]]));
+    lists.push(unit_ids(rank_text_units(&entity_units, &relation_units)));
+    lists.push(unit_ids(rank_text_units(&relation_units, &[])));
     let mut chunk_ids = round_robin(&lists);
     chunk_ids.truncate(ks.chunk_top_k);
 

@@ -162,9 +162,10 @@ pub fn build(
 
     // Sources: the selected entities' text units.
     let sources = if text_unit_tokens > 0 && !selected.is_empty() {
-        let entity_units: Vec<&[String]> = selected.iter().map(|&e| g.entity_units[e].as_slice()).collect();
-        let rel_units: Vec<&[String]> = rels_in_context.iter().map(|&r| g.rel_units[r].as_slice()).collect();
-        let mut ranked = rank_text_units(&entity_units, &rel_units);
+        let entity_units: Vec<&[u32]> = selected.iter().map(|&e| g.entity_units[e].as_slice()).collect();
+        let rel_units: Vec<&[u32]> = rels_in_context.iter().map(|&r| g.rel_units[r].as_slice()).collect();
+        let mut ranked: Vec<String> =
+            rank_text_units(&entity_units, &rel_units).into_iter().map(|u| g.unit_id(u).to_string()).collect();
         // The graph proposes, the question orders: entity links alone favour
         // units that list many of the selected entities over the one that
         // answers. The candidates also take in the units of the entities at
@@ -172,7 +173,7 @@ pub fn build(
         // multi-hop question). graphrag-rs: GraphRAG ranks by entity order.
         if let Some(vectors) = index.vectors_opt(Field::TextUnitText) {
             for e in neighbour_entities(&selected, &rels_in_context, &g.ends) {
-                ranked.extend(g.entity_units[e].iter().cloned());
+                ranked.extend(g.entity_units[e].iter().map(|&u| g.unit_id(u).to_string()));
             }
             let mut seen = HashSet::new();
             ranked.retain(|id| seen.insert(id.clone()));
