@@ -3,17 +3,16 @@
 
 use std::sync::Arc;
 
-use std::collections::HashMap;
-
 use arrow_array::builder::{Int64Builder, LargeStringBuilder, ListBuilder, StringBuilder, StructBuilder};
 use arrow_array::types::Int32Type;
 use arrow_array::{
     Array, ArrayRef, DictionaryArray, Float64Array, Int32Array, Int64Array, LargeStringArray, ListArray, RecordBatch,
+    StringArray,
 };
 use arrow_buffer::OffsetBuffer;
 use arrow_schema::{ArrowError, DataType, Field, Fields, Schema, SchemaRef};
 
-use crate::table::StringLists;
+use crate::table::{IdNumbers, StringLists};
 
 /// `string` columns are Arrow large_string, as in GraphRAG's files.
 pub fn text_field(name: &str) -> Field {
@@ -297,22 +296,15 @@ pub fn id_list_col_of<R: IntoIterator<Item = u32>>(ids: ArrayRef, rows: impl Int
 
 /// [`id_list_col_of`] for ids given as strings: each distinct id is stored once.
 pub fn interned_id_list_col<'a, R: IntoIterator<Item = &'a str>>(rows: impl IntoIterator<Item = R>) -> ArrayRef {
-    let mut index: HashMap<&str, i32> = HashMap::new();
-    let mut ids = StringBuilder::new();
+    let mut numbers = IdNumbers::default();
     let mut keys: Vec<i32> = Vec::new();
     let mut offsets = vec![0i32];
     for row in rows {
-        for id in row {
-            let next = i32::try_from(index.len()).expect("fewer than 2^31 ids");
-            let key = *index.entry(id).or_insert_with(|| {
-                ids.append_value(id);
-                next
-            });
-            keys.push(key);
-        }
+        keys.extend(row.into_iter().map(|id| i32::try_from(numbers.number_of(id)).expect("fewer than 2^31 ids")));
         offsets.push(i32::try_from(keys.len()).expect("fewer than 2^31 listed ids in a column"));
     }
-    keyed_lists(Arc::new(ids.finish()), offsets, keys)
+    let ids: ArrayRef = Arc::new(StringArray::from_iter_values(numbers.ids()));
+    keyed_lists(ids, offsets, keys)
 }
 
 fn keyed_lists(ids: ArrayRef, offsets: Vec<i32>, keys: Vec<i32>) -> ArrayRef {
@@ -321,8 +313,14 @@ fn keyed_lists(ids: ArrayRef, offsets: Vec<i32>, keys: Vec<i32>) -> ArrayRef {
     Arc::new(ListArray::new(field, OffsetBuffer::new(offsets.into()), Arc::new(items), None))
 }
 
-/// An id list in its in-memory form ([`id_list_col_of`]).
-fn is_keyed_id_list(data_type: &DataType) -> bool {
+/// `list<string>`: an id list as files hold it.
+fn id_list_type() -> DataType {
+    id_list_field("").data_type().clone()
+}
+
+/// Whether a column of this type is an id list in its in-memory form
+/// ([`id_list_col_of`]), which files never hold.
+pub fn is_keyed_id_list(data_type: &DataType) -> bool {
     matches!(data_type, DataType::List(item) if matches!(item.data_type(), DataType::Dictionary(k, _) if **k == DataType::Int32))
 }
 
@@ -330,7 +328,7 @@ fn is_keyed_id_list(data_type: &DataType) -> bool {
 /// keyed) may come in either form ([`id_list_col_of`]): the field takes the
 /// column's.
 pub fn batch(schema: SchemaRef, columns: Vec<ArrayRef>) -> Result<RecordBatch, ArrowError> {
-    let is_id_list = |t: &DataType| is_keyed_id_list(t) || t == id_list_field("").data_type();
+    let is_id_list = |t: &DataType| is_keyed_id_list(t) || *t == id_list_type();
     let fields: Vec<Field> = schema
         .fields()
         .iter()
@@ -358,7 +356,7 @@ pub fn in_memory_schema(file_schema: &Schema) -> SchemaRef {
     let fields: Vec<Field> = file_schema
         .fields()
         .iter()
-        .map(|f| match ID_LIST_COLUMNS.contains(&f.name().as_str()) && f.data_type() == id_list_field("").data_type() {
+        .map(|f| match ID_LIST_COLUMNS.contains(&f.name().as_str()) && *f.data_type() == id_list_type() {
             true => f.as_ref().clone().with_data_type(keyed.clone()),
             false => f.as_ref().clone(),
         })
@@ -372,7 +370,7 @@ pub fn file_schema(schema: &Schema) -> SchemaRef {
         .fields()
         .iter()
         .map(|f| match is_keyed_id_list(f.data_type()) {
-            true => f.as_ref().clone().with_data_type(id_list_field("").data_type().clone()),
+            true => f.as_ref().clone().with_data_type(id_list_type()),
             false => f.as_ref().clone(),
         })
         .collect();
@@ -393,11 +391,6 @@ pub fn file_column(column: &ArrayRef) -> ArrayRef {
 pub fn file_form(table: &RecordBatch) -> RecordBatch {
     let columns = table.columns().iter().map(file_column).collect();
     RecordBatch::try_new(file_schema(&table.schema()), columns).expect("file columns fit the file schema")
-}
-
-/// Whether a column's file form differs from its in-memory form.
-pub fn is_in_memory_form(column: &dyn Array) -> bool {
-    is_keyed_id_list(column.data_type())
 }
 
 /// A large_string column of nulls and values.
@@ -421,7 +414,7 @@ mod tests {
         let keyed = id_list_col_of(ids, [vec![1, 0], vec![], vec![0, 2, 0]]);
         let interned = interned_id_list_col(rows.clone());
         for col in [&keyed, &interned] {
-            assert!(is_in_memory_form(col.as_ref()) && !is_in_memory_form(plain.as_ref()));
+            assert!(is_keyed_id_list(col.data_type()) && !is_keyed_id_list(plain.data_type()));
             assert_eq!(file_column(col).as_ref(), plain.as_ref());
             fn read(c: &ArrayRef) -> Vec<Vec<&str>> {
                 StringLists::of_array(c.as_ref()).unwrap().rows().map(|r| r.collect()).collect()

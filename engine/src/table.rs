@@ -162,7 +162,8 @@ pub struct IdNumbers<'a> {
 }
 
 impl<'a> IdNumbers<'a> {
-    fn number_of(&mut self, id: &'a str) -> u32 {
+    /// The number of `id` (the next one when it is new).
+    pub fn number_of(&mut self, id: &'a str) -> u32 {
         let next = u32::try_from(self.ids.len()).expect("fewer than 2^32 distinct ids");
         *self.number.entry(id).or_insert_with(|| {
             self.ids.push(id);
@@ -190,6 +191,11 @@ impl<'a> IdNumbers<'a> {
     }
 
     /// The numbered strings, by number.
+    pub fn ids(&self) -> &[&'a str] {
+        &self.ids
+    }
+
+    /// [`Self::ids`], owned.
     pub fn into_ids(self) -> Vec<String> {
         self.ids.into_iter().map(str::to_string).collect()
     }

@@ -142,7 +142,7 @@ fn id_lists_passed_on(input: &RecordBatch, lists: &StringLists, column: &str) ->
     match input.column_by_name(column) {
         Some(col)
             if col.data_type() == schema::id_list_field(column).data_type()
-                || schema::is_in_memory_form(col.as_ref()) =>
+                || schema::is_keyed_id_list(col.data_type()) =>
         {
             col.clone()
         }
