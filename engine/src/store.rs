@@ -11,7 +11,8 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use arrow_array::cast::AsArray;
-use arrow_array::{ArrayRef, RecordBatch};
+use arrow_array::{Array, ArrayRef, RecordBatch};
+use arrow_schema::DataType;
 use bytes::Bytes;
 use parquet::arrow::arrow_reader::{ArrowReaderOptions, ParquetRecordBatchReaderBuilder};
 use parquet::arrow::arrow_writer::{compute_leaves, ArrowWriterOptions};
@@ -81,15 +82,17 @@ fn writer_properties() -> WriterProperties {
 /// same column order), so equal tables give byte-identical files; but column
 /// chunks are encoded and written one at a time, their pages waiting in a
 /// file in `spill_dir`, so no encoded row group is held in memory (a
-/// communities table's id lists run to hundreds of MB). Id lists in their
-/// in-memory form are written as plain `list<string>` ([`schema::file_schema`]),
-/// expanded `expand_at_most` listed ids at a time.
+/// communities table's id lists run to hundreds of MB). Columns of many
+/// listed values — id lists, which are also expanded from their in-memory form
+/// ([`schema::file_schema`]), and vectors — go to their writer `values_at_most`
+/// values at a time: the writer's levels for a whole column of 3072-d vectors
+/// would be as large as the vectors.
 fn encode_parquet<W: Write + Send>(
     sink: W,
     batch: &RecordBatch,
     props: WriterProperties,
     spill_dir: &Path,
-    expand_at_most: usize,
+    values_at_most: usize,
 ) -> anyhow::Result<W> {
     let rows_per_group = props.max_row_group_row_count().unwrap_or(usize::MAX);
     let schema = schema::file_schema(&batch.schema());
@@ -104,22 +107,22 @@ fn encode_parquet<W: Write + Send>(
         let mut writers = column_writers.create_column_writers(group_index)?.into_iter();
         let mut group = file.next_row_group()?;
         for (field, column) in schema.fields().iter().zip(rows.columns()) {
-            if schema::is_keyed_id_list(column.data_type()) {
-                // One leaf (list<string>), written a slice of rows at a time.
-                let mut writer = writers.next().context("fewer Parquet column writers than leaf columns")?;
-                for part in slices_listing_at_most(column, expand_at_most) {
-                    for leaf in compute_leaves(field, &schema::file_column(&part))? {
-                        writer.write(&leaf)?;
-                    }
+            let Some(parts) = slices_listing_at_most(column, values_at_most) else {
+                for leaf in compute_leaves(field, column)? {
+                    let mut writer = writers.next().context("fewer Parquet column writers than leaf columns")?;
+                    writer.write(&leaf)?;
+                    writer.close()?.append_to_row_group(&mut group)?;
                 }
-                writer.close()?.append_to_row_group(&mut group)?;
                 continue;
+            };
+            // A list of strings or numbers: one leaf, written a slice of rows at a time.
+            let mut writer = writers.next().context("fewer Parquet column writers than leaf columns")?;
+            for part in parts {
+                for leaf in compute_leaves(field, &schema::file_column(&part))? {
+                    writer.write(&leaf)?;
+                }
             }
-            for leaf in compute_leaves(field, column)? {
-                let mut writer = writers.next().context("fewer Parquet column writers than leaf columns")?;
-                writer.write(&leaf)?;
-                writer.close()?.append_to_row_group(&mut group)?;
-            }
+            writer.close()?.append_to_row_group(&mut group)?;
         }
         group.close()?;
         start += rows.num_rows();
@@ -128,22 +131,43 @@ fn encode_parquet<W: Write + Send>(
     Ok(file.into_inner()?)
 }
 
-/// A list column cut into consecutive row slices of at most `limit` listed
-/// values each (a longer single row makes a slice of its own).
-fn slices_listing_at_most(column: &ArrayRef, limit: usize) -> Vec<ArrayRef> {
+/// An id list in its in-memory form or a fixed-size list of numbers (a
+/// vector column) cut into consecutive row slices of at most `limit` listed
+/// values each (a longer single row makes a slice of its own); None for other
+/// columns.
+fn slices_listing_at_most(column: &ArrayRef, limit: usize) -> Option<Vec<ArrayRef>> {
+    let rows = column.len();
+    let slices = |ends: &mut dyn Iterator<Item = usize>| {
+        let mut start = 0;
+        ends.map(|end| {
+            let slice = column.slice(start, end - start);
+            start = end;
+            slice
+        })
+        .collect()
+    };
+    if let DataType::FixedSizeList(item, size) = column.data_type() {
+        if !item.data_type().is_primitive() {
+            return None;
+        }
+        let step = (limit / (*size).max(1) as usize).max(1);
+        return Some(slices(&mut (1..=rows.div_ceil(step)).map(|i| (i * step).min(rows))));
+    }
+    if !schema::is_keyed_id_list(column.data_type()) {
+        return None;
+    }
     let offsets = column.as_list::<i32>().value_offsets();
-    let rows = offsets.len() - 1;
-    let mut slices = Vec::new();
+    let mut ends = Vec::new();
     let mut start = 0;
     while start < rows {
         let mut end = start + 1;
         while end < rows && (offsets[end + 1] - offsets[start]) as usize <= limit {
             end += 1;
         }
-        slices.push(column.slice(start, end - start));
+        ends.push(end);
         start = end;
     }
-    slices
+    Some(slices(&mut ends.into_iter()))
 }
 
 /// Where the encoded pages of a column chunk wait until the chunk is appended
@@ -191,9 +215,9 @@ impl PageStore for SpilledPages {
     }
 }
 
-/// Listed ids expanded to strings at a time when writing an id list in its
-/// in-memory form: ~130 MB of text unit ids.
-const EXPAND_AT_MOST: usize = 1 << 20;
+/// Listed values handed to a column writer at a time (`encode_parquet`):
+/// ~130 MB of text unit ids, 4 MB of vector components.
+const VALUES_AT_MOST: usize = 1 << 20;
 
 /// Writes `batch` to `path` atomically, streaming the encoded bytes to the
 /// file; returns the file's hash (as `file_sha256`).
@@ -204,7 +228,7 @@ pub fn write_table(path: &Path, batch: &RecordBatch) -> anyhow::Result<String> {
             batch,
             writer_properties(),
             path.parent().unwrap_or(Path::new(".")),
-            EXPAND_AT_MOST,
+            VALUES_AT_MOST,
         )
         .and_then(|mut w| Ok(w.flush()?))
         .map_err(io::Error::other)
@@ -340,11 +364,30 @@ mod tests {
 
     #[test]
     fn slices_bound_the_listed_values() {
-        let lists = schema::id_list_col([vec!["a"; 3], vec![], vec!["b"; 5], vec!["c"], vec!["d"]]);
-        let rows: Vec<usize> = slices_listing_at_most(&lists, 4).iter().map(|s| s.len()).collect();
-        assert_eq!(rows, [2, 1, 2]);
-        let one = slices_listing_at_most(&lists, usize::MAX);
-        assert_eq!((one.len(), one[0].len()), (1, 5));
+        let lists = schema::interned_id_list_col([vec!["a"; 3], vec![], vec!["b"; 5], vec!["c"], vec!["d"]]);
+        let lens = |slices: Vec<ArrayRef>| slices.iter().map(|s| s.len()).collect::<Vec<_>>();
+        assert_eq!(lens(slices_listing_at_most(&lists, 4).unwrap()), [2, 1, 2]);
+        assert_eq!(lens(slices_listing_at_most(&lists, usize::MAX).unwrap()), [5]);
+        let item = Arc::new(arrow_schema::Field::new("item", arrow_schema::DataType::Float32, true));
+        let values = Arc::new(arrow_array::Float32Array::from(vec![0.5f32; 7 * 3]));
+        let vectors: ArrayRef = Arc::new(arrow_array::FixedSizeListArray::new(item, 3, values, None));
+        assert_eq!(lens(slices_listing_at_most(&vectors, 6).unwrap()), [2, 2, 2, 1]);
+        assert_eq!(lens(slices_listing_at_most(&vectors, 1).unwrap()), [1; 7]);
+        assert!(slices_listing_at_most(&schema::id_list_col([vec!["a"]]), 4).is_none(), "plain lists whole");
+    }
+
+    #[test]
+    fn vectors_written_in_slices_read_back_whole() {
+        let dim: i32 = 5;
+        let item = Arc::new(arrow_schema::Field::new("item", arrow_schema::DataType::Float32, true));
+        let values = Arc::new(arrow_array::Float32Array::from_iter_values((0..1000 * dim).map(|i| i as f32 / 7.0)));
+        let vectors: ArrayRef = Arc::new(arrow_array::FixedSizeListArray::new(item.clone(), dim, values, None));
+        let field = arrow_schema::Field::new("vector", arrow_schema::DataType::FixedSizeList(item, dim), true);
+        let table = RecordBatch::try_new(Arc::new(arrow_schema::Schema::new(vec![field])), vec![vectors]).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("v.parquet");
+        atomic_write(&p, &encode_parquet(Vec::new(), &table, writer_properties(), dir.path(), 64).unwrap()).unwrap();
+        assert_eq!(read_table(&p).unwrap(), table);
     }
 
     #[test]
