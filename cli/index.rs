@@ -104,6 +104,7 @@ pub fn run(args: &IndexArgs) -> anyhow::Result<()> {
         print_plan(&plan, &ws, args.resume)?;
         return Ok(());
     }
+    let _lock = staging::lock_for_writing(&output_dir)?;
     // A finished update's publication is completed first; an unfinished
     // one is superseded by this full run.
     staging::recover(&output_dir)?;

@@ -32,7 +32,15 @@ pub struct UpdateArgs {
 
 pub fn run(args: &UpdateArgs) -> anyhow::Result<()> {
     let output_dir = args.root.join(settings::load(&args.root)?.settings.output_storage.base_dir);
-    staging::recover(&output_dir)?;
+    // A dry run changes nothing: it neither takes the writer lock nor waits for it.
+    let _lock = if args.dry_run {
+        staging::recover_if_idle(&output_dir)?;
+        None
+    } else {
+        let lock = staging::lock_for_writing(&output_dir)?;
+        staging::recover(&output_dir)?;
+        Some(lock)
+    };
     let has_index = output_dir.join("documents.parquet").exists();
     let method = match args.method.as_str() {
         "auto" if has_index => previous_method(&output_dir).unwrap_or_else(|| "auto".into()),

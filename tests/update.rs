@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::fs;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
 
 use arrow_array::RecordBatch;
@@ -210,23 +210,63 @@ fn an_added_then_removed_document_matches_fresh_indexes_and_costs_only_its_share
     assert_eq!(strings(&status, "s", "status").unwrap(), ["processed"; 4]);
 }
 
-/// Starts `graphrag-rs <command>` and kills it (SIGKILL) once the server has
+/// Starts `graphrag-rs <command>` and returns it once the server has
 /// answered `answered` requests and received the next, which hangs.
-fn kill_after(mock: &MockServer, command: &str, root: &Path, answered: u32) {
+fn hanging(mock: &MockServer, command: &str, root: &Path, answered: u32) -> Child {
     mock.reset_stats();
     mock.set_faults(vec![FaultRule::always(FaultKind::Hang).after(answered)]);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_graphrag-rs"))
+    let child = Command::new(env!("CARGO_BIN_EXE_graphrag-rs"))
         .args(["-q", command, "--root", root.to_str().unwrap()])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
     let reached = mock.wait_for_requests(u64::from(answered) + 1, Duration::from_secs(120));
+    assert!(reached, "{command} never sent request {}", answered + 1);
+    child
+}
+
+/// [`hanging`], then killed (SIGKILL).
+fn kill_after(mock: &MockServer, command: &str, root: &Path, answered: u32) {
+    let mut child = hanging(mock, command, root, answered);
     child.kill().unwrap();
     child.wait().unwrap();
-    assert!(reached, "{command} never sent request {}", answered + 1);
     mock.set_faults(Vec::new());
     mock.reset_stats();
+}
+
+#[test]
+fn one_index_or_update_at_a_time() {
+    let mock = MockServer::start(MockConfig::default()).unwrap();
+    let p = project(&mock, &documents()[..2], 1);
+    let root = p.path().to_str().unwrap();
+    let mut running = hanging(&mock, "index", p.path(), 2);
+    for command in ["index", "update"] {
+        // Were the second one let through, it would hang on the mock too.
+        let mut second = Command::new(env!("CARGO_BIN_EXE_graphrag-rs"))
+            .args(["-q", command, "--root", root])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while second.try_wait().unwrap().is_none() {
+            if std::time::Instant::now() > deadline {
+                second.kill().unwrap();
+                panic!("a second {command} ran beside the first");
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let o = second.wait_with_output().unwrap();
+        assert!(!o.status.success(), "a second {command} ran beside the first");
+        assert!(text(&o).contains("another `graphrag-rs index` or `update` is changing"), "{}", text(&o));
+    }
+    let dry = graphrag(&["-q", "update", "--root", root, "--dry-run"]);
+    assert!(dry.status.success(), "a dry run needs no lock: {}", text(&dry));
+    running.kill().unwrap();
+    running.wait().unwrap();
+    mock.set_faults(Vec::new());
+    run_ok("index", p.path());
 }
 
 #[test]

@@ -4,16 +4,72 @@
 //! staged files and moves them into the output folder. A crash after the
 //! marker is finished by [`recover`] (every command that opens the index
 //! calls it); a crash before it leaves the live index as it was, and the
-//! staged steps for the next update to resume from.
+//! staged steps for the next update to resume from. One `index` or
+//! `update` changes an index at a time ([`lock_for_writing`]).
 
 use std::collections::BTreeSet;
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 
-use anyhow::Context;
+use anyhow::{anyhow, Context};
 
 use crate::store;
 
 const MARKER: &str = "COMMIT";
+const LOCK: &str = ".lock";
+
+/// The right to change an index, held by one `index` or `update` at a time:
+/// an `flock` on `output/.lock`, which the system releases however its
+/// holder ends (SIGKILL included), so a crash leaves no stale lock.
+pub struct WriterLock {
+    _file: File,
+}
+
+/// Takes the writer lock of `output_dir` (creating the folder), or fails at
+/// once, naming the folder, while another process holds it.
+pub fn lock_for_writing(output_dir: &Path) -> anyhow::Result<WriterLock> {
+    let file = try_lock(output_dir)?.ok_or_else(|| {
+        anyhow!(
+            "another `graphrag-rs index` or `update` is changing {}: wait until it ends (its lock goes with its process)",
+            output_dir.display()
+        )
+    })?;
+    Ok(WriterLock { _file: file })
+}
+
+/// [`recover`] for readers and dry runs: only while no writer is at work (a
+/// writer that is publishing finishes its own publication).
+pub fn recover_if_idle(output_dir: &Path) -> anyhow::Result<bool> {
+    if !dir(output_dir).join(MARKER).exists() {
+        return Ok(false);
+    }
+    match try_lock(output_dir)? {
+        Some(_lock) => recover(output_dir),
+        None => Ok(false),
+    }
+}
+
+/// The locked lock file, or None when another open lock file holds it.
+fn try_lock(output_dir: &Path) -> anyhow::Result<Option<File>> {
+    std::fs::create_dir_all(output_dir).with_context(|| format!("creating {}", output_dir.display()))?;
+    let path = output_dir.join(LOCK);
+    let file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .with_context(|| format!("opening {}", path.display()))?;
+    // SAFETY: flock on a descriptor owned by `file`, which outlives the lock.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+        return Ok(Some(file));
+    }
+    match io::Error::last_os_error() {
+        e if e.raw_os_error() == Some(libc::EWOULDBLOCK) => Ok(None),
+        e => Err(e).with_context(|| format!("locking {}", path.display())),
+    }
+}
 
 /// Where an update stages its outputs.
 pub fn dir(output_dir: &Path) -> PathBuf {
@@ -154,6 +210,24 @@ mod tests {
         assert!(!out.join("vectors/text_unit_text.hnsw").exists(), "a replaced subfolder keeps no stale file");
         assert_eq!(read(&out.join("notes.txt")), "the user's file", "top-level files not staged stay");
         assert!(!dir(out).exists());
+    }
+
+    #[test]
+    fn one_writer_at_a_time_and_readers_leave_its_publication_alone() {
+        let tmp = live_and_staged();
+        let out = tmp.path();
+        // A writer that has written its commit marker and not yet moved the files.
+        let staged = list_files(&dir(out)).unwrap();
+        store::atomic_write(&dir(out).join(MARKER), &serde_json::to_vec(&staged).unwrap()).unwrap();
+        let held = lock_for_writing(out).unwrap();
+        let refused = lock_for_writing(out).err().expect("a second writer is refused").to_string();
+        assert!(refused.contains("another `graphrag-rs index` or `update` is changing"), "{refused}");
+        assert!(!recover_if_idle(out).unwrap(), "a reader does not publish under a writer");
+        assert_eq!(read(&out.join("entities.parquet")), "old entities");
+        drop(held);
+        assert!(recover_if_idle(out).unwrap());
+        assert_published(out);
+        assert!(lock_for_writing(out).is_ok(), "the lock went with its holder");
     }
 
     #[test]

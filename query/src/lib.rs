@@ -208,8 +208,9 @@ impl QueryEngine {
         if !output.is_dir() {
             bail!("no index in {}: run `graphrag-rs index --root {}` first", output.display(), root.display());
         }
-        // An update that crashed while publishing is finished before reading.
-        graphrag_engine::staging::recover(&output)?;
+        // An update that crashed while publishing is finished before reading
+        // (one that is publishing now finishes it itself).
+        graphrag_engine::staging::recover_if_idle(&output)?;
         let llm = LlmService::from_settings(&settings, &root)?;
         let index = Index::new(&root, &output, &settings.vector_store);
         Ok(QueryEngine { root, settings, llm, index })
