@@ -212,13 +212,19 @@ mod tests {
         assert!(!dir(out).exists());
     }
 
+    /// The commit marker of everything staged, as a crashed commit leaves it.
+    fn write_marker(out: &Path) -> Vec<String> {
+        let files = list_files(&dir(out)).unwrap();
+        store::atomic_write(&dir(out).join(MARKER), &serde_json::to_vec(&files).unwrap()).unwrap();
+        files
+    }
+
     #[test]
     fn one_writer_at_a_time_and_readers_leave_its_publication_alone() {
         let tmp = live_and_staged();
         let out = tmp.path();
         // A writer that has written its commit marker and not yet moved the files.
-        let staged = list_files(&dir(out)).unwrap();
-        store::atomic_write(&dir(out).join(MARKER), &serde_json::to_vec(&staged).unwrap()).unwrap();
+        write_marker(out);
         let held = lock_for_writing(out).unwrap();
         let refused = lock_for_writing(out).err().expect("a second writer is refused").to_string();
         assert!(refused.contains("another `graphrag-rs index` or `update` is changing"), "{refused}");
@@ -242,8 +248,7 @@ mod tests {
     fn a_commit_interrupted_after_its_marker_is_finished_by_recover() {
         let d = live_and_staged();
         let out = d.path();
-        let files = list_files(&dir(out)).unwrap();
-        store::atomic_write(&dir(out).join(MARKER), &serde_json::to_vec(&files).unwrap()).unwrap();
+        let files = write_marker(out);
         // The crash came after the first file was moved.
         std::fs::rename(dir(out).join(&files[0]), out.join(&files[0])).unwrap();
         assert!(recover(out).unwrap());
