@@ -286,7 +286,7 @@ impl Verb for CommunityReport {
         let prompt = if use_llm { Some(ctx.prompt(self.prompt_path())?) } else { None };
         let usage = &ctx.counters.usage;
         let bar = ctx.progress(comms.num_rows() as u64, "communities");
-        let mut reports: BTreeMap<i64, (Report, String)> = BTreeMap::new();
+        let mut reports: BTreeMap<i64, Report> = BTreeMap::new();
         let mut levels = level.clone();
         levels.sort_unstable();
         levels.dedup();
@@ -305,10 +305,7 @@ impl Verb for CommunityReport {
                         (community[i], sources.gather(i).extractive_report())
                     })
                     .collect();
-                for (community, report) in done {
-                    let json = report_json(&report).to_string();
-                    reports.insert(community, (report, json));
-                }
+                reports.extend(done);
                 continue;
             }
             let materials: Vec<Material> = here.iter().map(|&i| sources.gather(i)).collect();
@@ -321,7 +318,7 @@ impl Verb for CommunityReport {
                     }
                     let subs: Vec<SubReport> = children[i]
                         .iter()
-                        .filter_map(|ch| reports.get(ch).map(|(r, _)| (ch, r)))
+                        .filter_map(|ch| reports.get(ch).map(|r| (ch, r)))
                         .map(|(ch, r)| SubReport {
                             community: *ch,
                             full_content: full_content(r),
@@ -359,8 +356,7 @@ impl Verb for CommunityReport {
                     }
                 };
                 tracing::debug!(community = community[i], how, "report");
-                let json = report_json(&report).to_string();
-                reports.insert(community[i], (report, json));
+                reports.insert(community[i], report);
             }
         }
         bar.finish_and_clear();
@@ -368,7 +364,7 @@ impl Verb for CommunityReport {
         ctx.count("reports_invalid_extractive_fallback", fallbacks);
         ctx.count("reports_extractive", if use_llm { fallbacks } else { comms.num_rows() as u64 });
 
-        let rows: Vec<&(Report, String)> = community.iter().map(|c| &reports[c]).collect();
+        let rows: Vec<&Report> = community.iter().map(|c| &reports[c]).collect();
         let table = RecordBatch::try_new(
             schema::community_reports(),
             vec![
@@ -378,16 +374,18 @@ impl Verb for CommunityReport {
                 schema::int_col(level.iter().copied()),
                 schema::int_col(parent),
                 schema::int_list_col(children),
-                schema::text_col(rows.iter().map(|(r, _)| &r.title)),
-                schema::text_col(rows.iter().map(|(r, _)| &r.summary)),
-                schema::text_col(rows.iter().map(|(r, _)| full_content(r))),
-                schema::float_col(rows.iter().map(|(r, _)| r.rating)),
-                schema::text_col(rows.iter().map(|(r, _)| &r.rating_explanation)),
+                schema::text_col(rows.iter().map(|r| &r.title)),
+                schema::text_col(rows.iter().map(|r| &r.summary)),
+                schema::text_col(rows.iter().map(|r| full_content(r))),
+                schema::float_col(rows.iter().map(|r| r.rating)),
+                schema::text_col(rows.iter().map(|r| &r.rating_explanation)),
                 schema::findings_col(
                     rows.iter()
-                        .map(|(r, _)| r.findings.iter().map(|f| (f.explanation.clone(), f.summary.clone())).collect()),
+                        .map(|r| r.findings.iter().map(|f| (f.explanation.clone(), f.summary.clone())).collect()),
                 ),
-                schema::text_col(rows.iter().map(|(_, j)| j)),
+                // The JSON is made here, not kept beside each report: at 100 MB of
+                // input that would be another copy of every report.
+                schema::text_col(rows.iter().map(|r| report_json(r).to_string())),
                 schema::text_col(strings(comms, "communities", "period")?),
                 schema::int_col(size),
             ],
