@@ -318,6 +318,11 @@ fn id_list_type() -> DataType {
     id_list_field("").data_type().clone()
 }
 
+/// An id list column's type, in either form (plain `list<string>` or keyed).
+pub fn is_id_list(data_type: &DataType) -> bool {
+    is_keyed_id_list(data_type) || *data_type == id_list_type()
+}
+
 /// Whether a column of this type is an id list in its in-memory form
 /// ([`id_list_col_of`]), which files never hold.
 pub fn is_keyed_id_list(data_type: &DataType) -> bool {
@@ -328,7 +333,6 @@ pub fn is_keyed_id_list(data_type: &DataType) -> bool {
 /// keyed) may come in either form ([`id_list_col_of`]): the field takes the
 /// column's.
 pub fn batch(schema: SchemaRef, columns: Vec<ArrayRef>) -> Result<RecordBatch, ArrowError> {
-    let is_id_list = |t: &DataType| is_keyed_id_list(t) || *t == id_list_type();
     let fields: Vec<Field> = schema
         .fields()
         .iter()
@@ -387,8 +391,10 @@ pub fn file_column(column: &ArrayRef) -> ArrayRef {
     }
 }
 
-/// A table as it is written: [`file_schema`], [`file_column`]s.
-pub fn file_form(table: &RecordBatch) -> RecordBatch {
+/// A table as it is written: [`file_schema`], [`file_column`]s (for tests
+/// comparing tables in either form).
+#[cfg(test)]
+pub(crate) fn file_form(table: &RecordBatch) -> RecordBatch {
     let columns = table.columns().iter().map(file_column).collect();
     RecordBatch::try_new(file_schema(&table.schema()), columns).expect("file columns fit the file schema")
 }

@@ -14,7 +14,7 @@ use arrow_array::cast::AsArray;
 use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_schema::DataType;
 use bytes::Bytes;
-use parquet::arrow::arrow_reader::{ArrowReaderOptions, ParquetRecordBatchReaderBuilder};
+use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder};
 use parquet::arrow::arrow_writer::{compute_leaves, ArrowWriterOptions};
 use parquet::arrow::ArrowWriter;
 use parquet::basic::Compression;
@@ -137,37 +137,30 @@ fn encode_parquet<W: Write + Send>(
 /// columns.
 fn slices_listing_at_most(column: &ArrayRef, limit: usize) -> Option<Vec<ArrayRef>> {
     let rows = column.len();
-    let slices = |ends: &mut dyn Iterator<Item = usize>| {
-        let mut start = 0;
-        ends.map(|end| {
-            let slice = column.slice(start, end - start);
-            start = end;
-            slice
-        })
-        .collect()
+    // Where each slice ends.
+    let ends: Vec<usize> = match column.data_type() {
+        DataType::FixedSizeList(item, size) if item.data_type().is_primitive() => {
+            let step = (limit / (*size).max(1) as usize).max(1);
+            (1..=rows.div_ceil(step)).map(|i| (i * step).min(rows)).collect()
+        }
+        t if schema::is_keyed_id_list(t) => {
+            let offsets = column.as_list::<i32>().value_offsets();
+            let mut ends = Vec::new();
+            let mut start = 0;
+            while start < rows {
+                let mut end = start + 1;
+                while end < rows && (offsets[end + 1] - offsets[start]) as usize <= limit {
+                    end += 1;
+                }
+                ends.push(end);
+                start = end;
+            }
+            ends
+        }
+        _ => return None,
     };
-    if let DataType::FixedSizeList(item, size) = column.data_type() {
-        if !item.data_type().is_primitive() {
-            return None;
-        }
-        let step = (limit / (*size).max(1) as usize).max(1);
-        return Some(slices(&mut (1..=rows.div_ceil(step)).map(|i| (i * step).min(rows))));
-    }
-    if !schema::is_keyed_id_list(column.data_type()) {
-        return None;
-    }
-    let offsets = column.as_list::<i32>().value_offsets();
-    let mut ends = Vec::new();
-    let mut start = 0;
-    while start < rows {
-        let mut end = start + 1;
-        while end < rows && (offsets[end + 1] - offsets[start]) as usize <= limit {
-            end += 1;
-        }
-        ends.push(end);
-        start = end;
-    }
-    Some(slices(&mut ends.into_iter()))
+    let starts = std::iter::once(0).chain(ends.iter().copied());
+    Some(starts.zip(&ends).map(|(start, &end)| column.slice(start, end - start)).collect())
 }
 
 /// Where the encoded pages of a column chunk wait until the chunk is appended
@@ -242,10 +235,12 @@ pub fn write_table(path: &Path, batch: &RecordBatch) -> anyhow::Result<String> {
 /// chunk are read once, not once per mention.
 pub fn read_table(path: &Path) -> anyhow::Result<RecordBatch> {
     let not_parquet = || format!("{} is not a readable Parquet file", path.display());
-    let open = || File::open(path).with_context(|| format!("opening {}", path.display()));
-    let file_schema = ParquetRecordBatchReaderBuilder::try_new(open()?).with_context(not_parquet)?.schema().clone();
-    let options = ArrowReaderOptions::new().with_schema(schema::in_memory_schema(&file_schema));
-    let builder = ParquetRecordBatchReaderBuilder::try_new_with_options(open()?, options).with_context(not_parquet)?;
+    let file = File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    // The footer is read once: the file's schema decides the one to read with.
+    let as_written = ArrowReaderMetadata::load(&file, ArrowReaderOptions::new()).with_context(not_parquet)?;
+    let options = ArrowReaderOptions::new().with_schema(schema::in_memory_schema(as_written.schema()));
+    let metadata = ArrowReaderMetadata::try_new(as_written.metadata().clone(), options).with_context(not_parquet)?;
+    let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(file, metadata);
     let schema = builder.schema().clone();
     // One batch for the whole file: batches of the default size would be
     // concatenated into a copy, twice the table's memory at once.

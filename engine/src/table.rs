@@ -10,19 +10,21 @@ use arrow_schema::DataType;
 /// A named column as strings (Utf8 or LargeUtf8), with an error naming the
 /// table and column when it is missing or of another type.
 pub fn strings<'a>(table: &'a RecordBatch, table_name: &str, column: &str) -> anyhow::Result<Vec<&'a str>> {
-    let col = column_of(table, table_name, column)?;
-    match col.data_type() {
-        DataType::LargeUtf8 => Ok(col.as_string::<i64>().iter().map(|v| v.unwrap_or("")).collect()),
-        DataType::Utf8 => Ok(col.as_string::<i32>().iter().map(|v| v.unwrap_or("")).collect()),
-        other => anyhow::bail!("table `{table_name}`: column `{column}` is {other}, expected a string column"),
-    }
+    let col = string_column(table, table_name, column)?;
+    Ok(match col.data_type() {
+        DataType::LargeUtf8 => col.as_string::<i64>().iter().map(|v| v.unwrap_or("")).collect(),
+        _ => col.as_string::<i32>().iter().map(|v| v.unwrap_or("")).collect(),
+    })
 }
 
 /// A named string column as it is (shared, not copied), e.g. ids for
-/// `schema::id_list_col_of` to index into.
-pub fn string_column(table: &RecordBatch, table_name: &str, column: &str) -> anyhow::Result<ArrayRef> {
-    strings(table, table_name, column)?;
-    Ok(table.column_by_name(column).expect("found above").clone())
+/// `schema::id_list_col_of` to index into; errors as [`strings`].
+pub fn string_column<'a>(table: &'a RecordBatch, table_name: &str, column: &str) -> anyhow::Result<&'a ArrayRef> {
+    let col = named(table, table_name, column)?;
+    match col.data_type() {
+        DataType::Utf8 | DataType::LargeUtf8 => Ok(col),
+        other => anyhow::bail!("table `{table_name}`: column `{column}` is {other}, expected a string column"),
+    }
 }
 
 pub fn ints(table: &RecordBatch, table_name: &str, column: &str) -> anyhow::Result<Vec<i64>> {
@@ -174,20 +176,17 @@ impl<'a> IdNumbers<'a> {
     /// Each row of `lists` as the numbers of its strings (numbering new ones).
     /// A keyed column's dictionary is numbered once, not every mention.
     pub fn rows(&mut self, lists: &StringLists<'a>) -> Vec<Vec<u32>> {
-        let of_item: Box<dyn Fn(usize) -> u32> = match lists.values {
+        // The number of every listed item, in the order of the list values.
+        let items: Vec<u32> = match lists.values {
             StringValues::Keys { keys, dictionary } => {
                 let numbers: Vec<u32> = (0..dictionary.len()).map(|k| self.number_of(dictionary.get(k))).collect();
-                let empty = self.number_of("");
-                Box::new(move |j| if keys.is_null(j) { empty } else { numbers[keys.value(j) as usize] })
+                (0..keys.len())
+                    .map(|j| if keys.is_null(j) { self.number_of("") } else { numbers[keys.value(j) as usize] })
+                    .collect()
             }
-            StringValues::Plain(strings) => {
-                let numbers: Vec<u32> = (0..strings.len()).map(|j| self.number_of(strings.get(j))).collect();
-                Box::new(move |j| numbers[j])
-            }
+            StringValues::Plain(strings) => (0..strings.len()).map(|j| self.number_of(strings.get(j))).collect(),
         };
-        (0..lists.len())
-            .map(|i| (lists.offsets[i] as usize..lists.offsets[i + 1] as usize).map(&of_item).collect())
-            .collect()
+        (0..lists.len()).map(|i| items[lists.offsets[i] as usize..lists.offsets[i + 1] as usize].to_vec()).collect()
     }
 
     /// The numbered strings, by number.
@@ -212,10 +211,11 @@ pub fn string_list_refs<'a>(
 }
 
 pub fn column_of<'a>(table: &'a RecordBatch, table_name: &str, column: &str) -> anyhow::Result<&'a dyn Array> {
-    table
-        .column_by_name(column)
-        .map(|c| c.as_ref())
-        .ok_or_else(|| anyhow::anyhow!("table `{table_name}` has no column `{column}`"))
+    Ok(named(table, table_name, column)?.as_ref())
+}
+
+fn named<'a>(table: &'a RecordBatch, table_name: &str, column: &str) -> anyhow::Result<&'a ArrayRef> {
+    table.column_by_name(column).ok_or_else(|| anyhow::anyhow!("table `{table_name}` has no column `{column}`"))
 }
 
 #[cfg(test)]

@@ -116,7 +116,7 @@ impl Verb for ClusterLeiden {
         // ids at 100 MB of input.
         let community_ids = || communities.iter().map(|c| c.id as i64);
         let (entity_id_col, rel_id_col) =
-            (string_column(ents, "entities", "id")?, string_column(rels, "relationships", "id")?);
+            (string_column(ents, "entities", "id")?.clone(), string_column(rels, "relationships", "id")?.clone());
         let table = schema::batch(
             schema::communities(),
             vec![

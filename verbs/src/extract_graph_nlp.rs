@@ -98,7 +98,7 @@ impl Verb for ExtractGraphNlp {
     fn run(&self, inputs: &[Arc<RecordBatch>], ctx: &VerbContext) -> anyhow::Result<Vec<RecordBatch>> {
         let extractor = self.extractor().map_err(anyhow::Error::msg)?;
         let units = &inputs[0];
-        let unit_ids = string_column(units, "text_units", "id")?;
+        let unit_ids = string_column(units, "text_units", "id")?.clone();
         let texts = strings(units, "text_units", "text")?;
         let bar = ctx.progress(texts.len() as u64, "chunks");
         let mut phrases: Vec<UnitPhrases> = texts

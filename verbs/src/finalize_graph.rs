@@ -111,7 +111,7 @@ impl Verb for FinalizeGraph {
             unit_slot.entry(u).or_insert(next);
         }
         let claim_units = strings(covariates, "covariates", "text_unit_id")?;
-        let claim_id_col = string_column(covariates, "covariates", "id")?;
+        let claim_id_col = string_column(covariates, "covariates", "id")?.clone();
         let unit_entities = rows_per_unit(&unit_slot, e_units.rows());
         let unit_rels = rows_per_unit(&unit_slot, r_units.rows());
         let unit_claims = rows_per_unit(&unit_slot, claim_units.iter().map(|u| std::iter::once(*u)));
@@ -140,12 +140,7 @@ impl Verb for FinalizeGraph {
 /// the graph tables' size: ~0.75 GB at 100 MB of input).
 fn id_lists_passed_on(input: &RecordBatch, lists: &StringLists, column: &str) -> ArrayRef {
     match input.column_by_name(column) {
-        Some(col)
-            if col.data_type() == schema::id_list_field(column).data_type()
-                || schema::is_keyed_id_list(col.data_type()) =>
-        {
-            col.clone()
-        }
+        Some(col) if schema::is_id_list(col.data_type()) => col.clone(),
         _ => schema::id_list_col(lists.rows()),
     }
 }
