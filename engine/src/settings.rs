@@ -284,6 +284,12 @@ section!(BasicSearchConfig {
     embedding_model_id: String = s("default_embedding_model"),
     k: usize = 10,
     max_context_tokens: usize = 12_000,
+    /// graphrag-rs: rank text units by dense similarity and BM25 together
+    /// (reciprocal rank fusion of the top k of each); false: dense only, as
+    /// GraphRAG.
+    hybrid: bool = true,
+    /// The constant of reciprocal rank fusion (60: Cormack et al.'s).
+    fusion_k: f64 = graphrag_operations::rank_fusion::RRF_K,
 });
 
 section!(
@@ -298,6 +304,39 @@ section!(
     max_entity_tokens: usize = 6000,
     max_relation_tokens: usize = 8000,
     max_total_tokens: usize = 30_000,
+});
+
+/// The graph walks `ppr_search.walk` chooses from.
+pub const PPR_WALKS: [&str; 3] = ["ppr", "paths", "nhop"];
+
+section!(
+    /// graphrag-rs: graph-propagation search (HippoRAG 2): text units ranked
+    /// by a walk over the graph of entities and text units, fused with the
+    /// hybrid (dense + BM25) ranking, packed into max_context_tokens.
+    PprSearchConfig {
+    /// The answer prompt (basic search's: it cites Sources).
+    prompt: String = prompt("basic_search_system_prompt"),
+    completion_model_id: String = s("default_completion_model"),
+    embedding_model_id: String = s("default_embedding_model"),
+    max_context_tokens: usize = 12_000,
+    /// ppr: HippoRAG 2's Personalized PageRank; paths: MiniRAG-style scoring
+    /// of the paths from the seed entities; nhop: RAGFlow-style n-hop
+    /// neighbours weighted by entity PageRank.
+    walk: String = s("ppr"),
+    /// Probability of following an edge rather than restarting (HippoRAG's 0.5).
+    damping: f64 = 0.5,
+    /// Weight of the text units' dense and BM25 scores in the restart
+    /// distribution, against the seed entities' (HippoRAG 2's 0.05).
+    passage_node_weight: f64 = 0.05,
+    /// Seed entities kept (HippoRAG's linking_top_k): the most specific of
+    /// those the question names and those of the best-ranked text units.
+    linking_top_k: usize = 5,
+    /// Entities whose vectors have at least this cosine similarity with a
+    /// seed's join the seeds (HippoRAG 2's synonym edges, 0.8 there,
+    /// followed from the seeds only); null: none.
+    synonym_threshold: Option<f64> = None,
+    /// The constant of reciprocal rank fusion of the walk's and the hybrid ranking.
+    fusion_k: f64 = graphrag_operations::rank_fusion::RRF_K,
 });
 
 fn default_completion_models() -> BTreeMap<String, ModelConfig> {
@@ -335,6 +374,7 @@ section!(
     drift_search: DriftSearchConfig = DriftSearchConfig::default(),
     basic_search: BasicSearchConfig = BasicSearchConfig::default(),
     keyword_search: KeywordSearchConfig = KeywordSearchConfig::default(),
+    ppr_search: PprSearchConfig = PprSearchConfig::default(),
 });
 
 /// Settings as loaded from a project, with the text they came from (for
@@ -447,6 +487,42 @@ fn check(loaded: &LoadedSettings) -> Result<(), ConfigError> {
         model_ref(loaded, section, id, &s.completion_models)?;
     }
     model_ref(loaded, "embed_text.embedding_model_id", &s.embed_text.embedding_model_id, &s.embedding_models)?;
+    check_retrieval(loaded)?;
+    Ok(())
+}
+
+/// basic_search's fusion and ppr_search.
+fn check_retrieval(loaded: &LoadedSettings) -> Result<(), ConfigError> {
+    let s = &loaded.settings;
+    let ps = &s.ppr_search;
+    one_of(loaded, "ppr_search.walk", &ps.walk, &PPR_WALKS)?;
+    for (path, value) in [("basic_search.fusion_k", s.basic_search.fusion_k), ("ppr_search.fusion_k", ps.fusion_k)] {
+        if !(value.is_finite() && value > 0.0) {
+            return Err(loaded.error_at(path, format!("{value} must be a number above 0 (the usual value is 60)")));
+        }
+    }
+    if !(ps.damping > 0.0 && ps.damping < 1.0) {
+        return Err(
+            loaded.error_at("ppr_search.damping", format!("{} must be between 0 and 1 (exclusive)", ps.damping))
+        );
+    }
+    if !(ps.passage_node_weight.is_finite() && ps.passage_node_weight >= 0.0) {
+        return Err(loaded.error_at(
+            "ppr_search.passage_node_weight",
+            format!("{} must be a number of 0 or more", ps.passage_node_weight),
+        ));
+    }
+    if let Some(t) = ps.synonym_threshold {
+        if !(t > 0.0 && t <= 1.0) {
+            return Err(loaded.error_at(
+                "ppr_search.synonym_threshold",
+                format!("{t} must be a cosine similarity above 0 and at most 1, or null for no synonyms"),
+            ));
+        }
+    }
+    if s.basic_search.k == 0 {
+        return Err(loaded.error_at("basic_search.k", "must be at least 1"));
+    }
     Ok(())
 }
 
@@ -528,6 +604,24 @@ mod tests {
         assert!(err.to_string().contains("did you mean `default_completion_model`"), "{err}");
         let err = parse_str("input:\n  encoding: latin-1\n").unwrap_err();
         assert!(err.to_string().contains("UTF-8"), "{err}");
+    }
+
+    #[test]
+    fn retrieval_settings_are_checked() {
+        let s = parse_str("").unwrap().settings;
+        assert!(s.basic_search.hybrid);
+        assert_eq!(
+            (s.ppr_search.walk.as_str(), s.ppr_search.damping, s.ppr_search.passage_node_weight),
+            ("ppr", 0.5, 0.05)
+        );
+        let err = parse_str("ppr_search:\n  walk: pagerank\n").unwrap_err();
+        assert_eq!((err.line, err.path.as_str()), (Some(2), "ppr_search.walk"), "{err}");
+        let err = parse_str("ppr_search:\n  damping: 1.0\n").unwrap_err();
+        assert_eq!(err.path, "ppr_search.damping", "{err}");
+        let err = parse_str("basic_search:\n  fusion_k: 0\n").unwrap_err();
+        assert_eq!(err.path, "basic_search.fusion_k", "{err}");
+        let err = parse_str("ppr_search:\n  passage_node_weight: -1\n").unwrap_err();
+        assert_eq!(err.path, "ppr_search.passage_node_weight", "{err}");
     }
 
     #[test]

@@ -41,18 +41,26 @@ pub fn run(run: &Run) -> anyhow::Result<Outcome> {
     let top: Vec<usize> = hits.iter().filter_map(|(id, _)| reports.by_id.get(id).copied()).collect();
     let report_row =
         |r: usize| vec![reports.hrid[r].to_string(), reports.title[r].clone(), reports.full_content[r].clone()];
-    let primer_table = pack_table(
-        "Reports",
-        &["id", "title", "content"],
-        top.iter().map(|&r| report_row(r)),
-        ds.data_max_tokens,
-        &count,
-    );
+    // A context budget is shared by the primer reports and the local
+    // contexts in the proportion of their settings.
+    let (primer_budget, local_budget) = match run.req.max_context_tokens {
+        None => (ds.data_max_tokens, ds.local_search_max_data_tokens),
+        Some(budget) => {
+            let total = (ds.data_max_tokens + ds.local_search_max_data_tokens).max(1);
+            ((budget as f64 * ds.data_max_tokens as f64 / total as f64) as usize, budget)
+        }
+    };
+    let primer_table =
+        pack_table("Reports", &["id", "title", "content"], top.iter().map(|&r| report_row(r)), primer_budget, &count);
+    let local_budget = match run.req.max_context_tokens {
+        Some(_) => local_budget.saturating_sub(primer_table.tokens),
+        None => local_budget,
+    };
 
     if run.retrieval_only() {
         // No follow-up questions without a model: the primer reports plus the
         // local context of the question itself.
-        let local = super::local::build(run, question, &query, ds.local_search_max_data_tokens, &run.req.history)?;
+        let local = super::local::build(run, question, &query, local_budget, &run.req.history)?;
         let context = join_parts([primer_table.text.as_str(), local.text.as_str()]);
         let mut records = local.records();
         records["primer_reports"] = primer_table.records();
@@ -123,7 +131,7 @@ pub fn run(run: &Run) -> anyhow::Result<Outcome> {
         let vectors = run.embed(&round)?;
         let mut calls = Vec::new();
         for (q, v) in round.iter().zip(&vectors) {
-            let local = super::local::build(run, q, v, ds.local_search_max_data_tokens, &[])?;
+            let local = super::local::build(run, q, v, local_budget, &[])?;
             let system = render(
                 &local_prompt,
                 &[

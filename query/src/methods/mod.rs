@@ -5,6 +5,7 @@ pub mod drift;
 pub mod global;
 pub mod keyword;
 pub mod local;
+pub mod ppr;
 
 use anyhow::bail;
 use serde_json::Value;
