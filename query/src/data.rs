@@ -220,17 +220,36 @@ impl Graph {
 pub struct TextUnits {
     pub hrid: Vec<i64>,
     pub text: Vec<String>,
+    /// Tokens of each text (`n_tokens`; a quarter of its bytes when the
+    /// table has no such column).
+    pub n_tokens: Vec<usize>,
     pub by_id: HashMap<String, usize>,
 }
 
 impl TextUnits {
     fn load(t: &RecordBatch) -> anyhow::Result<TextUnits> {
         let id = owned(strings(t, "text_units", "id")?);
-        Ok(TextUnits {
-            hrid: short_ids(t, "text_units")?,
-            text: owned(strings(t, "text_units", "text")?),
-            by_id: index_of(&id),
-        })
+        let text = owned(strings(t, "text_units", "text")?);
+        let n_tokens = ints_or(t, "text_units", "n_tokens", -1)?
+            .into_iter()
+            .zip(&text)
+            .map(|(n, text)| if n >= 0 { n as usize } else { text.len() / 4 })
+            .collect();
+        Ok(TextUnits { hrid: short_ids(t, "text_units")?, text, n_tokens, by_id: index_of(&id) })
+    }
+
+    /// How many units of `ranking`, from its first, fill `budget` tokens.
+    pub fn fitting(&self, ranking: impl IntoIterator<Item = usize>, budget: usize) -> usize {
+        let mut used = 0;
+        let mut n = 0;
+        for u in ranking {
+            used += self.n_tokens[u];
+            n += 1;
+            if used >= budget {
+                break;
+            }
+        }
+        n
     }
 }
 

@@ -49,47 +49,68 @@ pub fn lexical(run: &Run, question: &str) -> anyhow::Result<Ranking> {
     Ok(run.index().lexical()?.search(question))
 }
 
-/// The first `depth` units of each ranking fused by reciprocal rank fusion
+/// The first `window` units of each ranking fused by reciprocal rank fusion
 /// (constant `k`), with their fused scores.
-pub fn fuse(rankings: &[&Ranking], depth: usize, k: f64) -> Ranking {
-    let lists: Vec<Vec<usize>> = rankings.iter().map(|r| r.iter().take(depth).map(|h| h.0).collect()).collect();
+pub fn fuse(rankings: &[&Ranking], window: usize, k: f64) -> Ranking {
+    let lists: Vec<Vec<usize>> = rankings.iter().map(|r| r.iter().take(window).map(|h| h.0).collect()).collect();
     let refs: Vec<&[usize]> = lists.iter().map(Vec::as_slice).collect();
     reciprocal_rank_fusion(&refs, k)
 }
 
-/// The text units of `retriever` for `question`, best first: the first
-/// `depth` of each ranking (all of them when `depth` is `None`).
+/// The fusion window for a context budget: the most units any one of the
+/// rankings fits into `budget` tokens from its first. Each ranking
+/// contributes what it would return for the budget on its own, as
+/// Elasticsearch's `rank_window_size` defaults to the result size (and a
+/// count `k` fuses the top k of each); fusing whole rankings instead lets
+/// middling units that both rankings list push out either ranking's best
+/// (docs/benchmarks.md measures both).
+pub fn budget_window(units: &TextUnits, rankings: &[&Ranking], budget: usize) -> usize {
+    rankings.iter().map(|r| units.fitting(r.iter().map(|h| h.0), budget)).max().unwrap_or(0)
+}
+
+/// Where a ranking is cut: after k units, or once a token budget is filled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cut {
+    Count(usize),
+    Budget(usize),
+}
+
+/// The text units of `retriever` for `question` (embedded as `query`, or
+/// now), best first; with a [`Cut::Count`] only that many.
 pub fn ranked_units(
     run: &Run,
     retriever: Retriever,
     question: &str,
     query: Option<&[f32]>,
-    depth: Option<usize>,
+    cut: Cut,
     fusion_k: f64,
 ) -> anyhow::Result<Ranking> {
     let units = run.index().text_units()?;
-    let n = depth.unwrap_or(units.hrid.len());
+    let n = match cut {
+        Cut::Count(k) => k,
+        Cut::Budget(_) => units.hrid.len(),
+    };
     let embed = || -> anyhow::Result<Vec<f32>> {
         match query {
             Some(q) => Ok(q.to_vec()),
             None => run.embed_one(question),
         }
     };
-    Ok(match retriever {
+    let mut ranked = match retriever {
         Retriever::Dense => dense(run, &units, &embed()?, n)?,
-        Retriever::Lexical => {
-            let mut r = lexical(run, question)?;
-            r.truncate(n);
-            r
-        }
+        Retriever::Lexical => lexical(run, question)?,
         Retriever::Hybrid => {
             let d = dense(run, &units, &embed()?, n)?;
             let l = lexical(run, question)?;
-            let mut fused = fuse(&[&d, &l], n, fusion_k);
-            fused.truncate(n);
-            fused
+            let window = match cut {
+                Cut::Count(k) => k,
+                Cut::Budget(budget) => budget_window(&units, &[&d, &l], budget),
+            };
+            fuse(&[&d, &l], window, fusion_k)
         }
-    })
+    };
+    ranked.truncate(n);
+    Ok(ranked)
 }
 
 /// A Sources table (`id`, `text`) of the units in `rows` order, duplicates

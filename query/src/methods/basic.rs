@@ -7,7 +7,7 @@
 use serde_json::json;
 
 use crate::context::{history_table, join_parts, MemoCounter};
-use crate::retrieval::{ranked_units, sources_table, Retriever};
+use crate::retrieval::{ranked_units, sources_table, Cut, Retriever};
 use crate::{render, Outcome, Run};
 
 pub fn run(run: &Run, retriever: Retriever) -> anyhow::Result<Outcome> {
@@ -15,11 +15,11 @@ pub fn run(run: &Run, retriever: Retriever) -> anyhow::Result<Outcome> {
     let question = &run.req.question;
     let memo = MemoCounter::default();
     let count = |t: &str| memo.count(t);
-    let (budget, depth) = match run.req.max_context_tokens {
-        Some(budget) => (budget, None),
-        None => (bs.max_context_tokens, Some(bs.k)),
+    let (budget, cut) = match run.req.max_context_tokens {
+        Some(budget) => (budget, Cut::Budget(budget)),
+        None => (bs.max_context_tokens, Cut::Count(bs.k)),
     };
-    let ranked = ranked_units(run, retriever, question, None, depth, bs.fusion_k)?;
+    let ranked = ranked_units(run, retriever, question, None, cut, bs.fusion_k)?;
     let units = run.index().text_units()?;
     let history = history_table(
         &run.req.history,

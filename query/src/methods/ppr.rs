@@ -1,9 +1,10 @@
 //! graphrag-rs PPR search: HippoRAG 2's graph propagation without its LLM
 //! steps. Text units are ranked by a walk over the graph of entities and
 //! text units ([`crate::passage_graph`]), that ranking is fused with the
-//! hybrid (dense + BM25) ranking by reciprocal rank fusion, and the units
-//! are packed into `ppr_search.max_context_tokens` as a Sources table
-//! answered with basic search's prompt.
+//! hybrid (dense + BM25) ranking by reciprocal rank fusion (each ranking's
+//! units that would fill the budget on their own), and the units are packed
+//! into `ppr_search.max_context_tokens` as a Sources table answered with
+//! basic search's prompt.
 //!
 //! The walk starts from:
 //! - **passages**: every text unit, weighted by the mean of its min-max
@@ -36,7 +37,7 @@ use serde_json::json;
 use crate::context::{entities_named_in, history_table, join_parts, MemoCounter};
 use crate::data::{Field, Graph};
 use crate::passage_graph::PassageGraph;
-use crate::retrieval::{self, sources_table, Ranking};
+use crate::retrieval::{self, budget_window, sources_table, Ranking};
 use crate::{render, Outcome, Run};
 
 /// Neighbours followed per entity by the `nhop` and `paths` walks (the
@@ -76,7 +77,7 @@ pub fn run(run: &Run) -> anyhow::Result<Outcome> {
     let memo = MemoCounter::default();
     let count = |t: &str| memo.count(t);
     let query = run.embed_one(question)?;
-    let ranking = rank_units(run, question, &query)?;
+    let ranking = rank_units(run, question, &query, budget)?;
     let g = run.index().graph()?;
     let units = run.index().text_units()?;
     let history = history_table(
@@ -105,8 +106,9 @@ pub fn run(run: &Run) -> anyhow::Result<Outcome> {
 }
 
 /// Ranks the text units for `question` (embedded as `query`) by
-/// `ppr_search.walk` fused with the hybrid ranking.
-pub fn rank_units(run: &Run, question: &str, query: &[f32]) -> anyhow::Result<GraphRanking> {
+/// `ppr_search.walk` fused with the hybrid ranking, for a context of
+/// `budget` tokens (the fusions' window, [`retrieval::budget_window`]).
+pub fn rank_units(run: &Run, question: &str, query: &[f32], budget: usize) -> anyhow::Result<GraphRanking> {
     let ps = &run.s().ppr_search;
     let walk = Walk::parse(&ps.walk)?;
     let index = run.index();
@@ -116,7 +118,7 @@ pub fn rank_units(run: &Run, question: &str, query: &[f32]) -> anyhow::Result<Gr
     let n = units.hrid.len();
     let dense = retrieval::dense(run, &units, query, n)?;
     let lexical = retrieval::lexical(run, question)?;
-    let hybrid = retrieval::fuse(&[&dense, &lexical], n, ps.fusion_k);
+    let hybrid = retrieval::fuse(&[&dense, &lexical], budget_window(&units, &[&dense, &lexical], budget), ps.fusion_k);
     let mut seeds = seed_entities(&g, &pg, question, &hybrid, ps.linking_top_k);
     if let Some(threshold) = ps.synonym_threshold {
         seeds = with_synonyms(run, &g, seeds, threshold)?;
@@ -133,7 +135,7 @@ pub fn rank_units(run: &Run, question: &str, query: &[f32]) -> anyhow::Result<Gr
     };
     let mut walked: Ranking = scores.into_iter().enumerate().filter(|(_, s)| *s > 0.0).collect();
     walked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-    let fused = retrieval::fuse(&[&walked, &hybrid], n, ps.fusion_k);
+    let fused = retrieval::fuse(&[&walked, &hybrid], budget_window(&units, &[&walked, &hybrid], budget), ps.fusion_k);
     Ok(GraphRanking { units: fused.into_iter().map(|f| f.0).collect(), seeds })
 }
 
