@@ -552,7 +552,7 @@ mod tests {
         let table = format_table(&rows);
         let lines: Vec<&str> = table.lines().collect();
         assert_eq!(lines.len(), 2);
-        assert!(lines[0].starts_with("method  k  type"), "{table}");
+        assert!(lines[0].starts_with("method  k  budget  type"), "{table}");
         assert!(lines[1].contains(" 1/2 ") && lines[1].contains("1.000"), "{table}");
         assert_eq!(lines[0].find("ctx tokens").map(|i| i + "ctx tokens".len()), lines[1].find("622").map(|i| i + 3));
     }
