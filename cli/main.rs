@@ -87,8 +87,11 @@ enum Command {
         /// Print one JSON object: method, question, answer, notice, context, context_records, stats.
         #[arg(long)]
         json: bool,
+        /// Read the question from this file (`-`: standard input), for long or multi-line questions.
+        #[arg(long, value_name = "FILE", conflicts_with = "question")]
+        question_file: Option<PathBuf>,
         /// The question (several words are joined with spaces).
-        #[arg(required = true)]
+        #[arg(required_unless_present = "question_file")]
         question: Vec<String>,
     },
     /// Score retrieval on a question set: is each gold passage (or gold document) in the context a
@@ -147,6 +150,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Init { root, force } => init::run(&root.root, force),
         Command::Index { root, method, resume, dry_run } => {
+            graphrag_engine::interrupt::install_handler();
             index::run(&index::IndexArgs { root: root.root, method, resume, dry_run, verbosity })
         }
         Command::Query {
@@ -158,18 +162,21 @@ fn main() -> ExitCode {
             streaming,
             context_only,
             json,
+            question_file,
             question,
-        } => query::run(query::QueryArgs {
-            root: root.root,
-            method,
-            community_level,
-            response_type,
-            dynamic_community_selection,
-            streaming,
-            context_only,
-            json,
-            question: question.join(" "),
-            verbosity,
+        } => query::question(question, question_file.as_deref()).and_then(|question| {
+            query::run(query::QueryArgs {
+                root: root.root,
+                method,
+                community_level,
+                response_type,
+                dynamic_community_selection,
+                streaming,
+                context_only,
+                json,
+                question,
+                verbosity,
+            })
         }),
         Command::Eval { root, questions, method, k, output, limit, answers } => eval::run(eval::EvalArgs {
             root: root.root,
@@ -182,6 +189,7 @@ fn main() -> ExitCode {
             verbosity,
         }),
         Command::Update { root, method, dry_run } => {
+            graphrag_engine::interrupt::install_handler();
             update::run(&update::UpdateArgs { root: root.root, method, dry_run, verbosity })
         }
         Command::Verbs => {
@@ -191,6 +199,12 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        Err(e) if graphrag_engine::interrupt::caused(&e) => {
+            tracing::warn!(target: logging::FILE_ONLY, "interrupted (Ctrl-C)");
+            eprintln!("{}", graphrag_engine::interrupt::Interrupted);
+            // The shell's code for a process ended by SIGINT.
+            ExitCode::from(130)
+        }
         Err(e) => {
             // For the log file; the console gets the plain line below.
             tracing::error!(target: logging::FILE_ONLY, "{e:#}");

@@ -85,7 +85,14 @@ section!(
         max_retries: u32 = 10,
         /// Seconds: first backoff delay (doubled per retry, with jitter, capped by max_retry_wait).
         retry_base_delay: f64 = 1.0,
+        /// Seconds: the longest wait before a retry, a server's Retry-After included.
         max_retry_wait: f64 = 60.0,
+        /// Seconds: a request stops retrying when its next attempt would start
+        /// later than this after its first (waits and failed attempts together).
+        max_retry_time: f64 = 300.0,
+        /// Calls in a row that fail for good (after retries) before the model
+        /// is not called again this run (circuit breaker).
+        max_consecutive_failures: u32 = 5,
         concurrent_requests: u32 = 25,
         requests_per_minute: Option<u32> = None,
         tokens_per_minute: Option<u32> = None,
@@ -238,6 +245,16 @@ section!(CommunityReportsConfig {
 
 section!(SnapshotsConfig { graphml: bool = false, embeddings: bool = false });
 
+section!(
+    /// What a run tolerates (graphrag-rs extension).
+    FailuresConfig {
+    /// The fraction (0 to 1) of a step's items — text units to extract,
+    /// descriptions to summarise, community reports — whose model answer may
+    /// stay unusable or whose call may fail before the run fails. The failed
+    /// items are named in stats.json either way, and the next run asks them again.
+    tolerated_fraction: f64 = 0.0,
+});
+
 section!(LocalSearchConfig {
     prompt: String = prompt("local_search_system_prompt"),
     completion_model_id: String = s("default_completion_model"),
@@ -335,6 +352,7 @@ section!(
     drift_search: DriftSearchConfig = DriftSearchConfig::default(),
     basic_search: BasicSearchConfig = BasicSearchConfig::default(),
     keyword_search: KeywordSearchConfig = KeywordSearchConfig::default(),
+    failures: FailuresConfig = FailuresConfig::default(),
 });
 
 /// Settings as loaded from a project, with the text they came from (for
@@ -370,7 +388,9 @@ pub fn load(root: &Path) -> Result<LoadedSettings, ConfigError> {
         std::fs::read_to_string(&file).map_err(|e| ConfigError::new(&file, None, "", format!("cannot read: {e}")))?;
     let dotenv = std::fs::read_to_string(root.join(".env")).map(|t| env::parse_dotenv(&t)).unwrap_or_default();
     let text = env::substitute(&raw, &file, &dotenv, |k| std::env::var(k).ok())?;
-    parse(&file, text)
+    let loaded = parse(&file, text)?;
+    check_prompt_files(&loaded, root)?;
+    Ok(loaded)
 }
 
 /// Parses settings text (already substituted) and checks the values.
@@ -419,7 +439,7 @@ fn check(loaded: &LoadedSettings) -> Result<(), ConfigError> {
     }
     if let Some(p) = &s.input.file_pattern {
         if let Err(e) = regex::Regex::new(p) {
-            return Err(loaded.error_at("input.file_pattern", format!("not a valid regular expression: {e}")));
+            return Err(loaded.error_at("input.file_pattern", regex_error(p, &e)));
         }
     }
     one_of(loaded, "chunking.type", &s.chunking.strategy, &CHUNK_STRATEGIES)?;
@@ -447,6 +467,179 @@ fn check(loaded: &LoadedSettings) -> Result<(), ConfigError> {
         model_ref(loaded, section, id, &s.completion_models)?;
     }
     model_ref(loaded, "embed_text.embedding_model_id", &s.embed_text.embedding_model_id, &s.embedding_models)?;
+    for (id, m) in &s.completion_models {
+        check_model(loaded, &format!("completion_models.{id}"), m, false)?;
+    }
+    for (id, m) in &s.embedding_models {
+        check_model(loaded, &format!("embedding_models.{id}"), m, true)?;
+    }
+    check_ranges(loaded)
+}
+
+/// A regex error in one line, ending with its cause (`unclosed group`):
+/// the regex crate's own message spans lines, with the cause last.
+pub fn regex_error(pattern: &str, e: &regex::Error) -> String {
+    let text = e.to_string();
+    let cause = text.lines().rev().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
+    format!("`{pattern}` is not a valid regular expression: {}", cause.trim_start_matches("error: "))
+}
+
+/// Providers graphrag-rs calls over the OpenAI API: those it knows the
+/// address of, and any other OpenAI-compatible server given an api_base.
+const PROVIDERS: [&str; 15] = [
+    "openai",
+    "azure",
+    "ollama",
+    "vllm",
+    "hosted_vllm",
+    "lm_studio",
+    "deepseek",
+    "openrouter",
+    "groq",
+    "together_ai",
+    "mistral",
+    "fireworks_ai",
+    "deepinfra",
+    "xai",
+    "openai_compatible",
+];
+
+/// A number setting that must be finite and within `min..=max` (`min`
+/// excluded when `open_min`).
+fn in_range(
+    loaded: &LoadedSettings,
+    path: &str,
+    value: f64,
+    (min, max): (f64, f64),
+    open_min: bool,
+) -> Result<(), ConfigError> {
+    let low_ok = if open_min { value > min } else { value >= min };
+    if value.is_finite() && low_ok && value <= max {
+        return Ok(());
+    }
+    let low = if open_min { format!("more than {min}") } else { format!("at least {min}") };
+    let range = if max.is_finite() { format!("{low} and at most {max}") } else { low };
+    Err(loaded.error_at(path, format!("{value} is not a valid value: it must be {range}")))
+}
+
+fn at_least_one(loaded: &LoadedSettings, path: &str, value: u64, why: &str) -> Result<(), ConfigError> {
+    if value >= 1 {
+        return Ok(());
+    }
+    Err(loaded.error_at(path, format!("0 is not a valid value: it must be at least 1{why}")))
+}
+
+fn check_model(loaded: &LoadedSettings, path: &str, m: &ModelConfig, embedding: bool) -> Result<(), ConfigError> {
+    let key = |k: &str| format!("{path}.{k}");
+    let provider = m.model_provider.as_str();
+    let local_ok = embedding && provider == "local";
+    if !local_ok && !PROVIDERS.contains(&provider) {
+        let mut known: Vec<&str> = PROVIDERS.to_vec();
+        if embedding {
+            known.push("local");
+        }
+        let hint = graphrag_operations::suggest::did_you_mean(provider, known.iter().copied());
+        let what =
+            if provider == "local" { " (`local` is the in-process embedding model, not a chat model)" } else { "" };
+        return Err(loaded.error_at(
+            &key("model_provider"),
+            format!("`{provider}` is not a provider graphrag-rs can call{what}: one of {}{hint}", known.join(", ")),
+        ));
+    }
+    if let Some(base) = &m.api_base {
+        crate::llm::parse_api_base(base).map_err(|e| loaded.error_at(&key("api_base"), e))?;
+    }
+    let inf = f64::INFINITY;
+    in_range(loaded, &key("request_timeout"), m.request_timeout, (0.0, inf), true)?;
+    in_range(loaded, &key("temperature"), m.temperature, (0.0, 2.0), false)?;
+    in_range(loaded, &key("top_p"), m.top_p, (0.0, 1.0), false)?;
+    in_range(loaded, &key("retry_base_delay"), m.retry_base_delay, (0.0, inf), false)?;
+    in_range(loaded, &key("max_retry_wait"), m.max_retry_wait, (0.0, inf), false)?;
+    in_range(loaded, &key("max_retry_time"), m.max_retry_time, (0.0, inf), true)?;
+    at_least_one(loaded, &key("concurrent_requests"), m.concurrent_requests.into(), "")?;
+    at_least_one(loaded, &key("max_consecutive_failures"), m.max_consecutive_failures.into(), "")?;
+    let no_limit = " (leave it out for no limit)";
+    if let Some(r) = m.requests_per_minute {
+        at_least_one(loaded, &key("requests_per_minute"), r.into(), no_limit)?;
+    }
+    if let Some(t) = m.tokens_per_minute {
+        at_least_one(loaded, &key("tokens_per_minute"), t.into(), no_limit)?;
+    }
+    if let Some(t) = m.max_tokens {
+        at_least_one(loaded, &key("max_tokens"), t.into(), " (leave it out for the server's default)")?;
+    }
+    at_least_one(loaded, &key("batch_size"), m.batch_size.into(), "")?;
+    at_least_one(loaded, &key("batch_max_tokens"), m.batch_max_tokens.into(), "")
+}
+
+/// Numbers that must be positive, fractions and percentages.
+fn check_ranges(loaded: &LoadedSettings) -> Result<(), ConfigError> {
+    let s = &loaded.settings;
+    at_least_one(loaded, "vector_store.ann_ef_search", s.vector_store.ann_ef_search as u64, "")?;
+    let types = &s.extract_graph.entity_types;
+    if types.is_empty() || types.iter().any(|t| t.trim().is_empty()) {
+        return Err(loaded.error_at(
+            "extract_graph.entity_types",
+            "must list at least one entity type, none empty (e.g. [organization, person, geo, event])",
+        ));
+    }
+    at_least_one(loaded, "summarize_descriptions.max_length", s.summarize_descriptions.max_length.into(), " (words)")?;
+    at_least_one(
+        loaded,
+        "summarize_descriptions.max_input_tokens",
+        s.summarize_descriptions.max_input_tokens.into(),
+        "",
+    )?;
+    at_least_one(loaded, "community_reports.max_length", s.community_reports.max_length.into(), " (words)")?;
+    at_least_one(loaded, "community_reports.max_input_length", s.community_reports.max_input_length.into(), "")?;
+    at_least_one(loaded, "global_search.map_max_length", s.global_search.map_max_length.into(), " (words)")?;
+    at_least_one(loaded, "global_search.reduce_max_length", s.global_search.reduce_max_length.into(), " (words)")?;
+    in_range(loaded, "prune_graph.min_edge_weight_pct", s.prune_graph.min_edge_weight_pct, (0.0, 100.0), false)?;
+    let local = &s.local_search;
+    in_range(loaded, "local_search.text_unit_prop", local.text_unit_prop, (0.0, 1.0), false)?;
+    in_range(loaded, "local_search.community_prop", local.community_prop, (0.0, 1.0), false)?;
+    if local.text_unit_prop + local.community_prop > 1.0 {
+        return Err(loaded.error_at(
+            "local_search.community_prop",
+            format!(
+                "local_search.text_unit_prop ({}) + local_search.community_prop ({}) is more than 1: together they are shares of one context window",
+                local.text_unit_prop, local.community_prop
+            ),
+        ));
+    }
+    in_range(loaded, "failures.tolerated_fraction", s.failures.tolerated_fraction, (0.0, 1.0), false)
+}
+
+/// Settings keys that name prompt files, with their values.
+fn prompt_settings(s: &Settings) -> Vec<(&'static str, &str)> {
+    vec![
+        ("extract_graph.prompt", &s.extract_graph.prompt),
+        ("summarize_descriptions.prompt", &s.summarize_descriptions.prompt),
+        ("extract_claims.prompt", &s.extract_claims.prompt),
+        ("community_reports.graph_prompt", &s.community_reports.graph_prompt),
+        ("community_reports.text_prompt", &s.community_reports.text_prompt),
+        ("local_search.prompt", &s.local_search.prompt),
+        ("global_search.map_prompt", &s.global_search.map_prompt),
+        ("global_search.reduce_prompt", &s.global_search.reduce_prompt),
+        ("global_search.knowledge_prompt", &s.global_search.knowledge_prompt),
+        ("drift_search.prompt", &s.drift_search.prompt),
+        ("drift_search.reduce_prompt", &s.drift_search.reduce_prompt),
+        ("basic_search.prompt", &s.basic_search.prompt),
+        ("keyword_search.keywords_prompt", &s.keyword_search.keywords_prompt),
+        ("keyword_search.prompt", &s.keyword_search.prompt),
+    ]
+}
+
+/// A prompt file that exists but holds nothing would send the model an
+/// empty request: an error naming the setting (a missing file is reported
+/// where it is used).
+fn check_prompt_files(loaded: &LoadedSettings, root: &Path) -> Result<(), ConfigError> {
+    for (key, rel) in prompt_settings(&loaded.settings) {
+        let path = root.join(rel);
+        if std::fs::read_to_string(&path).is_ok_and(|t| t.trim().is_empty()) {
+            return Err(loaded.error_at(key, format!("the prompt file {} is empty", path.display())));
+        }
+    }
     Ok(())
 }
 
@@ -545,5 +738,71 @@ mod tests {
         assert_eq!(m.api_key.expose(), "sk-very-secret");
         assert!(!format!("{s:?}").contains("sk-very-secret"));
         assert!(!serde_json::to_string(&s).unwrap().contains("sk-very-secret"));
+    }
+
+    #[test]
+    fn nonsense_values_are_rejected_with_file_line_and_key() {
+        let model = |line: &str| format!("completion_models:\n  default_completion_model:\n    model: m\n    {line}\n");
+        let cases: Vec<(String, &str, usize)> = vec![
+            (model("request_timeout: 0"), "completion_models.default_completion_model.request_timeout", 4),
+            (model("request_timeout: -5"), "completion_models.default_completion_model.request_timeout", 4),
+            (model("request_timeout: .nan"), "completion_models.default_completion_model.request_timeout", 4),
+            (model("api_base: not a url"), "completion_models.default_completion_model.api_base", 4),
+            (model("concurrent_requests: 0"), "completion_models.default_completion_model.concurrent_requests", 4),
+            (model("requests_per_minute: 0"), "completion_models.default_completion_model.requests_per_minute", 4),
+            (model("tokens_per_minute: 0"), "completion_models.default_completion_model.tokens_per_minute", 4),
+            (model("temperature: 99"), "completion_models.default_completion_model.temperature", 4),
+            (model("model_provider: skynet"), "completion_models.default_completion_model.model_provider", 4),
+            (model("model_provider: local"), "completion_models.default_completion_model.model_provider", 4),
+            (model("max_retry_time: 0"), "completion_models.default_completion_model.max_retry_time", 4),
+            (model("max_retry_wait: .inf"), "completion_models.default_completion_model.max_retry_wait", 4),
+            (
+                model("max_consecutive_failures: 0"),
+                "completion_models.default_completion_model.max_consecutive_failures",
+                4,
+            ),
+            ("vector_store:\n  ann_ef_search: 0\n".into(), "vector_store.ann_ef_search", 2),
+            ("extract_graph:\n  entity_types: []\n".into(), "extract_graph.entity_types", 2),
+            ("summarize_descriptions:\n  max_length: 0\n".into(), "summarize_descriptions.max_length", 2),
+            ("community_reports:\n  max_length: 0\n".into(), "community_reports.max_length", 2),
+            ("prune_graph:\n  min_edge_weight_pct: 150\n".into(), "prune_graph.min_edge_weight_pct", 2),
+            ("local_search:\n  text_unit_prop: 2.5\n".into(), "local_search.text_unit_prop", 2),
+            ("local_search:\n  text_unit_prop: 0.7\n  community_prop: 0.5\n".into(), "local_search.community_prop", 3),
+            ("failures:\n  tolerated_fraction: 1.5\n".into(), "failures.tolerated_fraction", 2),
+        ];
+        for (text, key, line) in cases {
+            let err = parse_str(&text).expect_err(&text);
+            assert_eq!((err.path.as_str(), err.line), (key, Some(line)), "{err}");
+            assert!(err.to_string().starts_with(&format!("settings.yaml:{line}")), "{err}");
+        }
+        let skynet = parse_str(&model("model_provider: skynet")).unwrap_err().to_string();
+        assert!(skynet.contains("openai") && skynet.contains("skynet"), "{skynet}");
+        let rpm = parse_str(&model("requests_per_minute: 0")).unwrap_err().to_string();
+        assert!(rpm.contains("leave it out for no limit"), "{rpm}");
+        // Sane values still pass, a local embedding model included.
+        let ok = "completion_models:\n  default_completion_model:\n    model_provider: ollama\n    api_base: http://localhost:11434/v1\n    temperature: 0.7\n    requests_per_minute: 60\nlocal_search:\n  text_unit_prop: 0.6\n  community_prop: 0.4\nfailures:\n  tolerated_fraction: 0.05\n";
+        parse_str(ok).unwrap();
+    }
+
+    #[test]
+    fn a_bad_file_pattern_ends_with_its_one_line_cause() {
+        let err = parse_str("input:\n  file_pattern: \"(\"\n").unwrap_err();
+        let msg = err.to_string();
+        assert_eq!(msg.lines().count(), 1, "{msg}");
+        assert!(msg.ends_with("unclosed group"), "{msg}");
+        assert_eq!(err.line, Some(2));
+    }
+
+    #[test]
+    fn an_empty_prompt_file_is_an_error_naming_the_setting() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("settings.yaml"), "extract_graph:\n  prompt: prompts/mine.txt\n").unwrap();
+        std::fs::create_dir_all(dir.path().join("prompts")).unwrap();
+        std::fs::write(dir.path().join("prompts/mine.txt"), " \n").unwrap();
+        let err = load(dir.path()).unwrap_err();
+        assert_eq!((err.path.as_str(), err.line), ("extract_graph.prompt", Some(2)), "{err}");
+        assert!(err.to_string().contains("is empty"), "{err}");
+        std::fs::write(dir.path().join("prompts/mine.txt"), "Extract {{ input_text }}").unwrap();
+        load(dir.path()).unwrap();
     }
 }

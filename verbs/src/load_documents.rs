@@ -100,7 +100,7 @@ struct RawDoc {
 impl LoadDocuments {
     fn pattern(&self) -> Result<Regex, String> {
         let p = self.file_pattern.as_deref().unwrap_or(self.file_type.default_pattern());
-        Regex::new(p).map_err(|e| format!("file_pattern `{p}` is not a valid regular expression: {e}"))
+        Regex::new(p).map_err(|e| format!("file_pattern {}", graphrag_engine::settings::regex_error(p, &e)))
     }
 
     fn matching_files(&self, ctx: &VerbContext) -> anyhow::Result<Vec<FileEntry>> {
@@ -252,7 +252,9 @@ impl Verb for LoadDocuments {
 
     fn run(&self, _inputs: &[Arc<RecordBatch>], ctx: &VerbContext) -> anyhow::Result<Vec<RecordBatch>> {
         let files = self.matching_files(ctx)?;
-        if files.is_empty() {
+        // An update may remove every document: it publishes an empty index.
+        let updating = ctx.previous().is_some();
+        if files.is_empty() && !updating {
             bail!(
                 "no input files match `{}` in {} (input.type is {}; put documents there or change input.file_pattern)",
                 self.pattern().map_err(|e| anyhow!(e))?.as_str(),
@@ -289,8 +291,14 @@ impl Verb for LoadDocuments {
                 ctx.warn(format!("document `{}` has the same text as an earlier one, skipped", d.title));
             }
         }
-        if docs.is_empty() {
+        if docs.is_empty() && !updating {
             bail!("every input file is empty: nothing to index in {}", ctx.files.describe());
+        }
+        if docs.is_empty() {
+            ctx.warn(format!(
+                "no documents in {}: the update removes every document from the index",
+                ctx.files.describe()
+            ));
         }
         let (raw_type, raw_data) = raw_data_column(&docs);
         let n = docs.len();

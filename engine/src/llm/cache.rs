@@ -1,8 +1,17 @@
 //! Persistent response cache: one file per request under DIR/cache, keyed by
 //! a hash of the model, parameters and messages (never the API key). Writes
 //! are atomic; an unreadable entry counts as a miss and is rewritten.
+//!
+//! The cache holds only answers that passed their purpose's check: [`put`]
+//! takes a [`Checked`] value, which only running a check makes, and [`get`]
+//! runs the caller's check again on what it reads (an entry written by an
+//! older version, or damaged on disk, is asked again rather than trusted).
+//!
+//! [`put`]: ResponseCache::put
+//! [`get`]: ResponseCache::get
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -10,13 +19,56 @@ use serde::Serialize;
 use crate::store::atomic_write;
 use graphrag_operations::ids::sha256_hex;
 
+/// A stored form `S` (an answer as the server sent it) that passed a check,
+/// with the value `T` the check made of it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Checked<S, T> {
+    stored: S,
+    value: T,
+}
+
+impl<S, T> Checked<S, T> {
+    /// Runs `check` on `stored`; the only way to make a `Checked`. A value
+    /// that fails comes back with the reason.
+    pub fn new<E>(stored: S, check: impl FnOnce(&S) -> Result<T, E>) -> Result<Self, (S, E)> {
+        match check(&stored) {
+            Ok(value) => Ok(Checked { stored, value }),
+            Err(e) => Err((stored, e)),
+        }
+    }
+
+    pub fn stored(&self) -> &S {
+        &self.stored
+    }
+
+    pub fn value(&self) -> &T {
+        &self.value
+    }
+
+    pub fn into_parts(self) -> (S, T) {
+        (self.stored, self.value)
+    }
+}
+
+/// What a cache lookup found.
+#[derive(Debug)]
+pub enum Lookup<S, T, E> {
+    Hit(Checked<S, T>),
+    Miss,
+    /// An entry that reads but fails the check (asked again).
+    Rejected(E),
+    /// An entry that does not read at all (asked again, then rewritten).
+    Corrupt,
+}
+
 pub struct ResponseCache {
     dir: PathBuf,
+    corrupt: AtomicU64,
 }
 
 impl ResponseCache {
     pub fn new(dir: &Path) -> Self {
-        ResponseCache { dir: dir.to_path_buf() }
+        ResponseCache { dir: dir.to_path_buf(), corrupt: AtomicU64::new(0) }
     }
 
     pub fn key(parts: &[&str]) -> String {
@@ -28,23 +80,39 @@ impl ResponseCache {
         self.dir.join(&key[..2]).join(format!("{key}.json"))
     }
 
-    pub fn get<T: DeserializeOwned>(&self, key: &str) -> Option<T> {
+    /// The entry under `key` if it reads and passes `check`.
+    pub fn get<S: DeserializeOwned, T, E>(&self, key: &str, check: impl FnOnce(&S) -> Result<T, E>) -> Lookup<S, T, E> {
         let path = self.path(key);
-        let bytes = std::fs::read(&path).ok()?;
+        let Ok(bytes) = std::fs::read(&path) else {
+            return Lookup::Miss;
+        };
         match serde_json::from_slice(&bytes) {
-            Ok(v) => Some(v),
+            Ok(stored) => match Checked::new(stored, check) {
+                Ok(hit) => Lookup::Hit(hit),
+                Err((_, e)) => Lookup::Rejected(e),
+            },
             Err(e) => {
-                tracing::warn!("ignoring corrupt cache entry {} ({e})", path.display());
-                None
+                // One line for the first; the rest are counted (stats.json),
+                // not listed: a damaged cache can hold thousands.
+                if self.corrupt.fetch_add(1, Ordering::Relaxed) == 0 {
+                    tracing::warn!(
+                        "ignoring corrupt cache entry {} ({e}); its request is sent again (further corrupt entries are counted in stats.json as cache_corrupt, not listed)",
+                        path.display()
+                    );
+                } else {
+                    tracing::debug!("ignoring corrupt cache entry {} ({e})", path.display());
+                }
+                Lookup::Corrupt
             }
         }
     }
 
-    /// Stores `value`; a failure to write only costs a future cache miss.
-    pub fn put<T: Serialize>(&self, key: &str, value: &T) {
+    /// Stores a checked answer; a failure to write only costs a future cache miss.
+    pub fn put<S: Serialize, T>(&self, key: &str, value: &Checked<S, T>) {
         let path = self.path(key);
-        let result =
-            serde_json::to_vec(value).map_err(std::io::Error::other).and_then(|bytes| atomic_write(&path, &bytes));
+        let result = serde_json::to_vec(value.stored())
+            .map_err(std::io::Error::other)
+            .and_then(|bytes| atomic_write(&path, &bytes));
         if let Err(e) = result {
             tracing::warn!("could not write cache entry {}: {e}", path.display());
         }
@@ -55,18 +123,38 @@ impl ResponseCache {
 mod tests {
     use super::*;
 
+    #[allow(clippy::ptr_arg)] // the check of a stored Vec
+    fn short(v: &Vec<u32>) -> Result<usize, String> {
+        if v.len() < 4 {
+            Ok(v.len())
+        } else {
+            Err(format!("{} numbers", v.len()))
+        }
+    }
+
     #[test]
-    fn round_trip_and_corrupt_entries_are_misses() {
+    fn only_checked_values_go_in_and_only_passing_entries_come_out() {
         let dir = tempfile::tempdir().unwrap();
         let cache = ResponseCache::new(dir.path());
         let key = ResponseCache::key(&["chat", "gpt", "{}"]);
-        assert_eq!(cache.get::<Vec<u32>>(&key), None);
-        cache.put(&key, &vec![1u32, 2, 3]);
-        assert_eq!(cache.get::<Vec<u32>>(&key), Some(vec![1, 2, 3]));
+        assert!(matches!(cache.get(&key, short), Lookup::Miss));
+        assert!(Checked::new(vec![1u32, 2, 3, 4], short).is_err(), "a failing value cannot be made, so not stored");
+        cache.put(&key, &Checked::new(vec![1u32, 2, 3], short).unwrap());
+        match cache.get(&key, short) {
+            Lookup::Hit(hit) => assert_eq!((hit.stored(), *hit.value()), (&vec![1, 2, 3], 3)),
+            other => panic!("{other:?}"),
+        }
+        // A stricter check rejects what a looser one stored.
+        assert!(matches!(
+            cache.get(&key, |v: &Vec<u32>| if v.len() < 2 { Ok(()) } else { Err(()) }),
+            Lookup::Rejected(())
+        ));
         std::fs::write(cache.path(&key), b"{truncated").unwrap();
-        assert_eq!(cache.get::<Vec<u32>>(&key), None);
-        cache.put(&key, &vec![4u32]);
-        assert_eq!(cache.get::<Vec<u32>>(&key), Some(vec![4]));
+        assert!(matches!(cache.get(&key, short), Lookup::Corrupt));
+        assert!(matches!(cache.get(&key, short), Lookup::Corrupt));
+        assert_eq!(cache.corrupt.load(Ordering::Relaxed), 2);
+        cache.put(&key, &Checked::new(vec![4u32], short).unwrap());
+        assert!(matches!(cache.get(&key, short), Lookup::Hit(_)));
         assert_ne!(key, ResponseCache::key(&["chat", "gpt", "{ }"]));
     }
 }
