@@ -122,14 +122,21 @@ fn rerun_asks_only_what_was_not_answered(mock: &MockServer, root: &Path) {
     );
 }
 
+/// The index of three documents (what a run that adds the third must end
+/// with) and the previous index, of the first two.
+fn reference_and_previous(mock: &MockServer, docs: &[(String, String)]) -> (tempfile::TempDir, tempfile::TempDir) {
+    let reference = project(mock, &docs[..3], 4);
+    run_ok("index", reference.path());
+    let previous = project(mock, &docs[..2], 4);
+    run_ok("index", previous.path());
+    (reference, previous)
+}
+
 #[test]
 fn unusable_answers_are_retried_or_named_as_failed_and_a_rerun_heals() {
     let mock = MockServer::start(MockConfig::default()).unwrap();
     let docs = documents();
-    let reference = project(&mock, &docs[..3], 4);
-    run_ok("index", reference.path());
-    let previous = project(&mock, &docs[..2], 4);
-    run_ok("index", previous.path());
+    let (reference, previous) = reference_and_previous(&mock, &docs);
 
     for (name, kind) in
         [("malformed", FaultKind::Malformed), ("truncated", FaultKind::Truncated), ("mixed", FaultKind::Mixed)]
@@ -171,10 +178,7 @@ fn unusable_answers_are_retried_or_named_as_failed_and_a_rerun_heals() {
 fn a_failed_interrupted_or_disk_full_index_leaves_the_previous_index_byte_identical() {
     let mock = MockServer::start(MockConfig::default()).unwrap();
     let docs = documents();
-    let reference = project(&mock, &docs[..3], 2);
-    run_ok("index", reference.path());
-    let previous = project(&mock, &docs[..2], 2);
-    run_ok("index", previous.path());
+    let (reference, previous) = reference_and_previous(&mock, &docs);
     let before = index_files(previous.path());
 
     // An error: the server refuses every chat request.
@@ -238,6 +242,31 @@ fn a_failed_interrupted_or_disk_full_index_leaves_the_previous_index_byte_identi
     assert!(index_files(p.path()) == before, "byte-identical after a full disk: {}", text(&o));
     assert_queryable(p.path());
     run_ok("index", p.path());
+    assert_eq!(tables(p.path()), tables(reference.path()));
+}
+
+#[test]
+fn tolerated_failures_are_named_and_asked_again_by_the_next_run() {
+    let mock = MockServer::start(MockConfig::default()).unwrap();
+    let docs = documents();
+    let reference = project(&mock, &docs[..1], 4);
+    run_ok("index", reference.path());
+    let p = project(&mock, &docs[..1], 4);
+    let settings = fs::read_to_string(p.path().join("settings.yaml")).unwrap();
+    fs::write(p.path().join("settings.yaml"), format!("{settings}failures:\n  tolerated_fraction: 1.0\n")).unwrap();
+    mock.set_faults(vec![fault(FaultKind::Malformed, None)]);
+    let o = index(p.path());
+    assert!(o.status.success(), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("failed and were left out") && err.contains("document part0.txt, chunk 1 of"), "{err}");
+    let stats: serde_json::Value =
+        serde_json::from_slice(&fs::read(p.path().join("output/stats.json")).unwrap()).unwrap();
+    assert_eq!(stats["status"], "completed");
+    assert!(!stats["failed_items"].as_array().unwrap().is_empty());
+    let status = read(&p.path().join("output/document_status.parquet"));
+    let errors = status.column_by_name("error").unwrap();
+    assert!(arrow_array::Array::is_valid(errors, 0), "the document's missing chunks are noted");
+    rerun_asks_only_what_was_not_answered(&mock, p.path());
     assert_eq!(tables(p.path()), tables(reference.path()));
 }
 

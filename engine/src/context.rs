@@ -400,6 +400,28 @@ mod tests {
     }
 
     #[test]
+    fn failed_items_fail_the_step_beyond_the_tolerated_fraction() {
+        let files = LocalFiles::new("/nonexistent");
+        let counters = StepCounters::default();
+        let failed = |n: usize| -> Vec<(String, String, anyhow::Error)> {
+            (0..n).map(|i| (format!("u{i}"), format!("text unit u{i}"), anyhow::anyhow!("malformed answer"))).collect()
+        };
+        let ctx = VerbContext::new("extract_graph", &files, &counters).with_tolerated_failures(0.25);
+        ctx.item_failures("text unit", 8, failed(2)).unwrap();
+        assert_eq!(counters.failed.lock().unwrap().len(), 2, "tolerated: kept for stats.json");
+        assert_eq!(counters.counts.lock().unwrap()["text_units_failed"], 2);
+        let err = ctx.item_failures("text unit", 8, failed(3)).unwrap_err();
+        let items = err.downcast_ref::<FailedItems>().expect("the step's error");
+        assert_eq!((items.items.len(), items.total), (3, 8));
+        assert_eq!(items.items[0].step, "extract_graph");
+        let strict = VerbContext::new("extract_graph", &files, &counters);
+        assert!(strict.item_failures("text unit", 1000, failed(1)).is_err(), "none tolerated by default");
+        let mut stopped = failed(1);
+        stopped.push(("u9".into(), "text unit u9".into(), crate::llm::LlmError::Interrupted.into()));
+        assert!(crate::interrupt::caused(&ctx.item_failures("text unit", 8, stopped).unwrap_err()));
+    }
+
+    #[test]
     fn an_input_that_is_a_file_or_missing_says_so() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("input"), "not a folder").unwrap();

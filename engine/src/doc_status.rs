@@ -205,8 +205,9 @@ impl Tracker {
     }
 
     /// The run published `documents`: they are `processed`, documents no
-    /// longer in the input are dropped.
-    pub fn succeeded(&mut self, documents: &RecordBatch) -> anyhow::Result<()> {
+    /// longer in the input are dropped. A document with chunks the run
+    /// tolerated as failed keeps their names as its error.
+    pub fn succeeded(&mut self, documents: &RecordBatch, failed_items: &[FailedItem]) -> anyhow::Result<()> {
         let now = now_rfc3339();
         let seconds = self.started.elapsed().as_secs_f64();
         let mut rows = BTreeMap::new();
@@ -219,7 +220,7 @@ impl Tracker {
             row.status = Status::Processed;
             row.title = title;
             row.text_unit_ids = units;
-            row.error = None;
+            row.error = own_failures(&row.text_unit_ids, failed_items);
             rows.insert(id, row);
         }
         self.rows = rows;
@@ -233,13 +234,8 @@ impl Tracker {
         let now = now_rfc3339();
         let seconds = self.started.elapsed().as_secs_f64();
         for r in self.rows.values_mut().filter(|r| matches!(r.status, Status::Processing | Status::Pending)) {
-            let own: Vec<String> = failed_items
-                .iter()
-                .filter(|f| r.text_unit_ids.contains(&f.id))
-                .map(|f| format!("{}: {}", f.name, f.error))
-                .collect();
             r.status = Status::Failed;
-            r.error = Some(if own.is_empty() { error.to_string() } else { own.join("\n") });
+            r.error = Some(own_failures(&r.text_unit_ids, failed_items).unwrap_or_else(|| error.to_string()));
             r.updated_at = now.clone();
             r.run_seconds = seconds;
         }
@@ -293,7 +289,7 @@ pub fn run_tracked(
             let path = output_dir.join("documents.parquet");
             let documents = if path.exists() { Some(store::read_table(&path)?) } else { None };
             if let Some(documents) = &documents {
-                tracker.succeeded(documents)?;
+                tracker.succeeded(documents, &stats.failed_items)?;
             }
             Ok((stats, documents))
         }
@@ -307,6 +303,13 @@ pub fn run_tracked(
             Err(e)
         }
     }
+}
+
+/// The failed items among a document's chunks, one per line.
+fn own_failures(units: &[String], failed_items: &[FailedItem]) -> Option<String> {
+    let own: Vec<String> =
+        failed_items.iter().filter(|f| units.contains(&f.id)).map(|f| format!("{}: {}", f.name, f.error)).collect();
+    (!own.is_empty()).then(|| own.join("\n"))
 }
 
 /// Status rows for the documents of the index in `output_dir`: `processed`.
@@ -388,7 +391,7 @@ mod tests {
         let mut run = Tracker::start(out).unwrap();
         run.documents_known(&documents(&[("d1", "a.txt", &["u1"]), ("d2", "b.txt", &["u2", "u3"])])).unwrap();
         assert_eq!(statuses(out), [("a.txt".into(), "processing"), ("b.txt".into(), "processing")]);
-        run.succeeded(&documents(&[("d1", "a.txt", &["u1"]), ("d2", "b.txt", &["u2", "u3"])])).unwrap();
+        run.succeeded(&documents(&[("d1", "a.txt", &["u1"]), ("d2", "b.txt", &["u2", "u3"])]), &[]).unwrap();
         let rows = read(out).unwrap();
         assert_eq!(rows["d2"].text_unit_ids, ["u2", "u3"]);
         assert_eq!(rows["d2"].status, Status::Processed);
@@ -405,7 +408,7 @@ mod tests {
         // The next run starts by marking the failed document pending, then succeeds.
         let mut run = Tracker::start(out).unwrap();
         assert_eq!(read(out).unwrap()["d3"].status, Status::Pending);
-        run.succeeded(&documents(&[("d3", "b.txt", &["u4"])])).unwrap();
+        run.succeeded(&documents(&[("d3", "b.txt", &["u4"])]), &[]).unwrap();
         assert_eq!(statuses(out), [("b.txt".into(), "processed")]);
         assert_eq!(read(out).unwrap()["d3"].error, None);
     }
@@ -423,7 +426,7 @@ mod tests {
             name: "document a.txt, chunk 2 of 2".into(),
             error: "malformed answer".into(),
         };
-        run.failed("2 of 3 text units failed", &[item]).unwrap();
+        run.failed("2 of 3 text units failed", std::slice::from_ref(&item)).unwrap();
         let rows = read(out).unwrap();
         assert_eq!(rows["d1"].error.as_deref(), Some("document a.txt, chunk 2 of 2: malformed answer"));
         assert_eq!(rows["d2"].error.as_deref(), Some("2 of 3 text units failed"));
@@ -434,6 +437,14 @@ mod tests {
         let rows = read(out).unwrap();
         assert!(rows.values().all(|r| r.status == Status::Pending), "{rows:?}");
         assert_eq!(rows["d1"].error.as_deref(), Some("interrupted — rerun to resume"));
+
+        // Tolerated: processed, the missing chunk noted.
+        let mut run = Tracker::start(out).unwrap();
+        run.succeeded(&docs, &[item]).unwrap();
+        let rows = read(out).unwrap();
+        assert_eq!(rows["d1"].status, Status::Processed);
+        assert_eq!(rows["d1"].error.as_deref(), Some("document a.txt, chunk 2 of 2: malformed answer"));
+        assert_eq!(rows["d2"].error, None);
     }
 
     #[test]
@@ -445,7 +456,7 @@ mod tests {
         std::fs::write(out.join(FILE), b"PAR1 not really parquet").unwrap();
         let mut run = Tracker::start(out).unwrap();
         assert_eq!(statuses(out), [("a.txt".into(), "processed")]);
-        run.succeeded(&docs).unwrap();
+        run.succeeded(&docs, &[]).unwrap();
         assert_eq!(statuses(out), [("a.txt".into(), "processed")]);
     }
 

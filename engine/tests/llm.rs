@@ -49,6 +49,11 @@ fn model(cfg: &ModelConfig, cache: Option<&Path>) -> Arc<ChatModel> {
     Arc::new(ChatModel::new("default_completion_model", cfg, cache.map(|d| Arc::new(ResponseCache::new(d)))).unwrap())
 }
 
+/// Asks question `i` of a model without cache, for a plain-text answer.
+fn ask_text(cfg: &ModelConfig, i: usize, usage: &UsageCounters) -> Result<String, LlmError> {
+    runtime().block_on(model(cfg, None).chat(&ask(i), false, usage, &answer::text())).map(|a| a.completion.content)
+}
+
 /// Sends `n` distinct chat requests concurrently.
 fn chat_many(model: &Arc<ChatModel>, n: usize, usage: &UsageCounters) -> Vec<Result<String, LlmError>> {
     let rt = runtime();
@@ -205,13 +210,11 @@ fn answer_size_is_capped() {
     // Over the answer limit: unusable, asked again.
     let mock = server(0, vec![fault(FaultKind::Huge { bytes: answer::MAX_ANSWER_BYTES + 10 }, 1)]);
     let usage = UsageCounters::default();
-    runtime().block_on(model(&config(&mock), None).chat(&ask(1), false, &usage, &answer::text())).unwrap();
+    ask_text(&config(&mock), 1, &usage).unwrap();
     assert_eq!(usage.total().oversized_answers, 1);
     // A body of megabytes is not read to the end, nor asked again.
     let mock = server(0, vec![fault(FaultKind::Huge { bytes: 5 << 20 }, 1)]);
-    let err = runtime()
-        .block_on(model(&config(&mock), None).chat(&ask(1), false, &UsageCounters::default(), &answer::text()))
-        .unwrap_err();
+    let err = ask_text(&config(&mock), 1, &UsageCounters::default()).unwrap_err();
     assert!(err.to_string().contains("larger than 4 MB"), "{err}");
     assert_eq!(mock.stats().chat_requests, 1);
 }
@@ -223,7 +226,7 @@ fn a_429_with_retry_after_600_waits_at_most_max_retry_wait() {
     let cfg = ModelConfig { max_retry_wait: 2.0, ..config(&mock) };
     let usage = UsageCounters::default();
     let started = std::time::Instant::now();
-    runtime().block_on(model(&cfg, None).chat(&ask(1), false, &usage, &answer::text())).unwrap();
+    ask_text(&cfg, 1, &usage).unwrap();
     assert_eq!(usage.total().retry_wait_ms, 2000);
     assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
 }
@@ -234,12 +237,12 @@ fn tls_errors_and_bad_requests_fail_at_once() {
     let mock = server(0, vec![]);
     let cfg = ModelConfig { api_base: Some(mock.base_url().replace("http://", "https://")), ..config(&mock) };
     let usage = UsageCounters::default();
-    let err = runtime().block_on(model(&cfg, None).chat(&ask(1), false, &usage, &answer::text())).unwrap_err();
+    let err = ask_text(&cfg, 1, &usage).unwrap_err();
     assert!(matches!(err, LlmError::Rejected { .. }), "{err}");
     assert_eq!(usage.total().retries, 0, "{err}");
     // A 404 (a wrong path) is not retried either.
     let cfg = ModelConfig { api_base: Some(format!("{}/nowhere", mock.base_url())), ..config(&mock) };
-    let err = runtime().block_on(model(&cfg, None).chat(&ask(1), false, &usage, &answer::text())).unwrap_err();
+    let err = ask_text(&cfg, 1, &usage).unwrap_err();
     assert!(matches!(err, LlmError::Rejected { status: 404, .. }), "{err}");
     assert_eq!(mock.stats().chat_requests, 0);
 }

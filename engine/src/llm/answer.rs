@@ -70,11 +70,19 @@ impl<T, F: Fn(&str) -> Result<T, String>> AnswerCheck<F> {
 
     /// The answer's value, if it is complete, of a sane size and parses.
     pub fn check(&self, completion: &Completion) -> Result<T, Invalid> {
-        if completion.finish_reason.as_deref() == Some("length") {
-            return Err(Invalid {
-                kind: InvalidKind::Truncated,
-                reason: "cut off at the token limit (finish_reason: length)".into(),
-            });
+        match completion.finish_reason.as_deref() {
+            Some("length") => {
+                return Err(Invalid {
+                    kind: InvalidKind::Truncated,
+                    reason: "cut off at the token limit (finish_reason: length)".into(),
+                })
+            }
+            Some("content_filter") => {
+                return Err(Invalid::malformed(
+                    "withheld by the server's content filter (finish_reason: content_filter)",
+                ))
+            }
+            _ => {}
         }
         if completion.content.len() > MAX_ANSWER_BYTES {
             return Err(Invalid {
@@ -156,6 +164,8 @@ mod tests {
         assert!(text().check(&done("A fine answer.")).is_ok());
         // A server that does not say why it stopped is taken at its word.
         assert!(text().check(&Completion { finish_reason: None, ..done("ok") }).is_ok());
+        let filtered = Completion { finish_reason: Some("content_filter".into()), ..done("A fine") };
+        assert_eq!(text().check(&filtered).unwrap_err().kind, InvalidKind::Malformed);
     }
 
     #[test]

@@ -61,6 +61,26 @@ pub enum Lookup<S, T, E> {
     Corrupt,
 }
 
+impl<S, T, E: std::fmt::Display> Lookup<S, T, E> {
+    /// The hit, counting for `model` an entry that had to be asked again.
+    pub fn hit(self, usage: &super::UsageCounters, model: &str) -> Option<Checked<S, T>> {
+        match self {
+            Lookup::Hit(hit) => Some(hit),
+            Lookup::Rejected(e) => {
+                // Written before answers were checked, or by a looser check.
+                tracing::debug!("model {model}: a cached answer is unusable ({e}); asking again");
+                usage.record_cache_rejected(model);
+                None
+            }
+            Lookup::Corrupt => {
+                usage.record_cache_corrupt(model);
+                None
+            }
+            Lookup::Miss => None,
+        }
+    }
+}
+
 pub struct ResponseCache {
     dir: PathBuf,
     corrupt: AtomicU64,

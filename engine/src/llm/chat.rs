@@ -89,12 +89,21 @@ impl ChatModel {
     where
         F: Fn(&str) -> Result<T, String>,
     {
-        let result = self.ask(messages, json, usage, check).await;
+        let body = self.request_body(messages, json, self.config.max_tokens);
+        let key = self.cache_key(&body);
+        if let Some(hit) = self.cached(&key, usage, check) {
+            return Ok(hit);
+        }
+        let result = self.ask(&key, body, messages, json, usage, check).await;
         self.policy.settle(result)
     }
 
+    /// Sends request `body` (cached under `key`) until its answer is usable
+    /// or the attempts are spent.
     async fn ask<T, F>(
         &self,
+        key: &str,
+        body: Value,
         messages: &[Message],
         json: bool,
         usage: &UsageCounters,
@@ -103,16 +112,11 @@ impl ChatModel {
     where
         F: Fn(&str) -> Result<T, String>,
     {
-        let body = self.request_body(messages, json, self.config.max_tokens);
-        let key = self.cache_key(&body);
-        if let Some(hit) = self.cached(&key, usage, check) {
-            return Ok(hit);
-        }
         let tokens = count_prompt_tokens(messages);
         let mut request = body;
         let mut attempt = 1;
         loop {
-            let keep = |completion: Completion| self.keep(&key, completion, usage, check);
+            let keep = |completion: Completion| self.keep(key, completion, usage, check);
             let (invalid, completion) =
                 match self.policy.send(usage, tokens, || self.transport.chat(&request), keep).await? {
                     Ok(answer) => return Ok(answer),
@@ -121,7 +125,7 @@ impl ChatModel {
             usage.record_invalid(&self.id, invalid.kind);
             if attempt > ANSWER_RETRIES {
                 usage.record_answer_failure(&self.id);
-                tracing::warn!("model {}: {invalid} (after {attempt} attempts)", self.id);
+                tracing::info!("model {}: {invalid} (after {attempt} attempts)", self.id);
                 return Err(LlmError::InvalidAnswer {
                     model: self.id.clone(),
                     kind: invalid.kind.as_str(),
@@ -171,24 +175,10 @@ impl ChatModel {
     where
         F: Fn(&str) -> Result<T, String>,
     {
-        match self.cache.as_ref()?.get(key, |c: &Completion| check.check(c)) {
-            Lookup::Hit(hit) => {
-                usage.record_cache_hit(&self.id);
-                let (completion, value) = hit.into_parts();
-                Some(Answer { completion, value })
-            }
-            Lookup::Rejected(invalid) => {
-                // Written before answers were checked, or by a looser check.
-                tracing::debug!("model {}: cached {invalid}; asking again", self.id);
-                usage.record_cache_rejected(&self.id);
-                None
-            }
-            Lookup::Corrupt => {
-                usage.record_cache_corrupt(&self.id);
-                None
-            }
-            Lookup::Miss => None,
-        }
+        let hit = self.cache.as_ref()?.get(key, |c: &Completion| check.check(c)).hit(usage, &self.id)?;
+        usage.record_cache_hit(&self.id);
+        let (completion, value) = hit.into_parts();
+        Some(Answer { completion, value })
     }
 
     /// Counts an answer, checks it and caches it if usable; runs while its
@@ -222,16 +212,6 @@ impl ChatModel {
         usage: &UsageCounters,
         on_delta: &mut (dyn FnMut(&str) + Send),
     ) -> Result<Completion, LlmError> {
-        let result = self.stream(messages, usage, on_delta).await;
-        self.policy.settle(result)
-    }
-
-    async fn stream(
-        &self,
-        messages: &[Message],
-        usage: &UsageCounters,
-        on_delta: &mut (dyn FnMut(&str) + Send),
-    ) -> Result<Completion, LlmError> {
         let check = answer::text();
         let body = self.request_body(messages, false, self.config.max_tokens);
         let key = self.cache_key(&body);
@@ -239,7 +219,21 @@ impl ChatModel {
             on_delta(&hit.completion.content);
             return Ok(hit.completion);
         }
-        let mut stream_body = body.clone();
+        let result = self.stream(&key, body, messages, usage, on_delta).await;
+        self.policy.settle(result)
+    }
+
+    /// Streams request `body` (cached under `key`), retrying until the first piece.
+    async fn stream(
+        &self,
+        key: &str,
+        body: Value,
+        messages: &[Message],
+        usage: &UsageCounters,
+        on_delta: &mut (dyn FnMut(&str) + Send),
+    ) -> Result<Completion, LlmError> {
+        let check = answer::text();
+        let mut stream_body = body;
         stream_body["stream"] = true.into();
         stream_body["stream_options"] = serde_json::json!({"include_usage": true});
         let tokens = count_prompt_tokens(messages);
@@ -258,7 +252,7 @@ impl ChatModel {
                     if completion.completion_tokens == 0 {
                         completion.completion_tokens = Encoding::O200kBase.count(&completion.content) as u64;
                     }
-                    match self.keep(&key, completion, usage, &check) {
+                    match self.keep(key, completion, usage, &check) {
                         Ok(answer) => answer.completion,
                         Err((invalid, completion)) => {
                             usage.record_invalid(&self.id, invalid.kind);

@@ -8,7 +8,7 @@ use std::sync::{Arc, OnceLock};
 use futures_util::stream::{self, StreamExt};
 use graphrag_local_embed::LocalEmbedder;
 
-use super::cache::{Checked, Lookup, ResponseCache};
+use super::cache::{Checked, ResponseCache};
 use super::http::Transport;
 use super::retry::Policy;
 use super::{LlmError, UsageCounters};
@@ -131,18 +131,8 @@ impl EmbeddingModel {
 
     /// A usable cached vector for `key`.
     fn cached(&self, key: &str, usage: &UsageCounters) -> Option<Vec<f32>> {
-        match self.cache.as_ref()?.get(key, |v: &Vec<f32>| usable_vector(v, None)) {
-            Lookup::Hit(hit) => Some(hit.into_parts().0),
-            Lookup::Rejected(_) => {
-                usage.record_cache_rejected(&self.id);
-                None
-            }
-            Lookup::Corrupt => {
-                usage.record_cache_corrupt(&self.id);
-                None
-            }
-            Lookup::Miss => None,
-        }
+        let hit = self.cache.as_ref()?.get(key, |v: &Vec<f32>| usable_vector(v, None)).hit(usage, &self.id)?;
+        Some(hit.into_parts().0)
     }
 
     /// Checks a batch of vectors (one dimension, finite numbers) and caches

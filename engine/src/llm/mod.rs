@@ -1,6 +1,7 @@
 //! The LLM and embedding layer: every model call of the index and the query
-//! engine goes through here. It owns concurrency and rate limits, retries,
-//! the response cache, JSON repair and token accounting.
+//! engine goes through here. It owns concurrency and rate limits, retries
+//! and their bounds, the checks every answer must pass before it is used or
+//! cached, the response cache, JSON repair and token accounting.
 
 pub mod answer;
 mod cache;
@@ -68,14 +69,6 @@ pub enum LlmError {
     Interrupted,
     #[error("{0}")]
     Config(String),
-}
-
-impl LlmError {
-    /// A failure that retrying later in the same run would not fix (what the
-    /// circuit breaker counts).
-    pub fn is_permanent(&self) -> bool {
-        matches!(self, LlmError::Rejected { .. } | LlmError::Exhausted { .. } | LlmError::InvalidAnswer { .. })
-    }
 }
 
 /// Prompt tokens of a message list as OpenAI counts them (content plus a

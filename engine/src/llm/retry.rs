@@ -93,59 +93,40 @@ impl Policy {
         elapsed: Duration,
         failure: Failure,
     ) -> Result<Duration, LlmError> {
-        self.next_attempt(usage, attempt, elapsed, failure).inspect_err(|e| self.breaker.failed(&self.id, e))
-    }
-
-    fn next_attempt(
-        &self,
-        usage: &UsageCounters,
-        attempt: u32,
-        elapsed: Duration,
-        failure: Failure,
-    ) -> Result<Duration, LlmError> {
         let (id, config) = (&self.id, &self.config);
         let max_attempts = config.max_retries + 1;
-        if !failure.retryable {
-            usage.record_failure(id);
-            return Err(LlmError::Rejected {
-                model: id.clone(),
-                status: failure.status.unwrap_or(0),
-                message: failure.message,
-            });
-        }
-        if attempt >= max_attempts {
-            usage.record_failure(id);
-            return Err(LlmError::Exhausted { model: id.clone(), attempts: attempt, last: failure.message });
-        }
         let wait = backoff(config, attempt, failure.retry_after);
-        let budget = Duration::from_secs_f64(config.max_retry_time);
-        if elapsed + wait > budget {
-            usage.record_failure(id);
-            return Err(LlmError::Exhausted {
-                model: id.clone(),
-                attempts: attempt,
-                last: format!(
-                    "{} (retrying stopped after {:.0} s: max_retry_time is {} s)",
-                    failure.message,
-                    elapsed.as_secs_f64(),
-                    config.max_retry_time
-                ),
-            });
-        }
-        usage.record_retry(id, wait);
-        let message = format!(
-            "model {id}: attempt {attempt}/{max_attempts} failed ({}); retrying in {:.1} s",
-            failure.message,
-            wait.as_secs_f64()
-        );
-        // Visible by default, and long waits even with -q: a server that is
-        // down or throttling should not look like a hang.
-        if wait >= VISIBLE_WAIT {
-            tracing::warn!("{message}");
+        let error = if !failure.retryable {
+            LlmError::Rejected { model: id.clone(), status: failure.status.unwrap_or(0), message: failure.message }
+        } else if attempt >= max_attempts {
+            LlmError::Exhausted { model: id.clone(), attempts: attempt, last: failure.message }
+        } else if elapsed + wait > Duration::from_secs_f64(config.max_retry_time) {
+            let last = format!(
+                "{} (retrying stopped after {:.0} s: max_retry_time is {} s)",
+                failure.message,
+                elapsed.as_secs_f64(),
+                config.max_retry_time
+            );
+            LlmError::Exhausted { model: id.clone(), attempts: attempt, last }
         } else {
-            tracing::info!("{message}");
-        }
-        Ok(wait)
+            usage.record_retry(id, wait);
+            let message = format!(
+                "model {id}: attempt {attempt}/{max_attempts} failed ({}); retrying in {:.1} s",
+                failure.message,
+                wait.as_secs_f64()
+            );
+            // Visible by default, and long waits even with -q: a server that is
+            // down or throttling should not look like a hang.
+            if wait >= VISIBLE_WAIT {
+                tracing::warn!("{message}");
+            } else {
+                tracing::info!("{message}");
+            }
+            return Ok(wait);
+        };
+        usage.record_failure(id);
+        self.breaker.failed(id, &error);
+        Err(error)
     }
 
     /// Counts the outcome of one model call for the circuit breaker: a
