@@ -239,6 +239,44 @@ mod tests {
         assert_eq!((u.retries, u.retry_wait_ms, u.failures), (1, 2000, 1));
     }
 
+    /// What a console at `-q` (warnings and errors) shows.
+    #[derive(Clone, Default)]
+    struct Quiet(std::sync::Arc<Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Quiet {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn long_waits_show_even_when_quiet() {
+        let policy = Policy::new("m", &ModelConfig { max_retry_wait: 60.0, ..ModelConfig::default() });
+        let quiet = Quiet::default();
+        let console = tracing_subscriber::fmt()
+            .with_writer({
+                let q = quiet.clone();
+                move || q.clone()
+            })
+            .with_max_level(tracing::Level::WARN)
+            .with_ansi(false)
+            .finish();
+        tracing::subscriber::with_default(console, || {
+            let usage = UsageCounters::default();
+            for secs in [10, 1] {
+                let wait = policy.after_failure(&usage, 1, Duration::ZERO, failure(Some(Duration::from_secs(secs))));
+                assert_eq!(wait.unwrap(), Duration::from_secs(secs));
+            }
+        });
+        let shown = String::from_utf8(quiet.0.lock().unwrap().clone()).unwrap();
+        assert!(shown.contains("retrying in 10.0 s"), "{shown}");
+        assert!(!shown.contains("retrying in 1.0 s"), "{shown}");
+    }
+
     #[test]
     fn not_retryable_failures_end_at_once() {
         let policy = Policy::new("m", &ModelConfig::default());
