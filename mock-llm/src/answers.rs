@@ -44,6 +44,8 @@ pub struct ClassRule {
 
 /// The classification table. Update the phrases here when prompts/*.txt change.
 pub const CLASSIFICATION: &[ClassRule] = &[
+    // graphrag-rs's start-up check of a model endpoint (engine/src/llm/preflight.rs).
+    ClassRule { class: "connection_check", scope: Scope::LastUser, phrases: &["graphrag-rs connection check"] },
     ClassRule {
         class: "extract_graph_loop",
         scope: Scope::LastUser,
@@ -197,6 +199,7 @@ pub fn answer(messages: &[Message], response_format: Option<&Value>) -> ChatAnsw
         _ => "",
     };
     let content = match class {
+        "connection_check" => "OK".to_string(),
         "extract_graph" => extract_graph(prompt),
         "extract_graph_continue" => extract_graph_glean(messages),
         "extract_graph_loop" => gleaning_loop(messages, class),
