@@ -150,6 +150,19 @@ fn a_rejected_key_and_a_bad_embedding_endpoint_are_named() {
 }
 
 #[test]
+fn graphrag_inits_placeholder_key_is_named() {
+    let mock = MockServer::start(MockConfig::default()).unwrap();
+    let dir = project(&mock.base_url(), "");
+    let settings = fs::read_to_string(dir.path().join("settings.yaml")).unwrap();
+    fs::write(dir.path().join("settings.yaml"), settings.replace("sk-first-hour-42", "${GRAPHRAG_API_KEY}")).unwrap();
+    fs::write(dir.path().join(".env"), "GRAPHRAG_API_KEY=<API_KEY>\n").unwrap();
+    let err = fails_at_once(dir.path(), &["index"]);
+    assert!(err.contains("settings.yaml:4: `completion_models.default_completion_model.api_key`"), "{err}");
+    assert!(err.contains("placeholder"), "{err}");
+    assert_eq!(mock.stats().requests, 0, "nothing is sent with the placeholder");
+}
+
+#[test]
 fn skip_validation_skips_the_check() {
     let mock = MockServer::start(MockConfig::default()).unwrap();
     let dir = project(&mock.base_url(), "    max_retries: 0\n");

@@ -1225,6 +1225,37 @@ mod tests {
         assert_eq!(classify(&[Message::new("user", "hello")]), OTHER);
     }
 
+    /// Microsoft GraphRAG 3.3's own prompt files, as `graphrag init` writes
+    /// them (tests/fixtures), are classified too: a GraphRAG project runs
+    /// against the mock as it is.
+    #[test]
+    fn graphrag_prompt_files_are_classified() {
+        let dir = format!("{}/../tests/fixtures/graphrag-3.3.0-init/prompts", env!("CARGO_MANIFEST_DIR"));
+        let cases = [
+            ("extract_graph", "extract_graph"),
+            ("extract_claims", "extract_claims"),
+            ("summarize_descriptions", "summarize_descriptions"),
+            ("community_report_graph", "community_report_graph"),
+            ("community_report_text", "community_report_text"),
+            ("global_search_map_system_prompt", "global_map"),
+            ("global_search_reduce_system_prompt", "global_reduce"),
+            ("local_search_system_prompt", "local_search"),
+            ("basic_search_system_prompt", "basic_search"),
+            ("drift_search_system_prompt", "drift_search"),
+            ("drift_reduce_prompt", "drift_reduce"),
+            ("question_gen_system_prompt", "question_gen"),
+        ];
+        for (file, class) in cases {
+            let p = std::fs::read_to_string(format!("{dir}/{file}.txt")).unwrap();
+            let msgs = [Message::new("system", &p), Message::new("user", "What happened?")];
+            assert_eq!(classify(&msgs), class, "GraphRAG's {file}.txt");
+        }
+        assert_eq!(
+            classify(&[Message::new("user", "graphrag-rs connection check: reply with OK.")]),
+            "connection_check"
+        );
+    }
+
     const CHUNK: &str = "The Halvard Port Authority said on Monday that its director, Ines Okafor, will lead the expansion of the northern terminal in Brennick. The work is funded by the Coastal Development Bank. Okafor met Tomas Reyes in Brennick.";
 
     fn extraction_prompt(td: &str) -> String {

@@ -28,6 +28,9 @@ pub const TIMEOUT: Duration = Duration::from_secs(4);
 /// The check's chat message and embedding input (the mock server knows it).
 pub const MESSAGE: &str = "graphrag-rs connection check: reply with OK.";
 
+/// The API key `graphrag init` writes into .env for the user to replace.
+const INIT_PLACEHOLDER: &str = "<API_KEY>";
+
 /// Which kind of model a settings entry is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ModelKind {
@@ -77,6 +80,12 @@ pub fn check(loaded: &LoadedSettings, targets: &[(ModelKind, String)]) -> Result
             continue;
         }
         let path = format!("{}.{id}", kind.section());
+        if config.api_key.expose().trim() == INIT_PLACEHOLDER {
+            return Err(loaded.error_at(
+                &format!("{path}.api_key"),
+                format!("the API key is `{INIT_PLACEHOLDER}`, the placeholder `graphrag init` writes into .env: set GRAPHRAG_API_KEY there to your key (`--skip-validation` skips this check)"),
+            ));
+        }
         let short = ModelConfig { request_timeout: TIMEOUT.as_secs_f64(), ..config.clone() };
         let transport = Transport::new(id, &short).map_err(|e| loaded.error_at(&path, format!("{e}")))?;
         probes.push((path, *kind, config, transport, body(*kind, config)));
