@@ -34,23 +34,26 @@ const REMOTE_VECTORS: &str = "keys of azure_ai_search / cosmosdb vector stores";
 /// The ignored keys present in `s` (lines are found later, from the text).
 pub(super) fn ignored_keys(s: &Settings) -> Vec<IgnoredKey> {
     let mut out = Vec::new();
-    let mut note = |present: bool, path: String, reason: &'static str| {
-        if present {
+    // The keys among `keys` (name, present) that are present, under `prefix`.
+    let mut note = |prefix: &str, keys: &[(&str, bool)], reason: &'static str| {
+        for (key, _) in keys.iter().filter(|(_, present)| *present) {
+            let path = if key.is_empty() { prefix.to_string() } else { format!("{prefix}.{key}") };
             out.push(IgnoredKey { path, line: None, reason });
         }
     };
     for (kind, models) in [("completion_models", &s.completion_models), ("embedding_models", &s.embedding_models)] {
         for (id, m) in models {
-            note(m.metrics.is_some(), format!("{kind}.{id}.metrics"), METRICS);
-            note(m.mock_responses.is_some(), format!("{kind}.{id}.mock_responses"), MOCK);
+            let prefix = format!("{kind}.{id}");
+            note(&prefix, &[("metrics", m.metrics.is_some())], METRICS);
+            note(&prefix, &[("mock_responses", m.mock_responses.is_some())], MOCK);
         }
     }
-    note(s.async_mode.is_some(), "async_mode".into(), ASYNC);
+    note("async_mode", &[("", s.async_mode.is_some())], ASYNC);
     let nlp = &s.extract_graph_nlp;
-    note(nlp.async_mode.is_some(), "extract_graph_nlp.async_mode".into(), ASYNC);
-    note(nlp.concurrent_requests.is_some(), "extract_graph_nlp.concurrent_requests".into(), NLP_THREADS);
+    note("extract_graph_nlp", &[("async_mode", nlp.async_mode.is_some())], ASYNC);
+    note("extract_graph_nlp", &[("concurrent_requests", nlp.concurrent_requests.is_some())], NLP_THREADS);
     let ta = &nlp.text_analyzer;
-    for (key, present) in [
+    let spacy = [
         ("model_name", ta.model_name.is_some()),
         ("word_delimiter", ta.word_delimiter.is_some()),
         ("include_named_entities", ta.include_named_entities.is_some()),
@@ -59,43 +62,46 @@ pub(super) fn ignored_keys(s: &Settings) -> Vec<IgnoredKey> {
         ("exclude_pos_tags", ta.exclude_pos_tags.is_some()),
         ("noun_phrase_tags", ta.noun_phrase_tags.is_some()),
         ("noun_phrase_grammars", ta.noun_phrase_grammars.is_some()),
-    ] {
-        note(present, format!("extract_graph_nlp.text_analyzer.{key}"), SPACY);
+    ];
+    note("extract_graph_nlp.text_analyzer", &spacy, SPACY);
+    let storages = [
+        Some(("input_storage", &s.input_storage)),
+        Some(("output_storage", &s.output_storage)),
+        Some(("reporting", &s.reporting)),
+        s.cache.storage.as_ref().map(|st| ("cache.storage", st)),
+    ];
+    for (prefix, st) in storages.into_iter().flatten() {
+        note(prefix, &remote_storage_keys(st), REMOTE_STORAGE);
     }
-    let mut storage = |path: &str, st: &StorageConfig| {
-        for (key, present) in [
-            ("connection_string", st.connection_string.is_some()),
-            ("container_name", st.container_name.is_some()),
-            ("account_url", st.account_url.is_some()),
-            ("storage_account_blob_url", st.storage_account_blob_url.is_some()),
-            ("database_name", st.database_name.is_some()),
-        ] {
-            note(present, format!("{path}.{key}"), REMOTE_STORAGE);
-        }
-    };
-    storage("input_storage", &s.input_storage);
-    storage("output_storage", &s.output_storage);
-    storage("reporting", &s.reporting);
-    if let Some(st) = &s.cache.storage {
-        storage("cache.storage", st);
-    }
-    note(s.update_output_storage.is_some(), "update_output_storage".into(), UPDATE_OUTPUT);
+    note("update_output_storage", &[("", s.update_output_storage.is_some())], UPDATE_OUTPUT);
     let tp = &s.table_provider;
-    note(tp.batch_size.is_some(), "table_provider.batch_size".into(), TABLE_PROVIDER);
-    note(tp.container_name.is_some(), "table_provider.container_name".into(), TABLE_PROVIDER);
-    note(tp.legacy_container.is_some(), "table_provider.legacy_container".into(), TABLE_PROVIDER);
-    note(s.cache.database_name.is_some(), "cache.database_name".into(), SQLITE);
+    let cosmos_tables = [
+        ("batch_size", tp.batch_size.is_some()),
+        ("container_name", tp.container_name.is_some()),
+        ("legacy_container", tp.legacy_container.is_some()),
+    ];
+    note("table_provider", &cosmos_tables, TABLE_PROVIDER);
+    note("cache", &[("database_name", s.cache.database_name.is_some())], SQLITE);
     let vs = &s.vector_store;
-    for (key, present) in [
+    let remote_vectors = [
         ("url", vs.url.is_some()),
         ("api_key", vs.api_key.is_some()),
         ("audience", vs.audience.is_some()),
         ("connection_string", vs.connection_string.is_some()),
         ("database_name", vs.database_name.is_some()),
-    ] {
-        note(present, format!("vector_store.{key}"), REMOTE_VECTORS);
-    }
+    ];
+    note("vector_store", &remote_vectors, REMOTE_VECTORS);
     out
+}
+
+fn remote_storage_keys(st: &StorageConfig) -> [(&'static str, bool); 5] {
+    [
+        ("connection_string", st.connection_string.is_some()),
+        ("container_name", st.container_name.is_some()),
+        ("account_url", st.account_url.is_some()),
+        ("storage_account_blob_url", st.storage_account_blob_url.is_some()),
+        ("database_name", st.database_name.is_some()),
+    ]
 }
 
 /// One warning listing every ignored key with its line, grouped by reason.
