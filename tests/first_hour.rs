@@ -163,7 +163,7 @@ fn graphrag_inits_placeholder_key_is_named() {
 }
 
 #[test]
-fn skip_validation_skips_the_check() {
+fn skip_validation_skips_the_check_and_no_cache_the_cache() {
     let mock = MockServer::start(MockConfig::default()).unwrap();
     let dir = project(&mock.base_url(), "    max_retries: 0\n");
     let root = dir.path().to_str().unwrap();
@@ -177,4 +177,19 @@ fn skip_validation_skips_the_check() {
     let o = graphrag(&["-q", "index", "-r", root, "--dry-run"]);
     assert!(o.status.success(), "{}", text(&o));
     assert_eq!(mock.stats().requests, 0, "a dry run sends nothing");
+
+    // --no-cache: every answer asked again, the cache neither read nor written.
+    let cached = count_files(&dir.path().join("cache"));
+    let o = graphrag(&["-q", "index", "-r", root, "--no-cache", "--skip-validation"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(mock.stats().chat_requests > 1, "{:?}", mock.stats());
+    assert_eq!(count_files(&dir.path().join("cache")), cached);
+}
+
+fn count_files(dir: &Path) -> usize {
+    fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| if e.path().is_dir() { count_files(&e.path()) } else { 1 })
+        .sum()
 }

@@ -50,7 +50,7 @@ fn project(mock: &MockServer) -> tempfile::TempDir {
     fs::write(dir.path().join("input/carol.txt"), sample_text()).unwrap();
     fs::write(dir.path().join(".env"), "GRAPHRAG_API_KEY=sk-test-secret-777\n").unwrap();
     let settings = format!(
-        "completion_models:\n  default_completion_model:\n    model: mock-gpt\n    api_base: {}\n    api_key: ${{GRAPHRAG_API_KEY}}\n    retry_base_delay: 0.001\n    max_retry_wait: 0.05\nchunking:\n  size: 300\n  overlap: 30\nextract_claims:\n  enabled: true\nsnapshots:\n  graphml: true\n",
+        "completion_models:\n  default_completion_model:\n    model: mock-gpt\n    api_base: {}\n    api_key: ${{GRAPHRAG_API_KEY}}\n    retry_base_delay: 0.001\n    max_retry_wait: 0.05\nchunking:\n  size: 300\n  overlap: 30\nextract_claims:\n  enabled: true\nsnapshots:\n  graphml: true\n  raw_graph: true\n",
         mock.base_url()
     );
     fs::write(dir.path().join("settings.yaml"), settings).unwrap();
@@ -157,6 +157,10 @@ fn standard_pipeline_builds_the_graph_and_reruns_from_cache() {
     let covariates = read(&out.join("covariates.parquet"));
     assert_eq!(columns(&covariates).len(), 12);
     assert!(out.join("graph.graphml").exists());
+    // snapshots.raw_graph: the merged graph before summaries, as GraphRAG's raw_entities / raw_relationships.
+    let raw = read(&out.join("raw_entities.parquet"));
+    assert_eq!(raw.num_rows(), entities.num_rows());
+    assert!(read(&out.join("raw_relationships.parquet")).num_rows() > 0);
 
     // Referential integrity: endpoints are entities, every id list resolves.
     let ids_of = |t: &RecordBatch, name: &str| -> std::collections::HashSet<String> {

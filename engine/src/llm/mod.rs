@@ -361,6 +361,20 @@ mod tests {
     }
 
     #[test]
+    fn call_args_go_into_every_request_and_win() {
+        let mut call_args = serde_json::Map::new();
+        call_args.insert("seed".into(), 42.into());
+        call_args.insert("temperature".into(), 0.7.into());
+        call_args.insert("organization".into(), "org-1".into());
+        let cfg = ModelConfig { call_args, ..ModelConfig::default() };
+        let model = ChatModel::new("m", &cfg, None).unwrap();
+        let body = model.request_body(&[Message::user("hi")], true);
+        assert_eq!((body["seed"].clone(), body["temperature"].clone()), (42.into(), 0.7.into()));
+        assert!(body.get("organization").is_none(), "a header, not a body key");
+        assert_ne!(model.fingerprint(), ChatModel::new("m", &ModelConfig::default(), None).unwrap().fingerprint());
+    }
+
+    #[test]
     fn prompt_tokens_include_overhead() {
         let n = count_prompt_tokens(&[Message::system("hello world"), Message::user("hi")]);
         assert_eq!(n, 2 + 4 + 1 + 4 + 3);
