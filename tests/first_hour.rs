@@ -187,9 +187,5 @@ fn skip_validation_skips_the_check_and_no_cache_the_cache() {
 }
 
 fn count_files(dir: &Path) -> usize {
-    fs::read_dir(dir)
-        .unwrap()
-        .flatten()
-        .map(|e| if e.path().is_dir() { count_files(&e.path()) } else { 1 })
-        .sum()
+    fs::read_dir(dir).unwrap().flatten().map(|e| if e.path().is_dir() { count_files(&e.path()) } else { 1 }).sum()
 }
