@@ -31,6 +31,9 @@ fn claim_records(text: &str, d: &Delimiters) -> (usize, usize) {
 pub struct ExtractClaims {
     pub enabled: bool,
     pub model_id: String,
+    /// The cache partition of this step's answers (cache/<name>/), as
+    /// GraphRAG's `model_instance_name`; none: the cache root.
+    pub model_instance_name: Option<String>,
     pub prompt: String,
     pub continue_prompt: String,
     pub loop_prompt: String,
@@ -46,6 +49,7 @@ impl Default for ExtractClaims {
         ExtractClaims {
             enabled: s.enabled,
             model_id: s.completion_model_id,
+            model_instance_name: None,
             prompt: s.prompt,
             continue_prompt: "prompts/extract_claims_continue.txt".into(),
             loop_prompt: "prompts/extract_claims_loop.txt".into(),
@@ -109,7 +113,7 @@ impl Verb for ExtractClaims {
         if !self.enabled {
             return Ok(None);
         }
-        let model = ctx.llm()?.chat_model(&self.model_id)?;
+        let model = ctx.llm()?.chat_model_for(&self.model_id, self.model_instance_name.as_deref())?;
         let prompts = [ctx.prompt(&self.prompt)?, ctx.prompt(&self.continue_prompt)?, ctx.prompt(&self.loop_prompt)?];
         Ok(Some(fingerprint(&model.fingerprint(), &prompts.iter().collect::<Vec<_>>())))
     }
@@ -118,7 +122,7 @@ impl Verb for ExtractClaims {
         if !self.enabled {
             return Ok(None);
         }
-        let model = ctx.llm()?.chat_model(&self.model_id)?;
+        let model = ctx.llm()?.chat_model_for(&self.model_id, self.model_instance_name.as_deref())?;
         let (prompt, cont, check) =
             (ctx.prompt(&self.prompt)?, ctx.prompt(&self.continue_prompt)?, ctx.prompt(&self.loop_prompt)?);
         let d = Delimiters::default();
@@ -143,7 +147,7 @@ impl Verb for ExtractClaims {
             return Ok(vec![covariates_table(&[])?]);
         }
         let llm = ctx.llm()?;
-        let model = llm.chat_model(&self.model_id)?;
+        let model = llm.chat_model_for(&self.model_id, self.model_instance_name.as_deref())?;
         let (prompt, cont, check) =
             (ctx.prompt(&self.prompt)?, ctx.prompt(&self.continue_prompt)?, ctx.prompt(&self.loop_prompt)?);
         let d = Delimiters::default();

@@ -1,6 +1,7 @@
-//! Persistent response cache: one file per request under DIR/cache, keyed by
-//! a hash of the model, parameters and messages (never the API key). Writes
-//! are atomic; an unreadable entry counts as a miss and is rewritten.
+//! Persistent response cache: one file per request under DIR/cache (or a
+//! step's partition of it), keyed by a hash of the model, parameters and
+//! messages (never the API key). Writes are atomic; an unreadable entry
+//! counts as a miss and is rewritten.
 //!
 //! The cache holds only answers that passed their purpose's check: [`put`]
 //! takes a [`Checked`] value, which only running a check makes, and [`get`]
@@ -12,6 +13,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -83,12 +85,22 @@ impl<S, T, E: std::fmt::Display> Lookup<S, T, E> {
 
 pub struct ResponseCache {
     dir: PathBuf,
-    corrupt: AtomicU64,
+    /// Where a partition also looks for an answer it does not have: the
+    /// cache root, which held every answer before caches were partitioned.
+    fallback: Option<PathBuf>,
+    /// Corrupt entries met (the root's and its partitions': one warning).
+    corrupt: Arc<AtomicU64>,
 }
 
 impl ResponseCache {
     pub fn new(dir: &Path) -> Self {
-        ResponseCache { dir: dir.to_path_buf(), corrupt: AtomicU64::new(0) }
+        ResponseCache { dir: dir.to_path_buf(), fallback: None, corrupt: Arc::default() }
+    }
+
+    /// The cache of one pipeline step (GraphRAG's `model_instance_name`):
+    /// entries under DIR/<name>/, reading older unpartitioned entries too.
+    pub fn partition(&self, name: &str) -> Self {
+        ResponseCache { dir: self.dir.join(name), fallback: Some(self.dir.clone()), corrupt: self.corrupt.clone() }
     }
 
     pub fn key(parts: &[&str]) -> String {
@@ -97,13 +109,16 @@ impl ResponseCache {
     }
 
     fn path(&self, key: &str) -> PathBuf {
-        self.dir.join(&key[..2]).join(format!("{key}.json"))
+        entry_path(&self.dir, key)
     }
 
     /// The entry under `key` if it reads and passes `check`.
     pub fn get<S: DeserializeOwned, T, E>(&self, key: &str, check: impl FnOnce(&S) -> Result<T, E>) -> Lookup<S, T, E> {
         let path = self.path(key);
-        let Ok(bytes) = std::fs::read(&path) else {
+        let older = self.fallback.as_ref().map(|root| entry_path(root, key));
+        let Some((path, bytes)) =
+            [Some(path), older].into_iter().flatten().find_map(|p| std::fs::read(&p).ok().map(|b| (p, b)))
+        else {
             return Lookup::Miss;
         };
         match serde_json::from_slice(&bytes) {
@@ -137,6 +152,10 @@ impl ResponseCache {
             tracing::warn!("could not write cache entry {}: {e}", path.display());
         }
     }
+}
+
+fn entry_path(dir: &Path, key: &str) -> PathBuf {
+    dir.join(&key[..2]).join(format!("{key}.json"))
 }
 
 #[cfg(test)]
@@ -176,5 +195,24 @@ mod tests {
         cache.put(&key, &Checked::new(vec![4u32], short).unwrap());
         assert!(matches!(cache.get(&key, short), Lookup::Hit(_)));
         assert_ne!(key, ResponseCache::key(&["chat", "gpt", "{ }"]));
+    }
+
+    #[test]
+    fn partitions_write_apart_and_read_older_root_entries() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = ResponseCache::new(dir.path());
+        let part = root.partition("extract_graph");
+        let (old, new) = (ResponseCache::key(&["old"]), ResponseCache::key(&["new"]));
+        let any = |v: &u32| Ok::<u32, ()>(*v);
+        root.put(&old, &Checked::new(1u32, any).unwrap());
+        part.put(&new, &Checked::new(2u32, any).unwrap());
+        let got = |cache: &ResponseCache, key: &str| match cache.get(key, any) {
+            Lookup::Hit(hit) => Some(*hit.value()),
+            _ => None,
+        };
+        assert_eq!(got(&part, &old), Some(1), "an answer cached before partitions still counts");
+        assert_eq!(got(&part, &new), Some(2));
+        assert_eq!(got(&root, &new), None, "partitions do not leak into the root");
+        assert!(dir.path().join("extract_graph").join(&new[..2]).join(format!("{new}.json")).is_file());
     }
 }

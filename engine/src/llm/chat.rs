@@ -13,7 +13,7 @@ use super::answer::{self, AnswerCheck, Invalid, InvalidKind};
 use super::cache::{Checked, Lookup, ResponseCache};
 use super::http::Transport;
 use super::retry::Policy;
-use super::{count_prompt_tokens, Completion, LlmError, Message, UsageCounters};
+use super::{count_prompt_tokens, with_call_args, Completion, LlmError, Message, UsageCounters};
 use crate::settings::ModelConfig;
 use graphrag_operations::tokenizer::Encoding;
 
@@ -36,8 +36,8 @@ const QUOTED_ANSWER_CHARS: usize = 4000;
 pub struct ChatModel {
     id: String,
     config: ModelConfig,
-    transport: Transport,
-    policy: Policy,
+    transport: Arc<Transport>,
+    policy: Arc<Policy>,
     cache: Option<Arc<ResponseCache>>,
 }
 
@@ -45,11 +45,23 @@ impl ChatModel {
     pub fn new(id: &str, config: &ModelConfig, cache: Option<Arc<ResponseCache>>) -> Result<Self, LlmError> {
         Ok(ChatModel {
             id: id.to_string(),
-            transport: Transport::new(id, config)?,
-            policy: Policy::new(id, config),
+            transport: Arc::new(Transport::new(id, config)?),
+            policy: Arc::new(Policy::new(id, config)),
             config: config.clone(),
             cache,
         })
+    }
+
+    /// The same model (same limits and circuit breaker) caching its answers
+    /// in the partition `name` of the cache (a step's `model_instance_name`).
+    pub fn in_partition(&self, name: &str) -> ChatModel {
+        ChatModel {
+            id: self.id.clone(),
+            config: self.config.clone(),
+            transport: self.transport.clone(),
+            policy: self.policy.clone(),
+            cache: self.cache.as_ref().map(|c| Arc::new(c.partition(name))),
+        }
     }
 
     pub fn id(&self) -> &str {
@@ -308,6 +320,25 @@ impl ChatModel {
         if json && self.config.model_supports_json {
             body["response_format"] = serde_json::json!({"type": "json_object"});
         }
-        body
+        with_call_args(body, &self.config)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn call_args_go_into_every_request_and_win() {
+        let mut call_args = serde_json::Map::new();
+        call_args.insert("seed".into(), 42.into());
+        call_args.insert("temperature".into(), 0.7.into());
+        call_args.insert("organization".into(), "org-1".into());
+        let cfg = ModelConfig { call_args, ..ModelConfig::default() };
+        let model = ChatModel::new("m", &cfg, None).unwrap();
+        let body = model.request_body(&[Message::user("hi")], true, None);
+        assert_eq!((body["seed"].clone(), body["temperature"].clone()), (42.into(), 0.7.into()));
+        assert!(body.get("organization").is_none(), "a header, not a body key");
+        assert_ne!(model.fingerprint(), ChatModel::new("m", &ModelConfig::default(), None).unwrap().fingerprint());
     }
 }

@@ -9,6 +9,7 @@ mod chat;
 mod embedding;
 mod http;
 mod limiter;
+pub mod preflight;
 mod retry;
 mod service;
 mod usage;
@@ -22,7 +23,9 @@ pub use service::LlmService;
 pub use usage::{ModelUsage, UsageCounters};
 
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
+use crate::settings::ModelConfig;
 use graphrag_operations::tokenizer::Encoding;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -76,6 +79,18 @@ pub enum LlmError {
 /// estimates before anything is sent.
 pub fn count_prompt_tokens(messages: &[Message]) -> u64 {
     messages.iter().map(|m| Encoding::O200kBase.count(&m.content) as u64 + 4).sum::<u64>() + 3
+}
+
+/// The request body with the model's `call_args` (GraphRAG's extra request
+/// parameters) merged in; they win over the keys already there.
+/// `organization` is a header (see `http`), not a body key.
+pub(crate) fn with_call_args(mut body: Value, config: &ModelConfig) -> Value {
+    for (k, v) in &config.call_args {
+        if k != http::ORGANIZATION_ARG {
+            body[k.as_str()] = v.clone();
+        }
+    }
+    body
 }
 
 #[cfg(test)]

@@ -94,7 +94,7 @@ impl Policy {
         failure: Failure,
     ) -> Result<Duration, LlmError> {
         let (id, config) = (&self.id, &self.config);
-        let max_attempts = config.max_retries + 1;
+        let max_attempts = config.retry_policy().max_retries + 1;
         let wait = backoff(config, attempt, failure.retry_after);
         let error = if !failure.retryable {
             LlmError::Rejected { model: id.clone(), status: failure.status.unwrap_or(0), message: failure.message }
@@ -181,14 +181,14 @@ impl Breaker {
     }
 }
 
-/// Exponential backoff with jitter, capped by max_retry_wait. A server's
-/// Retry-After is honoured up to the same cap: past it, the request is
-/// retried sooner (and may be refused again) rather than stalling the run.
+/// The model's backoff (exponential, with jitter, capped: see
+/// `RetryPolicy`). A server's Retry-After is honoured up to the same cap
+/// (`max_retry_wait`, or GraphRAG's `retry.max_delay`): past it, the request
+/// is retried sooner (and may be refused again) rather than stalling the run.
 pub(crate) fn backoff(config: &ModelConfig, attempt: u32, retry_after: Option<Duration>) -> Duration {
-    let cap = Duration::from_secs_f64(config.max_retry_wait);
-    let exp = config.retry_base_delay * 2f64.powi(attempt.saturating_sub(1).min(30) as i32);
-    let jittered = Duration::from_secs_f64(exp * (0.5 + 0.5 * jitter_fraction()));
-    retry_after.unwrap_or(jittered).min(cap)
+    let policy = config.retry_policy();
+    let cap = Duration::from_secs_f64(policy.max_delay.max(0.0));
+    retry_after.unwrap_or_else(|| Duration::from_secs_f64(policy.wait(attempt, jitter_fraction()))).min(cap)
 }
 
 /// A fraction in [0, 1) from the clock: jitter only needs to decorrelate
