@@ -17,7 +17,7 @@ use graphrag_engine::table::strings;
 use graphrag_engine::verb::{LlmEstimate, Verb, VerbDef, VerbInfo};
 use graphrag_operations::extraction_parser::{parse_graph_records, Delimiters};
 
-use crate::llm_steps::{estimate_gleaning, fingerprint, glean, map_concurrently, records_check, IN_FLIGHT};
+use crate::llm_steps::{estimate_extraction, fingerprint, glean, map_concurrently, records_check, IN_FLIGHT};
 
 /// Entity and relationship records of an answer, and records that could not be read.
 pub(crate) fn graph_records(text: &str, d: &Delimiters) -> (usize, usize) {
@@ -86,20 +86,10 @@ impl Verb for EntityExtract {
         let (prompt, cont, check) =
             (ctx.prompt(&self.prompt)?, ctx.prompt(&self.continue_prompt)?, ctx.prompt(&self.loop_prompt)?);
         let (d, types) = (Delimiters::default(), self.entity_types.join(","));
-        let firsts = strings(&inputs[0], "text_units", "text")?
-            .iter()
-            .map(|t| prompt.render(&vars(&d, &types, t)))
-            .collect::<anyhow::Result<Vec<_>>>()?;
-        let v = vars(&d, &types, "");
+        let vars = |t: &str| vars(&d, &types, t);
         let records = records_check(&d, graph_records);
-        Ok(Some(estimate_gleaning(
-            &model,
-            &firsts,
-            &cont.render(&v)?,
-            &check.render(&v)?,
-            self.max_gleanings,
-            &records,
-        )))
+        let prompts = [&prompt, &cont, &check];
+        Ok(Some(estimate_extraction(&model, &inputs[0], prompts, vars, self.max_gleanings, &records)?))
     }
 
     fn run(&self, inputs: &[Arc<RecordBatch>], ctx: &VerbContext) -> anyhow::Result<Vec<RecordBatch>> {

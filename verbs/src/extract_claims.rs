@@ -18,7 +18,7 @@ use graphrag_engine::verb::{LlmEstimate, Verb, VerbDef, VerbInfo};
 use graphrag_operations::extraction_parser::{parse_claim_records, ClaimRecord, Delimiters};
 use graphrag_operations::ids::stable_uuid;
 
-use crate::llm_steps::{estimate_gleaning, fingerprint, glean, map_concurrently, records_check, IN_FLIGHT};
+use crate::llm_steps::{estimate_extraction, fingerprint, glean, map_concurrently, records_check, IN_FLIGHT};
 
 /// Claim records of an answer, and records that could not be read.
 fn claim_records(text: &str, d: &Delimiters) -> (usize, usize) {
@@ -126,20 +126,10 @@ impl Verb for ExtractClaims {
         let (prompt, cont, check) =
             (ctx.prompt(&self.prompt)?, ctx.prompt(&self.continue_prompt)?, ctx.prompt(&self.loop_prompt)?);
         let d = Delimiters::default();
-        let firsts = strings(&inputs[0], "text_units", "text")?
-            .iter()
-            .map(|t| prompt.render(&self.vars(&d, t)))
-            .collect::<anyhow::Result<Vec<_>>>()?;
-        let v = self.vars(&d, "");
         let records = records_check(&d, claim_records);
-        Ok(Some(estimate_gleaning(
-            &model,
-            &firsts,
-            &cont.render(&v)?,
-            &check.render(&v)?,
-            self.max_gleanings,
-            &records,
-        )))
+        let prompts = [&prompt, &cont, &check];
+        let vars = |t: &str| self.vars(&d, t);
+        Ok(Some(estimate_extraction(&model, &inputs[0], prompts, vars, self.max_gleanings, &records)?))
     }
 
     fn run(&self, inputs: &[Arc<RecordBatch>], ctx: &VerbContext) -> anyhow::Result<Vec<RecordBatch>> {

@@ -1,11 +1,16 @@
 //! What the LLM verbs share: running many model calls concurrently from a
 //! synchronous verb, and the fingerprint of model + prompts for --resume.
 
+use std::collections::BTreeMap;
+
+use arrow_array::RecordBatch;
 use futures_util::stream::{self, StreamExt};
+use serde_json::Value;
 
 use graphrag_engine::llm::answer::{self, AnswerCheck};
 use graphrag_engine::llm::{count_prompt_tokens, ChatModel, LlmError, LlmService, Message, UsageCounters};
 use graphrag_engine::prompts::PromptTemplate;
+use graphrag_engine::table::strings;
 use graphrag_engine::verb::LlmEstimate;
 use graphrag_operations::extraction_parser::Delimiters;
 use graphrag_operations::ids::sha256_hex;
@@ -105,11 +110,33 @@ where
     Ok(output)
 }
 
+/// The dry-run estimate of an extraction step (graph or claims): a gleaning
+/// conversation per text unit of `units`, its prompts (`[first, continue,
+/// loop]`) rendered with `vars` of the unit's text.
+pub fn estimate_extraction<F>(
+    model: &ChatModel,
+    units: &RecordBatch,
+    [first, cont, check]: [&PromptTemplate; 3],
+    vars: impl Fn(&str) -> BTreeMap<&'static str, Value>,
+    max_gleanings: u32,
+    records: &AnswerCheck<F>,
+) -> anyhow::Result<LlmEstimate>
+where
+    F: Fn(&str) -> Result<(), String>,
+{
+    let firsts = strings(units, "text_units", "text")?
+        .iter()
+        .map(|t| first.render(&vars(t)))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let v = vars("");
+    Ok(estimate_gleaning(model, &firsts, &cont.render(&v)?, &check.render(&v)?, max_gleanings, records))
+}
+
 /// The dry-run estimate of gleaning conversations, one per rendered first
 /// prompt: at most 1 + gleanings + (gleanings - 1) loop checks each. Prompt
 /// tokens count every turn's resent prompts but not the model's own earlier
 /// answers, which later turns also resend: a lower bound for those turns.
-pub fn estimate_gleaning<F>(
+fn estimate_gleaning<F>(
     model: &ChatModel,
     first_prompts: &[String],
     continue_prompt: &str,

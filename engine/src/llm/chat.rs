@@ -106,49 +106,35 @@ impl ChatModel {
         if let Some(hit) = self.cached(&key, usage, check) {
             return Ok(hit);
         }
-        let result = self.ask(&key, body, messages, json, usage, check).await;
-        self.policy.settle(result)
-    }
-
-    /// Sends request `body` (cached under `key`) until its answer is usable
-    /// or the attempts are spent.
-    async fn ask<T, F>(
-        &self,
-        key: &str,
-        body: Value,
-        messages: &[Message],
-        json: bool,
-        usage: &UsageCounters,
-        check: &AnswerCheck<F>,
-    ) -> Result<Answer<T>, LlmError>
-    where
-        F: Fn(&str) -> Result<T, String>,
-    {
-        let tokens = count_prompt_tokens(messages);
-        let mut request = body;
-        let mut attempt = 1;
-        loop {
-            let keep = |completion: Completion| self.keep(key, completion, usage, check);
-            let (invalid, completion) =
-                match self.policy.send(usage, tokens, || self.transport.chat(&request), keep).await? {
-                    Ok(answer) => return Ok(answer),
-                    Err(unusable) => unusable,
-                };
-            usage.record_invalid(&self.id, invalid.kind);
-            if attempt > ANSWER_RETRIES {
-                usage.record_answer_failure(&self.id);
-                tracing::info!("model {}: {invalid} (after {attempt} attempts)", self.id);
-                return Err(LlmError::InvalidAnswer {
-                    model: self.id.clone(),
-                    kind: invalid.kind.as_str(),
-                    reason: invalid.reason,
-                    attempts: attempt,
-                });
+        let result = async {
+            let tokens = count_prompt_tokens(messages);
+            let mut request = body;
+            let mut attempt = 1;
+            loop {
+                let keep = |completion: Completion| self.keep(&key, completion, usage, check);
+                let (invalid, completion) =
+                    match self.policy.send(usage, tokens, || self.transport.chat(&request), keep).await? {
+                        Ok(answer) => return Ok(answer),
+                        Err(unusable) => unusable,
+                    };
+                usage.record_invalid(&self.id, invalid.kind);
+                if attempt > ANSWER_RETRIES {
+                    usage.record_answer_failure(&self.id);
+                    tracing::info!("model {}: {invalid} (after {attempt} attempts)", self.id);
+                    return Err(LlmError::InvalidAnswer {
+                        model: self.id.clone(),
+                        kind: invalid.kind.as_str(),
+                        reason: invalid.reason,
+                        attempts: attempt,
+                    });
+                }
+                tracing::info!("model {}: {invalid}; asking again ({attempt}/{ANSWER_RETRIES})", self.id);
+                request = self.retry_body(messages, json, attempt, &invalid, &completion, check.expected());
+                attempt += 1;
             }
-            tracing::info!("model {}: {invalid}; asking again ({attempt}/{ANSWER_RETRIES})", self.id);
-            request = self.retry_body(messages, json, attempt, &invalid, &completion, check.expected());
-            attempt += 1;
         }
+        .await;
+        self.policy.settle(result)
     }
 
     /// The request after unusable answer number `attempt`: the same request
