@@ -74,7 +74,7 @@ pub fn parse_api_base(base: &str) -> Result<Url, String> {
 }
 
 /// `base` with `segments` appended to its path and `query` to its query.
-fn endpoint(base: &Url, segments: &[&str], query: &[(&str, &str)]) -> Url {
+pub(crate) fn endpoint(base: &Url, segments: &[&str], query: &[(&str, &str)]) -> Url {
     let mut url = base.clone();
     url.path_segments_mut().expect("checked: can be a base").pop_if_empty().extend(segments);
     if !query.is_empty() {
