@@ -315,6 +315,28 @@ mod tests {
     use super::*;
 
     #[test]
+    fn retries_ask_as_is_then_with_more_tokens_or_a_correction() {
+        let cfg = ModelConfig { max_tokens: Some(100), ..ModelConfig::default() };
+        let model = ChatModel::new("m", &cfg, None).unwrap();
+        let asked = [Message::user("Extract the records.")];
+        let answer = Completion { content: "garbage".into(), ..Completion::default() };
+        let cut = Invalid { kind: InvalidKind::Truncated, reason: "cut off".into() };
+        let retry = |attempt, invalid: &Invalid| model.retry_body(&asked, false, attempt, invalid, &answer, "records");
+        assert_eq!(
+            (retry(1, &cut)["max_tokens"].clone(), retry(2, &cut)["max_tokens"].clone()),
+            (200.into(), 400.into())
+        );
+        let bad = Invalid::malformed("no records");
+        assert_eq!(retry(1, &bad), model.request_body(&asked, false, Some(100)), "first the same request");
+        let corrected = retry(2, &bad);
+        let messages = corrected["messages"].as_array().unwrap();
+        assert_eq!(messages.len(), 3);
+        assert_eq!(messages[1]["content"], "garbage");
+        let correction = messages[2]["content"].as_str().unwrap();
+        assert!(correction.starts_with(CORRECTION) && correction.contains("no records"), "{correction}");
+    }
+
+    #[test]
     fn call_args_go_into_every_request_and_win() {
         let mut call_args = serde_json::Map::new();
         call_args.insert("seed".into(), 42.into());
