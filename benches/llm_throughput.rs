@@ -26,7 +26,7 @@ fn main() {
             model: "mock".into(),
             api_base: Some(mock.base_url()),
             api_key: Secret::from("bench"),
-            concurrent_requests: concurrency as u32,
+            concurrent_requests: Some(concurrency as u32),
             ..ModelConfig::default()
         };
         let model = Arc::new(ChatModel::new("bench", &cfg, None).unwrap());
@@ -38,7 +38,7 @@ fn main() {
                 let usage = &usage;
                 async move {
                     let msgs = [Message::user(format!("benchmark question {i}: what happened next?"))];
-                    model.chat(&msgs, false, usage).await.expect("mock answers")
+                    model.chat(&msgs, false, usage, &graphrag_engine::llm::answer::text()).await.expect("mock answers")
                 }
             });
             futures_util::future::join_all(tasks).await

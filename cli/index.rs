@@ -6,6 +6,8 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use graphrag_engine::context::{LocalFiles, LocalProject, PreviousIndex};
 use graphrag_engine::doc_status;
+use graphrag_engine::failures::{write_list, FailedItems};
+use graphrag_engine::llm::preflight::{self, ModelKind};
 use graphrag_engine::llm::LlmService;
 use graphrag_engine::pipeline::{self, Plan};
 use graphrag_engine::runner::{self, RunOptions, StepEstimate, Workspace};
@@ -22,7 +24,18 @@ pub struct IndexArgs {
     pub method: String,
     pub resume: bool,
     pub dry_run: bool,
+    pub no_cache: bool,
+    pub skip_validation: bool,
     pub verbosity: i8,
+}
+
+/// How a command opens a project for a run.
+pub struct OpenOptions<'a> {
+    pub method: &'a str,
+    pub verbosity: i8,
+    /// Whether the run will execute (log file); false for a dry run.
+    pub run: bool,
+    pub no_cache: bool,
 }
 
 /// The pipeline file and text for `--method`: a path, the project's
@@ -50,36 +63,78 @@ fn pipeline_source(root: &Path, method: &str) -> anyhow::Result<(PathBuf, String
 /// A project opened for a run: its settings, models and pipeline.
 pub struct Project {
     pub root: PathBuf,
-    pub settings: Settings,
+    pub loaded: settings::LoadedSettings,
     pub llm: LlmService,
     pub plan: Plan,
     pub output_dir: PathBuf,
+    /// The chat model for which `--method auto` chose the standard pipeline.
+    auto_standard: Option<String>,
 }
 
 impl Project {
-    /// Loads settings and pipeline for `method` (`auto`: standard with a
-    /// chat model, fast without), logging to the project's log file unless
-    /// nothing will run.
-    pub fn open(root: &Path, method: &str, verbosity: i8, log: bool) -> anyhow::Result<Project> {
-        let settings = settings::load(root)?.settings;
+    /// Loads settings and pipeline for `opts.method` (`auto`: standard with
+    /// a chat model, fast without), logging to the project's log file for a run.
+    pub fn open(root: &Path, opts: &OpenOptions) -> anyhow::Result<Project> {
+        let mut loaded = settings::load(root)?;
+        if opts.no_cache {
+            loaded.settings.cache.kind = "none".into();
+        }
+        let settings = &loaded.settings;
         let log_file = root.join(&settings.reporting.base_dir).join("indexing-engine.log");
-        crate::logging::init(verbosity, log.then_some(log_file.as_path()))?;
-        let llm = LlmService::from_settings(&settings, root)?;
-        let method = match method {
-            "auto" if llm.has_chat_model(&settings.extract_graph.completion_model_id) => "standard",
+        crate::logging::init(opts.verbosity, opts.run.then_some(log_file.as_path()))?;
+        if let Some(warning) = loaded.ignored_warning() {
+            tracing::warn!("{warning}");
+        }
+        let llm = LlmService::from_settings(settings, root)?;
+        let chat_id = &settings.extract_graph.completion_model_id;
+        let auto_standard = (opts.method == "auto" && llm.has_chat_model(chat_id)).then(|| chat_id.clone());
+        let method = match opts.method {
+            "auto" if llm.has_chat_model(chat_id) => "standard",
             "auto" => {
                 tracing::info!(
-                    "no chat model configured (completion_models.{}): using the fast method (noun-phrase graph, no LLM)",
-                    settings.extract_graph.completion_model_id
+                    "no chat model configured (completion_models.{chat_id}): using the fast method (noun-phrase graph, no LLM)"
                 );
                 "fast"
             }
             other => other,
         };
         let (pipeline_file, text) = pipeline_source(root, method)?;
-        let plan = pipeline::load(&pipeline_file, &text, &settings, &graphrag_verbs::registry())?;
+        let plan = pipeline::load(&pipeline_file, &text, settings, &graphrag_verbs::registry())?;
         let output_dir = root.join(&settings.output_storage.base_dir);
-        Ok(Project { root: root.to_path_buf(), settings, llm, plan, output_dir })
+        Ok(Project { root: root.to_path_buf(), loaded, llm, plan, output_dir, auto_standard })
+    }
+
+    pub fn settings(&self) -> &Settings {
+        &self.loaded.settings
+    }
+
+    /// The start-up check of the model endpoints the pipeline's steps name
+    /// (their `model_id` args), skipping steps that will call none
+    /// (disabled, extractive) and chat models that are not configured (those
+    /// steps run without one).
+    pub fn check_models(&self) -> anyhow::Result<()> {
+        let s = self.settings();
+        let mut targets = Vec::new();
+        for step in &self.plan.steps {
+            let args = &step.args;
+            let calls_none =
+                args.get("enabled") == Some(&false.into()) || args.get("mode") == Some(&"extractive".into());
+            let Some(id) = args.get("model_id").and_then(|v| v.as_str()).filter(|_| !calls_none) else { continue };
+            if s.completion_models.contains_key(id) && self.llm.has_chat_model(id) {
+                targets.push((ModelKind::Chat, id.to_string()));
+            }
+            if s.embedding_models.contains_key(id) {
+                targets.push((ModelKind::Embedding, id.to_string()));
+            }
+        }
+        let report = preflight::check(&self.loaded, &targets).map_err(|e| match &self.auto_standard {
+            Some(chat_id) => anyhow::anyhow!(
+                "{e}\n`--method auto` chose the standard pipeline because completion_models.{chat_id} is configured: fix that model, or run `--method fast` to index without a chat model"
+            ),
+            None => e.into(),
+        })?;
+        report_check(report);
+        Ok(())
     }
 
     /// Where a run of the pipeline reads and writes: `output_dir` for its
@@ -87,7 +142,7 @@ impl Project {
     pub fn workspace(self, output_dir: &Path, previous: Option<Box<dyn PreviousIndex>>) -> (Plan, Workspace) {
         let ws = Workspace {
             output_dir: output_dir.to_path_buf(),
-            files: Box::new(LocalFiles { root: self.root.join(&self.settings.input_storage.base_dir) }),
+            files: Box::new(LocalFiles::new(self.root.join(&self.loaded.settings.input_storage.base_dir))),
             project: Some(Box::new(LocalProject { root: self.root.clone(), output_dir: output_dir.to_path_buf() })),
             llm: Some(self.llm),
             previous,
@@ -96,22 +151,83 @@ impl Project {
     }
 }
 
+/// The run options of a project's settings.
+pub fn run_options(settings: &Settings, resume: bool, verbosity: i8) -> RunOptions {
+    RunOptions {
+        resume,
+        progress: progress_bars(verbosity),
+        tolerated_failures: settings.failures.tolerated_fraction,
+        ..RunOptions::default()
+    }
+}
+
+/// Reports what a failed run left: its failed items, one per line, and
+/// what was kept and what to run next — before the error, whose one-line
+/// cause stays the last line. An interruption is reported by main.
+pub fn with_failure_note(e: anyhow::Error, output_dir: &Path, had_index: bool, rerun: &str) -> anyhow::Error {
+    if graphrag_engine::interrupt::caused(&e) {
+        return e;
+    }
+    let mut note = String::new();
+    if let Some(failed) = e.chain().find_map(|c| c.downcast_ref::<FailedItems>()) {
+        note.push_str(&format!("{} of {} {}s failed:", failed.items.len(), failed.total, failed.what));
+        let _ = write_list(&mut note, &failed.items);
+        note.push('\n');
+    }
+    if had_index {
+        note.push_str(&format!("The previous index in {} is unchanged and queryable. ", output_dir.display()));
+    }
+    note.push_str(&format!(
+        "This run's stats: {}. `{rerun}` asks the model only what was not answered yet.",
+        staging::dir(output_dir).join("stats.json").display()
+    ));
+    tracing::error!(target: crate::logging::FILE_ONLY, "{note}");
+    eprintln!("{note}");
+    e
+}
+
+/// Logs what the start-up check found.
+pub fn report_check(report: preflight::Report) {
+    for w in &report.warnings {
+        tracing::warn!("{w}");
+    }
+    if !report.checked.is_empty() {
+        tracing::debug!("model endpoints answer: {}", report.checked.join(", "));
+    }
+}
+
 pub fn run(args: &IndexArgs) -> anyhow::Result<()> {
-    let project = Project::open(&args.root, &args.method, args.verbosity, !args.dry_run)?;
+    let project = Project::open(
+        &args.root,
+        &OpenOptions { method: &args.method, verbosity: args.verbosity, run: !args.dry_run, no_cache: args.no_cache },
+    )?;
     let output_dir = project.output_dir.clone();
-    let (plan, ws) = project.workspace(&output_dir, None);
+    let opts = run_options(project.settings(), args.resume, args.verbosity);
     if args.dry_run {
-        print_plan(&plan, &ws, args.resume)?;
-        return Ok(());
+        let (plan, ws) = project.workspace(&output_dir, None);
+        return print_plan(&plan, &ws, args.resume);
     }
     let _lock = staging::lock_for_writing(&output_dir)?;
-    // A finished update's publication is completed first; an unfinished
-    // one is superseded by this full run.
+    if !args.skip_validation {
+        project.check_models()?;
+    }
+    // A finished publication is completed first. Then the run is staged
+    // beside the live index and published only once every step succeeded:
+    // with --resume from what an interrupted run staged, or from the live
+    // index; without, from nothing.
     staging::recover(&output_dir)?;
-    staging::discard(&output_dir)?;
+    let staging_dir = staging::dir(&output_dir);
+    if !args.resume {
+        staging::discard(&output_dir)?;
+    } else if !staging_dir.exists() {
+        staging::seed(&output_dir)?;
+    }
+    let had_index = output_dir.join("documents.parquet").exists();
+    let (plan, ws) = project.workspace(&staging_dir, None);
     tracing::info!(pipeline = %plan.name, steps = plan.steps.len(), "indexing {}", args.root.display());
-    let opts = RunOptions { resume: args.resume, progress: progress_bars(args.verbosity), ..RunOptions::default() };
-    let (stats, _) = doc_status::run_tracked(&plan, &ws, &opts, &output_dir, || Ok(()))?;
+    let (stats, _) = doc_status::run_tracked(&plan, &ws, &opts, &output_dir, || staging::commit(&output_dir))
+        .map_err(|e| with_failure_note(e, &output_dir, had_index, "graphrag-rs index --resume"))?;
+    warn_about_tolerated_failures(&stats);
     if args.verbosity >= 0 {
         println!("Indexed with pipeline `{}` in {:.2} s:", plan.name, stats.total_runtime);
         print_steps(&plan, &stats);
@@ -122,8 +238,24 @@ pub fn run(args: &IndexArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub fn progress_bars(verbosity: i8) -> bool {
-    verbosity >= 0 && std::io::stderr().is_terminal()
+/// Failed items the run tolerated (`failures.tolerated_fraction`), named:
+/// shown even with -q, as the index is missing them.
+pub fn warn_about_tolerated_failures(stats: &RunStats) {
+    if stats.failed_items.is_empty() {
+        return;
+    }
+    let mut list = String::new();
+    let _ = write_list(&mut list, &stats.failed_items);
+    tracing::warn!(
+        "{} items failed and were left out (tolerated by failures.tolerated_fraction); the next run asks them again:{list}",
+        stats.failed_items.len()
+    );
+}
+
+/// Where the run draws its progress bars: nowhere when quiet or when
+/// stderr is not a terminal.
+pub fn progress_bars(verbosity: i8) -> Option<indicatif::MultiProgress> {
+    (verbosity >= 0 && std::io::stderr().is_terminal()).then(|| crate::logging::bars().clone())
 }
 
 /// One line per step: status, seconds, rows, warnings.

@@ -3,109 +3,18 @@
 //! for what changed; a process killed mid-run (SIGKILL) and rerun ends
 //! with the outputs of an uninterrupted run and repeats no model call.
 
+mod common;
+
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::fs;
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use arrow_array::RecordBatch;
+use common::{documents, graphrag, kind, project, put, read, run_ok, tables, text};
 use graphrag_engine::table::{ints, string_lists, strings};
 use graphrag_mock_llm::{FaultKind, FaultRule, MockConfig, MockServer};
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-
-fn graphrag(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_graphrag-rs")).args(args).output().expect("binary runs")
-}
-
-fn text(o: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
-}
-
-/// Runs `graphrag-rs -q <command> --root ROOT`, asserting success.
-fn run_ok(command: &str, root: &Path) -> Output {
-    let o = graphrag(&["-q", command, "--root", root.to_str().unwrap()]);
-    assert!(o.status.success(), "{command}: {}", text(&o));
-    o
-}
-
-fn read(path: &Path) -> RecordBatch {
-    let f = fs::File::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let builder = ParquetRecordBatchReaderBuilder::try_new(f).unwrap();
-    let schema = builder.schema().clone();
-    let batches: Vec<_> = builder.build().unwrap().map(|b| b.unwrap()).collect();
-    arrow_select::concat::concat_batches(&schema, &batches).unwrap()
-}
-
-/// Every published table but the status table (the one with wall-clock times).
-fn tables(root: &Path) -> BTreeMap<String, RecordBatch> {
-    let mut out = BTreeMap::new();
-    for entry in fs::read_dir(root.join("output")).unwrap() {
-        let path = entry.unwrap().path();
-        let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        if name.ends_with(".parquet") && name != "document_status.parquet" {
-            out.insert(name.trim_end_matches(".parquet").to_string(), read(&path));
-        }
-    }
-    out
-}
-
-/// Five documents: consecutive passages of A Christmas Carol, so they
-/// share characters (entities with several sources).
-fn documents() -> Vec<(String, String)> {
-    let full = fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/christmas-carol/a_christmas_carol.txt"),
-    )
-    .unwrap();
-    let mut at = full.find("MARLEY'S GHOST").unwrap();
-    (0..5)
-        .map(|i| {
-            let mut end = (at + 2_000).min(full.len());
-            while !full.is_char_boundary(end) {
-                end -= 1;
-            }
-            let passage = full[at..end].to_string();
-            at = end;
-            (format!("part{i}.txt"), passage)
-        })
-        .collect()
-}
-
-/// Writes an input document with a fixed modification time (the documents'
-/// creation_date), as if every copy were the same file.
-fn put(root: &Path, (name, body): &(String, String)) {
-    let path = root.join("input").join(name);
-    fs::write(&path, body).unwrap();
-    let fixed = std::time::UNIX_EPOCH + Duration::from_secs(1_767_225_600);
-    fs::File::options().write(true).open(&path).unwrap().set_modified(fixed).unwrap();
-}
-
-/// A project whose models are the mock server, with these documents.
-fn project(mock: &MockServer, docs: &[(String, String)], concurrency: u32) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().to_str().unwrap();
-    assert!(graphrag(&["init", "--root", root]).status.success());
-    for doc in docs {
-        put(dir.path(), doc);
-    }
-    let model = |name: &str| {
-        format!(
-            "    model: {name}\n    api_base: {}\n    api_key: sk-test\n    concurrent_requests: {concurrency}\n    retry_base_delay: 0.001\n    max_retry_wait: 0.05\n",
-            mock.base_url()
-        )
-    };
-    let settings = format!(
-        "completion_models:\n  default_completion_model:\n{}embedding_models:\n  default_embedding_model:\n{}chunking:\n  size: 300\n  overlap: 30\n",
-        model("mock-gpt"),
-        model("mock-embed")
-    );
-    fs::write(dir.path().join("settings.yaml"), settings).unwrap();
-    dir
-}
-
-fn kind(stats: &graphrag_mock_llm::MockStats, class: &str) -> u64 {
-    stats.by_kind.get(class).copied().unwrap_or(0)
-}
 
 /// (level, member entity ids) → community number.
 fn numbering(communities: &RecordBatch) -> BTreeMap<(i64, BTreeSet<String>), i64> {
@@ -229,6 +138,9 @@ fn hanging(mock: &MockServer, command: &str, root: &Path, answered: u32) -> Chil
     child
 }
 
+/// Requests of the start-up check before a run (one chat, one embedding).
+const CHECKS: u32 = 2;
+
 /// [`hanging`], then killed (SIGKILL).
 fn kill_after(mock: &MockServer, command: &str, root: &Path, answered: u32) {
     let mut child = hanging(mock, command, root, answered);
@@ -243,7 +155,7 @@ fn one_index_or_update_at_a_time() {
     let mock = MockServer::start(MockConfig::default()).unwrap();
     let p = project(&mock, &documents()[..2], 1);
     let root = p.path().to_str().unwrap();
-    let mut running = hanging(&mock, "index", p.path(), 2);
+    let mut running = hanging(&mock, "index", p.path(), CHECKS + 2);
     for command in ["index", "update"] {
         // Were the second one let through, it would hang on the mock too.
         let mut second = Command::new(env!("CARGO_BIN_EXE_graphrag-rs"))
@@ -285,7 +197,7 @@ fn a_killed_index_or_update_resumes_with_identical_outputs_and_no_repeated_calls
     let index_requests = mock.stats().requests;
 
     let killed = project(&mock, &docs, 1);
-    kill_after(&mock, "index", killed.path(), 5);
+    kill_after(&mock, "index", killed.path(), CHECKS + 5);
     run_ok("index", killed.path());
     assert_eq!(mock.stats().requests, index_requests - 5, "the rerun asks only what the killed run had not");
     assert_eq!(tables(killed.path()), tables(reference.path()));
@@ -303,7 +215,7 @@ fn a_killed_index_or_update_resumes_with_identical_outputs_and_no_repeated_calls
     let update_requests = mock.stats().requests;
 
     let root = interrupted.path();
-    kill_after(&mock, "update", root, 1);
+    kill_after(&mock, "update", root, CHECKS + 1);
     assert_eq!(tables(root), before, "the previous index is untouched by the killed update");
     let q = graphrag(&["query", "--root", root.to_str().unwrap(), "--method", "local", "--context-only", "Scrooge"]);
     assert!(q.status.success(), "still queryable: {}", text(&q));

@@ -44,6 +44,8 @@ pub struct ClassRule {
 
 /// The classification table. Update the phrases here when prompts/*.txt change.
 pub const CLASSIFICATION: &[ClassRule] = &[
+    // graphrag-rs's start-up check of a model endpoint (engine/src/llm/preflight.rs).
+    ClassRule { class: "connection_check", scope: Scope::LastUser, phrases: &["graphrag-rs connection check"] },
     ClassRule {
         class: "extract_graph_loop",
         scope: Scope::LastUser,
@@ -146,6 +148,9 @@ pub const CLASSIFICATION: &[ClassRule] = &[
     },
 ];
 
+/// How graphrag-rs begins a corrective retry.
+pub const CORRECTION: &str = "Your previous answer could not be used";
+
 /// Class of any request that no rule matches.
 pub const OTHER: &str = "other";
 
@@ -189,6 +194,13 @@ pub struct ChatAnswer {
 /// request's `response_format` value, if any: when it asks for JSON the
 /// content is always JSON.
 pub fn answer(messages: &[Message], response_format: Option<&Value>) -> ChatAnswer {
+    // A client's corrective retry (its unusable answer, then "Your previous
+    // answer could not be used: ..."): answered as the request before it.
+    if let [earlier @ .., last_answer, correction] = messages {
+        if last_answer.role == "assistant" && correction.role == "user" && correction.content.starts_with(CORRECTION) {
+            return answer(earlier, response_format);
+        }
+    }
     let (class, idx) = classify_at(messages);
     let prompt = idx.map_or("", |i| messages[i].content.as_str());
     let last_user_idx = messages.iter().rposition(|m| m.role == "user");
@@ -197,6 +209,7 @@ pub fn answer(messages: &[Message], response_format: Option<&Value>) -> ChatAnsw
         _ => "",
     };
     let content = match class {
+        "connection_check" => "OK".to_string(),
         "extract_graph" => extract_graph(prompt),
         "extract_graph_continue" => extract_graph_glean(messages),
         "extract_graph_loop" => gleaning_loop(messages, class),
@@ -1172,27 +1185,29 @@ mod tests {
     const DELIMS: [(&str, &str); 3] =
         [("tuple_delimiter", "<|>"), ("record_delimiter", "##"), ("completion_delimiter", "<|COMPLETE|>")];
 
+    /// (prompt file, class) of every prompt that is one system message.
+    const ONE_MESSAGE_PROMPTS: [(&str, &str); 16] = [
+        ("extract_graph", "extract_graph"),
+        ("extract_claims", "extract_claims"),
+        ("summarize_descriptions", "summarize_descriptions"),
+        ("community_report_graph", "community_report_graph"),
+        ("community_report_text", "community_report_text"),
+        ("global_search_map_system_prompt", "global_map"),
+        ("global_search_reduce_system_prompt", "global_reduce"),
+        ("local_search_system_prompt", "local_search"),
+        ("basic_search_system_prompt", "basic_search"),
+        ("mix_search_system_prompt", "mix_search"),
+        ("drift_primer", "drift_primer"),
+        ("drift_search_system_prompt", "drift_search"),
+        ("drift_reduce_prompt", "drift_reduce"),
+        ("keywords_extraction", "keywords_extraction"),
+        ("rate_community", "rate_community"),
+        ("question_gen_system_prompt", "question_gen"),
+    ];
+
     #[test]
     fn every_template_is_classified() {
-        let cases = [
-            ("extract_graph", "extract_graph"),
-            ("extract_claims", "extract_claims"),
-            ("summarize_descriptions", "summarize_descriptions"),
-            ("community_report_graph", "community_report_graph"),
-            ("community_report_text", "community_report_text"),
-            ("global_search_map_system_prompt", "global_map"),
-            ("global_search_reduce_system_prompt", "global_reduce"),
-            ("local_search_system_prompt", "local_search"),
-            ("basic_search_system_prompt", "basic_search"),
-            ("mix_search_system_prompt", "mix_search"),
-            ("drift_primer", "drift_primer"),
-            ("drift_search_system_prompt", "drift_search"),
-            ("drift_reduce_prompt", "drift_reduce"),
-            ("keywords_extraction", "keywords_extraction"),
-            ("rate_community", "rate_community"),
-            ("question_gen_system_prompt", "question_gen"),
-        ];
-        for (file, class) in cases {
+        for (file, class) in ONE_MESSAGE_PROMPTS {
             let p = render(&prompt(file), &DELIMS);
             let msgs = [Message::new("system", &p), Message::new("user", "What happened?")];
             assert_eq!(classify(&msgs), class, "{file}");
@@ -1220,6 +1235,27 @@ mod tests {
             assert_eq!(classify(&msgs), class, "{file}");
         }
         assert_eq!(classify(&[Message::new("user", "hello")]), OTHER);
+    }
+
+    /// Microsoft GraphRAG 3.3's own prompt files, as `graphrag init` writes
+    /// them (tests/fixtures), are classified too: a GraphRAG project runs
+    /// against the mock as it is.
+    #[test]
+    fn graphrag_prompt_files_are_classified() {
+        let dir = format!("{}/../tests/fixtures/graphrag-3.3.0-init/prompts", env!("CARGO_MANIFEST_DIR"));
+        let mut seen = 0;
+        for (file, class) in ONE_MESSAGE_PROMPTS {
+            // GraphRAG has no file for the prompts only graphrag-rs has.
+            let Ok(p) = std::fs::read_to_string(format!("{dir}/{file}.txt")) else { continue };
+            seen += 1;
+            let msgs = [Message::new("system", &p), Message::new("user", "What happened?")];
+            assert_eq!(classify(&msgs), class, "GraphRAG's {file}.txt");
+        }
+        assert_eq!(seen, 12, "GraphRAG's prompt files");
+        assert_eq!(
+            classify(&[Message::new("user", "graphrag-rs connection check: reply with OK.")]),
+            "connection_check"
+        );
     }
 
     const CHUNK: &str = "The Halvard Port Authority said on Monday that its director, Ines Okafor, will lead the expansion of the northern terminal in Brennick. The work is funded by the Coastal Development Bank. Okafor met Tomas Reyes in Brennick.";
@@ -1422,5 +1458,20 @@ mod tests {
         let v: Value = serde_json::from_str(&answer(&[Message::new("user", "hi")], Some(&rf)).content).unwrap();
         assert_eq!(v["n"], 0);
         assert_eq!(v["tags"], json!(["This is a deterministic mock answer to: hi"]));
+    }
+
+    #[test]
+    fn a_corrective_retry_is_answered_like_the_request_before_it() {
+        let p = extraction_prompt("<|>");
+        let first = answer(&[Message::new("user", &p)], None);
+        let corrected = answer(
+            &[
+                Message::new("user", &p),
+                Message::new("assistant", "garbled"),
+                Message::new("user", &format!("{CORRECTION}: it holds no record. Reply again.")),
+            ],
+            None,
+        );
+        assert_eq!(corrected, first);
     }
 }

@@ -115,9 +115,11 @@ fn route(path: &str) -> Route {
         "" | "/health" | "/v1/health" => return Route::Health,
         "/stats" | "/v1/stats" => return Route::Stats,
         "/stats/reset" | "/reset" | "/v1/stats/reset" => return Route::Reset,
-        "/models" | "/v1/models" => return Route::Models,
-        "/chat/completions" | "/v1/chat/completions" => return Route::Api(Endpoint::Chat, None),
-        "/embeddings" | "/v1/embeddings" => return Route::Api(Endpoint::Embeddings, None),
+        // The OpenAI API lives under /v1, as on OpenAI, vLLM and Ollama: a
+        // base URL without it gets their 404 (clients must say so).
+        "/v1/models" => return Route::Models,
+        "/v1/chat/completions" => return Route::Api(Endpoint::Chat, None),
+        "/v1/embeddings" => return Route::Api(Endpoint::Embeddings, None),
         _ => {}
     }
     if let Some(rest) = p.strip_prefix("/openai/deployments/") {
@@ -342,6 +344,8 @@ fn chat(shared: &Shared, request: &Value, model: Option<String>, fault: Option<&
             content = cut_half(&content);
             finish = "length";
         }
+        Some(FaultKind::Empty) => content.clear(),
+        Some(FaultKind::Huge { bytes }) => content = "ghost ".repeat(bytes / 6 + 1)[..*bytes].to_string(),
         _ => {}
     }
     let prompt_tokens: u64 = messages.iter().map(|m| count_tokens(&m.content)).sum();
@@ -515,13 +519,25 @@ mod tests {
     #[test]
     fn routes() {
         assert!(matches!(route("/v1/chat/completions"), Route::Api(Endpoint::Chat, None)));
-        assert!(matches!(route("/embeddings/"), Route::Api(Endpoint::Embeddings, None)));
+        assert!(matches!(route("/v1/embeddings/"), Route::Api(Endpoint::Embeddings, None)));
+        assert!(matches!(route("/chat/completions"), Route::NotFound), "the API is under /v1 only");
         match route("/openai/deployments/gpt4o/chat/completions") {
             Route::Api(Endpoint::Chat, Some(d)) => assert_eq!(d, "gpt4o"),
             _ => panic!(),
         }
         assert!(matches!(route("/openai/deployments/emb/embeddings"), Route::Api(Endpoint::Embeddings, Some(_))));
         assert!(matches!(route("/v2/foo"), Route::NotFound));
+    }
+
+    #[test]
+    fn mixed_faults_take_turns() {
+        let shared = crate::Shared::new(&crate::MockConfig {
+            faults: vec![crate::FaultRule::always(FaultKind::Mixed).every(2)],
+            ..crate::MockConfig::default()
+        });
+        let picked: Vec<Option<FaultKind>> = (0..8).map(|_| shared.pick_fault(Endpoint::Chat)).collect();
+        let (m, t, e) = (Some(FaultKind::Malformed), Some(FaultKind::Truncated), Some(FaultKind::Empty));
+        assert_eq!(picked, [None, m.clone(), None, t, None, e, None, m]);
     }
 
     #[test]

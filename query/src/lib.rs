@@ -32,6 +32,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use anyhow::{bail, Context as _};
+use graphrag_engine::llm::answer::{self, AnswerCheck};
+use graphrag_engine::llm::preflight::ModelKind;
 use graphrag_engine::llm::{ChatModel, LlmService, Message, UsageCounters};
 use graphrag_engine::prompts::PromptTemplate;
 use graphrag_engine::settings::{self, Settings};
@@ -174,8 +176,10 @@ pub struct QueryStats {
     pub cache_hits: u64,
     /// Embedding requests (the query embedding).
     pub embedding_calls: u64,
-    /// JSON answers that needed repair (tolerant parsing or a corrective retry).
+    /// JSON answers that needed repair (tolerant parsing).
     pub json_repairs: u64,
+    /// Chat answers that were unusable (malformed, cut off, oversized) and asked again.
+    pub unusable_answers: u64,
     /// Intermediate steps (global map batches, DRIFT steps, keyword extraction)
     /// whose answer was unusable and was skipped.
     pub skipped_steps: u64,
@@ -274,6 +278,22 @@ impl QueryEngine {
     /// configured); without one every query is retrieval-only.
     pub fn can_answer(&self, method: Method) -> bool {
         self.llm.has_chat_model(&self.model_ids(method).0)
+    }
+
+    /// The models a query with `method` calls, for the start-up check: the
+    /// chat model when the method answers (configured, not context-only),
+    /// and the embedding model unless the method needs none (global search
+    /// reads community reports only).
+    pub fn models_used(&self, method: Method, context_only: bool) -> Vec<(ModelKind, String)> {
+        let (chat, embedding, _) = self.model_ids(method);
+        let mut out = Vec::new();
+        if !context_only && self.llm.has_chat_model(&chat) {
+            out.push((ModelKind::Chat, chat));
+        }
+        if method != Method::Global {
+            out.push((ModelKind::Embedding, embedding));
+        }
+        out
     }
 
     /// The settings section of a method's models.
@@ -398,6 +418,9 @@ impl QueryEngine {
             cache_hits: chat_usage.cache_hits,
             embedding_calls: embed_usage.calls,
             json_repairs: chat_usage.json_repairs,
+            unusable_answers: chat_usage.malformed_answers
+                + chat_usage.truncated_answers
+                + chat_usage.oversized_answers,
             skipped_steps: run.skipped.load(Ordering::Relaxed),
         };
         Ok(QueryResult {
@@ -534,7 +557,7 @@ impl Run<'_, '_> {
         let mut on_token = self.on_token.lock().unwrap();
         let completion = match on_token.as_deref_mut() {
             Some(cb) => self.block_on(model.chat_stream(messages, &self.usage, cb))?,
-            None => self.block_on(model.chat(messages, false, &self.usage))?,
+            None => self.block_on(model.chat(messages, false, &self.usage, &answer::text()))?.completion,
         };
         Ok(completion.content)
     }
@@ -542,9 +565,23 @@ impl Run<'_, '_> {
     /// Several JSON chat calls in parallel (the model's own concurrency limit
     /// applies); each result separately.
     pub fn chat_json_all(&self, calls: Vec<Vec<Message>>) -> anyhow::Result<Vec<anyhow::Result<Value>>> {
+        self.chat_json_all_with(calls, &answer::json_object())
+    }
+
+    /// [`Self::chat_json_all`] with answers that must pass `check` (required fields).
+    pub fn chat_json_all_with<T, F>(
+        &self,
+        calls: Vec<Vec<Message>>,
+        check: &AnswerCheck<F>,
+    ) -> anyhow::Result<Vec<anyhow::Result<T>>>
+    where
+        F: Fn(&str) -> Result<(T, bool), String>,
+    {
         let model = self.chat_model()?;
         let usage = &self.usage;
-        let futures = calls.iter().map(|m| async move { model.chat_json(m, usage).await.map_err(anyhow::Error::from) });
+        let futures = calls
+            .iter()
+            .map(|m| async move { model.chat_json_with(m, usage, check).await.map_err(anyhow::Error::from) });
         Ok(self.block_on(futures_util::future::join_all(futures)))
     }
 

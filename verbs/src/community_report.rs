@@ -13,7 +13,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use graphrag_engine::context::VerbContext;
-use graphrag_engine::llm::Message;
+use graphrag_engine::llm::{answer, Message};
 use graphrag_engine::schema;
 use graphrag_engine::settings::CommunityReportsConfig;
 use graphrag_engine::table::{ints, strings, StringLists};
@@ -35,6 +35,9 @@ pub struct CommunityReport {
     /// `llm`: require the chat model; `extractive`: never call a model.
     pub mode: String,
     pub model_id: String,
+    /// The cache partition of this step's answers (cache/<name>/), as
+    /// GraphRAG's `model_instance_name`; none: the cache root.
+    pub model_instance_name: Option<String>,
     pub graph_prompt: String,
     pub text_prompt: String,
     /// Words of the report.
@@ -50,6 +53,7 @@ impl Default for CommunityReport {
             method: "graph".into(),
             mode: s.mode,
             model_id: s.completion_model_id,
+            model_instance_name: None,
             graph_prompt: s.graph_prompt,
             text_prompt: s.text_prompt,
             max_length: s.max_length,
@@ -267,7 +271,7 @@ impl Verb for CommunityReport {
         if !self.uses_llm(ctx)? {
             return Ok(Some("extractive".into()));
         }
-        let model = ctx.llm()?.chat_model(&self.model_id)?;
+        let model = ctx.llm()?.chat_model_for(&self.model_id, self.model_instance_name.as_deref())?;
         Ok(Some(fingerprint(&model.fingerprint(), &[&ctx.prompt(self.prompt_path())?])))
     }
 
@@ -282,7 +286,11 @@ impl Verb for CommunityReport {
         let children = list_of_ints(comms, "children")?;
         let sources = Sources::read(inputs, self.max_input_length)?;
         let use_llm = self.uses_llm(ctx)?;
-        let model = if use_llm { Some(ctx.llm()?.chat_model(&self.model_id)?) } else { None };
+        let model = if use_llm {
+            Some(ctx.llm()?.chat_model_for(&self.model_id, self.model_instance_name.as_deref())?)
+        } else {
+            None
+        };
         let prompt = if use_llm { Some(ctx.prompt(self.prompt_path())?) } else { None };
         let usage = &ctx.counters.usage;
         let bar = ctx.progress(comms.num_rows() as u64, "communities");
@@ -292,6 +300,11 @@ impl Verb for CommunityReport {
         levels.dedup();
         let sizes: HashMap<i64, usize> = community.iter().zip(&size).map(|(&c, &s)| (c, s as usize)).collect();
         let (mut repaired, mut fallbacks) = (0, 0);
+        let mut failed = Vec::new();
+        let check = answer::json(
+            "the report as one JSON object with title, summary, rating, rating_explanation and findings, no other text",
+            report_from_json,
+        );
         // Finest level first: parents may need their children's reports.
         for &at_level in levels.iter().rev() {
             let here: Vec<usize> = (0..comms.num_rows()).filter(|&i| level[i] == at_level).collect();
@@ -330,38 +343,48 @@ impl Verb for CommunityReport {
                 .collect();
             let results: Vec<anyhow::Result<Option<(Report, bool)>>> = match (&model, &prompt) {
                 (Some(model), Some(prompt)) => map_concurrently(ctx.llm()?, contexts, IN_FLIGHT, |context| {
-                    let (model, bar) = (model.clone(), bar.clone());
+                    let (model, bar, check) = (model.clone(), bar.clone(), &check);
                     async move {
                         let vars = BTreeMap::from([
                             ("input_text", Value::from(context)),
                             ("max_report_length", Value::from(self.max_length)),
                         ]);
-                        let json = model.chat_json(&[Message::user(prompt.render(&vars)?)], usage).await?;
+                        let report = model.chat_json_with(&[Message::user(prompt.render(&vars)?)], usage, check).await;
                         bar.inc(1);
-                        Ok(report_from_json(&json).ok())
+                        Ok(Some(report?))
                     }
                 }),
                 _ => contexts.iter().map(|_| Ok(None)).collect(),
             };
             for ((&i, m), result) in here.iter().zip(&materials).zip(results) {
-                let (report, how) = match result? {
-                    Some((r, fixed)) => {
+                let (report, how) = match result {
+                    Ok(Some((r, fixed))) => {
                         repaired += fixed as u64;
                         (r, "llm")
                     }
-                    None => {
-                        fallbacks += use_llm as u64;
-                        bar.inc(!use_llm as u64);
+                    Ok(None) => {
+                        bar.inc(1);
                         (m.extractive_report(), "extractive")
+                    }
+                    Err(e) => {
+                        // Tolerated (or the step fails below): parents still get a sub-report.
+                        let name = format!("community {} (level {})", community[i], level[i]);
+                        failed.push((community[i].to_string(), name, e));
+                        fallbacks += 1;
+                        (m.extractive_report(), "extractive (the model's report failed)")
                     }
                 };
                 tracing::debug!(community = community[i], how, "report");
                 reports.insert(community[i], report);
             }
+            // Beyond the tolerated fraction: no point making the parents' reports.
+            if failed.len() as f64 / comms.num_rows() as f64 > ctx.tolerated_failures() {
+                break;
+            }
         }
         bar.finish_and_clear();
+        ctx.item_failures("community report", comms.num_rows(), failed)?;
         ctx.count("reports_repaired", repaired);
-        ctx.count("reports_invalid_extractive_fallback", fallbacks);
         ctx.count("reports_extractive", if use_llm { fallbacks } else { comms.num_rows() as u64 });
 
         let rows: Vec<&Report> = community.iter().map(|c| &reports[c]).collect();

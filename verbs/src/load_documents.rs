@@ -59,6 +59,8 @@ pub struct LoadDocuments {
     pub text_column: String,
     /// csv/json column holding the title; default: the file name.
     pub title_column: Option<String>,
+    /// csv/json column holding the document id; default: a hash of the text.
+    pub id_column: Option<String>,
     /// csv/json columns kept in raw_data; empty: every column but text and title.
     pub metadata: Vec<String>,
 }
@@ -71,6 +73,7 @@ impl Default for LoadDocuments {
             file_pattern: s.file_pattern,
             text_column: s.text_column,
             title_column: s.title_column,
+            id_column: s.id_column,
             metadata: s.metadata,
         }
     }
@@ -91,6 +94,8 @@ impl VerbDef for LoadDocuments {
 
 /// One document before ids are assigned.
 struct RawDoc {
+    /// From `id_column`; else the id is a hash of the text.
+    id: Option<String>,
     title: String,
     text: String,
     raw_data: Option<BTreeMap<String, String>>,
@@ -100,7 +105,7 @@ struct RawDoc {
 impl LoadDocuments {
     fn pattern(&self) -> Result<Regex, String> {
         let p = self.file_pattern.as_deref().unwrap_or(self.file_type.default_pattern());
-        Regex::new(p).map_err(|e| format!("file_pattern `{p}` is not a valid regular expression: {e}"))
+        Regex::new(p).map_err(|e| format!("file_pattern {}", graphrag_engine::settings::regex_error(p, &e)))
     }
 
     fn matching_files(&self, ctx: &VerbContext) -> anyhow::Result<Vec<FileEntry>> {
@@ -119,7 +124,8 @@ impl LoadDocuments {
         let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
         let creation_date =
             chrono::DateTime::<chrono::Utc>::from(file.modified).format("%Y-%m-%d %H:%M:%S %z").to_string();
-        let doc = |title: String, text: String, raw_data| RawDoc {
+        let doc = |id: Option<String>, title: String, text: String, raw_data| RawDoc {
+            id,
             title,
             text,
             raw_data,
@@ -127,7 +133,7 @@ impl LoadDocuments {
         };
         let rows: Vec<BTreeMap<String, String>> = match self.file_type {
             FileType::Text | FileType::Markdown => {
-                return Ok(vec![doc(file.path.clone(), text.to_string(), None)]);
+                return Ok(vec![doc(None, file.path.clone(), text.to_string(), None)]);
             }
             FileType::Csv => csv_rows(text).with_context(|| format!("input file `{}`", file.path))?,
             FileType::Json => {
@@ -165,6 +171,16 @@ impl LoadDocuments {
                     columns.join(", ")
                 );
             };
+            let id = match &self.id_column {
+                Some(c) => Some(row.remove(c).filter(|id| !id.trim().is_empty()).ok_or_else(|| {
+                    anyhow!(
+                        "input file `{}` record {}: no value in the id column `{c}` (input.id_column)",
+                        file.path,
+                        i + 1
+                    )
+                })?),
+                None => None,
+            };
             let title = match &self.title_column {
                 Some(c) => row
                     .remove(c)
@@ -178,7 +194,7 @@ impl LoadDocuments {
                 ctx.warn(format!("input file `{}` record {}: empty text, skipped", file.path, i + 1));
                 continue;
             }
-            docs.push(doc(title, text, Some(row)));
+            docs.push(doc(id, title, text, Some(row)));
         }
         Ok(docs)
     }
@@ -252,7 +268,9 @@ impl Verb for LoadDocuments {
 
     fn run(&self, _inputs: &[Arc<RecordBatch>], ctx: &VerbContext) -> anyhow::Result<Vec<RecordBatch>> {
         let files = self.matching_files(ctx)?;
-        if files.is_empty() {
+        // An update may remove every document: it publishes an empty index.
+        let updating = ctx.previous().is_some();
+        if files.is_empty() && !updating {
             bail!(
                 "no input files match `{}` in {} (input.type is {}; put documents there or change input.file_pattern)",
                 self.pattern().map_err(|e| anyhow!(e))?.as_str(),
@@ -281,6 +299,17 @@ impl Verb for LoadDocuments {
         let mut seen = HashSet::new();
         let mut docs = Vec::new();
         for d in per_file.into_iter().flatten() {
+            if let Some(id) = &d.id {
+                if !seen.insert(id.clone()) {
+                    bail!(
+                        "two documents have the id `{id}` (input.id_column): ids must be unique (the second is `{}`)",
+                        d.title
+                    );
+                }
+                ids.push(id.clone());
+                docs.push(d);
+                continue;
+            }
             let id = sha512_hex(&[d.text.as_bytes()]);
             if seen.insert(id.clone()) {
                 ids.push(id);
@@ -289,8 +318,14 @@ impl Verb for LoadDocuments {
                 ctx.warn(format!("document `{}` has the same text as an earlier one, skipped", d.title));
             }
         }
-        if docs.is_empty() {
+        if docs.is_empty() && !updating {
             bail!("every input file is empty: nothing to index in {}", ctx.files.describe());
+        }
+        if docs.is_empty() {
+            ctx.warn(format!(
+                "no documents in {}: the update removes every document from the index",
+                ctx.files.describe()
+            ));
         }
         let (raw_type, raw_data) = raw_data_column(&docs);
         let n = docs.len();
@@ -363,6 +398,20 @@ mod tests {
         let raw = t.column_by_name("raw_data").unwrap().as_any().downcast_ref::<StructArray>().unwrap();
         assert_eq!(raw.fields().len(), 1);
         assert_eq!(raw.fields()[0].name(), "author");
+    }
+
+    #[test]
+    fn id_column_gives_the_ids_and_must_be_unique() {
+        let csv = b"doc_id,text\nd-1,first text\nd-2,second text\n";
+        let args = serde_json::json!({"file_type": "csv", "id_column": "doc_id"});
+        let (t, _) = load(args.clone(), &[("a.csv", csv)]).unwrap();
+        assert_eq!(strings(&t, "d", "id").unwrap(), vec!["d-1", "d-2"]);
+        let raw = t.column_by_name("raw_data").unwrap().as_any().downcast_ref::<StructArray>();
+        assert!(raw.is_none_or(|r| r.column_by_name("doc_id").is_none()), "the id is not kept twice");
+        let twice = load(args.clone(), &[("a.csv", b"doc_id,text\nd-1,one\nd-1,two\n")]).unwrap_err();
+        assert!(format!("{twice:#}").contains("`d-1`"), "{twice:#}");
+        let missing = load(args, &[("a.csv", b"doc_id,text\n,one\n")]).unwrap_err();
+        assert!(format!("{missing:#}").contains("id column `doc_id`"), "{missing:#}");
     }
 
     #[test]

@@ -1,0 +1,475 @@
+//! Checks serde cannot express: enumerated strings, numeric relations,
+//! references between sections, and backends that are not implemented.
+
+use std::collections::BTreeMap;
+
+use graphrag_operations::suggest::did_you_mean;
+
+use super::{LoadedSettings, ModelConfig, StorageConfig};
+use crate::config_error::ConfigError;
+use crate::embedded_fields::FIELDS;
+
+const FILE_TYPES: [&str; 5] = ["text", "markdown", "csv", "json", "jsonl"];
+const CHUNK_STRATEGIES: [&str; 2] = ["tokens", "sentence"];
+const CACHE_TYPES: [&str; 4] = ["json", "file", "memory", "none"];
+
+fn one_of(loaded: &LoadedSettings, path: &str, value: &str, allowed: &[&str]) -> Result<(), ConfigError> {
+    if allowed.contains(&value) {
+        return Ok(());
+    }
+    let hint = did_you_mean(value, allowed.iter().copied());
+    Err(loaded.error_at(path, format!("`{value}` is not one of {}{hint}", allowed.join(", "))))
+}
+
+/// A GraphRAG backend that graphrag-rs does not implement: an error naming
+/// what is supported, never a silent fallback.
+fn backend(
+    loaded: &LoadedSettings,
+    path: &str,
+    value: &str,
+    supported: &[&str],
+    help: &str,
+) -> Result<(), ConfigError> {
+    if supported.contains(&value) {
+        return Ok(());
+    }
+    let hint = did_you_mean(value, supported.iter().copied());
+    Err(loaded.error_at(
+        path,
+        format!("`{value}` is not implemented in graphrag-rs{hint}; supported: {}. {help}", supported.join(", ")),
+    ))
+}
+
+fn utf8(loaded: &LoadedSettings, path: &str, encoding: &str) -> Result<(), ConfigError> {
+    if encoding.eq_ignore_ascii_case("utf-8") || encoding.eq_ignore_ascii_case("utf8") {
+        return Ok(());
+    }
+    Err(loaded.error_at(
+        path,
+        format!("`{encoding}` is not supported: input files must be UTF-8 (convert them, e.g. with iconv)"),
+    ))
+}
+
+fn positive(loaded: &LoadedSettings, path: &str, value: f64) -> Result<(), ConfigError> {
+    if value > 0.0 && value.is_finite() {
+        return Ok(());
+    }
+    Err(loaded.error_at(path, format!("must be a positive number of seconds, not {value}")))
+}
+
+fn storage(loaded: &LoadedSettings, path: &str, st: &StorageConfig) -> Result<(), ConfigError> {
+    backend(
+        loaded,
+        &format!("{path}.type"),
+        &st.kind,
+        &["file"],
+        "graphrag-rs reads and writes local folders: mount the container (e.g. with blobfuse2) and set base_dir to that folder",
+    )?;
+    if let Some(enc) = &st.encoding {
+        utf8(loaded, &format!("{path}.encoding"), enc)?;
+    }
+    Ok(())
+}
+
+pub(super) fn check(loaded: &LoadedSettings) -> Result<(), ConfigError> {
+    let s = &loaded.settings;
+    one_of(loaded, "input.type", &s.input.file_type, &FILE_TYPES)?;
+    utf8(loaded, "input.encoding", &s.input.encoding)?;
+    if let Some(p) = &s.input.file_pattern {
+        if let Err(e) = regex::Regex::new(p) {
+            return Err(loaded.error_at("input.file_pattern", regex_error(p, &e)));
+        }
+    }
+    one_of(loaded, "chunking.type", &s.chunking.strategy, &CHUNK_STRATEGIES)?;
+    one_of(
+        loaded,
+        "chunking.encoding_model",
+        &s.chunking.encoding_model,
+        &graphrag_operations::tokenizer::Encoding::NAMES,
+    )?;
+    if s.chunking.size == 0 {
+        return Err(loaded.error_at("chunking.size", "must be at least 1"));
+    }
+    if s.chunking.overlap >= s.chunking.size {
+        return Err(
+            loaded.error_at("chunking.overlap", format!("must be smaller than chunking.size ({})", s.chunking.size))
+        );
+    }
+    check_storage(loaded)?;
+    check_vector_store(loaded)?;
+    if s.workflows.as_ref().is_some_and(|w| !w.is_empty()) {
+        return Err(loaded.error_at(
+            "workflows",
+            "a workflow list is not implemented in graphrag-rs: the steps of a run are a pipeline file; copy workflows/standard.yaml, keep the steps you want and run `graphrag-rs index --method path/to/it.yaml`",
+        ));
+    }
+    if s.concurrent_requests == 0 {
+        return Err(loaded.error_at("concurrent_requests", "must be at least 1"));
+    }
+    for (kind, models) in [("completion_models", &s.completion_models), ("embedding_models", &s.embedding_models)] {
+        for (id, model) in models {
+            check_model(loaded, &format!("{kind}.{id}"), model)?;
+            check_model_values(loaded, &format!("{kind}.{id}"), model, kind == "embedding_models")?;
+        }
+    }
+    for (section, id) in [
+        ("extract_graph.completion_model_id", &s.extract_graph.completion_model_id),
+        ("summarize_descriptions.completion_model_id", &s.summarize_descriptions.completion_model_id),
+        ("community_reports.completion_model_id", &s.community_reports.completion_model_id),
+        ("extract_claims.completion_model_id", &s.extract_claims.completion_model_id),
+    ] {
+        model_ref(loaded, section, id, &s.completion_models)?;
+    }
+    model_ref(loaded, "embed_text.embedding_model_id", &s.embed_text.embedding_model_id, &s.embedding_models)?;
+    for (path, name) in [
+        ("extract_graph.model_instance_name", &s.extract_graph.model_instance_name),
+        ("summarize_descriptions.model_instance_name", &s.summarize_descriptions.model_instance_name),
+        ("extract_claims.model_instance_name", &s.extract_claims.model_instance_name),
+        ("community_reports.model_instance_name", &s.community_reports.model_instance_name),
+        ("embed_text.model_instance_name", &s.embed_text.model_instance_name),
+    ] {
+        let plain = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.');
+        if name.is_empty() || !name.chars().all(plain) || name.chars().all(|c| c == '.') {
+            return Err(loaded.error_at(
+                path,
+                format!("`{name}` is not a plain name (letters, digits, _ - .): it names a folder of the cache"),
+            ));
+        }
+    }
+    for (path, value) in [
+        ("embed_text.batch_size", s.embed_text.batch_size),
+        ("embed_text.batch_max_tokens", s.embed_text.batch_max_tokens),
+    ] {
+        if value == Some(0) {
+            return Err(loaded.error_at(path, "must be at least 1"));
+        }
+    }
+    check_ranges(loaded)
+}
+
+fn check_storage(loaded: &LoadedSettings) -> Result<(), ConfigError> {
+    let s = &loaded.settings;
+    storage(loaded, "input_storage", &s.input_storage)?;
+    storage(loaded, "output_storage", &s.output_storage)?;
+    if let Some(st) = &s.update_output_storage {
+        storage(loaded, "update_output_storage", st)?;
+    }
+    storage(loaded, "reporting", &s.reporting)?;
+    backend(
+        loaded,
+        "table_provider.type",
+        &s.table_provider.kind,
+        &["parquet"],
+        "graphrag-rs writes GraphRAG's tables as Parquet files",
+    )?;
+    backend(
+        loaded,
+        "cache.type",
+        &s.cache.kind,
+        &CACHE_TYPES,
+        "json keeps one file per model answer under the cache folder",
+    )?;
+    if let Some(st) = &s.cache.storage {
+        storage(loaded, "cache.storage", st)?;
+        if let Some(dir) = s.cache.base_dir.as_ref().filter(|d| **d != st.base_dir) {
+            return Err(loaded.error_at(
+                "cache.base_dir",
+                format!("`{dir}` differs from cache.storage.base_dir `{}`: keep one of them", st.base_dir),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn check_vector_store(loaded: &LoadedSettings) -> Result<(), ConfigError> {
+    let vs = &loaded.settings.vector_store;
+    backend(
+        loaded,
+        "vector_store.type",
+        &vs.kind,
+        &["embedded", "lancedb"],
+        "The embedded store (exact search, HNSW from vector_store.ann_threshold vectors) serves every query; lancedb is accepted as GraphRAG's default and served by it",
+    )?;
+    for name in vs.index_schema.keys() {
+        if !FIELDS.contains(&name.as_str()) {
+            let hint = did_you_mean(name, FIELDS.iter().copied());
+            return Err(loaded.error_at(
+                &format!("vector_store.index_schema.{name}"),
+                format!("`{name}` is not an embedding name{hint}; embeddings: {}", FIELDS.join(", ")),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn check_model(loaded: &LoadedSettings, path: &str, m: &ModelConfig) -> Result<(), ConfigError> {
+    backend(
+        loaded,
+        &format!("{path}.type"),
+        &m.client_type,
+        &["litellm"],
+        "graphrag-rs calls any OpenAI-compatible server; for tests, point api_base at graphrag-mock-llm",
+    )?;
+    backend(
+        loaded,
+        &format!("{path}.auth_method"),
+        &m.auth_method,
+        &["api_key"],
+        "set api_key (for Azure OpenAI, the resource's key)",
+    )?;
+    positive(loaded, &format!("{path}.request_timeout"), m.request_timeout)?;
+    if m.concurrent_requests == Some(0) {
+        return Err(loaded.error_at(&format!("{path}.concurrent_requests"), "must be at least 1"));
+    }
+    if let Some(r) = &m.retry {
+        let at = |key: &str| format!("{path}.retry.{key}");
+        one_of(loaded, &at("type"), &r.kind, &["exponential_backoff", "immediate"])?;
+        if r.kind == "exponential_backoff" {
+            if let Some(b) = r.base_delay.filter(|b| *b <= 1.0 || !b.is_finite()) {
+                return Err(loaded.error_at(
+                    &at("base_delay"),
+                    format!("must be greater than 1.0, not {b}: the wait before retry n is base_delay^n seconds"),
+                ));
+            }
+        }
+        if let Some(d) = r.max_delay {
+            positive(loaded, &at("max_delay"), d)?;
+        }
+    }
+    if let Some(rl) = &m.rate_limit {
+        let at = |key: &str| format!("{path}.rate_limit.{key}");
+        one_of(loaded, &at("type"), &rl.kind, &["sliding_window"])?;
+        if rl.period_in_seconds == Some(0) {
+            return Err(loaded.error_at(&at("period_in_seconds"), "must be at least 1"));
+        }
+        for (key, value, ours) in [
+            ("requests_per_period", rl.requests_per_period, ("requests_per_minute", m.requests_per_minute)),
+            ("tokens_per_period", rl.tokens_per_period, ("tokens_per_minute", m.tokens_per_minute)),
+        ] {
+            if value == Some(0) {
+                return Err(loaded.error_at(&at(key), "must be at least 1 (leave it out for no limit)"));
+            }
+            if value.is_some() && ours.1.is_some() {
+                return Err(loaded.error_at(
+                    &format!("{path}.{}", ours.0),
+                    format!("both {} and rate_limit.{key} are set: keep one of them", ours.0),
+                ));
+            }
+        }
+        if rl.requests_per_period.is_none() && rl.tokens_per_period.is_none() {
+            return Err(loaded.error_at(&format!("{path}.rate_limit"), "set requests_per_period or tokens_per_period"));
+        }
+    }
+    Ok(())
+}
+
+/// A regex error in one line, ending with its cause (`unclosed group`):
+/// the regex crate's own message spans lines, with the cause last.
+pub fn regex_error(pattern: &str, e: &regex::Error) -> String {
+    let text = e.to_string();
+    let cause = text.lines().rev().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
+    format!("`{pattern}` is not a valid regular expression: {}", cause.trim_start_matches("error: "))
+}
+
+/// Providers graphrag-rs calls over the OpenAI API: those it knows the
+/// address of, and any other OpenAI-compatible server given an api_base.
+const PROVIDERS: [&str; 15] = [
+    "openai",
+    "azure",
+    "ollama",
+    "vllm",
+    "hosted_vllm",
+    "lm_studio",
+    "deepseek",
+    "openrouter",
+    "groq",
+    "together_ai",
+    "mistral",
+    "fireworks_ai",
+    "deepinfra",
+    "xai",
+    "openai_compatible",
+];
+
+/// A number setting that must be finite and within `min..=max` (`min`
+/// excluded when `open_min`).
+fn in_range(
+    loaded: &LoadedSettings,
+    path: &str,
+    value: f64,
+    (min, max): (f64, f64),
+    open_min: bool,
+) -> Result<(), ConfigError> {
+    let low_ok = if open_min { value > min } else { value >= min };
+    if value.is_finite() && low_ok && value <= max {
+        return Ok(());
+    }
+    let low = if open_min { format!("more than {min}") } else { format!("at least {min}") };
+    let range = if max.is_finite() { format!("{low} and at most {max}") } else { low };
+    Err(loaded.error_at(path, format!("{value} is not a valid value: it must be {range}")))
+}
+
+fn at_least_one(loaded: &LoadedSettings, path: &str, value: u64, why: &str) -> Result<(), ConfigError> {
+    if value >= 1 {
+        return Ok(());
+    }
+    Err(loaded.error_at(path, format!("0 is not a valid value: it must be at least 1{why}")))
+}
+
+/// A model's values: a provider it can call, a URL, numbers in their ranges
+/// (nonsense is rejected, never clamped).
+fn check_model_values(
+    loaded: &LoadedSettings,
+    path: &str,
+    m: &ModelConfig,
+    embedding: bool,
+) -> Result<(), ConfigError> {
+    let key = |k: &str| format!("{path}.{k}");
+    let provider = m.model_provider.as_str();
+    let callable = PROVIDERS.contains(&provider) || (embedding && provider == "local");
+    if !callable {
+        let mut known: Vec<&str> = PROVIDERS.to_vec();
+        if embedding {
+            known.push("local");
+        }
+        let hint = did_you_mean(provider, known.iter().copied());
+        let what =
+            if provider == "local" { " (`local` is the in-process embedding model, not a chat model)" } else { "" };
+        return Err(loaded.error_at(
+            &key("model_provider"),
+            format!("`{provider}` is not a provider graphrag-rs can call{what}: one of {}{hint}", known.join(", ")),
+        ));
+    }
+    if let Some(base) = &m.api_base {
+        crate::llm::parse_api_base(base).map_err(|e| loaded.error_at(&key("api_base"), e))?;
+    }
+    let inf = f64::INFINITY;
+    in_range(loaded, &key("temperature"), m.temperature, (0.0, 2.0), false)?;
+    in_range(loaded, &key("top_p"), m.top_p, (0.0, 1.0), false)?;
+    in_range(loaded, &key("retry_base_delay"), m.retry_base_delay, (0.0, inf), false)?;
+    in_range(loaded, &key("max_retry_wait"), m.max_retry_wait, (0.0, inf), false)?;
+    in_range(loaded, &key("max_retry_time"), m.max_retry_time, (0.0, inf), true)?;
+    at_least_one(loaded, &key("max_consecutive_failures"), m.max_consecutive_failures.into(), "")?;
+    let no_limit = " (leave it out for no limit)";
+    if let Some(r) = m.requests_per_minute {
+        at_least_one(loaded, &key("requests_per_minute"), r.into(), no_limit)?;
+    }
+    if let Some(t) = m.tokens_per_minute {
+        at_least_one(loaded, &key("tokens_per_minute"), t.into(), no_limit)?;
+    }
+    if let Some(t) = m.max_tokens {
+        at_least_one(loaded, &key("max_tokens"), t.into(), " (leave it out for the server's default)")?;
+    }
+    at_least_one(loaded, &key("batch_size"), m.batch_size.into(), "")?;
+    at_least_one(loaded, &key("batch_max_tokens"), m.batch_max_tokens.into(), "")
+}
+
+/// Numbers that must be positive, fractions and percentages.
+fn check_ranges(loaded: &LoadedSettings) -> Result<(), ConfigError> {
+    let s = &loaded.settings;
+    at_least_one(loaded, "vector_store.ann_ef_search", s.vector_store.ann_ef_search as u64, "")?;
+    let types = &s.extract_graph.entity_types;
+    if types.is_empty() || types.iter().any(|t| t.trim().is_empty()) {
+        return Err(loaded.error_at(
+            "extract_graph.entity_types",
+            "must list at least one entity type, none empty (e.g. [organization, person, geo, event])",
+        ));
+    }
+    let words = " (words)";
+    at_least_one(loaded, "summarize_descriptions.max_length", s.summarize_descriptions.max_length.into(), words)?;
+    at_least_one(
+        loaded,
+        "summarize_descriptions.max_input_tokens",
+        s.summarize_descriptions.max_input_tokens.into(),
+        "",
+    )?;
+    at_least_one(loaded, "community_reports.max_length", s.community_reports.max_length.into(), words)?;
+    at_least_one(loaded, "community_reports.max_input_length", s.community_reports.max_input_length.into(), "")?;
+    at_least_one(loaded, "global_search.map_max_length", s.global_search.map_max_length.into(), words)?;
+    at_least_one(loaded, "global_search.reduce_max_length", s.global_search.reduce_max_length.into(), words)?;
+    in_range(loaded, "prune_graph.min_edge_weight_pct", s.prune_graph.min_edge_weight_pct, (0.0, 100.0), false)?;
+    let local = &s.local_search;
+    in_range(loaded, "local_search.text_unit_prop", local.text_unit_prop, (0.0, 1.0), false)?;
+    in_range(loaded, "local_search.community_prop", local.community_prop, (0.0, 1.0), false)?;
+    if local.text_unit_prop + local.community_prop > 1.0 {
+        return Err(loaded.error_at(
+            "local_search.community_prop",
+            format!(
+                "local_search.text_unit_prop ({}) + local_search.community_prop ({}) is more than 1: together they are shares of one context window",
+                local.text_unit_prop, local.community_prop
+            ),
+        ));
+    }
+    in_range(loaded, "failures.tolerated_fraction", s.failures.tolerated_fraction, (0.0, 1.0), false)?;
+    check_retrieval(loaded)
+}
+
+/// basic_search's fusion and ppr_search.
+fn check_retrieval(loaded: &LoadedSettings) -> Result<(), ConfigError> {
+    let s = &loaded.settings;
+    let ps = &s.ppr_search;
+    let inf = f64::INFINITY;
+    at_least_one(loaded, "basic_search.k", s.basic_search.k as u64, "")?;
+    in_range(loaded, "basic_search.fusion_k", s.basic_search.fusion_k, (0.0, inf), true)?;
+    one_of(loaded, "ppr_search.walk", &ps.walk, &super::sections::PPR_WALKS)?;
+    in_range(loaded, "ppr_search.damping", ps.damping, (0.0, 1.0), true)?;
+    if ps.damping >= 1.0 {
+        return Err(loaded.error_at(
+            "ppr_search.damping",
+            "1 is not a valid value: it must be less than 1 (a walk that never restarts ignores the question)",
+        ));
+    }
+    in_range(loaded, "ppr_search.passage_node_weight", ps.passage_node_weight, (0.0, inf), false)?;
+    if let Some(t) = ps.synonym_threshold {
+        in_range(loaded, "ppr_search.synonym_threshold", t, (0.0, 1.0), true)?;
+    }
+    in_range(loaded, "ppr_search.fusion_k", ps.fusion_k, (0.0, inf), true)
+}
+
+/// Settings keys that name prompt files, with their values.
+fn prompt_settings(s: &super::Settings) -> [(&'static str, &str); 15] {
+    [
+        ("extract_graph.prompt", &s.extract_graph.prompt),
+        ("summarize_descriptions.prompt", &s.summarize_descriptions.prompt),
+        ("extract_claims.prompt", &s.extract_claims.prompt),
+        ("community_reports.graph_prompt", &s.community_reports.graph_prompt),
+        ("community_reports.text_prompt", &s.community_reports.text_prompt),
+        ("local_search.prompt", &s.local_search.prompt),
+        ("global_search.map_prompt", &s.global_search.map_prompt),
+        ("global_search.reduce_prompt", &s.global_search.reduce_prompt),
+        ("global_search.knowledge_prompt", &s.global_search.knowledge_prompt),
+        ("drift_search.prompt", &s.drift_search.prompt),
+        ("drift_search.reduce_prompt", &s.drift_search.reduce_prompt),
+        ("basic_search.prompt", &s.basic_search.prompt),
+        ("keyword_search.keywords_prompt", &s.keyword_search.keywords_prompt),
+        ("keyword_search.prompt", &s.keyword_search.prompt),
+        ("ppr_search.prompt", &s.ppr_search.prompt),
+    ]
+}
+
+/// A prompt file that exists but holds nothing would send the model an
+/// empty request: an error naming the setting (a missing file falls back
+/// to the built-in prompt where it is used).
+pub(super) fn prompt_files(loaded: &LoadedSettings, root: &std::path::Path) -> Result<(), ConfigError> {
+    for (key, rel) in prompt_settings(&loaded.settings) {
+        let path = root.join(rel);
+        if std::fs::read_to_string(&path).is_ok_and(|t| t.trim().is_empty()) {
+            return Err(loaded.error_at(key, format!("the prompt file {} is empty", path.display())));
+        }
+    }
+    Ok(())
+}
+
+fn model_ref(
+    loaded: &LoadedSettings,
+    path: &str,
+    id: &str,
+    models: &BTreeMap<String, ModelConfig>,
+) -> Result<(), ConfigError> {
+    if models.contains_key(id) {
+        return Ok(());
+    }
+    let hint = did_you_mean(id, models.keys().map(String::as_str));
+    let known: Vec<&str> = models.keys().map(String::as_str).collect();
+    Err(loaded.error_at(path, format!("model id `{id}` is not defined (defined: {}){hint}", known.join(", "))))
+}
