@@ -218,12 +218,8 @@ fn graph_ranked_sources(
     history: &[(String, String)],
     count: &dyn Fn(&str) -> usize,
 ) -> anyhow::Result<LocalContext> {
-    let s = &run.s().local_search;
-    let history = history_table(history, s.conversation_history_max_turns as usize, true, max_tokens, count);
     let ranking = super::ppr::rank_units(run, question, query, max_tokens)?;
-    let units = run.index().text_units()?;
-    let sources = sources_table(&units, ranking.units, max_tokens.saturating_sub(history.tokens), count);
-    let text = join_parts([history.text.as_str(), sources.text.as_str()]);
+    let (text, sources) = super::sources_context(run, ranking.units, max_tokens, history, count)?;
     Ok(LocalContext {
         text,
         reports: PackedTable::default(),

@@ -34,11 +34,11 @@ use anyhow::bail;
 use graphrag_operations::pagerank::{MAX_ITERATIONS, TOLERANCE};
 use serde_json::json;
 
-use crate::context::{entities_named_in, history_table, join_parts, MemoCounter};
+use crate::context::{entities_named_in, MemoCounter};
 use crate::data::{Field, Graph};
 use crate::passage_graph::PassageGraph;
-use crate::retrieval::{self, budget_window, sources_table, Ranking};
-use crate::{render, Outcome, Run};
+use crate::retrieval::{self, budget_window, Ranking};
+use crate::{Outcome, Run};
 
 /// Neighbours followed per entity by the `nhop` and `paths` walks (the
 /// heaviest edges first): RAGFlow and MiniRAG keep a few per node too.
@@ -78,31 +78,16 @@ pub fn run(run: &Run) -> anyhow::Result<Outcome> {
     let count = |t: &str| memo.count(t);
     let query = run.embed_one(question)?;
     let ranking = rank_units(run, question, &query, budget)?;
+    let (context, sources) =
+        super::sources_context(run, ranking.units.iter().copied(), budget, &run.req.history, &count)?;
     let g = run.index().graph()?;
-    let units = run.index().text_units()?;
-    let history = history_table(
-        &run.req.history,
-        run.s().local_search.conversation_history_max_turns as usize,
-        true,
-        budget,
-        &count,
-    );
-    let sources = sources_table(&units, ranking.units.iter().copied(), budget.saturating_sub(history.tokens), &count);
-    let context = join_parts([history.text.as_str(), sources.text.as_str()]);
     let seeds: Vec<_> = ranking
         .seeds
         .iter()
         .map(|&(e, w)| json!({"id": g.entity_hrid[e].to_string(), "entity": g.title[e], "weight": w}))
         .collect();
     let records = json!({ "sources": sources.records(), "seeds": seeds, "walk": ps.walk });
-    let context_ms = run.context_ready();
-    if run.retrieval_only() {
-        return Ok(Outcome { answer: None, context, records, context_ms });
-    }
-    let prompt = run.prompt("ppr_search.prompt", &ps.prompt)?;
-    let system = render(&prompt, &[("response_type", json!(run.req.response_type)), ("context_data", json!(context))])?;
-    let answer = run.chat(&run.messages(system, question))?;
-    Ok(Outcome { answer: Some(answer), context, records, context_ms })
+    super::answer(run, "ppr_search.prompt", &ps.prompt, context, records)
 }
 
 /// Ranks the text units for `question` (embedded as `query`) by
