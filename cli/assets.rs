@@ -3,6 +3,9 @@
 
 pub const SETTINGS_EXAMPLE: &str = include_str!("../settings.yaml.example");
 
+/// Writes GraphRAG's LanceDB tables (`graphrag-rs export lancedb`).
+pub const EXPORT_LANCEDB_SCRIPT: &str = include_str!("../scripts/export_lancedb.py");
+
 macro_rules! prompt {
     ($name:literal) => {
         ($name, include_str!(concat!("../prompts/", $name)))
@@ -15,6 +18,7 @@ pub const PROMPTS: &[(&str, &str)] = &[
     prompt!("community_report_graph.txt"),
     prompt!("community_report_text.txt"),
     prompt!("drift_primer.txt"),
+    prompt!("drift_query_expansion.txt"),
     prompt!("drift_reduce_prompt.txt"),
     prompt!("drift_search_system_prompt.txt"),
     prompt!("extract_claims.txt"),

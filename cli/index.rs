@@ -99,6 +99,7 @@ impl Project {
 pub fn run(args: &IndexArgs) -> anyhow::Result<()> {
     let project = Project::open(&args.root, &args.method, args.verbosity, !args.dry_run)?;
     let output_dir = project.output_dir.clone();
+    let settings = project.settings.clone();
     let (plan, ws) = project.workspace(&output_dir, None);
     if args.dry_run {
         print_plan(&plan, &ws, args.resume)?;
@@ -119,6 +120,7 @@ pub fn run(args: &IndexArgs) -> anyhow::Result<()> {
         println!("Tables in {}: {}", output_dir.display(), published.join(", "));
         println!("Stats: {}", output_dir.join("stats.json").display());
     }
+    crate::export::after_run(&args.root, &settings, args.verbosity);
     Ok(())
 }
 

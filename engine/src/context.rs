@@ -87,6 +87,20 @@ pub struct StepCounters {
     pub usage: UsageCounters,
     /// Verb-specific counts (records dropped or repaired, ...).
     pub counts: Mutex<BTreeMap<String, u64>>,
+    /// Items the step could not use and went on without (unreadable input
+    /// files), by name with the reason.
+    pub failures: Mutex<Vec<ItemFailure>>,
+}
+
+/// An item a step could not use and went on without: in stats.json and,
+/// for input files, in document_status.parquet.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ItemFailure {
+    /// What failed (an input file's path).
+    pub item: String,
+    /// Its id in document_status (for an input file, a hash of its path).
+    pub id: String,
+    pub error: String,
 }
 
 /// Project files a verb may read (prompt templates) or write besides tables
@@ -226,6 +240,13 @@ impl<'a> VerbContext<'a> {
         bar.set_prefix(self.step_id.to_string());
         bar.set_message(what.to_string());
         bar
+    }
+
+    /// An item this step goes on without: logged as a warning and listed
+    /// with its reason in stats.json.
+    pub fn fail(&self, failure: ItemFailure) {
+        self.warn(format!("{}: {}", failure.item, failure.error));
+        self.counters.failures.lock().unwrap().push(failure);
     }
 
     /// Logs a warning and counts it for stats.json.

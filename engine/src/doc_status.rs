@@ -14,6 +14,7 @@ use std::time::SystemTime;
 use arrow_array::RecordBatch;
 use arrow_schema::{Schema, SchemaRef};
 
+use crate::context::ItemFailure;
 use crate::pipeline::Plan;
 use crate::runner::{self, RunOptions, Workspace};
 use crate::schema::{float_col, float_field, id_list_col, id_list_field, opt_text_col, text_col, text_field};
@@ -189,9 +190,14 @@ impl Tracker {
         self.save()
     }
 
-    /// The run published `documents`: they are `processed`, documents no
-    /// longer in the input are dropped.
-    pub fn succeeded(&mut self, documents: &RecordBatch) -> anyhow::Result<()> {
+    /// The run published `documents`: they are `processed`, the input files
+    /// it could not read are `failed` with the reason, documents no longer
+    /// in the input are dropped.
+    pub fn succeeded<'f>(
+        &mut self,
+        documents: &RecordBatch,
+        unreadable: impl IntoIterator<Item = &'f ItemFailure>,
+    ) -> anyhow::Result<()> {
         let now = now_rfc3339();
         let seconds = self.started.elapsed().as_secs_f64();
         let mut rows = BTreeMap::new();
@@ -206,6 +212,17 @@ impl Tracker {
             row.text_unit_ids = units;
             row.error = None;
             rows.insert(id, row);
+        }
+        for f in unreadable {
+            let mut row = self.rows.remove(&f.id).unwrap_or_else(|| DocStatus::first_seen(f.id.clone(), &f.item, &now));
+            if row.status != Status::Failed || row.error.as_deref() != Some(&f.error) {
+                row.updated_at = now.clone();
+                row.run_seconds = seconds;
+            }
+            row.status = Status::Failed;
+            row.title = f.item.clone();
+            row.error = Some(f.error.clone());
+            rows.insert(f.id.clone(), row);
         }
         self.rows = rows;
         self.save()
@@ -260,7 +277,7 @@ pub fn run_tracked(
             let path = output_dir.join("documents.parquet");
             let documents = if path.exists() { Some(store::read_table(&path)?) } else { None };
             if let Some(documents) = &documents {
-                tracker.succeeded(documents)?;
+                tracker.succeeded(documents, stats.failures())?;
             }
             Ok((stats, documents))
         }
@@ -332,7 +349,7 @@ mod tests {
         let mut run = Tracker::start(out).unwrap();
         run.documents_known(&documents(&[("d1", "a.txt", &["u1"]), ("d2", "b.txt", &["u2", "u3"])])).unwrap();
         assert_eq!(statuses(out), [("a.txt".into(), "processing"), ("b.txt".into(), "processing")]);
-        run.succeeded(&documents(&[("d1", "a.txt", &["u1"]), ("d2", "b.txt", &["u2", "u3"])])).unwrap();
+        run.succeeded(&documents(&[("d1", "a.txt", &["u1"]), ("d2", "b.txt", &["u2", "u3"])]), []).unwrap();
         let rows = read(out).unwrap();
         assert_eq!(rows["d2"].text_unit_ids, ["u2", "u3"]);
         assert_eq!(rows["d2"].status, Status::Processed);
@@ -349,9 +366,27 @@ mod tests {
         // The next run starts by marking the failed document pending, then succeeds.
         let mut run = Tracker::start(out).unwrap();
         assert_eq!(read(out).unwrap()["d3"].status, Status::Pending);
-        run.succeeded(&documents(&[("d3", "b.txt", &["u4"])])).unwrap();
+        run.succeeded(&documents(&[("d3", "b.txt", &["u4"])]), []).unwrap();
         assert_eq!(statuses(out), [("b.txt".into(), "processed")]);
         assert_eq!(read(out).unwrap()["d3"].error, None);
+    }
+
+    #[test]
+    fn an_unreadable_input_file_is_a_failed_row_until_it_is_fixed_or_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path();
+        let bad = ItemFailure { item: "scan.pdf".into(), id: "h1".into(), error: "no text layer".into() };
+        let mut run = Tracker::start(out).unwrap();
+        run.succeeded(&documents(&[("d1", "a.txt", &["u1"])]), [&bad]).unwrap();
+        let rows = read(out).unwrap();
+        assert_eq!((rows["h1"].status, rows["h1"].title.as_str()), (Status::Failed, "scan.pdf"));
+        assert_eq!(rows["h1"].error.as_deref(), Some("no text layer"));
+        assert!(rows["h1"].text_unit_ids.is_empty());
+        // Still unreadable at the next run: still failed; then removed: gone.
+        Tracker::start(out).unwrap().succeeded(&documents(&[("d1", "a.txt", &["u1"])]), [&bad]).unwrap();
+        assert_eq!(statuses(out), [("a.txt".into(), "processed"), ("scan.pdf".into(), "failed")]);
+        Tracker::start(out).unwrap().succeeded(&documents(&[("d1", "a.txt", &["u1"])]), []).unwrap();
+        assert_eq!(statuses(out), [("a.txt".into(), "processed")]);
     }
 
     #[test]

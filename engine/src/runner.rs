@@ -15,7 +15,7 @@ use arrow_array::{Array, RecordBatch, RecordBatchOptions};
 use indicatif::MultiProgress;
 use serde::{Deserialize, Serialize};
 
-use crate::context::{FileSource, PreviousIndex, ProjectFiles, StepCounters, VerbContext};
+use crate::context::{FileSource, ItemFailure, PreviousIndex, ProjectFiles, StepCounters, VerbContext};
 use crate::llm::LlmService;
 use crate::pipeline::{Plan, Step};
 use crate::stats::{peak_rss_mb, RunStats, StepStats};
@@ -62,6 +62,9 @@ struct StepState {
     hash: String,
     /// sha256 of each output table's file.
     outputs: BTreeMap<String, String>,
+    /// The items the run went on without, reported again when it is skipped.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    failures: Vec<ItemFailure>,
 }
 
 fn state_path(output_dir: &Path) -> PathBuf {
@@ -254,9 +257,12 @@ impl Shared<'_> {
         let hash = step_hash(step, &input_hashes, &ctx)?;
         let mut stats = StepStats { verb: step.info.name.to_string(), ..StepStats::default() };
         if self.opts.resume {
-            let reusable = reusable_outputs(self.plan, self.ws, &self.state.lock().unwrap(), step, &hash);
+            let state = self.state.lock().unwrap();
+            let reusable = reusable_outputs(self.plan, self.ws, &state, step, &hash);
             if let Some(outputs) = reusable {
                 tracing::info!(step = %step.id, "unchanged since the last run: skipped (--resume)");
+                stats.failures = state.steps[&step.id].failures.clone();
+                drop(state);
                 self.hashes.lock().unwrap().extend(outputs);
                 self.finished_reading(i);
                 stats.status = "skipped".into();
@@ -294,7 +300,8 @@ impl Shared<'_> {
         }
         {
             let mut state = self.state.lock().unwrap();
-            state.steps.insert(step.id.clone(), StepState { hash, outputs: recorded });
+            let failures = counters.failures.lock().unwrap().clone();
+            state.steps.insert(step.id.clone(), StepState { hash, outputs: recorded, failures });
             let bytes = serde_json::to_vec_pretty(&*state)?;
             store::atomic_write(&state_path(&self.ws.output_dir), &bytes)?;
         }
@@ -306,6 +313,7 @@ impl Shared<'_> {
         stats.warnings = counters.warnings.load(Ordering::Relaxed);
         stats.llm = counters.usage.by_model();
         stats.counts = counters.counts.lock().unwrap().clone();
+        stats.failures = counters.failures.lock().unwrap().clone();
         Ok(stats)
     }
 }

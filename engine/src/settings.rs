@@ -98,7 +98,8 @@ section!(
 );
 
 section!(InputConfig {
-    /// text | markdown | csv | json | jsonl
+    /// text | markdown | csv | json | jsonl | parquet | pdf | docx | markitdown
+    /// (pdf, docx, md and txt files, as GraphRAG's markitdown reader)
     #[serde(rename = "type")]
     file_type: String = s("text"),
     /// Regex on the path relative to the input folder; default per type.
@@ -106,8 +107,12 @@ section!(InputConfig {
     encoding: String = s("utf-8"),
     text_column: String = s("text"),
     title_column: Option<String> = None,
-    /// Extra csv/json columns kept in documents.raw_data (empty: all of them).
+    /// Extra csv/json/parquet columns kept in documents.raw_data (empty: all of them).
     metadata: Vec<String> = Vec::new(),
+    /// An input file that cannot be read stops the run (false: it is named
+    /// with the reason, counted, marked failed in document_status, and the
+    /// run goes on with the others).
+    strict: bool = false,
 });
 
 section!(StorageConfig {
@@ -135,8 +140,13 @@ section!(ChunkingConfig {
 section!(VectorStoreConfig {
     /// embedded: vectors in output/embeddings.<field>.parquet, HNSW indexes in
     /// output/vectors/ (external stores plug in behind the VectorStore trait).
+    /// lancedb (GraphRAG's default): the same, and `index` / `update` also
+    /// write GraphRAG's LanceDB tables at `db_uri` for its Python API
+    /// (`graphrag-rs export lancedb`; needs Python's lancedb package).
     #[serde(rename = "type")]
     kind: String = s("embedded"),
+    /// The LanceDB folder, relative to the project root (GraphRAG's default).
+    db_uri: String = s("output/lancedb"),
     /// Use an approximate index (HNSW) from this many vectors on (0: always).
     /// Below 100k vectors exact search takes under ~2.5 ms on 2 cores, and is
     /// exact; see docs/benchmarks.md.
@@ -271,11 +281,35 @@ section!(DriftSearchConfig {
     reduce_prompt: String = prompt("drift_reduce_prompt"),
     completion_model_id: String = s("default_completion_model"),
     embedding_model_id: String = s("default_embedding_model"),
+    /// Tokens of intermediate answers given to the reduce call.
     data_max_tokens: usize = 12_000,
+    /// The reduce call's sampling (`reduce_max_tokens` is GraphRAG's older
+    /// name for `reduce_max_completion_tokens`).
+    reduce_temperature: f64 = 0.0,
+    reduce_max_tokens: Option<u32> = None,
+    reduce_max_completion_tokens: Option<u32> = None,
+    /// DRIFT chat calls in flight at once (the model's own limits apply too).
+    concurrency: u32 = 32,
+    /// Primer: the `drift_k_followups` reports closest to the expanded
+    /// query, split into `primer_folds` parallel calls, each given at most
+    /// `primer_llm_max_tokens` of reports.
     primer_folds: u32 = 5,
+    primer_llm_max_tokens: usize = 12_000,
+    /// Follow-up questions answered per round, and rounds.
     drift_k_followups: u32 = 20,
     n_depth: u32 = 3,
+    /// The follow-up local searches' context and sampling.
+    local_search_text_unit_prop: f64 = 0.9,
+    local_search_community_prop: f64 = 0.1,
+    local_search_top_k_mapped_entities: usize = 10,
+    local_search_top_k_relationships: usize = 10,
     local_search_max_data_tokens: usize = 12_000,
+    local_search_temperature: f64 = 0.0,
+    local_search_top_p: f64 = 1.0,
+    /// Answers per call (GraphRAG reads the first; only 1 is sent).
+    local_search_n: u32 = 1,
+    local_search_llm_max_gen_tokens: Option<u32> = None,
+    local_search_llm_max_gen_completion_tokens: Option<u32> = None,
 });
 
 section!(BasicSearchConfig {
@@ -392,7 +426,7 @@ pub fn parse(file: &Path, text: String) -> Result<LoadedSettings, ConfigError> {
     Ok(loaded)
 }
 
-const FILE_TYPES: [&str; 5] = ["text", "markdown", "csv", "json", "jsonl"];
+const FILE_TYPES: [&str; 9] = ["text", "markdown", "csv", "json", "jsonl", "parquet", "pdf", "docx", "markitdown"];
 const CHUNK_STRATEGIES: [&str; 2] = ["tokens", "sentence"];
 
 fn one_of(loaded: &LoadedSettings, path: &str, value: &str, allowed: &[&str]) -> Result<(), ConfigError> {

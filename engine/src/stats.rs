@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use crate::context::ItemFailure;
 use crate::llm::ModelUsage;
 
 #[derive(Debug, Clone, Serialize, Default)]
@@ -19,6 +20,11 @@ pub struct RunStats {
 }
 
 impl RunStats {
+    /// Every step's failed items, in step order.
+    pub fn failures(&self) -> impl Iterator<Item = &ItemFailure> {
+        self.workflows.values().flat_map(|s| &s.failures)
+    }
+
     /// Fills the run's per-model totals from the steps.
     pub fn sum_llm_usage(&mut self) {
         self.llm.clear();
@@ -48,6 +54,9 @@ pub struct StepStats {
     /// Verb-specific counts (e.g. extraction records dropped or repaired).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub counts: BTreeMap<String, u64>,
+    /// Items the step went on without (unreadable input files), with why.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub failures: Vec<ItemFailure>,
 }
 
 /// Peak resident set size of this process in MB (VmHWM), where available.

@@ -1,6 +1,9 @@
 //! Query prompts: the project's files named in settings.yaml, or the shipped
-//! template when the setting keeps its default path and the project has no
-//! such file (e.g. an output folder written by another tool).
+//! template when the project has no such file — silently when the setting
+//! keeps its default path (e.g. an output folder written by another tool),
+//! with a notice otherwise (GraphRAG falls back to its built-in prompt the
+//! same way: `graphrag init` writes `drift_search.reduce_prompt:
+//! prompts/drift_search_reduce_prompt.txt` and no such file).
 
 use std::path::Path;
 
@@ -23,10 +26,29 @@ const SHIPPED: &[(&str, &str)] = &[
     shipped!("drift_search_system_prompt"),
     shipped!("drift_reduce_prompt"),
     shipped!("drift_primer"),
+    shipped!("drift_query_expansion"),
     shipped!("keywords_extraction"),
     shipped!("mix_search_system_prompt"),
     shipped!("rate_community"),
 ];
+
+/// The shipped prompt of each query prompt setting.
+const BY_SETTING: &[(&str, &str)] = &[
+    ("local_search.prompt", "prompts/local_search_system_prompt.txt"),
+    ("global_search.map_prompt", "prompts/global_search_map_system_prompt.txt"),
+    ("global_search.reduce_prompt", "prompts/global_search_reduce_system_prompt.txt"),
+    ("global_search.knowledge_prompt", "prompts/global_search_knowledge_system_prompt.txt"),
+    ("basic_search.prompt", "prompts/basic_search_system_prompt.txt"),
+    ("drift_search.prompt", "prompts/drift_search_system_prompt.txt"),
+    ("drift_search.reduce_prompt", "prompts/drift_reduce_prompt.txt"),
+    ("keyword_search.keywords_prompt", "prompts/keywords_extraction.txt"),
+    ("keyword_search.prompt", "prompts/mix_search_system_prompt.txt"),
+];
+
+fn shipped(path: &str) -> Option<PromptTemplate> {
+    let normal = path.trim_start_matches("./");
+    SHIPPED.iter().find(|(p, _)| *p == normal).map(|(p, text)| PromptTemplate::new(format!("<built-in {p}>"), *text))
+}
 
 /// Loads the prompt at `path` (relative to `root`) configured by `setting`.
 pub fn load(root: &Path, setting: &str, path: &str) -> anyhow::Result<PromptTemplate> {
@@ -36,9 +58,17 @@ pub fn load(root: &Path, setting: &str, path: &str) -> anyhow::Result<PromptTemp
             .with_context(|| format!("reading prompt {} (settings `{setting}`)", full.display()))?;
         return Ok(PromptTemplate::new(full.display().to_string(), text));
     }
-    let normal = path.trim_start_matches("./");
-    match SHIPPED.iter().find(|(p, _)| *p == normal) {
-        Some((p, text)) => Ok(PromptTemplate::new(format!("<built-in {p}>"), *text)),
+    if let Some(prompt) = shipped(path) {
+        return Ok(prompt);
+    }
+    match BY_SETTING.iter().find(|(s, _)| *s == setting).and_then(|(_, p)| shipped(p)) {
+        Some(prompt) => {
+            tracing::warn!(
+                "prompt file {} (settings `{setting}`) does not exist: using the built-in prompt instead, as GraphRAG does",
+                full.display()
+            );
+            Ok(prompt)
+        }
         None => anyhow::bail!("prompt file {} not found (settings `{setting}`)", full.display()),
     }
 }
@@ -63,8 +93,11 @@ mod tests {
         std::fs::write(dir.path().join("prompts/local_search_system_prompt.txt"), "mine {context_data}").unwrap();
         let p = load(dir.path(), "local_search.prompt", "prompts/local_search_system_prompt.txt").unwrap();
         assert_eq!(p.text, "mine {context_data}");
-        let err = load(dir.path(), "basic_search.prompt", "prompts/other.txt").unwrap_err();
-        assert!(err.to_string().contains("basic_search.prompt"), "{err}");
+        let err = load(dir.path(), "rate_community", "prompts/other.txt").unwrap_err();
+        assert!(err.to_string().contains("rate_community"), "{err}");
+        // GraphRAG's init names a reduce prompt file it does not write: the built-in one answers.
+        let p = load(dir.path(), "drift_search.reduce_prompt", "prompts/drift_search_reduce_prompt.txt").unwrap();
+        assert_eq!(p.source, "<built-in prompts/drift_reduce_prompt.txt>");
         assert!(fixed(dir.path(), "rate_community").is_ok());
     }
 }

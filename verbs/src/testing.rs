@@ -48,6 +48,17 @@ pub fn run_verb(
     Ok((out, counters.warnings.load(Ordering::Relaxed)))
 }
 
+/// Runs `verb` and returns its outputs (or error) with every counter it set.
+pub fn run_verb_counters(
+    verb: &dyn Verb,
+    inputs: &[Arc<RecordBatch>],
+    files: &dyn FileSource,
+) -> (anyhow::Result<Vec<RecordBatch>>, StepCounters) {
+    let counters = StepCounters::default();
+    let out = verb.run(inputs, &VerbContext::new("test", files, &counters));
+    (out, counters)
+}
+
 /// Project files in memory: prompts to read, outputs written.
 #[derive(Default)]
 pub struct MemProject {

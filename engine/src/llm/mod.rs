@@ -42,6 +42,15 @@ impl Message {
     }
 }
 
+/// One call's sampling settings in place of the model's (a search step's
+/// own temperature or answer length); `None` keeps the model's value.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct CallOptions {
+    pub temperature: Option<f64>,
+    pub top_p: Option<f64>,
+    pub max_tokens: Option<u32>,
+}
+
 /// What a chat call returns.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Completion {
@@ -97,7 +106,7 @@ impl ChatModel {
     /// What the answers depend on besides the messages (model and sampling
     /// parameters; the API key is masked), for step hashes.
     pub fn fingerprint(&self) -> String {
-        serde_json::to_string(&self.request_body(&[], false)).unwrap_or_default()
+        serde_json::to_string(&self.request_body(&[], false, &CallOptions::default())).unwrap_or_default()
     }
 
     /// A chat completion, from the cache when the same request was answered before.
@@ -107,12 +116,23 @@ impl ChatModel {
 
     /// Whether this exact request is answered from the cache (no tokens spent).
     pub fn is_cached(&self, messages: &[Message], json: bool) -> bool {
-        let key = self.cache_key(&self.request_body(messages, json));
+        let key = self.cache_key(&self.request_body(messages, json, &CallOptions::default()));
         self.cache.as_ref().is_some_and(|c| c.get::<Completion>(&key).is_some())
     }
 
     pub async fn chat(&self, messages: &[Message], json: bool, usage: &UsageCounters) -> Result<Completion, LlmError> {
-        let body = self.request_body(messages, json);
+        self.chat_with(messages, json, &CallOptions::default(), usage).await
+    }
+
+    /// [`ChatModel::chat`] with this call's own sampling settings.
+    pub async fn chat_with(
+        &self,
+        messages: &[Message],
+        json: bool,
+        options: &CallOptions,
+        usage: &UsageCounters,
+    ) -> Result<Completion, LlmError> {
+        let body = self.request_body(messages, json, options);
         let key = self.cache_key(&body);
         if let Some(cache) = &self.cache {
             if let Some(hit) = cache.get::<Completion>(&key) {
@@ -144,7 +164,18 @@ impl ChatModel {
         usage: &UsageCounters,
         on_delta: &mut (dyn FnMut(&str) + Send),
     ) -> Result<Completion, LlmError> {
-        let body = self.request_body(messages, false);
+        self.chat_stream_with(messages, &CallOptions::default(), usage, on_delta).await
+    }
+
+    /// [`ChatModel::chat_stream`] with this call's own sampling settings.
+    pub async fn chat_stream_with(
+        &self,
+        messages: &[Message],
+        options: &CallOptions,
+        usage: &UsageCounters,
+        on_delta: &mut (dyn FnMut(&str) + Send),
+    ) -> Result<Completion, LlmError> {
+        let body = self.request_body(messages, false, options);
         let key = self.cache_key(&body);
         if let Some(hit) = self.cache.as_ref().and_then(|c| c.get::<Completion>(&key)) {
             usage.record_cache_hit(&self.id);
@@ -184,7 +215,17 @@ impl ChatModel {
     /// model supports it, tolerant parsing always, and one corrective retry
     /// when the answer cannot be repaired.
     pub async fn chat_json(&self, messages: &[Message], usage: &UsageCounters) -> Result<Value, LlmError> {
-        let first = self.chat(messages, true, usage).await?;
+        self.chat_json_with(messages, &CallOptions::default(), usage).await
+    }
+
+    /// [`ChatModel::chat_json`] with this call's own sampling settings.
+    pub async fn chat_json_with(
+        &self,
+        messages: &[Message],
+        options: &CallOptions,
+        usage: &UsageCounters,
+    ) -> Result<Value, LlmError> {
+        let first = self.chat_with(messages, true, options, usage).await?;
         match json_repair::parse_object(&first.content) {
             Ok(parsed) => {
                 if !parsed.repairs.is_empty() {
@@ -199,7 +240,7 @@ impl ChatModel {
                 retry.push(Message::user(format!(
                     "Your previous answer could not be parsed as JSON ({reason}). Reply again with only the complete JSON object, no other text."
                 )));
-                let second = self.chat(&retry, true, usage).await?;
+                let second = self.chat_with(&retry, true, options, usage).await?;
                 match json_repair::parse_object(&second.content) {
                     Ok(parsed) => {
                         usage.record_json_repair(&self.id);
@@ -214,14 +255,14 @@ impl ChatModel {
         }
     }
 
-    fn request_body(&self, messages: &[Message], json: bool) -> Value {
+    fn request_body(&self, messages: &[Message], json: bool, options: &CallOptions) -> Value {
         let mut body = serde_json::json!({
             "model": self.config.model,
             "messages": messages,
-            "temperature": self.config.temperature,
-            "top_p": self.config.top_p,
+            "temperature": options.temperature.unwrap_or(self.config.temperature),
+            "top_p": options.top_p.unwrap_or(self.config.top_p),
         });
-        if let Some(max) = self.config.max_tokens {
+        if let Some(max) = options.max_tokens.or(self.config.max_tokens) {
             body["max_tokens"] = max.into();
         }
         if json && self.config.model_supports_json {
