@@ -26,7 +26,7 @@ fn main() {
             model: "mock".into(),
             api_base: Some(mock.base_url()),
             api_key: Secret::from("bench"),
-            concurrent_requests: concurrency as u32,
+            concurrent_requests: Some(concurrency as u32),
             ..ModelConfig::default()
         };
         let model = Arc::new(ChatModel::new("bench", &cfg, None).unwrap());

@@ -260,7 +260,7 @@ pub fn run(args: EvalArgs) -> anyhow::Result<()> {
     if questions.is_empty() {
         bail!("{} has no questions", args.questions.display());
     }
-    let settings = crate::query::project_settings(&args.root)?;
+    let settings = crate::query::project_settings(&args.root, None)?.settings;
 
     let mut scores = Vec::new();
     for &k in &ks {

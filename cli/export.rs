@@ -15,7 +15,8 @@ use graphrag_engine::settings::{self, Settings};
 
 use crate::assets::EXPORT_LANCEDB_SCRIPT;
 
-/// The fields GraphRAG 3.3 embeds and reads, each a LanceDB table of that name.
+/// The fields GraphRAG 3.3 embeds and reads, each a LanceDB table (of that
+/// name unless `vector_store.index_schema` renames it).
 pub const GRAPHRAG_FIELDS: [&str; 3] = ["entity_description", "community_full_content", "text_unit_text"];
 
 /// Exit status of the script when lancedb or pyarrow cannot be imported.
@@ -49,9 +50,17 @@ pub fn run(args: &ExportArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `vector_store.db_uri`, relative to the project root as GraphRAG reads it.
+/// `vector_store.db_uri` (GraphRAG's default `output/lancedb`), relative to
+/// the project root as GraphRAG reads it.
 pub fn db_uri(root: &Path, settings: &Settings) -> PathBuf {
-    root.join(&settings.vector_store.db_uri)
+    root.join(settings.vector_store.db_uri.as_deref().unwrap_or("output/lancedb"))
+}
+
+/// The LanceDB table of an embedded field: `vector_store.index_schema.<field>.index_name`,
+/// else the field's name (GraphRAG's default).
+fn table_name(settings: &Settings, field: &str) -> String {
+    let schema = settings.vector_store.index_schema.get(field);
+    schema.and_then(|s| s.index_name.clone()).unwrap_or_else(|| field.to_string())
 }
 
 /// After `index` or `update`: the LanceDB tables when settings.yaml asks for
@@ -107,7 +116,7 @@ pub fn lancedb(
         .arg(&output)
         .arg("--db-uri")
         .arg(db_uri)
-        .args(&present)
+        .args(present.iter().map(|f| format!("{f}={}", table_name(settings, f))))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use graphrag_engine::context::{LocalFiles, LocalProject, PreviousIndex};
 use graphrag_engine::doc_status;
+use graphrag_engine::llm::preflight::{self, ModelKind};
 use graphrag_engine::llm::LlmService;
 use graphrag_engine::pipeline::{self, Plan};
 use graphrag_engine::runner::{self, RunOptions, StepEstimate, Workspace};
@@ -22,7 +23,18 @@ pub struct IndexArgs {
     pub method: String,
     pub resume: bool,
     pub dry_run: bool,
+    pub no_cache: bool,
+    pub skip_validation: bool,
     pub verbosity: i8,
+}
+
+/// How a command opens a project for a run.
+pub struct OpenOptions<'a> {
+    pub method: &'a str,
+    pub verbosity: i8,
+    /// Whether the run will execute (log file); false for a dry run.
+    pub run: bool,
+    pub no_cache: bool,
 }
 
 /// The pipeline file and text for `--method`: a path, the project's
@@ -50,36 +62,78 @@ fn pipeline_source(root: &Path, method: &str) -> anyhow::Result<(PathBuf, String
 /// A project opened for a run: its settings, models and pipeline.
 pub struct Project {
     pub root: PathBuf,
-    pub settings: Settings,
+    pub loaded: settings::LoadedSettings,
     pub llm: LlmService,
     pub plan: Plan,
     pub output_dir: PathBuf,
+    /// The chat model for which `--method auto` chose the standard pipeline.
+    auto_standard: Option<String>,
 }
 
 impl Project {
-    /// Loads settings and pipeline for `method` (`auto`: standard with a
-    /// chat model, fast without), logging to the project's log file unless
-    /// nothing will run.
-    pub fn open(root: &Path, method: &str, verbosity: i8, log: bool) -> anyhow::Result<Project> {
-        let settings = settings::load(root)?.settings;
+    /// Loads settings and pipeline for `opts.method` (`auto`: standard with
+    /// a chat model, fast without), logging to the project's log file for a run.
+    pub fn open(root: &Path, opts: &OpenOptions) -> anyhow::Result<Project> {
+        let mut loaded = settings::load(root)?;
+        if opts.no_cache {
+            loaded.settings.cache.kind = "none".into();
+        }
+        let settings = &loaded.settings;
         let log_file = root.join(&settings.reporting.base_dir).join("indexing-engine.log");
-        crate::logging::init(verbosity, log.then_some(log_file.as_path()))?;
-        let llm = LlmService::from_settings(&settings, root)?;
-        let method = match method {
-            "auto" if llm.has_chat_model(&settings.extract_graph.completion_model_id) => "standard",
+        crate::logging::init(opts.verbosity, opts.run.then_some(log_file.as_path()))?;
+        if let Some(warning) = loaded.ignored_warning() {
+            tracing::warn!("{warning}");
+        }
+        let llm = LlmService::from_settings(settings, root)?;
+        let chat_id = &settings.extract_graph.completion_model_id;
+        let auto_standard = (opts.method == "auto" && llm.has_chat_model(chat_id)).then(|| chat_id.clone());
+        let method = match opts.method {
+            "auto" if llm.has_chat_model(chat_id) => "standard",
             "auto" => {
                 tracing::info!(
-                    "no chat model configured (completion_models.{}): using the fast method (noun-phrase graph, no LLM)",
-                    settings.extract_graph.completion_model_id
+                    "no chat model configured (completion_models.{chat_id}): using the fast method (noun-phrase graph, no LLM)"
                 );
                 "fast"
             }
             other => other,
         };
         let (pipeline_file, text) = pipeline_source(root, method)?;
-        let plan = pipeline::load(&pipeline_file, &text, &settings, &graphrag_verbs::registry())?;
+        let plan = pipeline::load(&pipeline_file, &text, settings, &graphrag_verbs::registry())?;
         let output_dir = root.join(&settings.output_storage.base_dir);
-        Ok(Project { root: root.to_path_buf(), settings, llm, plan, output_dir })
+        Ok(Project { root: root.to_path_buf(), loaded, llm, plan, output_dir, auto_standard })
+    }
+
+    pub fn settings(&self) -> &Settings {
+        &self.loaded.settings
+    }
+
+    /// The start-up check of the model endpoints the pipeline's steps name
+    /// (their `model_id` args), skipping steps that will call none
+    /// (disabled, extractive) and chat models that are not configured (those
+    /// steps run without one).
+    pub fn check_models(&self) -> anyhow::Result<()> {
+        let s = self.settings();
+        let mut targets = Vec::new();
+        for step in &self.plan.steps {
+            let args = &step.args;
+            let calls_none =
+                args.get("enabled") == Some(&false.into()) || args.get("mode") == Some(&"extractive".into());
+            let Some(id) = args.get("model_id").and_then(|v| v.as_str()).filter(|_| !calls_none) else { continue };
+            if s.completion_models.contains_key(id) && self.llm.has_chat_model(id) {
+                targets.push((ModelKind::Chat, id.to_string()));
+            }
+            if s.embedding_models.contains_key(id) {
+                targets.push((ModelKind::Embedding, id.to_string()));
+            }
+        }
+        let report = preflight::check(&self.loaded, &targets).map_err(|e| match &self.auto_standard {
+            Some(chat_id) => anyhow::anyhow!(
+                "{e}\n`--method auto` chose the standard pipeline because completion_models.{chat_id} is configured: fix that model, or run `--method fast` to index without a chat model"
+            ),
+            None => e.into(),
+        })?;
+        report_check(report);
+        Ok(())
     }
 
     /// Where a run of the pipeline reads and writes: `output_dir` for its
@@ -87,7 +141,7 @@ impl Project {
     pub fn workspace(self, output_dir: &Path, previous: Option<Box<dyn PreviousIndex>>) -> (Plan, Workspace) {
         let ws = Workspace {
             output_dir: output_dir.to_path_buf(),
-            files: Box::new(LocalFiles { root: self.root.join(&self.settings.input_storage.base_dir) }),
+            files: Box::new(LocalFiles { root: self.root.join(&self.loaded.settings.input_storage.base_dir) }),
             project: Some(Box::new(LocalProject { root: self.root.clone(), output_dir: output_dir.to_path_buf() })),
             llm: Some(self.llm),
             previous,
@@ -96,16 +150,32 @@ impl Project {
     }
 }
 
+/// Logs what the start-up check found.
+pub fn report_check(report: preflight::Report) {
+    for w in &report.warnings {
+        tracing::warn!("{w}");
+    }
+    if !report.checked.is_empty() {
+        tracing::debug!("model endpoints answer: {}", report.checked.join(", "));
+    }
+}
+
 pub fn run(args: &IndexArgs) -> anyhow::Result<()> {
-    let project = Project::open(&args.root, &args.method, args.verbosity, !args.dry_run)?;
+    let project = Project::open(
+        &args.root,
+        &OpenOptions { method: &args.method, verbosity: args.verbosity, run: !args.dry_run, no_cache: args.no_cache },
+    )?;
     let output_dir = project.output_dir.clone();
-    let settings = project.settings.clone();
-    let (plan, ws) = project.workspace(&output_dir, None);
+    let settings = project.settings().clone();
     if args.dry_run {
-        print_plan(&plan, &ws, args.resume)?;
-        return Ok(());
+        let (plan, ws) = project.workspace(&output_dir, None);
+        return print_plan(&plan, &ws, args.resume);
     }
     let _lock = staging::lock_for_writing(&output_dir)?;
+    if !args.skip_validation {
+        project.check_models()?;
+    }
+    let (plan, ws) = project.workspace(&output_dir, None);
     // A finished update's publication is completed first; an unfinished
     // one is superseded by this full run.
     staging::recover(&output_dir)?;
@@ -124,11 +194,14 @@ pub fn run(args: &IndexArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub fn progress_bars(verbosity: i8) -> bool {
-    verbosity >= 0 && std::io::stderr().is_terminal()
+/// Where the run draws its progress bars: nowhere when quiet or when
+/// stderr is not a terminal.
+pub fn progress_bars(verbosity: i8) -> Option<indicatif::MultiProgress> {
+    (verbosity >= 0 && std::io::stderr().is_terminal()).then(|| crate::logging::bars().clone())
 }
 
-/// One line per step: status, seconds, rows, warnings.
+/// One line per step: status, seconds, rows, warnings; then the items the
+/// run went on without (unreadable input files), each with its reason.
 pub fn print_steps(plan: &Plan, stats: &RunStats) {
     for step in &plan.steps {
         if let Some(st) = stats.workflows.get(&step.id) {
@@ -141,6 +214,16 @@ pub fn print_steps(plan: &Plan, stats: &RunStats) {
                 st.rows_out,
                 if st.warnings > 0 { format!("  ({} warnings, see log)", st.warnings) } else { String::new() }
             );
+        }
+    }
+    let failures: Vec<_> = stats.failures().collect();
+    if !failures.is_empty() {
+        println!(
+            "{} input file(s) could not be read and were left out (failed in document_status.parquet):",
+            failures.len()
+        );
+        for f in failures {
+            println!("  {}: {}", f.item, f.error);
         }
     }
 }

@@ -2,9 +2,11 @@
 //! the project's reporting folder.
 
 use std::fs::{self, File};
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+
+use indicatif::MultiProgress;
 
 use tracing_subscriber::filter::LevelFilter;
 use tracing_subscriber::fmt;
@@ -12,6 +14,27 @@ use tracing_subscriber::prelude::*;
 
 /// Log target written to the log file but not to the console.
 pub const FILE_ONLY: &str = "graphrag_rs::file_only";
+
+/// Where progress bars are drawn (stderr). Console log lines go through it
+/// too, so they are printed above the bars instead of through them.
+pub fn bars() -> &'static MultiProgress {
+    static BARS: OnceLock<MultiProgress> = OnceLock::new();
+    BARS.get_or_init(MultiProgress::new)
+}
+
+/// Writes one log event to stderr with the progress bars out of the way.
+struct AboveBars;
+
+impl Write for AboveBars {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        bars().suspend(|| std::io::stderr().write_all(buf))?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        std::io::stderr().flush()
+    }
+}
 
 pub fn init(verbosity: i8, log_file: Option<&Path>) -> anyhow::Result<()> {
     let console = match verbosity {
@@ -33,7 +56,7 @@ pub fn init(verbosity: i8, log_file: Option<&Path>) -> anyhow::Result<()> {
     let _ = tracing_subscriber::registry()
         .with(
             fmt::layer()
-                .with_writer(std::io::stderr)
+                .with_writer(|| AboveBars)
                 .with_ansi(std::io::stderr().is_terminal())
                 .with_target(false)
                 .compact()

@@ -34,8 +34,18 @@ struct Cli {
 #[derive(Args)]
 struct RootArg {
     /// The project folder.
-    #[arg(long, default_value = ".")]
+    #[arg(short, long, default_value = ".")]
     root: PathBuf,
+}
+
+/// Flags of the commands that call models.
+#[derive(Args)]
+struct ModelFlags {
+    /// Skip the start-up check that sends one tiny request to each model endpoint the run uses
+    /// (it turns a server that is down, a wrong port or a base URL without /v1 into one clear
+    /// error within seconds).
+    #[arg(long)]
+    skip_validation: bool,
 }
 
 #[derive(Subcommand)]
@@ -45,8 +55,15 @@ enum Command {
         #[command(flatten)]
         root: RootArg,
         /// Overwrite settings.yaml, prompts/ and workflows/ of an existing project (.env and input/ are kept).
-        #[arg(long)]
+        #[arg(short, long)]
         force: bool,
+        /// The chat model's name (default gpt-4.1-mini), e.g. gpt-4.1 or, for Ollama, llama3.1.
+        #[arg(short = 'm', long)]
+        model: Option<String>,
+        /// The embedding model: an OpenAI-compatible model's name (e.g. text-embedding-3-small),
+        /// or `local` for all-MiniLM-L6-v2 run in-process (the default).
+        #[arg(short = 'e', long)]
+        embedding: Option<String>,
     },
     /// Run the indexing pipeline over input/ and write Parquet tables to output/.
     Index {
@@ -54,7 +71,7 @@ enum Command {
         root: RootArg,
         /// Pipeline: standard (LLM extraction), fast (no LLM), auto (standard when a chat
         /// model is configured, else fast), or a path to a pipeline YAML file.
-        #[arg(long, default_value = "auto")]
+        #[arg(short, long, default_value = "auto")]
         method: String,
         /// Skip steps whose verb, args and inputs are unchanged since the last run.
         #[arg(long)]
@@ -62,33 +79,48 @@ enum Command {
         /// Validate settings and pipeline and print the plan without running it.
         #[arg(long)]
         dry_run: bool,
+        /// Neither read nor write the model answer cache for this run.
+        #[arg(long)]
+        no_cache: bool,
+        #[command(flatten)]
+        models: ModelFlags,
     },
     /// Ask a question of an index: local, global, basic, drift (GraphRAG) or hybrid, mix (LightRAG) search.
     Query {
         #[command(flatten)]
         root: RootArg,
         /// local | global | basic | drift | hybrid | mix
-        #[arg(long, default_value = "local")]
+        #[arg(short, long, default_value = "local")]
         method: String,
+        /// The index's output folder (default: the project's output_storage.base_dir), as
+        /// GraphRAG's `--data`.
+        #[arg(short, long)]
+        data: Option<PathBuf>,
         /// Community level of the reports used (global, local, drift): as GraphRAG, every report of
         /// levels 0 to N; default 2. A level the index does not have uses its deepest, with a notice.
         #[arg(long)]
         community_level: Option<u32>,
         /// Global search: choose the reports by LLM relevance rating, top-down (GraphRAG's dynamic community selection).
-        #[arg(long)]
+        #[arg(long, overrides_with = "no_dynamic_selection")]
         dynamic_community_selection: bool,
+        #[arg(long, hide = true)]
+        no_dynamic_selection: bool,
         /// Target length and format of the answer.
         #[arg(long, default_value = "Multiple Paragraphs")]
         response_type: String,
         /// Print the answer as it arrives.
-        #[arg(long)]
+        #[arg(long, overrides_with = "no_streaming")]
         streaming: bool,
+        #[arg(long, hide = true)]
+        no_streaming: bool,
         /// Print the retrieved context without calling the chat model.
         #[arg(long)]
         context_only: bool,
         /// Print one JSON object: method, question, answer, notice, context, context_records, stats.
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        models: ModelFlags,
         /// The question (several words are joined with spaces).
         #[arg(required = true)]
         question: Vec<String>,
@@ -108,7 +140,7 @@ enum Command {
         #[arg(long)]
         questions: PathBuf,
         /// Methods to compare, comma-separated (local, global, basic, drift, hybrid, mix).
-        #[arg(long, default_value = "basic,local,mix")]
+        #[arg(short, long, default_value = "basic,local,mix")]
         method: String,
         /// Vector-search sizes to compare, comma-separated; each sets basic_search.k (text units),
         /// local_search.top_k_entities (entities of local and drift; GraphRAG oversamples x2) and
@@ -133,11 +165,16 @@ enum Command {
         #[command(flatten)]
         root: RootArg,
         /// Pipeline: auto (the one the index was built with), standard, fast, or a pipeline .yaml.
-        #[arg(long, default_value = "auto")]
+        #[arg(short, long, default_value = "auto")]
         method: String,
         /// Validate and print the plan and the model calls it would make (uncached items), without running.
         #[arg(long)]
         dry_run: bool,
+        /// Neither read nor write the model answer cache (every document is paid for again).
+        #[arg(long)]
+        no_cache: bool,
+        #[command(flatten)]
+        models: ModelFlags,
     },
     /// Write the index's vectors where other tools read them. `lancedb`: Microsoft GraphRAG 3.3's
     /// LanceDB tables (entity_description, community_full_content, text_unit_text), so that
@@ -170,29 +207,43 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let verbosity = if cli.quiet { -1 } else { cli.verbose as i8 };
     let result = match cli.command {
-        Command::Init { root, force } => init::run(&root.root, force),
-        Command::Index { root, method, resume, dry_run } => {
-            index::run(&index::IndexArgs { root: root.root, method, resume, dry_run, verbosity })
+        Command::Init { root, force, model, embedding } => {
+            init::run(&init::InitArgs { root: root.root, force, model, embedding })
         }
+        Command::Index { root, method, resume, dry_run, no_cache, models } => index::run(&index::IndexArgs {
+            root: root.root,
+            method,
+            resume,
+            dry_run,
+            no_cache,
+            skip_validation: models.skip_validation,
+            verbosity,
+        }),
         Command::Query {
             root,
             method,
+            data,
             community_level,
             dynamic_community_selection,
+            no_dynamic_selection: _,
             response_type,
             streaming,
+            no_streaming: _,
             context_only,
             json,
+            models,
             question,
         } => query::run(query::QueryArgs {
             root: root.root,
             method,
+            data,
             community_level,
             response_type,
             dynamic_community_selection,
             streaming,
             context_only,
             json,
+            skip_validation: models.skip_validation,
             question: question.join(" "),
             verbosity,
         }),
@@ -206,9 +257,14 @@ fn main() -> ExitCode {
             answers,
             verbosity,
         }),
-        Command::Update { root, method, dry_run } => {
-            update::run(&update::UpdateArgs { root: root.root, method, dry_run, verbosity })
-        }
+        Command::Update { root, method, dry_run, no_cache, models } => update::run(&update::UpdateArgs {
+            root: root.root,
+            method,
+            dry_run,
+            no_cache,
+            skip_validation: models.skip_validation,
+            verbosity,
+        }),
         Command::Export { target: ExportTarget::Lancedb, root, db_uri, python } => {
             export::run(&export::ExportArgs { root: root.root, db_uri, python, verbosity })
         }

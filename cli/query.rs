@@ -2,16 +2,19 @@
 //! graphrag-query library).
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::bail;
-use graphrag_engine::settings::{self, Settings};
+use graphrag_engine::llm::preflight;
+use graphrag_engine::settings::{self, LoadedSettings};
 use graphrag_query::{Method, QueryEngine, QueryRequest, QueryResult, QueryStats};
 
 pub struct QueryArgs {
     pub root: PathBuf,
     /// local | global | basic | drift | hybrid | mix
     pub method: String,
+    /// The output folder to query instead of the project's (GraphRAG's `--data`).
+    pub data: Option<PathBuf>,
     pub community_level: Option<u32>,
     pub response_type: String,
     /// Global search: GraphRAG's dynamic community selection.
@@ -19,25 +22,38 @@ pub struct QueryArgs {
     pub streaming: bool,
     pub context_only: bool,
     pub json: bool,
+    pub skip_validation: bool,
     pub question: String,
     /// -1 quiet, 0 normal, 1+ verbose (logs go to stderr).
     pub verbosity: i8,
 }
 
 /// Settings of the project, or the defaults for a bare output folder (e.g.
-/// one copied from elsewhere) when there is no settings.yaml.
-pub fn project_settings(root: &std::path::Path) -> anyhow::Result<Settings> {
-    let has_settings = ["settings.yaml", "settings.yml"].iter().any(|n| root.join(n).exists());
-    if has_settings {
-        return Ok(settings::load(root)?.settings);
+/// one copied from elsewhere) when there is no settings file. `data`, when
+/// given, is the output folder to read (GraphRAG's `query --data`).
+pub fn project_settings(root: &Path, data: Option<&Path>) -> anyhow::Result<LoadedSettings> {
+    let mut loaded = match settings::find(root) {
+        Some(_) => settings::load(root)?,
+        None => {
+            let defaults = LoadedSettings::defaults(&root.join(settings::SETTINGS_FILE));
+            let output =
+                data.map(Path::to_path_buf).unwrap_or_else(|| root.join(&defaults.settings.output_storage.base_dir));
+            if !output.is_dir() {
+                bail!("no index in {}: run `graphrag-rs index --root {}` first", output.display(), root.display());
+            }
+            tracing::warn!("no {} in {}: using the default settings", settings::SETTINGS_FILE, root.display());
+            defaults
+        }
+    };
+    if let Some(data) = data {
+        if !data.is_dir() {
+            bail!("--data {}: no such folder (it should be an index's output folder)", data.display());
+        }
+        // Relative to the working directory, as GraphRAG's --data is.
+        let absolute = std::path::absolute(data)?;
+        loaded.settings.output_storage.base_dir = absolute.to_string_lossy().into_owned();
     }
-    let defaults = Settings::default();
-    let output = root.join(&defaults.output_storage.base_dir);
-    if !output.is_dir() {
-        bail!("no index in {}: run `graphrag-rs index --root {}` first", output.display(), root.display());
-    }
-    tracing::warn!("no {} in {}: using the default settings", settings::SETTINGS_FILE, root.display());
-    Ok(defaults)
+    Ok(loaded)
 }
 
 pub fn run(args: QueryArgs) -> anyhow::Result<()> {
@@ -47,7 +63,14 @@ pub fn run(args: QueryArgs) -> anyhow::Result<()> {
     if question.is_empty() {
         bail!("no question given: graphrag-rs query --root DIR --method {method} \"your question\"");
     }
-    let engine = QueryEngine::with_settings(&args.root, project_settings(&args.root)?)?;
+    let loaded = project_settings(&args.root, args.data.as_deref())?;
+    if let Some(warning) = loaded.ignored_warning() {
+        tracing::warn!("{warning}");
+    }
+    let engine = QueryEngine::with_settings(&args.root, loaded.settings.clone())?;
+    if !args.skip_validation {
+        crate::index::report_check(preflight::check(&loaded, &engine.models_used(method, args.context_only))?);
+    }
     let mut req = QueryRequest::new(method, question.clone());
     req.community_level = args.community_level;
     req.response_type = args.response_type.clone();

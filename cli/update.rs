@@ -21,12 +21,14 @@ use graphrag_engine::stats::RunStats;
 use graphrag_engine::table::strings;
 use graphrag_engine::{doc_status, settings, staging, store};
 
-use crate::index::{print_plan, print_steps, progress_bars, Project};
+use crate::index::{print_plan, print_steps, progress_bars, OpenOptions, Project};
 
 pub struct UpdateArgs {
     pub root: PathBuf,
     pub method: String,
     pub dry_run: bool,
+    pub no_cache: bool,
+    pub skip_validation: bool,
     pub verbosity: i8,
 }
 
@@ -46,14 +48,23 @@ pub fn run(args: &UpdateArgs) -> anyhow::Result<()> {
         "auto" if has_index => previous_method(&output_dir).unwrap_or_else(|| "auto".into()),
         other => other.to_string(),
     };
-    let project = Project::open(&args.root, &method, args.verbosity, !args.dry_run)?;
-    if project.settings.cache.kind == "none" && has_index {
+    let project = Project::open(
+        &args.root,
+        &OpenOptions { method: &method, verbosity: args.verbosity, run: !args.dry_run, no_cache: args.no_cache },
+    )?;
+    let cache = &project.settings().cache;
+    // --no-cache asks for it; a cache.type that keeps nothing is more likely an oversight.
+    if !cache.enabled() && has_index && !args.no_cache {
         bail!(
-            "`update` reuses the cached model answers of unchanged documents, and cache.type is `none` in settings.yaml, so it would pay for every document again: set cache.type to `file` (the default), or run `graphrag-rs index`"
+            "`update` reuses the cached model answers of unchanged documents, and cache.type is `{}` in settings.yaml, so it would pay for every document again: set cache.type to `json` (the default), or run `graphrag-rs index`",
+            cache.kind
         );
     }
+    if !args.dry_run && !args.skip_validation {
+        project.check_models()?;
+    }
     let staging_dir = staging::dir(&output_dir);
-    let settings = project.settings.clone();
+    let settings = project.settings().clone();
     let previous = has_index.then(|| Box::new(PublishedTables { output_dir: output_dir.clone() }) as _);
     let (plan, ws) = project.workspace(&staging_dir, previous);
     if args.dry_run {

@@ -10,6 +10,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use graphrag_mock_llm::{MockConfig, MockServer};
+
+mod common;
 use parquet::file::reader::{FileReader, SerializedFileReader};
 
 fn graphrag(args: &[&str], env: &[(&str, &str)]) -> Output {
@@ -31,16 +33,7 @@ fn project(mock: &MockServer) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().to_str().unwrap();
     assert!(graphrag(&["init", "--root", root], &[]).status.success());
-    let carol = fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/christmas-carol/a_christmas_carol.txt"),
-    )
-    .unwrap();
-    let start = carol.find("MARLEY'S GHOST").unwrap_or(0);
-    let mut end = (start + 8_000).min(carol.len());
-    while !carol.is_char_boundary(end) {
-        end -= 1;
-    }
-    fs::write(dir.path().join("input/carol.txt"), &carol[start..end]).unwrap();
+    fs::write(dir.path().join("input/carol.txt"), common::carol_passage("MARLEY'S GHOST", 8_000)).unwrap();
     let settings = format!(
         "embedding_models:\n  default_embedding_model:\n    model_provider: openai\n    model: mock-embed\n    api_key: test\n    api_base: {}\nchunking:\n  size: 300\n  overlap: 30\nvector_store:\n  type: lancedb\n  db_uri: output/lancedb\n",
         mock.base_url()

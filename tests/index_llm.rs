@@ -9,6 +9,8 @@ use arrow_array::RecordBatch;
 use graphrag_mock_llm::{FaultKind, FaultRule, MockConfig, MockServer};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
+mod common;
+
 fn graphrag(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_graphrag-rs")).args(args).output().expect("binary runs")
 }
@@ -30,16 +32,7 @@ fn columns(batch: &RecordBatch) -> Vec<String> {
 
 /// The first ~12 KB of A Christmas Carol (after the Gutenberg header).
 fn sample_text() -> String {
-    let full = fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/christmas-carol/a_christmas_carol.txt"),
-    )
-    .unwrap();
-    let start = full.find("MARLEY'S GHOST").unwrap_or(0);
-    let mut end = (start + 12_000).min(full.len());
-    while !full.is_char_boundary(end) {
-        end -= 1;
-    }
-    full[start..end].to_string()
+    common::carol_passage("MARLEY'S GHOST", 12_000)
 }
 
 /// A project whose chat model is the mock server.
@@ -50,7 +43,7 @@ fn project(mock: &MockServer) -> tempfile::TempDir {
     fs::write(dir.path().join("input/carol.txt"), sample_text()).unwrap();
     fs::write(dir.path().join(".env"), "GRAPHRAG_API_KEY=sk-test-secret-777\n").unwrap();
     let settings = format!(
-        "completion_models:\n  default_completion_model:\n    model: mock-gpt\n    api_base: {}\n    api_key: ${{GRAPHRAG_API_KEY}}\n    retry_base_delay: 0.001\n    max_retry_wait: 0.05\nchunking:\n  size: 300\n  overlap: 30\nextract_claims:\n  enabled: true\nsnapshots:\n  graphml: true\n",
+        "completion_models:\n  default_completion_model:\n    model: mock-gpt\n    api_base: {}\n    api_key: ${{GRAPHRAG_API_KEY}}\n    retry_base_delay: 0.001\n    max_retry_wait: 0.05\nchunking:\n  size: 300\n  overlap: 30\nextract_claims:\n  enabled: true\nsnapshots:\n  graphml: true\n  raw_graph: true\n",
         mock.base_url()
     );
     fs::write(dir.path().join("settings.yaml"), settings).unwrap();
@@ -157,6 +150,10 @@ fn standard_pipeline_builds_the_graph_and_reruns_from_cache() {
     let covariates = read(&out.join("covariates.parquet"));
     assert_eq!(columns(&covariates).len(), 12);
     assert!(out.join("graph.graphml").exists());
+    // snapshots.raw_graph: the merged graph before summaries, as GraphRAG's raw_entities / raw_relationships.
+    let raw = read(&out.join("raw_entities.parquet"));
+    assert_eq!(raw.num_rows(), entities.num_rows());
+    assert!(read(&out.join("raw_relationships.parquet")).num_rows() > 0);
 
     // Referential integrity: endpoints are entities, every id list resolves.
     let ids_of = |t: &RecordBatch, name: &str| -> std::collections::HashSet<String> {
@@ -200,7 +197,7 @@ fn standard_pipeline_builds_the_graph_and_reruns_from_cache() {
     assert!(calls >= 2 * units_n, "extraction + gleaning per chunk: {calls} calls for {units_n} chunks");
     assert!(s["workflows"]["extract_graph"]["llm"]["default_completion_model"]["prompt_tokens"].as_u64().unwrap() > 0);
     let requests = mock.stats().chat_requests;
-    assert_eq!(requests, calls);
+    assert_eq!(requests, calls + 1, "the model calls, and the start-up check of the endpoint");
 
     // Same inputs: byte-identical tables, every answer from the cache.
     let before: Vec<Vec<u8>> = ["entities", "relationships", "text_units"]
@@ -210,7 +207,9 @@ fn standard_pipeline_builds_the_graph_and_reruns_from_cache() {
     mock.reset_stats();
     let o = index(dir.path(), &["--method", "standard"]);
     assert!(o.status.success(), "{}", text(&o));
-    assert_eq!(mock.stats().requests, 0, "a second run makes zero HTTP requests");
+    let rerun = mock.stats();
+    assert_eq!(rerun.requests, 1, "a second run sends nothing but the start-up check");
+    assert_eq!(rerun.by_kind.get("connection_check"), Some(&1));
     assert_eq!(stats(dir.path())["llm"]["default_completion_model"]["cache_hits"].as_u64().unwrap(), calls);
     let after: Vec<Vec<u8>> = ["entities", "relationships", "text_units"]
         .iter()
@@ -232,9 +231,10 @@ fn standard_pipeline_builds_the_graph_and_reruns_from_cache() {
 fn faults_are_ridden_out_and_malformed_records_counted() {
     let mock = MockServer::start(MockConfig {
         faults: vec![
+            // The first request is the start-up check, which a 429 does not stop.
             FaultRule {
                 kind: FaultKind::RateLimit { retry_after_ms: 2 },
-                first: Some(3),
+                first: Some(4),
                 every: None,
                 after: None,
                 endpoint: None,

@@ -226,6 +226,9 @@ fn hanging(mock: &MockServer, command: &str, root: &Path, answered: u32) -> Chil
     child
 }
 
+/// Requests of the start-up check before a run (one chat, one embedding).
+const CHECKS: u32 = 2;
+
 /// [`hanging`], then killed (SIGKILL).
 fn kill_after(mock: &MockServer, command: &str, root: &Path, answered: u32) {
     let mut child = hanging(mock, command, root, answered);
@@ -240,7 +243,7 @@ fn one_index_or_update_at_a_time() {
     let mock = MockServer::start(MockConfig::default()).unwrap();
     let p = project(&mock, &documents()[..2], 1);
     let root = p.path().to_str().unwrap();
-    let mut running = hanging(&mock, "index", p.path(), 2);
+    let mut running = hanging(&mock, "index", p.path(), CHECKS + 2);
     for command in ["index", "update"] {
         // Were the second one let through, it would hang on the mock too.
         let mut second = Command::new(env!("CARGO_BIN_EXE_graphrag-rs"))
@@ -282,7 +285,7 @@ fn a_killed_index_or_update_resumes_with_identical_outputs_and_no_repeated_calls
     let index_requests = mock.stats().requests;
 
     let killed = project(&mock, &docs, 1);
-    kill_after(&mock, "index", killed.path(), 5);
+    kill_after(&mock, "index", killed.path(), CHECKS + 5);
     run_ok("index", killed.path());
     assert_eq!(mock.stats().requests, index_requests - 5, "the rerun asks only what the killed run had not");
     assert_eq!(tables(killed.path()), tables(reference.path()));
@@ -300,7 +303,7 @@ fn a_killed_index_or_update_resumes_with_identical_outputs_and_no_repeated_calls
     let update_requests = mock.stats().requests;
 
     let root = interrupted.path();
-    kill_after(&mock, "update", root, 1);
+    kill_after(&mock, "update", root, CHECKS + 1);
     assert_eq!(tables(root), before, "the previous index is untouched by the killed update");
     let q = graphrag(&["query", "--root", root.to_str().unwrap(), "--method", "local", "--context-only", "Scrooge"]);
     assert!(q.status.success(), "still queryable: {}", text(&q));

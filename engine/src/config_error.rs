@@ -27,6 +27,14 @@ impl ConfigError {
         let line = inner.location().map(|l| l.line());
         ConfigError::new(file, line, path, explain(&inner.to_string()))
     }
+
+    /// The same for a settings.json file (serde_json's error knows its line).
+    pub fn from_json(file: &Path, err: serde_path_to_error::Error<serde_json::Error>) -> Self {
+        let path = clean_path(&err.path().to_string());
+        let inner = err.into_inner();
+        let line = (inner.line() > 0).then(|| inner.line());
+        ConfigError::new(file, line, path, explain(&inner.to_string()))
+    }
 }
 
 impl fmt::Display for ConfigError {

@@ -10,10 +10,10 @@ use std::time::SystemTime;
 
 use anyhow::Context;
 use arrow_array::RecordBatch;
-use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
+use indicatif::{MultiProgress, ProgressBar, ProgressFinish, ProgressStyle};
 
 use crate::llm::{LlmService, UsageCounters};
-use crate::prompts::PromptTemplate;
+use crate::prompts::{self, PromptTemplate};
 
 /// One file of the input storage.
 #[derive(Debug, Clone)]
@@ -106,9 +106,12 @@ pub struct ItemFailure {
 /// Project files a verb may read (prompt templates) or write besides tables
 /// (snapshots such as GraphML), resolved by the engine.
 pub trait ProjectFiles: Send + Sync {
-    fn read_text(&self, rel_path: &str) -> anyhow::Result<String>;
+    /// The text of a project file; `None` when there is no such file.
+    fn read_text(&self, rel_path: &str) -> anyhow::Result<Option<String>>;
     /// Writes `name` into the output folder atomically.
     fn write_output(&self, name: &str, bytes: &[u8]) -> anyhow::Result<()>;
+    /// Writes a table into the output folder as `<name>.parquet`, atomically.
+    fn write_table(&self, name: &str, table: &RecordBatch) -> anyhow::Result<()>;
 }
 
 /// Project files of a local project folder.
@@ -118,14 +121,21 @@ pub struct LocalProject {
 }
 
 impl ProjectFiles for LocalProject {
-    fn read_text(&self, rel_path: &str) -> anyhow::Result<String> {
+    fn read_text(&self, rel_path: &str) -> anyhow::Result<Option<String>> {
         let path = self.root.join(rel_path);
-        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))
+        if !path.exists() {
+            return Ok(None);
+        }
+        std::fs::read_to_string(&path).map(Some).with_context(|| format!("reading {}", path.display()))
     }
 
     fn write_output(&self, name: &str, bytes: &[u8]) -> anyhow::Result<()> {
         let path = self.output_dir.join(name);
         crate::store::atomic_write(&path, bytes).with_context(|| format!("writing {}", path.display()))
+    }
+
+    fn write_table(&self, name: &str, table: &RecordBatch) -> anyhow::Result<()> {
+        crate::store::write_table(&self.output_dir.join(format!("{name}.parquet")), table).map(|_| ())
     }
 }
 
@@ -203,15 +213,22 @@ impl<'a> VerbContext<'a> {
         })
     }
 
-    /// A prompt template, by its path relative to the project root.
+    /// A prompt template, by its path relative to the project root; the
+    /// built-in prompt of the same file name when the project has no such
+    /// file (announced once).
     pub fn prompt(&self, rel_path: &str) -> anyhow::Result<PromptTemplate> {
-        let text = self.project()?.read_text(rel_path)?;
-        Ok(PromptTemplate::new(rel_path, text))
+        let project = self.project()?;
+        prompts::project_prompt(rel_path, prompts::builtin_name(rel_path), || project.read_text(rel_path))
     }
 
     /// Writes a file (e.g. a GraphML snapshot) into the output folder.
     pub fn write_output(&self, name: &str, bytes: &[u8]) -> anyhow::Result<()> {
         self.project()?.write_output(name, bytes)
+    }
+
+    /// Writes a snapshot table into the output folder as `<name>.parquet`.
+    pub fn write_table(&self, name: &str, table: &RecordBatch) -> anyhow::Result<()> {
+        self.project()?.write_table(name, table)
     }
 
     /// Adds `n` to a named counter of this step (reported in stats.json).
@@ -231,7 +248,8 @@ impl<'a> VerbContext<'a> {
         let Some(multi) = self.progress else {
             return ProgressBar::hidden();
         };
-        let bar = multi.add(ProgressBar::new(len));
+        // Cleared when dropped: a step that fails leaves no stale bar.
+        let bar = multi.add(ProgressBar::new(len).with_finish(ProgressFinish::AndClear));
         bar.set_style(
             ProgressStyle::with_template("{prefix:>12} [{bar:30}] {pos}/{len} {msg} ({elapsed}, eta {eta})")
                 .unwrap_or_else(|_| ProgressStyle::default_bar())

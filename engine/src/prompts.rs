@@ -2,10 +2,80 @@
 //! file as is (Python `{name}` placeholders, `{{`/`}}` for literal braces).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 use regex::Regex;
 use serde_json::Value;
+
+macro_rules! builtin {
+    ($name:literal) => {
+        ($name, include_str!(concat!("../../prompts/", $name)))
+    };
+}
+
+/// (file name, template) of every prompt shipped in prompts/: what `init`
+/// writes, and what a project without the file uses.
+pub const BUILTIN: &[(&str, &str)] = &[
+    builtin!("basic_search_system_prompt.txt"),
+    builtin!("community_report_graph.txt"),
+    builtin!("community_report_text.txt"),
+    builtin!("drift_primer.txt"),
+    builtin!("drift_query_expansion.txt"),
+    builtin!("drift_reduce_prompt.txt"),
+    builtin!("drift_search_system_prompt.txt"),
+    builtin!("extract_claims.txt"),
+    builtin!("extract_claims_continue.txt"),
+    builtin!("extract_claims_loop.txt"),
+    builtin!("extract_graph.txt"),
+    builtin!("extract_graph_continue.txt"),
+    builtin!("extract_graph_loop.txt"),
+    builtin!("global_search_knowledge_system_prompt.txt"),
+    builtin!("global_search_map_system_prompt.txt"),
+    builtin!("global_search_reduce_system_prompt.txt"),
+    builtin!("keywords_extraction.txt"),
+    builtin!("local_search_system_prompt.txt"),
+    builtin!("mix_search_system_prompt.txt"),
+    builtin!("question_gen_system_prompt.txt"),
+    builtin!("rate_community.txt"),
+    builtin!("summarize_descriptions.txt"),
+];
+
+/// The built-in prompt `file_name` (e.g. `extract_graph_loop.txt`).
+pub fn builtin(file_name: &str) -> Option<PromptTemplate> {
+    BUILTIN
+        .iter()
+        .find(|(name, _)| *name == file_name)
+        .map(|(name, text)| PromptTemplate::new(format!("<built-in {name}>"), *text))
+}
+
+/// A project's prompt file, or the built-in `fallback` (a file name of
+/// [`BUILTIN`]) when the project has no such file: Microsoft GraphRAG
+/// projects lack the prompts GraphRAG keeps in code (gleaning turns) and
+/// those only graphrag-rs has. The fallback is announced once per path.
+/// `read` gives the file's text, `None` when it does not exist.
+pub fn project_prompt(
+    rel_path: &str,
+    fallback: Option<&str>,
+    read: impl FnOnce() -> anyhow::Result<Option<String>>,
+) -> anyhow::Result<PromptTemplate> {
+    if let Some(text) = read()? {
+        return Ok(PromptTemplate::new(rel_path, text));
+    }
+    let Some(template) = fallback.and_then(builtin) else {
+        anyhow::bail!("prompt file {rel_path} not found");
+    };
+    static ANNOUNCED: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
+    if ANNOUNCED.lock().unwrap().insert(rel_path.to_string()) {
+        tracing::info!("{rel_path} is not in the project: using the built-in {}", template.source);
+    }
+    Ok(template)
+}
+
+/// The built-in prompt a project file stands for: the one of the same file name.
+pub fn builtin_name(rel_path: &str) -> Option<&str> {
+    let name = rel_path.rsplit(['/', '\\']).next()?;
+    BUILTIN.iter().any(|(n, _)| *n == name).then_some(name)
+}
 
 #[derive(Debug, Clone)]
 pub struct PromptTemplate {

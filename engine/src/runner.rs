@@ -8,11 +8,11 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context};
 use arrow_array::{Array, RecordBatch, RecordBatchOptions};
-use indicatif::MultiProgress;
+use indicatif::{MultiProgress, ProgressBar, ProgressFinish, ProgressStyle};
 use serde::{Deserialize, Serialize};
 
 use crate::context::{FileSource, ItemFailure, PreviousIndex, ProjectFiles, StepCounters, VerbContext};
@@ -48,7 +48,10 @@ pub type TableObserver = Arc<dyn Fn(&str, &RecordBatch) + Send + Sync>;
 #[derive(Clone, Default)]
 pub struct RunOptions {
     pub resume: bool,
-    pub progress: bool,
+    /// Where progress bars are drawn (an overall "step i/n" line and one bar
+    /// per running step); the caller prints its logs through it too, so log
+    /// lines land above the bars. `None`: no bars.
+    pub progress: Option<MultiProgress>,
     pub on_table: Option<TableObserver>,
 }
 
@@ -318,6 +321,18 @@ impl Shared<'_> {
     }
 }
 
+/// The overall line above the steps' bars: "step i/n" (i: the steps
+/// started so far), the elapsed time, the steps running. Cleared when dropped.
+fn overall_bar(multi: &MultiProgress, steps: usize) -> ProgressBar {
+    let bar = multi.insert(0, ProgressBar::new(steps as u64)).with_finish(ProgressFinish::AndClear);
+    bar.set_style(
+        ProgressStyle::with_template("step {pos}/{len}, {elapsed} elapsed: {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    bar.enable_steady_tick(Duration::from_millis(500));
+    bar
+}
+
 /// Runs the plan. On a failing step, the steps already running finish, their
 /// outputs are kept (so `--resume` continues from them), and the error names
 /// the failing step.
@@ -331,7 +346,7 @@ pub fn run(plan: &Plan, ws: &Workspace, opts: &RunOptions) -> anyhow::Result<Run
         plan,
         ws,
         opts,
-        progress: opts.progress.then(MultiProgress::new),
+        progress: opts.progress.clone(),
         tables: Mutex::new(HashMap::new()),
         finished: Mutex::new(vec![false; plan.steps.len()]),
         hashes: Mutex::new(HashMap::new()),
@@ -343,6 +358,8 @@ pub fn run(plan: &Plan, ws: &Workspace, opts: &RunOptions) -> anyhow::Result<Run
     let mut stats = RunStats { pipeline: plan.name.clone(), ..RunStats::default() };
     let mut failure: Option<anyhow::Error> = None;
     let (tx, rx) = mpsc::channel::<(usize, anyhow::Result<StepStats>)>();
+    let overall = shared.progress.as_ref().map(|multi| overall_bar(multi, n));
+    let mut running_ids: Vec<&str> = Vec::new();
     std::thread::scope(|scope| {
         let mut running = 0;
         loop {
@@ -351,6 +368,7 @@ pub fn run(plan: &Plan, ws: &Workspace, opts: &RunOptions) -> anyhow::Result<Run
                     if !*started && plan.steps[i].deps.iter().all(|&d| done[d]) {
                         *started = true;
                         running += 1;
+                        running_ids.push(&plan.steps[i].id);
                         let tx = tx.clone();
                         let shared = &shared;
                         scope.spawn(move || {
@@ -362,9 +380,14 @@ pub fn run(plan: &Plan, ws: &Workspace, opts: &RunOptions) -> anyhow::Result<Run
             if running == 0 {
                 break;
             }
+            if let Some(bar) = &overall {
+                bar.set_position(started_steps.iter().filter(|s| **s).count() as u64);
+                bar.set_message(running_ids.join(", "));
+            }
             let (i, result) = rx.recv().expect("a running step reports");
             running -= 1;
             let step = &plan.steps[i];
+            running_ids.retain(|id| *id != step.id);
             match result {
                 Ok(s) => {
                     done[i] = true;

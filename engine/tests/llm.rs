@@ -63,7 +63,7 @@ fn chat_many(model: &Arc<ChatModel>, n: usize, usage: &UsageCounters) -> Vec<Res
 #[test]
 fn concurrency_never_exceeds_the_limit() {
     let mock = server(20, vec![]);
-    let cfg = ModelConfig { concurrent_requests: 3, ..config(&mock) };
+    let cfg = ModelConfig { concurrent_requests: Some(3), ..config(&mock) };
     let usage = UsageCounters::default();
     let results = chat_many(&model(&cfg, None), 24, &usage);
     assert!(results.iter().all(Result::is_ok));

@@ -44,6 +44,8 @@ pub struct ClassRule {
 
 /// The classification table. Update the phrases here when prompts/*.txt change.
 pub const CLASSIFICATION: &[ClassRule] = &[
+    // graphrag-rs's start-up check of a model endpoint (engine/src/llm/preflight.rs).
+    ClassRule { class: "connection_check", scope: Scope::LastUser, phrases: &["graphrag-rs connection check"] },
     ClassRule {
         class: "extract_graph_loop",
         scope: Scope::LastUser,
@@ -202,6 +204,7 @@ pub fn answer(messages: &[Message], response_format: Option<&Value>) -> ChatAnsw
         _ => "",
     };
     let content = match class {
+        "connection_check" => "OK".to_string(),
         "extract_graph" => extract_graph(prompt),
         "extract_graph_continue" => extract_graph_glean(messages),
         "extract_graph_loop" => gleaning_loop(messages, class),
@@ -1205,28 +1208,30 @@ mod tests {
     const DELIMS: [(&str, &str); 3] =
         [("tuple_delimiter", "<|>"), ("record_delimiter", "##"), ("completion_delimiter", "<|COMPLETE|>")];
 
+    /// (prompt file, class) of every prompt that is one system message.
+    const ONE_MESSAGE_PROMPTS: [(&str, &str); 17] = [
+        ("extract_graph", "extract_graph"),
+        ("extract_claims", "extract_claims"),
+        ("summarize_descriptions", "summarize_descriptions"),
+        ("community_report_graph", "community_report_graph"),
+        ("community_report_text", "community_report_text"),
+        ("global_search_map_system_prompt", "global_map"),
+        ("global_search_reduce_system_prompt", "global_reduce"),
+        ("local_search_system_prompt", "local_search"),
+        ("basic_search_system_prompt", "basic_search"),
+        ("mix_search_system_prompt", "mix_search"),
+        ("drift_query_expansion", "drift_expand"),
+        ("drift_primer", "drift_primer"),
+        ("drift_search_system_prompt", "drift_search"),
+        ("drift_reduce_prompt", "drift_reduce"),
+        ("keywords_extraction", "keywords_extraction"),
+        ("rate_community", "rate_community"),
+        ("question_gen_system_prompt", "question_gen"),
+    ];
+
     #[test]
     fn every_template_is_classified() {
-        let cases = [
-            ("extract_graph", "extract_graph"),
-            ("extract_claims", "extract_claims"),
-            ("summarize_descriptions", "summarize_descriptions"),
-            ("community_report_graph", "community_report_graph"),
-            ("community_report_text", "community_report_text"),
-            ("global_search_map_system_prompt", "global_map"),
-            ("global_search_reduce_system_prompt", "global_reduce"),
-            ("local_search_system_prompt", "local_search"),
-            ("basic_search_system_prompt", "basic_search"),
-            ("mix_search_system_prompt", "mix_search"),
-            ("drift_query_expansion", "drift_expand"),
-            ("drift_primer", "drift_primer"),
-            ("drift_search_system_prompt", "drift_search"),
-            ("drift_reduce_prompt", "drift_reduce"),
-            ("keywords_extraction", "keywords_extraction"),
-            ("rate_community", "rate_community"),
-            ("question_gen_system_prompt", "question_gen"),
-        ];
-        for (file, class) in cases {
+        for (file, class) in ONE_MESSAGE_PROMPTS {
             let p = render(&prompt(file), &DELIMS);
             let msgs = [Message::new("system", &p), Message::new("user", "What happened?")];
             assert_eq!(classify(&msgs), class, "{file}");
@@ -1254,6 +1259,27 @@ mod tests {
             assert_eq!(classify(&msgs), class, "{file}");
         }
         assert_eq!(classify(&[Message::new("user", "hello")]), OTHER);
+    }
+
+    /// Microsoft GraphRAG 3.3's own prompt files, as `graphrag init` writes
+    /// them (tests/fixtures), are classified too: a GraphRAG project runs
+    /// against the mock as it is.
+    #[test]
+    fn graphrag_prompt_files_are_classified() {
+        let dir = format!("{}/../tests/fixtures/graphrag-3.3.0-init/prompts", env!("CARGO_MANIFEST_DIR"));
+        let mut seen = 0;
+        for (file, class) in ONE_MESSAGE_PROMPTS {
+            // GraphRAG has no file for the prompts only graphrag-rs has.
+            let Ok(p) = std::fs::read_to_string(format!("{dir}/{file}.txt")) else { continue };
+            seen += 1;
+            let msgs = [Message::new("system", &p), Message::new("user", "What happened?")];
+            assert_eq!(classify(&msgs), class, "GraphRAG's {file}.txt");
+        }
+        assert_eq!(seen, 12, "GraphRAG's prompt files");
+        assert_eq!(
+            classify(&[Message::new("user", "graphrag-rs connection check: reply with OK.")]),
+            "connection_check"
+        );
     }
 
     const CHUNK: &str = "The Halvard Port Authority said on Monday that its director, Ines Okafor, will lead the expansion of the northern terminal in Brennick. The work is funded by the Coastal Development Bank. Okafor met Tomas Reyes in Brennick.";

@@ -115,9 +115,11 @@ fn route(path: &str) -> Route {
         "" | "/health" | "/v1/health" => return Route::Health,
         "/stats" | "/v1/stats" => return Route::Stats,
         "/stats/reset" | "/reset" | "/v1/stats/reset" => return Route::Reset,
-        "/models" | "/v1/models" => return Route::Models,
-        "/chat/completions" | "/v1/chat/completions" => return Route::Api(Endpoint::Chat, None),
-        "/embeddings" | "/v1/embeddings" => return Route::Api(Endpoint::Embeddings, None),
+        // The OpenAI API lives under /v1, as on OpenAI, vLLM and Ollama: a
+        // base URL without it gets their 404 (clients must say so).
+        "/v1/models" => return Route::Models,
+        "/v1/chat/completions" => return Route::Api(Endpoint::Chat, None),
+        "/v1/embeddings" => return Route::Api(Endpoint::Embeddings, None),
         _ => {}
     }
     if let Some(rest) = p.strip_prefix("/openai/deployments/") {
@@ -515,7 +517,8 @@ mod tests {
     #[test]
     fn routes() {
         assert!(matches!(route("/v1/chat/completions"), Route::Api(Endpoint::Chat, None)));
-        assert!(matches!(route("/embeddings/"), Route::Api(Endpoint::Embeddings, None)));
+        assert!(matches!(route("/v1/embeddings/"), Route::Api(Endpoint::Embeddings, None)));
+        assert!(matches!(route("/chat/completions"), Route::NotFound), "the API is under /v1 only");
         match route("/openai/deployments/gpt4o/chat/completions") {
             Route::Api(Endpoint::Chat, Some(d)) => assert_eq!(d, "gpt4o"),
             _ => panic!(),

@@ -29,6 +29,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use anyhow::{bail, Context as _};
+use graphrag_engine::llm::preflight::ModelKind;
 use graphrag_engine::llm::{CallOptions, ChatModel, LlmService, Message, UsageCounters};
 use graphrag_engine::prompts::PromptTemplate;
 use graphrag_engine::settings::{self, Settings};
@@ -243,6 +244,22 @@ impl QueryEngine {
     /// configured); without one every query is retrieval-only.
     pub fn can_answer(&self, method: Method) -> bool {
         self.llm.has_chat_model(&self.model_ids(method).0)
+    }
+
+    /// The models a query with `method` calls, for the start-up check: the
+    /// chat model when the method answers (configured, not context-only),
+    /// and the embedding model unless the method needs none (global search
+    /// reads community reports only).
+    pub fn models_used(&self, method: Method, context_only: bool) -> Vec<(ModelKind, String)> {
+        let (chat, embedding, _) = self.model_ids(method);
+        let mut out = Vec::new();
+        if !context_only && self.llm.has_chat_model(&chat) {
+            out.push((ModelKind::Chat, chat));
+        }
+        if method != Method::Global {
+            out.push((ModelKind::Embedding, embedding));
+        }
+        out
     }
 
     /// The settings section of a method's models.

@@ -585,7 +585,7 @@ fn graphrag_drift_project(extra: &str) -> Project {
     let p = Project::new(true, &settings);
     let prompts = p.dir.path().join("prompts");
     std::fs::create_dir_all(&prompts).unwrap();
-    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/graphrag-3.3.0/prompts");
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/graphrag-3.3.0-init/prompts");
     for name in ["drift_search_system_prompt.txt", "drift_reduce_prompt.txt"] {
         std::fs::copy(fixtures.join(name), prompts.join(name)).unwrap();
     }

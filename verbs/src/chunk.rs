@@ -4,7 +4,8 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use arrow_array::RecordBatch;
+use arrow_array::cast::AsArray;
+use arrow_array::{Array, RecordBatch};
 use rayon::prelude::*;
 use serde::Deserialize;
 
@@ -25,12 +26,22 @@ pub struct Chunk {
     pub encoding_model: String,
     /// `tokens` or `sentence`.
     pub strategy: String,
+    /// Document fields written at the head of each chunk as `field: value.`
+    /// lines, as GraphRAG's `chunking.prepend_metadata`: `id`, `title`,
+    /// `text`, `creation_date`, or a raw_data column (csv/json inputs).
+    pub prepend_metadata: Option<Vec<String>>,
 }
 
 impl Default for Chunk {
     fn default() -> Self {
         let s = ChunkingConfig::default();
-        Chunk { size: s.size, overlap: s.overlap, encoding_model: s.encoding_model, strategy: s.strategy }
+        Chunk {
+            size: s.size,
+            overlap: s.overlap,
+            encoding_model: s.encoding_model,
+            strategy: s.strategy,
+            prepend_metadata: s.prepend_metadata,
+        }
     }
 }
 
@@ -71,13 +82,24 @@ impl Verb for Chunk {
         let docs = &inputs[0];
         let doc_ids = strings(docs, "documents", "id")?;
         let texts = strings(docs, "documents", "text")?;
+        let heads = metadata_heads(docs, self.prepend_metadata.as_deref().unwrap_or_default())?;
         let bar = ctx.progress(texts.len() as u64, "documents");
         // Chunk documents in parallel; collect keeps document order.
         let per_doc: Vec<Vec<(String, usize)>> = texts
             .par_iter()
-            .map(|text| {
-                let chunks =
-                    chunk_text(text, &cfg).into_iter().map(|c| (text[c.range].to_string(), c.n_tokens)).collect();
+            .enumerate()
+            .map(|(d, text)| {
+                let chunks = chunk_text(text, &cfg)
+                    .into_iter()
+                    .map(|c| match &heads {
+                        Some(heads) => {
+                            let unit = format!("{}{}", heads[d], &text[c.range]);
+                            let n = cfg.encoding.count(&unit);
+                            (unit, n)
+                        }
+                        None => (text[c.range].to_string(), c.n_tokens),
+                    })
+                    .collect();
                 bar.inc(1);
                 chunks
             })
@@ -129,6 +151,34 @@ impl Verb for Chunk {
     }
 }
 
+/// Per document, the `field: value.` lines `prepend_metadata` asks for
+/// (GraphRAG's format: fields in the order given, those without a value
+/// left out); `None` when no field is asked for.
+fn metadata_heads(docs: &RecordBatch, fields: &[String]) -> anyhow::Result<Option<Vec<String>>> {
+    if fields.is_empty() {
+        return Ok(None);
+    }
+    let raw = docs.column_by_name("raw_data").and_then(|c| c.as_struct_opt());
+    let column = |field: &str| -> anyhow::Result<Vec<Option<String>>> {
+        if ["id", "title", "text", "creation_date"].contains(&field) {
+            return Ok(strings(docs, "documents", field)?.into_iter().map(|v| Some(v.to_string())).collect());
+        }
+        let values = raw.and_then(|r| r.column_by_name(field)).and_then(|c| c.as_string_opt::<i64>().map(|s| (c, s)));
+        Ok(match values {
+            Some((c, s)) => (0..docs.num_rows()).map(|i| c.is_valid(i).then(|| s.value(i).to_string())).collect(),
+            None => vec![None; docs.num_rows()],
+        })
+    };
+    let columns = fields.iter().map(|f| column(f).map(|c| (f, c))).collect::<anyhow::Result<Vec<_>>>()?;
+    Ok(Some(
+        (0..docs.num_rows())
+            .map(|i| {
+                columns.iter().filter_map(|(f, c)| c[i].as_ref().map(|v| format!("{f}: {v}.\n"))).collect::<String>()
+            })
+            .collect(),
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -172,6 +222,20 @@ mod tests {
         let total: usize = (0..lists.len()).map(|i| lists.value(i).len()).sum();
         assert_eq!(total, units.num_rows());
         assert_eq!(ints(&units, "t", "human_readable_id").unwrap(), (0..units.num_rows() as i64).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn metadata_is_prepended_to_every_chunk() {
+        let text = "Marley was dead, to begin with. ".repeat(30);
+        let args = serde_json::json!({"size": 40, "overlap": 0, "prepend_metadata": ["title", "nothing"]});
+        let (units, _) = chunked(args, &[("carol.txt", text.as_bytes())]);
+        let texts = strings(&units, "t", "text").unwrap();
+        assert!(texts.len() > 1);
+        for t in &texts {
+            assert!(t.starts_with("title: carol.txt.\n"), "{t:?}");
+        }
+        let tokens = ints(&units, "t", "n_tokens").unwrap();
+        assert_eq!(tokens[0] as usize, Encoding::O200kBase.count(texts[0]), "the head is counted");
     }
 
     #[test]

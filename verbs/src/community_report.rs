@@ -35,6 +35,9 @@ pub struct CommunityReport {
     /// `llm`: require the chat model; `extractive`: never call a model.
     pub mode: String,
     pub model_id: String,
+    /// The cache partition of this step's answers (cache/<name>/), as
+    /// GraphRAG's `model_instance_name`; none: the cache root.
+    pub model_instance_name: Option<String>,
     pub graph_prompt: String,
     pub text_prompt: String,
     /// Words of the report.
@@ -50,6 +53,7 @@ impl Default for CommunityReport {
             method: "graph".into(),
             mode: s.mode,
             model_id: s.completion_model_id,
+            model_instance_name: None,
             graph_prompt: s.graph_prompt,
             text_prompt: s.text_prompt,
             max_length: s.max_length,
@@ -267,7 +271,7 @@ impl Verb for CommunityReport {
         if !self.uses_llm(ctx)? {
             return Ok(Some("extractive".into()));
         }
-        let model = ctx.llm()?.chat_model(&self.model_id)?;
+        let model = ctx.llm()?.chat_model_for(&self.model_id, self.model_instance_name.as_deref())?;
         Ok(Some(fingerprint(&model.fingerprint(), &[&ctx.prompt(self.prompt_path())?])))
     }
 
@@ -282,7 +286,11 @@ impl Verb for CommunityReport {
         let children = list_of_ints(comms, "children")?;
         let sources = Sources::read(inputs, self.max_input_length)?;
         let use_llm = self.uses_llm(ctx)?;
-        let model = if use_llm { Some(ctx.llm()?.chat_model(&self.model_id)?) } else { None };
+        let model = if use_llm {
+            Some(ctx.llm()?.chat_model_for(&self.model_id, self.model_instance_name.as_deref())?)
+        } else {
+            None
+        };
         let prompt = if use_llm { Some(ctx.prompt(self.prompt_path())?) } else { None };
         let usage = &ctx.counters.usage;
         let bar = ctx.progress(comms.num_rows() as u64, "communities");

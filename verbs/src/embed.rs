@@ -27,6 +27,9 @@ pub struct Embed {
     /// among them the output is empty and no model is called.
     pub names: Vec<String>,
     pub model_id: String,
+    /// The cache partition of this step's answers (cache/<name>/), as
+    /// GraphRAG's `model_instance_name`; none: the cache root.
+    pub model_instance_name: Option<String>,
     /// `split` (embed the parts and average) or `truncate`.
     pub long_text: String,
     /// From this many vectors an HNSW index is built and saved as
@@ -41,6 +44,7 @@ impl Default for Embed {
             field: String::new(),
             names: s.names,
             model_id: s.embedding_model_id,
+            model_instance_name: None,
             long_text: s.long_text,
             ann_threshold: VectorStoreConfig::default().ann_threshold,
         }
@@ -93,7 +97,7 @@ impl Verb for Embed {
         if !self.names.contains(&self.field) {
             return Ok(None);
         }
-        Ok(Some(ctx.llm()?.embedding_model(&self.model_id)?.fingerprint()))
+        Ok(Some(ctx.llm()?.embedding_model_for(&self.model_id, self.model_instance_name.as_deref())?.fingerprint()))
     }
 
     fn run(&self, inputs: &[Arc<RecordBatch>], ctx: &VerbContext) -> anyhow::Result<Vec<RecordBatch>> {
@@ -101,7 +105,7 @@ impl Verb for Embed {
             return Ok(vec![RecordBatch::new_empty(embeddings_schema(0))]);
         }
         let llm = ctx.llm()?;
-        let model = llm.embedding_model(&self.model_id)?;
+        let model = llm.embedding_model_for(&self.model_id, self.model_instance_name.as_deref())?;
         // Rows with nothing to embed get no vector (e.g. the fast method's
         // relationships, which have no descriptions).
         let (ids, texts) = embedded_fields::embeddable(&self.field, &inputs[0])?;

@@ -22,6 +22,9 @@ use crate::llm_steps::{estimate_gleaning, fingerprint, glean, map_concurrently, 
 #[serde(deny_unknown_fields, default)]
 pub struct EntityExtract {
     pub model_id: String,
+    /// The cache partition of this step's answers (cache/<name>/), as
+    /// GraphRAG's `model_instance_name`; none: the cache root.
+    pub model_instance_name: Option<String>,
     pub prompt: String,
     pub continue_prompt: String,
     pub loop_prompt: String,
@@ -34,6 +37,7 @@ impl Default for EntityExtract {
         let s = ExtractGraphConfig::default();
         EntityExtract {
             model_id: s.completion_model_id,
+            model_instance_name: None,
             prompt: s.prompt,
             continue_prompt: "prompts/extract_graph_continue.txt".into(),
             loop_prompt: "prompts/extract_graph_loop.txt".into(),
@@ -65,13 +69,13 @@ fn vars(d: &Delimiters, entity_types: &str, text: &str) -> BTreeMap<&'static str
 
 impl Verb for EntityExtract {
     fn external_fingerprint(&self, ctx: &VerbContext) -> anyhow::Result<Option<String>> {
-        let model = ctx.llm()?.chat_model(&self.model_id)?;
+        let model = ctx.llm()?.chat_model_for(&self.model_id, self.model_instance_name.as_deref())?;
         let prompts = [ctx.prompt(&self.prompt)?, ctx.prompt(&self.continue_prompt)?, ctx.prompt(&self.loop_prompt)?];
         Ok(Some(fingerprint(&model.fingerprint(), &prompts.iter().collect::<Vec<_>>())))
     }
 
     fn llm_estimate(&self, inputs: &[Arc<RecordBatch>], ctx: &VerbContext) -> anyhow::Result<Option<LlmEstimate>> {
-        let model = ctx.llm()?.chat_model(&self.model_id)?;
+        let model = ctx.llm()?.chat_model_for(&self.model_id, self.model_instance_name.as_deref())?;
         let (prompt, cont, check) =
             (ctx.prompt(&self.prompt)?, ctx.prompt(&self.continue_prompt)?, ctx.prompt(&self.loop_prompt)?);
         let (d, types) = (Delimiters::default(), self.entity_types.join(","));
@@ -85,7 +89,7 @@ impl Verb for EntityExtract {
 
     fn run(&self, inputs: &[Arc<RecordBatch>], ctx: &VerbContext) -> anyhow::Result<Vec<RecordBatch>> {
         let llm = ctx.llm()?;
-        let model = llm.chat_model(&self.model_id)?;
+        let model = llm.chat_model_for(&self.model_id, self.model_instance_name.as_deref())?;
         let prompt = ctx.prompt(&self.prompt)?;
         let continue_prompt = ctx.prompt(&self.continue_prompt)?;
         let loop_prompt = ctx.prompt(&self.loop_prompt)?;

@@ -24,6 +24,9 @@ use crate::llm_steps::{estimate_gleaning, fingerprint, glean, map_concurrently, 
 pub struct ExtractClaims {
     pub enabled: bool,
     pub model_id: String,
+    /// The cache partition of this step's answers (cache/<name>/), as
+    /// GraphRAG's `model_instance_name`; none: the cache root.
+    pub model_instance_name: Option<String>,
     pub prompt: String,
     pub continue_prompt: String,
     pub loop_prompt: String,
@@ -39,6 +42,7 @@ impl Default for ExtractClaims {
         ExtractClaims {
             enabled: s.enabled,
             model_id: s.completion_model_id,
+            model_instance_name: None,
             prompt: s.prompt,
             continue_prompt: "prompts/extract_claims_continue.txt".into(),
             loop_prompt: "prompts/extract_claims_loop.txt".into(),
@@ -102,7 +106,7 @@ impl Verb for ExtractClaims {
         if !self.enabled {
             return Ok(None);
         }
-        let model = ctx.llm()?.chat_model(&self.model_id)?;
+        let model = ctx.llm()?.chat_model_for(&self.model_id, self.model_instance_name.as_deref())?;
         let prompts = [ctx.prompt(&self.prompt)?, ctx.prompt(&self.continue_prompt)?, ctx.prompt(&self.loop_prompt)?];
         Ok(Some(fingerprint(&model.fingerprint(), &prompts.iter().collect::<Vec<_>>())))
     }
@@ -111,7 +115,7 @@ impl Verb for ExtractClaims {
         if !self.enabled {
             return Ok(None);
         }
-        let model = ctx.llm()?.chat_model(&self.model_id)?;
+        let model = ctx.llm()?.chat_model_for(&self.model_id, self.model_instance_name.as_deref())?;
         let (prompt, cont, check) =
             (ctx.prompt(&self.prompt)?, ctx.prompt(&self.continue_prompt)?, ctx.prompt(&self.loop_prompt)?);
         let d = Delimiters::default();
@@ -128,7 +132,7 @@ impl Verb for ExtractClaims {
             return Ok(vec![covariates_table(&[])?]);
         }
         let llm = ctx.llm()?;
-        let model = llm.chat_model(&self.model_id)?;
+        let model = llm.chat_model_for(&self.model_id, self.model_instance_name.as_deref())?;
         let (prompt, cont, check) =
             (ctx.prompt(&self.prompt)?, ctx.prompt(&self.continue_prompt)?, ctx.prompt(&self.loop_prompt)?);
         let d = Delimiters::default();

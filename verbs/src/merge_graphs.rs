@@ -21,6 +21,11 @@ pub struct MergeGraphs {
     /// Merge entities by title and type (default: title only).
     #[serde(default)]
     pub by_type: bool,
+    /// Also write the merged graph before summaries to the output folder as
+    /// raw_entities.parquet and raw_relationships.parquet (GraphRAG's
+    /// `snapshots.raw_graph`).
+    #[serde(default)]
+    pub raw_graph: bool,
 }
 
 impl VerbDef for MergeGraphs {
@@ -33,7 +38,7 @@ impl VerbDef for MergeGraphs {
 }
 
 impl Verb for MergeGraphs {
-    fn run(&self, inputs: &[Arc<RecordBatch>], _ctx: &VerbContext) -> anyhow::Result<Vec<RecordBatch>> {
+    fn run(&self, inputs: &[Arc<RecordBatch>], ctx: &VerbContext) -> anyhow::Result<Vec<RecordBatch>> {
         let (ents, rels) = (&inputs[0], &inputs[1]);
         // Records grouped per text unit, units in order of first appearance.
         let mut units: Vec<(String, Extraction)> = Vec::new();
@@ -75,6 +80,11 @@ impl Verb for MergeGraphs {
             });
         }
         let (entities, relationships) = merge_extractions(&units, &MergeOptions { by_type: self.by_type });
-        Ok(vec![merged_entities_table(&entities)?, merged_relationships_table(&relationships)?])
+        let tables = vec![merged_entities_table(&entities)?, merged_relationships_table(&relationships)?];
+        if self.raw_graph {
+            ctx.write_table("raw_entities", &tables[0])?;
+            ctx.write_table("raw_relationships", &tables[1])?;
+        }
+        Ok(tables)
     }
 }

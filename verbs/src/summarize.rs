@@ -23,6 +23,9 @@ use crate::llm_steps::{fingerprint, map_concurrently, IN_FLIGHT};
 #[serde(deny_unknown_fields, default)]
 pub struct Summarize {
     pub model_id: String,
+    /// The cache partition of this step's answers (cache/<name>/), as
+    /// GraphRAG's `model_instance_name`; none: the cache root.
+    pub model_instance_name: Option<String>,
     pub prompt: String,
     /// Words.
     pub max_length: u32,
@@ -35,6 +38,7 @@ impl Default for Summarize {
         let s = SummarizeDescriptionsConfig::default();
         Summarize {
             model_id: s.completion_model_id,
+            model_instance_name: None,
             prompt: s.prompt,
             max_length: s.max_length,
             max_input_tokens: s.max_input_tokens,
@@ -72,7 +76,7 @@ fn rounds(descriptions: &[String], max_tokens: usize) -> Vec<Vec<String>> {
 
 impl Verb for Summarize {
     fn external_fingerprint(&self, ctx: &VerbContext) -> anyhow::Result<Option<String>> {
-        let model = ctx.llm()?.chat_model(&self.model_id)?;
+        let model = ctx.llm()?.chat_model_for(&self.model_id, self.model_instance_name.as_deref())?;
         Ok(Some(fingerprint(&model.fingerprint(), &[&ctx.prompt(&self.prompt)?])))
     }
 
@@ -90,7 +94,7 @@ impl Verb for Summarize {
             jobs.iter().map(|(_, d)| d.first().cloned().unwrap_or_default()).collect()
         } else {
             let llm = ctx.llm()?;
-            let model = llm.chat_model(&self.model_id)?;
+            let model = llm.chat_model_for(&self.model_id, self.model_instance_name.as_deref())?;
             let prompt = ctx.prompt(&self.prompt)?;
             let usage = &ctx.counters.usage;
             let bar = ctx.progress(needs_llm as u64, "descriptions");

@@ -48,6 +48,11 @@ pub fn run_verb(
     Ok((out, counters.warnings.load(Ordering::Relaxed)))
 }
 
+/// A file of tests/fixtures/inputs/ (small PDF, DOCX and Parquet inputs).
+pub fn input_fixture(name: &str) -> Vec<u8> {
+    std::fs::read(format!("{}/../tests/fixtures/inputs/{name}", env!("CARGO_MANIFEST_DIR"))).unwrap()
+}
+
 /// Runs `verb` and returns its outputs (or error) with every counter it set.
 pub fn run_verb_counters(
     verb: &dyn Verb,
@@ -66,13 +71,20 @@ pub struct MemProject {
 }
 
 impl graphrag_engine::context::ProjectFiles for MemProject {
-    fn read_text(&self, rel_path: &str) -> anyhow::Result<String> {
+    fn read_text(&self, rel_path: &str) -> anyhow::Result<Option<String>> {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(rel_path);
-        Ok(std::fs::read_to_string(path)?)
+        Ok(Some(std::fs::read_to_string(path)?))
     }
 
     fn write_output(&self, name: &str, bytes: &[u8]) -> anyhow::Result<()> {
         self.written.lock().unwrap().push((name.to_string(), bytes.to_vec()));
         Ok(())
+    }
+
+    fn write_table(&self, name: &str, table: &arrow_array::RecordBatch) -> anyhow::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("t.parquet");
+        graphrag_engine::store::write_table(&path, table)?;
+        self.write_output(&format!("{name}.parquet"), &std::fs::read(path)?)
     }
 }

@@ -12,11 +12,20 @@ use graphrag_operations::ids::sha256_hex;
 
 pub struct ResponseCache {
     dir: PathBuf,
+    /// Where a partition also looks for an answer it does not have: the
+    /// cache root, which held every answer before caches were partitioned.
+    fallback: Option<PathBuf>,
 }
 
 impl ResponseCache {
     pub fn new(dir: &Path) -> Self {
-        ResponseCache { dir: dir.to_path_buf() }
+        ResponseCache { dir: dir.to_path_buf(), fallback: None }
+    }
+
+    /// The cache of one pipeline step (GraphRAG's `model_instance_name`):
+    /// entries under DIR/<name>/, reading older unpartitioned entries too.
+    pub fn partition(&self, name: &str) -> Self {
+        ResponseCache { dir: self.dir.join(name), fallback: Some(self.dir.clone()) }
     }
 
     pub fn key(parts: &[&str]) -> String {
@@ -25,12 +34,19 @@ impl ResponseCache {
     }
 
     fn path(&self, key: &str) -> PathBuf {
-        self.dir.join(&key[..2]).join(format!("{key}.json"))
+        entry_path(&self.dir, key)
     }
 
     pub fn get<T: DeserializeOwned>(&self, key: &str) -> Option<T> {
         let path = self.path(key);
-        let bytes = std::fs::read(&path).ok()?;
+        let (path, bytes) = match std::fs::read(&path) {
+            Ok(bytes) => (path, bytes),
+            Err(_) => {
+                let older = entry_path(self.fallback.as_ref()?, key);
+                let bytes = std::fs::read(&older).ok()?;
+                (older, bytes)
+            }
+        };
         match serde_json::from_slice(&bytes) {
             Ok(v) => Some(v),
             Err(e) => {
@@ -51,6 +67,10 @@ impl ResponseCache {
     }
 }
 
+fn entry_path(dir: &Path, key: &str) -> PathBuf {
+    dir.join(&key[..2]).join(format!("{key}.json"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -68,5 +88,19 @@ mod tests {
         cache.put(&key, &vec![4u32]);
         assert_eq!(cache.get::<Vec<u32>>(&key), Some(vec![4]));
         assert_ne!(key, ResponseCache::key(&["chat", "gpt", "{ }"]));
+    }
+
+    #[test]
+    fn partitions_write_apart_and_read_older_root_entries() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = ResponseCache::new(dir.path());
+        let part = root.partition("extract_graph");
+        let (old, new) = (ResponseCache::key(&["old"]), ResponseCache::key(&["new"]));
+        root.put(&old, &1u32);
+        part.put(&new, &2u32);
+        assert_eq!(part.get::<u32>(&old), Some(1), "an answer cached before partitions still counts");
+        assert_eq!(part.get::<u32>(&new), Some(2));
+        assert_eq!(root.get::<u32>(&new), None, "partitions do not leak into the root");
+        assert!(dir.path().join("extract_graph").join(&new[..2]).join(format!("{new}.json")).is_file());
     }
 }

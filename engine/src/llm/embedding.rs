@@ -23,7 +23,7 @@ enum Backend {
 pub struct EmbeddingModel {
     id: String,
     config: ModelConfig,
-    backend: Backend,
+    backend: Arc<Backend>,
     cache: Option<Arc<ResponseCache>>,
 }
 
@@ -34,7 +34,18 @@ impl EmbeddingModel {
         } else {
             Backend::Http { transport: Transport::new(id, config)?, limiter: Limiter::new(config) }
         };
-        Ok(EmbeddingModel { id: id.to_string(), config: config.clone(), backend, cache })
+        Ok(EmbeddingModel { id: id.to_string(), config: config.clone(), backend: Arc::new(backend), cache })
+    }
+
+    /// The same model caching its vectors in the partition `name` of the
+    /// cache (the embed step's `model_instance_name`).
+    pub fn in_partition(&self, name: &str) -> EmbeddingModel {
+        EmbeddingModel {
+            id: self.id.clone(),
+            config: self.config.clone(),
+            backend: self.backend.clone(),
+            cache: self.cache.as_ref().map(|c| Arc::new(c.partition(name))),
+        }
     }
 
     pub fn id(&self) -> &str {
@@ -43,7 +54,7 @@ impl EmbeddingModel {
 
     /// What the vectors depend on (provider, model, local model folder), for step hashes.
     pub fn fingerprint(&self) -> String {
-        let dir = match &self.backend {
+        let dir = match self.backend.as_ref() {
             Backend::Local { dir, .. } => dir.as_ref().map(|d| d.display().to_string()).unwrap_or_default(),
             Backend::Http { .. } => String::new(),
         };
@@ -52,7 +63,7 @@ impl EmbeddingModel {
 
     /// The local model, loaded on first use.
     fn local(&self) -> Result<Arc<LocalEmbedder>, LlmError> {
-        let Backend::Local { dir, model } = &self.backend else { unreachable!("only called for local models") };
+        let Backend::Local { dir, model } = self.backend.as_ref() else { unreachable!("only called for local models") };
         model
             .get_or_init(|| {
                 let dir = dir
@@ -69,7 +80,7 @@ impl EmbeddingModel {
     /// word longer than the limit is its own piece and gets truncated).
     pub fn split_to_fit(&self, text: &str) -> Result<Vec<String>, LlmError> {
         type Counter = Box<dyn Fn(&str) -> usize>;
-        let (limit, count): (usize, Counter) = match &self.backend {
+        let (limit, count): (usize, Counter) = match self.backend.as_ref() {
             Backend::Local { .. } => {
                 let model = self.local()?;
                 (model.max_tokens(), Box::new(move |t: &str| model.count_tokens(t)))
@@ -109,7 +120,7 @@ impl EmbeddingModel {
         if missing.is_empty() {
             return Ok(out.into_iter().flatten().collect());
         }
-        let vectors = match &self.backend {
+        let vectors = match self.backend.as_ref() {
             Backend::Local { .. } => {
                 let model = self.local()?;
                 let batch: Vec<&str> = missing.iter().map(|&i| texts[i].as_str()).collect();
@@ -148,11 +159,14 @@ impl EmbeddingModel {
         usage: &UsageCounters,
     ) -> Result<Vec<Vec<f32>>, LlmError> {
         let batches = batches(missing.iter().map(|&i| (texts[i].as_str(), keys[i].as_str())), &self.config);
-        let concurrency = self.config.concurrent_requests.max(1) as usize;
+        let concurrency = self.config.concurrency() as usize;
         let results: Vec<Result<Vec<Vec<f32>>, LlmError>> =
             stream::iter(batches.into_iter().map(|(batch, tokens)| async move {
                 let inputs: Vec<&str> = batch.iter().map(|(text, _)| *text).collect();
-                let body = serde_json::json!({ "model": self.config.model, "input": inputs });
+                let body = super::with_call_args(
+                    serde_json::json!({ "model": self.config.model, "input": inputs }),
+                    &self.config,
+                );
                 let keep = |(vectors, reported): &(Vec<Vec<f32>>, u64)| {
                     usage.record_call(&self.id, if *reported > 0 { *reported } else { tokens }, 0);
                     self.cache_vectors(batch.iter().map(|(_, key)| *key), vectors);

@@ -5,7 +5,7 @@
 use std::sync::Once;
 use std::time::Duration;
 
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION, RETRY_AFTER};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER};
 use serde_json::Value;
 
 use super::{Completion, LlmError};
@@ -19,6 +19,10 @@ pub(crate) struct Failure {
     pub message: String,
     pub retry_after: Option<Duration>,
 }
+
+/// The `call_args` key sent as the OpenAI-Organization header (as the
+/// OpenAI client does), not in the body.
+pub(crate) const ORGANIZATION_ARG: &str = "organization";
 
 pub(crate) struct Transport {
     client: reqwest::Client,
@@ -79,6 +83,11 @@ impl Transport {
             }
             (format!("{base}/chat/completions"), format!("{base}/embeddings"))
         };
+        if let Some(org) = config.call_args.get(ORGANIZATION_ARG).and_then(Value::as_str) {
+            let value = HeaderValue::from_str(org)
+                .map_err(|_| LlmError::Config(format!("model `{id}`: invalid call_args.organization")))?;
+            headers.insert("openai-organization", value);
+        }
         for (k, v) in &config.extra_headers {
             let name = HeaderName::from_bytes(k.as_bytes())
                 .map_err(|_| LlmError::Config(format!("model `{id}`: invalid header name `{k}` in extra_headers")))?;
@@ -225,6 +234,31 @@ impl Transport {
         Ok(Completion { content, prompt_tokens, completion_tokens })
     }
 
+    /// One request whose answer is returned as it came, for the start-up
+    /// check to judge (`preflight`); nothing is retried or cached.
+    pub(crate) async fn probe(&self, embeddings: bool, body: &Value) -> Probe {
+        let url = if embeddings { &self.embeddings_url } else { &self.chat_url };
+        let response = match self.client.post(url).json(body).send().await {
+            Ok(r) => r,
+            Err(e) => {
+                let cause = if e.is_timeout() {
+                    SendFailure::Timeout
+                } else if error_chain(&e).contains("dns error") {
+                    SendFailure::Dns
+                } else if io_kind(&e) == Some(std::io::ErrorKind::ConnectionRefused) {
+                    SendFailure::Refused
+                } else {
+                    SendFailure::Other
+                };
+                return Probe::NoAnswer { url: url.clone(), cause, detail: self.scrub(&error_chain(&e)) };
+            }
+        };
+        let status = response.status().as_u16();
+        let content_type = response.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
+        let body = response.text().await.unwrap_or_default();
+        Probe::Answer { url: url.clone(), status, content_type, body: self.scrub(&body) }
+    }
+
     /// Removes the API key from text that may echo it.
     fn scrub(&self, text: &str) -> String {
         if self.secret.len() < 4 {
@@ -241,6 +275,46 @@ fn sensitive(value: &str, id: &str) -> Result<HeaderValue, LlmError> {
     Ok(v)
 }
 
+/// Why a request got no answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SendFailure {
+    Refused,
+    Dns,
+    Timeout,
+    Other,
+}
+
+/// What one probing request got.
+#[derive(Debug)]
+pub(crate) enum Probe {
+    NoAnswer { url: String, cause: SendFailure, detail: String },
+    Answer { url: String, status: u16, content_type: String, body: String },
+}
+
+/// An error and its causes, `: `-joined (reqwest's Display includes the
+/// URL, never the key, which is a header).
+fn error_chain(e: &reqwest::Error) -> String {
+    let mut msg = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        msg.push_str(&format!(": {s}"));
+        source = s.source();
+    }
+    msg
+}
+
+/// The kind of the I/O error under a request error, if any.
+fn io_kind(e: &reqwest::Error) -> Option<std::io::ErrorKind> {
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        if let Some(io) = s.downcast_ref::<std::io::Error>() {
+            return Some(io.kind());
+        }
+        source = s.source();
+    }
+    None
+}
+
 fn describe_send_error(e: &reqwest::Error) -> String {
     let kind = if e.is_timeout() {
         "timed out"
@@ -249,14 +323,7 @@ fn describe_send_error(e: &reqwest::Error) -> String {
     } else {
         "request failed"
     };
-    // reqwest's Display includes the URL (never the key, which is a header).
-    let mut msg = format!("{kind}: {e}");
-    let mut source = std::error::Error::source(e);
-    while let Some(s) = source {
-        msg.push_str(&format!(": {s}"));
-        source = s.source();
-    }
-    msg
+    format!("{kind}: {}", error_chain(e))
 }
 
 /// `retry-after-ms` (OpenAI, Azure) or `Retry-After` in seconds.

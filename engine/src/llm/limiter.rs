@@ -1,13 +1,13 @@
 //! Per-model limits: at most `concurrent_requests` in flight, and token
-//! buckets for requests/minute and tokens/minute (prompt tokens counted
-//! before sending).
+//! buckets for requests and tokens per period (`rate_limit`, or
+//! requests/tokens per minute; prompt tokens counted before sending).
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use tokio::sync::{Semaphore, SemaphorePermit};
 
-use crate::settings::ModelConfig;
+use crate::settings::{ModelConfig, RateLimit};
 
 struct Bucket {
     capacity: f64,
@@ -17,11 +17,12 @@ struct Bucket {
 }
 
 impl Bucket {
-    fn per_minute(limit: u32) -> Self {
+    /// A full bucket of `limit` refilled evenly over its period.
+    fn new(rate: RateLimit) -> Self {
         Bucket {
-            capacity: limit as f64,
-            available: limit as f64,
-            per_second: limit as f64 / 60.0,
+            capacity: rate.limit as f64,
+            available: rate.limit as f64,
+            per_second: rate.limit as f64 / rate.period_seconds.max(1) as f64,
             last: Instant::now(),
         }
     }
@@ -52,9 +53,9 @@ pub(crate) struct Limiter {
 impl Limiter {
     pub(crate) fn new(config: &ModelConfig) -> Self {
         Limiter {
-            in_flight: Semaphore::new(config.concurrent_requests.max(1) as usize),
-            requests: config.requests_per_minute.filter(|&r| r > 0).map(|r| Mutex::new(Bucket::per_minute(r))),
-            tokens: config.tokens_per_minute.filter(|&t| t > 0).map(|t| Mutex::new(Bucket::per_minute(t))),
+            in_flight: Semaphore::new(config.concurrency() as usize),
+            requests: config.request_limit().map(|r| Mutex::new(Bucket::new(r))),
+            tokens: config.token_limit().map(|t| Mutex::new(Bucket::new(t))),
         }
     }
 
@@ -102,7 +103,7 @@ mod tests {
 
     #[test]
     fn buckets_limit_and_refill() {
-        let mut b = Bucket::per_minute(60);
+        let mut b = Bucket::new(RateLimit { limit: 60, period_seconds: 60 });
         assert_eq!(b.wait_for(60.0), Duration::ZERO);
         b.available = 0.0;
         assert_eq!(b.wait_for(1.0), Duration::from_secs(1));
@@ -120,5 +121,18 @@ mod tests {
         assert!(l.try_take(10.0).is_zero());
         let wait = l.try_take(10.0);
         assert!(wait > Duration::from_secs(25), "{wait:?}");
+    }
+
+    #[test]
+    fn graphrag_rate_limit_period_sets_the_refill() {
+        let rl = crate::settings::RateLimitConfig {
+            period_in_seconds: Some(10),
+            requests_per_period: Some(1),
+            ..Default::default()
+        };
+        let l = Limiter::new(&ModelConfig { rate_limit: Some(rl), ..ModelConfig::default() });
+        assert!(l.try_take(10.0).is_zero());
+        let wait = l.try_take(10.0);
+        assert!(wait > Duration::from_secs(9) && wait <= Duration::from_secs(10), "{wait:?}");
     }
 }

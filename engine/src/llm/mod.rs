@@ -6,6 +6,7 @@ mod cache;
 mod embedding;
 mod http;
 mod limiter;
+pub mod preflight;
 mod service;
 mod usage;
 
@@ -83,8 +84,8 @@ pub fn count_prompt_tokens(messages: &[Message]) -> u64 {
 pub struct ChatModel {
     id: String,
     config: ModelConfig,
-    transport: http::Transport,
-    limiter: limiter::Limiter,
+    transport: Arc<http::Transport>,
+    limiter: Arc<limiter::Limiter>,
     cache: Option<Arc<ResponseCache>>,
 }
 
@@ -92,11 +93,23 @@ impl ChatModel {
     pub fn new(id: &str, config: &ModelConfig, cache: Option<Arc<ResponseCache>>) -> Result<Self, LlmError> {
         Ok(ChatModel {
             id: id.to_string(),
-            transport: http::Transport::new(id, config)?,
-            limiter: limiter::Limiter::new(config),
+            transport: Arc::new(http::Transport::new(id, config)?),
+            limiter: Arc::new(limiter::Limiter::new(config)),
             config: config.clone(),
             cache,
         })
+    }
+
+    /// The same model (same limits) caching its answers in the partition
+    /// `name` of the cache (a step's `model_instance_name`).
+    pub fn in_partition(&self, name: &str) -> ChatModel {
+        ChatModel {
+            id: self.id.clone(),
+            config: self.config.clone(),
+            transport: self.transport.clone(),
+            limiter: self.limiter.clone(),
+            cache: self.cache.as_ref().map(|c| Arc::new(c.partition(name))),
+        }
     }
 
     pub fn id(&self) -> &str {
@@ -268,8 +281,20 @@ impl ChatModel {
         if json && self.config.model_supports_json {
             body["response_format"] = serde_json::json!({"type": "json_object"});
         }
-        body
+        with_call_args(body, &self.config)
     }
+}
+
+/// The request body with the model's `call_args` (GraphRAG's extra request
+/// parameters) merged in; they win over the keys already there.
+/// `organization` is a header (see `http`), not a body key.
+pub(crate) fn with_call_args(mut body: Value, config: &ModelConfig) -> Value {
+    for (k, v) in &config.call_args {
+        if k != http::ORGANIZATION_ARG {
+            body[k.as_str()] = v.clone();
+        }
+    }
+    body
 }
 
 /// Runs `call` under the model's limits, retrying retryable failures with
@@ -317,7 +342,7 @@ fn after_failure(
     attempt: u32,
     failure: http::Failure,
 ) -> Result<Duration, LlmError> {
-    let max_attempts = config.max_retries + 1;
+    let max_attempts = config.retry_policy().max_retries + 1;
     if !failure.retryable {
         usage.record_failure(id);
         return Err(LlmError::Rejected {
@@ -341,13 +366,10 @@ fn after_failure(
     Ok(wait)
 }
 
-/// Exponential backoff with jitter, capped by max_retry_wait; a server's
-/// Retry-After wins (it knows when capacity returns).
+/// The model's backoff (exponential, with jitter, capped: see
+/// `RetryPolicy`); a server's Retry-After wins (it knows when capacity returns).
 fn backoff(config: &ModelConfig, attempt: u32, retry_after: Option<Duration>) -> Duration {
-    let cap = Duration::from_secs_f64(config.max_retry_wait.max(0.0));
-    let exp = config.retry_base_delay.max(0.0) * 2f64.powi(attempt.saturating_sub(1).min(30) as i32);
-    let jittered = Duration::from_secs_f64(exp * (0.5 + 0.5 * jitter_fraction())).min(cap);
-    retry_after.unwrap_or(jittered)
+    retry_after.unwrap_or_else(|| Duration::from_secs_f64(config.retry_policy().wait(attempt, jitter_fraction())))
 }
 
 /// A fraction in [0, 1) from the clock: jitter only needs to decorrelate
@@ -377,6 +399,37 @@ mod tests {
         assert_eq!(backoff(&cfg, 1, Some(Duration::from_secs(7))), Duration::from_secs(7));
         // A Retry-After longer than the cap is still honoured: the server decides.
         assert_eq!(backoff(&cfg, 1, Some(Duration::from_secs(30))), Duration::from_secs(30));
+    }
+
+    #[test]
+    fn call_args_go_into_every_request_and_win() {
+        let mut call_args = serde_json::Map::new();
+        call_args.insert("seed".into(), 42.into());
+        call_args.insert("temperature".into(), 0.7.into());
+        call_args.insert("organization".into(), "org-1".into());
+        let cfg = ModelConfig { call_args, ..ModelConfig::default() };
+        let model = ChatModel::new("m", &cfg, None).unwrap();
+        let body = model.request_body(&[Message::user("hi")], true, &CallOptions::default());
+        assert_eq!((body["seed"].clone(), body["temperature"].clone()), (42.into(), 0.7.into()));
+        assert!(body.get("organization").is_none(), "a header, not a body key");
+        assert_ne!(model.fingerprint(), ChatModel::new("m", &ModelConfig::default(), None).unwrap().fingerprint());
+    }
+
+    #[test]
+    fn call_options_replace_the_model_s_sampling_for_one_call() {
+        let cfg = ModelConfig { max_tokens: Some(500), ..ModelConfig::default() };
+        let model = ChatModel::new("m", &cfg, None).unwrap();
+        let plain = model.request_body(&[Message::user("hi")], false, &CallOptions::default());
+        assert_eq!(
+            (plain["temperature"].as_f64(), plain["top_p"].as_f64(), plain["max_tokens"].as_u64()),
+            (Some(0.0), Some(1.0), Some(500))
+        );
+        let options = CallOptions { temperature: Some(0.4), top_p: Some(0.9), max_tokens: Some(50) };
+        let own = model.request_body(&[Message::user("hi")], false, &options);
+        assert_eq!(
+            (own["temperature"].as_f64(), own["top_p"].as_f64(), own["max_tokens"].as_u64()),
+            (Some(0.4), Some(0.9), Some(50))
+        );
     }
 
     #[test]

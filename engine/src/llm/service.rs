@@ -23,11 +23,10 @@ fn chat_configured(config: &ModelConfig) -> bool {
 }
 
 impl LlmService {
-    /// Builds every model of `settings`; the cache lives under ROOT/cache.base_dir
+    /// Builds every model of `settings`; the cache lives under ROOT/<cache folder>
     /// unless `cache.type: none`. A model that cannot be built only fails when used.
     pub fn from_settings(settings: &Settings, root: &Path) -> Result<Self, LlmError> {
-        let cache =
-            (settings.cache.kind != "none").then(|| Arc::new(ResponseCache::new(&root.join(&settings.cache.base_dir))));
+        let cache = settings.cache.enabled().then(|| Arc::new(ResponseCache::new(&root.join(settings.cache.dir()))));
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
@@ -67,6 +66,16 @@ impl LlmService {
         }
     }
 
+    /// The chat model `id`, caching in the partition `instance` of the cache
+    /// when given (a step's `model_instance_name`).
+    pub fn chat_model_for(&self, id: &str, instance: Option<&str>) -> Result<Arc<ChatModel>, LlmError> {
+        let model = self.chat_model(id)?;
+        Ok(match instance {
+            Some(name) => Arc::new(model.in_partition(name)),
+            None => model,
+        })
+    }
+
     /// Whether `id` names a usable chat model (the embedded default works without one).
     pub fn has_chat_model(&self, id: &str) -> bool {
         matches!(self.chat.get(id), Some(Ok(_)))
@@ -78,6 +87,15 @@ impl LlmService {
             Some(Err(e)) => Err(LlmError::Config(e.clone())),
             None => Err(LlmError::Config(format!("embedding model `{id}` is not defined in settings.yaml"))),
         }
+    }
+
+    /// The embedding model `id`, caching in the partition `instance` when given.
+    pub fn embedding_model_for(&self, id: &str, instance: Option<&str>) -> Result<Arc<EmbeddingModel>, LlmError> {
+        let model = self.embedding_model(id)?;
+        Ok(match instance {
+            Some(name) => Arc::new(model.in_partition(name)),
+            None => model,
+        })
     }
 
     /// Runs a future to completion on the LLM runtime (from a non-async thread).

@@ -120,10 +120,7 @@ fn quietly<T>(f: impl FnOnce() -> T) -> Result<T, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn fixture(name: &str) -> Vec<u8> {
-        std::fs::read(format!("{}/../tests/fixtures/inputs/{name}", env!("CARGO_MANIFEST_DIR"))).unwrap()
-    }
+    use crate::testing::input_fixture as fixture;
 
     #[test]
     fn docx_paragraphs_tabs_and_breaks() {

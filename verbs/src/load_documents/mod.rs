@@ -92,6 +92,8 @@ pub struct LoadDocuments {
     pub text_column: String,
     /// csv/json column holding the title; default: the file name.
     pub title_column: Option<String>,
+    /// csv/json column holding the document id; default: a hash of the text.
+    pub id_column: Option<String>,
     /// csv/json columns kept in raw_data; empty: every column but text and title.
     pub metadata: Vec<String>,
     /// An unreadable file stops the run instead of being left out.
@@ -106,6 +108,7 @@ impl Default for LoadDocuments {
             file_pattern: s.file_pattern,
             text_column: s.text_column,
             title_column: s.title_column,
+            id_column: s.id_column,
             metadata: s.metadata,
             strict: s.strict,
         }
@@ -127,6 +130,8 @@ impl VerbDef for LoadDocuments {
 
 /// One document before ids are assigned.
 struct RawDoc {
+    /// From `id_column`; else the id is a hash of the text.
+    id: Option<String>,
     title: String,
     text: String,
     raw_data: Option<BTreeMap<String, String>>,
@@ -149,7 +154,8 @@ impl LoadDocuments {
     fn parse_file(&self, file: &FileEntry, bytes: Vec<u8>, ctx: &VerbContext) -> anyhow::Result<Vec<RawDoc>> {
         let creation_date =
             chrono::DateTime::<chrono::Utc>::from(file.modified).format("%Y-%m-%d %H:%M:%S %z").to_string();
-        let doc = |title: String, text: String, raw_data| RawDoc {
+        let doc = |id: Option<String>, title: String, text: String, raw_data| RawDoc {
+            id,
             title,
             text,
             raw_data,
@@ -160,8 +166,8 @@ impl LoadDocuments {
             other => other,
         };
         let rows: Vec<BTreeMap<String, String>> = match file_type {
-            FileType::Pdf => return Ok(vec![doc(file.path.clone(), formats::pdf_text(&bytes)?, None)]),
-            FileType::Docx => return Ok(vec![doc(file.path.clone(), formats::docx_text(&bytes)?, None)]),
+            FileType::Pdf => return Ok(vec![doc(None, file.path.clone(), formats::pdf_text(&bytes)?, None)]),
+            FileType::Docx => return Ok(vec![doc(None, file.path.clone(), formats::docx_text(&bytes)?, None)]),
             FileType::Parquet => formats::parquet_rows(bytes)?,
             _ => {
                 let text = String::from_utf8(bytes).map_err(|e| {
@@ -192,7 +198,7 @@ impl LoadDocuments {
                                 .and_then(|v| json_row(&v).map_err(|e| anyhow!("line {}: {e}", i + 1)))
                         })
                         .collect::<anyhow::Result<_>>()?,
-                    _ => return Ok(vec![doc(file.path.clone(), text.to_string(), None)]),
+                    _ => return Ok(vec![doc(None, file.path.clone(), text.to_string(), None)]),
                 }
             }
         };
@@ -208,6 +214,13 @@ impl LoadDocuments {
                     columns.join(", ")
                 );
             };
+            let id =
+                match &self.id_column {
+                    Some(c) => Some(row.remove(c).filter(|id| !id.trim().is_empty()).ok_or_else(|| {
+                        anyhow!("record {}: no value in the id column `{c}` (input.id_column)", i + 1)
+                    })?),
+                    None => None,
+                };
             let title = match &self.title_column {
                 Some(c) => row.remove(c).ok_or_else(|| anyhow!("record {}: no title column `{c}`", i + 1))?,
                 None => file.path.clone(),
@@ -219,7 +232,7 @@ impl LoadDocuments {
                 ctx.warn(format!("input file `{}` record {}: empty text, skipped", file.path, i + 1));
                 continue;
             }
-            docs.push(doc(title, text, Some(row)));
+            docs.push(doc(id, title, text, Some(row)));
         }
         Ok(docs)
     }
@@ -337,6 +350,17 @@ impl Verb for LoadDocuments {
                 }
             };
             for d in file_docs {
+                if let Some(id) = &d.id {
+                    if !seen.insert(id.clone()) {
+                        bail!(
+                            "two documents have the id `{id}` (input.id_column): ids must be unique (the second is `{}`)",
+                            d.title
+                        );
+                    }
+                    ids.push(id.clone());
+                    docs.push(d);
+                    continue;
+                }
                 let id = sha512_hex(&[d.text.as_bytes()]);
                 if seen.insert(id.clone()) {
                     ids.push(id);
@@ -385,7 +409,7 @@ impl FileType {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::{run_verb, MemFiles};
+    use crate::testing::{input_fixture as fixture, run_verb, MemFiles};
     use graphrag_engine::table::strings;
 
     fn load(args: serde_json::Value, files: &[(&str, &[u8])]) -> anyhow::Result<(RecordBatch, u64)> {
@@ -430,6 +454,20 @@ mod tests {
     }
 
     #[test]
+    fn id_column_gives_the_ids_and_must_be_unique() {
+        let csv = b"doc_id,text\nd-1,first text\nd-2,second text\n";
+        let args = serde_json::json!({"file_type": "csv", "id_column": "doc_id"});
+        let (t, _) = load(args.clone(), &[("a.csv", csv)]).unwrap();
+        assert_eq!(strings(&t, "d", "id").unwrap(), vec!["d-1", "d-2"]);
+        let raw = t.column_by_name("raw_data").unwrap().as_any().downcast_ref::<StructArray>();
+        assert!(raw.is_none_or(|r| r.column_by_name("doc_id").is_none()), "the id is not kept twice");
+        let twice = load(args.clone(), &[("a.csv", b"doc_id,text\nd-1,one\nd-1,two\n")]).unwrap_err();
+        assert!(format!("{twice:#}").contains("`d-1`"), "{twice:#}");
+        let missing = load(args, &[("a.csv", b"doc_id,text\n,one\n")]).unwrap_err();
+        assert!(format!("{missing:#}").contains("id column `doc_id`"), "{missing:#}");
+    }
+
+    #[test]
     fn json_and_jsonl() {
         let json =
             br#"[{"text": "alpha doc", "title": "A", "tags": ["x"]}, {"text": "beta doc", "title": "B", "n": 3}]"#;
@@ -471,10 +509,6 @@ mod tests {
         for ft in FileType::all() {
             assert!(Regex::new(ft.default_pattern()).is_ok());
         }
-    }
-
-    fn fixture(name: &str) -> Vec<u8> {
-        std::fs::read(format!("{}/../tests/fixtures/inputs/{name}", env!("CARGO_MANIFEST_DIR"))).unwrap()
     }
 
     #[test]

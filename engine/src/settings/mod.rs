@@ -1,0 +1,238 @@
+//! settings.yaml (or .yml, .json): every key of GraphRAG 3.3's settings and
+//! graphrag-rs's own, a default for each, strict parsing (unknown keys and
+//! wrong types name the file, line and key, with a "did you mean").
+//!
+//! `models` and `sections` hold the structs, `check` the checks serde cannot
+//! express, `compat` what a GraphRAG project may bring that has no effect
+//! here (one warning) or is not implemented (an error).
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize, Serializer};
+
+use crate::config_error::ConfigError;
+use crate::env;
+use crate::yaml_lines;
+
+/// A secret (API key). Never printed, logged or serialised in clear.
+#[derive(Clone, Default, Deserialize, PartialEq, Eq)]
+#[serde(transparent)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+    pub fn is_empty(&self) -> bool {
+        self.0.trim().is_empty()
+    }
+}
+
+impl From<&str> for Secret {
+    fn from(s: &str) -> Self {
+        Secret(s.to_string())
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(if self.is_empty() { "\"\"" } else { "\"***\"" })
+    }
+}
+
+impl Serialize for Secret {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(if self.is_empty() { "" } else { "***" })
+    }
+}
+
+macro_rules! section {
+    ($(#[$m:meta])* $name:ident { $($(#[$fm:meta])* $field:ident : $ty:ty = $default:expr),* $(,)? }) => {
+        $(#[$m])*
+        #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+        #[serde(default, deny_unknown_fields)]
+        pub struct $name { $($(#[$fm])* pub $field: $ty),* }
+        impl Default for $name {
+            fn default() -> Self { Self { $($field: $default),* } }
+        }
+    };
+}
+
+pub(crate) fn s(v: &str) -> String {
+    v.to_string()
+}
+
+/// A GraphRAG key that is accepted and has no effect here: any value, kept
+/// only to say so (see `compat::ignored_keys`).
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(transparent)]
+pub struct Unused(serde_json::Value);
+
+mod check;
+mod compat;
+mod models;
+mod sections;
+
+pub use compat::IgnoredKey;
+pub use models::{Jitter, ModelConfig, RateLimit, RateLimitConfig, RetryConfig, RetryPolicy, DEFAULT_CONCURRENCY};
+pub use sections::*;
+
+fn default_completion_models() -> BTreeMap<String, ModelConfig> {
+    BTreeMap::from([(s("default_completion_model"), ModelConfig::default())])
+}
+
+fn default_embedding_models() -> BTreeMap<String, ModelConfig> {
+    let local = ModelConfig { model_provider: s("local"), model: s("all-MiniLM-L6-v2"), ..ModelConfig::default() };
+    BTreeMap::from([(s("default_embedding_model"), local)])
+}
+
+section!(
+    /// The whole settings file: GraphRAG 3.3's sections and keys, and ours.
+    Settings {
+    completion_models: BTreeMap<String, ModelConfig> = default_completion_models(),
+    embedding_models: BTreeMap<String, ModelConfig> = default_embedding_models(),
+    /// Default `concurrent_requests` of every model that sets none.
+    concurrent_requests: u32 = DEFAULT_CONCURRENCY,
+    async_mode: Option<Unused> = None,
+    input: InputConfig = InputConfig::default(),
+    input_storage: StorageConfig = StorageConfig::under("input"),
+    output_storage: StorageConfig = StorageConfig::default(),
+    /// GraphRAG's incremental index folder; `update` here stages in output/.update/.
+    update_output_storage: Option<StorageConfig> = None,
+    table_provider: TableProviderConfig = TableProviderConfig::default(),
+    reporting: StorageConfig = StorageConfig::under("logs"),
+    cache: CacheConfig = CacheConfig::default(),
+    chunking: ChunkingConfig = ChunkingConfig::default(),
+    vector_store: VectorStoreConfig = VectorStoreConfig::default(),
+    /// GraphRAG's explicit workflow list (not supported: pipelines are files here).
+    workflows: Option<Vec<String>> = None,
+    embed_text: EmbedTextConfig = EmbedTextConfig::default(),
+    extract_graph: ExtractGraphConfig = ExtractGraphConfig::default(),
+    summarize_descriptions: SummarizeDescriptionsConfig = SummarizeDescriptionsConfig::default(),
+    extract_graph_nlp: ExtractGraphNlpConfig = ExtractGraphNlpConfig::default(),
+    prune_graph: PruneGraphConfig = PruneGraphConfig::default(),
+    cluster_graph: ClusterGraphConfig = ClusterGraphConfig::default(),
+    extract_claims: ExtractClaimsConfig = ExtractClaimsConfig::default(),
+    community_reports: CommunityReportsConfig = CommunityReportsConfig::default(),
+    snapshots: SnapshotsConfig = SnapshotsConfig::default(),
+    local_search: LocalSearchConfig = LocalSearchConfig::default(),
+    global_search: GlobalSearchConfig = GlobalSearchConfig::default(),
+    drift_search: DriftSearchConfig = DriftSearchConfig::default(),
+    basic_search: BasicSearchConfig = BasicSearchConfig::default(),
+    keyword_search: KeywordSearchConfig = KeywordSearchConfig::default(),
+});
+
+impl Settings {
+    /// Settles what one key implies for another: a model's concurrency from
+    /// the top-level `concurrent_requests`, the embedding batch sizes from
+    /// `embed_text`.
+    fn resolve(&mut self) {
+        let default_concurrency = self.concurrent_requests;
+        for model in self.completion_models.values_mut().chain(self.embedding_models.values_mut()) {
+            model.concurrent_requests.get_or_insert(default_concurrency);
+        }
+        if let Some(model) = self.embedding_models.get_mut(&self.embed_text.embedding_model_id) {
+            if let Some(n) = self.embed_text.batch_size {
+                model.batch_size = n;
+            }
+            if let Some(n) = self.embed_text.batch_max_tokens {
+                model.batch_max_tokens = n;
+            }
+        }
+    }
+}
+
+/// Settings as loaded from a project, with the text they came from (for
+/// pointing later errors at a line).
+#[derive(Debug, Clone)]
+pub struct LoadedSettings {
+    pub settings: Settings,
+    pub file: PathBuf,
+    pub text: String,
+    /// GraphRAG keys present in the file that have no effect here.
+    pub ignored: Vec<IgnoredKey>,
+}
+
+impl LoadedSettings {
+    /// The defaults, for a project without a settings file (`file`: where it would be).
+    pub fn defaults(file: &Path) -> Self {
+        LoadedSettings {
+            settings: Settings::default(),
+            file: file.to_path_buf(),
+            text: String::new(),
+            ignored: Vec::new(),
+        }
+    }
+
+    /// An error about `path` pointing at its line in the settings file.
+    pub fn error_at(&self, path: &str, message: impl Into<String>) -> ConfigError {
+        ConfigError::new(&self.file, yaml_lines::line_of(&self.text, path), path, message)
+    }
+
+    /// The one warning listing the ignored GraphRAG keys, if any.
+    pub fn ignored_warning(&self) -> Option<String> {
+        compat::ignored_warning(&self.file, &self.ignored)
+    }
+}
+
+pub const SETTINGS_FILE: &str = "settings.yaml";
+
+/// The settings files a project may have, in the order they are looked for
+/// (GraphRAG's order).
+pub const SETTINGS_FILES: [&str; 3] = [SETTINGS_FILE, "settings.yml", "settings.json"];
+
+/// The project's settings file, if it has one.
+pub fn find(root: &Path) -> Option<PathBuf> {
+    SETTINGS_FILES.iter().map(|n| root.join(n)).find(|p| p.is_file())
+}
+
+/// Loads ROOT/settings.yaml (or settings.yml, settings.json), substituting
+/// `${VAR}` from the environment and ROOT/.env, and checks the values.
+pub fn load(root: &Path) -> Result<LoadedSettings, ConfigError> {
+    let file = find(root).ok_or_else(|| {
+        ConfigError::new(
+            &root.join(SETTINGS_FILE),
+            None,
+            "",
+            "not found (run `graphrag-rs init --root DIR` to create a project)",
+        )
+    })?;
+    let raw =
+        std::fs::read_to_string(&file).map_err(|e| ConfigError::new(&file, None, "", format!("cannot read: {e}")))?;
+    let dotenv = std::fs::read_to_string(root.join(".env")).map(|t| env::parse_dotenv(&t)).unwrap_or_default();
+    let text = env::substitute(&raw, &file, &dotenv, |k| std::env::var(k).ok())?;
+    parse(&file, text)
+}
+
+/// Parses settings text (already substituted; JSON when the file name ends
+/// in `.json`, else YAML) and checks the values.
+pub fn parse(file: &Path, text: String) -> Result<LoadedSettings, ConfigError> {
+    let located = |mut err: ConfigError| {
+        if err.line.is_none() {
+            err.line = yaml_lines::line_of(&text, &err.path);
+        }
+        err
+    };
+    let settings: Settings = if text.trim().is_empty() {
+        Settings::default()
+    } else if file.extension().is_some_and(|e| e == "json") {
+        let mut de = serde_json::Deserializer::from_str(&text);
+        serde_path_to_error::deserialize(&mut de).map_err(|e| located(ConfigError::from_json(file, e)))?
+    } else {
+        let de = serde_yaml_ng::Deserializer::from_str(&text);
+        serde_path_to_error::deserialize(de).map_err(|e| located(ConfigError::from_yaml(file, e)))?
+    };
+    let ignored = compat::ignored_keys(&settings);
+    let mut loaded = LoadedSettings { settings, file: file.to_path_buf(), text, ignored };
+    check::check(&loaded)?;
+    loaded.settings.resolve();
+    for key in &mut loaded.ignored {
+        key.line = yaml_lines::line_of(&loaded.text, &key.path);
+    }
+    Ok(loaded)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,338 @@
+//! The sections of settings.yaml other than the models: GraphRAG 3.x's names
+//! and keys (with their defaults), and graphrag-rs's own additions.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use graphrag_operations::nlp_graph::{NlpGraphConfig, RegexEnglishExtractor};
+
+use super::{s, Secret, Unused};
+
+fn prompt(name: &str) -> String {
+    format!("prompts/{name}.txt")
+}
+
+section!(InputConfig {
+    /// text | markdown | csv | json | jsonl | parquet | pdf | docx | markitdown
+    /// (pdf, docx, md and txt files, as GraphRAG's markitdown reader)
+    #[serde(rename = "type")]
+    file_type: String = s("text"),
+    /// Regex on the path relative to the input folder; default per type.
+    file_pattern: Option<String> = None,
+    encoding: String = s("utf-8"),
+    text_column: String = s("text"),
+    title_column: Option<String> = None,
+    /// csv/json column holding each document's id (default: a hash of its text).
+    id_column: Option<String> = None,
+    /// Extra csv/json/parquet columns kept in documents.raw_data (empty: all of them).
+    metadata: Vec<String> = Vec::new(),
+    /// An input file that cannot be read stops the run (false: it is named
+    /// with the reason, counted, marked failed in document_status, and the
+    /// run goes on with the others).
+    strict: bool = false,
+});
+
+section!(
+    /// `input_storage`, `output_storage`, `update_output_storage`,
+    /// `reporting`, `cache.storage`: only `type: file` is implemented.
+    StorageConfig {
+    #[serde(rename = "type")]
+    kind: String = s("file"),
+    base_dir: String = s("output"),
+    /// Text encoding of files (UTF-8 only).
+    encoding: Option<String> = None,
+    /// Remote storage keys (blob, cosmosdb): rejected with those types, ignored with `file`.
+    connection_string: Option<Secret> = None,
+    container_name: Option<Unused> = None,
+    account_url: Option<Unused> = None,
+    database_name: Option<Unused> = None,
+    /// Older GraphRAG name of account_url.
+    storage_account_blob_url: Option<Unused> = None,
+});
+
+impl StorageConfig {
+    pub(super) fn under(base_dir: &str) -> Self {
+        StorageConfig { base_dir: s(base_dir), ..StorageConfig::default() }
+    }
+}
+
+section!(
+    /// GraphRAG's table provider: Parquet files (the only kind here).
+    TableProviderConfig {
+    #[serde(rename = "type")]
+    kind: String = s("parquet"),
+    batch_size: Option<Unused> = None,
+    container_name: Option<Unused> = None,
+    legacy_container: Option<Unused> = None,
+});
+
+section!(CacheConfig {
+    /// json (one file per answer under the cache folder) | memory | none
+    #[serde(rename = "type")]
+    kind: String = s("json"),
+    /// The cache folder (graphrag-rs's key; GraphRAG's is `storage.base_dir`).
+    base_dir: Option<String> = None,
+    storage: Option<StorageConfig> = None,
+    /// sqlite caches only.
+    database_name: Option<Unused> = None,
+});
+
+impl CacheConfig {
+    /// The cache folder, relative to the project root.
+    pub fn dir(&self) -> &str {
+        self.storage.as_ref().map(|st| st.base_dir.as_str()).or(self.base_dir.as_deref()).unwrap_or("cache")
+    }
+
+    /// Whether model answers are kept on disk.
+    pub fn enabled(&self) -> bool {
+        self.kind == "json" || self.kind == "file"
+    }
+}
+
+section!(ChunkingConfig {
+    /// tokens | sentence
+    #[serde(rename = "type")]
+    strategy: String = s("tokens"),
+    size: usize = 1200,
+    overlap: usize = 100,
+    encoding_model: String = s("o200k_base"),
+    /// Document fields (`title`, `creation_date`, `id`, or a raw_data column)
+    /// written as `field: value.` lines at the head of each chunk.
+    prepend_metadata: Option<Vec<String>> = None,
+});
+
+section!(
+    /// One embedding's table in an external vector store (GraphRAG's `index_schema`).
+    IndexSchemaConfig {
+    index_name: Option<String> = None,
+    id_field: String = s("id"),
+    vector_field: String = s("vector"),
+    vector_size: Option<usize> = None,
+    fields: BTreeMap<String, String> = BTreeMap::new(),
+});
+
+section!(VectorStoreConfig {
+    /// embedded: vectors in output/embeddings.<field>.parquet, HNSW indexes in
+    /// output/vectors/ (external stores plug in behind the VectorStore trait).
+    /// lancedb (GraphRAG's default) is served by the same embedded store,
+    /// and `index` / `update` also write GraphRAG's LanceDB tables at
+    /// `db_uri` (named by `index_schema.<field>.index_name`) for its Python
+    /// API (`graphrag-rs export lancedb`; needs Python's lancedb package).
+    #[serde(rename = "type")]
+    kind: String = s("embedded"),
+    /// Use an approximate index (HNSW) from this many vectors on (0: always).
+    /// Below 100k vectors exact search takes under ~2.5 ms on 2 cores, and is
+    /// exact; see docs/benchmarks.md.
+    ann_threshold: usize = 100_000,
+    /// HNSW beam width per query: higher is slower and finds more of the
+    /// true neighbours. From n / 100 on the index scans its 8-bit codes
+    /// instead of walking the graph. (The default is the vectors crate's.)
+    ann_ef_search: usize = 128,
+    /// LanceDB folder (GraphRAG: output/lancedb).
+    db_uri: Option<String> = None,
+    vector_size: Option<usize> = None,
+    index_schema: BTreeMap<String, IndexSchemaConfig> = BTreeMap::new(),
+    /// Azure AI Search / CosmosDB keys: rejected with those types, ignored otherwise.
+    url: Option<Unused> = None,
+    api_key: Option<Secret> = None,
+    audience: Option<Unused> = None,
+    connection_string: Option<Secret> = None,
+    database_name: Option<Unused> = None,
+});
+
+section!(EmbedTextConfig {
+    embedding_model_id: String = s("default_embedding_model"),
+    /// The cache folder of this step's answers (cache/<name>/), as GraphRAG partitions its cache.
+    model_instance_name: String = s("text_embedding"),
+    /// Texts and tokens per request (default: the model's batch_size / batch_max_tokens).
+    batch_size: Option<u32> = None,
+    batch_max_tokens: Option<u32> = None,
+    names: Vec<String> = vec![
+        s("text_unit_text"),
+        s("entity_description"),
+        s("community_full_content"),
+        s("relationship_description"),
+    ],
+    /// truncate | split (split long texts and average the parts)
+    long_text: String = s("split"),
+});
+
+section!(ExtractGraphConfig {
+    completion_model_id: String = s("default_completion_model"),
+    model_instance_name: String = s("extract_graph"),
+    prompt: String = prompt("extract_graph"),
+    entity_types: Vec<String> = vec![s("organization"), s("person"), s("geo"), s("event")],
+    max_gleanings: u32 = 1,
+});
+
+section!(SummarizeDescriptionsConfig {
+    completion_model_id: String = s("default_completion_model"),
+    model_instance_name: String = s("summarize_descriptions"),
+    prompt: String = prompt("summarize_descriptions"),
+    max_length: u32 = 500,
+    max_input_tokens: u32 = 4000,
+});
+
+/// The fast method's defaults live with its algorithm (operations::nlp_graph).
+fn nlp_graph() -> NlpGraphConfig {
+    NlpGraphConfig::default()
+}
+
+fn phrases() -> RegexEnglishExtractor {
+    RegexEnglishExtractor::default()
+}
+
+section!(ExtractGraphNlpConfig {
+    /// Normalised PMI weights (GraphRAG's default); false: co-occurrence
+    /// counts, which suit sentence windows (PMI favours pairs of rare phrases).
+    normalize_edge_weights: bool = nlp_graph().normalize_edge_weights,
+    /// Phrases co-occur when their sentences are fewer than this many apart
+    /// (1: the same sentence, 2: the same or the next); 0: anywhere in the
+    /// text unit, as GraphRAG does.
+    cooccurrence_window: u32 = nlp_graph().cooccurrence_window,
+    text_analyzer: TextAnalyzerConfig = TextAnalyzerConfig::default(),
+    concurrent_requests: Option<Unused> = None,
+    async_mode: Option<Unused> = None,
+});
+
+section!(TextAnalyzerConfig {
+    /// regex_english (noun phrases by rules); GraphRAG's spaCy extractors
+    /// (syntactic_parser, cfg) are not available.
+    extractor_type: String = s("regex_english"),
+    max_word_length: usize = phrases().max_word_length,
+    min_phrase_words: usize = phrases().min_words,
+    max_phrase_words: usize = phrases().max_words,
+    /// spaCy parser settings (accepted, no effect).
+    model_name: Option<Unused> = None,
+    word_delimiter: Option<Unused> = None,
+    include_named_entities: Option<Unused> = None,
+    exclude_nouns: Option<Unused> = None,
+    exclude_entity_tags: Option<Unused> = None,
+    exclude_pos_tags: Option<Unused> = None,
+    noun_phrase_tags: Option<Unused> = None,
+    noun_phrase_grammars: Option<Unused> = None,
+});
+
+section!(PruneGraphConfig {
+    min_node_freq: u32 = nlp_graph().min_node_freq,
+    max_node_freq_std: Option<f64> = nlp_graph().max_node_freq_std,
+    min_node_degree: u32 = nlp_graph().min_node_degree,
+    max_node_degree_std: Option<f64> = nlp_graph().max_node_degree_std,
+    min_edge_weight_pct: f64 = nlp_graph().min_edge_weight_pct,
+    remove_ego_nodes: bool = nlp_graph().remove_ego_nodes,
+    lcc_only: bool = nlp_graph().lcc_only,
+});
+
+section!(ClusterGraphConfig {
+    max_cluster_size: usize = 10,
+    use_lcc: bool = true,
+    seed: u64 = 0xDEAD_BEEF,
+    resolution: f64 = 1.0,
+});
+
+section!(ExtractClaimsConfig {
+    enabled: bool = false,
+    completion_model_id: String = s("default_completion_model"),
+    model_instance_name: String = s("extract_claims"),
+    prompt: String = prompt("extract_claims"),
+    description: String = s("Any claims or facts that could be relevant to information discovery."),
+    max_gleanings: u32 = 1,
+});
+
+section!(CommunityReportsConfig {
+    /// auto (the chat model when configured, else extractive reports) | llm | extractive
+    mode: String = s("auto"),
+    completion_model_id: String = s("default_completion_model"),
+    model_instance_name: String = s("community_reporting"),
+    graph_prompt: String = prompt("community_report_graph"),
+    text_prompt: String = prompt("community_report_text"),
+    max_length: u32 = 2000,
+    max_input_length: u32 = 8000,
+});
+
+section!(SnapshotsConfig {
+    graphml: bool = false,
+    embeddings: bool = false,
+    /// Also publish the extracted graph before merging and summarising
+    /// (raw_entities.parquet, raw_relationships.parquet).
+    raw_graph: bool = false,
+});
+
+section!(LocalSearchConfig {
+    prompt: String = prompt("local_search_system_prompt"),
+    completion_model_id: String = s("default_completion_model"),
+    embedding_model_id: String = s("default_embedding_model"),
+    text_unit_prop: f64 = 0.5,
+    community_prop: f64 = 0.15,
+    conversation_history_max_turns: u32 = 5,
+    top_k_entities: usize = 10,
+    top_k_relationships: usize = 10,
+    max_context_tokens: usize = 12_000,
+});
+
+section!(GlobalSearchConfig {
+    map_prompt: String = prompt("global_search_map_system_prompt"),
+    reduce_prompt: String = prompt("global_search_reduce_system_prompt"),
+    knowledge_prompt: String = prompt("global_search_knowledge_system_prompt"),
+    completion_model_id: String = s("default_completion_model"),
+    max_context_tokens: usize = 12_000,
+    data_max_tokens: usize = 12_000,
+    map_max_length: u32 = 1000,
+    reduce_max_length: u32 = 2000,
+    dynamic_search_threshold: u32 = 1,
+    dynamic_search_keep_parent: bool = false,
+    dynamic_search_num_repeats: u32 = 1,
+    dynamic_search_use_summary: bool = false,
+    dynamic_search_max_level: u32 = 2,
+});
+
+section!(
+    /// GraphRAG 3.3's drift_search keys, with its defaults.
+    DriftSearchConfig {
+    prompt: String = prompt("drift_search_system_prompt"),
+    reduce_prompt: String = prompt("drift_reduce_prompt"),
+    completion_model_id: String = s("default_completion_model"),
+    embedding_model_id: String = s("default_embedding_model"),
+    data_max_tokens: usize = 12_000,
+    reduce_max_tokens: Option<u32> = None,
+    reduce_temperature: f64 = 0.0,
+    reduce_max_completion_tokens: Option<u32> = None,
+    concurrency: u32 = 32,
+    drift_k_followups: u32 = 20,
+    primer_folds: u32 = 5,
+    primer_llm_max_tokens: usize = 12_000,
+    n_depth: u32 = 3,
+    local_search_text_unit_prop: f64 = 0.9,
+    local_search_community_prop: f64 = 0.1,
+    local_search_top_k_mapped_entities: usize = 10,
+    local_search_top_k_relationships: usize = 10,
+    local_search_max_data_tokens: usize = 12_000,
+    local_search_temperature: f64 = 0.0,
+    local_search_top_p: f64 = 1.0,
+    local_search_n: u32 = 1,
+    local_search_llm_max_gen_tokens: Option<u32> = None,
+    local_search_llm_max_gen_completion_tokens: Option<u32> = None,
+});
+
+section!(BasicSearchConfig {
+    prompt: String = prompt("basic_search_system_prompt"),
+    completion_model_id: String = s("default_completion_model"),
+    embedding_model_id: String = s("default_embedding_model"),
+    k: usize = 10,
+    max_context_tokens: usize = 12_000,
+});
+
+section!(
+    /// LightRAG's hybrid / mix retrieval (graphrag-rs extension).
+    KeywordSearchConfig {
+    keywords_prompt: String = prompt("keywords_extraction"),
+    prompt: String = prompt("mix_search_system_prompt"),
+    completion_model_id: String = s("default_completion_model"),
+    embedding_model_id: String = s("default_embedding_model"),
+    top_k: usize = 40,
+    chunk_top_k: usize = 20,
+    max_entity_tokens: usize = 6000,
+    max_relation_tokens: usize = 8000,
+    max_total_tokens: usize = 30_000,
+});

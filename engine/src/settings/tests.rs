@@ -1,0 +1,283 @@
+//! Settings parsing: errors that name the place, GraphRAG 3.3 projects as they are.
+
+use super::*;
+
+fn parse_str(text: &str) -> Result<LoadedSettings, ConfigError> {
+    parse(Path::new("settings.yaml"), text.to_string())
+}
+
+#[test]
+fn empty_file_gives_defaults() {
+    let s = parse_str("").unwrap().settings;
+    let mut defaults = Settings::default();
+    defaults.resolve();
+    assert_eq!(s, defaults);
+    assert_eq!(s.chunking.size, 1200);
+    assert_eq!(s.cluster_graph.seed, 0xDEADBEEF);
+}
+
+#[test]
+fn unknown_key_names_line_path_and_suggestion() {
+    let err = parse_str("input:\n  type: text\nchunking:\n  size: 300\n  overlapp: 10\n").unwrap_err();
+    let msg = err.to_string();
+    assert_eq!(err.line, Some(5), "{msg}");
+    assert!(msg.starts_with("settings.yaml:5"), "{msg}");
+    assert!(msg.contains("chunking"), "{msg}");
+    assert!(msg.contains("did you mean `overlap`"), "{msg}");
+}
+
+#[test]
+fn unknown_section_suggests() {
+    let err = parse_str("chunkin:\n  size: 300\n").unwrap_err();
+    assert_eq!(err.line, Some(1));
+    assert!(err.to_string().contains("did you mean `chunking`"), "{err}");
+}
+
+#[test]
+fn wrong_type_names_key_path_and_line() {
+    let err = parse_str("chunking:\n  type: tokens\n  size: lots\n").unwrap_err();
+    assert_eq!(err.line, Some(3), "{err}");
+    assert_eq!(err.path, "chunking.size", "{err}");
+    assert!(err.to_string().contains("invalid type"), "{err}");
+}
+
+#[test]
+fn nested_model_keys_are_checked() {
+    let text = "completion_models:\n  default_completion_model:\n    model: gpt-4o\n    api_bsae: http://x\n";
+    let err = parse_str(text).unwrap_err();
+    assert_eq!(err.line, Some(4), "{err}");
+    assert!(err.path.starts_with("completion_models.default_completion_model"), "{err}");
+    assert!(err.to_string().contains("did you mean `api_base`"), "{err}");
+}
+
+#[test]
+fn semantic_errors_point_at_lines() {
+    let err = parse_str("chunking:\n  size: 100\n  overlap: 100\n").unwrap_err();
+    assert_eq!((err.line, err.path.as_str()), (Some(3), "chunking.overlap"), "{err}");
+    let err = parse_str("input:\n  type: txt\n").unwrap_err();
+    assert_eq!(err.line, Some(2));
+    assert!(err.to_string().contains("did you mean `text`"), "{err}");
+    let err = parse_str("chunking:\n  encoding_model: o200k\n").unwrap_err();
+    assert!(err.to_string().contains("did you mean `o200k_base`"), "{err}");
+    let err = parse_str("extract_graph:\n  completion_model_id: default_completion_modle\n").unwrap_err();
+    assert_eq!(err.line, Some(2));
+    assert!(err.to_string().contains("did you mean `default_completion_model`"), "{err}");
+    let err = parse_str("input:\n  encoding: latin-1\n").unwrap_err();
+    assert!(err.to_string().contains("UTF-8"), "{err}");
+}
+
+#[test]
+fn malformed_yaml_names_line() {
+    let err = parse_str("chunking:\n  size: 10\n bad indent: [\n").unwrap_err();
+    assert!(err.line.is_some(), "{err}");
+}
+
+#[test]
+fn secrets_never_print() {
+    let s =
+        parse_str("completion_models:\n  default_completion_model:\n    api_key: sk-very-secret\n").unwrap().settings;
+    let m = &s.completion_models["default_completion_model"];
+    assert_eq!(m.api_key.expose(), "sk-very-secret");
+    assert!(!format!("{s:?}").contains("sk-very-secret"));
+    assert!(!serde_json::to_string(&s).unwrap().contains("sk-very-secret"));
+}
+
+// ---------------------------------------------------------------------------
+// A Microsoft GraphRAG 3.3 project as it is (tests/fixtures, see SOURCE.md)
+// ---------------------------------------------------------------------------
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures").join(name)
+}
+
+/// A fixture's settings with `${GRAPHRAG_API_KEY}` substituted.
+fn load_fixture(file: &Path) -> LoadedSettings {
+    let raw = std::fs::read_to_string(file).unwrap();
+    let vars = BTreeMap::from([("GRAPHRAG_API_KEY".to_string(), "sk-fixture".to_string())]);
+    let text = env::substitute(&raw, file, &vars, |_| None).unwrap();
+    parse(file, text).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Every key path of a YAML document with its value (sections included).
+fn key_paths(value: &serde_yaml_ng::Value, prefix: &str, out: &mut Vec<(String, serde_yaml_ng::Value)>) {
+    if let serde_yaml_ng::Value::Mapping(map) = value {
+        for (k, v) in map {
+            let key = k.as_str().expect("string keys");
+            let path = if prefix.is_empty() { key.to_string() } else { format!("{prefix}.{key}") };
+            out.push((path.clone(), v.clone()));
+            key_paths(v, &path, out);
+        }
+    }
+}
+
+#[test]
+fn graphrag_init_project_parses_with_nothing_ignored() {
+    let loaded = load_fixture(&fixture("graphrag-3.3.0-init/settings.yaml"));
+    let s = &loaded.settings;
+    assert!(loaded.ignored.is_empty(), "{:?}", loaded.ignored);
+    assert_eq!(loaded.ignored_warning(), None);
+    let chat = &s.completion_models["default_completion_model"];
+    assert_eq!((chat.model.as_str(), chat.api_key.expose()), ("gpt-4.1", "sk-fixture"));
+    assert_eq!(chat.retry_policy().max_retries, 7, "GraphRAG's exponential_backoff default");
+    assert_eq!(s.embedding_models["default_embedding_model"].model, "text-embedding-3-large");
+    assert_eq!((s.vector_store.kind.as_str(), s.vector_store.db_uri.as_deref()), ("lancedb", Some("output/lancedb")));
+    assert_eq!(s.cache.dir(), "cache");
+    assert_eq!(s.drift_search.reduce_prompt, "prompts/drift_search_reduce_prompt.txt");
+}
+
+/// Every key of GraphRAG 3.3.0's fully resolved configuration is either
+/// honoured (the parsed settings hold its value at the same path) or
+/// listed in the one warning; none is rejected.
+#[test]
+fn graphrag_full_config_every_key_is_honoured_or_listed_as_ignored() {
+    let file = fixture("graphrag-3.3.0-full-config.yaml");
+    let loaded = load_fixture(&file);
+    let yaml: serde_yaml_ng::Value = serde_yaml_ng::from_str(&loaded.text).unwrap();
+    let mut keys = Vec::new();
+    key_paths(&yaml, "", &mut keys);
+    assert!(keys.len() > 200, "{} keys", keys.len());
+    let parsed = serde_json::to_value(&loaded.settings).unwrap();
+    let ignored: Vec<&str> = loaded.ignored.iter().map(|k| k.path.as_str()).collect();
+    let mut honoured = 0;
+    for (path, value) in &keys {
+        if ignored.iter().any(|i| path == i || path.starts_with(&format!("{i}."))) {
+            continue;
+        }
+        let got = path.split('.').try_fold(&parsed, |v, k| v.get(k));
+        let got = got.unwrap_or_else(|| panic!("`{path}` is neither honoured nor listed as ignored"));
+        if path.ends_with(".api_key") {
+            assert_eq!(got, "***", "secrets are kept, not shown");
+        } else if !value.is_mapping() {
+            let expected: serde_json::Value = serde_json::to_value(value).unwrap();
+            let same = match (got.as_f64(), expected.as_f64()) {
+                (Some(a), Some(b)) => a == b,
+                _ => *got == expected,
+            };
+            assert!(same, "`{path}`: settings hold {got}, the file says {expected}");
+        }
+        honoured += 1;
+    }
+    assert!(honoured > 150, "{honoured} honoured");
+    // The ignored keys, each with its line, in one warning.
+    for k in &loaded.ignored {
+        assert!(k.line.is_some(), "{k:?}");
+    }
+    let warning = loaded.ignored_warning().unwrap();
+    assert!(
+        warning.contains("graphrag-3.3.0-full-config.yaml:12 `completion_models.default_completion_model.metrics`"),
+        "{warning}"
+    );
+    assert!(warning.contains(":34 `async_mode`"), "{warning}");
+    assert!(warning.contains("`extract_graph_nlp.text_analyzer.noun_phrase_grammars`"), "{warning}");
+    assert!(warning.contains("`update_output_storage`"), "{warning}");
+    assert_eq!(warning.matches("GraphRAG keys have no effect").count(), 1);
+    // Keys with a meaning here are honoured, not just stored.
+    let s = &loaded.settings;
+    assert_eq!(s.completion_models["default_completion_model"].concurrency(), 25, "top-level concurrent_requests");
+    assert_eq!(s.embedding_models["default_embedding_model"].batch_size, 16, "embed_text.batch_size");
+    assert_eq!(s.embedding_models["default_embedding_model"].batch_max_tokens, 8191);
+    assert_eq!(s.extract_graph.model_instance_name, "extract_graph");
+    assert_eq!(s.drift_search.concurrency, 32);
+    assert_eq!(s.drift_search.local_search_top_k_mapped_entities, 10);
+}
+
+#[test]
+fn graphrag_keys_with_a_meaning_change_what_runs() {
+    let text = "concurrent_requests: 7\ncompletion_models:\n  default_completion_model:\n    call_args: {seed: 42, max_completion_tokens: 900}\n    retry: {type: exponential_backoff, max_retries: 3, base_delay: 3.0, max_delay: 20}\n    rate_limit: {period_in_seconds: 10, requests_per_period: 5, tokens_per_period: 5000}\nembedding_models:\n  default_embedding_model:\n    model: e\n    concurrent_requests: 2\nembed_text:\n  batch_size: 4\n  batch_max_tokens: 1000\n";
+    let s = parse_str(text).unwrap().settings;
+    let chat = &s.completion_models["default_completion_model"];
+    assert_eq!(chat.concurrency(), 7);
+    assert_eq!(chat.call_args["seed"], 42);
+    let p = chat.retry_policy();
+    assert_eq!((p.max_retries, p.first_delay, p.factor, p.max_delay), (3, 3.0, 3.0, 20.0));
+    assert_eq!(chat.request_limit(), Some(RateLimit { limit: 5, period_seconds: 10 }));
+    assert_eq!(chat.token_limit(), Some(RateLimit { limit: 5000, period_seconds: 10 }));
+    let embed = &s.embedding_models["default_embedding_model"];
+    assert_eq!((embed.concurrency(), embed.batch_size, embed.batch_max_tokens), (2, 4, 1000));
+}
+
+#[test]
+fn unimplemented_backends_are_errors_that_name_key_and_alternatives() {
+    for (text, path, line) in [
+        ("output_storage:\n  type: blob\n  container_name: c\n", "output_storage.type", 2),
+        ("input_storage:\n  type: cosmosdb\n", "input_storage.type", 2),
+        ("cache:\n  type: json\n  storage:\n    type: blob\n", "cache.storage.type", 4),
+        ("reporting:\n  type: blob\n", "reporting.type", 2),
+        ("vector_store:\n  type: cosmosdb\n", "vector_store.type", 2),
+        ("vector_store:\n  type: azure_ai_search\n  url: https://x\n", "vector_store.type", 2),
+        ("table_provider:\n  type: cosmosdb\n", "table_provider.type", 2),
+        ("cache:\n  type: sqlite\n", "cache.type", 2),
+        (
+            "completion_models:\n  default_completion_model:\n    auth_method: azure_managed_identity\n",
+            "completion_models.default_completion_model.auth_method",
+            3,
+        ),
+        (
+            "completion_models:\n  default_completion_model:\n    type: mock\n",
+            "completion_models.default_completion_model.type",
+            3,
+        ),
+    ] {
+        let err = parse_str(text).unwrap_err();
+        let msg = err.to_string();
+        assert_eq!((err.path.as_str(), err.line), (path, Some(line)), "{msg}");
+        assert!(msg.contains("not implemented") && msg.contains("supported:"), "{msg}");
+    }
+    let err = parse_str("workflows: [load_input_documents, create_base_text_units]\n").unwrap_err();
+    assert!(err.to_string().contains("--method path/to/it.yaml"), "{err}");
+    // lancedb, GraphRAG's default, is accepted.
+    assert!(parse_str("vector_store:\n  type: lancedb\n  db_uri: output/lancedb\n").is_ok());
+}
+
+#[test]
+fn graphrag_value_rules_are_checked() {
+    let model = |body: &str| format!("completion_models:\n  default_completion_model:\n{body}");
+    let err = parse_str(&model("    retry:\n      base_delay: 0.5\n")).unwrap_err();
+    assert!(err.to_string().contains("greater than 1.0"), "{err}");
+    let err = parse_str(&model("    retry:\n      type: linear\n")).unwrap_err();
+    assert!(err.to_string().contains("exponential_backoff"), "{err}");
+    let err = parse_str(&model("    rate_limit:\n      period_in_seconds: 60\n")).unwrap_err();
+    assert!(err.to_string().contains("requests_per_period or tokens_per_period"), "{err}");
+    let err =
+        parse_str(&model("    requests_per_minute: 10\n    rate_limit:\n      requests_per_period: 5\n")).unwrap_err();
+    assert!(err.to_string().contains("keep one"), "{err}");
+    let err = parse_str("extract_graph:\n  model_instance_name: ../x\n").unwrap_err();
+    assert_eq!(err.line, Some(2), "{err}");
+    let err = parse_str("vector_store:\n  index_schema:\n    entity_descriptions: {}\n").unwrap_err();
+    assert!(err.to_string().contains("did you mean `entity_description`"), "{err}");
+    let err = parse_str("cache:\n  base_dir: a\n  storage:\n    base_dir: b\n").unwrap_err();
+    assert!(err.to_string().contains("keep one"), "{err}");
+    // A typo stays an error even among GraphRAG's keys.
+    let err = parse_str(&model("    retyr:\n      type: exponential_backoff\n")).unwrap_err();
+    assert!(err.to_string().contains("did you mean `retry`"), "{err}");
+}
+
+#[test]
+fn settings_json_is_read_and_its_errors_have_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("settings.json"),
+        "{\n  \"chunking\": {\n    \"size\": 300,\n    \"overlap\": 30\n  },\n  \"concurrent_requests\": 4\n}\n",
+    )
+    .unwrap();
+    let loaded = load(dir.path()).unwrap();
+    assert_eq!(loaded.settings.chunking.size, 300);
+    assert_eq!(loaded.settings.completion_models["default_completion_model"].concurrency(), 4);
+    std::fs::write(dir.path().join("settings.json"), "{\n  \"chunking\": {\n    \"sise\": 300\n  }\n}\n").unwrap();
+    let err = load(dir.path()).unwrap_err();
+    assert_eq!(err.line, Some(3), "{err}");
+    assert!(err.to_string().contains("did you mean `size`"), "{err}");
+    std::fs::write(
+        dir.path().join("settings.json"),
+        "{\n  \"chunking\": {\n    \"size\": 10,\n    \"overlap\": 20\n  }\n}\n",
+    )
+    .unwrap();
+    let err = load(dir.path()).unwrap_err();
+    assert_eq!((err.path.as_str(), err.line), ("chunking.overlap", Some(4)), "{err}");
+    std::fs::write(dir.path().join("settings.json"), "{\n  \"chunking\": {\n    \"size\": 10,\n  }\n}\n").unwrap();
+    let err = load(dir.path()).unwrap_err();
+    assert_eq!(err.line, Some(4), "malformed JSON names its line: {err}");
+    // settings.yml is found too, before settings.json (GraphRAG's order).
+    std::fs::write(dir.path().join("settings.yml"), "chunking:\n  size: 500\n").unwrap();
+    assert_eq!(load(dir.path()).unwrap().settings.chunking.size, 500);
+}
