@@ -56,11 +56,16 @@ pub fn db_uri(root: &Path, settings: &Settings) -> PathBuf {
     root.join(settings.vector_store.db_uri.as_deref().unwrap_or("output/lancedb"))
 }
 
-/// The LanceDB table of an embedded field: `vector_store.index_schema.<field>.index_name`,
-/// else the field's name (GraphRAG's default).
-fn table_name(settings: &Settings, field: &str) -> String {
-    let schema = settings.vector_store.index_schema.get(field);
-    schema.and_then(|s| s.index_name.clone()).unwrap_or_else(|| field.to_string())
+/// Where an embedded field goes, as the script's `FIELD=TABLE:ID:VECTOR`
+/// argument: GraphRAG's `vector_store.index_schema.<field>` (index_name,
+/// id_field, vector_field), by default the field's name, `id`, `vector`.
+fn table_spec(settings: &Settings, field: &str) -> String {
+    match settings.vector_store.index_schema.get(field) {
+        Some(s) => {
+            format!("{field}={}:{}:{}", s.index_name.as_deref().unwrap_or(field), s.id_field, s.vector_field)
+        }
+        None => format!("{field}={field}:id:vector"),
+    }
 }
 
 /// After `index` or `update`: the LanceDB tables when settings.yaml asks for
@@ -116,7 +121,7 @@ pub fn lancedb(
         .arg(&output)
         .arg("--db-uri")
         .arg(db_uri)
-        .args(present.iter().map(|f| format!("{f}={}", table_name(settings, f))))
+        .args(present.iter().map(|f| table_spec(settings, f)))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -137,7 +142,7 @@ pub fn lancedb(
             stderr.trim(),
             p = python.display()
         ),
-        _ => bail!("the LanceDB export ({}) failed: {}", python.display(), last_lines(&stderr, 8)),
+        _ => bail!("the LanceDB export ({}) failed ({}): {}", python.display(), out.status, last_lines(&stderr, 8)),
     }
     String::from_utf8_lossy(&out.stdout)
         .lines()
@@ -164,4 +169,18 @@ fn python_interpreter(python: Option<&Path>) -> PathBuf {
 fn last_lines(text: &str, n: usize) -> String {
     let lines: Vec<&str> = text.trim().lines().collect();
     lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tables_are_named_as_graphrag_s_index_schema_says() {
+        let text = "vector_store:\n  type: lancedb\n  index_schema:\n    entity_description:\n      index_name: ents\n      id_field: eid\n";
+        let s = settings::parse(Path::new("settings.yaml"), text.to_string()).unwrap().settings;
+        assert_eq!(table_spec(&s, "entity_description"), "entity_description=ents:eid:vector");
+        assert_eq!(table_spec(&s, "text_unit_text"), "text_unit_text=text_unit_text:id:vector");
+        assert_eq!(db_uri(Path::new("/p"), &s), Path::new("/p/output/lancedb"));
+    }
 }

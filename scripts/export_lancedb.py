@@ -16,7 +16,8 @@ GraphRAG's columns: `id` (string), `vector` (fixed-size list of float32),
 (`create_date_year`, ..., `update_date_quarter`), which GraphRAG's vector
 store adds for date filters. Each table is replaced as a whole.
 
-Usage: export_lancedb.py --output OUTPUT_DIR --db-uri DB_URI FIELD[=TABLE] ...
+Usage: export_lancedb.py --output OUTPUT_DIR --db-uri DB_URI FIELD[=TABLE[:ID_COLUMN:VECTOR_COLUMN]] ...
+(GraphRAG's `vector_store.index_schema.<field>`: index_name, id_field, vector_field.)
 Exit status 3 when lancedb (or pyarrow) cannot be imported.
 """
 
@@ -53,7 +54,7 @@ def date_parts(when):
     }
 
 
-def build_table(pa, pq, path):
+def build_table(pa, pq, path, id_column="id", vector_column="vector"):
     """The LanceDB table of one embeddings.<field>.parquet file."""
     source = pq.read_table(path)
     missing = [c for c in ("id", "vector") if c not in source.column_names]
@@ -71,8 +72,8 @@ def build_table(pa, pq, path):
     # stamps the time of its own indexing run).
     created = dt.datetime.fromtimestamp(os.path.getmtime(path), tz=dt.timezone.utc).replace(microsecond=0)
     columns = {
-        "id": ids,
-        "vector": vector,
+        id_column: ids,
+        vector_column: vector,
         "create_date": pa.array([created.isoformat()] * rows, type=pa.string()),
         "update_date": pa.array([None] * rows, type=pa.string()),
     }
@@ -88,7 +89,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--output", required=True, help="the index's output folder")
     parser.add_argument("--db-uri", required=True, help="the LanceDB folder (vector_store.db_uri)")
-    parser.add_argument("fields", nargs="+", help="FIELD or FIELD=TABLE (embeddings.FIELD.parquet → table)")
+    parser.add_argument(
+        "fields", nargs="+", help="FIELD[=TABLE[:ID_COLUMN:VECTOR_COLUMN]] (embeddings.FIELD.parquet → table)"
+    )
     args = parser.parse_args()
     try:
         import lancedb
@@ -100,12 +103,19 @@ def main():
 
     db = lancedb.connect(args.db_uri)
     for spec in args.fields:
-        field, _, table_name = spec.partition("=")
+        field, _, target = spec.partition("=")
+        table_name, id_column, vector_column = (target.split(":") + ["", "", ""])[:3]
         table_name = table_name or field
         path = os.path.join(args.output, f"embeddings.{field}.parquet")
-        table, dim = build_table(pa, pq, path)
+        table, dim = build_table(pa, pq, path, id_column or "id", vector_column or "vector")
         db.create_table(table_name, data=table, mode="overwrite")
-        print(f"{table_name}\t{table.num_rows}\t{dim}")
+        print(f"{table_name}\t{table.num_rows}\t{dim}", flush=True)
+    # Every table is committed. Leave without the interpreter's shutdown:
+    # lancedb's background threads can abort it (SIGABRT in about one run
+    # of four with lancedb 0.38), which would turn a finished export into a
+    # failure.
+    sys.stderr.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":

@@ -102,9 +102,12 @@ def main():
     offline_tokenizers()
     if sys.argv[1] == "reports":
         reports(sys.argv[2], sys.argv[3:] or ["2"])
+        failed = []
     else:
         failed = asyncio.run(api(sys.argv[2], " ".join(sys.argv[3:]) or "What are the main themes?"))
-        sys.exit(1 if failed else 0)
+    # lancedb's threads can abort the interpreter's shutdown (see export_lancedb.py).
+    sys.stdout.flush()
+    os._exit(1 if failed else 0)
 
 
 if __name__ == "__main__":

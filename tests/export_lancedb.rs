@@ -79,7 +79,7 @@ const COLUMNS: &str = "id,vector,create_date,update_date,create_date_year,create
 
 /// (table, columns, rows, vector type) of every table in the LanceDB folder.
 fn lancedb_tables(python: &str, db: &Path) -> Vec<(String, String, u64, String)> {
-    let script = "import sys, lancedb\ndb = lancedb.connect(sys.argv[1])\nnames = db.list_tables().tables if hasattr(db, 'list_tables') else db.table_names()\nfor name in sorted(names):\n    t = db.open_table(name)\n    print(name, ','.join(t.schema.names), t.count_rows(), t.schema.field('vector').type, sep='\\t')\n";
+    let script = "import sys, lancedb\ndb = lancedb.connect(sys.argv[1])\nnames = db.list_tables().tables if hasattr(db, 'list_tables') else db.table_names()\nfor name in sorted(names):\n    t = db.open_table(name)\n    print(name, ','.join(t.schema.names), t.count_rows(), t.schema.field('vector').type, sep='\\t')\n# lancedb's threads can abort the interpreter's shutdown (see scripts/export_lancedb.py)\nsys.stdout.flush()\nimport os\nos._exit(0)\n";
     let o = Command::new(python).args(["-c", script]).arg(db).output().unwrap();
     assert!(o.status.success(), "{}", text(&o));
     String::from_utf8(o.stdout)
