@@ -9,10 +9,11 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use common::text;
 use graphrag_mock_llm::{MockConfig, MockServer};
+use parquet::file::reader::{FileReader, SerializedFileReader};
 
 mod common;
-use parquet::file::reader::{FileReader, SerializedFileReader};
 
 fn graphrag(args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_graphrag-rs"));
@@ -21,10 +22,6 @@ fn graphrag(args: &[&str], env: &[(&str, &str)]) -> Output {
         cmd.env(k, v);
     }
     cmd.output().expect("binary runs")
-}
-
-fn text(o: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
 }
 
 /// A fast-method project whose embeddings come from the mock server, with

@@ -3,21 +3,12 @@
 //! GraphRAG's own prompt files) with only `api_base` and the key set, then
 //! `index`, `update` and `query` with every method, against the mock server.
 
+use common::{graphrag, text};
+use graphrag_mock_llm::{MockConfig, MockServer};
 use std::fs;
 use std::path::Path;
-use std::process::{Command, Output};
-
-use graphrag_mock_llm::{MockConfig, MockServer};
 
 mod common;
-
-fn graphrag(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_graphrag-rs")).args(args).output().expect("binary runs")
-}
-
-fn text(o: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
-}
 
 fn copy_dir(from: &Path, to: &Path) {
     fs::create_dir_all(to).unwrap();

@@ -6,18 +6,11 @@
 
 use std::fs;
 use std::path::Path;
-use std::process::{Command, Output};
 
+use common::{graphrag, read, text};
 use graphrag_mock_llm::{MockConfig, MockServer};
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
-fn graphrag(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_graphrag-rs")).args(args).output().expect("binary runs")
-}
-
-fn text(o: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
-}
+mod common;
 
 fn fixture(name: &str) -> Vec<u8> {
     fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/inputs").join(name)).unwrap()
@@ -39,16 +32,11 @@ fn strings(batch: &arrow_array::RecordBatch, name: &str) -> Vec<Option<String>> 
 
 /// (title, status, error) of each row of document_status.parquet, by title.
 fn document_status(out: &Path) -> Vec<(String, String, Option<String>)> {
-    let f = fs::File::open(out.join("document_status.parquet")).unwrap();
-    let mut rows = Vec::new();
-    for batch in ParquetRecordBatchReaderBuilder::try_new(f).unwrap().build().unwrap() {
-        let batch = batch.unwrap();
-        let (titles, statuses, errors) =
-            (strings(&batch, "title"), strings(&batch, "status"), strings(&batch, "error"));
-        for i in 0..batch.num_rows() {
-            rows.push((titles[i].clone().unwrap(), statuses[i].clone().unwrap(), errors[i].clone()));
-        }
-    }
+    let batch = read(&out.join("document_status.parquet"));
+    let (titles, statuses, errors) = (strings(&batch, "title"), strings(&batch, "status"), strings(&batch, "error"));
+    let mut rows: Vec<_> = (0..batch.num_rows())
+        .map(|i| (titles[i].clone().unwrap(), statuses[i].clone().unwrap(), errors[i].clone()))
+        .collect();
     rows.sort();
     rows
 }
@@ -94,7 +82,7 @@ fn an_unreadable_file_is_named_counted_and_left_out() {
     let stats: serde_json::Value = serde_json::from_slice(&fs::read(output.join("stats.json")).unwrap()).unwrap();
     let step = &stats["workflows"]["load_documents"];
     assert_eq!(step["counts"]["unreadable_files"], 1, "{step}");
-    assert_eq!(step["failures"][0]["item"], "broken.pdf", "{step}");
+    assert_eq!(step["unreadable_inputs"][0]["name"], "broken.pdf", "{step}");
 
     // Resumed: the loading step is skipped, its failure is still reported.
     let o = graphrag(&["index", "--root", root, "--method", "fast", "--resume"]);

@@ -153,6 +153,9 @@ pub const CLASSIFICATION: &[ClassRule] = &[
     },
 ];
 
+/// How graphrag-rs begins a corrective retry.
+pub const CORRECTION: &str = "Your previous answer could not be used";
+
 /// Class of any request that no rule matches.
 pub const OTHER: &str = "other";
 
@@ -196,6 +199,13 @@ pub struct ChatAnswer {
 /// request's `response_format` value, if any: when it asks for JSON the
 /// content is always JSON.
 pub fn answer(messages: &[Message], response_format: Option<&Value>) -> ChatAnswer {
+    // A client's corrective retry (its unusable answer, then "Your previous
+    // answer could not be used: ..."): answered as the request before it.
+    if let [earlier @ .., last_answer, correction] = messages {
+        if last_answer.role == "assistant" && correction.role == "user" && correction.content.starts_with(CORRECTION) {
+            return answer(earlier, response_format);
+        }
+    }
     let (class, idx) = classify_at(messages);
     let prompt = idx.map_or("", |i| messages[i].content.as_str());
     let last_user_idx = messages.iter().rposition(|m| m.role == "user");
@@ -1498,5 +1508,20 @@ mod tests {
         let v: Value = serde_json::from_str(&answer(&[Message::new("user", "hi")], Some(&rf)).content).unwrap();
         assert_eq!(v["n"], 0);
         assert_eq!(v["tags"], json!(["This is a deterministic mock answer to: hi"]));
+    }
+
+    #[test]
+    fn a_corrective_retry_is_answered_like_the_request_before_it() {
+        let p = extraction_prompt("<|>");
+        let first = answer(&[Message::new("user", &p)], None);
+        let corrected = answer(
+            &[
+                Message::new("user", &p),
+                Message::new("assistant", "garbled"),
+                Message::new("user", &format!("{CORRECTION}: it holds no record. Reply again.")),
+            ],
+            None,
+        );
+        assert_eq!(corrected, first);
     }
 }

@@ -29,6 +29,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use anyhow::{bail, Context as _};
+use graphrag_engine::llm::answer::{self, AnswerCheck};
 use graphrag_engine::llm::preflight::ModelKind;
 use graphrag_engine::llm::{CallOptions, ChatModel, LlmService, Message, UsageCounters};
 use graphrag_engine::prompts::PromptTemplate;
@@ -153,8 +154,10 @@ pub struct QueryStats {
     pub cache_hits: u64,
     /// Embedding requests (the query embedding).
     pub embedding_calls: u64,
-    /// JSON answers that needed repair (tolerant parsing or a corrective retry).
+    /// JSON answers that needed repair (tolerant parsing).
     pub json_repairs: u64,
+    /// Chat answers that were unusable (malformed, cut off, oversized) and asked again.
+    pub unusable_answers: u64,
     /// Intermediate steps (global map batches, DRIFT steps, keyword extraction)
     /// whose answer was unusable and was skipped.
     pub skipped_steps: u64,
@@ -373,6 +376,9 @@ impl QueryEngine {
             cache_hits: chat_usage.cache_hits,
             embedding_calls: embed_usage.calls,
             json_repairs: chat_usage.json_repairs,
+            unusable_answers: chat_usage.malformed_answers
+                + chat_usage.truncated_answers
+                + chat_usage.oversized_answers,
             skipped_steps: run.skipped.load(Ordering::Relaxed),
         };
         Ok(QueryResult {
@@ -541,11 +547,11 @@ impl Run<'_, '_> {
 
     /// [`Run::chat`] with the call's own sampling settings.
     pub fn chat_with(&self, messages: &[Message], options: &CallOptions) -> anyhow::Result<String> {
-        let model = self.chat_model()?;
+        let model = self.chat_model()?.with_options(options);
         let mut on_token = self.on_token.lock().unwrap();
         let completion = match on_token.as_deref_mut() {
-            Some(cb) => self.block_on(model.chat_stream_with(messages, options, &self.usage, cb))?,
-            None => self.block_on(model.chat_with(messages, false, options, &self.usage))?,
+            Some(cb) => self.block_on(model.chat_stream(messages, &self.usage, cb))?,
+            None => self.block_on(model.chat(messages, false, &self.usage, &answer::text()))?.completion,
         };
         Ok(completion.content)
     }
@@ -553,29 +559,46 @@ impl Run<'_, '_> {
     /// An intermediate text answer (not streamed).
     pub fn complete(&self, messages: &[Message]) -> anyhow::Result<String> {
         let model = self.chat_model()?;
-        Ok(self.block_on(model.chat(messages, false, &self.usage))?.content)
+        Ok(self.block_on(model.chat(messages, false, &self.usage, &answer::text()))?.completion.content)
     }
 
     /// Several JSON chat calls in parallel (the model's own concurrency limit
     /// applies); each result separately.
     pub fn chat_json_all(&self, calls: Vec<Vec<Message>>) -> anyhow::Result<Vec<anyhow::Result<Value>>> {
-        self.chat_json_all_with(calls, &CallOptions::default(), usize::MAX)
+        self.chat_json_all_with(calls, &answer::json_object())
     }
 
-    /// [`Run::chat_json_all`] with the calls' own sampling settings, at
-    /// most `in_flight` at once; results in the order of `calls`.
-    pub fn chat_json_all_with(
+    /// [`Self::chat_json_all`] with answers that must pass `check` (required fields).
+    pub fn chat_json_all_with<T, F>(
         &self,
         calls: Vec<Vec<Message>>,
+        check: &AnswerCheck<F>,
+    ) -> anyhow::Result<Vec<anyhow::Result<T>>>
+    where
+        F: Fn(&str) -> Result<(T, bool), String>,
+    {
+        self.chat_json_calls(calls, check, &CallOptions::default(), usize::MAX)
+    }
+
+    /// [`Self::chat_json_all_with`] with the calls' own sampling settings,
+    /// at most `in_flight` at once; results in the order of `calls`.
+    pub fn chat_json_calls<T, F>(
+        &self,
+        calls: Vec<Vec<Message>>,
+        check: &AnswerCheck<F>,
         options: &CallOptions,
         in_flight: usize,
-    ) -> anyhow::Result<Vec<anyhow::Result<Value>>> {
+    ) -> anyhow::Result<Vec<anyhow::Result<T>>>
+    where
+        F: Fn(&str) -> Result<(T, bool), String>,
+    {
         use futures_util::StreamExt;
-        let model = self.chat_model()?;
+        let model = self.chat_model()?.with_options(options);
+        let model = &model;
         let usage = &self.usage;
         let futures = calls
             .iter()
-            .map(|m| async move { model.chat_json_with(m, options, usage).await.map_err(anyhow::Error::from) });
+            .map(|m| async move { model.chat_json_with(m, usage, check).await.map_err(anyhow::Error::from) });
         Ok(self.block_on(futures_util::stream::iter(futures).buffered(in_flight.max(1)).collect()))
     }
 

@@ -336,3 +336,13 @@ section!(
     max_relation_tokens: usize = 8000,
     max_total_tokens: usize = 30_000,
 });
+
+section!(
+    /// What a run tolerates (graphrag-rs extension).
+    FailuresConfig {
+    /// The fraction (0 to 1) of a step's items — text units to extract,
+    /// descriptions to summarise, community reports — whose model answer may
+    /// stay unusable or whose call may fail before the run fails. The failed
+    /// items are named in stats.json either way, and the next run asks them again.
+    tolerated_fraction: f64 = 0.0,
+});

@@ -21,6 +21,7 @@
 
 use std::collections::HashSet;
 
+use graphrag_engine::llm::answer::{self, AnswerCheck};
 use graphrag_engine::llm::{CallOptions, Message};
 use graphrag_engine::prompts::PromptTemplate;
 use graphrag_engine::settings::DriftSearchConfig;
@@ -162,18 +163,14 @@ pub fn run(run: &Run) -> anyhow::Result<Outcome> {
     let mut primer_answers = Vec::new();
     let mut primer_scores = Vec::new();
     let mut first_error = None;
-    for (i, r) in
-        run.chat_json_all_with(calls, &CallOptions::default(), ds.concurrency as usize)?.into_iter().enumerate()
-    {
+    let check =
+        needs_text("intermediate_answer", "the primer's JSON (`intermediate_answer`, `score`, `follow_up_queries`)");
+    let results = run.chat_json_calls(calls, &check, &CallOptions::default(), ds.concurrency as usize)?;
+    for (i, r) in results.into_iter().enumerate() {
         let what = format!("DRIFT primer fold {}", i + 1);
         match r {
             Ok(v) => {
-                let answer = super::text_of(v.get("intermediate_answer"));
-                if answer.trim().is_empty() {
-                    run.skip(&what, "the answer has no `intermediate_answer`");
-                    continue;
-                }
-                primer_answers.push(answer);
+                primer_answers.push(super::text_of(v.get("intermediate_answer")));
                 primer_scores.extend(super::number_of(v.get("score")));
                 actions.add_follow_ups(&v);
             }
@@ -184,9 +181,8 @@ pub fn run(run: &Run) -> anyhow::Result<Outcome> {
             Err(e) => return Err(e.context("DRIFT primer call failed")),
         }
     }
-    if primer_answers.is_empty() && !folds.is_empty() {
-        let why = first_error.map_or("no answer had an `intermediate_answer`".to_string(), |e| format!("{e:#}"));
-        anyhow::bail!("every DRIFT primer call failed ({} folds): {why}", folds.len());
+    if let (true, Some(e)) = (primer_answers.is_empty(), first_error) {
+        return Err(e.context(format!("every DRIFT primer call failed ({} folds)", folds.len())));
     }
     if let Some(primer) = actions.list.first_mut() {
         primer.asked = true;
@@ -231,17 +227,13 @@ pub fn run(run: &Run) -> anyhow::Result<Outcome> {
             )?;
             calls.push(run.messages(system, q));
         }
-        let results = run.chat_json_all_with(calls, &local_options, ds.concurrency as usize)?;
+        let check = needs_text("response", "the step's JSON (`response`, `score`, `follow_up_queries`)");
+        let results = run.chat_json_calls(calls, &check, &local_options, ds.concurrency as usize)?;
         for (&i, r) in chosen.iter().zip(results) {
             actions.list[i].asked = true;
             match r {
                 Ok(v) => {
-                    let answer = super::text_of(v.get("response"));
-                    if answer.trim().is_empty() {
-                        run.skip("DRIFT follow-up step", "the answer has no `response`");
-                        continue;
-                    }
-                    actions.list[i].answer = Some(answer);
+                    actions.list[i].answer = Some(super::text_of(v.get("response")));
                     actions.list[i].score = super::number_of(v.get("score"));
                     actions.add_follow_ups(&v);
                 }
@@ -301,6 +293,20 @@ pub fn run(run: &Run) -> anyhow::Result<Outcome> {
     Ok(Outcome { answer: Some(answer), context, records, context_ms })
 }
 
+/// A JSON answer whose `key` holds a non-empty text (checked before the
+/// answer is used or cached; an answer without it is asked again).
+fn needs_text(
+    key: &'static str,
+    expected: &'static str,
+) -> AnswerCheck<impl Fn(&str) -> Result<(Value, bool), String>> {
+    answer::json(expected, move |v: &Value| {
+        if super::text_of(v.get(key)).trim().is_empty() {
+            return Err(format!("it has no `{key}`"));
+        }
+        Ok(v.clone())
+    })
+}
+
 /// Settings DRIFT cannot run with, named before anything is spent.
 fn check(ds: &DriftSearchConfig) -> anyhow::Result<()> {
     for (key, value) in [
@@ -318,13 +324,20 @@ fn check(ds: &DriftSearchConfig) -> anyhow::Result<()> {
 
 /// The hypothetical answer whose embedding ranks the reports: the question
 /// answered in the shape of one of the selected reports (GraphRAG's HyDE
-/// step). An empty answer falls back to the question itself.
+/// step). An unusable (empty) answer falls back to the question itself.
 fn expand_query(run: &Run, prompt: &PromptTemplate, reports: &Reports, selected: &[usize]) -> anyhow::Result<String> {
     let question = &run.req.question;
     let template = selected[(seed(question, u32::MAX) % selected.len() as u64) as usize];
     let text = render(prompt, &[("query", json!(question)), ("template", json!(reports.full_content[template]))])?;
-    let answer = run.complete(&[Message::user(text)])?;
-    Ok(if answer.trim().is_empty() { question.clone() } else { answer })
+    match run.complete(&[Message::user(text)]) {
+        Ok(answer) => Ok(answer),
+        Err(e) if super::is_bad_json(&e) => {
+            // GraphRAG searches with the question itself when the expansion is empty.
+            run.skip("DRIFT query expansion", format!("{e:#}; searching with the question itself"));
+            Ok(question.clone())
+        }
+        Err(e) => Err(e.context("DRIFT query expansion failed")),
+    }
 }
 
 fn report_row(reports: &Reports, r: usize) -> Vec<String> {

@@ -107,7 +107,13 @@ pub fn run(run: &Run) -> anyhow::Result<Outcome> {
             Ok(run.messages(system, question))
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
-    let results = run.chat_json_all(calls)?;
+    let check = graphrag_engine::llm::answer::json("a JSON object with a `points` list, no other text", |v: &Value| {
+        v.get("points")
+            .and_then(Value::as_array)
+            .map(|_| v.clone())
+            .ok_or_else(|| "it has no `points` list".to_string())
+    });
+    let results = run.chat_json_all_with(calls, &check)?;
     let mut points: Vec<Point> = Vec::new();
     let mut first_error = None;
     let mut failed = 0;

@@ -66,8 +66,11 @@ pub fn strings_of(v: Option<&Value>) -> Vec<String> {
     }
 }
 
-/// Whether an error is a model answer that could not be parsed as JSON
-/// (skipped and counted) rather than a failure to reach the model.
+/// Whether an error is a model answer that stayed unusable (not the JSON
+/// asked for; skipped and counted) rather than a failure to reach the model.
 pub fn is_bad_json(e: &anyhow::Error) -> bool {
-    matches!(e.downcast_ref::<graphrag_engine::llm::LlmError>(), Some(graphrag_engine::llm::LlmError::BadJson { .. }))
+    matches!(
+        e.downcast_ref::<graphrag_engine::llm::LlmError>(),
+        Some(graphrag_engine::llm::LlmError::InvalidAnswer { .. })
+    )
 }

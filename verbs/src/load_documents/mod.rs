@@ -16,7 +16,7 @@ use rayon::prelude::*;
 use regex::Regex;
 use serde::Deserialize;
 
-use graphrag_engine::context::{FileEntry, ItemFailure, VerbContext};
+use graphrag_engine::context::{FileEntry, VerbContext};
 use graphrag_engine::schema;
 use graphrag_engine::settings::InputConfig;
 use graphrag_engine::verb::{Verb, VerbDef, VerbInfo};
@@ -141,7 +141,7 @@ struct RawDoc {
 impl LoadDocuments {
     fn pattern(&self) -> Result<Regex, String> {
         let p = self.file_pattern.as_deref().unwrap_or(self.file_type.default_pattern());
-        Regex::new(p).map_err(|e| format!("file_pattern `{p}` is not a valid regular expression: {e}"))
+        Regex::new(p).map_err(|e| format!("file_pattern {}", graphrag_engine::settings::regex_error(p, &e)))
     }
 
     fn matching_files(&self, ctx: &VerbContext) -> anyhow::Result<Vec<FileEntry>> {
@@ -306,7 +306,9 @@ impl Verb for LoadDocuments {
 
     fn run(&self, _inputs: &[Arc<RecordBatch>], ctx: &VerbContext) -> anyhow::Result<Vec<RecordBatch>> {
         let files = self.matching_files(ctx)?;
-        if files.is_empty() {
+        // An update may remove every document: it publishes an empty index.
+        let updating = ctx.previous().is_some();
+        if files.is_empty() && !updating {
             bail!(
                 "no input files match `{}` in {} (input.type is {}; put documents there or change input.file_pattern)",
                 self.pattern().map_err(|e| anyhow!(e))?.as_str(),
@@ -345,7 +347,7 @@ impl Verb for LoadDocuments {
                 Err(e) => {
                     unreadable.push(format!("{}: {e:#}", file.path));
                     let id = sha512_hex(&[b"unreadable input file\0", file.path.as_bytes()]);
-                    ctx.fail(ItemFailure { item: file.path.clone(), id, error: format!("{e:#}") });
+                    ctx.unreadable_input(&file.path, id, format!("{e:#}"));
                     continue;
                 }
             };
@@ -376,8 +378,14 @@ impl Verb for LoadDocuments {
                 bail!("no input file could be read: {}", unreadable.join("; "));
             }
         }
-        if docs.is_empty() {
+        if docs.is_empty() && !updating {
             bail!("every input file is empty: nothing to index in {}", ctx.files.describe());
+        }
+        if docs.is_empty() {
+            ctx.warn(format!(
+                "no documents in {}: the update removes every document from the index",
+                ctx.files.describe()
+            ));
         }
         let (raw_type, raw_data) = raw_data_column(&docs);
         let n = docs.len();
@@ -555,8 +563,8 @@ mod tests {
         let verb: LoadDocuments = serde_json::from_value(serde_json::json!({"file_type": "pdf"})).unwrap();
         let (out, counters) = crate::testing::run_verb_counters(&verb, &[], &MemFiles::new(files));
         assert_eq!(strings(&out.unwrap()[0], "d", "title").unwrap(), vec!["good.pdf"]);
-        let failures = counters.failures.lock().unwrap().clone();
-        let names: Vec<&str> = failures.iter().map(|f| f.item.as_str()).collect();
+        let failures = counters.unreadable.lock().unwrap().clone();
+        let names: Vec<&str> = failures.iter().map(|f| f.name.as_str()).collect();
         assert_eq!(names, ["bad.pdf", "scan.pdf"]);
         assert!(failures.iter().all(|f| f.error.contains("PDF") && f.id.len() == 128), "{failures:?}");
         assert_eq!(counters.counts.lock().unwrap()["unreadable_files"], 2);
