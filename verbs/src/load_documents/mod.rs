@@ -554,6 +554,11 @@ mod tests {
         assert_eq!((tags.value(0), tags.is_null(1)), ("[port, terminal]", true));
         let err = load(serde_json::json!({"file_type": "parquet"}), &[("r.parquet", &bytes)]).unwrap_err();
         assert!(err.to_string().contains("no text column `text`"), "{err}");
+        // zstd, polars' default compression.
+        let zstd = fixture("records_zstd.parquet");
+        let args = serde_json::json!({"file_type": "parquet", "text_column": "body", "title_column": "headline"});
+        let (t, _) = load(args, &[("z.parquet", &zstd)]).unwrap();
+        assert_eq!(strings(&t, "d", "title").unwrap(), vec!["Terminal expansion"]);
     }
 
     #[test]
