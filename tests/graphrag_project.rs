@@ -83,14 +83,6 @@ fn a_graphrag_init_project_indexes_updates_and_answers_every_method() {
 
     for method in ["local", "global", "basic", "drift", "hybrid", "mix"] {
         let o = graphrag(&["query", "-r", root, "-m", method, "Who is Scrooge's late partner?"]);
-        // DRIFT with GraphRAG's own DRIFT prompt files is the other half of
-        // issue #15 (branch compat15b): until it lands, say so here.
-        if method == "drift" && !o.status.success() {
-            let log = text(&o);
-            assert!(log.contains("placeholder `{followups}`"), "drift failed otherwise: {log}");
-            eprintln!("KNOWN (issue #15, DRIFT half): drift on GraphRAG's prompts fails: {log}");
-            continue;
-        }
         assert!(o.status.success(), "{method}: {}", text(&o));
         let answer = String::from_utf8_lossy(&o.stdout);
         assert!(!answer.trim().is_empty() && !answer.starts_with("[retrieval only"), "{method}: {answer}");
