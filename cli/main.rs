@@ -2,6 +2,7 @@
 
 mod assets;
 mod eval;
+mod export;
 mod index;
 mod init;
 mod logging;
@@ -97,7 +98,8 @@ enum Command {
         /// GraphRAG's `--data`.
         #[arg(short, long)]
         data: Option<PathBuf>,
-        /// Community level of the reports used (global, local, drift); default: the deepest level down to 2.
+        /// Community level of the reports used (global, local, drift): as GraphRAG, every report of
+        /// levels 0 to N; default 2. A level the index does not have uses its deepest, with a notice.
         #[arg(long)]
         community_level: Option<u32>,
         /// Global search: choose the reports by LLM relevance rating, top-down (GraphRAG's dynamic community selection).
@@ -187,8 +189,31 @@ enum Command {
         #[command(flatten)]
         models: ModelFlags,
     },
+    /// Write the index's vectors where other tools read them. `lancedb`: Microsoft GraphRAG 3.3's
+    /// LanceDB tables (entity_description, community_full_content, text_unit_text), so that
+    /// graphrag.api's local, basic and drift search run on this output folder. Needs Python 3 with
+    /// the lancedb package (`pip install lancedb`). `index` and `update` do it themselves when
+    /// settings.yaml has `vector_store.type: lancedb`.
+    Export {
+        /// What to write: lancedb
+        #[arg(value_enum)]
+        target: ExportTarget,
+        #[command(flatten)]
+        root: RootArg,
+        /// The LanceDB folder; default: vector_store.db_uri of settings.yaml (output/lancedb).
+        #[arg(long)]
+        db_uri: Option<PathBuf>,
+        /// The Python interpreter that has lancedb; default: $GRAPHRAG_RS_PYTHON, else python3.
+        #[arg(long)]
+        python: Option<PathBuf>,
+    },
     /// List the verbs this build provides.
     Verbs,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum ExportTarget {
+    Lancedb,
 }
 
 fn main() -> ExitCode {
@@ -262,6 +287,9 @@ fn main() -> ExitCode {
                 skip_validation: models.skip_validation,
                 verbosity,
             })
+        }
+        Command::Export { target: ExportTarget::Lancedb, root, db_uri, python } => {
+            export::run(&export::ExportArgs { root: root.root, db_uri, python, verbosity })
         }
         Command::Verbs => {
             index::print_verbs();

@@ -9,7 +9,7 @@ use super::{LoadedSettings, ModelConfig, StorageConfig};
 use crate::config_error::ConfigError;
 use crate::embedded_fields::FIELDS;
 
-const FILE_TYPES: [&str; 5] = ["text", "markdown", "csv", "json", "jsonl"];
+const FILE_TYPES: [&str; 9] = ["text", "markdown", "csv", "json", "jsonl", "parquet", "pdf", "docx", "markitdown"];
 const CHUNK_STRATEGIES: [&str; 2] = ["tokens", "sentence"];
 const CACHE_TYPES: [&str; 4] = ["json", "file", "memory", "none"];
 
