@@ -1,6 +1,5 @@
 //! The `graphrag-rs` command line: argument parsing, logging, exit codes.
 
-mod assets;
 mod eval;
 mod export;
 mod index;
@@ -220,9 +219,10 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let verbosity = if cli.quiet { -1 } else { cli.verbose as i8 };
     let result = match cli.command {
-        Command::Init { root, force, model, embedding } => {
-            init::run(&init::InitArgs { root: root.root, force, model, embedding })
-        }
+        Command::Init { root, force, model, embedding } => init::run(&init::InitArgs {
+            root: root.root,
+            options: graphrag_project::InitOptions { force, model, embedding },
+        }),
         Command::Index { root, method, resume, dry_run, no_cache, models } => {
             graphrag_engine::interrupt::install_handler();
             index::run(&index::IndexArgs {
