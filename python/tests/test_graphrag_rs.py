@@ -1,0 +1,137 @@
+"""graphrag_rs against the mock server: index, query every method, context
+DataFrames, streaming, update, interrupt -> resume, errors."""
+
+import os
+import signal
+import threading
+
+import pytest
+
+import graphrag_rs
+from conftest import make_project, passage
+
+
+def test_build_index_writes_graphrag_tables(indexed):
+    root, report = indexed
+    assert report["pipeline"] == "standard"
+    assert report["documents"] == 1
+    tables = graphrag_rs.load_tables(root)
+    for name in ("documents", "text_units", "entities", "relationships", "communities", "community_reports"):
+        assert name in tables, sorted(tables)
+        assert len(tables[name]) > 0, name
+    assert {"title", "description"} <= set(tables["entities"].columns)
+    arrow = graphrag_rs.load_tables(root, format="arrow")
+    assert arrow["entities"].num_rows == len(tables["entities"])
+
+
+@pytest.mark.parametrize("method", graphrag_rs.METHODS)
+def test_every_method_answers(indexed, method):
+    root, _ = indexed
+    index = graphrag_rs.Index(root)
+    response, context = index.query("Who is Marley and what does he tell Scrooge?", method=method)
+    assert isinstance(response, str) and response.strip(), method
+    assert isinstance(context, dict) and context, method
+
+
+def test_search_functions_return_graphrag_shaped_contexts(indexed):
+    root, _ = indexed
+    q = "What does Marley's ghost tell Scrooge?"
+    response, context = graphrag_rs.local_search(root, q)
+    assert response
+    assert {"entities", "relationships", "sources"} <= set(context), sorted(context)
+    assert {"id", "entity", "description"} <= set(context["entities"].columns), list(context["entities"].columns)
+    assert {"id", "source", "target", "description"} <= set(context["relationships"].columns)
+    assert {"id", "text"} <= set(context["sources"].columns)
+    response, context = graphrag_rs.global_search(root, q)
+    assert response and "reports" in context, sorted(context)
+    assert {"id", "title"} <= set(context["reports"].columns), list(context["reports"].columns)
+    for search in (graphrag_rs.drift_search, graphrag_rs.basic_search, graphrag_rs.hybrid_search, graphrag_rs.mix_search):
+        response, context = search(root, q)
+        assert response, search.__name__
+    response, context = graphrag_rs.basic_search(root, q)
+    assert {"id", "text"} <= set(context["sources"].columns)
+
+
+def test_context_only_calls_no_model(indexed):
+    root, _ = indexed
+    result = graphrag_rs.Index(root).query("Scrooge", method="local", context_only=True)
+    assert result.response is None
+    assert result.stats["llm_calls"] == 0 and result.context_text
+
+
+def test_streaming_yields_the_answer_in_pieces(indexed):
+    root, _ = indexed
+    index = graphrag_rs.Index(root)
+    pieces = list(index.query_streaming("Who is Jacob Marley?", method="basic"))
+    assert pieces and "".join(pieces) == index.last_result.response
+    assert "".join(graphrag_rs.local_search_streaming(root, "Who is Jacob Marley?"))
+
+
+def test_update_indexes_an_added_document(mock_url, tmp_path):
+    root = make_project(tmp_path, mock_url, {"stave1.txt": passage("MARLEY'S GHOST", 2500)})
+    graphrag_rs.build_index(root, method="fast")
+    (root / "input" / "stave2.txt").write_text(passage("THE FIRST OF THE THREE SPIRITS", 2500), encoding="utf-8")
+    report = graphrag_rs.update_index(root)
+    assert report["changes"]["added"] == ["stave2.txt"], report["changes"]
+    assert len(graphrag_rs.load_tables(root)["documents"]) == 2
+
+
+def test_keyboard_interrupt_leaves_a_resumable_run(mock_url, tmp_path):
+    """Ctrl-C (SIGINT to this process) mid-run: KeyboardInterrupt, no index
+    published; the resumed run skips the finished steps and completes."""
+    root = make_project(tmp_path, mock_url, {"stave1.txt": passage("MARLEY'S GHOST", 2500)})
+    events = []
+
+    def ctrl_c_at_third_step(step, index, total, status):
+        events.append((step, status))
+        if index == 2 and status is None:
+            os.kill(os.getpid(), signal.SIGINT)
+            # Hold this step until the waiting call has seen the signal and
+            # asked the run to stop (no fixed sleep: a bounded wait on it).
+            tick = threading.Event()
+            for _ in range(3000):
+                if graphrag_rs._native.stop_requested():
+                    break
+                tick.wait(0.01)
+
+    with pytest.raises(KeyboardInterrupt):
+        graphrag_rs.build_index(root, method="fast", progress=ctrl_c_at_third_step)
+    assert not (root / "output" / "entities.parquet").exists()
+    finished = [step for step, status in events if status == "ran"]
+    assert finished, events
+
+    resumed = []
+    graphrag_rs.build_index(root, method="fast", resume=True, progress=lambda s, i, n, st: resumed.append((s, st)))
+    skipped = [step for step, status in resumed if status == "skipped"]
+    assert set(finished) <= set(skipped), (finished, resumed)
+    assert len(graphrag_rs.load_tables(root)["entities"]) > 0
+
+
+def test_an_exception_from_the_progress_callback_stops_the_run(mock_url, tmp_path):
+    root = make_project(tmp_path, mock_url, {"stave1.txt": passage("MARLEY'S GHOST", 1500)})
+
+    def stop(step, index, total, status):
+        if index == 1:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        graphrag_rs.build_index(root, method="fast", progress=stop)
+    graphrag_rs.build_index(root, method="fast", resume=True)
+
+
+def test_errors_are_exceptions_with_the_cli_message(tmp_path):
+    (tmp_path / "settings.yaml").write_text("completion_models:\n  m:\n    model: [unclosed\n")
+    with pytest.raises(graphrag_rs.ConfigError) as err:
+        graphrag_rs.build_index(tmp_path)
+    assert "settings.yaml" in str(err.value) and ":3" in str(err.value), str(err.value)
+    assert isinstance(err.value, graphrag_rs.GraphragError)
+
+    empty = tmp_path / "empty"
+    graphrag_rs.init(empty)
+    with pytest.raises(graphrag_rs.GraphragError, match="no index in"):
+        graphrag_rs.Index(empty)
+
+
+def test_an_unknown_method_is_a_config_error(indexed):
+    with pytest.raises(graphrag_rs.ConfigError, match="unknown query method `nope`"):
+        graphrag_rs.Index(indexed[0]).query("x", method="nope")
