@@ -3,6 +3,9 @@
 
 pub const SETTINGS_EXAMPLE: &str = include_str!("../settings.yaml.example");
 
+/// aliases.yaml as `init` writes it: the format, commented out.
+pub const ALIASES_EXAMPLE: &str = include_str!("../aliases.yaml.example");
+
 /// prompts/README.md, written by `init` beside the prompts
 /// (`graphrag_engine::prompts::BUILTIN`).
 pub const PROMPTS_README: &str = include_str!("../prompts/README.md");

@@ -70,6 +70,16 @@ pub struct Project {
     auto_standard: Option<String>,
 }
 
+/// The project's aliases file (entity merges forced or forbidden), checked
+/// before anything is spent: a mistake in it is an error naming its line.
+fn check_aliases_file(path: &Path) -> anyhow::Result<()> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => Ok(graphrag_engine::aliases_file::parse(&text, path).map(|_| ())?),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => anyhow::bail!("cannot read {}: {e}", path.display()),
+    }
+}
+
 impl Project {
     /// Loads settings and pipeline for `opts.method` (`auto`: standard with
     /// a chat model, fast without), logging to the project's log file for a run.
@@ -84,6 +94,7 @@ impl Project {
         if let Some(warning) = loaded.ignored_warning() {
             tracing::warn!("{warning}");
         }
+        check_aliases_file(&root.join(&settings.resolve_entities.aliases_file))?;
         let llm = LlmService::from_settings(settings, root)?;
         let chat_id = &settings.extract_graph.completion_model_id;
         let auto_standard = (opts.method == "auto" && llm.has_chat_model(chat_id)).then(|| chat_id.clone());

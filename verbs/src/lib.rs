@@ -14,6 +14,7 @@ mod graph_tables;
 mod llm_steps;
 pub mod load_documents;
 pub mod merge_graphs;
+pub mod resolve_entities;
 pub mod summarize;
 #[cfg(test)]
 mod testing;
@@ -28,6 +29,7 @@ pub fn registry() -> Registry {
         .register::<entity_extract::EntityExtract>()
         .register::<extract_graph_nlp::ExtractGraphNlp>()
         .register::<merge_graphs::MergeGraphs>()
+        .register::<resolve_entities::ResolveEntities>()
         .register::<summarize::Summarize>()
         .register::<extract_claims::ExtractClaims>()
         .register::<finalize_graph::FinalizeGraph>()
