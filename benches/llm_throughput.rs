@@ -38,7 +38,7 @@ fn main() {
                 let usage = &usage;
                 async move {
                     let msgs = [Message::user(format!("benchmark question {i}: what happened next?"))];
-                    model.chat(&msgs, false, usage).await.expect("mock answers")
+                    model.chat(&msgs, false, usage, &graphrag_engine::llm::answer::text()).await.expect("mock answers")
                 }
             });
             futures_util::future::join_all(tasks).await

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use graphrag_engine::context::{LocalFiles, LocalProject, PreviousIndex};
 use graphrag_engine::doc_status;
+use graphrag_engine::failures::{write_list, FailedItems};
 use graphrag_engine::llm::preflight::{self, ModelKind};
 use graphrag_engine::llm::LlmService;
 use graphrag_engine::pipeline::{self, Plan};
@@ -152,13 +153,48 @@ impl Project {
     pub fn workspace(self, output_dir: &Path, previous: Option<Box<dyn PreviousIndex>>) -> (Plan, Workspace) {
         let ws = Workspace {
             output_dir: output_dir.to_path_buf(),
-            files: Box::new(LocalFiles { root: self.root.join(&self.loaded.settings.input_storage.base_dir) }),
+            files: Box::new(LocalFiles::new(self.root.join(&self.loaded.settings.input_storage.base_dir))),
             project: Some(Box::new(LocalProject { root: self.root.clone(), output_dir: output_dir.to_path_buf() })),
             llm: Some(self.llm),
             previous,
         };
         (self.plan, ws)
     }
+}
+
+/// The run options of a project's settings.
+pub fn run_options(settings: &Settings, resume: bool, verbosity: i8) -> RunOptions {
+    RunOptions {
+        resume,
+        progress: progress_bars(verbosity),
+        tolerated_failures: settings.failures.tolerated_fraction,
+        ..RunOptions::default()
+    }
+}
+
+/// Reports what a failed run left: its failed items, one per line, and
+/// what was kept and what to run next — before the error, whose one-line
+/// cause stays the last line. An interruption is reported by main.
+pub fn with_failure_note(e: anyhow::Error, output_dir: &Path, had_index: bool, rerun: &str) -> anyhow::Error {
+    if graphrag_engine::interrupt::caused(&e) {
+        return e;
+    }
+    let mut note = String::new();
+    if let Some(failed) = e.chain().find_map(|c| c.downcast_ref::<FailedItems>()) {
+        note.push_str(&format!("{} of {} {}s failed:", failed.items.len(), failed.total, failed.what));
+        let _ = write_list(&mut note, &failed.items);
+        note.push('\n');
+    }
+    if had_index {
+        note.push_str(&format!("The previous index in {} is unchanged and queryable. ", output_dir.display()));
+    }
+    note.push_str(&format!(
+        "This run's stats: {}. `{rerun}` asks the model only what was not answered yet.",
+        staging::dir(output_dir).join("stats.json").display()
+    ));
+    tracing::error!(target: crate::logging::FILE_ONLY, "{note}");
+    eprintln!("{note}");
+    e
 }
 
 /// Logs what the start-up check found.
@@ -177,6 +213,8 @@ pub fn run(args: &IndexArgs) -> anyhow::Result<()> {
         &OpenOptions { method: &args.method, verbosity: args.verbosity, run: !args.dry_run, no_cache: args.no_cache },
     )?;
     let output_dir = project.output_dir.clone();
+    let settings = project.settings().clone();
+    let opts = run_options(&settings, args.resume, args.verbosity);
     if args.dry_run {
         let (plan, ws) = project.workspace(&output_dir, None);
         return print_plan(&plan, &ws, args.resume);
@@ -185,14 +223,23 @@ pub fn run(args: &IndexArgs) -> anyhow::Result<()> {
     if !args.skip_validation {
         project.check_models()?;
     }
-    let (plan, ws) = project.workspace(&output_dir, None);
-    // A finished update's publication is completed first; an unfinished
-    // one is superseded by this full run.
+    // A finished publication is completed first. Then the run is staged
+    // beside the live index and published only once every step succeeded:
+    // with --resume from what an interrupted run staged, or from the live
+    // index; without, from nothing.
     staging::recover(&output_dir)?;
-    staging::discard(&output_dir)?;
+    let staging_dir = staging::dir(&output_dir);
+    if !args.resume {
+        staging::discard(&output_dir)?;
+    } else if !staging_dir.exists() {
+        staging::seed(&output_dir)?;
+    }
+    let had_index = output_dir.join("documents.parquet").exists();
+    let (plan, ws) = project.workspace(&staging_dir, None);
     tracing::info!(pipeline = %plan.name, steps = plan.steps.len(), "indexing {}", args.root.display());
-    let opts = RunOptions { resume: args.resume, progress: progress_bars(args.verbosity), ..RunOptions::default() };
-    let (stats, _) = doc_status::run_tracked(&plan, &ws, &opts, &output_dir, || Ok(()))?;
+    let (stats, _) = doc_status::run_tracked(&plan, &ws, &opts, &output_dir, || staging::commit(&output_dir))
+        .map_err(|e| with_failure_note(e, &output_dir, had_index, "graphrag-rs index --resume"))?;
+    warn_about_tolerated_failures(&stats);
     if args.verbosity >= 0 {
         println!("Indexed with pipeline `{}` in {:.2} s:", plan.name, stats.total_runtime);
         print_steps(&plan, &stats);
@@ -200,7 +247,22 @@ pub fn run(args: &IndexArgs) -> anyhow::Result<()> {
         println!("Tables in {}: {}", output_dir.display(), published.join(", "));
         println!("Stats: {}", output_dir.join("stats.json").display());
     }
+    crate::export::after_run(&args.root, &settings, args.verbosity);
     Ok(())
+}
+
+/// Failed items the run tolerated (`failures.tolerated_fraction`), named:
+/// shown even with -q, as the index is missing them.
+pub fn warn_about_tolerated_failures(stats: &RunStats) {
+    if stats.failed_items.is_empty() {
+        return;
+    }
+    let mut list = String::new();
+    let _ = write_list(&mut list, &stats.failed_items);
+    tracing::warn!(
+        "{} items failed and were left out (tolerated by failures.tolerated_fraction); the next run asks them again:{list}",
+        stats.failed_items.len()
+    );
 }
 
 /// Where the run draws its progress bars: nowhere when quiet or when
@@ -209,7 +271,8 @@ pub fn progress_bars(verbosity: i8) -> Option<indicatif::MultiProgress> {
     (verbosity >= 0 && std::io::stderr().is_terminal()).then(|| crate::logging::bars().clone())
 }
 
-/// One line per step: status, seconds, rows, warnings.
+/// One line per step: status, seconds, rows, warnings; then the items the
+/// run went on without (unreadable input files), each with its reason.
 pub fn print_steps(plan: &Plan, stats: &RunStats) {
     for step in &plan.steps {
         if let Some(st) = stats.workflows.get(&step.id) {
@@ -222,6 +285,16 @@ pub fn print_steps(plan: &Plan, stats: &RunStats) {
                 st.rows_out,
                 if st.warnings > 0 { format!("  ({} warnings, see log)", st.warnings) } else { String::new() }
             );
+        }
+    }
+    let failures: Vec<_> = stats.unreadable_inputs().collect();
+    if !failures.is_empty() {
+        println!(
+            "{} input file(s) could not be read and were left out (failed in document_status.parquet):",
+            failures.len()
+        );
+        for f in failures {
+            println!("  {}: {}", f.name, f.error);
         }
     }
 }

@@ -8,6 +8,8 @@ use std::sync::{Arc, OnceLock};
 
 use indicatif::MultiProgress;
 
+use anyhow::Context;
+
 use tracing_subscriber::filter::LevelFilter;
 use tracing_subscriber::fmt;
 use tracing_subscriber::prelude::*;
@@ -46,9 +48,13 @@ pub fn init(verbosity: i8, log_file: Option<&Path>) -> anyhow::Result<()> {
     let file_layer = match log_file {
         Some(path) => {
             if let Some(dir) = path.parent() {
-                fs::create_dir_all(dir)?;
+                fs::create_dir_all(dir).with_context(|| {
+                    format!("creating the log folder {} (reporting.base_dir in settings.yaml)", dir.display())
+                })?;
             }
-            let file = File::options().create(true).append(true).open(path)?;
+            let file = File::options().create(true).append(true).open(path).with_context(|| {
+                format!("opening the log file {} (reporting.base_dir in settings.yaml)", path.display())
+            })?;
             Some(fmt::layer().with_ansi(false).with_writer(Arc::new(file)).with_filter(console.max(LevelFilter::INFO)))
         }
         None => None,

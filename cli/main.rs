@@ -2,6 +2,7 @@
 
 mod assets;
 mod eval;
+mod export;
 mod index;
 mod init;
 mod logging;
@@ -95,7 +96,8 @@ enum Command {
         /// GraphRAG's `--data`.
         #[arg(short, long)]
         data: Option<PathBuf>,
-        /// Community level of the reports used (global, local, drift); default: the deepest level down to 2.
+        /// Community level of the reports used (global, local, drift): as GraphRAG, every report of
+        /// levels 0 to N; default 2. A level the index does not have uses its deepest, with a notice.
         #[arg(long)]
         community_level: Option<u32>,
         /// Global search: choose the reports by LLM relevance rating, top-down (GraphRAG's dynamic community selection).
@@ -117,10 +119,13 @@ enum Command {
         /// Print one JSON object: method, question, answer, notice, context, context_records, stats.
         #[arg(long)]
         json: bool,
+        /// Read the question from this file (`-`: standard input), for long or multi-line questions.
+        #[arg(long, value_name = "FILE", conflicts_with = "question")]
+        question_file: Option<PathBuf>,
         #[command(flatten)]
         models: ModelFlags,
         /// The question (several words are joined with spaces).
-        #[arg(required = true)]
+        #[arg(required_unless_present = "question_file")]
         question: Vec<String>,
     },
     /// Score retrieval on a question set: is each gold passage (or gold document) in the context a
@@ -174,8 +179,31 @@ enum Command {
         #[command(flatten)]
         models: ModelFlags,
     },
+    /// Write the index's vectors where other tools read them. `lancedb`: Microsoft GraphRAG 3.3's
+    /// LanceDB tables (entity_description, community_full_content, text_unit_text), so that
+    /// graphrag.api's local, basic and drift search run on this output folder. Needs Python 3 with
+    /// the lancedb package (`pip install lancedb`). `index` and `update` do it themselves when
+    /// settings.yaml has `vector_store.type: lancedb`.
+    Export {
+        /// What to write: lancedb
+        #[arg(value_enum)]
+        target: ExportTarget,
+        #[command(flatten)]
+        root: RootArg,
+        /// The LanceDB folder; default: vector_store.db_uri of settings.yaml (output/lancedb).
+        #[arg(long)]
+        db_uri: Option<PathBuf>,
+        /// The Python interpreter that has lancedb; default: $GRAPHRAG_RS_PYTHON, else python3.
+        #[arg(long)]
+        python: Option<PathBuf>,
+    },
     /// List the verbs this build provides.
     Verbs,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum ExportTarget {
+    Lancedb,
 }
 
 fn main() -> ExitCode {
@@ -185,15 +213,18 @@ fn main() -> ExitCode {
         Command::Init { root, force, model, embedding } => {
             init::run(&init::InitArgs { root: root.root, force, model, embedding })
         }
-        Command::Index { root, method, resume, dry_run, no_cache, models } => index::run(&index::IndexArgs {
-            root: root.root,
-            method,
-            resume,
-            dry_run,
-            no_cache,
-            skip_validation: models.skip_validation,
-            verbosity,
-        }),
+        Command::Index { root, method, resume, dry_run, no_cache, models } => {
+            graphrag_engine::interrupt::install_handler();
+            index::run(&index::IndexArgs {
+                root: root.root,
+                method,
+                resume,
+                dry_run,
+                no_cache,
+                skip_validation: models.skip_validation,
+                verbosity,
+            })
+        }
         Command::Query {
             root,
             method,
@@ -206,21 +237,24 @@ fn main() -> ExitCode {
             no_streaming: _,
             context_only,
             json,
+            question_file,
             models,
             question,
-        } => query::run(query::QueryArgs {
-            root: root.root,
-            method,
-            data,
-            community_level,
-            response_type,
-            dynamic_community_selection,
-            streaming,
-            context_only,
-            json,
-            skip_validation: models.skip_validation,
-            question: question.join(" "),
-            verbosity,
+        } => query::question(question, question_file.as_deref()).and_then(|question| {
+            query::run(query::QueryArgs {
+                root: root.root,
+                method,
+                data,
+                community_level,
+                response_type,
+                dynamic_community_selection,
+                streaming,
+                context_only,
+                json,
+                skip_validation: models.skip_validation,
+                question,
+                verbosity,
+            })
         }),
         Command::Eval { root, questions, method, k, output, limit, answers } => eval::run(eval::EvalArgs {
             root: root.root,
@@ -232,14 +266,20 @@ fn main() -> ExitCode {
             answers,
             verbosity,
         }),
-        Command::Update { root, method, dry_run, no_cache, models } => update::run(&update::UpdateArgs {
-            root: root.root,
-            method,
-            dry_run,
-            no_cache,
-            skip_validation: models.skip_validation,
-            verbosity,
-        }),
+        Command::Update { root, method, dry_run, no_cache, models } => {
+            graphrag_engine::interrupt::install_handler();
+            update::run(&update::UpdateArgs {
+                root: root.root,
+                method,
+                dry_run,
+                no_cache,
+                skip_validation: models.skip_validation,
+                verbosity,
+            })
+        }
+        Command::Export { target: ExportTarget::Lancedb, root, db_uri, python } => {
+            export::run(&export::ExportArgs { root: root.root, db_uri, python, verbosity })
+        }
         Command::Verbs => {
             index::print_verbs();
             Ok(())
@@ -247,6 +287,12 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        Err(e) if graphrag_engine::interrupt::caused(&e) => {
+            tracing::warn!(target: logging::FILE_ONLY, "interrupted (Ctrl-C)");
+            eprintln!("{}", graphrag_engine::interrupt::Interrupted);
+            // The shell's code for a process ended by SIGINT.
+            ExitCode::from(130)
+        }
         Err(e) => {
             // For the log file; the console gets the plain line below.
             tracing::error!(target: logging::FILE_ONLY, "{e:#}");

@@ -56,6 +56,23 @@ pub fn project_settings(root: &Path, data: Option<&Path>) -> anyhow::Result<Load
     Ok(loaded)
 }
 
+/// The question: the words given, or the text of `file` (`-`: standard input).
+pub fn question(words: Vec<String>, file: Option<&std::path::Path>) -> anyhow::Result<String> {
+    use anyhow::Context;
+    use std::io::Read;
+    let Some(file) = file else {
+        return Ok(words.join(" "));
+    };
+    let mut text = String::new();
+    if file == std::path::Path::new("-") {
+        std::io::stdin().read_to_string(&mut text).context("reading the question from standard input")?;
+    } else {
+        text =
+            std::fs::read_to_string(file).with_context(|| format!("reading the question from {}", file.display()))?;
+    }
+    Ok(text)
+}
+
 pub fn run(args: QueryArgs) -> anyhow::Result<()> {
     crate::logging::init(args.verbosity, None)?;
     let method: Method = args.method.parse()?;
@@ -157,6 +174,9 @@ fn stats_line(method: Method, s: &QueryStats) -> String {
     }
     if s.json_repairs > 0 {
         line.push_str(&format!(", {}", plural(s.json_repairs, "JSON answer repaired", "JSON answers repaired")));
+    }
+    if s.unusable_answers > 0 {
+        line.push_str(&format!(", {} asked again", plural(s.unusable_answers, "unusable answer", "unusable answers")));
     }
     if s.skipped_steps > 0 {
         line.push_str(&format!(", {} (unusable answers)", plural(s.skipped_steps, "step skipped", "steps skipped")));

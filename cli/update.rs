@@ -13,7 +13,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context};
+use anyhow::bail;
 use arrow_array::RecordBatch;
 use graphrag_engine::context::PublishedTables;
 use graphrag_engine::pipeline::Plan;
@@ -21,7 +21,9 @@ use graphrag_engine::stats::RunStats;
 use graphrag_engine::table::strings;
 use graphrag_engine::{doc_status, settings, staging, store};
 
-use crate::index::{print_plan, print_steps, progress_bars, OpenOptions, Project};
+use crate::index::{
+    print_plan, print_steps, run_options, warn_about_tolerated_failures, with_failure_note, OpenOptions, Project,
+};
 
 pub struct UpdateArgs {
     pub root: PathBuf,
@@ -52,6 +54,7 @@ pub fn run(args: &UpdateArgs) -> anyhow::Result<()> {
         &args.root,
         &OpenOptions { method: &method, verbosity: args.verbosity, run: !args.dry_run, no_cache: args.no_cache },
     )?;
+    let opts = run_options(project.settings(), true, args.verbosity);
     let cache = &project.settings().cache;
     // --no-cache asks for it; a cache.type that keeps nothing is more likely an oversight.
     if !cache.enabled() && has_index && !args.no_cache {
@@ -64,6 +67,7 @@ pub fn run(args: &UpdateArgs) -> anyhow::Result<()> {
         project.check_models()?;
     }
     let staging_dir = staging::dir(&output_dir);
+    let settings = project.settings().clone();
     let previous = has_index.then(|| Box::new(PublishedTables { output_dir: output_dir.clone() }) as _);
     let (plan, ws) = project.workspace(&staging_dir, previous);
     if args.dry_run {
@@ -73,23 +77,14 @@ pub fn run(args: &UpdateArgs) -> anyhow::Result<()> {
         tracing::info!("no index in {} yet: indexing every document", output_dir.display());
     }
     let before = if has_index { Some(store::read_table(&output_dir.join("documents.parquet"))?) } else { None };
-    let opts = graphrag_engine::runner::RunOptions {
-        resume: true, // steps an interrupted update finished are kept
-        progress: progress_bars(args.verbosity),
-        ..Default::default()
-    };
+    // Steps an interrupted update finished are kept (resume).
     let (stats, after) = doc_status::run_tracked(&plan, &ws, &opts, &output_dir, || staging::commit(&output_dir))
-        .with_context(|| {
-            let previous = if has_index {
-                format!("the previous index in {} is unchanged and queryable, and ", output_dir.display())
-            } else {
-                String::new()
-            };
-            format!("update failed; {previous}`graphrag-rs update` resumes from the steps that finished")
-        })?;
+        .map_err(|e| with_failure_note(e, &output_dir, has_index, "graphrag-rs update"))?;
+    warn_about_tolerated_failures(&stats);
     if args.verbosity >= 0 {
         print_summary(&plan, &stats, before.as_ref(), after.as_ref())?;
     }
+    crate::export::after_run(&args.root, &settings, args.verbosity);
     Ok(())
 }
 

@@ -2,7 +2,7 @@
 //! files, progress bars and warning counters. Verbs never open files
 //! themselves, so storage can change (object stores) without touching them.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -12,6 +12,7 @@ use anyhow::Context;
 use arrow_array::RecordBatch;
 use indicatif::{MultiProgress, ProgressBar, ProgressFinish, ProgressStyle};
 
+use crate::failures::{FailedItem, FailedItems};
 use crate::llm::{LlmService, UsageCounters};
 use crate::prompts::{self, PromptTemplate};
 
@@ -33,24 +34,47 @@ pub trait FileSource: Send + Sync {
     fn describe(&self) -> String;
 }
 
-/// Files under a local folder.
+/// Files under a local folder. Symbolic links are followed (a link to a
+/// folder already walked, e.g. a loop, is skipped with a warning); a file
+/// whose name is not UTF-8 is listed under its name with U+FFFD in place of
+/// the bad bytes, and read under its real name.
 pub struct LocalFiles {
     pub root: PathBuf,
+    /// Listed names that differ from the real ones (not UTF-8).
+    renamed: Mutex<BTreeMap<String, PathBuf>>,
+}
+
+impl LocalFiles {
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        LocalFiles { root: root.into(), renamed: Mutex::new(BTreeMap::new()) }
+    }
 }
 
 impl FileSource for LocalFiles {
     fn list(&self) -> anyhow::Result<Vec<FileEntry>> {
-        if !self.root.is_dir() {
-            anyhow::bail!("input folder {} does not exist", self.root.display());
+        match std::fs::metadata(&self.root) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                anyhow::bail!("input folder {} does not exist", self.root.display())
+            }
+            Err(e) => anyhow::bail!("cannot read input folder {}: {e}", self.root.display()),
+            Ok(m) if !m.is_dir() => anyhow::bail!(
+                "input folder {} is a file, not a folder: point input_storage.base_dir at the folder that holds the documents",
+                self.root.display()
+            ),
+            Ok(_) => {}
         }
-        let mut out = Vec::new();
-        walk(&self.root, &self.root, &mut out)?;
-        out.sort_by(|a, b| a.path.cmp(&b.path));
-        Ok(out)
+        let mut walk = Walk { out: Vec::new(), seen_dirs: HashSet::new(), renamed: BTreeMap::new() };
+        walk.dir(&self.root, &[])?;
+        walk.out.sort_by(|a, b| a.path.cmp(&b.path));
+        *self.renamed.lock().unwrap() = walk.renamed;
+        Ok(walk.out)
     }
 
     fn read(&self, path: &str) -> anyhow::Result<Vec<u8>> {
-        let full = self.root.join(path);
+        let full = match self.renamed.lock().unwrap().get(path) {
+            Some(real) => real.clone(),
+            None => self.root.join(path),
+        };
         std::fs::read(&full).with_context(|| format!("reading {}", full.display()))
     }
 
@@ -59,24 +83,62 @@ impl FileSource for LocalFiles {
     }
 }
 
-fn walk(root: &Path, dir: &Path, out: &mut Vec<FileEntry>) -> anyhow::Result<()> {
-    for entry in std::fs::read_dir(dir).with_context(|| format!("listing {}", dir.display()))? {
-        let entry = entry?;
-        let meta = entry.metadata()?;
-        let p = entry.path();
-        if meta.is_dir() {
-            walk(root, &p, out)?;
-        } else if meta.is_file() {
-            let rel = p.strip_prefix(root).unwrap_or(&p);
-            let rel: Vec<String> = rel.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
-            out.push(FileEntry {
-                path: rel.join("/"),
-                size: meta.len(),
-                modified: meta.modified().unwrap_or(SystemTime::UNIX_EPOCH),
-            });
+/// A walk of the input folder.
+struct Walk {
+    out: Vec<FileEntry>,
+    /// Folders walked, by canonical path (link loops end here).
+    seen_dirs: HashSet<PathBuf>,
+    renamed: BTreeMap<String, PathBuf>,
+}
+
+impl Walk {
+    /// Lists `dir`, whose path under the input folder is `rel`.
+    fn dir(&mut self, dir: &Path, rel: &[String]) -> anyhow::Result<()> {
+        let canonical = std::fs::canonicalize(dir).with_context(|| format!("resolving {}", dir.display()))?;
+        if !self.seen_dirs.insert(canonical.clone()) {
+            tracing::warn!(
+                "input: skipping {}: a link to the folder {}, which is already read (a link loop, or the same folder twice)",
+                dir.display(),
+                canonical.display()
+            );
+            return Ok(());
         }
+        for entry in std::fs::read_dir(dir).with_context(|| format!("listing {}", dir.display()))? {
+            let entry = entry.with_context(|| format!("listing {}", dir.display()))?;
+            let p = entry.path();
+            // Follows symbolic links.
+            let meta = match std::fs::metadata(&p) {
+                Ok(m) => m,
+                Err(e) => {
+                    tracing::warn!("input: skipping {}: {e} (a broken link?)", p.display());
+                    continue;
+                }
+            };
+            let os_name = entry.file_name();
+            let name = os_name.to_string_lossy().into_owned();
+            let mut path = rel.to_vec();
+            path.push(name);
+            if meta.is_dir() {
+                self.dir(&p, &path)?;
+            } else if meta.is_file() {
+                let listed = path.join("/");
+                if os_name.to_str().is_none() {
+                    tracing::warn!("input: the file name {} is not UTF-8; it is listed as `{listed}`", p.display());
+                    if self.renamed.insert(listed.clone(), p.clone()).is_some() {
+                        anyhow::bail!(
+                            "input: two file names differ only in bytes that are not UTF-8 (`{listed}`): rename one"
+                        );
+                    }
+                }
+                self.out.push(FileEntry {
+                    path: listed,
+                    size: meta.len(),
+                    modified: meta.modified().unwrap_or(SystemTime::UNIX_EPOCH),
+                });
+            }
+        }
+        Ok(())
     }
-    Ok(())
 }
 
 /// Counters a verb bumps; they end up in stats.json.
@@ -87,6 +149,10 @@ pub struct StepCounters {
     pub usage: UsageCounters,
     /// Verb-specific counts (records dropped or repaired, ...).
     pub counts: Mutex<BTreeMap<String, u64>>,
+    /// Items that failed within the tolerated fraction (the step went on).
+    pub failed: Mutex<Vec<FailedItem>>,
+    /// Input files that could not be read (the step went on without them).
+    pub unreadable: Mutex<Vec<FailedItem>>,
 }
 
 /// Project files a verb may read (prompt templates) or write besides tables
@@ -160,11 +226,28 @@ pub struct VerbContext<'a> {
     llm: Option<&'a LlmService>,
     progress: Option<&'a MultiProgress>,
     previous: Option<&'a dyn PreviousIndex>,
+    tolerated_failures: f64,
 }
 
 impl<'a> VerbContext<'a> {
     pub fn new(step_id: &'a str, files: &'a dyn FileSource, counters: &'a StepCounters) -> Self {
-        VerbContext { step_id, files, counters, project: None, llm: None, progress: None, previous: None }
+        VerbContext {
+            step_id,
+            files,
+            counters,
+            project: None,
+            llm: None,
+            progress: None,
+            previous: None,
+            tolerated_failures: 0.0,
+        }
+    }
+
+    /// The fraction of a step's items whose model call may fail before the
+    /// step does (`failures.tolerated_fraction`).
+    pub fn with_tolerated_failures(mut self, fraction: f64) -> Self {
+        self.tolerated_failures = fraction;
+        self
     }
 
     pub fn with_project(mut self, project: Option<&'a dyn ProjectFiles>) -> Self {
@@ -252,9 +335,134 @@ impl<'a> VerbContext<'a> {
         bar
     }
 
+    /// The fraction of this step's items that may fail (see [`Self::item_failures`]).
+    pub fn tolerated_failures(&self) -> f64 {
+        self.tolerated_failures
+    }
+
+    /// Reports this step's items whose model call failed, of `total` items
+    /// of kind `what` (singular): each as (id, name, error). A stop request
+    /// among them ends the step as interrupted; more than the tolerated
+    /// fraction fail the step ([`FailedItems`]); fewer are logged, named in
+    /// stats.json, and the step goes on without them. Counted as
+    /// `<what>s_failed`.
+    pub fn item_failures(
+        &self,
+        what: &'static str,
+        total: usize,
+        failed: Vec<(String, String, anyhow::Error)>,
+    ) -> anyhow::Result<()> {
+        if failed.is_empty() {
+            return Ok(());
+        }
+        if failed.iter().any(|(_, _, e)| crate::interrupt::caused(e)) {
+            return Err(crate::interrupt::Interrupted.into());
+        }
+        self.count(&format!("{}s_failed", what.replace(' ', "_")), failed.len() as u64);
+        let items: Vec<FailedItem> = failed
+            .into_iter()
+            .map(|(id, name, e)| FailedItem { step: self.step_id.to_string(), id, name, error: format!("{e:#}") })
+            .collect();
+        let fraction = items.len() as f64 / total.max(1) as f64;
+        if fraction <= self.tolerated_failures {
+            for item in &items {
+                self.warn(format!("{}: {} (tolerated: failures.tolerated_fraction)", item.name, item.error));
+            }
+            self.counters.failed.lock().unwrap().extend(items);
+            return Ok(());
+        }
+        Err(FailedItems { what, total, tolerated_fraction: self.tolerated_failures, items }.into())
+    }
+
+    /// An input file this step could not read and goes on without (`id`:
+    /// its row in document_status): logged as a warning, listed with the
+    /// reason in stats.json (`unreadable_inputs`) and document_status.
+    pub fn unreadable_input(&self, path: &str, id: String, error: String) {
+        self.warn(format!("input file `{path}` cannot be read: {error}"));
+        let item = FailedItem { step: self.step_id.to_string(), id, name: path.to_string(), error };
+        self.counters.unreadable.lock().unwrap().push(item);
+    }
+
     /// Logs a warning and counts it for stats.json.
     pub fn warn(&self, message: impl std::fmt::Display) {
         self.counters.warnings.fetch_add(1, Ordering::Relaxed);
         tracing::warn!(step = self.step_id, "{message}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::symlink;
+
+    fn paths(files: &LocalFiles) -> Vec<String> {
+        files.list().unwrap().into_iter().map(|f| f.path).collect()
+    }
+
+    #[test]
+    fn links_are_followed_and_link_loops_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let (input, elsewhere) = (dir.path().join("input"), dir.path().join("elsewhere"));
+        std::fs::create_dir_all(input.join("sub")).unwrap();
+        std::fs::create_dir_all(elsewhere.join("folder")).unwrap();
+        std::fs::write(input.join("sub/a.txt"), "A").unwrap();
+        std::fs::write(elsewhere.join("b.txt"), "B").unwrap();
+        std::fs::write(elsewhere.join("folder/c.txt"), "C").unwrap();
+        symlink(elsewhere.join("b.txt"), input.join("b.txt")).unwrap();
+        symlink(elsewhere.join("folder"), input.join("linked")).unwrap();
+        symlink(&input, input.join("sub/loop")).unwrap();
+        symlink(dir.path().join("missing.txt"), input.join("broken.txt")).unwrap();
+        let files = LocalFiles::new(&input);
+        assert_eq!(paths(&files), ["b.txt", "linked/c.txt", "sub/a.txt"]);
+        assert_eq!(files.read("linked/c.txt").unwrap(), b"C");
+
+        // Only links: still found.
+        let only_links = dir.path().join("only_links");
+        std::fs::create_dir_all(&only_links).unwrap();
+        symlink(elsewhere.join("b.txt"), only_links.join("b.txt")).unwrap();
+        assert_eq!(paths(&LocalFiles::new(&only_links)), ["b.txt"]);
+    }
+
+    #[test]
+    fn a_name_that_is_not_utf8_is_listed_readably_and_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let name = std::ffi::OsStr::from_bytes(b"caf\xe9.txt");
+        std::fs::write(dir.path().join(name), "latin-1 name").unwrap();
+        let files = LocalFiles::new(dir.path());
+        assert_eq!(paths(&files), ["caf\u{fffd}.txt"]);
+        assert_eq!(files.read("caf\u{fffd}.txt").unwrap(), b"latin-1 name");
+    }
+
+    #[test]
+    fn failed_items_fail_the_step_beyond_the_tolerated_fraction() {
+        let files = LocalFiles::new("/nonexistent");
+        let counters = StepCounters::default();
+        let failed = |n: usize| -> Vec<(String, String, anyhow::Error)> {
+            (0..n).map(|i| (format!("u{i}"), format!("text unit u{i}"), anyhow::anyhow!("malformed answer"))).collect()
+        };
+        let ctx = VerbContext::new("extract_graph", &files, &counters).with_tolerated_failures(0.25);
+        ctx.item_failures("text unit", 8, failed(2)).unwrap();
+        assert_eq!(counters.failed.lock().unwrap().len(), 2, "tolerated: kept for stats.json");
+        assert_eq!(counters.counts.lock().unwrap()["text_units_failed"], 2);
+        let err = ctx.item_failures("text unit", 8, failed(3)).unwrap_err();
+        let items = err.downcast_ref::<FailedItems>().expect("the step's error");
+        assert_eq!((items.items.len(), items.total), (3, 8));
+        assert_eq!(items.items[0].step, "extract_graph");
+        let strict = VerbContext::new("extract_graph", &files, &counters);
+        assert!(strict.item_failures("text unit", 1000, failed(1)).is_err(), "none tolerated by default");
+        let mut stopped = failed(1);
+        stopped.push(("u9".into(), "text unit u9".into(), crate::llm::LlmError::Interrupted.into()));
+        assert!(crate::interrupt::caused(&ctx.item_failures("text unit", 8, stopped).unwrap_err()));
+    }
+
+    #[test]
+    fn an_input_that_is_a_file_or_missing_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("input"), "not a folder").unwrap();
+        let err = LocalFiles::new(dir.path().join("input")).list().unwrap_err().to_string();
+        assert!(err.contains("is a file, not a folder"), "{err}");
+        let err = LocalFiles::new(dir.path().join("nothing")).list().unwrap_err().to_string();
+        assert!(err.contains("does not exist"), "{err}");
     }
 }

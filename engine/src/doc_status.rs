@@ -14,6 +14,8 @@ use std::time::SystemTime;
 use arrow_array::RecordBatch;
 use arrow_schema::{Schema, SchemaRef};
 
+use crate::failures::{FailedItem, FailedItems};
+use crate::interrupt;
 use crate::pipeline::Plan;
 use crate::runner::{self, RunOptions, Workspace};
 use crate::schema::{float_col, float_field, id_list_col, id_list_field, opt_text_col, text_col, text_field};
@@ -160,9 +162,22 @@ pub struct Tracker {
 
 impl Tracker {
     /// Starts a run: documents a stopped run left `processing` or `failed`
-    /// become `pending`.
+    /// become `pending`. A status table that cannot be read is rebuilt from
+    /// the live index's documents (all `processed`), with a warning: it is a
+    /// record of runs, and must not stop the next one.
     pub fn start(output_dir: &Path) -> anyhow::Result<Tracker> {
-        let mut rows = read(output_dir)?;
+        let mut rows = match read(output_dir) {
+            Ok(rows) => rows,
+            Err(e) => {
+                let rebuilt = rebuilt_from_index(output_dir);
+                tracing::warn!(
+                    "{} cannot be read ({e:#}): rebuilding it from the index ({} documents; the history of earlier runs is lost)",
+                    output_dir.join(FILE).display(),
+                    rebuilt.len()
+                );
+                rebuilt
+            }
+        };
         let now = now_rfc3339();
         for r in rows.values_mut().filter(|r| matches!(r.status, Status::Processing | Status::Failed)) {
             r.status = Status::Pending;
@@ -190,8 +205,15 @@ impl Tracker {
     }
 
     /// The run published `documents`: they are `processed`, documents no
-    /// longer in the input are dropped.
-    pub fn succeeded(&mut self, documents: &RecordBatch) -> anyhow::Result<()> {
+    /// longer in the input are dropped. A document with chunks the run
+    /// tolerated as failed keeps their names as its error. The input files
+    /// the run could not read are `failed` with the reason, while they stay so.
+    pub fn succeeded<'f>(
+        &mut self,
+        documents: &RecordBatch,
+        failed_items: &[FailedItem],
+        unreadable: impl IntoIterator<Item = &'f FailedItem>,
+    ) -> anyhow::Result<()> {
         let now = now_rfc3339();
         let seconds = self.started.elapsed().as_secs_f64();
         let mut rows = BTreeMap::new();
@@ -204,23 +226,45 @@ impl Tracker {
             row.status = Status::Processed;
             row.title = title;
             row.text_unit_ids = units;
-            row.error = None;
+            row.error = own_failures(&row.text_unit_ids, failed_items);
             rows.insert(id, row);
+        }
+        for f in unreadable {
+            let mut row = self.rows.remove(&f.id).unwrap_or_else(|| DocStatus::first_seen(f.id.clone(), &f.name, &now));
+            row.status = Status::Failed;
+            row.title = f.name.clone();
+            row.error = Some(f.error.clone());
+            row.updated_at = now.clone();
+            row.run_seconds = seconds;
+            rows.insert(f.id.clone(), row);
         }
         self.rows = rows;
         self.save()
     }
 
     /// The run failed: documents it was processing, or was to retry, are
-    /// `failed`.
-    pub fn failed(&mut self, error: &str) -> anyhow::Result<()> {
+    /// `failed`; a document with failed chunks gets their names as its error,
+    /// the others the run's error.
+    pub fn failed(&mut self, error: &str, failed_items: &[FailedItem]) -> anyhow::Result<()> {
         let now = now_rfc3339();
         let seconds = self.started.elapsed().as_secs_f64();
         for r in self.rows.values_mut().filter(|r| matches!(r.status, Status::Processing | Status::Pending)) {
             r.status = Status::Failed;
-            r.error = Some(error.to_string());
+            r.error = Some(own_failures(&r.text_unit_ids, failed_items).unwrap_or_else(|| error.to_string()));
             r.updated_at = now.clone();
             r.run_seconds = seconds;
+        }
+        self.save()
+    }
+
+    /// The run was stopped (Ctrl-C): documents it was processing are
+    /// `pending` again, for the next run.
+    pub fn interrupted(&mut self) -> anyhow::Result<()> {
+        let now = now_rfc3339();
+        for r in self.rows.values_mut().filter(|r| r.status == Status::Processing) {
+            r.status = Status::Pending;
+            r.error = Some(interrupt::Interrupted.to_string());
+            r.updated_at = now.clone();
         }
         self.save()
     }
@@ -260,15 +304,45 @@ pub fn run_tracked(
             let path = output_dir.join("documents.parquet");
             let documents = if path.exists() { Some(store::read_table(&path)?) } else { None };
             if let Some(documents) = &documents {
-                tracker.succeeded(documents)?;
+                tracker.succeeded(documents, &stats.failed_items, stats.unreadable_inputs())?;
             }
             Ok((stats, documents))
         }
+        Err(e) if interrupt::caused(&e) => {
+            tracker.interrupted()?;
+            Err(e)
+        }
         Err(e) => {
-            tracker.failed(&format!("{e:#}"))?;
+            let items = e.chain().find_map(|c| c.downcast_ref::<FailedItems>()).map(|f| f.items.as_slice());
+            tracker.failed(&format!("{e:#}"), items.unwrap_or_default())?;
             Err(e)
         }
     }
+}
+
+/// The failed items among a document's chunks, one per line.
+fn own_failures(units: &[String], failed_items: &[FailedItem]) -> Option<String> {
+    let own: Vec<String> =
+        failed_items.iter().filter(|f| units.contains(&f.id)).map(|f| format!("{}: {}", f.name, f.error)).collect();
+    (!own.is_empty()).then(|| own.join("\n"))
+}
+
+/// Status rows for the documents of the index in `output_dir`: `processed`.
+fn rebuilt_from_index(output_dir: &Path) -> BTreeMap<String, DocStatus> {
+    let now = now_rfc3339();
+    let Ok(documents) = store::read_table(&output_dir.join("documents.parquet")) else {
+        return BTreeMap::new();
+    };
+    document_rows(&documents)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(id, title, units)| {
+            let mut row = DocStatus::first_seen(id.clone(), &title, &now);
+            row.status = Status::Processed;
+            row.text_unit_ids = units;
+            (id, row)
+        })
+        .collect()
 }
 
 fn document_rows(documents: &RecordBatch) -> anyhow::Result<Vec<(String, String, Vec<String>)>> {
@@ -332,7 +406,7 @@ mod tests {
         let mut run = Tracker::start(out).unwrap();
         run.documents_known(&documents(&[("d1", "a.txt", &["u1"]), ("d2", "b.txt", &["u2", "u3"])])).unwrap();
         assert_eq!(statuses(out), [("a.txt".into(), "processing"), ("b.txt".into(), "processing")]);
-        run.succeeded(&documents(&[("d1", "a.txt", &["u1"]), ("d2", "b.txt", &["u2", "u3"])])).unwrap();
+        run.succeeded(&documents(&[("d1", "a.txt", &["u1"]), ("d2", "b.txt", &["u2", "u3"])]), &[], []).unwrap();
         let rows = read(out).unwrap();
         assert_eq!(rows["d2"].text_unit_ids, ["u2", "u3"]);
         assert_eq!(rows["d2"].status, Status::Processed);
@@ -340,7 +414,7 @@ mod tests {
         // b.txt changed (new content, new id), a.txt was removed, the run failed.
         let mut run = Tracker::start(out).unwrap();
         run.documents_known(&documents(&[("d3", "b.txt", &["u4"])])).unwrap();
-        run.failed("step `extract_graph` failed: 500").unwrap();
+        run.failed("step `extract_graph` failed: 500", &[]).unwrap();
         let rows = read(out).unwrap();
         assert_eq!(rows["d3"].status, Status::Failed);
         assert_eq!(rows["d3"].error.as_deref(), Some("step `extract_graph` failed: 500"));
@@ -349,9 +423,79 @@ mod tests {
         // The next run starts by marking the failed document pending, then succeeds.
         let mut run = Tracker::start(out).unwrap();
         assert_eq!(read(out).unwrap()["d3"].status, Status::Pending);
-        run.succeeded(&documents(&[("d3", "b.txt", &["u4"])])).unwrap();
+        run.succeeded(&documents(&[("d3", "b.txt", &["u4"])]), &[], []).unwrap();
         assert_eq!(statuses(out), [("b.txt".into(), "processed")]);
         assert_eq!(read(out).unwrap()["d3"].error, None);
+    }
+
+    #[test]
+    fn failed_chunks_are_named_on_their_documents_and_an_interruption_leaves_them_pending() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path();
+        let docs = documents(&[("d1", "a.txt", &["u1", "u2"]), ("d2", "b.txt", &["u3"])]);
+        let mut run = Tracker::start(out).unwrap();
+        run.documents_known(&docs).unwrap();
+        let item = FailedItem {
+            step: "extract_graph".into(),
+            id: "u2".into(),
+            name: "document a.txt, chunk 2 of 2".into(),
+            error: "malformed answer".into(),
+        };
+        run.failed("2 of 3 text units failed", std::slice::from_ref(&item)).unwrap();
+        let rows = read(out).unwrap();
+        assert_eq!(rows["d1"].error.as_deref(), Some("document a.txt, chunk 2 of 2: malformed answer"));
+        assert_eq!(rows["d2"].error.as_deref(), Some("2 of 3 text units failed"));
+
+        let mut run = Tracker::start(out).unwrap();
+        run.documents_known(&docs).unwrap();
+        run.interrupted().unwrap();
+        let rows = read(out).unwrap();
+        assert!(rows.values().all(|r| r.status == Status::Pending), "{rows:?}");
+        assert_eq!(rows["d1"].error.as_deref(), Some("interrupted — rerun to resume"));
+
+        // Tolerated: processed, the missing chunk noted.
+        let mut run = Tracker::start(out).unwrap();
+        run.succeeded(&docs, &[item], []).unwrap();
+        let rows = read(out).unwrap();
+        assert_eq!(rows["d1"].status, Status::Processed);
+        assert_eq!(rows["d1"].error.as_deref(), Some("document a.txt, chunk 2 of 2: malformed answer"));
+        assert_eq!(rows["d2"].error, None);
+    }
+
+    #[test]
+    fn a_corrupt_status_table_is_rebuilt_from_the_index() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path();
+        let docs = documents(&[("d1", "a.txt", &["u1"])]);
+        store::write_table(&out.join("documents.parquet"), &docs).unwrap();
+        std::fs::write(out.join(FILE), b"PAR1 not really parquet").unwrap();
+        let mut run = Tracker::start(out).unwrap();
+        assert_eq!(statuses(out), [("a.txt".into(), "processed")]);
+        run.succeeded(&docs, &[], []).unwrap();
+        assert_eq!(statuses(out), [("a.txt".into(), "processed")]);
+    }
+
+    #[test]
+    fn an_unreadable_input_file_is_a_failed_row_until_it_is_fixed_or_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path();
+        let bad = FailedItem {
+            step: "load_documents".into(),
+            id: "h1".into(),
+            name: "scan.pdf".into(),
+            error: "no text layer".into(),
+        };
+        let docs = documents(&[("d1", "a.txt", &["u1"])]);
+        Tracker::start(out).unwrap().succeeded(&docs, &[], [&bad]).unwrap();
+        let rows = read(out).unwrap();
+        assert_eq!((rows["h1"].status, rows["h1"].title.as_str()), (Status::Failed, "scan.pdf"));
+        assert_eq!(rows["h1"].error.as_deref(), Some("no text layer"));
+        assert!(rows["h1"].text_unit_ids.is_empty());
+        // Still unreadable at the next run: still failed; then removed: gone.
+        Tracker::start(out).unwrap().succeeded(&docs, &[], [&bad]).unwrap();
+        assert_eq!(statuses(out), [("a.txt".into(), "processed"), ("scan.pdf".into(), "failed")]);
+        Tracker::start(out).unwrap().succeeded(&docs, &[], []).unwrap();
+        assert_eq!(statuses(out), [("a.txt".into(), "processed")]);
     }
 
     #[test]

@@ -9,6 +9,8 @@ pub mod context;
 pub mod doc_status;
 pub mod embedded_fields;
 pub mod env;
+pub mod failures;
+pub mod interrupt;
 pub mod llm;
 pub mod pipeline;
 pub mod prompts;

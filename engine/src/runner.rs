@@ -16,6 +16,8 @@ use indicatif::{MultiProgress, ProgressBar, ProgressFinish, ProgressStyle};
 use serde::{Deserialize, Serialize};
 
 use crate::context::{FileSource, PreviousIndex, ProjectFiles, StepCounters, VerbContext};
+use crate::failures::{self, FailedItem, FailedItems};
+use crate::interrupt;
 use crate::llm::LlmService;
 use crate::pipeline::{Plan, Step};
 use crate::stats::{peak_rss_mb, RunStats, StepStats};
@@ -53,6 +55,9 @@ pub struct RunOptions {
     /// lines land above the bars. `None`: no bars.
     pub progress: Option<MultiProgress>,
     pub on_table: Option<TableObserver>,
+    /// The fraction of a step's items whose model call may fail before the
+    /// step does (`failures.tolerated_fraction`).
+    pub tolerated_failures: f64,
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -65,6 +70,9 @@ struct StepState {
     hash: String,
     /// sha256 of each output table's file.
     outputs: BTreeMap<String, String>,
+    /// The input files the run went on without, reported again when it is skipped.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    unreadable: Vec<FailedItem>,
 }
 
 fn state_path(output_dir: &Path) -> PathBuf {
@@ -245,26 +253,49 @@ impl Shared<'_> {
         Ok(t)
     }
 
-    fn execute(&self, i: usize) -> anyhow::Result<StepStats> {
+    /// Runs step `i`; its stats (LLM usage included) whether or not it succeeded.
+    fn execute(&self, i: usize) -> (StepStats, anyhow::Result<()>) {
         let step = &self.plan.steps[i];
         let started = Instant::now();
         let counters = StepCounters::default();
-        let ctx = self.ws.context(step, &counters).with_progress(self.progress.as_ref());
+        let mut stats = StepStats { verb: step.info.name.to_string(), ..StepStats::default() };
+        let result = self.run_step(i, &counters, &mut stats);
+        stats.overall = started.elapsed().as_secs_f64();
+        stats.peak_rss_mb = peak_rss_mb();
+        stats.warnings = counters.warnings.load(Ordering::Relaxed);
+        stats.llm = counters.usage.by_model();
+        stats.counts = counters.counts.lock().unwrap().clone();
+        stats.failed_items = std::mem::take(&mut *counters.failed.lock().unwrap());
+        stats.unreadable_inputs = std::mem::take(&mut *counters.unreadable.lock().unwrap());
+        if result.is_err() {
+            stats.status = "failed".into();
+        }
+        (stats, result)
+    }
+
+    fn run_step(&self, i: usize, counters: &StepCounters, stats: &mut StepStats) -> anyhow::Result<()> {
+        let step = &self.plan.steps[i];
+        let ctx = self
+            .ws
+            .context(step, counters)
+            .with_progress(self.progress.as_ref())
+            .with_tolerated_failures(self.opts.tolerated_failures);
         let input_hashes: Vec<String> = {
             let hashes = self.hashes.lock().unwrap();
             step.inputs.iter().map(|t| hashes.get(t).cloned().unwrap_or_default()).collect()
         };
         let hash = step_hash(step, &input_hashes, &ctx)?;
-        let mut stats = StepStats { verb: step.info.name.to_string(), ..StepStats::default() };
         if self.opts.resume {
-            let reusable = reusable_outputs(self.plan, self.ws, &self.state.lock().unwrap(), step, &hash);
+            let state = self.state.lock().unwrap();
+            let reusable = reusable_outputs(self.plan, self.ws, &state, step, &hash);
             if let Some(outputs) = reusable {
                 tracing::info!(step = %step.id, "unchanged since the last run: skipped (--resume)");
+                counters.unreadable.lock().unwrap().clone_from(&state.steps[&step.id].unreadable);
+                drop(state);
                 self.hashes.lock().unwrap().extend(outputs);
                 self.finished_reading(i);
                 stats.status = "skipped".into();
-                stats.overall = started.elapsed().as_secs_f64();
-                return Ok(stats);
+                return Ok(());
             }
         }
         let inputs = step.inputs.iter().map(|t| self.table(t)).collect::<anyhow::Result<Vec<_>>>()?;
@@ -297,19 +328,27 @@ impl Shared<'_> {
         }
         {
             let mut state = self.state.lock().unwrap();
-            state.steps.insert(step.id.clone(), StepState { hash, outputs: recorded });
+            let unreadable = counters.unreadable.lock().unwrap().clone();
+            state.steps.insert(step.id.clone(), StepState { hash, outputs: recorded, unreadable });
             let bytes = serde_json::to_vec_pretty(&*state)?;
             store::atomic_write(&state_path(&self.ws.output_dir), &bytes)?;
         }
         release_free_heap();
         stats.status = "ran".into();
-        stats.overall = started.elapsed().as_secs_f64();
         tracing::info!(step = %step.id, seconds = stats.overall, "finished");
-        stats.peak_rss_mb = peak_rss_mb();
-        stats.warnings = counters.warnings.load(Ordering::Relaxed);
-        stats.llm = counters.usage.by_model();
-        stats.counts = counters.counts.lock().unwrap().clone();
-        Ok(stats)
+        Ok(())
+    }
+
+    /// Names failed text units after their documents (the run's documents
+    /// table, once the chunking step wrote it).
+    fn name_failed_items(&self, items: &mut [FailedItem]) {
+        if !items.iter().any(|i| i.name.starts_with(failures::TEXT_UNIT)) {
+            return;
+        }
+        let Ok(documents) = self.table("documents") else { return };
+        if let Err(e) = failures::name_text_units(items, &documents) {
+            tracing::debug!("cannot name failed text units: {e:#}");
+        }
     }
 }
 
@@ -327,7 +366,8 @@ fn overall_bar(multi: &MultiProgress, steps: usize) -> ProgressBar {
 
 /// Runs the plan. On a failing step, the steps already running finish, their
 /// outputs are kept (so `--resume` continues from them), and the error names
-/// the failing step.
+/// the failing step; a stop request ([`interrupt`]) starts no further step.
+/// stats.json is written in either case (`status`, `error`, `failed_items`).
 pub fn run(plan: &Plan, ws: &Workspace, opts: &RunOptions) -> anyhow::Result<RunStats> {
     let started = Instant::now();
     std::fs::create_dir_all(ws.output_dir.join(".steps"))
@@ -349,12 +389,15 @@ pub fn run(plan: &Plan, ws: &Workspace, opts: &RunOptions) -> anyhow::Result<Run
     let mut started_steps = vec![false; n];
     let mut stats = RunStats { pipeline: plan.name.clone(), ..RunStats::default() };
     let mut failure: Option<anyhow::Error> = None;
-    let (tx, rx) = mpsc::channel::<(usize, anyhow::Result<StepStats>)>();
+    let (tx, rx) = mpsc::channel::<(usize, (StepStats, anyhow::Result<()>))>();
     let overall = shared.progress.as_ref().map(|multi| overall_bar(multi, n));
     let mut running_ids: Vec<&str> = Vec::new();
     std::thread::scope(|scope| {
         let mut running = 0;
         loop {
+            if failure.is_none() && interrupt::requested() {
+                failure = Some(interrupt::Interrupted.into());
+            }
             if failure.is_none() {
                 for (i, started) in started_steps.iter_mut().enumerate() {
                     if !*started && plan.steps[i].deps.iter().all(|&d| done[d]) {
@@ -376,32 +419,49 @@ pub fn run(plan: &Plan, ws: &Workspace, opts: &RunOptions) -> anyhow::Result<Run
                 bar.set_position(started_steps.iter().filter(|s| **s).count() as u64);
                 bar.set_message(running_ids.join(", "));
             }
-            let (i, result) = rx.recv().expect("a running step reports");
+            let (i, (step_stats, result)) = rx.recv().expect("a running step reports");
             running -= 1;
             let step = &plan.steps[i];
             running_ids.retain(|id| *id != step.id);
+            stats.failed_items.extend(step_stats.failed_items.iter().cloned());
+            stats.workflows.insert(step.id.clone(), step_stats);
             match result {
-                Ok(s) => {
-                    done[i] = true;
-                    stats.workflows.insert(step.id.clone(), s);
-                }
-                Err(e) => {
-                    if failure.is_none() {
-                        failure = Some(e.context(format!("step `{}` (verb `{}`) failed", step.id, step.info.name)));
+                Ok(()) => done[i] = true,
+                Err(mut e) => {
+                    if let Some(failed) = e.downcast_mut::<FailedItems>() {
+                        shared.name_failed_items(&mut failed.items);
+                        stats.failed_items.extend(failed.items.iter().cloned());
+                    }
+                    let interrupted = interrupt::caused(&e);
+                    if failure.as_ref().is_none_or(|f| interrupt::caused(f) && !interrupted) {
+                        failure = Some(if interrupted {
+                            e
+                        } else {
+                            e.context(format!("step `{}` (verb `{}`) failed", step.id, step.info.name))
+                        });
                     }
                 }
             }
         }
     });
+    shared.name_failed_items(&mut stats.failed_items);
+    stats.total_runtime = started.elapsed().as_secs_f64();
+    stats.sum_llm_usage();
+    stats.status = match &failure {
+        None => "completed",
+        Some(e) if interrupt::caused(e) => "interrupted",
+        Some(_) => "failed",
+    }
+    .into();
+    stats.error = failure.as_ref().map(|e| format!("{e:#}"));
+    if failure.is_none() && plan.is_published("documents") {
+        stats.num_documents = shared.table("documents").map(|t| t.num_rows() as u64).unwrap_or(0);
+    }
+    let written = store::atomic_write(&ws.output_dir.join("stats.json"), &serde_json::to_vec_pretty(&stats)?);
     if let Some(e) = failure {
         return Err(e);
     }
-    stats.total_runtime = started.elapsed().as_secs_f64();
-    stats.sum_llm_usage();
-    if plan.is_published("documents") {
-        stats.num_documents = shared.table("documents").map(|t| t.num_rows() as u64).unwrap_or(0);
-    }
-    store::atomic_write(&ws.output_dir.join("stats.json"), &serde_json::to_vec_pretty(&stats)?)?;
+    written?;
     Ok(stats)
 }
 
@@ -414,7 +474,7 @@ mod tests {
     fn workspace(dir: &Path) -> Workspace {
         Workspace {
             output_dir: dir.join("output"),
-            files: Box::new(LocalFiles { root: dir.join("input") }),
+            files: Box::new(LocalFiles::new(dir.join("input"))),
             project: None,
             llm: None,
             previous: None,

@@ -1,11 +1,11 @@
-//! Publishing an update all at once. An update runs its pipeline into
-//! `output/.update/`, leaving the live index untouched (and queryable)
+//! Publishing a run all at once. `index` and `update` run their pipeline
+//! into `output/.update/`, leaving the live index untouched (and queryable)
 //! until every step succeeded; then [`commit`] writes a marker listing the
 //! staged files and moves them into the output folder. A crash after the
 //! marker is finished by [`recover`] (every command that opens the index
-//! calls it); a crash before it leaves the live index as it was, and the
-//! staged steps for the next update to resume from. One `index` or
-//! `update` changes an index at a time ([`lock_for_writing`]).
+//! calls it); a crash, an error, a full disk or Ctrl-C before it leaves the
+//! live index as it was, and the staged steps for the next run to resume
+//! from. One `index` or `update` changes an index at a time ([`lock_for_writing`]).
 
 use std::collections::BTreeSet;
 use std::fs::{File, OpenOptions};
@@ -71,9 +71,34 @@ fn try_lock(output_dir: &Path) -> anyhow::Result<Option<File>> {
     }
 }
 
-/// Where an update stages its outputs.
+/// Where a run stages its outputs.
 pub fn dir(output_dir: &Path) -> PathBuf {
     output_dir.join(".update")
+}
+
+/// Files of the live index a run never stages (the status table is kept
+/// current in place; the lock is the lock).
+const LIVE_ONLY: [&str; 2] = [LOCK, crate::doc_status::FILE];
+
+/// Starts a staging folder from the live index (hard links, or copies where
+/// links fail), so that `index --resume` can skip the steps whose outputs are
+/// unchanged. Every write replaces a file by renaming, so a staged link
+/// never changes the live file it shares.
+pub fn seed(output_dir: &Path) -> anyhow::Result<()> {
+    let staging = dir(output_dir);
+    for rel in list_files(output_dir)? {
+        if rel.starts_with(".update/") || LIVE_ONLY.contains(&rel.as_str()) || store::is_temp_file(&rel) {
+            continue;
+        }
+        let (from, to) = (output_dir.join(&rel), staging.join(&rel));
+        if let Some(parent) = to.parent() {
+            std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
+        }
+        if std::fs::hard_link(&from, &to).is_err() {
+            std::fs::copy(&from, &to).with_context(|| format!("copying {} to {}", from.display(), to.display()))?;
+        }
+    }
+    Ok(())
 }
 
 /// Publishes everything staged. Top-level files replace their namesakes;

@@ -5,20 +5,35 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use crate::failures::FailedItem;
 use crate::llm::ModelUsage;
 
 #[derive(Debug, Clone, Serialize, Default)]
 pub struct RunStats {
     pub pipeline: String,
+    /// `completed`, `failed` or `interrupted` (a failed run's stats.json is
+    /// written beside its staged outputs, not over the live index's).
+    pub status: String,
+    /// Why the run failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
     pub total_runtime: f64,
     pub num_documents: u64,
     pub workflows: BTreeMap<String, StepStats>,
     /// LLM usage of the whole run, per model.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub llm: BTreeMap<String, ModelUsage>,
+    /// Items whose model call failed (tolerated ones included), named.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub failed_items: Vec<FailedItem>,
 }
 
 impl RunStats {
+    /// Every step's unreadable input files, in step order.
+    pub fn unreadable_inputs(&self) -> impl Iterator<Item = &FailedItem> {
+        self.workflows.values().flat_map(|s| &s.unreadable_inputs)
+    }
+
     /// Fills the run's per-model totals from the steps.
     pub fn sum_llm_usage(&mut self) {
         self.llm.clear();
@@ -33,7 +48,7 @@ impl RunStats {
 #[derive(Debug, Clone, Serialize, Default)]
 pub struct StepStats {
     pub verb: String,
-    /// `ran`, or `skipped` when --resume found its outputs up to date.
+    /// `ran`, `skipped` when --resume found its outputs up to date, or `failed`.
     pub status: String,
     /// Seconds.
     pub overall: f64,
@@ -48,6 +63,12 @@ pub struct StepStats {
     /// Verb-specific counts (e.g. extraction records dropped or repaired).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub counts: BTreeMap<String, u64>,
+    /// Items that failed within the tolerated fraction (listed in the run's `failed_items`).
+    #[serde(skip)]
+    pub failed_items: Vec<FailedItem>,
+    /// Input files the step could not read and went on without (`name`: the path).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unreadable_inputs: Vec<FailedItem>,
 }
 
 /// Peak resident set size of this process in MB (VmHWM), where available.

@@ -50,13 +50,18 @@ pub fn atomic_write(path: &Path, bytes: &[u8]) -> io::Result<()> {
     atomic_write_with(path, |f| f.write_all(bytes))
 }
 
+/// Whether a file name is one of [`atomic_write`]'s temporary files.
+pub fn is_temp_file(name: &str) -> bool {
+    name.contains(TMP_MARK)
+}
+
 /// Removes temporary files left in `dir` by a process killed mid-write.
 pub fn remove_stale_temp_files(dir: &Path) {
     let Ok(entries) = fs::read_dir(dir) else {
         return;
     };
     for e in entries.flatten() {
-        if e.file_name().to_string_lossy().contains(TMP_MARK) {
+        if is_temp_file(&e.file_name().to_string_lossy()) {
             let _ = fs::remove_file(e.path());
         }
     }

@@ -94,7 +94,8 @@ impl FaultRule {
 
     /// Parses the command-line form `KIND[:first=N][:every=K][:after=N][:chat|:embeddings]`,
     /// KIND one of `429[=RETRY_AFTER_MS]`, `400`, `500`, `503` (any 5xx),
-    /// `slow=MS`, `drop`, `hang`, `malformed`, `truncated`.
+    /// `slow=MS`, `drop`, `hang`, `malformed`, `truncated`, `empty`, `mixed`,
+    /// `huge=BYTES`.
     pub fn parse(spec: &str) -> Result<FaultRule, String> {
         let mut parts = spec.split(':');
         let kind_s = parts.next().unwrap_or("").trim();
@@ -104,6 +105,7 @@ impl FaultRule {
         let kind = match kind_s.split_once('=') {
             Some(("429", ms)) => FaultKind::RateLimit { retry_after_ms: num(ms, "retry-after")? },
             Some(("slow", ms)) => FaultKind::Slow { delay: Duration::from_millis(num(ms, "delay")?) },
+            Some(("huge", n)) => FaultKind::Huge { bytes: num(n, "size")? as usize },
             Some(_) => return Err(format!("fault {spec:?}: unknown kind {kind_s:?}")),
             None => match kind_s {
                 "429" => FaultKind::RateLimit { retry_after_ms: 1000 },
@@ -112,6 +114,8 @@ impl FaultRule {
                 "hang" => FaultKind::Hang,
                 "malformed" => FaultKind::Malformed,
                 "truncated" => FaultKind::Truncated,
+                "empty" => FaultKind::Empty,
+                "mixed" => FaultKind::Mixed,
                 "slow" => FaultKind::Slow { delay: Duration::from_secs(30) },
                 s => match s.parse::<u16>() {
                     Ok(status) if (500..600).contains(&status) => FaultKind::ServerError { status },
@@ -163,6 +167,13 @@ pub enum FaultKind {
     /// 200 with the content cut at half (chat: `finish_reason: "length"`;
     /// embeddings: the body cut at half).
     Truncated,
+    /// 200 with an empty chat answer (`finish_reason: "stop"`).
+    Empty,
+    /// Malformed, truncated and empty in turn (the rule's 1st firing is
+    /// malformed, the 2nd truncated, the 3rd empty, the 4th malformed, ...).
+    Mixed,
+    /// 200 with a chat answer of this many bytes (a runaway generation).
+    Huge { bytes: usize },
 }
 
 /// An API endpoint.
@@ -200,8 +211,8 @@ pub(crate) struct Shared {
     /// Signalled at each request's arrival (for [`MockServer::wait_for_requests`]).
     pub arrived: std::sync::Condvar,
     pub in_flight: Mutex<u64>,
-    /// Rules and their per-rule counters.
-    pub faults: Mutex<Vec<(FaultRule, u64)>>,
+    /// Rules and their per-rule counters (requests matched, times fired).
+    pub faults: Mutex<Vec<(FaultRule, u64, u64)>>,
 }
 
 impl Shared {
@@ -212,7 +223,7 @@ impl Shared {
             stats: Mutex::new(MockStats::default()),
             arrived: std::sync::Condvar::new(),
             in_flight: Mutex::new(0),
-            faults: Mutex::new(cfg.faults.iter().cloned().map(|r| (r, 0)).collect()),
+            faults: Mutex::new(cfg.faults.iter().cloned().map(|r| (r, 0, 0)).collect()),
         }
     }
 
@@ -220,7 +231,7 @@ impl Shared {
     pub(crate) fn pick_fault(&self, endpoint: Endpoint) -> Option<FaultKind> {
         let mut rules = self.faults.lock().unwrap();
         let mut fired = None;
-        for (rule, count) in rules.iter_mut() {
+        for (rule, count, fires) in rules.iter_mut() {
             if rule.endpoint.is_some_and(|e| e != endpoint) {
                 continue;
             }
@@ -229,7 +240,13 @@ impl Shared {
             let in_first = rule.first.is_none_or(|n| c <= u64::from(n)) && rule.after.is_none_or(|n| c > u64::from(n));
             let on_every = rule.every.is_none_or(|k| k > 0 && c % u64::from(k) == 0);
             if fired.is_none() && in_first && on_every {
-                fired = Some(rule.kind.clone());
+                *fires += 1;
+                fired = Some(match rule.kind {
+                    FaultKind::Mixed => [FaultKind::Malformed, FaultKind::Truncated, FaultKind::Empty]
+                        [(*fires as usize - 1) % 3]
+                        .clone(),
+                    ref kind => kind.clone(),
+                });
             }
         }
         if fired.is_some() {
@@ -323,7 +340,7 @@ impl MockServer {
 
     /// Replaces the fault rules and resets their counters.
     pub fn set_faults(&self, faults: Vec<FaultRule>) {
-        *self.shared.faults.lock().unwrap() = faults.into_iter().map(|r| (r, 0)).collect();
+        *self.shared.faults.lock().unwrap() = faults.into_iter().map(|r| (r, 0, 0)).collect();
     }
 
     /// Changes the per-request latency.

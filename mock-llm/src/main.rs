@@ -8,7 +8,8 @@ use graphrag_mock_llm::{FaultRule, MockConfig, MockServer};
 
 const USAGE: &str = "usage: graphrag-mock-llm [--port 8765] [--latency-ms 0] [--embed-dim 384] \
 [--fault KIND[:first=N|:every=K][:chat|:embeddings]]...
-  KIND: 429[=RETRY_AFTER_MS] | 500 | 503 | 400 | slow=MS | drop | malformed | truncated
+  KIND: 429[=RETRY_AFTER_MS] | 500 | 503 | 400 | slow=MS | drop | hang | malformed | truncated | empty
+        | mixed (malformed, truncated, empty in turn) | huge=BYTES
   env defaults: MOCK_PORT, MOCK_LATENCY_MS, MOCK_EMBED_DIM, MOCK_FAULTS (comma-separated fault specs)
   binds 127.0.0.1 only; port 0 picks a free port";
 

@@ -344,6 +344,8 @@ fn chat(shared: &Shared, request: &Value, model: Option<String>, fault: Option<&
             content = cut_half(&content);
             finish = "length";
         }
+        Some(FaultKind::Empty) => content.clear(),
+        Some(FaultKind::Huge { bytes }) => content = "ghost ".repeat(bytes / 6 + 1)[..*bytes].to_string(),
         _ => {}
     }
     let prompt_tokens: u64 = messages.iter().map(|m| count_tokens(&m.content)).sum();
@@ -525,6 +527,17 @@ mod tests {
         }
         assert!(matches!(route("/openai/deployments/emb/embeddings"), Route::Api(Endpoint::Embeddings, Some(_))));
         assert!(matches!(route("/v2/foo"), Route::NotFound));
+    }
+
+    #[test]
+    fn mixed_faults_take_turns() {
+        let shared = crate::Shared::new(&crate::MockConfig {
+            faults: vec![crate::FaultRule::always(FaultKind::Mixed).every(2)],
+            ..crate::MockConfig::default()
+        });
+        let picked: Vec<Option<FaultKind>> = (0..8).map(|_| shared.pick_fault(Endpoint::Chat)).collect();
+        let (m, t, e) = (Some(FaultKind::Malformed), Some(FaultKind::Truncated), Some(FaultKind::Empty));
+        assert_eq!(picked, [None, m.clone(), None, t, None, e, None, m]);
     }
 
     #[test]

@@ -29,8 +29,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use anyhow::{bail, Context as _};
+use graphrag_engine::llm::answer::{self, AnswerCheck};
 use graphrag_engine::llm::preflight::ModelKind;
-use graphrag_engine::llm::{ChatModel, LlmService, Message, UsageCounters};
+use graphrag_engine::llm::{CallOptions, ChatModel, LlmService, Message, UsageCounters};
 use graphrag_engine::prompts::PromptTemplate;
 use graphrag_engine::settings::{self, Settings};
 use serde::Serialize;
@@ -105,8 +106,8 @@ impl FromStr for Method {
 pub struct QueryRequest {
     pub method: Method,
     pub question: String,
-    /// Community level for global (and the reports of local / DRIFT);
-    /// `None`: GraphRAG's default 2 (the deepest communities down to level 2).
+    /// Community level for global (and the reports of local / DRIFT): as in
+    /// GraphRAG, the reports at levels 0 to N; `None`: GraphRAG's default 2.
     pub community_level: Option<u32>,
     /// Target length and format of the answer ("Multiple Paragraphs").
     pub response_type: String,
@@ -153,8 +154,10 @@ pub struct QueryStats {
     pub cache_hits: u64,
     /// Embedding requests (the query embedding).
     pub embedding_calls: u64,
-    /// JSON answers that needed repair (tolerant parsing or a corrective retry).
+    /// JSON answers that needed repair (tolerant parsing).
     pub json_repairs: u64,
+    /// Chat answers that were unusable (malformed, cut off, oversized) and asked again.
+    pub unusable_answers: u64,
     /// Intermediate steps (global map batches, DRIFT steps, keyword extraction)
     /// whose answer was unusable and was skipped.
     pub skipped_steps: u64,
@@ -347,6 +350,7 @@ impl QueryEngine {
             embed_setting,
             skipped: AtomicU64::new(0),
             started,
+            notices: Mutex::new(Default::default()),
             context_ms: Mutex::new(None),
             on_token: Mutex::new(on_token),
         };
@@ -372,6 +376,9 @@ impl QueryEngine {
             cache_hits: chat_usage.cache_hits,
             embedding_calls: embed_usage.calls,
             json_repairs: chat_usage.json_repairs,
+            unusable_answers: chat_usage.malformed_answers
+                + chat_usage.truncated_answers
+                + chat_usage.oversized_answers,
             skipped_steps: run.skipped.load(Ordering::Relaxed),
         };
         Ok(QueryResult {
@@ -402,6 +409,8 @@ pub(crate) struct Run<'a, 'b> {
     pub embed_setting: &'static str,
     pub skipped: AtomicU64,
     pub started: Instant,
+    /// Notices already logged (each once per query).
+    notices: Mutex<std::collections::HashSet<String>>,
     context_ms: Mutex<Option<f64>>,
     /// Where the final answer streams to, if anywhere.
     on_token: Mutex<Option<&'b mut OnToken<'b>>>,
@@ -425,6 +434,14 @@ impl Run<'_, '_> {
         *self.context_ms.lock().unwrap().get_or_insert_with(|| ms(self.started))
     }
 
+    /// Logs a warning about the request once per query (a method may meet
+    /// the same condition in each of its steps).
+    pub fn notice(&self, message: String) {
+        if self.notices.lock().unwrap().insert(message.clone()) {
+            tracing::warn!("{message}");
+        }
+    }
+
     pub fn skip(&self, what: &str, why: impl fmt::Display) {
         tracing::warn!("{what} skipped: {why}");
         self.skipped.fetch_add(1, Ordering::Relaxed);
@@ -436,6 +453,27 @@ impl Run<'_, '_> {
 
     pub fn fixed_prompt(&self, name: &str) -> anyhow::Result<PromptTemplate> {
         prompts::fixed(&self.engine.root, name)
+    }
+
+    /// The prompt of `setting`, checked to use only the placeholders that
+    /// `what` fills (`vars`) before any model is called.
+    pub fn checked_prompt(
+        &self,
+        setting: &str,
+        path: &str,
+        what: &str,
+        vars: &[&str],
+    ) -> anyhow::Result<PromptTemplate> {
+        let prompt = self.prompt(setting, path)?;
+        prompt.check_placeholders(&format!("{what} (settings `{setting}`)"), vars)?;
+        Ok(prompt)
+    }
+
+    /// [`Run::fixed_prompt`], checked like [`Run::checked_prompt`].
+    pub fn checked_fixed_prompt(&self, name: &str, what: &str, vars: &[&str]) -> anyhow::Result<PromptTemplate> {
+        let prompt = self.fixed_prompt(name)?;
+        prompt.check_placeholders(what, vars)?;
+        Ok(prompt)
     }
 
     pub fn block_on<F: std::future::Future>(&self, f: F) -> F::Output {
@@ -504,22 +542,64 @@ impl Run<'_, '_> {
     /// The final answer's chat call (every method makes exactly one),
     /// streamed to the caller's `on_token` when given.
     pub fn chat(&self, messages: &[Message]) -> anyhow::Result<String> {
-        let model = self.chat_model()?;
+        self.chat_with(messages, &CallOptions::default())
+    }
+
+    /// [`Run::chat`] with the call's own sampling settings.
+    pub fn chat_with(&self, messages: &[Message], options: &CallOptions) -> anyhow::Result<String> {
+        let model = self.chat_model()?.with_options(options);
         let mut on_token = self.on_token.lock().unwrap();
         let completion = match on_token.as_deref_mut() {
             Some(cb) => self.block_on(model.chat_stream(messages, &self.usage, cb))?,
-            None => self.block_on(model.chat(messages, false, &self.usage))?,
+            None => self.block_on(model.chat(messages, false, &self.usage, &answer::text()))?.completion,
         };
         Ok(completion.content)
+    }
+
+    /// An intermediate text answer (not streamed).
+    pub fn complete(&self, messages: &[Message]) -> anyhow::Result<String> {
+        let model = self.chat_model()?;
+        Ok(self.block_on(model.chat(messages, false, &self.usage, &answer::text()))?.completion.content)
     }
 
     /// Several JSON chat calls in parallel (the model's own concurrency limit
     /// applies); each result separately.
     pub fn chat_json_all(&self, calls: Vec<Vec<Message>>) -> anyhow::Result<Vec<anyhow::Result<Value>>> {
-        let model = self.chat_model()?;
+        self.chat_json_all_with(calls, &answer::json_object())
+    }
+
+    /// [`Self::chat_json_all`] with answers that must pass `check` (required fields).
+    pub fn chat_json_all_with<T, F>(
+        &self,
+        calls: Vec<Vec<Message>>,
+        check: &AnswerCheck<F>,
+    ) -> anyhow::Result<Vec<anyhow::Result<T>>>
+    where
+        F: Fn(&str) -> Result<(T, bool), String>,
+    {
+        self.chat_json_calls(calls, check, &CallOptions::default(), usize::MAX)
+    }
+
+    /// [`Self::chat_json_all_with`] with the calls' own sampling settings,
+    /// at most `in_flight` at once; results in the order of `calls`.
+    pub fn chat_json_calls<T, F>(
+        &self,
+        calls: Vec<Vec<Message>>,
+        check: &AnswerCheck<F>,
+        options: &CallOptions,
+        in_flight: usize,
+    ) -> anyhow::Result<Vec<anyhow::Result<T>>>
+    where
+        F: Fn(&str) -> Result<(T, bool), String>,
+    {
+        use futures_util::StreamExt;
+        let model = self.chat_model()?.with_options(options);
+        let model = &model;
         let usage = &self.usage;
-        let futures = calls.iter().map(|m| async move { model.chat_json(m, usage).await.map_err(anyhow::Error::from) });
-        Ok(self.block_on(futures_util::future::join_all(futures)))
+        let futures = calls
+            .iter()
+            .map(|m| async move { model.chat_json_with(m, usage, check).await.map_err(anyhow::Error::from) });
+        Ok(self.block_on(futures_util::stream::iter(futures).buffered(in_flight.max(1)).collect()))
     }
 
     pub fn chat_json(&self, messages: Vec<Message>) -> anyhow::Result<Value> {

@@ -13,7 +13,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use graphrag_engine::context::VerbContext;
-use graphrag_engine::llm::Message;
+use graphrag_engine::llm::{answer, Message};
 use graphrag_engine::schema;
 use graphrag_engine::settings::CommunityReportsConfig;
 use graphrag_engine::table::{ints, strings, StringLists};
@@ -300,6 +300,11 @@ impl Verb for CommunityReport {
         levels.dedup();
         let sizes: HashMap<i64, usize> = community.iter().zip(&size).map(|(&c, &s)| (c, s as usize)).collect();
         let (mut repaired, mut fallbacks) = (0, 0);
+        let mut failed = Vec::new();
+        let check = answer::json(
+            "the report as one JSON object with title, summary, rating, rating_explanation and findings, no other text",
+            report_from_json,
+        );
         // Finest level first: parents may need their children's reports.
         for &at_level in levels.iter().rev() {
             let here: Vec<usize> = (0..comms.num_rows()).filter(|&i| level[i] == at_level).collect();
@@ -338,38 +343,48 @@ impl Verb for CommunityReport {
                 .collect();
             let results: Vec<anyhow::Result<Option<(Report, bool)>>> = match (&model, &prompt) {
                 (Some(model), Some(prompt)) => map_concurrently(ctx.llm()?, contexts, IN_FLIGHT, |context| {
-                    let (model, bar) = (model.clone(), bar.clone());
+                    let (model, bar, check) = (model.clone(), bar.clone(), &check);
                     async move {
                         let vars = BTreeMap::from([
                             ("input_text", Value::from(context)),
                             ("max_report_length", Value::from(self.max_length)),
                         ]);
-                        let json = model.chat_json(&[Message::user(prompt.render(&vars)?)], usage).await?;
+                        let report = model.chat_json_with(&[Message::user(prompt.render(&vars)?)], usage, check).await;
                         bar.inc(1);
-                        Ok(report_from_json(&json).ok())
+                        Ok(Some(report?))
                     }
                 }),
                 _ => contexts.iter().map(|_| Ok(None)).collect(),
             };
             for ((&i, m), result) in here.iter().zip(&materials).zip(results) {
-                let (report, how) = match result? {
-                    Some((r, fixed)) => {
+                let (report, how) = match result {
+                    Ok(Some((r, fixed))) => {
                         repaired += fixed as u64;
                         (r, "llm")
                     }
-                    None => {
-                        fallbacks += use_llm as u64;
-                        bar.inc(!use_llm as u64);
+                    Ok(None) => {
+                        bar.inc(1);
                         (m.extractive_report(), "extractive")
+                    }
+                    Err(e) => {
+                        // Tolerated (or the step fails below): parents still get a sub-report.
+                        let name = format!("community {} (level {})", community[i], level[i]);
+                        failed.push((community[i].to_string(), name, e));
+                        fallbacks += 1;
+                        (m.extractive_report(), "extractive (the model's report failed)")
                     }
                 };
                 tracing::debug!(community = community[i], how, "report");
                 reports.insert(community[i], report);
             }
+            // Beyond the tolerated fraction: no point making the parents' reports.
+            if failed.len() as f64 / comms.num_rows() as f64 > ctx.tolerated_failures() {
+                break;
+            }
         }
         bar.finish_and_clear();
+        ctx.item_failures("community report", comms.num_rows(), failed)?;
         ctx.count("reports_repaired", repaired);
-        ctx.count("reports_invalid_extractive_fallback", fallbacks);
         ctx.count("reports_extractive", if use_llm { fallbacks } else { comms.num_rows() as u64 });
 
         let rows: Vec<&Report> = community.iter().map(|c| &reports[c]).collect();

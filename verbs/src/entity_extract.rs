@@ -9,6 +9,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use graphrag_engine::context::VerbContext;
+use graphrag_engine::failures::TEXT_UNIT;
 use graphrag_engine::llm::UsageCounters;
 use graphrag_engine::schema;
 use graphrag_engine::settings::ExtractGraphConfig;
@@ -16,7 +17,13 @@ use graphrag_engine::table::strings;
 use graphrag_engine::verb::{LlmEstimate, Verb, VerbDef, VerbInfo};
 use graphrag_operations::extraction_parser::{parse_graph_records, Delimiters};
 
-use crate::llm_steps::{estimate_gleaning, fingerprint, glean, map_concurrently, IN_FLIGHT};
+use crate::llm_steps::{estimate_extraction, fingerprint, glean, map_concurrently, records_check, IN_FLIGHT};
+
+/// Entity and relationship records of an answer, and records that could not be read.
+pub(crate) fn graph_records(text: &str, d: &Delimiters) -> (usize, usize) {
+    let ex = parse_graph_records(text, d);
+    (ex.entities.len() + ex.relationships.len(), ex.dropped)
+}
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -79,12 +86,10 @@ impl Verb for EntityExtract {
         let (prompt, cont, check) =
             (ctx.prompt(&self.prompt)?, ctx.prompt(&self.continue_prompt)?, ctx.prompt(&self.loop_prompt)?);
         let (d, types) = (Delimiters::default(), self.entity_types.join(","));
-        let firsts = strings(&inputs[0], "text_units", "text")?
-            .iter()
-            .map(|t| prompt.render(&vars(&d, &types, t)))
-            .collect::<anyhow::Result<Vec<_>>>()?;
-        let v = vars(&d, &types, "");
-        Ok(Some(estimate_gleaning(&model, &firsts, &cont.render(&v)?, &check.render(&v)?, self.max_gleanings)))
+        let vars = |t: &str| vars(&d, &types, t);
+        let records = records_check(&d, graph_records);
+        let prompts = [&prompt, &cont, &check];
+        Ok(Some(estimate_extraction(&model, &inputs[0], prompts, vars, self.max_gleanings, &records)?))
     }
 
     fn run(&self, inputs: &[Arc<RecordBatch>], ctx: &VerbContext) -> anyhow::Result<Vec<RecordBatch>> {
@@ -100,12 +105,14 @@ impl Verb for EntityExtract {
         let texts = strings(units, "text_units", "text")?;
         let usage: &UsageCounters = &ctx.counters.usage;
         let bar = ctx.progress(texts.len() as u64, "chunks");
+        let records = records_check(&d, graph_records);
 
         // One conversation per chunk: extraction, then gleaning turns.
         let results = map_concurrently(llm, texts.iter().map(|t| t.to_string()).collect(), IN_FLIGHT, |text| {
             let v = vars(&d, &types, &text);
             let (model, bar) = (model.clone(), bar.clone());
-            let (prompt, continue_prompt, loop_prompt, d) = (&prompt, &continue_prompt, &loop_prompt, &d);
+            let (prompt, continue_prompt, loop_prompt, d, records) =
+                (&prompt, &continue_prompt, &loop_prompt, &d, &records);
             async move {
                 let output = glean(
                     &model,
@@ -114,10 +121,11 @@ impl Verb for EntityExtract {
                     &loop_prompt.render(&v)?,
                     self.max_gleanings,
                     usage,
+                    records,
                 )
-                .await?;
+                .await;
                 bar.inc(1);
-                anyhow::Ok(parse_graph_records(&output, d))
+                anyhow::Ok(parse_graph_records(&output?, d))
             }
         });
         bar.finish_and_clear();
@@ -125,8 +133,15 @@ impl Verb for EntityExtract {
         let mut ents = RawRows::default();
         let mut rels = RawRows::default();
         let (mut dropped, mut repaired) = (0, 0);
+        let mut failed = Vec::new();
         for (unit_id, result) in ids.iter().zip(results) {
-            let ex = result.map_err(|e| anyhow::anyhow!("text unit {unit_id}: {e:#}"))?;
+            let ex = match result {
+                Ok(ex) => ex,
+                Err(e) => {
+                    failed.push((unit_id.to_string(), format!("{TEXT_UNIT} {unit_id}"), e));
+                    continue;
+                }
+            };
             dropped += ex.dropped as u64;
             repaired += ex.repaired as u64;
             for e in ex.entities {
@@ -136,6 +151,7 @@ impl Verb for EntityExtract {
                 rels.push(unit_id, [r.source, r.target, r.description], Some(r.strength));
             }
         }
+        ctx.item_failures(TEXT_UNIT, ids.len(), failed)?;
         ctx.count("records_dropped", dropped);
         ctx.count("records_repaired", repaired);
         Ok(vec![ents.entities()?, rels.relationships()?])

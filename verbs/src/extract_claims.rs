@@ -10,6 +10,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use graphrag_engine::context::VerbContext;
+use graphrag_engine::failures::TEXT_UNIT;
 use graphrag_engine::schema;
 use graphrag_engine::settings::{ExtractClaimsConfig, ExtractGraphConfig};
 use graphrag_engine::table::strings;
@@ -17,7 +18,13 @@ use graphrag_engine::verb::{LlmEstimate, Verb, VerbDef, VerbInfo};
 use graphrag_operations::extraction_parser::{parse_claim_records, ClaimRecord, Delimiters};
 use graphrag_operations::ids::stable_uuid;
 
-use crate::llm_steps::{estimate_gleaning, fingerprint, glean, map_concurrently, IN_FLIGHT};
+use crate::llm_steps::{estimate_extraction, fingerprint, glean, map_concurrently, records_check, IN_FLIGHT};
+
+/// Claim records of an answer, and records that could not be read.
+fn claim_records(text: &str, d: &Delimiters) -> (usize, usize) {
+    let (claims, dropped) = parse_claim_records(text, d);
+    (claims.len(), dropped)
+}
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -119,12 +126,10 @@ impl Verb for ExtractClaims {
         let (prompt, cont, check) =
             (ctx.prompt(&self.prompt)?, ctx.prompt(&self.continue_prompt)?, ctx.prompt(&self.loop_prompt)?);
         let d = Delimiters::default();
-        let firsts = strings(&inputs[0], "text_units", "text")?
-            .iter()
-            .map(|t| prompt.render(&self.vars(&d, t)))
-            .collect::<anyhow::Result<Vec<_>>>()?;
-        let v = self.vars(&d, "");
-        Ok(Some(estimate_gleaning(&model, &firsts, &cont.render(&v)?, &check.render(&v)?, self.max_gleanings)))
+        let records = records_check(&d, claim_records);
+        let prompts = [&prompt, &cont, &check];
+        let vars = |t: &str| self.vars(&d, t);
+        Ok(Some(estimate_extraction(&model, &inputs[0], prompts, vars, self.max_gleanings, &records)?))
     }
 
     fn run(&self, inputs: &[Arc<RecordBatch>], ctx: &VerbContext) -> anyhow::Result<Vec<RecordBatch>> {
@@ -141,25 +146,32 @@ impl Verb for ExtractClaims {
         let texts = strings(units, "text_units", "text")?;
         let usage = &ctx.counters.usage;
         let bar = ctx.progress(texts.len() as u64, "chunks");
+        let records = records_check(&d, claim_records);
         let results = map_concurrently(llm, texts.iter().map(|t| t.to_string()).collect(), IN_FLIGHT, |text| {
             let v = self.vars(&d, &text);
-            let (model, prompt, cont, check, bar, d) = (model.clone(), &prompt, &cont, &check, bar.clone(), &d);
+            let (model, prompt, cont, check, bar, d, records) =
+                (model.clone(), &prompt, &cont, &check, bar.clone(), &d, &records);
             async move {
-                let output =
-                    glean(&model, prompt.render(&v)?, &cont.render(&v)?, &check.render(&v)?, self.max_gleanings, usage)
-                        .await?;
+                let (first, cont, check) = (prompt.render(&v)?, cont.render(&v)?, check.render(&v)?);
+                let output = glean(&model, first, &cont, &check, self.max_gleanings, usage, records).await;
                 bar.inc(1);
-                anyhow::Ok(parse_claim_records(&output, d))
+                anyhow::Ok(parse_claim_records(&output?, d))
             }
         });
         bar.finish_and_clear();
         let mut rows = Vec::new();
         let mut dropped = 0;
+        let mut failed = Vec::new();
         for (unit, result) in ids.iter().zip(results) {
-            let (claims, bad) = result.map_err(|e| anyhow::anyhow!("text unit {unit}: {e:#}"))?;
-            dropped += bad as u64;
-            rows.extend(claims.into_iter().map(|c| (unit.to_string(), c)));
+            match result {
+                Ok((claims, bad)) => {
+                    dropped += bad as u64;
+                    rows.extend(claims.into_iter().map(|c| (unit.to_string(), c)));
+                }
+                Err(e) => failed.push((unit.to_string(), format!("{TEXT_UNIT} {unit}"), e)),
+            }
         }
+        ctx.item_failures(TEXT_UNIT, ids.len(), failed)?;
         ctx.count("claims_dropped", dropped);
         Ok(vec![covariates_table(&rows)?])
     }

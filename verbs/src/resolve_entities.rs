@@ -17,7 +17,7 @@ use serde_json::Value;
 
 use graphrag_engine::aliases_file::{self, AliasesFile};
 use graphrag_engine::context::VerbContext;
-use graphrag_engine::llm::{count_prompt_tokens, ChatModel, Message};
+use graphrag_engine::llm::{count_prompt_tokens, AnswerCheck, ChatModel, Message};
 use graphrag_engine::schema;
 use graphrag_engine::settings::ResolveEntitiesConfig;
 use graphrag_engine::table::{floats, strings, IdNumbers, StringLists};
@@ -233,44 +233,55 @@ impl ResolveEntities {
             .collect()
     }
 
-    /// The model's yes/no per asked pair. An answer that does not answer
-    /// every question gets one corrective turn, then fails the step.
-    fn ask(&self, ctx: &VerbContext, batches: Vec<Batch>, asked: usize) -> anyhow::Result<Vec<bool>> {
+    /// The model's yes/no per asked pair. The LLM layer asks again when an
+    /// answer does not answer every question once (and caches only answers
+    /// that do); a batch that still fails is a failed item, its pairs left
+    /// unmerged, and more failures than `failures.tolerated_fraction` fail
+    /// the step.
+    fn ask(
+        &self,
+        ctx: &VerbContext,
+        batches: Vec<Batch>,
+        asked: &[&Candidate],
+        titles: &[&str],
+    ) -> anyhow::Result<Vec<bool>> {
         let llm = ctx.llm()?;
         let model = self.model(ctx)?;
         let usage = &ctx.counters.usage;
-        let bar = ctx.progress(batches.len() as u64, "question batches");
+        let total = batches.len();
+        let bar = ctx.progress(total as u64, "question batches");
         let answers = map_concurrently(llm, batches, IN_FLIGHT, |batch| {
             let (model, bar) = (model.clone(), bar.clone());
             async move {
-                let n = batch.pairs.len();
-                let first = model.chat(&batch.messages, false, usage).await?;
-                let decisions = match parse_decisions(&first.content, n) {
-                    Ok(d) => d,
-                    Err(why) => {
-                        let mut retry = batch.messages.clone();
-                        retry.push(Message::assistant(first.content));
-                        retry.push(Message::user(format!(
-                            "Your answer could not be used: {why}. Answer again with exactly one line per question, `N: yes` or `N: no`, for questions 1 to {n}, and nothing else."
-                        )));
-                        let second = model.chat(&retry, false, usage).await?;
-                        parse_decisions(&second.content, n).map_err(|why| {
-                            anyhow::anyhow!("{}: no usable answer to a batch of {n} entity pairs: {why}", model.id())
-                        })?
-                    }
-                };
+                let check = decisions_check(batch.pairs.len());
+                let answer = model.chat(&batch.messages, false, usage, &check).await;
                 bar.inc(1);
-                anyhow::Ok((batch.pairs, decisions))
+                (batch.pairs, answer.map(|a| a.value))
             }
         });
         bar.finish_and_clear();
-        let mut yes = vec![false; asked];
-        for answer in answers {
-            let (pairs, decisions) = answer?;
-            for (k, d) in pairs.into_iter().zip(decisions) {
-                yes[k] = d;
+        let mut yes = vec![false; asked.len()];
+        let mut failed = Vec::new();
+        for (pairs, answer) in answers {
+            match answer {
+                Ok(decisions) => {
+                    for (k, d) in pairs.into_iter().zip(decisions) {
+                        yes[k] = d;
+                    }
+                }
+                Err(e) => {
+                    let first = asked[pairs[0]];
+                    let name = format!(
+                        "batch of {} entity pairs ({} / {}, ...)",
+                        pairs.len(),
+                        titles[first.a],
+                        titles[first.b]
+                    );
+                    failed.push((name.clone(), name, e.into()));
+                }
             }
         }
+        ctx.item_failures("entity pair batch", total, failed)?;
         Ok(yes)
     }
 
@@ -290,7 +301,7 @@ impl ResolveEntities {
                 let asked: Vec<&Candidate> = found.iter().filter(|c| !overrides.settled(c.a, c.b)).collect();
                 let batches = self.batches(ctx, entities, &descriptions()?, &asked)?;
                 ctx.count("pairs_asked", asked.len() as u64);
-                let yes = self.ask(ctx, batches, asked.len())?;
+                let yes = self.ask(ctx, batches, &asked, &entities.titles)?;
                 for (c, _) in asked.iter().zip(&yes).filter(|(_, y)| **y) {
                     let evidence = format!("the model said yes ({})", c.evidence);
                     edges.push(Edge { a: c.a, b: c.b, method: Method::Model, score: c.score, evidence });
@@ -301,6 +312,14 @@ impl ResolveEntities {
         }
         Ok(group(&entities.all(), &entities.forms, overrides, edges))
     }
+}
+
+/// What a batch of `n` questions must be answered with.
+fn decisions_check(n: usize) -> AnswerCheck<impl Fn(&str) -> Result<Vec<bool>, String>> {
+    AnswerCheck::new(
+        format!("exactly one line per question, `N: yes` or `N: no`, for questions 1 to {n}"),
+        move |text: &str| parse_decisions(text, n),
+    )
 }
 
 /// The merged entities table, in the input's form (a merged graph's
@@ -444,7 +463,7 @@ impl Verb for ResolveEntities {
         let mut est = LlmEstimate { note: format!("{} candidate pairs", asked.len()), ..LlmEstimate::default() };
         for batch in self.batches(ctx, &entities, &descriptions, &asked)? {
             est.items += 1;
-            if model.is_cached(&batch.messages, false) {
+            if model.is_cached(&batch.messages, false, &decisions_check(batch.pairs.len())) {
                 est.cached_items += 1;
             } else {
                 est.calls += 1;

@@ -10,6 +10,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use graphrag_engine::context::VerbContext;
+use graphrag_engine::llm::answer;
 use graphrag_engine::settings::SummarizeDescriptionsConfig;
 use graphrag_engine::verb::{Verb, VerbDef, VerbInfo};
 use graphrag_operations::tokenizer::Encoding;
@@ -74,6 +75,17 @@ fn rounds(descriptions: &[String], max_tokens: usize) -> Vec<Vec<String>> {
     out
 }
 
+/// `text` cut to its first `max_words` words (a summary, or a single
+/// description passed through, may not exceed `max_length`), and whether it was cut.
+fn limit_words(text: &str, max_words: usize) -> (String, bool) {
+    let mut words = text.split_whitespace();
+    let kept: Vec<&str> = words.by_ref().take(max_words).collect();
+    if words.next().is_none() {
+        return (text.to_string(), false);
+    }
+    (format!("{} …", kept.join(" ")), true)
+}
+
 impl Verb for Summarize {
     fn external_fingerprint(&self, ctx: &VerbContext) -> anyhow::Result<Option<String>> {
         let model = ctx.llm()?.chat_model_for(&self.model_id, self.model_instance_name.as_deref())?;
@@ -89,6 +101,12 @@ impl Verb for Summarize {
         jobs.extend(
             relationships.iter().map(|r| (serde_json::json!([r.source, r.target]).to_string(), r.descriptions.clone())),
         );
+        // How a failed element is named.
+        let labels: Vec<String> = entities
+            .iter()
+            .map(|e| format!("entity {}", e.title))
+            .chain(relationships.iter().map(|r| format!("relationship {} -> {}", r.source, r.target)))
+            .collect();
         let needs_llm = jobs.iter().filter(|(_, d)| d.len() > 1).count();
         let summaries: Vec<String> = if needs_llm == 0 {
             jobs.iter().map(|(_, d)| d.first().cloned().unwrap_or_default()).collect()
@@ -98,14 +116,15 @@ impl Verb for Summarize {
             let prompt = ctx.prompt(&self.prompt)?;
             let usage = &ctx.counters.usage;
             let bar = ctx.progress(needs_llm as u64, "descriptions");
-            let results = map_concurrently(llm, jobs, IN_FLIGHT, |(name, descriptions)| {
-                let (model, prompt, bar) = (model.clone(), &prompt, bar.clone());
+            let check = answer::text();
+            let results = map_concurrently(llm, jobs.iter().collect(), IN_FLIGHT, |(name, descriptions)| {
+                let (model, prompt, bar, check) = (model.clone(), &prompt, bar.clone(), &check);
                 async move {
                     if descriptions.len() <= 1 {
-                        return anyhow::Ok(descriptions.into_iter().next().unwrap_or_default());
+                        return anyhow::Ok(descriptions.first().cloned().unwrap_or_default());
                     }
                     let mut summary: Option<String> = None;
-                    for group in rounds(&descriptions, self.max_input_tokens as usize) {
+                    for group in rounds(descriptions, self.max_input_tokens as usize) {
                         let mut list = group;
                         if let Some(s) = summary.take() {
                             list.insert(0, s);
@@ -116,16 +135,40 @@ impl Verb for Summarize {
                             ("max_length", Value::from(self.max_length)),
                         ]);
                         let messages = [graphrag_engine::llm::Message::user(prompt.render(&vars)?)];
-                        summary = Some(model.chat(&messages, false, usage).await?.content.trim().to_string());
+                        let answer = model.chat(&messages, false, usage, check).await?;
+                        summary = Some(answer.completion.content.trim().to_string());
                     }
                     bar.inc(1);
                     Ok(summary.unwrap_or_default())
                 }
             });
             bar.finish_and_clear();
-            results.into_iter().collect::<anyhow::Result<_>>()?
+            let mut failed = Vec::new();
+            let summaries = results
+                .into_iter()
+                .enumerate()
+                .map(|(i, r)| {
+                    r.unwrap_or_else(|e| {
+                        failed.push((labels[i].clone(), labels[i].clone(), e));
+                        // Tolerated: the descriptions as they are.
+                        jobs[i].1.join(" ")
+                    })
+                })
+                .collect();
+            ctx.item_failures("description", needs_llm, failed)?;
+            summaries
         };
+        let mut shortened = 0;
+        let summaries: Vec<String> = summaries
+            .into_iter()
+            .map(|s| {
+                let (s, cut) = limit_words(&s, self.max_length as usize);
+                shortened += cut as u64;
+                s
+            })
+            .collect();
         ctx.count("summarized", needs_llm as u64);
+        ctx.count("descriptions_shortened_to_max_length", shortened);
         let (for_entities, for_relationships) = summaries.split_at(entities.len());
         Ok(vec![
             summarized_entities_table(&entities, for_entities)?,
@@ -137,6 +180,15 @@ impl Verb for Summarize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stored_descriptions_never_exceed_max_length_words() {
+        assert_eq!(limit_words("a b  c", 3), ("a b  c".to_string(), false));
+        assert_eq!(limit_words("one two three four", 2), ("one two …".to_string(), true));
+        let huge = "word ".repeat(1_000_000);
+        let (cut, was_cut) = limit_words(&huge, 500);
+        assert!(was_cut && cut.split_whitespace().count() == 501, "500 words and the ellipsis");
+    }
 
     #[test]
     fn rounds_respect_the_token_budget() {

@@ -1,8 +1,19 @@
-//! Persistent response cache: one file per request under DIR/cache, keyed by
-//! a hash of the model, parameters and messages (never the API key). Writes
-//! are atomic; an unreadable entry counts as a miss and is rewritten.
+//! Persistent response cache: one file per request under DIR/cache (or a
+//! step's partition of it), keyed by a hash of the model, parameters and
+//! messages (never the API key). Writes are atomic; an unreadable entry
+//! counts as a miss and is rewritten.
+//!
+//! The cache holds only answers that passed their purpose's check: [`put`]
+//! takes a [`Checked`] value, which only running a check makes, and [`get`]
+//! runs the caller's check again on what it reads (an entry written by an
+//! older version, or damaged on disk, is asked again rather than trusted).
+//!
+//! [`put`]: ResponseCache::put
+//! [`get`]: ResponseCache::get
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -10,22 +21,86 @@ use serde::Serialize;
 use crate::store::atomic_write;
 use graphrag_operations::ids::sha256_hex;
 
+/// A stored form `S` (an answer as the server sent it) that passed a check,
+/// with the value `T` the check made of it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Checked<S, T> {
+    stored: S,
+    value: T,
+}
+
+impl<S, T> Checked<S, T> {
+    /// Runs `check` on `stored`; the only way to make a `Checked`. A value
+    /// that fails comes back with the reason.
+    pub fn new<E>(stored: S, check: impl FnOnce(&S) -> Result<T, E>) -> Result<Self, (S, E)> {
+        match check(&stored) {
+            Ok(value) => Ok(Checked { stored, value }),
+            Err(e) => Err((stored, e)),
+        }
+    }
+
+    pub fn stored(&self) -> &S {
+        &self.stored
+    }
+
+    pub fn value(&self) -> &T {
+        &self.value
+    }
+
+    pub fn into_parts(self) -> (S, T) {
+        (self.stored, self.value)
+    }
+}
+
+/// What a cache lookup found.
+#[derive(Debug)]
+pub enum Lookup<S, T, E> {
+    Hit(Checked<S, T>),
+    Miss,
+    /// An entry that reads but fails the check (asked again).
+    Rejected(E),
+    /// An entry that does not read at all (asked again, then rewritten).
+    Corrupt,
+}
+
+impl<S, T, E: std::fmt::Display> Lookup<S, T, E> {
+    /// The hit, counting for `model` an entry that had to be asked again.
+    pub fn hit(self, usage: &super::UsageCounters, model: &str) -> Option<Checked<S, T>> {
+        match self {
+            Lookup::Hit(hit) => Some(hit),
+            Lookup::Rejected(e) => {
+                // Written before answers were checked, or by a looser check.
+                tracing::debug!("model {model}: a cached answer is unusable ({e}); asking again");
+                usage.record_cache_rejected(model);
+                None
+            }
+            Lookup::Corrupt => {
+                usage.record_cache_corrupt(model);
+                None
+            }
+            Lookup::Miss => None,
+        }
+    }
+}
+
 pub struct ResponseCache {
     dir: PathBuf,
     /// Where a partition also looks for an answer it does not have: the
     /// cache root, which held every answer before caches were partitioned.
     fallback: Option<PathBuf>,
+    /// Corrupt entries met (the root's and its partitions': one warning).
+    corrupt: Arc<AtomicU64>,
 }
 
 impl ResponseCache {
     pub fn new(dir: &Path) -> Self {
-        ResponseCache { dir: dir.to_path_buf(), fallback: None }
+        ResponseCache { dir: dir.to_path_buf(), fallback: None, corrupt: Arc::default() }
     }
 
     /// The cache of one pipeline step (GraphRAG's `model_instance_name`):
     /// entries under DIR/<name>/, reading older unpartitioned entries too.
     pub fn partition(&self, name: &str) -> Self {
-        ResponseCache { dir: self.dir.join(name), fallback: Some(self.dir.clone()) }
+        ResponseCache { dir: self.dir.join(name), fallback: Some(self.dir.clone()), corrupt: self.corrupt.clone() }
     }
 
     pub fn key(parts: &[&str]) -> String {
@@ -37,30 +112,42 @@ impl ResponseCache {
         entry_path(&self.dir, key)
     }
 
-    pub fn get<T: DeserializeOwned>(&self, key: &str) -> Option<T> {
+    /// The entry under `key` if it reads and passes `check`.
+    pub fn get<S: DeserializeOwned, T, E>(&self, key: &str, check: impl FnOnce(&S) -> Result<T, E>) -> Lookup<S, T, E> {
         let path = self.path(key);
-        let (path, bytes) = match std::fs::read(&path) {
-            Ok(bytes) => (path, bytes),
-            Err(_) => {
-                let older = entry_path(self.fallback.as_ref()?, key);
-                let bytes = std::fs::read(&older).ok()?;
-                (older, bytes)
-            }
+        let older = self.fallback.as_ref().map(|root| entry_path(root, key));
+        let Some((path, bytes)) =
+            [Some(path), older].into_iter().flatten().find_map(|p| std::fs::read(&p).ok().map(|b| (p, b)))
+        else {
+            return Lookup::Miss;
         };
         match serde_json::from_slice(&bytes) {
-            Ok(v) => Some(v),
+            Ok(stored) => match Checked::new(stored, check) {
+                Ok(hit) => Lookup::Hit(hit),
+                Err((_, e)) => Lookup::Rejected(e),
+            },
             Err(e) => {
-                tracing::warn!("ignoring corrupt cache entry {} ({e})", path.display());
-                None
+                // One line for the first; the rest are counted (stats.json),
+                // not listed: a damaged cache can hold thousands.
+                if self.corrupt.fetch_add(1, Ordering::Relaxed) == 0 {
+                    tracing::warn!(
+                        "ignoring corrupt cache entry {} ({e}); its request is sent again (further corrupt entries are counted in stats.json as cache_corrupt, not listed)",
+                        path.display()
+                    );
+                } else {
+                    tracing::debug!("ignoring corrupt cache entry {} ({e})", path.display());
+                }
+                Lookup::Corrupt
             }
         }
     }
 
-    /// Stores `value`; a failure to write only costs a future cache miss.
-    pub fn put<T: Serialize>(&self, key: &str, value: &T) {
+    /// Stores a checked answer; a failure to write only costs a future cache miss.
+    pub fn put<S: Serialize, T>(&self, key: &str, value: &Checked<S, T>) {
         let path = self.path(key);
-        let result =
-            serde_json::to_vec(value).map_err(std::io::Error::other).and_then(|bytes| atomic_write(&path, &bytes));
+        let result = serde_json::to_vec(value.stored())
+            .map_err(std::io::Error::other)
+            .and_then(|bytes| atomic_write(&path, &bytes));
         if let Err(e) = result {
             tracing::warn!("could not write cache entry {}: {e}", path.display());
         }
@@ -75,18 +162,38 @@ fn entry_path(dir: &Path, key: &str) -> PathBuf {
 mod tests {
     use super::*;
 
+    #[allow(clippy::ptr_arg)] // the check of a stored Vec
+    fn short(v: &Vec<u32>) -> Result<usize, String> {
+        if v.len() < 4 {
+            Ok(v.len())
+        } else {
+            Err(format!("{} numbers", v.len()))
+        }
+    }
+
     #[test]
-    fn round_trip_and_corrupt_entries_are_misses() {
+    fn only_checked_values_go_in_and_only_passing_entries_come_out() {
         let dir = tempfile::tempdir().unwrap();
         let cache = ResponseCache::new(dir.path());
         let key = ResponseCache::key(&["chat", "gpt", "{}"]);
-        assert_eq!(cache.get::<Vec<u32>>(&key), None);
-        cache.put(&key, &vec![1u32, 2, 3]);
-        assert_eq!(cache.get::<Vec<u32>>(&key), Some(vec![1, 2, 3]));
+        assert!(matches!(cache.get(&key, short), Lookup::Miss));
+        assert!(Checked::new(vec![1u32, 2, 3, 4], short).is_err(), "a failing value cannot be made, so not stored");
+        cache.put(&key, &Checked::new(vec![1u32, 2, 3], short).unwrap());
+        match cache.get(&key, short) {
+            Lookup::Hit(hit) => assert_eq!((hit.stored(), *hit.value()), (&vec![1, 2, 3], 3)),
+            other => panic!("{other:?}"),
+        }
+        // A stricter check rejects what a looser one stored.
+        assert!(matches!(
+            cache.get(&key, |v: &Vec<u32>| if v.len() < 2 { Ok(()) } else { Err(()) }),
+            Lookup::Rejected(())
+        ));
         std::fs::write(cache.path(&key), b"{truncated").unwrap();
-        assert_eq!(cache.get::<Vec<u32>>(&key), None);
-        cache.put(&key, &vec![4u32]);
-        assert_eq!(cache.get::<Vec<u32>>(&key), Some(vec![4]));
+        assert!(matches!(cache.get(&key, short), Lookup::Corrupt));
+        assert!(matches!(cache.get(&key, short), Lookup::Corrupt));
+        assert_eq!(cache.corrupt.load(Ordering::Relaxed), 2);
+        cache.put(&key, &Checked::new(vec![4u32], short).unwrap());
+        assert!(matches!(cache.get(&key, short), Lookup::Hit(_)));
         assert_ne!(key, ResponseCache::key(&["chat", "gpt", "{ }"]));
     }
 
@@ -96,11 +203,16 @@ mod tests {
         let root = ResponseCache::new(dir.path());
         let part = root.partition("extract_graph");
         let (old, new) = (ResponseCache::key(&["old"]), ResponseCache::key(&["new"]));
-        root.put(&old, &1u32);
-        part.put(&new, &2u32);
-        assert_eq!(part.get::<u32>(&old), Some(1), "an answer cached before partitions still counts");
-        assert_eq!(part.get::<u32>(&new), Some(2));
-        assert_eq!(root.get::<u32>(&new), None, "partitions do not leak into the root");
+        let any = |v: &u32| Ok::<u32, ()>(*v);
+        root.put(&old, &Checked::new(1u32, any).unwrap());
+        part.put(&new, &Checked::new(2u32, any).unwrap());
+        let got = |cache: &ResponseCache, key: &str| match cache.get(key, any) {
+            Lookup::Hit(hit) => Some(*hit.value()),
+            _ => None,
+        };
+        assert_eq!(got(&part, &old), Some(1), "an answer cached before partitions still counts");
+        assert_eq!(got(&part, &new), Some(2));
+        assert_eq!(got(&root, &new), None, "partitions do not leak into the root");
         assert!(dir.path().join("extract_graph").join(&new[..2]).join(format!("{new}.json")).is_file());
     }
 }

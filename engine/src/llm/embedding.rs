@@ -8,15 +8,15 @@ use std::sync::{Arc, OnceLock};
 use futures_util::stream::{self, StreamExt};
 use graphrag_local_embed::LocalEmbedder;
 
-use super::cache::ResponseCache;
+use super::cache::{Checked, ResponseCache};
 use super::http::Transport;
-use super::limiter::Limiter;
+use super::retry::Policy;
 use super::{LlmError, UsageCounters};
 use crate::settings::ModelConfig;
 use graphrag_operations::tokenizer::Encoding;
 
 enum Backend {
-    Http { transport: Transport, limiter: Limiter },
+    Http { transport: Transport, policy: Box<Policy> },
     Local { dir: Option<PathBuf>, model: OnceLock<Result<Arc<LocalEmbedder>, String>> },
 }
 
@@ -32,7 +32,7 @@ impl EmbeddingModel {
         let backend = if config.model_provider == "local" {
             Backend::Local { dir: config.model_path.as_ref().map(PathBuf::from), model: OnceLock::new() }
         } else {
-            Backend::Http { transport: Transport::new(id, config)?, limiter: Limiter::new(config) }
+            Backend::Http { transport: Transport::new(id, config)?, policy: Box::new(Policy::new(id, config)) }
         };
         Ok(EmbeddingModel { id: id.to_string(), config: config.clone(), backend: Arc::new(backend), cache })
     }
@@ -111,8 +111,7 @@ impl EmbeddingModel {
     pub async fn embed(&self, texts: &[String], usage: &UsageCounters) -> Result<Vec<Vec<f32>>, LlmError> {
         let keys: Vec<String> =
             texts.iter().map(|t| ResponseCache::key(&["embedding", &self.config.model, t])).collect();
-        let mut out: Vec<Option<Vec<f32>>> =
-            keys.iter().map(|k| self.cache.as_ref().and_then(|c| c.get::<Vec<f32>>(k))).collect();
+        let mut out: Vec<Option<Vec<f32>>> = keys.iter().map(|k| self.cached(k, usage)).collect();
         let missing: Vec<usize> = (0..texts.len()).filter(|&i| out[i].is_none()).collect();
         for _ in 0..texts.len() - missing.len() {
             usage.record_cache_hit(&self.id);
@@ -127,11 +126,11 @@ impl EmbeddingModel {
                 let vectors = tokio::task::block_in_place(|| model.embed(&batch))
                     .map_err(|e| LlmError::Config(format!("embedding model `{}`: {e:#}", self.id)))?;
                 usage.record_call(&self.id, 0, 0);
-                self.cache_vectors(missing.iter().map(|&i| keys[i].as_str()), &vectors);
-                vectors
+                self.keep_vectors(missing.iter().map(|&i| keys[i].as_str()), vectors)
+                    .map_err(|e| LlmError::Config(format!("embedding model `{}`: {e}", self.id)))?
             }
-            Backend::Http { transport, limiter } => {
-                self.embed_http(transport, limiter, texts, &keys, &missing, usage).await?
+            Backend::Http { transport, policy } => {
+                self.embed_http(transport, policy, texts, &keys, &missing, usage).await?
             }
         };
         usage.record_embedded(&self.id, missing.len() as u64);
@@ -141,18 +140,35 @@ impl EmbeddingModel {
         Ok(out.into_iter().map(|v| v.expect("every text embedded")).collect())
     }
 
-    fn cache_vectors<'k>(&self, keys: impl Iterator<Item = &'k str>, vectors: &[Vec<f32>]) {
-        if let Some(c) = &self.cache {
-            for (key, v) in keys.zip(vectors) {
-                c.put(key, v);
+    /// A usable cached vector for `key`.
+    fn cached(&self, key: &str, usage: &UsageCounters) -> Option<Vec<f32>> {
+        let hit = self.cache.as_ref()?.get(key, |v: &Vec<f32>| usable_vector(v, None)).hit(usage, &self.id)?;
+        Some(hit.into_parts().0)
+    }
+
+    /// Checks a batch of vectors (one dimension, finite numbers) and caches
+    /// each under its text's key.
+    fn keep_vectors<'k>(
+        &self,
+        keys: impl Iterator<Item = &'k str>,
+        vectors: Vec<Vec<f32>>,
+    ) -> Result<Vec<Vec<f32>>, String> {
+        let dim = vectors.first().map(Vec::len);
+        let mut out = Vec::with_capacity(vectors.len());
+        for (key, v) in keys.zip(vectors) {
+            let checked = Checked::new(v, |v: &Vec<f32>| usable_vector(v, dim)).map_err(|(_, e)| e)?;
+            if let Some(c) = &self.cache {
+                c.put(key, &checked);
             }
+            out.push(checked.into_parts().0);
         }
+        Ok(out)
     }
 
     async fn embed_http(
         &self,
         transport: &Transport,
-        limiter: &Limiter,
+        policy: &Policy,
         texts: &[String],
         keys: &[String],
         missing: &[usize],
@@ -167,13 +183,21 @@ impl EmbeddingModel {
                     serde_json::json!({ "model": self.config.model, "input": inputs }),
                     &self.config,
                 );
-                let keep = |(vectors, reported): &(Vec<Vec<f32>>, u64)| {
-                    usage.record_call(&self.id, if *reported > 0 { *reported } else { tokens }, 0);
-                    self.cache_vectors(batch.iter().map(|(_, key)| *key), vectors);
+                let keep = |(vectors, reported): (Vec<Vec<f32>>, u64)| {
+                    usage.record_call(&self.id, if reported > 0 { reported } else { tokens }, 0);
+                    self.keep_vectors(batch.iter().map(|(_, key)| *key), vectors)
                 };
                 let call = || transport.embed(&body, batch.len());
-                let (vectors, _) = super::retrying(&self.id, &self.config, usage, limiter, tokens, call, keep).await?;
-                Ok(vectors)
+                let result = match policy.send(usage, tokens, call, keep).await {
+                    Ok(Ok(vectors)) => Ok(vectors),
+                    Ok(Err(reason)) => {
+                        usage.record_invalid(&self.id, super::InvalidKind::Malformed);
+                        usage.record_answer_failure(&self.id);
+                        Err(LlmError::InvalidAnswer { model: self.id.clone(), kind: "malformed", reason, attempts: 1 })
+                    }
+                    Err(e) => Err(e),
+                };
+                policy.settle(result)
             }))
             .buffered(concurrency)
             .collect()
@@ -184,6 +208,20 @@ impl EmbeddingModel {
         }
         Ok(all)
     }
+}
+
+/// A vector worth keeping: not empty, finite, of the batch's dimension.
+fn usable_vector(v: &[f32], dim: Option<usize>) -> Result<(), String> {
+    if v.is_empty() {
+        return Err("an empty embedding".into());
+    }
+    if dim.is_some_and(|d| d != v.len()) {
+        return Err(format!("embeddings of different dimensions in one answer ({} and {})", dim.unwrap_or(0), v.len()));
+    }
+    if !v.iter().all(|x| x.is_finite()) {
+        return Err("an embedding with a non-finite number".into());
+    }
+    Ok(())
 }
 
 /// Groups (text, cache key) pairs into batches of at most `batch_size`

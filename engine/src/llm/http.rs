@@ -1,15 +1,26 @@
 //! OpenAI-compatible HTTP transport (OpenAI, Azure OpenAI, vLLM, Ollama's
 //! /v1, DeepSeek, ...). Classifies failures as retryable or not; the API key
-//! is sent in a header and scrubbed from every message.
+//! is sent in a header and scrubbed from every message, as are the values
+//! of api_base's query string (Azure-style `?api-key=`). Endpoint URLs are
+//! built with a URL type from api_base, its query kept; response bodies are
+//! read up to a size limit.
 
 use std::sync::Once;
 use std::time::Duration;
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER};
+use reqwest::Url;
 use serde_json::Value;
 
+use super::answer::MAX_ANSWER_BYTES;
 use super::{Completion, LlmError};
 use crate::settings::ModelConfig;
+
+/// The largest chat response body read: room for an answer of
+/// [`MAX_ANSWER_BYTES`] with JSON escaping. A larger one is not read to the end.
+const MAX_CHAT_BODY_BYTES: usize = 4 * MAX_ANSWER_BYTES;
+/// Per embedded text: 65,536 dimensions written out as JSON numbers.
+const MAX_EMBEDDING_BODY_BYTES_PER_TEXT: usize = 2 << 20;
 
 /// A failed attempt.
 #[derive(Debug)]
@@ -26,9 +37,10 @@ pub(crate) const ORGANIZATION_ARG: &str = "organization";
 
 pub(crate) struct Transport {
     client: reqwest::Client,
-    chat_url: String,
-    embeddings_url: String,
-    secret: String,
+    chat_url: Url,
+    embeddings_url: Url,
+    /// The API key and api_base's query values: never shown.
+    secrets: Vec<String>,
 }
 
 fn install_crypto_provider() {
@@ -49,20 +61,83 @@ fn default_api_base(provider: &str) -> Option<&'static str> {
     }
 }
 
+/// The parsed api_base: an http(s) URL that can take path segments.
+pub fn parse_api_base(base: &str) -> Result<Url, String> {
+    let url = Url::parse(base.trim()).map_err(|e| format!("`{}` is not a URL ({e})", redact_query(base)))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(format!("`{}` is not an http:// or https:// URL", redact(&url)));
+    }
+    if url.cannot_be_a_base() || url.host().is_none() {
+        return Err(format!("`{}` has no host", redact(&url)));
+    }
+    Ok(url)
+}
+
+/// `base` with `segments` appended to its path and `query` to its query.
+pub(crate) fn endpoint(base: &Url, segments: &[&str], query: &[(&str, &str)]) -> Url {
+    let mut url = base.clone();
+    url.path_segments_mut().expect("checked: can be a base").pop_if_empty().extend(segments);
+    if !query.is_empty() {
+        let mut pairs = url.query_pairs_mut();
+        for (k, v) in query {
+            pairs.append_pair(k, v);
+        }
+    }
+    url
+}
+
+/// Query parameters that are not secret (kept in messages).
+const PUBLIC_PARAMS: [&str; 1] = ["api-version"];
+
+/// `url` with its query values (api keys, SAS tokens) masked.
+pub fn redact(url: &Url) -> String {
+    let mut shown = url.clone();
+    if url.query().is_some() {
+        let pairs: Vec<(String, String)> = url
+            .query_pairs()
+            .map(|(k, v)| {
+                let v = if PUBLIC_PARAMS.contains(&k.as_ref()) { v.into_owned() } else { "***".to_string() };
+                (k.into_owned(), v)
+            })
+            .collect();
+        shown.query_pairs_mut().clear().extend_pairs(pairs);
+    }
+    let _ = shown.set_password(shown.password().map(|_| "***"));
+    shown.to_string()
+}
+
+/// A URL-ish string with everything after `?` masked (for one that does not parse).
+fn redact_query(text: &str) -> String {
+    match text.split_once('?') {
+        Some((head, _)) => format!("{head}?***"),
+        None => text.to_string(),
+    }
+}
+
 impl Transport {
     pub(crate) fn new(id: &str, config: &ModelConfig) -> Result<Self, LlmError> {
         install_crypto_provider();
         let provider = config.model_provider.as_str();
         let base = match (&config.api_base, default_api_base(provider)) {
-            (Some(b), _) => b.trim_end_matches('/').to_string(),
-            (None, Some(d)) => d.to_string(),
+            (Some(b), _) => b.as_str(),
+            (None, Some(d)) => d,
             (None, None) => {
                 return Err(LlmError::Config(format!(
                     "model `{id}`: model_provider `{provider}` needs api_base in settings.yaml"
                 )))
             }
         };
+        let base = parse_api_base(base).map_err(|e| LlmError::Config(format!("model `{id}`: api_base {e}")))?;
+        let mut secrets: Vec<String> = base
+            .query_pairs()
+            .filter(|(k, v)| !PUBLIC_PARAMS.contains(&k.as_ref()) && v.len() >= 4)
+            .map(|(_, v)| v.into_owned())
+            .collect();
+        secrets.extend(base.password().map(str::to_string));
         let secret = config.api_key.expose().trim().to_string();
+        if secret.len() >= 4 {
+            secrets.push(secret.clone());
+        }
         let mut headers = HeaderMap::new();
         let (chat_url, embeddings_url) = if provider == "azure" {
             let deployment = config.deployment_name.clone().unwrap_or_else(|| config.model.clone());
@@ -72,16 +147,16 @@ impl Transport {
             if !secret.is_empty() {
                 headers.insert("api-key", sensitive(&secret, id)?);
             }
-            let root = format!("{base}/openai/deployments/{deployment}");
+            let query = [("api-version", version.as_str())];
             (
-                format!("{root}/chat/completions?api-version={version}"),
-                format!("{root}/embeddings?api-version={version}"),
+                endpoint(&base, &["openai", "deployments", &deployment, "chat", "completions"], &query),
+                endpoint(&base, &["openai", "deployments", &deployment, "embeddings"], &query),
             )
         } else {
             if !secret.is_empty() {
                 headers.insert(AUTHORIZATION, sensitive(&format!("Bearer {secret}"), id)?);
             }
-            (format!("{base}/chat/completions"), format!("{base}/embeddings"))
+            (endpoint(&base, &["chat", "completions"], &[]), endpoint(&base, &["embeddings"], &[]))
         };
         if let Some(org) = config.call_args.get(ORGANIZATION_ARG).and_then(Value::as_str) {
             let value = HeaderValue::from_str(org)
@@ -97,14 +172,14 @@ impl Transport {
         }
         let client = reqwest::Client::builder()
             .default_headers(headers)
-            .timeout(Duration::from_secs_f64(config.request_timeout.max(0.001)))
+            .timeout(Duration::from_secs_f64(config.request_timeout))
             .build()
             .map_err(|e| LlmError::Config(format!("model `{id}`: cannot build HTTP client: {e}")))?;
-        Ok(Transport { client, chat_url, embeddings_url, secret })
+        Ok(Transport { client, chat_url, embeddings_url, secrets })
     }
 
     pub(crate) async fn chat(&self, body: &Value) -> Result<Completion, Failure> {
-        let json = self.post(&self.chat_url, body).await?;
+        let json = self.post(&self.chat_url, body, MAX_CHAT_BODY_BYTES).await?;
         let content = json
             .pointer("/choices/0/message/content")
             .and_then(Value::as_str)
@@ -120,12 +195,14 @@ impl Transport {
             prompt_tokens: usage("prompt_tokens").unwrap_or(0),
             completion_tokens: usage("completion_tokens").unwrap_or(0),
             content,
+            finish_reason: json.pointer("/choices/0/finish_reason").and_then(Value::as_str).map(str::to_string),
         })
     }
 
     /// Embeddings of `texts` in order, and the prompt tokens the server reports.
     pub(crate) async fn embed(&self, body: &Value, expected: usize) -> Result<(Vec<Vec<f32>>, u64), Failure> {
-        let json = self.post(&self.embeddings_url, body).await?;
+        let limit = expected.max(1).saturating_mul(MAX_EMBEDDING_BODY_BYTES_PER_TEXT);
+        let json = self.post(&self.embeddings_url, body, limit).await?;
         let bad = |m: &str| Failure { retryable: true, status: None, message: m.to_string(), retry_after: None };
         let data = json.get("data").and_then(Value::as_array).ok_or_else(|| bad("response has no data array"))?;
         let mut out = vec![Vec::new(); expected];
@@ -148,27 +225,41 @@ impl Transport {
         Ok((out, tokens))
     }
 
-    async fn post(&self, url: &str, body: &Value) -> Result<Value, Failure> {
-        let response = self.send(url, body).await?;
-        let status = response.status();
-        let text = response.text().await.map_err(|e| Failure {
+    async fn post(&self, url: &Url, body: &Value, limit: usize) -> Result<Value, Failure> {
+        let mut response = self.send(url, body).await?;
+        let status = Some(response.status().as_u16());
+        let mut bytes: Vec<u8> = Vec::new();
+        loop {
+            let chunk = response.chunk().await.map_err(|e| Failure {
+                retryable: true,
+                status,
+                message: self.scrub(&format!("reading the response failed: {e}")),
+                retry_after: None,
+            })?;
+            let Some(chunk) = chunk else { break };
+            if bytes.len() + chunk.len() > limit {
+                // Not retried: a server that answers this much will again.
+                return Err(Failure {
+                    retryable: false,
+                    status,
+                    message: format!("the response is larger than {} MB, the most read", limit >> 20),
+                    retry_after: None,
+                });
+            }
+            bytes.extend_from_slice(&chunk);
+        }
+        serde_json::from_slice(&bytes).map_err(|e| Failure {
             retryable: true,
-            status: Some(status.as_u16()),
-            message: self.scrub(&format!("reading the response failed: {e}")),
-            retry_after: None,
-        })?;
-        serde_json::from_str(&text).map_err(|e| Failure {
-            retryable: true,
-            status: Some(status.as_u16()),
+            status,
             message: format!("response is not JSON ({e})"),
             retry_after: None,
         })
     }
 
     /// Sends a request; a non-success status becomes a classified failure.
-    async fn send(&self, url: &str, body: &Value) -> Result<reqwest::Response, Failure> {
-        let response = self.client.post(url).json(body).send().await.map_err(|e| Failure {
-            retryable: true,
+    async fn send(&self, url: &Url, body: &Value) -> Result<reqwest::Response, Failure> {
+        let response = self.client.post(url.clone()).json(body).send().await.map_err(|e| Failure {
+            retryable: !is_permanent(&e),
             status: None,
             message: self.scrub(&describe_send_error(&e)),
             retry_after: None,
@@ -185,7 +276,8 @@ impl Transport {
             .and_then(|v| v.pointer("/error/message").and_then(Value::as_str).map(str::to_string))
             .unwrap_or_else(|| text.chars().take(300).collect());
         Err(Failure {
-            retryable: code == 408 || code == 409 || code == 429 || code >= 500,
+            // Other 4xx (bad key, unknown model, bad request) will not change.
+            retryable: code == 408 || code == 429 || code >= 500,
             status: Some(code),
             message: self.scrub(&format!("HTTP {code}: {server_message}")),
             retry_after,
@@ -204,12 +296,16 @@ impl Transport {
         let mut response = self.send(&self.chat_url, body).await?;
         let mut content = String::new();
         let (mut prompt_tokens, mut completion_tokens) = (0, 0);
+        let mut finish_reason = None;
         let mut pending: Vec<u8> = Vec::new();
         let broken = |m: String| Failure { retryable: false, status: None, message: m, retry_after: None };
         loop {
             let chunk =
                 response.chunk().await.map_err(|e| broken(self.scrub(&format!("the answer stream broke: {e}"))))?;
             let Some(chunk) = chunk else { break };
+            if content.len() > MAX_ANSWER_BYTES {
+                return Err(broken(format!("the answer is longer than {MAX_ANSWER_BYTES} bytes, the most accepted")));
+            }
             pending.extend_from_slice(&chunk);
             while let Some(end) = pending.iter().position(|&b| b == b'\n') {
                 let line: Vec<u8> = pending.drain(..=end).collect();
@@ -225,20 +321,24 @@ impl Transport {
                         content.push_str(delta);
                     }
                 }
+                if let Some(reason) = event.pointer("/choices/0/finish_reason").and_then(Value::as_str) {
+                    finish_reason = Some(reason.to_string());
+                }
                 if let Some(u) = event.get("usage").filter(|u| u.is_object()) {
                     prompt_tokens = u.get("prompt_tokens").and_then(Value::as_u64).unwrap_or(prompt_tokens);
                     completion_tokens = u.get("completion_tokens").and_then(Value::as_u64).unwrap_or(completion_tokens);
                 }
             }
         }
-        Ok(Completion { content, prompt_tokens, completion_tokens })
+        Ok(Completion { content, prompt_tokens, completion_tokens, finish_reason })
     }
 
     /// One request whose answer is returned as it came, for the start-up
     /// check to judge (`preflight`); nothing is retried or cached.
     pub(crate) async fn probe(&self, embeddings: bool, body: &Value) -> Probe {
         let url = if embeddings { &self.embeddings_url } else { &self.chat_url };
-        let response = match self.client.post(url).json(body).send().await {
+        let shown = redact(url);
+        let response = match self.client.post(url.clone()).json(body).send().await {
             Ok(r) => r,
             Err(e) => {
                 let cause = if e.is_timeout() {
@@ -250,22 +350,57 @@ impl Transport {
                 } else {
                     SendFailure::Other
                 };
-                return Probe::NoAnswer { url: url.clone(), cause, detail: self.scrub(&error_chain(&e)) };
+                return Probe::NoAnswer { url: shown, cause, detail: self.scrub(&error_chain(&e)) };
             }
         };
         let status = response.status().as_u16();
         let content_type = response.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
         let body = response.text().await.unwrap_or_default();
-        Probe::Answer { url: url.clone(), status, content_type, body: self.scrub(&body) }
+        Probe::Answer { url: shown, status, content_type, body: self.scrub(&body) }
     }
 
-    /// Removes the API key from text that may echo it.
+    /// Removes the API key and api_base's query values from text that may echo them.
     fn scrub(&self, text: &str) -> String {
-        if self.secret.len() < 4 {
-            return text.to_string();
+        let mut text = text.to_string();
+        for secret in &self.secrets {
+            text = text.replace(secret.as_str(), "***");
+            // reqwest shows URLs percent-encoded.
+            let encoded: String = url_encode(secret);
+            if encoded != *secret {
+                text = text.replace(&encoded, "***");
+            }
         }
-        text.replace(&self.secret, "***")
+        text
     }
+}
+
+fn url_encode(s: &str) -> String {
+    reqwest::Url::parse_with_params("http://x/", [("v", s)])
+        .ok()
+        .and_then(|u| u.query().map(|q| q.trim_start_matches("v=").to_string()))
+        .unwrap_or_else(|| s.to_string())
+}
+
+/// A send error no retry fixes: a request that cannot be built (bad URL) or
+/// a TLS failure (certificate, protocol: e.g. https:// to an http server).
+fn is_permanent(e: &reqwest::Error) -> bool {
+    if e.is_builder() {
+        return true;
+    }
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(s) = source {
+        // I/O errors nest (the connector wraps the TLS stream's), and hide
+        // what they wrap from `source()`.
+        let mut inner: &(dyn std::error::Error + 'static) = s;
+        while let Some(wrapped) = inner.downcast_ref::<std::io::Error>().and_then(|io| io.get_ref()) {
+            inner = wrapped;
+        }
+        if inner.downcast_ref::<rustls::Error>().is_some() {
+            return true;
+        }
+        source = s.source();
+    }
+    false
 }
 
 fn sensitive(value: &str, id: &str) -> Result<HeaderValue, LlmError> {
@@ -358,12 +493,41 @@ mod tests {
         };
         let t = Transport::new("m", &azure).unwrap();
         assert_eq!(
-            t.chat_url,
+            t.chat_url.as_str(),
             "https://x.openai.azure.com/openai/deployments/dep/chat/completions?api-version=2024-10-21"
         );
         let t = Transport::new("m", &ModelConfig::default()).unwrap();
-        assert_eq!(t.embeddings_url, "https://api.openai.com/v1/embeddings");
+        assert_eq!(t.embeddings_url.as_str(), "https://api.openai.com/v1/embeddings");
         let missing = ModelConfig { api_version: None, ..azure };
         assert!(Transport::new("m", &missing).is_err());
+    }
+
+    #[test]
+    fn api_base_query_is_kept_in_urls_and_never_shown() {
+        let cfg = ModelConfig {
+            api_base: Some("https://gw.example.com/v1/?api-key=sk-in-the-url-123&region=eu".into()),
+            ..ModelConfig::default()
+        };
+        let t = Transport::new("m", &cfg).unwrap();
+        assert_eq!(
+            t.chat_url.as_str(),
+            "https://gw.example.com/v1/chat/completions?api-key=sk-in-the-url-123&region=eu"
+        );
+        let message = format!("error sending request for url ({})", t.chat_url);
+        assert!(!t.scrub(&message).contains("sk-in-the-url-123"), "{}", t.scrub(&message));
+        assert_eq!(redact(&t.chat_url), "https://gw.example.com/v1/chat/completions?api-key=***&region=***");
+        let encoded = "https://gw.example.com/?key=a%2Fb%2Bc";
+        let t = Transport::new("m", &ModelConfig { api_base: Some(encoded.into()), ..ModelConfig::default() }).unwrap();
+        assert!(!t.scrub(&format!("url ({})", t.chat_url)).contains("a%2Fb"), "{}", t.scrub(t.chat_url.as_ref()));
+    }
+
+    #[test]
+    fn bad_api_bases_are_config_errors_without_their_query() {
+        for bad in ["not a url", "ftp://x.example.com/v1", "localhost:8000/v1?key=sk-secret-999"] {
+            let cfg = ModelConfig { api_base: Some(bad.into()), ..ModelConfig::default() };
+            let err = Transport::new("m", &cfg).err().unwrap_or_else(|| panic!("{bad} accepted")).to_string();
+            assert!(err.contains("api_base"), "{err}");
+            assert!(!err.contains("sk-secret-999"), "{err}");
+        }
     }
 }

@@ -68,6 +68,12 @@ impl Limiter {
             if wait.is_zero() {
                 return permit;
             }
+            if wait >= Duration::from_secs(5) {
+                tracing::warn!(
+                    "waiting {:.0} s for the rate limit (requests_per_minute / tokens_per_minute)",
+                    wait.as_secs_f64()
+                );
+            }
             tokio::time::sleep(wait).await;
         }
     }

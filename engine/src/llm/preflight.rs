@@ -153,6 +153,14 @@ fn lacks_v1(config: &ModelConfig) -> bool {
     config.model_provider != "azure" && !path.trim_end_matches('/').split('/').any(|seg| seg == "v1")
 }
 
+/// `base` with /v1 appended to its path, its query values masked.
+fn with_v1(base: &str) -> String {
+    match super::http::parse_api_base(base) {
+        Ok(url) => super::http::redact(&super::http::endpoint(&url, &["v1"], &[])),
+        Err(_) => format!("{}/v1", base.split('?').next().unwrap_or("").trim_end_matches('/')),
+    }
+}
+
 fn server_message(body: &str) -> String {
     serde_json::from_str::<Value>(body)
         .ok()
@@ -193,8 +201,8 @@ fn judge(kind: ModelKind, config: &ModelConfig, probe: Probe) -> Verdict {
     let v1_hint = |config: &ModelConfig| {
         if lacks_v1(config) {
             format!(
-                ": OpenAI-compatible servers (OpenAI, vLLM, Ollama, LM Studio) serve the API under /v1, so set api_base to `{}/v1`",
-                config.api_base.as_deref().unwrap_or("").trim_end_matches('/')
+                ": OpenAI-compatible servers (OpenAI, vLLM, Ollama, LM Studio) serve the API under /v1, so set api_base to `{}`",
+                with_v1(config.api_base.as_deref().unwrap_or(""))
             )
         } else {
             String::new()
@@ -296,6 +304,12 @@ mod tests {
         let not_found = judge(ModelKind::Chat, &bare, answer(404, "text/plain", "404 page not found"));
         assert!(
             matches!(&not_found, Verdict::Fail { key: "api_base", message } if message.contains("`http://h:1/v1`")),
+            "{not_found:?}"
+        );
+        let keyed = with_base("http://h:1/?api-key=sk-in-url-555");
+        let not_found = judge(ModelKind::Chat, &keyed, answer(404, "text/plain", "404 page not found"));
+        assert!(
+            matches!(&not_found, Verdict::Fail { message, .. } if message.contains("`http://h:1/v1?api-key=***`") && !message.contains("sk-in-url")),
             "{not_found:?}"
         );
         let model =

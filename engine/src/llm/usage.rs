@@ -6,6 +6,8 @@ use std::sync::Mutex;
 
 use serde::Serialize;
 
+use super::answer::InvalidKind;
+
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct ModelUsage {
     /// Requests answered by the server (retries not counted).
@@ -13,11 +15,25 @@ pub struct ModelUsage {
     pub cache_hits: u64,
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
+    /// Requests sent again after a failed attempt (HTTP error, timeout, 429).
     pub retries: u64,
+    /// Milliseconds waited before those retries.
+    pub retry_wait_ms: u64,
+    /// Calls that failed for good (not retryable, retries or time spent).
     pub failures: u64,
-    /// JSON answers that needed repair (tolerant parsing or a corrective retry).
+    /// Answers received but unusable, by kind (each asked again): cut off at
+    /// the token limit, not what was asked for, or too large.
+    pub truncated_answers: u64,
+    pub malformed_answers: u64,
+    pub oversized_answers: u64,
+    /// Calls whose answer stayed unusable after every retry (never cached).
+    pub answer_failures: u64,
+    /// JSON answers that needed repair (tolerant parsing).
     pub json_repairs: u64,
-    pub json_failures: u64,
+    /// Cache entries that read but failed their check, or did not read at
+    /// all (both asked again).
+    pub cache_rejected: u64,
+    pub cache_corrupt: u64,
     pub embedded_texts: u64,
 }
 
@@ -28,9 +44,15 @@ impl ModelUsage {
         self.prompt_tokens += o.prompt_tokens;
         self.completion_tokens += o.completion_tokens;
         self.retries += o.retries;
+        self.retry_wait_ms += o.retry_wait_ms;
         self.failures += o.failures;
+        self.truncated_answers += o.truncated_answers;
+        self.malformed_answers += o.malformed_answers;
+        self.oversized_answers += o.oversized_answers;
+        self.answer_failures += o.answer_failures;
         self.json_repairs += o.json_repairs;
-        self.json_failures += o.json_failures;
+        self.cache_rejected += o.cache_rejected;
+        self.cache_corrupt += o.cache_corrupt;
         self.embedded_texts += o.embedded_texts;
     }
 
@@ -61,17 +83,33 @@ impl UsageCounters {
     pub fn record_cache_hit(&self, model: &str) {
         self.with(model, |u| u.cache_hits += 1);
     }
-    pub fn record_retry(&self, model: &str) {
-        self.with(model, |u| u.retries += 1);
+    pub fn record_retry(&self, model: &str, wait: std::time::Duration) {
+        self.with(model, |u| {
+            u.retries += 1;
+            u.retry_wait_ms += wait.as_millis() as u64;
+        });
     }
     pub fn record_failure(&self, model: &str) {
         self.with(model, |u| u.failures += 1);
     }
+    pub fn record_invalid(&self, model: &str, kind: InvalidKind) {
+        self.with(model, |u| match kind {
+            InvalidKind::Truncated => u.truncated_answers += 1,
+            InvalidKind::Malformed => u.malformed_answers += 1,
+            InvalidKind::Oversized => u.oversized_answers += 1,
+        });
+    }
+    pub fn record_answer_failure(&self, model: &str) {
+        self.with(model, |u| u.answer_failures += 1);
+    }
     pub fn record_json_repair(&self, model: &str) {
         self.with(model, |u| u.json_repairs += 1);
     }
-    pub fn record_json_failure(&self, model: &str) {
-        self.with(model, |u| u.json_failures += 1);
+    pub fn record_cache_rejected(&self, model: &str) {
+        self.with(model, |u| u.cache_rejected += 1);
+    }
+    pub fn record_cache_corrupt(&self, model: &str) {
+        self.with(model, |u| u.cache_corrupt += 1);
     }
     pub fn record_embedded(&self, model: &str, texts: u64) {
         self.with(model, |u| u.embedded_texts += texts);

@@ -9,7 +9,7 @@ use super::{LoadedSettings, ModelConfig, StorageConfig};
 use crate::config_error::ConfigError;
 use crate::embedded_fields::FIELDS;
 
-const FILE_TYPES: [&str; 5] = ["text", "markdown", "csv", "json", "jsonl"];
+const FILE_TYPES: [&str; 9] = ["text", "markdown", "csv", "json", "jsonl", "parquet", "pdf", "docx", "markitdown"];
 const CHUNK_STRATEGIES: [&str; 2] = ["tokens", "sentence"];
 const CACHE_TYPES: [&str; 4] = ["json", "file", "memory", "none"];
 
@@ -77,7 +77,7 @@ pub(super) fn check(loaded: &LoadedSettings) -> Result<(), ConfigError> {
     utf8(loaded, "input.encoding", &s.input.encoding)?;
     if let Some(p) = &s.input.file_pattern {
         if let Err(e) = regex::Regex::new(p) {
-            return Err(loaded.error_at("input.file_pattern", format!("not a valid regular expression: {e}")));
+            return Err(loaded.error_at("input.file_pattern", regex_error(p, &e)));
         }
     }
     one_of(loaded, "chunking.type", &s.chunking.strategy, &CHUNK_STRATEGIES)?;
@@ -109,6 +109,7 @@ pub(super) fn check(loaded: &LoadedSettings) -> Result<(), ConfigError> {
     for (kind, models) in [("completion_models", &s.completion_models), ("embedding_models", &s.embedding_models)] {
         for (id, model) in models {
             check_model(loaded, &format!("{kind}.{id}"), model)?;
+            check_model_values(loaded, &format!("{kind}.{id}"), model, kind == "embedding_models")?;
         }
     }
     for (section, id) in [
@@ -149,7 +150,7 @@ pub(super) fn check(loaded: &LoadedSettings) -> Result<(), ConfigError> {
             return Err(loaded.error_at(path, "must be at least 1"));
         }
     }
-    Ok(())
+    check_ranges(loaded)
 }
 
 fn check_storage(loaded: &LoadedSettings) -> Result<(), ConfigError> {
@@ -263,6 +264,179 @@ fn check_model(loaded: &LoadedSettings, path: &str, m: &ModelConfig) -> Result<(
         }
         if rl.requests_per_period.is_none() && rl.tokens_per_period.is_none() {
             return Err(loaded.error_at(&format!("{path}.rate_limit"), "set requests_per_period or tokens_per_period"));
+        }
+    }
+    Ok(())
+}
+
+/// A regex error in one line, ending with its cause (`unclosed group`):
+/// the regex crate's own message spans lines, with the cause last.
+pub fn regex_error(pattern: &str, e: &regex::Error) -> String {
+    let text = e.to_string();
+    let cause = text.lines().rev().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
+    format!("`{pattern}` is not a valid regular expression: {}", cause.trim_start_matches("error: "))
+}
+
+/// Providers graphrag-rs calls over the OpenAI API: those it knows the
+/// address of, and any other OpenAI-compatible server given an api_base.
+const PROVIDERS: [&str; 15] = [
+    "openai",
+    "azure",
+    "ollama",
+    "vllm",
+    "hosted_vllm",
+    "lm_studio",
+    "deepseek",
+    "openrouter",
+    "groq",
+    "together_ai",
+    "mistral",
+    "fireworks_ai",
+    "deepinfra",
+    "xai",
+    "openai_compatible",
+];
+
+/// A number setting that must be finite and within `min..=max` (`min`
+/// excluded when `open_min`).
+fn in_range(
+    loaded: &LoadedSettings,
+    path: &str,
+    value: f64,
+    (min, max): (f64, f64),
+    open_min: bool,
+) -> Result<(), ConfigError> {
+    let low_ok = if open_min { value > min } else { value >= min };
+    if value.is_finite() && low_ok && value <= max {
+        return Ok(());
+    }
+    let low = if open_min { format!("more than {min}") } else { format!("at least {min}") };
+    let range = if max.is_finite() { format!("{low} and at most {max}") } else { low };
+    Err(loaded.error_at(path, format!("{value} is not a valid value: it must be {range}")))
+}
+
+fn at_least_one(loaded: &LoadedSettings, path: &str, value: u64, why: &str) -> Result<(), ConfigError> {
+    if value >= 1 {
+        return Ok(());
+    }
+    Err(loaded.error_at(path, format!("0 is not a valid value: it must be at least 1{why}")))
+}
+
+/// A model's values: a provider it can call, a URL, numbers in their ranges
+/// (nonsense is rejected, never clamped).
+fn check_model_values(
+    loaded: &LoadedSettings,
+    path: &str,
+    m: &ModelConfig,
+    embedding: bool,
+) -> Result<(), ConfigError> {
+    let key = |k: &str| format!("{path}.{k}");
+    let provider = m.model_provider.as_str();
+    let callable = PROVIDERS.contains(&provider) || (embedding && provider == "local");
+    if !callable {
+        let mut known: Vec<&str> = PROVIDERS.to_vec();
+        if embedding {
+            known.push("local");
+        }
+        let hint = did_you_mean(provider, known.iter().copied());
+        let what =
+            if provider == "local" { " (`local` is the in-process embedding model, not a chat model)" } else { "" };
+        return Err(loaded.error_at(
+            &key("model_provider"),
+            format!("`{provider}` is not a provider graphrag-rs can call{what}: one of {}{hint}", known.join(", ")),
+        ));
+    }
+    if let Some(base) = &m.api_base {
+        crate::llm::parse_api_base(base).map_err(|e| loaded.error_at(&key("api_base"), e))?;
+    }
+    let inf = f64::INFINITY;
+    in_range(loaded, &key("temperature"), m.temperature, (0.0, 2.0), false)?;
+    in_range(loaded, &key("top_p"), m.top_p, (0.0, 1.0), false)?;
+    in_range(loaded, &key("retry_base_delay"), m.retry_base_delay, (0.0, inf), false)?;
+    in_range(loaded, &key("max_retry_wait"), m.max_retry_wait, (0.0, inf), false)?;
+    in_range(loaded, &key("max_retry_time"), m.max_retry_time, (0.0, inf), true)?;
+    at_least_one(loaded, &key("max_consecutive_failures"), m.max_consecutive_failures.into(), "")?;
+    let no_limit = " (leave it out for no limit)";
+    if let Some(r) = m.requests_per_minute {
+        at_least_one(loaded, &key("requests_per_minute"), r.into(), no_limit)?;
+    }
+    if let Some(t) = m.tokens_per_minute {
+        at_least_one(loaded, &key("tokens_per_minute"), t.into(), no_limit)?;
+    }
+    if let Some(t) = m.max_tokens {
+        at_least_one(loaded, &key("max_tokens"), t.into(), " (leave it out for the server's default)")?;
+    }
+    at_least_one(loaded, &key("batch_size"), m.batch_size.into(), "")?;
+    at_least_one(loaded, &key("batch_max_tokens"), m.batch_max_tokens.into(), "")
+}
+
+/// Numbers that must be positive, fractions and percentages.
+fn check_ranges(loaded: &LoadedSettings) -> Result<(), ConfigError> {
+    let s = &loaded.settings;
+    at_least_one(loaded, "vector_store.ann_ef_search", s.vector_store.ann_ef_search as u64, "")?;
+    let types = &s.extract_graph.entity_types;
+    if types.is_empty() || types.iter().any(|t| t.trim().is_empty()) {
+        return Err(loaded.error_at(
+            "extract_graph.entity_types",
+            "must list at least one entity type, none empty (e.g. [organization, person, geo, event])",
+        ));
+    }
+    let words = " (words)";
+    at_least_one(loaded, "summarize_descriptions.max_length", s.summarize_descriptions.max_length.into(), words)?;
+    at_least_one(
+        loaded,
+        "summarize_descriptions.max_input_tokens",
+        s.summarize_descriptions.max_input_tokens.into(),
+        "",
+    )?;
+    at_least_one(loaded, "community_reports.max_length", s.community_reports.max_length.into(), words)?;
+    at_least_one(loaded, "community_reports.max_input_length", s.community_reports.max_input_length.into(), "")?;
+    at_least_one(loaded, "global_search.map_max_length", s.global_search.map_max_length.into(), words)?;
+    at_least_one(loaded, "global_search.reduce_max_length", s.global_search.reduce_max_length.into(), words)?;
+    in_range(loaded, "prune_graph.min_edge_weight_pct", s.prune_graph.min_edge_weight_pct, (0.0, 100.0), false)?;
+    let local = &s.local_search;
+    in_range(loaded, "local_search.text_unit_prop", local.text_unit_prop, (0.0, 1.0), false)?;
+    in_range(loaded, "local_search.community_prop", local.community_prop, (0.0, 1.0), false)?;
+    if local.text_unit_prop + local.community_prop > 1.0 {
+        return Err(loaded.error_at(
+            "local_search.community_prop",
+            format!(
+                "local_search.text_unit_prop ({}) + local_search.community_prop ({}) is more than 1: together they are shares of one context window",
+                local.text_unit_prop, local.community_prop
+            ),
+        ));
+    }
+    in_range(loaded, "failures.tolerated_fraction", s.failures.tolerated_fraction, (0.0, 1.0), false)
+}
+
+/// Settings keys that name prompt files, with their values.
+fn prompt_settings(s: &super::Settings) -> [(&'static str, &str); 14] {
+    [
+        ("extract_graph.prompt", &s.extract_graph.prompt),
+        ("summarize_descriptions.prompt", &s.summarize_descriptions.prompt),
+        ("extract_claims.prompt", &s.extract_claims.prompt),
+        ("community_reports.graph_prompt", &s.community_reports.graph_prompt),
+        ("community_reports.text_prompt", &s.community_reports.text_prompt),
+        ("local_search.prompt", &s.local_search.prompt),
+        ("global_search.map_prompt", &s.global_search.map_prompt),
+        ("global_search.reduce_prompt", &s.global_search.reduce_prompt),
+        ("global_search.knowledge_prompt", &s.global_search.knowledge_prompt),
+        ("drift_search.prompt", &s.drift_search.prompt),
+        ("drift_search.reduce_prompt", &s.drift_search.reduce_prompt),
+        ("basic_search.prompt", &s.basic_search.prompt),
+        ("keyword_search.keywords_prompt", &s.keyword_search.keywords_prompt),
+        ("keyword_search.prompt", &s.keyword_search.prompt),
+    ]
+}
+
+/// A prompt file that exists but holds nothing would send the model an
+/// empty request: an error naming the setting (a missing file falls back
+/// to the built-in prompt where it is used).
+pub(super) fn prompt_files(loaded: &LoadedSettings, root: &std::path::Path) -> Result<(), ConfigError> {
+    for (key, rel) in prompt_settings(&loaded.settings) {
+        let path = root.join(rel);
+        if std::fs::read_to_string(&path).is_ok_and(|t| t.trim().is_empty()) {
+            return Err(loaded.error_at(key, format!("the prompt file {} is empty", path.display())));
         }
     }
     Ok(())

@@ -75,6 +75,7 @@ mod compat;
 mod models;
 mod sections;
 
+pub use check::regex_error;
 pub use compat::IgnoredKey;
 pub use models::{Jitter, ModelConfig, RateLimit, RateLimitConfig, RetryConfig, RetryPolicy, DEFAULT_CONCURRENCY};
 pub use sections::*;
@@ -123,6 +124,7 @@ section!(
     drift_search: DriftSearchConfig = DriftSearchConfig::default(),
     basic_search: BasicSearchConfig = BasicSearchConfig::default(),
     keyword_search: KeywordSearchConfig = KeywordSearchConfig::default(),
+    failures: FailuresConfig = FailuresConfig::default(),
 });
 
 impl Settings {
@@ -204,7 +206,9 @@ pub fn load(root: &Path) -> Result<LoadedSettings, ConfigError> {
         std::fs::read_to_string(&file).map_err(|e| ConfigError::new(&file, None, "", format!("cannot read: {e}")))?;
     let dotenv = std::fs::read_to_string(root.join(".env")).map(|t| env::parse_dotenv(&t)).unwrap_or_default();
     let text = env::substitute(&raw, &file, &dotenv, |k| std::env::var(k).ok())?;
-    parse(&file, text)
+    let loaded = parse(&file, text)?;
+    check::prompt_files(&loaded, root)?;
+    Ok(loaded)
 }
 
 /// Parses settings text (already substituted; JSON when the file name ends

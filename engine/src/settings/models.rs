@@ -42,7 +42,15 @@ section!(
         max_retries: u32 = 10,
         /// Seconds: first backoff delay (doubled per retry, with jitter, capped by max_retry_wait).
         retry_base_delay: f64 = 1.0,
+        /// Seconds: the longest wait before a retry, a server's Retry-After
+        /// included (GraphRAG's `retry.max_delay`, when given, instead).
         max_retry_wait: f64 = 60.0,
+        /// Seconds: a request stops retrying when its next attempt would start
+        /// later than this after its first (waits and failed attempts together).
+        max_retry_time: f64 = 300.0,
+        /// Calls in a row that fail for good (after their retries) before the
+        /// model is not called again this run (circuit breaker).
+        max_consecutive_failures: u32 = 5,
         /// GraphRAG's retry section; when present it replaces max_retries,
         /// retry_base_delay and max_retry_wait.
         retry: Option<RetryConfig> = None,
@@ -77,7 +85,7 @@ section!(
         base_delay: Option<f64> = None,
         /// Adds up to one second at random to each wait (default true).
         jitter: Option<bool> = None,
-        /// Cap on one wait, seconds (default: none).
+        /// Cap on one wait, seconds (default: the model's max_retry_wait, 60 s).
         max_delay: Option<f64> = None,
     }
 );
@@ -162,7 +170,8 @@ impl ModelConfig {
                     max_retries: r.max_retries.unwrap_or(7),
                     first_delay: base,
                     factor: base,
-                    max_delay: r.max_delay.unwrap_or(MAX_ONE_WAIT),
+                    // Every wait is bounded: GraphRAG's default is none.
+                    max_delay: r.max_delay.unwrap_or(self.max_retry_wait),
                     jitter: if r.jitter.unwrap_or(true) { Jitter::UpToOneSecond } else { Jitter::None },
                 }
             }
@@ -208,7 +217,10 @@ mod tests {
         };
         let p = cfg.retry_policy();
         assert_eq!(p.max_retries, 7);
-        assert_eq!([1, 2, 3, 7].map(|n| p.wait(n, 0.5)), [2.0, 4.0, 8.0, 128.0]);
+        assert_eq!([1, 2, 3, 7].map(|n| p.wait(n, 0.5)), [2.0, 4.0, 8.0, 60.0], "capped by max_retry_wait");
+        let uncapped = RetryConfig { jitter: Some(false), max_delay: Some(1000.0), ..RetryConfig::default() };
+        let p = ModelConfig { retry: Some(uncapped), ..ModelConfig::default() }.retry_policy();
+        assert_eq!(p.wait(7, 0.5), 128.0);
         let capped = RetryConfig { base_delay: Some(3.0), max_delay: Some(10.0), ..RetryConfig::default() };
         let p = ModelConfig { retry: Some(capped), ..ModelConfig::default() }.retry_policy();
         assert_eq!(p.wait(1, 0.25), 3.25, "jitter adds up to a second");

@@ -14,7 +14,8 @@ fn prompt(name: &str) -> String {
 }
 
 section!(InputConfig {
-    /// text | markdown | csv | json | jsonl
+    /// text | markdown | csv | json | jsonl | parquet | pdf | docx | markitdown
+    /// (pdf, docx, md and txt files, as GraphRAG's markitdown reader)
     #[serde(rename = "type")]
     file_type: String = s("text"),
     /// Regex on the path relative to the input folder; default per type.
@@ -24,8 +25,12 @@ section!(InputConfig {
     title_column: Option<String> = None,
     /// csv/json column holding each document's id (default: a hash of its text).
     id_column: Option<String> = None,
-    /// Extra csv/json columns kept in documents.raw_data (empty: all of them).
+    /// Extra csv/json/parquet columns kept in documents.raw_data (empty: all of them).
     metadata: Vec<String> = Vec::new(),
+    /// An input file that cannot be read stops the run (false: it is named
+    /// with the reason, counted, marked failed in document_status, and the
+    /// run goes on with the others).
+    strict: bool = false,
 });
 
 section!(
@@ -110,8 +115,10 @@ section!(
 section!(VectorStoreConfig {
     /// embedded: vectors in output/embeddings.<field>.parquet, HNSW indexes in
     /// output/vectors/ (external stores plug in behind the VectorStore trait).
-    /// lancedb (GraphRAG's default) is served by the same embedded store;
-    /// `db_uri` and `index_schema` say where a LanceDB export goes.
+    /// lancedb (GraphRAG's default) is served by the same embedded store,
+    /// and `index` / `update` also write GraphRAG's LanceDB tables at
+    /// `db_uri` (named by `index_schema.<field>.index_name`) for its Python
+    /// API (`graphrag-rs export lancedb`; needs Python's lancedb package).
     #[serde(rename = "type")]
     kind: String = s("embedded"),
     /// Use an approximate index (HNSW) from this many vectors on (0: always).
@@ -347,4 +354,14 @@ section!(
     max_entity_tokens: usize = 6000,
     max_relation_tokens: usize = 8000,
     max_total_tokens: usize = 30_000,
+});
+
+section!(
+    /// What a run tolerates (graphrag-rs extension).
+    FailuresConfig {
+    /// The fraction (0 to 1) of a step's items — text units to extract,
+    /// descriptions to summarise, community reports — whose model answer may
+    /// stay unusable or whose call may fail before the run fails. The failed
+    /// items are named in stats.json either way, and the next run asks them again.
+    tolerated_fraction: f64 = 0.0,
 });

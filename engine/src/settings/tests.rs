@@ -281,3 +281,70 @@ fn settings_json_is_read_and_its_errors_have_lines() {
     std::fs::write(dir.path().join("settings.yml"), "chunking:\n  size: 500\n").unwrap();
     assert_eq!(load(dir.path()).unwrap().settings.chunking.size, 500);
 }
+
+#[test]
+fn nonsense_values_are_rejected_with_file_line_and_key() {
+    let model = |line: &str| format!("completion_models:\n  default_completion_model:\n    model: m\n    {line}\n");
+    let key = |k: &str| format!("completion_models.default_completion_model.{k}");
+    let cases: Vec<(String, String, usize)> = vec![
+        (model("request_timeout: 0"), key("request_timeout"), 4),
+        (model("request_timeout: -5"), key("request_timeout"), 4),
+        (model("request_timeout: .nan"), key("request_timeout"), 4),
+        (model("api_base: not a url"), key("api_base"), 4),
+        (model("concurrent_requests: 0"), key("concurrent_requests"), 4),
+        (model("requests_per_minute: 0"), key("requests_per_minute"), 4),
+        (model("tokens_per_minute: 0"), key("tokens_per_minute"), 4),
+        (model("temperature: 99"), key("temperature"), 4),
+        (model("model_provider: skynet"), key("model_provider"), 4),
+        (model("model_provider: local"), key("model_provider"), 4),
+        (model("max_retry_time: 0"), key("max_retry_time"), 4),
+        (model("max_retry_wait: .inf"), key("max_retry_wait"), 4),
+        (model("max_consecutive_failures: 0"), key("max_consecutive_failures"), 4),
+        ("vector_store:\n  ann_ef_search: 0\n".into(), "vector_store.ann_ef_search".into(), 2),
+        ("extract_graph:\n  entity_types: []\n".into(), "extract_graph.entity_types".into(), 2),
+        ("summarize_descriptions:\n  max_length: 0\n".into(), "summarize_descriptions.max_length".into(), 2),
+        ("community_reports:\n  max_length: 0\n".into(), "community_reports.max_length".into(), 2),
+        ("prune_graph:\n  min_edge_weight_pct: 150\n".into(), "prune_graph.min_edge_weight_pct".into(), 2),
+        ("local_search:\n  text_unit_prop: 2.5\n".into(), "local_search.text_unit_prop".into(), 2),
+        (
+            "local_search:\n  text_unit_prop: 0.7\n  community_prop: 0.5\n".into(),
+            "local_search.community_prop".into(),
+            3,
+        ),
+        ("failures:\n  tolerated_fraction: 1.5\n".into(), "failures.tolerated_fraction".into(), 2),
+    ];
+    for (text, key, line) in cases {
+        let err = parse_str(&text).expect_err(&text);
+        assert_eq!((err.path.as_str(), err.line), (key.as_str(), Some(line)), "{err}");
+        assert!(err.to_string().starts_with(&format!("settings.yaml:{line}")), "{err}");
+    }
+    let skynet = parse_str(&model("model_provider: skynet")).unwrap_err().to_string();
+    assert!(skynet.contains("openai") && skynet.contains("skynet"), "{skynet}");
+    let rpm = parse_str(&model("requests_per_minute: 0")).unwrap_err().to_string();
+    assert!(rpm.contains("leave it out for no limit"), "{rpm}");
+    // Sane values still pass, a local embedding model included.
+    let ok = "completion_models:\n  default_completion_model:\n    model_provider: ollama\n    api_base: http://localhost:11434/v1\n    temperature: 0.7\n    requests_per_minute: 60\nlocal_search:\n  text_unit_prop: 0.6\n  community_prop: 0.4\nfailures:\n  tolerated_fraction: 0.05\n";
+    parse_str(ok).unwrap();
+}
+
+#[test]
+fn a_bad_file_pattern_ends_with_its_one_line_cause() {
+    let err = parse_str("input:\n  file_pattern: \"(\"\n").unwrap_err();
+    let msg = err.to_string();
+    assert_eq!(msg.lines().count(), 1, "{msg}");
+    assert!(msg.ends_with("unclosed group"), "{msg}");
+    assert_eq!(err.line, Some(2));
+}
+
+#[test]
+fn an_empty_prompt_file_is_an_error_naming_the_setting() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("settings.yaml"), "extract_graph:\n  prompt: prompts/mine.txt\n").unwrap();
+    std::fs::create_dir_all(dir.path().join("prompts")).unwrap();
+    std::fs::write(dir.path().join("prompts/mine.txt"), " \n").unwrap();
+    let err = load(dir.path()).unwrap_err();
+    assert_eq!((err.path.as_str(), err.line), ("extract_graph.prompt", Some(2)), "{err}");
+    assert!(err.to_string().contains("is empty"), "{err}");
+    std::fs::write(dir.path().join("prompts/mine.txt"), "Extract {{ input_text }}").unwrap();
+    load(dir.path()).unwrap();
+}

@@ -13,10 +13,11 @@ use serde_json::{json, Value};
 
 use crate::context::{
     entities_named_in, history_table, join_parts, neighbour_entities, order_by_similarity, pack_table,
-    rank_relationships, rank_text_units, reports_at_level, MemoCounter, PackedTable,
+    rank_relationships, rank_text_units, reports_up_to_level, MemoCounter, PackedTable,
 };
 use crate::data::{Field, Graph};
 use crate::{render, Outcome, Run};
+use graphrag_engine::settings::{DriftSearchConfig, LocalSearchConfig};
 
 /// A local search context.
 pub struct LocalContext {
@@ -40,11 +41,49 @@ impl LocalContext {
     }
 }
 
+/// What shapes a local search context: local search's settings, or DRIFT's
+/// `local_search_*` ones for its follow-up steps.
+pub struct LocalParams {
+    /// Where these come from in settings.yaml (`local_search.`,
+    /// `drift_search.local_search_`), for errors.
+    pub settings_prefix: &'static str,
+    pub text_unit_prop: f64,
+    pub community_prop: f64,
+    pub conversation_history_max_turns: u32,
+    pub top_k_entities: usize,
+    pub top_k_relationships: usize,
+}
+
+impl LocalParams {
+    pub fn of_local_search(s: &LocalSearchConfig) -> LocalParams {
+        LocalParams {
+            settings_prefix: "local_search.",
+            text_unit_prop: s.text_unit_prop,
+            community_prop: s.community_prop,
+            conversation_history_max_turns: s.conversation_history_max_turns,
+            top_k_entities: s.top_k_entities,
+            top_k_relationships: s.top_k_relationships,
+        }
+    }
+
+    pub fn of_drift_search(d: &DriftSearchConfig) -> LocalParams {
+        LocalParams {
+            settings_prefix: "drift_search.local_search_",
+            text_unit_prop: d.local_search_text_unit_prop,
+            community_prop: d.local_search_community_prop,
+            conversation_history_max_turns: 0,
+            top_k_entities: d.local_search_top_k_mapped_entities,
+            top_k_relationships: d.local_search_top_k_relationships,
+        }
+    }
+}
+
 pub fn run(run: &Run) -> anyhow::Result<Outcome> {
     let question = &run.req.question;
     let s = &run.s().local_search;
     let query = run.embed_one(question)?;
-    let ctx = build(run, question, &query, s.max_context_tokens, &run.req.history)?;
+    let params = LocalParams::of_local_search(s);
+    let ctx = build(run, &params, question, &query, s.max_context_tokens, &run.req.history)?;
     let context_ms = run.context_ready();
     let records = ctx.records();
     if run.retrieval_only() {
@@ -79,17 +118,18 @@ const CLAIM_HEADER: [&str; 8] =
 /// Builds GraphRAG's local context for a question and its embedding, within `max_tokens`.
 pub fn build(
     run: &Run,
+    s: &LocalParams,
     question: &str,
     query: &[f32],
     max_tokens: usize,
     history: &[(String, String)],
 ) -> anyhow::Result<LocalContext> {
-    let s = &run.s().local_search;
     if s.text_unit_prop < 0.0 || s.community_prop < 0.0 || s.text_unit_prop + s.community_prop > 1.0 {
         bail!(
-            "local_search.text_unit_prop ({}) + local_search.community_prop ({}) must be between 0 and 1",
+            "{p}text_unit_prop ({}) + {p}community_prop ({}) must be between 0 and 1",
             s.text_unit_prop,
-            s.community_prop
+            s.community_prop,
+            p = s.settings_prefix
         );
     }
     let memo = MemoCounter::default();
@@ -218,8 +258,7 @@ fn report_table(
     let reports = index.reports()?;
     let communities = index.communities()?;
     let level = super::community_level(run, &reports)?;
-    let kept: HashSet<usize> =
-        reports_at_level(&reports.level, &reports.community, &reports.parent, level).into_iter().collect();
+    let kept: HashSet<usize> = reports_up_to_level(&reports.level, level).into_iter().collect();
     let mut matches: HashMap<usize, usize> = HashMap::new();
     for &e in selected {
         let mut here = HashSet::new();

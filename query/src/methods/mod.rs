@@ -6,7 +6,6 @@ pub mod global;
 pub mod keyword;
 pub mod local;
 
-use anyhow::bail;
 use serde_json::Value;
 
 use crate::data::Reports;
@@ -15,17 +14,26 @@ use crate::Run;
 /// GraphRAG's default community level.
 pub const DEFAULT_COMMUNITY_LEVEL: i64 = 2;
 
-/// The community level of the request, checked against the index: `None`
-/// gives GraphRAG's default 2 (which, rolled up, means the deepest
-/// communities down to level 2, whatever levels exist).
+/// The community level of the request (`None`: GraphRAG's default 2). As
+/// in GraphRAG 3.3, level N selects the reports at levels 0 to N, so a level
+/// deeper than the index's deepest selects what its deepest does: that
+/// level is used, with a notice.
 pub fn community_level(run: &Run, reports: &Reports) -> anyhow::Result<i64> {
-    match (run.req.community_level, reports.max_level()) {
-        (None, _) => Ok(DEFAULT_COMMUNITY_LEVEL),
-        (Some(l), Some(max)) if i64::from(l) > max => bail!(
-            "community level {l} does not exist in this index: its community reports have levels 0 to {max} (use --community-level 0 to {max})"
-        ),
-        (Some(l), None) => bail!("community level {l} does not exist: the index has no community reports"),
-        (Some(l), Some(_)) => Ok(i64::from(l)),
+    let Some(requested) = run.req.community_level.map(i64::from) else {
+        return Ok(DEFAULT_COMMUNITY_LEVEL);
+    };
+    match reports.max_level() {
+        Some(max) if requested > max => {
+            run.notice(format!(
+                "community level {requested}: this index's community reports have levels 0 to {max}, so level {max} is used (the same reports: every level up to it)"
+            ));
+            Ok(max)
+        }
+        None => {
+            run.notice(format!("community level {requested}: this index has no community reports"));
+            Ok(requested)
+        }
+        Some(_) => Ok(requested),
     }
 }
 
@@ -58,8 +66,11 @@ pub fn strings_of(v: Option<&Value>) -> Vec<String> {
     }
 }
 
-/// Whether an error is a model answer that could not be parsed as JSON
-/// (skipped and counted) rather than a failure to reach the model.
+/// Whether an error is a model answer that stayed unusable (not the JSON
+/// asked for; skipped and counted) rather than a failure to reach the model.
 pub fn is_bad_json(e: &anyhow::Error) -> bool {
-    matches!(e.downcast_ref::<graphrag_engine::llm::LlmError>(), Some(graphrag_engine::llm::LlmError::BadJson { .. }))
+    matches!(
+        e.downcast_ref::<graphrag_engine::llm::LlmError>(),
+        Some(graphrag_engine::llm::LlmError::InvalidAnswer { .. })
+    )
 }

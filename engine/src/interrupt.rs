@@ -1,0 +1,82 @@
+//! Stopping a run cleanly (Ctrl-C). Once a stop is requested, the LLM layer
+//! sends no new request and waits no more between retries, while answers
+//! already in flight are received, checked and cached; the pipeline starts
+//! no new step, and the run ends with [`Interrupted`]. The CLI installs a
+//! SIGINT handler ([`install_handler`]); a library caller uses [`request`].
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+static REQUESTED: AtomicBool = AtomicBool::new(false);
+
+/// The error a run stopped by [`request`] ends with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("interrupted — rerun to resume")]
+pub struct Interrupted;
+
+/// Asks the run in progress to stop.
+pub fn request() {
+    REQUESTED.store(true, Ordering::SeqCst);
+}
+
+pub fn requested() -> bool {
+    REQUESTED.load(Ordering::SeqCst)
+}
+
+/// `Err(Interrupted)` once a stop was requested.
+pub fn check() -> Result<(), Interrupted> {
+    if requested() {
+        Err(Interrupted)
+    } else {
+        Ok(())
+    }
+}
+
+/// Whether `error` (or any error in its chain) is an interruption.
+pub fn caused(error: &anyhow::Error) -> bool {
+    error.chain().any(|e| {
+        e.downcast_ref::<Interrupted>().is_some()
+            || matches!(e.downcast_ref::<crate::llm::LlmError>(), Some(crate::llm::LlmError::Interrupted))
+    })
+}
+
+/// Sleeps for `wait` unless a stop is requested meanwhile.
+pub async fn sleep(wait: Duration) -> Result<(), Interrupted> {
+    const SLICE: Duration = Duration::from_millis(100);
+    let mut left = wait;
+    while !left.is_zero() {
+        check()?;
+        let step = left.min(SLICE);
+        tokio::time::sleep(step).await;
+        left -= step;
+    }
+    check()
+}
+
+const MESSAGE: &[u8] =
+    b"\nCtrl-C: stopping after the requests in flight are answered and cached (Ctrl-C again to quit at once)\n";
+
+extern "C" fn on_sigint(_: libc::c_int) {
+    if REQUESTED.swap(true, Ordering::SeqCst) {
+        // SAFETY: _exit is async-signal-safe; every file the engine writes is
+        // written atomically, so quitting here leaves no partial file.
+        unsafe { libc::_exit(130) };
+    }
+    // SAFETY: write(2) is async-signal-safe; MESSAGE is a static buffer.
+    unsafe {
+        libc::write(libc::STDERR_FILENO, MESSAGE.as_ptr().cast(), MESSAGE.len());
+    }
+}
+
+/// Makes SIGINT (Ctrl-C) request a stop; a second SIGINT exits with 130.
+pub fn install_handler() {
+    // SAFETY: installs a handler that only touches an atomic and calls
+    // async-signal-safe functions.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = on_sigint as extern "C" fn(libc::c_int) as libc::sighandler_t;
+        action.sa_flags = libc::SA_RESTART;
+        libc::sigemptyset(&mut action.sa_mask);
+        libc::sigaction(libc::SIGINT, &action, std::ptr::null_mut());
+    }
+}

@@ -1,0 +1,391 @@
+//! A configured chat model: limits, retries and the cache around the HTTP
+//! transport, and the rule that makes the cache trustworthy: an answer is
+//! checked for its purpose ([`AnswerCheck`]) before it is cached or used.
+//! An unusable answer is asked again — as is (a glitch), then with what was
+//! wrong (corrective) or a larger `max_tokens` (cut off) — and, if it stays
+//! unusable, the call fails naming why; it is never cached.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::answer::{self, AnswerCheck, Invalid, InvalidKind};
+use super::cache::{Checked, Lookup, ResponseCache};
+use super::http::Transport;
+use super::retry::Policy;
+use super::{count_prompt_tokens, with_call_args, Completion, LlmError, Message, UsageCounters};
+use crate::settings::ModelConfig;
+use graphrag_operations::tokenizer::Encoding;
+
+/// A usable answer: what the model said and the value its check made of it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Answer<T> {
+    pub completion: Completion,
+    pub value: T,
+}
+
+/// Attempts at a usable answer after the first unusable one.
+const ANSWER_RETRIES: u32 = 2;
+
+/// How a corrective retry begins (the mock server recognises it).
+pub const CORRECTION: &str = "Your previous answer could not be used";
+
+/// The most of an unusable answer a corrective retry quotes back.
+const QUOTED_ANSWER_CHARS: usize = 4000;
+
+/// One call's sampling settings in place of the model's (a search step's
+/// own temperature or answer length); `None` keeps the model's value.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct CallOptions {
+    pub temperature: Option<f64>,
+    pub top_p: Option<f64>,
+    pub max_tokens: Option<u32>,
+}
+
+pub struct ChatModel {
+    id: String,
+    config: ModelConfig,
+    transport: Arc<Transport>,
+    policy: Arc<Policy>,
+    cache: Option<Arc<ResponseCache>>,
+}
+
+impl ChatModel {
+    pub fn new(id: &str, config: &ModelConfig, cache: Option<Arc<ResponseCache>>) -> Result<Self, LlmError> {
+        Ok(ChatModel {
+            id: id.to_string(),
+            transport: Arc::new(Transport::new(id, config)?),
+            policy: Arc::new(Policy::new(id, config)),
+            config: config.clone(),
+            cache,
+        })
+    }
+
+    /// The same model (same limits and circuit breaker) caching its answers
+    /// in the partition `name` of the cache (a step's `model_instance_name`).
+    pub fn in_partition(&self, name: &str) -> ChatModel {
+        ChatModel {
+            id: self.id.clone(),
+            config: self.config.clone(),
+            transport: self.transport.clone(),
+            policy: self.policy.clone(),
+            cache: self.cache.as_ref().map(|c| Arc::new(c.partition(name))),
+        }
+    }
+
+    /// The same model (same limits, circuit breaker and cache) asked with
+    /// `options` in place of its own sampling settings.
+    pub fn with_options(&self, options: &CallOptions) -> ChatModel {
+        let mut config = self.config.clone();
+        config.temperature = options.temperature.unwrap_or(config.temperature);
+        config.top_p = options.top_p.unwrap_or(config.top_p);
+        config.max_tokens = options.max_tokens.or(config.max_tokens);
+        ChatModel {
+            id: self.id.clone(),
+            config,
+            transport: self.transport.clone(),
+            policy: self.policy.clone(),
+            cache: self.cache.clone(),
+        }
+    }
+
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// What the answers depend on besides the messages (model and sampling
+    /// parameters; the API key is masked), for step hashes.
+    pub fn fingerprint(&self) -> String {
+        serde_json::to_string(&self.request_body(&[], false, self.config.max_tokens)).unwrap_or_default()
+    }
+
+    fn cache_key(&self, body: &Value) -> String {
+        ResponseCache::key(&["chat", &self.config.model, &body.to_string()])
+    }
+
+    /// Whether this exact request has a usable answer in the cache (no tokens spent).
+    pub fn is_cached<T, F>(&self, messages: &[Message], json: bool, check: &AnswerCheck<F>) -> bool
+    where
+        F: Fn(&str) -> Result<T, String>,
+    {
+        let key = self.cache_key(&self.request_body(messages, json, self.config.max_tokens));
+        self.cache.as_ref().is_some_and(|c| matches!(c.get(&key, |a: &Completion| check.check(a)), Lookup::Hit(_)))
+    }
+
+    /// A chat completion that passes `check`: from the cache when this
+    /// request was answered usably before, else from the model (see the
+    /// module doc for what happens to an unusable answer). `json` asks for
+    /// JSON mode where the model supports it.
+    pub async fn chat<T, F>(
+        &self,
+        messages: &[Message],
+        json: bool,
+        usage: &UsageCounters,
+        check: &AnswerCheck<F>,
+    ) -> Result<Answer<T>, LlmError>
+    where
+        F: Fn(&str) -> Result<T, String>,
+    {
+        let body = self.request_body(messages, json, self.config.max_tokens);
+        let key = self.cache_key(&body);
+        if let Some(hit) = self.cached(&key, usage, check) {
+            return Ok(hit);
+        }
+        let result = async {
+            let tokens = count_prompt_tokens(messages);
+            let mut request = body;
+            let mut attempt = 1;
+            loop {
+                let keep = |completion: Completion| self.keep(&key, completion, usage, check);
+                let (invalid, completion) =
+                    match self.policy.send(usage, tokens, || self.transport.chat(&request), keep).await? {
+                        Ok(answer) => return Ok(answer),
+                        Err(unusable) => unusable,
+                    };
+                usage.record_invalid(&self.id, invalid.kind);
+                if attempt > ANSWER_RETRIES {
+                    usage.record_answer_failure(&self.id);
+                    tracing::info!("model {}: {invalid} (after {attempt} attempts)", self.id);
+                    return Err(LlmError::InvalidAnswer {
+                        model: self.id.clone(),
+                        kind: invalid.kind.as_str(),
+                        reason: invalid.reason,
+                        attempts: attempt,
+                    });
+                }
+                tracing::info!("model {}: {invalid}; asking again ({attempt}/{ANSWER_RETRIES})", self.id);
+                request = self.retry_body(messages, json, attempt, &invalid, &completion, check.expected());
+                attempt += 1;
+            }
+        }
+        .await;
+        self.policy.settle(result)
+    }
+
+    /// The request after unusable answer number `attempt`: the same request
+    /// first (a glitch); then a cut-off answer gets a larger max_tokens where
+    /// one is set, and any other answer a corrective turn saying what was wrong.
+    fn retry_body(
+        &self,
+        messages: &[Message],
+        json: bool,
+        attempt: u32,
+        invalid: &Invalid,
+        completion: &Completion,
+        expected: &str,
+    ) -> Value {
+        let max_tokens = self.config.max_tokens;
+        match invalid.kind {
+            InvalidKind::Truncated => {
+                self.request_body(messages, json, max_tokens.map(|m| m.saturating_mul(1 << attempt.min(4))))
+            }
+            _ if attempt == 1 => self.request_body(messages, json, max_tokens),
+            _ => {
+                let mut corrected = messages.to_vec();
+                let quoted: String = completion.content.chars().take(QUOTED_ANSWER_CHARS).collect();
+                corrected.push(Message::assistant(quoted));
+                corrected.push(Message::user(format!(
+                    "{CORRECTION}: {}. Reply again to the request above with {expected}, complete and in exactly the format it asks for.",
+                    invalid.reason
+                )));
+                self.request_body(&corrected, json, max_tokens)
+            }
+        }
+    }
+
+    /// A usable cached answer to `key`, counting what was found.
+    fn cached<T, F>(&self, key: &str, usage: &UsageCounters, check: &AnswerCheck<F>) -> Option<Answer<T>>
+    where
+        F: Fn(&str) -> Result<T, String>,
+    {
+        let hit = self.cache.as_ref()?.get(key, |c: &Completion| check.check(c)).hit(usage, &self.id)?;
+        usage.record_cache_hit(&self.id);
+        let (completion, value) = hit.into_parts();
+        Some(Answer { completion, value })
+    }
+
+    /// Counts an answer, checks it and caches it if usable; runs while its
+    /// concurrency slot is held (see [`Policy::send`]).
+    fn keep<T, F>(
+        &self,
+        key: &str,
+        completion: Completion,
+        usage: &UsageCounters,
+        check: &AnswerCheck<F>,
+    ) -> Result<Answer<T>, (Invalid, Completion)>
+    where
+        F: Fn(&str) -> Result<T, String>,
+    {
+        usage.record_call(&self.id, completion.prompt_tokens, completion.completion_tokens);
+        let checked = Checked::new(completion, |c: &Completion| check.check(c)).map_err(|(c, e)| (e, c))?;
+        if let Some(cache) = &self.cache {
+            cache.put(key, &checked);
+        }
+        let (completion, value) = checked.into_parts();
+        Ok(Answer { completion, value })
+    }
+
+    /// A completion streamed to `on_delta` as it is generated (a cached
+    /// answer arrives in one piece). Retries happen only before the first
+    /// piece; the answer is cached when it passes the text check (a cut-off
+    /// one is shown, with a warning, and not cached).
+    pub async fn chat_stream(
+        &self,
+        messages: &[Message],
+        usage: &UsageCounters,
+        on_delta: &mut (dyn FnMut(&str) + Send),
+    ) -> Result<Completion, LlmError> {
+        let check = answer::text();
+        let body = self.request_body(messages, false, self.config.max_tokens);
+        let key = self.cache_key(&body);
+        if let Some(hit) = self.cached(&key, usage, &check) {
+            on_delta(&hit.completion.content);
+            return Ok(hit.completion);
+        }
+        let result = self.stream(&key, body, messages, usage, on_delta).await;
+        self.policy.settle(result)
+    }
+
+    /// Streams request `body` (cached under `key`), retrying until the first piece.
+    async fn stream(
+        &self,
+        key: &str,
+        body: Value,
+        messages: &[Message],
+        usage: &UsageCounters,
+        on_delta: &mut (dyn FnMut(&str) + Send),
+    ) -> Result<Completion, LlmError> {
+        let check = answer::text();
+        let mut stream_body = body;
+        stream_body["stream"] = true.into();
+        stream_body["stream_options"] = serde_json::json!({"include_usage": true});
+        let tokens = count_prompt_tokens(messages);
+        let started = std::time::Instant::now();
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let wait = {
+                let _permit = self.policy.permit(tokens).await?;
+                let result = self.transport.chat_stream(&stream_body, on_delta).await;
+                let result = result.map(|mut completion| {
+                    // Servers that send no usage chunk: estimate it.
+                    if completion.prompt_tokens == 0 {
+                        completion.prompt_tokens = tokens;
+                    }
+                    if completion.completion_tokens == 0 {
+                        completion.completion_tokens = Encoding::O200kBase.count(&completion.content) as u64;
+                    }
+                    match self.keep(key, completion, usage, &check) {
+                        Ok(answer) => answer.completion,
+                        Err((invalid, completion)) => {
+                            usage.record_invalid(&self.id, invalid.kind);
+                            tracing::warn!("model {}: the streamed answer is a {invalid}; it is not cached", self.id);
+                            completion
+                        }
+                    }
+                });
+                match result {
+                    Ok(completion) => return Ok(completion),
+                    Err(f) => self.policy.after_failure(usage, attempt, started.elapsed(), f)?,
+                }
+            };
+            crate::interrupt::sleep(wait).await.map_err(|_| LlmError::Interrupted)?;
+        }
+    }
+
+    /// A chat call whose answer must be a JSON object (JSON mode where the
+    /// model supports it, tolerant parsing always).
+    pub async fn chat_json(&self, messages: &[Message], usage: &UsageCounters) -> Result<Value, LlmError> {
+        self.chat_json_with(messages, usage, &answer::json_object()).await
+    }
+
+    /// A JSON chat call whose object must pass `check` (e.g. a report's
+    /// required fields); counts answers whose JSON needed repair.
+    pub async fn chat_json_with<T, F>(
+        &self,
+        messages: &[Message],
+        usage: &UsageCounters,
+        check: &AnswerCheck<F>,
+    ) -> Result<T, LlmError>
+    where
+        F: Fn(&str) -> Result<(T, bool), String>,
+    {
+        let answer = self.chat(messages, true, usage, check).await?;
+        let (value, repaired) = answer.value;
+        if repaired {
+            usage.record_json_repair(&self.id);
+        }
+        Ok(value)
+    }
+
+    fn request_body(&self, messages: &[Message], json: bool, max_tokens: Option<u32>) -> Value {
+        let mut body = serde_json::json!({
+            "model": self.config.model,
+            "messages": messages,
+            "temperature": self.config.temperature,
+            "top_p": self.config.top_p,
+        });
+        if let Some(max) = max_tokens {
+            body["max_tokens"] = max.into();
+        }
+        if json && self.config.model_supports_json {
+            body["response_format"] = serde_json::json!({"type": "json_object"});
+        }
+        with_call_args(body, &self.config)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn call_options_replace_the_model_s_sampling_for_one_call() {
+        let cfg = ModelConfig { max_tokens: Some(500), ..ModelConfig::default() };
+        let model = ChatModel::new("m", &cfg, None).unwrap();
+        let ask = [Message::user("hi")];
+        let plain = model.with_options(&CallOptions::default()).request_body(&ask, false, Some(500));
+        assert_eq!(plain, model.request_body(&ask, false, Some(500)), "no options: the model's own body");
+        let options = CallOptions { temperature: Some(0.4), top_p: Some(0.9), max_tokens: Some(50) };
+        let own = model.with_options(&options);
+        let body = own.request_body(&ask, false, own.config.max_tokens);
+        let sampling = (body["temperature"].as_f64(), body["top_p"].as_f64(), body["max_tokens"].as_u64());
+        assert_eq!(sampling, (Some(0.4), Some(0.9), Some(50)));
+    }
+
+    #[test]
+    fn retries_ask_as_is_then_with_more_tokens_or_a_correction() {
+        let cfg = ModelConfig { max_tokens: Some(100), ..ModelConfig::default() };
+        let model = ChatModel::new("m", &cfg, None).unwrap();
+        let asked = [Message::user("Extract the records.")];
+        let answer = Completion { content: "garbage".into(), ..Completion::default() };
+        let cut = Invalid { kind: InvalidKind::Truncated, reason: "cut off".into() };
+        let retry = |attempt, invalid: &Invalid| model.retry_body(&asked, false, attempt, invalid, &answer, "records");
+        assert_eq!(
+            (retry(1, &cut)["max_tokens"].clone(), retry(2, &cut)["max_tokens"].clone()),
+            (200.into(), 400.into())
+        );
+        let bad = Invalid::malformed("no records");
+        assert_eq!(retry(1, &bad), model.request_body(&asked, false, Some(100)), "first the same request");
+        let corrected = retry(2, &bad);
+        let messages = corrected["messages"].as_array().unwrap();
+        assert_eq!(messages.len(), 3);
+        assert_eq!(messages[1]["content"], "garbage");
+        let correction = messages[2]["content"].as_str().unwrap();
+        assert!(correction.starts_with(CORRECTION) && correction.contains("no records"), "{correction}");
+    }
+
+    #[test]
+    fn call_args_go_into_every_request_and_win() {
+        let mut call_args = serde_json::Map::new();
+        call_args.insert("seed".into(), 42.into());
+        call_args.insert("temperature".into(), 0.7.into());
+        call_args.insert("organization".into(), "org-1".into());
+        let cfg = ModelConfig { call_args, ..ModelConfig::default() };
+        let model = ChatModel::new("m", &cfg, None).unwrap();
+        let body = model.request_body(&[Message::user("hi")], true, None);
+        assert_eq!((body["seed"].clone(), body["temperature"].clone()), (42.into(), 0.7.into()));
+        assert!(body.get("organization").is_none(), "a header, not a body key");
+        assert_ne!(model.fingerprint(), ChatModel::new("m", &ModelConfig::default(), None).unwrap().fingerprint());
+    }
+}
