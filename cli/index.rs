@@ -128,8 +128,13 @@ impl Project {
         let mut targets = Vec::new();
         for step in &self.plan.steps {
             let args = &step.args;
-            let calls_none =
-                args.get("enabled") == Some(&false.into()) || args.get("mode") == Some(&"extractive".into());
+            let arg_is = |key: &str, value: serde_json::Value| args.get(key) == Some(&value);
+            // Off, extractive reports, entity resolution by rules (`auto` means
+            // rules where `model_in_auto` is false: the fast pipeline).
+            let calls_none = arg_is("enabled", false.into())
+                || arg_is("mode", "extractive".into())
+                || arg_is("mode", "rules".into())
+                || (arg_is("mode", "auto".into()) && arg_is("model_in_auto", false.into()));
             let Some(id) = args.get("model_id").and_then(|v| v.as_str()).filter(|_| !calls_none) else { continue };
             if s.completion_models.contains_key(id) && self.llm.has_chat_model(id) {
                 targets.push((ModelKind::Chat, id.to_string()));

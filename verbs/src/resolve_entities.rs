@@ -41,6 +41,10 @@ pub struct ResolveEntities {
     /// `auto`: the chat model decides when one is configured, else rules;
     /// `rules`: never call a model; `llm`: require the chat model.
     pub mode: String,
+    /// Whether `auto` asks a configured chat model (the standard pipeline);
+    /// false in the fast pipeline, whose noun-phrase entities have no type
+    /// or description to show a model, so that it calls none unless `llm`.
+    pub model_in_auto: bool,
     pub model_id: String,
     /// The cache partition of this step's answers (cache/<name>/).
     pub model_instance_name: Option<String>,
@@ -57,6 +61,7 @@ impl Default for ResolveEntities {
         ResolveEntities {
             enabled: s.enabled,
             mode: s.mode,
+            model_in_auto: true,
             model_id: s.completion_model_id,
             model_instance_name: None,
             prompt: s.prompt,
@@ -145,7 +150,7 @@ impl ResolveEntities {
             && match self.mode.as_str() {
                 "rules" => false,
                 "llm" => true,
-                _ => ctx.llm()?.has_chat_model(&self.model_id),
+                _ => self.model_in_auto && ctx.llm()?.has_chat_model(&self.model_id),
             })
     }
 

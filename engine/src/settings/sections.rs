@@ -231,7 +231,8 @@ section!(
     /// Merge what the rules (or the chat model) find to be one entity;
     /// false: only the merges the aliases file asks for.
     enabled: bool = true,
-    /// auto (the chat model decides when one is configured, else rules) | rules | llm
+    /// auto (the chat model decides when one is configured, in the standard
+    /// method; rules in the fast one) | rules | llm
     mode: String = s("auto"),
     completion_model_id: String = s("default_completion_model"),
     model_instance_name: String = s("resolve_entities"),
