@@ -8,5 +8,8 @@ pub const SETTINGS_EXAMPLE: &str = include_str!("../settings.yaml.example");
 pub const PROMPTS_README: &str = include_str!("../prompts/README.md");
 
 /// (method, pipeline YAML) of the shipped pipelines.
-pub const WORKFLOWS: &[(&str, &str)] =
-    &[("standard", include_str!("../workflows/standard.yaml")), ("fast", include_str!("../workflows/fast.yaml"))];
+pub const WORKFLOWS: &[(&str, &str)] = &[
+    ("standard", include_str!("../workflows/standard.yaml")),
+    ("fast", include_str!("../workflows/fast.yaml")),
+    ("light", include_str!("../workflows/light.yaml")),
+];
