@@ -3,6 +3,9 @@
 
 pub const SETTINGS_EXAMPLE: &str = include_str!("../settings.yaml.example");
 
+/// Writes GraphRAG's LanceDB tables (`graphrag-rs export lancedb`).
+pub const EXPORT_LANCEDB_SCRIPT: &str = include_str!("../scripts/export_lancedb.py");
+
 /// prompts/README.md, written by `init` beside the prompts
 /// (`graphrag_engine::prompts::BUILTIN`).
 pub const PROMPTS_README: &str = include_str!("../prompts/README.md");

@@ -202,7 +202,8 @@ pub fn run(args: &IndexArgs) -> anyhow::Result<()> {
         &OpenOptions { method: &args.method, verbosity: args.verbosity, run: !args.dry_run, no_cache: args.no_cache },
     )?;
     let output_dir = project.output_dir.clone();
-    let opts = run_options(project.settings(), args.resume, args.verbosity);
+    let settings = project.settings().clone();
+    let opts = run_options(&settings, args.resume, args.verbosity);
     if args.dry_run {
         let (plan, ws) = project.workspace(&output_dir, None);
         return print_plan(&plan, &ws, args.resume);
@@ -235,6 +236,7 @@ pub fn run(args: &IndexArgs) -> anyhow::Result<()> {
         println!("Tables in {}: {}", output_dir.display(), published.join(", "));
         println!("Stats: {}", output_dir.join("stats.json").display());
     }
+    crate::export::after_run(&args.root, &settings, args.verbosity);
     Ok(())
 }
 
@@ -258,7 +260,8 @@ pub fn progress_bars(verbosity: i8) -> Option<indicatif::MultiProgress> {
     (verbosity >= 0 && std::io::stderr().is_terminal()).then(|| crate::logging::bars().clone())
 }
 
-/// One line per step: status, seconds, rows, warnings.
+/// One line per step: status, seconds, rows, warnings; then the items the
+/// run went on without (unreadable input files), each with its reason.
 pub fn print_steps(plan: &Plan, stats: &RunStats) {
     for step in &plan.steps {
         if let Some(st) = stats.workflows.get(&step.id) {
@@ -271,6 +274,16 @@ pub fn print_steps(plan: &Plan, stats: &RunStats) {
                 st.rows_out,
                 if st.warnings > 0 { format!("  ({} warnings, see log)", st.warnings) } else { String::new() }
             );
+        }
+    }
+    let failures: Vec<_> = stats.unreadable_inputs().collect();
+    if !failures.is_empty() {
+        println!(
+            "{} input file(s) could not be read and were left out (failed in document_status.parquet):",
+            failures.len()
+        );
+        for f in failures {
+            println!("  {}: {}", f.name, f.error);
         }
     }
 }

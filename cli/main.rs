@@ -2,6 +2,7 @@
 
 mod assets;
 mod eval;
+mod export;
 mod index;
 mod init;
 mod logging;
@@ -85,18 +86,21 @@ enum Command {
         #[command(flatten)]
         models: ModelFlags,
     },
-    /// Ask a question of an index: local, global, basic, drift (GraphRAG) or hybrid, mix (LightRAG) search.
+    /// Ask a question of an index: local, global, basic, drift (GraphRAG), hybrid, mix (LightRAG) or
+    /// ppr (graph propagation, HippoRAG 2) search.
     Query {
         #[command(flatten)]
         root: RootArg,
-        /// local | global | basic | drift | hybrid | mix
+        /// local | global | basic | drift | hybrid | mix | ppr, or the baselines dense | bm25 (basic
+        /// search by one ranking; basic fuses both)
         #[arg(short, long, default_value = "local")]
         method: String,
         /// The index's output folder (default: the project's output_storage.base_dir), as
         /// GraphRAG's `--data`.
         #[arg(short, long)]
         data: Option<PathBuf>,
-        /// Community level of the reports used (global, local, drift); default: the deepest level down to 2.
+        /// Community level of the reports used (global, local, drift): as GraphRAG, every report of
+        /// levels 0 to N; default 2. A level the index does not have uses its deepest, with a notice.
         #[arg(long)]
         community_level: Option<u32>,
         /// Global search: choose the reports by LLM relevance rating, top-down (GraphRAG's dynamic community selection).
@@ -128,8 +132,9 @@ enum Command {
         question: Vec<String>,
     },
     /// Score retrieval on a question set: is each gold passage (or gold document) in the context a
-    /// method retrieves? Prints recall, all-found rate, context tokens and latency per method and
-    /// question type; no chat calls unless --answers.
+    /// method retrieves? Prints recall, all-found rate, recall@2/5/10 (among the first 2, 5, 10 text
+    /// units of the context's Sources, in the method's order), context tokens and latency per method,
+    /// k, budget and question type; no chat calls unless --answers.
     ///
     /// A gold passage counts as found when its text is in the context ignoring case, whitespace,
     /// punctuation and quote styles, or, split across text units, when 80% of its 8-word shingles
@@ -141,15 +146,22 @@ enum Command {
         /// JSON list of {id, question, answer, answer_aliases, type, gold_docs, gold_passages}.
         #[arg(long)]
         questions: PathBuf,
-        /// Methods to compare, comma-separated (local, global, basic, drift, hybrid, mix).
+        /// Methods to compare, comma-separated: local, basic, drift, hybrid, mix, ppr, and the
+        /// baselines dense and bm25 (basic search by one ranking). Not global: it retrieves nothing
+        /// to score.
         #[arg(short, long, default_value = "basic,local,mix")]
         method: String,
-        /// Vector-search sizes to compare, comma-separated; each sets basic_search.k (text units),
-        /// local_search.top_k_entities (entities of local and drift; GraphRAG oversamples x2) and
-        /// keyword_search.top_k and chunk_top_k (hybrid/mix entities and relationships per keyword
-        /// level, mix's text chunks). Default: the values in settings.yaml.
+        /// Vector-search sizes to compare, comma-separated; each sets basic_search.k (text units;
+        /// basic's token cap is lifted so that k decides), local_search.top_k_entities (entities of
+        /// local and drift; GraphRAG oversamples x2) and keyword_search.chunk_top_k (mix's text
+        /// chunks). Default: the values in settings.yaml.
         #[arg(long)]
         k: Option<String>,
+        /// Context budgets in tokens to compare methods at, comma-separated (e.g. 2000,5000,10000):
+        /// every method packs its context to the budget, in its own rank order, instead of its
+        /// settings' token limits, and without a cap on the number of text units.
+        #[arg(long)]
+        budget: Option<String>,
         /// Write the summary and per-question scores as JSON to this file.
         #[arg(long)]
         output: Option<PathBuf>,
@@ -178,8 +190,31 @@ enum Command {
         #[command(flatten)]
         models: ModelFlags,
     },
+    /// Write the index's vectors where other tools read them. `lancedb`: Microsoft GraphRAG 3.3's
+    /// LanceDB tables (entity_description, community_full_content, text_unit_text), so that
+    /// graphrag.api's local, basic and drift search run on this output folder. Needs Python 3 with
+    /// the lancedb package (`pip install lancedb`). `index` and `update` do it themselves when
+    /// settings.yaml has `vector_store.type: lancedb`.
+    Export {
+        /// What to write: lancedb
+        #[arg(value_enum)]
+        target: ExportTarget,
+        #[command(flatten)]
+        root: RootArg,
+        /// The LanceDB folder; default: vector_store.db_uri of settings.yaml (output/lancedb).
+        #[arg(long)]
+        db_uri: Option<PathBuf>,
+        /// The Python interpreter that has lancedb; default: $GRAPHRAG_RS_PYTHON, else python3.
+        #[arg(long)]
+        python: Option<PathBuf>,
+    },
     /// List the verbs this build provides.
     Verbs,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum ExportTarget {
+    Lancedb,
 }
 
 fn main() -> ExitCode {
@@ -232,11 +267,12 @@ fn main() -> ExitCode {
                 verbosity,
             })
         }),
-        Command::Eval { root, questions, method, k, output, limit, answers } => eval::run(eval::EvalArgs {
+        Command::Eval { root, questions, method, k, budget, output, limit, answers } => eval::run(eval::EvalArgs {
             root: root.root,
             questions,
             methods: method,
             k,
+            budgets: budget,
             output,
             limit,
             answers,
@@ -252,6 +288,9 @@ fn main() -> ExitCode {
                 skip_validation: models.skip_validation,
                 verbosity,
             })
+        }
+        Command::Export { target: ExportTarget::Lancedb, root, db_uri, python } => {
+            export::run(&export::ExportArgs { root: root.root, db_uri, python, verbosity })
         }
         Command::Verbs => {
             index::print_verbs();

@@ -67,6 +67,7 @@ pub fn run(args: &UpdateArgs) -> anyhow::Result<()> {
         project.check_models()?;
     }
     let staging_dir = staging::dir(&output_dir);
+    let settings = project.settings().clone();
     let previous = has_index.then(|| Box::new(PublishedTables { output_dir: output_dir.clone() }) as _);
     let (plan, ws) = project.workspace(&staging_dir, previous);
     if args.dry_run {
@@ -83,6 +84,7 @@ pub fn run(args: &UpdateArgs) -> anyhow::Result<()> {
     if args.verbosity >= 0 {
         print_summary(&plan, &stats, before.as_ref(), after.as_ref())?;
     }
+    crate::export::after_run(&args.root, &settings, args.verbosity);
     Ok(())
 }
 

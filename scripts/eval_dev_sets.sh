@@ -9,9 +9,10 @@
 # env:
 #   BIN       folder of graphrag-rs (default: target/release)
 #   EVAL_DIR  the data sets (default: ../shared/eval next to the repository)
-#   METHODS   query methods to evaluate (default: basic,local,hybrid,mix,drift: those that retrieve
-#             without a chat model; global's context-only output is every report, not a retrieval)
+#   METHODS   query methods to evaluate (default: dense,bm25,basic,local,mix,drift,ppr: the baselines
+#             and the methods that retrieve without a chat model; eval refuses global)
 #   K         --k of graphrag-rs eval (default: the settings' own top-k values)
+#   BUDGET    --budget of graphrag-rs eval, e.g. 2000,5000,10000 (default: the settings' own limits)
 #   REINDEX   1: index again even when OUT_DIR/projects/<dataset>/output exists
 #   METHOD    the index method (default: fast)
 #   MOCK_URL  an OpenAI-compatible base URL (e.g. graphrag-mock-llm's http://127.0.0.1:8765/v1) that
@@ -27,7 +28,7 @@ datasets=("$@")
 repo=$(cd "$(dirname "$0")/.." && pwd)
 bin=${BIN:-$repo/target/release}/graphrag-rs
 eval_dir=$(cd "${EVAL_DIR:-$repo/../shared/eval}" && pwd)
-methods=${METHODS:-basic,local,hybrid,mix,drift}
+methods=${METHODS:-dense,bm25,basic,local,mix,drift,ppr}
 res=$out/results
 mkdir -p "$res" "$out/projects"
 
@@ -87,6 +88,6 @@ for ds in "${datasets[@]}"; do
     grep -E "Elapsed|Maximum resident" "$res/$ds.index.time" >&2
   fi
   echo "== $ds: eval ($methods)" >&2
-  "$bin" -q eval --root "$project" --questions "$questions" --method "$methods" ${K:+--k "$K"} \
+  "$bin" -q eval --root "$project" --questions "$questions" --method "$methods" ${K:+--k "$K"} ${BUDGET:+--budget "$BUDGET"} \
     --output "$res/$ds.json" | tee "$res/$ds.txt"
 done

@@ -3,19 +3,12 @@
 //! GraphRAG's own prompt files) with only `api_base` and the key set, then
 //! `index`, `update` and `query` with every method, against the mock server.
 
+use common::{graphrag, text};
+use graphrag_mock_llm::{MockConfig, MockServer};
 use std::fs;
 use std::path::Path;
-use std::process::{Command, Output};
 
-use graphrag_mock_llm::{MockConfig, MockServer};
-
-fn graphrag(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_graphrag-rs")).args(args).output().expect("binary runs")
-}
-
-fn text(o: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
-}
+mod common;
 
 fn copy_dir(from: &Path, to: &Path) {
     fs::create_dir_all(to).unwrap();
@@ -28,20 +21,6 @@ fn copy_dir(from: &Path, to: &Path) {
             fs::write(&target, fs::read(entry.path()).unwrap()).unwrap();
         }
     }
-}
-
-/// Two passages of A Christmas Carol (after the Gutenberg header).
-fn passage(from: &str, len: usize) -> String {
-    let full = fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/christmas-carol/a_christmas_carol.txt"),
-    )
-    .unwrap();
-    let start = full.find(from).unwrap();
-    let mut end = (start + len).min(full.len());
-    while !full.is_char_boundary(end) {
-        end -= 1;
-    }
-    full[start..end].to_string()
 }
 
 /// The GraphRAG project with `api_base` added under each model, as a user
@@ -63,7 +42,7 @@ fn graphrag_project(mock: &MockServer) -> tempfile::TempDir {
     fs::write(dir.path().join("settings.yaml"), settings).unwrap();
     fs::write(dir.path().join(".env"), "GRAPHRAG_API_KEY=sk-graphrag-user-1234\n").unwrap();
     fs::create_dir_all(dir.path().join("input")).unwrap();
-    fs::write(dir.path().join("input/stave1.txt"), passage("MARLEY'S GHOST", 6_000)).unwrap();
+    fs::write(dir.path().join("input/stave1.txt"), common::carol_passage("MARLEY'S GHOST", 6_000)).unwrap();
     dir
 }
 
@@ -96,21 +75,14 @@ fn a_graphrag_init_project_indexes_updates_and_answers_every_method() {
         assert!(dir.path().join("cache").join(partition).is_dir(), "cache/{partition}");
     }
 
-    fs::write(dir.path().join("input/stave2.txt"), passage("THE FIRST OF THE THREE SPIRITS", 5_000)).unwrap();
+    fs::write(dir.path().join("input/stave2.txt"), common::carol_passage("THE FIRST OF THE THREE SPIRITS", 5_000))
+        .unwrap();
     let o = graphrag(&["update", "-r", root]);
     assert!(o.status.success(), "{}", text(&o));
     assert!(text(&o).contains("stave2.txt"), "{}", text(&o));
 
     for method in ["local", "global", "basic", "drift", "hybrid", "mix"] {
         let o = graphrag(&["query", "-r", root, "-m", method, "Who is Scrooge's late partner?"]);
-        // DRIFT with GraphRAG's own DRIFT prompt files is the other half of
-        // issue #15 (branch compat15b): until it lands, say so here.
-        if method == "drift" && !o.status.success() {
-            let log = text(&o);
-            assert!(log.contains("placeholder `{followups}`"), "drift failed otherwise: {log}");
-            eprintln!("KNOWN (issue #15, DRIFT half): drift on GraphRAG's prompts fails: {log}");
-            continue;
-        }
         assert!(o.status.success(), "{method}: {}", text(&o));
         let answer = String::from_utf8_lossy(&o.stdout);
         assert!(!answer.trim().is_empty() && !answer.starts_with("[retrieval only"), "{method}: {answer}");

@@ -3,26 +3,13 @@
 
 use std::fs;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use arrow_array::RecordBatch;
+use common::{graphrag, read, text};
 use graphrag_mock_llm::{FaultKind, FaultRule, MockConfig, MockServer};
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
-fn graphrag(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_graphrag-rs")).args(args).output().expect("binary runs")
-}
-
-fn text(o: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
-}
-
-fn read(path: &Path) -> RecordBatch {
-    let f = fs::File::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let reader = ParquetRecordBatchReaderBuilder::try_new(f).unwrap().build().unwrap();
-    let batches: Vec<_> = reader.map(|b| b.unwrap()).collect();
-    arrow_select::concat::concat_batches(&batches[0].schema(), &batches).unwrap()
-}
+mod common;
 
 fn columns(batch: &RecordBatch) -> Vec<String> {
     batch.schema().fields().iter().map(|f| format!("{}:{}", f.name(), f.data_type())).collect()
@@ -30,16 +17,7 @@ fn columns(batch: &RecordBatch) -> Vec<String> {
 
 /// The first ~12 KB of A Christmas Carol (after the Gutenberg header).
 fn sample_text() -> String {
-    let full = fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/christmas-carol/a_christmas_carol.txt"),
-    )
-    .unwrap();
-    let start = full.find("MARLEY'S GHOST").unwrap_or(0);
-    let mut end = (start + 12_000).min(full.len());
-    while !full.is_char_boundary(end) {
-        end -= 1;
-    }
-    full[start..end].to_string()
+    common::carol_passage("MARLEY'S GHOST", 12_000)
 }
 
 /// A project whose chat model is the mock server.

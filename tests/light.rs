@@ -11,7 +11,7 @@ use graphrag_engine::table::{string_lists, strings};
 use graphrag_mock_llm::{MockConfig, MockServer};
 
 #[test]
-fn a_light_index_answers_local_basic_hybrid_and_mix_and_updates() {
+fn a_light_index_answers_local_basic_hybrid_mix_and_ppr_and_updates() {
     let mock = MockServer::start(MockConfig::default()).unwrap();
     let docs = documents();
     let p = project(&mock, &docs[..4], 4);
@@ -51,7 +51,7 @@ fn a_light_index_answers_local_basic_hybrid_and_mix_and_updates() {
     let two = descs.iter().position(|d| d.len() == 2).expect("an entity with two descriptions");
     assert_eq!(final_desc[titles[two]], descs[two].join("\n"), "two descriptions are joined, not summarised");
 
-    for method in ["local", "basic", "hybrid", "mix"] {
+    for method in ["local", "basic", "hybrid", "mix", "ppr", "dense", "bm25"] {
         let q = graphrag(&["query", "--root", root, "--method", method, "--context-only", "Who is Marley?"]);
         assert!(q.status.success(), "{method}: {}", text(&q));
     }

@@ -132,7 +132,7 @@ fn an_added_then_removed_document_pays_only_its_share_and_keeps_unchanged_work()
     let update = mock.stats();
     let after = tables(root);
     let fresh = tables(fresh_all.path());
-    for table in ["documents", "text_units", "raw_entities", "raw_relationships"] {
+    for table in ["documents", "text_units", "raw_entities", "raw_relationships", "lexical_index"] {
         assert_eq!(after[table], fresh[table], "{table}: update vs fresh index of the same input");
     }
     for table in ["entities", "relationships"] {
@@ -142,6 +142,9 @@ fn an_added_then_removed_document_pays_only_its_share_and_keeps_unchanged_work()
             "{table}: the graph of an update is a fresh index's (descriptions aside)"
         );
     }
+    let lexical_bytes = |root: &Path| fs::read(root.join("output/lexical_index.parquet")).unwrap();
+    assert_eq!(lexical_bytes(root), lexical_bytes(fresh_all.path()), "the BM25 terms are byte-identical");
+    assert_eq!(after["lexical_index"].num_rows(), after["text_units"].num_rows());
 
     // What the update paid for: the new document's chunks, the descriptions
     // they touched, the communities they changed.
@@ -278,7 +281,7 @@ fn an_added_then_removed_document_pays_only_its_share_and_keeps_unchanged_work()
     mock.reset_stats();
     run_ok("update", root);
     let removed = tables(root);
-    for table in ["documents", "text_units", "entities", "relationships"] {
+    for table in ["documents", "text_units", "entities", "relationships", "lexical_index"] {
         assert_eq!(removed[table], before[table], "{table}: after removal vs the index of the rest");
     }
     assert_eq!(kind(&mock.stats(), "extract_graph"), 0, "the remaining chunks come from the cache");

@@ -180,6 +180,8 @@ pub struct StepCounters {
     pub counts: Mutex<BTreeMap<String, u64>>,
     /// Items that failed within the tolerated fraction (the step went on).
     pub failed: Mutex<Vec<FailedItem>>,
+    /// Input files that could not be read (the step went on without them).
+    pub unreadable: Mutex<Vec<FailedItem>>,
 }
 
 /// Project files a verb may read (prompt templates) or write besides tables
@@ -393,6 +395,15 @@ impl<'a> VerbContext<'a> {
             return Ok(());
         }
         Err(FailedItems { what, total, tolerated_fraction: self.tolerated_failures, items }.into())
+    }
+
+    /// An input file this step could not read and goes on without (`id`:
+    /// its row in document_status): logged as a warning, listed with the
+    /// reason in stats.json (`unreadable_inputs`) and document_status.
+    pub fn unreadable_input(&self, path: &str, id: String, error: String) {
+        self.warn(format!("input file `{path}` cannot be read: {error}"));
+        let item = FailedItem { step: self.step_id.to_string(), id, name: path.to_string(), error };
+        self.counters.unreadable.lock().unwrap().push(item);
     }
 
     /// Logs a warning and counts it for stats.json.

@@ -206,8 +206,14 @@ impl Tracker {
 
     /// The run published `documents`: they are `processed`, documents no
     /// longer in the input are dropped. A document with chunks the run
-    /// tolerated as failed keeps their names as its error.
-    pub fn succeeded(&mut self, documents: &RecordBatch, failed_items: &[FailedItem]) -> anyhow::Result<()> {
+    /// tolerated as failed keeps their names as its error. The input files
+    /// the run could not read are `failed` with the reason, while they stay so.
+    pub fn succeeded<'f>(
+        &mut self,
+        documents: &RecordBatch,
+        failed_items: &[FailedItem],
+        unreadable: impl IntoIterator<Item = &'f FailedItem>,
+    ) -> anyhow::Result<()> {
         let now = now_rfc3339();
         let seconds = self.started.elapsed().as_secs_f64();
         let mut rows = BTreeMap::new();
@@ -222,6 +228,15 @@ impl Tracker {
             row.text_unit_ids = units;
             row.error = own_failures(&row.text_unit_ids, failed_items);
             rows.insert(id, row);
+        }
+        for f in unreadable {
+            let mut row = self.rows.remove(&f.id).unwrap_or_else(|| DocStatus::first_seen(f.id.clone(), &f.name, &now));
+            row.status = Status::Failed;
+            row.title = f.name.clone();
+            row.error = Some(f.error.clone());
+            row.updated_at = now.clone();
+            row.run_seconds = seconds;
+            rows.insert(f.id.clone(), row);
         }
         self.rows = rows;
         self.save()
@@ -289,7 +304,7 @@ pub fn run_tracked(
             let path = output_dir.join("documents.parquet");
             let documents = if path.exists() { Some(store::read_table(&path)?) } else { None };
             if let Some(documents) = &documents {
-                tracker.succeeded(documents, &stats.failed_items)?;
+                tracker.succeeded(documents, &stats.failed_items, stats.unreadable_inputs())?;
             }
             Ok((stats, documents))
         }
@@ -391,7 +406,7 @@ mod tests {
         let mut run = Tracker::start(out).unwrap();
         run.documents_known(&documents(&[("d1", "a.txt", &["u1"]), ("d2", "b.txt", &["u2", "u3"])])).unwrap();
         assert_eq!(statuses(out), [("a.txt".into(), "processing"), ("b.txt".into(), "processing")]);
-        run.succeeded(&documents(&[("d1", "a.txt", &["u1"]), ("d2", "b.txt", &["u2", "u3"])]), &[]).unwrap();
+        run.succeeded(&documents(&[("d1", "a.txt", &["u1"]), ("d2", "b.txt", &["u2", "u3"])]), &[], []).unwrap();
         let rows = read(out).unwrap();
         assert_eq!(rows["d2"].text_unit_ids, ["u2", "u3"]);
         assert_eq!(rows["d2"].status, Status::Processed);
@@ -408,7 +423,7 @@ mod tests {
         // The next run starts by marking the failed document pending, then succeeds.
         let mut run = Tracker::start(out).unwrap();
         assert_eq!(read(out).unwrap()["d3"].status, Status::Pending);
-        run.succeeded(&documents(&[("d3", "b.txt", &["u4"])]), &[]).unwrap();
+        run.succeeded(&documents(&[("d3", "b.txt", &["u4"])]), &[], []).unwrap();
         assert_eq!(statuses(out), [("b.txt".into(), "processed")]);
         assert_eq!(read(out).unwrap()["d3"].error, None);
     }
@@ -440,7 +455,7 @@ mod tests {
 
         // Tolerated: processed, the missing chunk noted.
         let mut run = Tracker::start(out).unwrap();
-        run.succeeded(&docs, &[item]).unwrap();
+        run.succeeded(&docs, &[item], []).unwrap();
         let rows = read(out).unwrap();
         assert_eq!(rows["d1"].status, Status::Processed);
         assert_eq!(rows["d1"].error.as_deref(), Some("document a.txt, chunk 2 of 2: malformed answer"));
@@ -456,7 +471,30 @@ mod tests {
         std::fs::write(out.join(FILE), b"PAR1 not really parquet").unwrap();
         let mut run = Tracker::start(out).unwrap();
         assert_eq!(statuses(out), [("a.txt".into(), "processed")]);
-        run.succeeded(&docs, &[]).unwrap();
+        run.succeeded(&docs, &[], []).unwrap();
+        assert_eq!(statuses(out), [("a.txt".into(), "processed")]);
+    }
+
+    #[test]
+    fn an_unreadable_input_file_is_a_failed_row_until_it_is_fixed_or_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path();
+        let bad = FailedItem {
+            step: "load_documents".into(),
+            id: "h1".into(),
+            name: "scan.pdf".into(),
+            error: "no text layer".into(),
+        };
+        let docs = documents(&[("d1", "a.txt", &["u1"])]);
+        Tracker::start(out).unwrap().succeeded(&docs, &[], [&bad]).unwrap();
+        let rows = read(out).unwrap();
+        assert_eq!((rows["h1"].status, rows["h1"].title.as_str()), (Status::Failed, "scan.pdf"));
+        assert_eq!(rows["h1"].error.as_deref(), Some("no text layer"));
+        assert!(rows["h1"].text_unit_ids.is_empty());
+        // Still unreadable at the next run: still failed; then removed: gone.
+        Tracker::start(out).unwrap().succeeded(&docs, &[], [&bad]).unwrap();
+        assert_eq!(statuses(out), [("a.txt".into(), "processed"), ("scan.pdf".into(), "failed")]);
+        Tracker::start(out).unwrap().succeeded(&docs, &[], []).unwrap();
         assert_eq!(statuses(out), [("a.txt".into(), "processed")]);
     }
 

@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::fmt;
 
 use arrow_array::RecordBatch;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::table::{string_lists, strings};
 
@@ -20,7 +20,7 @@ use crate::table::{string_lists, strings};
 pub const TEXT_UNIT: &str = "text unit";
 
 /// One failed item.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FailedItem {
     /// The step that failed it.
     pub step: String,

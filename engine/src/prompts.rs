@@ -20,6 +20,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
     builtin!("community_report_graph.txt"),
     builtin!("community_report_text.txt"),
     builtin!("drift_primer.txt"),
+    builtin!("drift_query_expansion.txt"),
     builtin!("drift_reduce_prompt.txt"),
     builtin!("drift_search_system_prompt.txt"),
     builtin!("extract_claims.txt"),
@@ -103,6 +104,41 @@ impl PromptTemplate {
         !jinja_placeholder().is_match(&self.text)
     }
 
+    /// The names the template reads: `{name}` placeholders of a GraphRAG
+    /// file, or the undeclared variables of a minijinja template (without
+    /// minijinja's own global functions).
+    pub fn placeholders(&self) -> anyhow::Result<BTreeSet<String>> {
+        if self.is_graphrag_format() {
+            return Ok(python_placeholder()
+                .captures_iter(&self.text)
+                .filter_map(|c| c.get(1).map(|m| m.as_str().to_string()))
+                .collect());
+        }
+        let mut env = minijinja::Environment::new();
+        env.add_template("prompt", &self.text).map_err(|e| anyhow::anyhow!("prompt {}: {e}", self.source))?;
+        let tmpl = env.get_template("prompt").expect("just added");
+        Ok(tmpl.undeclared_variables(false).into_iter().filter(|v| env.globals().all(|(g, _)| g != v)).collect())
+    }
+
+    /// Checks, before anything is sent, that every placeholder of the
+    /// template is one that `what` fills (`provided`): an error names the
+    /// unknown placeholder, the prompt and the names it may use.
+    pub fn check_placeholders(&self, what: &str, provided: &[&str]) -> anyhow::Result<()> {
+        let unknown: Vec<String> =
+            self.placeholders()?.into_iter().filter(|p| !provided.contains(&p.as_str())).collect();
+        if unknown.is_empty() {
+            return Ok(());
+        }
+        let braces = |names: &mut dyn Iterator<Item = &str>| names.map(|n| format!("{{{n}}}")).collect::<Vec<_>>();
+        anyhow::bail!(
+            "prompt {}: {} {} not filled by {what}, which provides {} (nothing was sent)",
+            self.source,
+            braces(&mut unknown.iter().map(String::as_str)).join(", "),
+            if unknown.len() == 1 { "is" } else { "are" },
+            braces(&mut provided.iter().copied()).join(", ")
+        )
+    }
+
     /// Renders with `vars`; a placeholder without a value is an error naming it.
     pub fn render(&self, vars: &BTreeMap<&str, Value>) -> anyhow::Result<String> {
         if self.is_graphrag_format() {
@@ -161,6 +197,24 @@ mod tests {
         assert_eq!(t.render(&vars()).unwrap(), "Return {\"title\": \"...\"} for Scrooge met Marley. in 200 words");
         let err = PromptTemplate::new("g", "{entity_types}").render(&vars()).unwrap_err();
         assert!(err.to_string().contains("{entity_types}"), "{err}");
+    }
+
+    #[test]
+    fn placeholders_are_checked_before_rendering() {
+        let g = PromptTemplate::new("g.txt", "{{'response': str}} {context_data} up to {followups} for {global_query}");
+        let names: Vec<String> = g.placeholders().unwrap().into_iter().collect();
+        assert_eq!(names, ["context_data", "followups", "global_query"]);
+        assert!(g.check_placeholders("the step", &["context_data", "followups", "global_query", "extra"]).is_ok());
+        let err = g.check_placeholders("DRIFT's local step", &["context_data", "global_query"]).unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.contains("g.txt") && msg.contains("{followups} is not filled by DRIFT's local step"), "{msg}");
+        assert!(msg.contains("provides {context_data}, {global_query}"), "{msg}");
+
+        let j =
+            PromptTemplate::new("j.txt", "{% for x in range(2) %}{{ x }}{% endfor %}{{ query | upper }} {{ extra }}");
+        let names: Vec<String> = j.placeholders().unwrap().into_iter().collect();
+        assert_eq!(names, ["extra", "query"]);
+        assert!(j.check_placeholders("x", &["query"]).unwrap_err().to_string().contains("{extra} is not"));
     }
 
     #[test]

@@ -70,6 +70,9 @@ struct StepState {
     hash: String,
     /// sha256 of each output table's file.
     outputs: BTreeMap<String, String>,
+    /// The input files the run went on without, reported again when it is skipped.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    unreadable: Vec<FailedItem>,
 }
 
 fn state_path(output_dir: &Path) -> PathBuf {
@@ -270,6 +273,7 @@ impl Shared<'_> {
             }
         }
         stats.failed_items = std::mem::take(&mut *counters.failed.lock().unwrap());
+        stats.unreadable_inputs = std::mem::take(&mut *counters.unreadable.lock().unwrap());
         if result.is_err() {
             stats.status = "failed".into();
         }
@@ -289,9 +293,12 @@ impl Shared<'_> {
         };
         let hash = step_hash(step, &input_hashes, &ctx)?;
         if self.opts.resume {
-            let reusable = reusable_outputs(self.plan, self.ws, &self.state.lock().unwrap(), step, &hash);
+            let state = self.state.lock().unwrap();
+            let reusable = reusable_outputs(self.plan, self.ws, &state, step, &hash);
             if let Some(outputs) = reusable {
                 tracing::info!(step = %step.id, "unchanged since the last run: skipped (--resume)");
+                counters.unreadable.lock().unwrap().clone_from(&state.steps[&step.id].unreadable);
+                drop(state);
                 self.hashes.lock().unwrap().extend(outputs);
                 self.finished_reading(i);
                 stats.status = "skipped".into();
@@ -328,7 +335,8 @@ impl Shared<'_> {
         }
         {
             let mut state = self.state.lock().unwrap();
-            state.steps.insert(step.id.clone(), StepState { hash, outputs: recorded });
+            let unreadable = counters.unreadable.lock().unwrap().clone();
+            state.steps.insert(step.id.clone(), StepState { hash, outputs: recorded, unreadable });
             let bytes = serde_json::to_vec_pretty(&*state)?;
             store::atomic_write(&state_path(&self.ws.output_dir), &bytes)?;
         }

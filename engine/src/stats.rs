@@ -29,6 +29,11 @@ pub struct RunStats {
 }
 
 impl RunStats {
+    /// Every step's unreadable input files, in step order.
+    pub fn unreadable_inputs(&self) -> impl Iterator<Item = &FailedItem> {
+        self.workflows.values().flat_map(|s| &s.unreadable_inputs)
+    }
+
     /// Fills the run's per-model totals from the steps.
     pub fn sum_llm_usage(&mut self) {
         self.llm.clear();
@@ -67,6 +72,9 @@ pub struct StepStats {
     /// Items that failed within the tolerated fraction (listed in the run's `failed_items`).
     #[serde(skip)]
     pub failed_items: Vec<FailedItem>,
+    /// Input files the step could not read and went on without (`name`: the path).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unreadable_inputs: Vec<FailedItem>,
 }
 
 /// Peak resident set size of this process in MB (VmHWM), where available.

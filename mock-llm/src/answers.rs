@@ -90,6 +90,11 @@ pub const CLASSIFICATION: &[ClassRule] = &[
     ClassRule { class: "community_report_graph", scope: Scope::Prompt, phrases: &["IMPACT SEVERITY RATING"] },
     ClassRule { class: "community_report_text", scope: Scope::Prompt, phrases: &["IMPORTANCE RATING"] },
     ClassRule {
+        class: "drift_expand",
+        scope: Scope::Prompt,
+        phrases: &["Write a hypothetical answer to this query", "Create a hypothetical answer to the following query"],
+    },
+    ClassRule {
         class: "drift_primer",
         scope: Scope::Prompt,
         phrases: &["reasons over a knowledge graph to answer", "designed to reason over a knowledge graph"],
@@ -223,6 +228,7 @@ pub fn answer(messages: &[Message], response_format: Option<&Value>) -> ChatAnsw
         "global_reduce" => global_reduce(prompt, query),
         "keywords_extraction" => keywords(prompt),
         "rate_community" => rate_community(prompt, query),
+        "drift_expand" => drift_expand(prompt),
         "drift_primer" => drift_primer(prompt),
         "drift_search" => drift_search(prompt, query),
         "drift_reduce" => drift_reduce(prompt, query),
@@ -1027,6 +1033,33 @@ fn drift_primer(prompt: &str) -> String {
     .to_string()
 }
 
+/// A hypothetical answer shaped like the report to imitate: its title line
+/// over the query's words (HyDE answers are guesses, not data).
+fn drift_expand(prompt: &str) -> String {
+    let (q, template) = if let Some(r) = after(prompt, "Write a hypothetical answer to this query:") {
+        (before(r, "\n"), after(r, "Report to imitate:").unwrap_or(""))
+    } else if let Some(r) = after(prompt, "Create a hypothetical answer to the following query:") {
+        (before(r, "\n"), after(r, "structure of the template below:").unwrap_or(""))
+    } else {
+        ("", prompt)
+    };
+    let heading = template.lines().map(str::trim).find(|l| l.starts_with('#')).unwrap_or("# Report");
+    format!(
+        "{heading}\n\nA hypothetical answer to \"{}\": {} are at the centre of it.",
+        first_words(q.trim(), 30),
+        list_names(&content_words(q).into_iter().take(3).collect::<Vec<_>>(), 3)
+    )
+}
+
+/// The number in "up to N follow-up questions" of a DRIFT step prompt, if any.
+fn follow_up_limit(prompt: &str) -> Option<usize> {
+    prompt.match_indices("up to ").find_map(|(i, m)| {
+        let tail = &prompt[i + m.len()..];
+        let n: String = tail.chars().take_while(char::is_ascii_digit).collect();
+        tail[n.len()..].trim_start().starts_with("follow-up").then(|| n.parse().ok()).flatten()
+    })
+}
+
 fn drift_search(prompt: &str, query: &str) -> String {
     let response = data_answer("DRIFT local search", prompt, query);
     let tables = parse_tables(prompt);
@@ -1035,7 +1068,7 @@ fn drift_search(prompt: &str, query: &str) -> String {
         .unwrap_or_default();
     let ql = query.to_lowercase();
     let fresh: Vec<&String> = names.iter().filter(|n| !n.is_empty() && !ql.contains(&n.to_lowercase())).collect();
-    let n_follow = (h64(query) % 3) as usize;
+    let n_follow = ((h64(query) % 3) as usize).min(follow_up_limit(prompt).unwrap_or(usize::MAX));
     let follow: Vec<String> =
         fresh.iter().take(n_follow).map(|n| format!("What else is known about {}?", title_case(n))).collect();
     json!({
@@ -1186,7 +1219,7 @@ mod tests {
         [("tuple_delimiter", "<|>"), ("record_delimiter", "##"), ("completion_delimiter", "<|COMPLETE|>")];
 
     /// (prompt file, class) of every prompt that is one system message.
-    const ONE_MESSAGE_PROMPTS: [(&str, &str); 16] = [
+    const ONE_MESSAGE_PROMPTS: [(&str, &str); 17] = [
         ("extract_graph", "extract_graph"),
         ("extract_claims", "extract_claims"),
         ("summarize_descriptions", "summarize_descriptions"),
@@ -1197,6 +1230,7 @@ mod tests {
         ("local_search_system_prompt", "local_search"),
         ("basic_search_system_prompt", "basic_search"),
         ("mix_search_system_prompt", "mix_search"),
+        ("drift_query_expansion", "drift_expand"),
         ("drift_primer", "drift_primer"),
         ("drift_search_system_prompt", "drift_search"),
         ("drift_reduce_prompt", "drift_reduce"),
@@ -1436,12 +1470,28 @@ mod tests {
 
         let p = render(
             &prompt("drift_search_system_prompt"),
-            &[("context_data", local), ("response_type", "x"), ("global_query", "g")],
+            &[("context_data", local), ("response_type", "x"), ("global_query", "g"), ("followups", "1")],
         );
+        assert_eq!(follow_up_limit(&p), Some(1));
         let v: Value =
             serde_json::from_str(&answer(&[Message::new("system", &p), Message::new("user", "Where?")], None).content)
                 .unwrap();
         assert!(v["response"].is_string() && v["score"].is_u64() && v["follow_up_queries"].is_array());
+        assert!(v["follow_up_queries"].as_array().unwrap().len() <= 1);
+
+        let report = "# Brennick harbour\n\nThe harbour of Brennick ...";
+        let p = render(&prompt("drift_query_expansion"), &[("query", "Who runs the port?"), ("template", report)]);
+        let a = answer(&[Message::new("user", &p)], None);
+        assert_eq!(a.class, "drift_expand");
+        assert!(
+            a.content.starts_with("# Brennick harbour\n") && a.content.contains("Who runs the port?"),
+            "{}",
+            a.content
+        );
+        // GraphRAG's own expansion prompt (inline in its code) is answered the same way.
+        let graphrag = format!("Create a hypothetical answer to the following query: Who runs the port?\n\nFormat it to follow the structure of the template below:\n\n{report}\n\nEnsure that ...");
+        let a = answer(&[Message::new("user", &graphrag)], None);
+        assert!(a.class == "drift_expand" && a.content.contains("Who runs the port?"), "{}", a.content);
 
         let p = render(&prompt("question_gen_system_prompt"), &[("context_data", local), ("question_count", "3")]);
         let out = answer(&[Message::new("system", &p), Message::new("user", "Q?")], None).content;

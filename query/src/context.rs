@@ -390,14 +390,12 @@ pub fn order_by_similarity(ranked: Vec<String>, hits: &[(String, f32)]) -> Vec<S
     scored
 }
 
-/// The community reports used at `level`, as GraphRAG rolls them up: each
-/// entity counts in the deepest community at or above `level`, so a report is
-/// kept when its level is ≤ `level` and no report at a level ≤ `level` has it
-/// as parent. Inputs are per report; returns report indexes in input order.
-pub fn reports_at_level(levels: &[i64], communities: &[i64], parents: &[i64], level: i64) -> Vec<usize> {
-    let has_child: HashSet<i64> =
-        (0..levels.len()).filter(|&i| levels[i] <= level && parents[i] >= 0).map(|i| parents[i]).collect();
-    (0..levels.len()).filter(|&i| levels[i] <= level && !has_child.contains(&communities[i])).collect()
+/// The community reports used at `level`, as GraphRAG 3.3 selects them
+/// (`read_indexer_reports`): every report at a level ≤ `level`. (Its
+/// roll-up groups the communities by their title, one group per community,
+/// so parents stay beside their children.) Returns report indexes in order.
+pub fn reports_up_to_level(levels: &[i64], level: i64) -> Vec<usize> {
+    (0..levels.len()).filter(|&i| levels[i] <= level).collect()
 }
 
 /// Items of several ranked lists interleaved (first of each, then second of
@@ -910,15 +908,11 @@ mod tests {
     }
 
     #[test]
-    fn level_roll_up_keeps_deepest_communities() {
-        // community: 0 (L0, children 2,3), 1 (L0, leaf), 2 (L1, child 4), 3 (L1), 4 (L2)
+    fn a_level_selects_every_report_up_to_it() {
         let levels = [0, 0, 1, 1, 2];
-        let communities = [0, 1, 2, 3, 4];
-        let parents = [-1, -1, 0, 0, 2];
-        assert_eq!(reports_at_level(&levels, &communities, &parents, 0), vec![0, 1]);
-        assert_eq!(reports_at_level(&levels, &communities, &parents, 1), vec![1, 2, 3]);
-        assert_eq!(reports_at_level(&levels, &communities, &parents, 2), vec![1, 3, 4]);
-        assert_eq!(reports_at_level(&levels, &communities, &parents, 9), vec![1, 3, 4]);
+        assert_eq!(reports_up_to_level(&levels, 0), vec![0, 1]);
+        assert_eq!(reports_up_to_level(&levels, 1), vec![0, 1, 2, 3]);
+        assert_eq!(reports_up_to_level(&levels, 9), vec![0, 1, 2, 3, 4]);
     }
 
     #[test]

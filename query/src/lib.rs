@@ -1,6 +1,7 @@
 //! graphrag-rs query engine: GraphRAG's local, global (map-reduce), basic and
-//! DRIFT search and LightRAG's hybrid / mix keyword search over an index's
-//! output folder.
+//! DRIFT search, LightRAG's hybrid / mix keyword search, and graph-walk
+//! retrieval (HippoRAG 2's Personalized PageRank) over an index's output
+//! folder.
 //!
 //! ```no_run
 //! use graphrag_query::{Method, QueryEngine, QueryRequest};
@@ -18,7 +19,9 @@
 pub mod context;
 mod data;
 mod methods;
+mod passage_graph;
 mod prompts;
+mod retrieval;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -31,7 +34,7 @@ use std::time::Instant;
 use anyhow::{bail, Context as _};
 use graphrag_engine::llm::answer::{self, AnswerCheck};
 use graphrag_engine::llm::preflight::ModelKind;
-use graphrag_engine::llm::{ChatModel, LlmService, Message, UsageCounters};
+use graphrag_engine::llm::{CallOptions, ChatModel, LlmService, Message, UsageCounters};
 use graphrag_engine::prompts::PromptTemplate;
 use graphrag_engine::settings::{self, Settings};
 use serde::Serialize;
@@ -51,7 +54,8 @@ pub enum Method {
     Local,
     /// GraphRAG global search: map-reduce over community reports.
     Global,
-    /// Vector search over text units.
+    /// Text units by dense similarity and BM25 together (dense only with
+    /// `basic_search.hybrid: false`, as GraphRAG).
     Basic,
     /// GraphRAG DRIFT: primer over community reports, follow-up local searches, reduce.
     Drift,
@@ -59,10 +63,17 @@ pub enum Method {
     Hybrid,
     /// LightRAG mix: hybrid plus vector-retrieved text chunks.
     Mix,
+    /// Graph propagation (HippoRAG 2): text units ranked by Personalized
+    /// PageRank over entities and text units, fused with basic's ranking.
+    Ppr,
+    /// Basic search by dense similarity alone (a baseline).
+    Dense,
+    /// Basic search by BM25 alone (a baseline).
+    Bm25,
 }
 
 impl Method {
-    pub const NAMES: [&'static str; 6] = ["local", "global", "basic", "drift", "hybrid", "mix"];
+    pub const NAMES: [&'static str; 9] = ["local", "global", "basic", "drift", "hybrid", "mix", "ppr", "dense", "bm25"];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -72,6 +83,9 @@ impl Method {
             Method::Drift => "drift",
             Method::Hybrid => "hybrid",
             Method::Mix => "mix",
+            Method::Ppr => "ppr",
+            Method::Dense => "dense",
+            Method::Bm25 => "bm25",
         }
     }
 }
@@ -92,6 +106,9 @@ impl FromStr for Method {
             "drift" => Method::Drift,
             "hybrid" => Method::Hybrid,
             "mix" => Method::Mix,
+            "ppr" => Method::Ppr,
+            "dense" => Method::Dense,
+            "bm25" => Method::Bm25,
             _ => bail!(
                 "unknown query method `{s}`: expected one of {}{}",
                 Method::NAMES.join(", "),
@@ -106,8 +123,8 @@ impl FromStr for Method {
 pub struct QueryRequest {
     pub method: Method,
     pub question: String,
-    /// Community level for global (and the reports of local / DRIFT);
-    /// `None`: GraphRAG's default 2 (the deepest communities down to level 2).
+    /// Community level for global (and the reports of local / DRIFT): as in
+    /// GraphRAG, the reports at levels 0 to N; `None`: GraphRAG's default 2.
     pub community_level: Option<u32>,
     /// Target length and format of the answer ("Multiple Paragraphs").
     pub response_type: String,
@@ -119,6 +136,10 @@ pub struct QueryRequest {
     /// Global search: pick reports by LLM relevance rating from the top
     /// level down (GraphRAG's dynamic community selection) instead of one level.
     pub dynamic_community_selection: bool,
+    /// A context budget in tokens that replaces the method's own
+    /// (`max_context_tokens` and the like), filled in the method's rank order
+    /// with no count limit on text units (`graphrag-rs eval --budget`).
+    pub max_context_tokens: Option<usize>,
 }
 
 impl QueryRequest {
@@ -131,6 +152,7 @@ impl QueryRequest {
             context_only: false,
             history: Vec::new(),
             dynamic_community_selection: false,
+            max_context_tokens: None,
         }
     }
 }
@@ -224,6 +246,15 @@ impl QueryEngine {
         &self.settings
     }
 
+    /// What `basic` ranks text units by.
+    fn basic_retriever(&self) -> retrieval::Retriever {
+        if self.settings.basic_search.hybrid {
+            retrieval::Retriever::Hybrid
+        } else {
+            retrieval::Retriever::Dense
+        }
+    }
+
     pub fn root(&self) -> &Path {
         &self.root
     }
@@ -270,7 +301,8 @@ impl QueryEngine {
         match method {
             Method::Local => "local_search",
             Method::Global => "global_search",
-            Method::Basic => "basic_search",
+            Method::Basic | Method::Dense | Method::Bm25 => "basic_search",
+            Method::Ppr => "ppr_search",
             Method::Drift => "drift_search",
             Method::Hybrid | Method::Mix => "keyword_search",
         }
@@ -290,10 +322,15 @@ impl QueryEngine {
                 s.local_search.embedding_model_id.clone(),
                 "local_search.embedding_model_id",
             ),
-            Method::Basic => (
+            Method::Basic | Method::Dense | Method::Bm25 => (
                 s.basic_search.completion_model_id.clone(),
                 s.basic_search.embedding_model_id.clone(),
                 "basic_search.embedding_model_id",
+            ),
+            Method::Ppr => (
+                s.ppr_search.completion_model_id.clone(),
+                s.ppr_search.embedding_model_id.clone(),
+                "ppr_search.embedding_model_id",
             ),
             Method::Drift => (
                 s.drift_search.completion_model_id.clone(),
@@ -318,7 +355,7 @@ impl QueryEngine {
         }
         if matches!(req.method, Method::Global | Method::Drift) && !self.index.has_table("community_reports") {
             bail!(
-                "{} search reads community reports, and this index has none (`--method light` makes none, as LightRAG): ask with local, basic, hybrid or mix, or index with `--method standard` for global and drift",
+                "{} search reads community reports, and this index has none (`--method light` makes none, as LightRAG): ask with local, basic, hybrid, mix or ppr, or index with `--method standard` for global and drift",
                 req.method
             );
         }
@@ -332,6 +369,9 @@ impl QueryEngine {
                     self.settings.completion_models.keys().map(String::as_str)
                 )
             );
+        }
+        if req.max_context_tokens.is_some() && req.method == Method::Global {
+            bail!("global search takes no context budget: it maps over every community report of a level in batches of global_search.max_context_tokens");
         }
         let has_chat = self.llm.has_chat_model(&chat_id);
         let notice = if req.context_only {
@@ -356,13 +396,17 @@ impl QueryEngine {
             embed_setting,
             skipped: AtomicU64::new(0),
             started,
+            notices: Mutex::new(Default::default()),
             context_ms: Mutex::new(None),
             on_token: Mutex::new(on_token),
         };
         let outcome = match req.method {
             Method::Local => methods::local::run(&run),
             Method::Global => methods::global::run(&run),
-            Method::Basic => methods::basic::run(&run),
+            Method::Basic => methods::basic::run(&run, self.basic_retriever()),
+            Method::Dense => methods::basic::run(&run, retrieval::Retriever::Dense),
+            Method::Bm25 => methods::basic::run(&run, retrieval::Retriever::Lexical),
+            Method::Ppr => methods::ppr::run(&run),
             Method::Drift => methods::drift::run(&run),
             Method::Hybrid => methods::keyword::run(&run, false),
             Method::Mix => methods::keyword::run(&run, true),
@@ -414,6 +458,8 @@ pub(crate) struct Run<'a, 'b> {
     pub embed_setting: &'static str,
     pub skipped: AtomicU64,
     pub started: Instant,
+    /// Notices already logged (each once per query).
+    notices: Mutex<std::collections::HashSet<String>>,
     context_ms: Mutex<Option<f64>>,
     /// Where the final answer streams to, if anywhere.
     on_token: Mutex<Option<&'b mut OnToken<'b>>>,
@@ -437,6 +483,14 @@ impl Run<'_, '_> {
         *self.context_ms.lock().unwrap().get_or_insert_with(|| ms(self.started))
     }
 
+    /// Logs a warning about the request once per query (a method may meet
+    /// the same condition in each of its steps).
+    pub fn notice(&self, message: String) {
+        if self.notices.lock().unwrap().insert(message.clone()) {
+            tracing::warn!("{message}");
+        }
+    }
+
     pub fn skip(&self, what: &str, why: impl fmt::Display) {
         tracing::warn!("{what} skipped: {why}");
         self.skipped.fetch_add(1, Ordering::Relaxed);
@@ -448,6 +502,27 @@ impl Run<'_, '_> {
 
     pub fn fixed_prompt(&self, name: &str) -> anyhow::Result<PromptTemplate> {
         prompts::fixed(&self.engine.root, name)
+    }
+
+    /// The prompt of `setting`, checked to use only the placeholders that
+    /// `what` fills (`vars`) before any model is called.
+    pub fn checked_prompt(
+        &self,
+        setting: &str,
+        path: &str,
+        what: &str,
+        vars: &[&str],
+    ) -> anyhow::Result<PromptTemplate> {
+        let prompt = self.prompt(setting, path)?;
+        prompt.check_placeholders(&format!("{what} (settings `{setting}`)"), vars)?;
+        Ok(prompt)
+    }
+
+    /// [`Run::fixed_prompt`], checked like [`Run::checked_prompt`].
+    pub fn checked_fixed_prompt(&self, name: &str, what: &str, vars: &[&str]) -> anyhow::Result<PromptTemplate> {
+        let prompt = self.fixed_prompt(name)?;
+        prompt.check_placeholders(what, vars)?;
+        Ok(prompt)
     }
 
     pub fn block_on<F: std::future::Future>(&self, f: F) -> F::Output {
@@ -516,13 +591,24 @@ impl Run<'_, '_> {
     /// The final answer's chat call (every method makes exactly one),
     /// streamed to the caller's `on_token` when given.
     pub fn chat(&self, messages: &[Message]) -> anyhow::Result<String> {
-        let model = self.chat_model()?;
+        self.chat_with(messages, &CallOptions::default())
+    }
+
+    /// [`Run::chat`] with the call's own sampling settings.
+    pub fn chat_with(&self, messages: &[Message], options: &CallOptions) -> anyhow::Result<String> {
+        let model = self.chat_model()?.with_options(options);
         let mut on_token = self.on_token.lock().unwrap();
         let completion = match on_token.as_deref_mut() {
             Some(cb) => self.block_on(model.chat_stream(messages, &self.usage, cb))?,
             None => self.block_on(model.chat(messages, false, &self.usage, &answer::text()))?.completion,
         };
         Ok(completion.content)
+    }
+
+    /// An intermediate text answer (not streamed).
+    pub fn complete(&self, messages: &[Message]) -> anyhow::Result<String> {
+        let model = self.chat_model()?;
+        Ok(self.block_on(model.chat(messages, false, &self.usage, &answer::text()))?.completion.content)
     }
 
     /// Several JSON chat calls in parallel (the model's own concurrency limit
@@ -540,10 +626,29 @@ impl Run<'_, '_> {
     where
         F: Fn(&str) -> Result<(T, bool), String>,
     {
-        let model = self.chat_model()?;
+        self.chat_json_calls(calls, check, &CallOptions::default(), usize::MAX)
+    }
+
+    /// [`Self::chat_json_all_with`] with the calls' own sampling settings,
+    /// at most `in_flight` at once; results in the order of `calls`.
+    pub fn chat_json_calls<T, F>(
+        &self,
+        calls: Vec<Vec<Message>>,
+        check: &AnswerCheck<F>,
+        options: &CallOptions,
+        in_flight: usize,
+    ) -> anyhow::Result<Vec<anyhow::Result<T>>>
+    where
+        F: Fn(&str) -> Result<(T, bool), String>,
+    {
+        use futures_util::StreamExt;
+        let model = self.chat_model()?.with_options(options);
+        let model = &model;
         let usage = &self.usage;
-        let futures = calls.iter().map(|m| async move { Ok(model.chat_json_with(m, usage, check).await?.value) });
-        Ok(self.block_on(futures_util::future::join_all(futures)))
+        let futures = calls.iter().map(|m| async move {
+            model.chat_json_with(m, usage, check).await.map(|a| a.value).map_err(anyhow::Error::from)
+        });
+        Ok(self.block_on(futures_util::stream::iter(futures).buffered(in_flight.max(1)).collect()))
     }
 
     pub fn chat_json(&self, messages: Vec<Message>) -> anyhow::Result<Value> {

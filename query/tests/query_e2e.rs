@@ -338,9 +338,10 @@ fn local_search_answers_with_citations_of_real_records() {
             assert!(record_ids(&r, &table).contains(&id.to_string()), "{name} {id} not in the context");
         }
     }
-    // Reports are rolled up to the deepest level: the level-1 communities, not their parent.
+    // As GraphRAG, every level up to the default 2: the parent community
+    // (holding most of the selected entities) comes first.
     let reports = record_ids(&r, "reports");
-    assert!(!reports.contains(&"0".to_string()), "{reports:?}");
+    assert_eq!(reports.first().map(String::as_str), Some("0"), "{reports:?}");
     assert_eq!((r.stats.llm_calls, r.stats.embedding_calls), (1, 1), "{:?}", r.stats);
     assert!(r.stats.prompt_tokens > 0 && r.stats.context_tokens > 0);
     assert_eq!(p.mock.stats().chat_requests, 1);
@@ -410,10 +411,23 @@ fn global_search_maps_batches_in_parallel_and_reduces() {
     let r = engine.query(&QueryRequest::new(Method::Global, "What are the main themes?"), Some(&mut on_token)).unwrap();
     let batches = r.context_records["batches"].as_u64().unwrap();
     assert!(batches >= 2, "{}", r.context_records);
-    // level 2 default rolls up to communities 1, 2, 3
+    // The default level 2 selects every report of levels 0 to 2 (GraphRAG 3.3).
     let mut reports = record_ids(&r, "reports");
     reports.sort();
-    assert_eq!(reports, ["1", "2", "3"]);
+    assert_eq!(reports, ["0", "1", "2", "3"]);
+    assert!(r.context.contains("id|title|occurrence weight|content|rank\n"), "{}", r.context);
+    // Occurrence weight: distinct text units of the community's entities over
+    // the most of any report (community 0: units 0, 1, 2); ranks as Python prints floats.
+    let weights: Vec<(String, String)> = r.context_records["reports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| (x["id"].as_str().unwrap().to_string(), x["occurrence weight"].as_str().unwrap().to_string()))
+        .collect();
+    for (id, w) in [("0", "1.0"), ("1", "0.6666666666666666"), ("3", "0.6666666666666666")] {
+        assert!(weights.contains(&(id.to_string(), w.to_string())), "{weights:?}");
+    }
+    assert!(r.context.contains("|8.0\n") || r.context.ends_with("|8.0"), "{}", r.context);
     assert_eq!(p.mock.stats().chat_requests, batches + 1);
     assert_eq!(r.stats.llm_calls, batches + 1);
     let answer = r.answer.unwrap();
@@ -455,12 +469,20 @@ fn global_search_asks_garbage_map_answers_again() {
 }
 
 #[test]
-fn community_level_that_does_not_exist_is_a_clear_error() {
+fn a_community_level_deeper_than_the_index_uses_its_deepest() {
+    // This index has levels 0 and 1; GraphRAG's default (2) and any deeper
+    // level select the same reports as level 1: all of them.
     let p = Project::new(true, "");
-    let mut req = QueryRequest::new(Method::Global, "themes?");
-    req.community_level = Some(7);
-    let err = p.engine().query(&req, None).unwrap_err().to_string();
-    assert!(err.contains("community level 7 does not exist") && err.contains("0 to 1"), "{err}");
+    let engine = p.engine();
+    for (level, expected) in [(Some(7), 1), (Some(2), 1), (None, 2), (Some(1), 1), (Some(0), 0)] {
+        let mut req = QueryRequest::new(Method::Global, "themes?");
+        req.community_level = level;
+        req.context_only = true;
+        let r = engine.query(&req, None).unwrap();
+        assert_eq!(r.context_records["community_level"], expected, "{level:?}");
+        let n = record_ids(&r, "reports").len();
+        assert_eq!(n, if expected == 0 { 2 } else { 4 }, "{level:?}");
+    }
 }
 
 #[test]
@@ -524,16 +546,87 @@ fn mix_passes_history_to_the_prompt() {
     assert!(r.answer.is_some());
 }
 
+/// (follow-ups asked, follow-ups proposed) of a DRIFT result.
+fn drift_follow_ups(r: &graphrag_query::QueryResult) -> (u64, u64) {
+    let all = r.context_records["follow_ups"].as_array().unwrap();
+    (all.iter().filter(|f| f["asked"] == true).count() as u64, all.len() as u64)
+}
+
 #[test]
-fn drift_primes_follows_up_and_reduces() {
-    let p = Project::new(true, "drift_search:\n  n_depth: 2\n  drift_k_followups: 4\n  primer_folds: 2\n");
+fn drift_expands_primes_follows_up_and_reduces() {
+    let p = Project::new(true, "drift_search:\n  n_depth: 2\n  drift_k_followups: 3\n  primer_folds: 2\n");
     let r = ask(&p.engine(), Method::Drift, "What happened between Scrooge and Marley?");
-    let answer = r.answer.unwrap();
-    assert!(!answer.is_empty());
-    let follow_ups = r.context_records["follow_ups"].as_array().unwrap().len() as u64;
-    assert!((1..=4).contains(&follow_ups), "{}", r.context_records);
-    // primer folds + follow-up steps + reduce
-    assert_eq!(p.mock.stats().chat_requests, 2 + follow_ups + 1);
+    assert!(r.answer.as_deref().is_some_and(|a| !a.is_empty()));
+    let expanded = r.context_records["expanded_query"].as_str().unwrap();
+    assert!(expanded.contains("What happened between Scrooge and Marley?"), "{expanded}");
+    let (asked, proposed) = drift_follow_ups(&r);
+    // Up to drift_k_followups per round, n_depth rounds.
+    assert!((1..=6).contains(&asked) && proposed >= asked, "{}", r.context_records);
+    let kinds = p.mock.stats().by_kind;
+    assert_eq!(kinds.get("drift_expand"), Some(&1), "{kinds:?}");
+    assert_eq!(kinds.get("drift_primer"), Some(&2), "{kinds:?}");
+    assert_eq!(kinds.get("drift_search"), Some(&asked), "{kinds:?}");
+    assert_eq!(kinds.get("drift_reduce"), Some(&1), "{kinds:?}");
+    // The same question again asks the same follow-ups (a seeded order).
+    let again = ask(&p.engine(), Method::Drift, "What happened between Scrooge and Marley?");
+    assert_eq!(again.context_records["follow_ups"], r.context_records["follow_ups"]);
+}
+
+/// A project with GraphRAG 3.3's own DRIFT prompt files and settings paths,
+/// as `graphrag init` writes them (its reduce prompt path names a file it
+/// does not write).
+fn graphrag_drift_project(extra: &str) -> Project {
+    let settings = format!(
+        "drift_search:\n  prompt: prompts/drift_search_system_prompt.txt\n  reduce_prompt: prompts/drift_search_reduce_prompt.txt\n{extra}"
+    );
+    let p = Project::new(true, &settings);
+    let prompts = p.dir.path().join("prompts");
+    std::fs::create_dir_all(&prompts).unwrap();
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/graphrag-3.3.0-init/prompts");
+    for name in ["drift_search_system_prompt.txt", "drift_reduce_prompt.txt"] {
+        std::fs::copy(fixtures.join(name), prompts.join(name)).unwrap();
+    }
+    p
+}
+
+#[test]
+fn drift_runs_graphrag_s_own_prompts() {
+    let p = graphrag_drift_project("  n_depth: 2\n  drift_k_followups: 2\n");
+    let r = ask(&p.engine(), Method::Drift, "How are Scrooge and Bob Cratchit connected?");
+    assert!(r.answer.as_deref().is_some_and(|a| a.contains("[Data:")), "{:?}", r.answer);
+    let (asked, _) = drift_follow_ups(&r);
+    assert!(asked >= 1, "{}", r.context_records);
+    let kinds = p.mock.stats().by_kind;
+    assert_eq!(kinds.get("drift_search"), Some(&asked), "GraphRAG's step prompt was answered: {kinds:?}");
+    assert_eq!(kinds.get("drift_reduce"), Some(&1), "{kinds:?}");
+
+    // GraphRAG's reduce prompt where its settings point: it is the one used.
+    std::fs::copy(
+        p.dir.path().join("prompts/drift_reduce_prompt.txt"),
+        p.dir.path().join("prompts/drift_search_reduce_prompt.txt"),
+    )
+    .unwrap();
+    let r = ask(&p.engine(), Method::Drift, "How are Scrooge and Bob Cratchit connected?");
+    assert!(r.answer.is_some());
+}
+
+#[test]
+fn a_prompt_placeholder_no_step_fills_fails_before_any_call() {
+    let p = graphrag_drift_project("");
+    let prompt = p.dir.path().join("prompts/drift_search_system_prompt.txt");
+    let text = std::fs::read_to_string(&prompt).unwrap();
+    std::fs::write(&prompt, text.replace("{followups}", "{follow_up_count}")).unwrap();
+    let err = p.engine().query(&QueryRequest::new(Method::Drift, "Who is Scrooge?"), None).unwrap_err().to_string();
+    assert!(err.contains("{follow_up_count} is not filled by DRIFT's follow-up step"), "{err}");
+    assert!(err.contains("drift_search.prompt") && err.contains("{followups}"), "{err}");
+    assert_eq!(p.mock.stats().requests, 0, "nothing was sent");
+
+    let p = Project::new(true, "global_search:\n  map_prompt: prompts/map.txt\n");
+    std::fs::create_dir_all(p.dir.path().join("prompts")).unwrap();
+    std::fs::write(p.dir.path().join("prompts/map.txt"), "{context_data} {points}").unwrap();
+    let err = p.engine().query(&QueryRequest::new(Method::Global, "themes?"), None).unwrap_err().to_string();
+    assert!(err.contains("{points} is not filled by global search's map step"), "{err}");
+    assert_eq!(p.mock.stats().requests, 0);
 }
 
 #[test]
@@ -628,4 +721,139 @@ fn the_answer_streams_in_pieces() {
         .unwrap();
     assert!(pieces.len() > 1, "{pieces:?}");
     assert_eq!(pieces.concat(), r.answer.unwrap());
+}
+
+fn context_only(method: Method, question: &str, budget: Option<usize>) -> QueryRequest {
+    QueryRequest { context_only: true, max_context_tokens: budget, ..QueryRequest::new(method, question) }
+}
+
+/// The lexical table the `lexical_index` verb writes, with `analyzer` as its analyzer.
+fn write_lexical_index(dir: &Path, analyzer: &str) {
+    use graphrag_operations::lexical::TermCounts;
+    let counts: Vec<TermCounts> = UNITS.iter().map(|t| TermCounts::of(t)).collect();
+    let table = RecordBatch::try_new(
+        schema::lexical_index(analyzer),
+        vec![
+            schema::text_col((0..UNITS.len()).map(unit_id)),
+            schema::int_col(counts.iter().map(|c| i64::from(c.length))),
+            schema::id_list_col(counts.iter().map(|c| &c.terms)),
+            schema::int_list_col(counts.iter().map(|c| c.counts.iter().map(|&n| i64::from(n)).collect())),
+        ],
+    )
+    .unwrap();
+    write_table(&dir.join("output/lexical_index.parquet"), &table).unwrap();
+}
+
+#[test]
+fn bm25_ranks_by_shared_words_with_or_without_a_persisted_lexical_index() {
+    let p = Project::new(false, "");
+    let q = "Which bank lends to port operators in Scandinavia?";
+    // No lexical_index.parquet (an index built before it existed): built in memory.
+    let built = ask(&p.engine(), Method::Bm25, q);
+    assert_eq!(record_ids(&built, "sources").first().map(String::as_str), Some("4"), "{}", built.context);
+    assert_eq!(built.context_records["retrieval"], "bm25");
+    assert_eq!(built.stats.embedding_calls, 0, "BM25 needs no query embedding");
+    write_lexical_index(p.dir.path(), graphrag_operations::lexical::ANALYZER);
+    let persisted = ask(&p.engine(), Method::Bm25, q);
+    assert_eq!(persisted.context, built.context);
+    // Terms of another analyzer are not trusted: rebuilt from the text units.
+    write_lexical_index(p.dir.path(), "some-other-analyzer/v0");
+    assert_eq!(ask(&p.engine(), Method::Bm25, q).context, built.context);
+    // Units sharing no word with the question are not BM25 hits.
+    assert!(!record_ids(&built, "sources").contains(&"2".to_string()), "{}", built.context);
+}
+
+#[test]
+fn basic_fuses_dense_and_bm25_unless_told_not_to() {
+    let q = "Which bank lends to port operators in Scandinavia?";
+    let p = Project::new(false, "");
+    let engine = p.engine();
+    let hybrid = ask(&engine, Method::Basic, q);
+    assert_eq!(hybrid.context_records["retrieval"], "hybrid (dense + bm25, reciprocal rank fusion)");
+    assert_eq!(record_ids(&hybrid, "sources").first().map(String::as_str), Some("4"));
+    let dense = ask(&engine, Method::Dense, q);
+    assert_eq!(dense.context_records["retrieval"], "dense");
+    let off = Project::new(false, "basic_search:\n  hybrid: false\n");
+    assert_eq!(ask(&off.engine(), Method::Basic, q).context, dense.context);
+}
+
+#[test]
+fn a_context_budget_is_filled_in_each_methods_rank_order() {
+    let p = Project::new(false, "");
+    let engine = p.engine();
+    let q = "Who is Scrooge's clerk and where does the bank lend?";
+    for method in [Method::Basic, Method::Dense, Method::Bm25, Method::Ppr, Method::Local, Method::Mix, Method::Drift] {
+        let mut previous: Option<Vec<String>> = None;
+        for budget in [40, 80, 200, 100_000] {
+            let r = engine.query(&context_only(method, q, Some(budget)), None).unwrap();
+            assert!(
+                r.stats.context_tokens as usize <= budget + 8,
+                "{method} at {budget}: {} tokens\n{}",
+                r.stats.context_tokens,
+                r.context
+            );
+            let sources = record_ids(&r, "sources");
+            if matches!(method, Method::Basic | Method::Dense | Method::Bm25 | Method::Ppr) {
+                assert!(r.stats.context_tokens as usize <= budget, "{method} at {budget}");
+                // A larger budget extends the same ranking.
+                if let Some(before) = &previous {
+                    assert!(sources.starts_with(before), "{method} at {budget}: {sources:?} after {before:?}");
+                }
+            }
+            previous = Some(sources);
+        }
+        let all = previous.unwrap();
+        if method != Method::Bm25 {
+            assert_eq!(all.len(), UNITS.len(), "{method}: a large budget takes every unit in");
+        }
+    }
+    let err = engine.query(&context_only(Method::Global, q, Some(1000)), None).unwrap_err().to_string();
+    assert!(err.contains("global search takes no context budget"), "{err}");
+}
+
+#[test]
+fn ppr_walks_from_the_question_to_linked_units_and_answers_citing_sources() {
+    let p = Project::new(true, "");
+    let engine = p.engine();
+    let q = "Which city is home to the lender of the Halvard terminal?";
+    let r = ask(&engine, Method::Ppr, q);
+    let seeds: Vec<String> = r.context_records["seeds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["entity"].as_str().unwrap().to_string())
+        .collect();
+    assert!(seeds.contains(&"NORTHERN SHIPPING BANK".to_string()), "{seeds:?}");
+    let ppr = record_ids(&r, "sources");
+    // Unit 4 (Oslo) shares no word with the question: BM25 misses it; the
+    // walk reaches it through the bank that unit 3 names.
+    let bm25 = record_ids(&ask(&engine, Method::Bm25, q), "sources");
+    assert!(!bm25.contains(&"4".to_string()), "{bm25:?}");
+    let dense = record_ids(&ask(&engine, Method::Dense, q), "sources");
+    let at = |list: &[String], id: &str| list.iter().position(|x| x == id).unwrap_or(usize::MAX);
+    assert_eq!(ppr[0], "3", "{ppr:?}");
+    assert!(at(&ppr, "4") <= at(&dense, "4") && at(&ppr, "4") < 3, "ppr {ppr:?}, dense {dense:?}");
+    let answer = r.answer.unwrap();
+    assert!(!cited_ids(&answer)["Sources"].is_empty(), "{answer}");
+    for walk in ["paths", "nhop"] {
+        let p = Project::new(false, &format!("ppr_search:\n  walk: {walk}\n"));
+        let r = ask(&p.engine(), Method::Ppr, q);
+        assert_eq!(r.context_records["walk"], walk);
+        assert_eq!(record_ids(&r, "sources").len(), UNITS.len(), "{walk}");
+    }
+}
+
+#[test]
+fn local_search_on_an_index_without_descriptions_spends_its_budget_on_text_units() {
+    let p = Project::new(false, "");
+    let path = p.dir.path().join("output/entities.parquet");
+    let entities = graphrag_engine::store::read_table(&path).unwrap();
+    let idx = entities.schema().index_of("description").unwrap();
+    let mut columns = entities.columns().to_vec();
+    columns[idx] = schema::text_col(vec![""; entities.num_rows()]);
+    write_table(&path, &RecordBatch::try_new(entities.schema(), columns).unwrap()).unwrap();
+    let r = ask(&p.engine(), Method::Local, "Who is the father of Tiny Tim?");
+    assert!(r.context.starts_with("-----Sources-----"), "{}", r.context);
+    assert!(!r.context.contains("-----Entities-----") && !r.context.contains("-----Reports-----"));
+    assert_eq!(record_ids(&r, "sources").len(), UNITS.len());
 }

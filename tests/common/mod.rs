@@ -116,3 +116,18 @@ pub fn project_with(mock: &MockServer, docs: &[(String, String)], model_settings
 pub fn kind(stats: &graphrag_mock_llm::MockStats, class: &str) -> u64 {
     stats.by_kind.get(class).copied().unwrap_or(0)
 }
+
+/// `len` bytes (to a character boundary) of the example corpus, A Christmas
+/// Carol, from the first occurrence of `from`.
+pub fn carol_passage(from: &str, len: usize) -> String {
+    let full = fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/christmas-carol/a_christmas_carol.txt"),
+    )
+    .unwrap();
+    let start = full.find(from).unwrap_or_else(|| panic!("`{from}` is not in the example corpus"));
+    let mut end = (start + len).min(full.len());
+    while !full.is_char_boundary(end) {
+        end -= 1;
+    }
+    full[start..end].to_string()
+}

@@ -48,6 +48,22 @@ pub fn run_verb(
     Ok((out, counters.warnings.load(Ordering::Relaxed)))
 }
 
+/// A file of tests/fixtures/inputs/ (small PDF, DOCX and Parquet inputs).
+pub fn input_fixture(name: &str) -> Vec<u8> {
+    std::fs::read(format!("{}/../tests/fixtures/inputs/{name}", env!("CARGO_MANIFEST_DIR"))).unwrap()
+}
+
+/// Runs `verb` and returns its outputs (or error) with every counter it set.
+pub fn run_verb_counters(
+    verb: &dyn Verb,
+    inputs: &[Arc<RecordBatch>],
+    files: &dyn FileSource,
+) -> (anyhow::Result<Vec<RecordBatch>>, StepCounters) {
+    let counters = StepCounters::default();
+    let out = verb.run(inputs, &VerbContext::new("test", files, &counters));
+    (out, counters)
+}
+
 /// Project files in memory: prompts to read, outputs written.
 #[derive(Default)]
 pub struct MemProject {

@@ -35,6 +35,15 @@ pub const CORRECTION: &str = "Your previous answer could not be used";
 /// The most of an unusable answer a corrective retry quotes back.
 const QUOTED_ANSWER_CHARS: usize = 4000;
 
+/// One call's sampling settings in place of the model's (a search step's
+/// own temperature or answer length); `None` keeps the model's value.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct CallOptions {
+    pub temperature: Option<f64>,
+    pub top_p: Option<f64>,
+    pub max_tokens: Option<u32>,
+}
+
 pub struct ChatModel {
     id: String,
     config: ModelConfig,
@@ -63,6 +72,22 @@ impl ChatModel {
             transport: self.transport.clone(),
             policy: self.policy.clone(),
             cache: self.cache.as_ref().map(|c| Arc::new(c.partition(name))),
+        }
+    }
+
+    /// The same model (same limits, circuit breaker and cache) asked with
+    /// `options` in place of its own sampling settings.
+    pub fn with_options(&self, options: &CallOptions) -> ChatModel {
+        let mut config = self.config.clone();
+        config.temperature = options.temperature.unwrap_or(config.temperature);
+        config.top_p = options.top_p.unwrap_or(config.top_p);
+        config.max_tokens = options.max_tokens.or(config.max_tokens);
+        ChatModel {
+            id: self.id.clone(),
+            config,
+            transport: self.transport.clone(),
+            policy: self.policy.clone(),
+            cache: self.cache.clone(),
         }
     }
 
@@ -315,6 +340,20 @@ impl ChatModel {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn call_options_replace_the_model_s_sampling_for_one_call() {
+        let cfg = ModelConfig { max_tokens: Some(500), ..ModelConfig::default() };
+        let model = ChatModel::new("m", &cfg, None).unwrap();
+        let ask = [Message::user("hi")];
+        let plain = model.with_options(&CallOptions::default()).request_body(&ask, false, Some(500));
+        assert_eq!(plain, model.request_body(&ask, false, Some(500)), "no options: the model's own body");
+        let options = CallOptions { temperature: Some(0.4), top_p: Some(0.9), max_tokens: Some(50) };
+        let own = model.with_options(&options);
+        let body = own.request_body(&ask, false, own.config.max_tokens);
+        let sampling = (body["temperature"].as_f64(), body["top_p"].as_f64(), body["max_tokens"].as_u64());
+        assert_eq!(sampling, (Some(0.4), Some(0.9), Some(50)));
+    }
 
     #[test]
     fn retries_ask_as_is_then_with_more_tokens_or_a_correction() {

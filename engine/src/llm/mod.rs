@@ -16,7 +16,7 @@ mod usage;
 
 pub use answer::{AnswerCheck, Invalid, InvalidKind};
 pub use cache::{Checked, Lookup, ResponseCache};
-pub use chat::{Answer, ChatModel};
+pub use chat::{Answer, CallOptions, ChatModel};
 pub use embedding::EmbeddingModel;
 pub use http::parse_api_base;
 pub use service::LlmService;

@@ -14,7 +14,8 @@ fn prompt(name: &str) -> String {
 }
 
 section!(InputConfig {
-    /// text | markdown | csv | json | jsonl
+    /// text | markdown | csv | json | jsonl | parquet | pdf | docx | markitdown
+    /// (pdf, docx, md and txt files, as GraphRAG's markitdown reader)
     #[serde(rename = "type")]
     file_type: String = s("text"),
     /// Regex on the path relative to the input folder; default per type.
@@ -24,8 +25,12 @@ section!(InputConfig {
     title_column: Option<String> = None,
     /// csv/json column holding each document's id (default: a hash of its text).
     id_column: Option<String> = None,
-    /// Extra csv/json columns kept in documents.raw_data (empty: all of them).
+    /// Extra csv/json/parquet columns kept in documents.raw_data (empty: all of them).
     metadata: Vec<String> = Vec::new(),
+    /// An input file that cannot be read stops the run (false: it is named
+    /// with the reason, counted, marked failed in document_status, and the
+    /// run goes on with the others).
+    strict: bool = false,
 });
 
 section!(
@@ -110,8 +115,10 @@ section!(
 section!(VectorStoreConfig {
     /// embedded: vectors in output/embeddings.<field>.parquet, HNSW indexes in
     /// output/vectors/ (external stores plug in behind the VectorStore trait).
-    /// lancedb (GraphRAG's default) is served by the same embedded store;
-    /// `db_uri` and `index_schema` say where a LanceDB export goes.
+    /// lancedb (GraphRAG's default) is served by the same embedded store,
+    /// and `index` / `update` also write GraphRAG's LanceDB tables at
+    /// `db_uri` (named by `index_schema.<field>.index_name`) for its Python
+    /// API (`graphrag-rs export lancedb`; needs Python's lancedb package).
     #[serde(rename = "type")]
     kind: String = s("embedded"),
     /// Use an approximate index (HNSW) from this many vectors on (0: always).
@@ -335,6 +342,45 @@ section!(BasicSearchConfig {
     embedding_model_id: String = s("default_embedding_model"),
     k: usize = 10,
     max_context_tokens: usize = 12_000,
+    /// graphrag-rs: rank text units by dense similarity and BM25 together
+    /// (reciprocal rank fusion of the top k of each); false: dense only, as
+    /// GraphRAG.
+    hybrid: bool = true,
+    /// The constant of reciprocal rank fusion (60: Cormack et al.'s).
+    fusion_k: f64 = graphrag_operations::rank_fusion::RRF_K,
+});
+
+/// The graph walks `ppr_search.walk` chooses from.
+pub const PPR_WALKS: [&str; 3] = ["ppr", "paths", "nhop"];
+
+section!(
+    /// graphrag-rs: graph-propagation search (HippoRAG 2): text units ranked
+    /// by a walk over the graph of entities and text units, fused with the
+    /// hybrid (dense + BM25) ranking, packed into max_context_tokens.
+    PprSearchConfig {
+    /// The answer prompt (basic search's: it cites Sources).
+    prompt: String = prompt("basic_search_system_prompt"),
+    completion_model_id: String = s("default_completion_model"),
+    embedding_model_id: String = s("default_embedding_model"),
+    max_context_tokens: usize = 12_000,
+    /// ppr: HippoRAG 2's Personalized PageRank; paths: MiniRAG-style scoring
+    /// of the paths from the seed entities; nhop: RAGFlow-style n-hop
+    /// neighbours weighted by entity PageRank.
+    walk: String = s("ppr"),
+    /// Probability of following an edge rather than restarting (HippoRAG's 0.5).
+    damping: f64 = 0.5,
+    /// Weight of the text units' dense and BM25 scores in the restart
+    /// distribution, against the seed entities' (HippoRAG 2's 0.05).
+    passage_node_weight: f64 = 0.05,
+    /// Seed entities kept (HippoRAG's linking_top_k): the most specific of
+    /// those the question names and those of the best-ranked text units.
+    linking_top_k: usize = 5,
+    /// Entities whose vectors have at least this cosine similarity with a
+    /// seed's join the seeds (HippoRAG 2's synonym edges, 0.8 there,
+    /// followed from the seeds only); null: none.
+    synonym_threshold: Option<f64> = None,
+    /// The constant of reciprocal rank fusion of the walk's and the hybrid ranking.
+    fusion_k: f64 = graphrag_operations::rank_fusion::RRF_K,
 });
 
 section!(

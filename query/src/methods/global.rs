@@ -1,17 +1,23 @@
-//! GraphRAG global search: community reports at a level (or chosen by LLM
-//! relevance ratings, top-down), packed into batches, one map call per batch
-//! in parallel (JSON key points with scores), the surviving points ranked and
-//! packed into one reduce call.
+//! GraphRAG global search: the community reports of every level up to the
+//! requested one (or chosen by LLM relevance ratings, top-down), with
+//! GraphRAG's columns (`id|title|occurrence weight|content|rank`), packed
+//! into batches, one map call per batch in parallel (JSON key points with
+//! scores), the surviving points ranked and packed into one reduce call.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use serde_json::{json, Value};
 
 use crate::context::{
-    history_table, join_parts, pack_batches, pack_points, parse_points, reports_at_level, shuffled, MemoCounter, Point,
+    history_table, join_parts, pack_batches, pack_points, pack_table, parse_points, reports_up_to_level, shuffled,
+    MemoCounter, PackedTable, Point,
 };
 use crate::data::Reports;
 use crate::{render, Outcome, Run, NO_DATA_ANSWER};
+
+const HEADER: [&str; 5] = ["id", "title", "occurrence weight", "content", "rank"];
+const MAP_VARS: [&str; 2] = ["context_data", "max_length"];
+const REDUCE_VARS: [&str; 3] = ["report_data", "response_type", "max_length"];
 
 /// GraphRAG's `random_state` for shuffling reports into batches.
 const SHUFFLE_SEED: u64 = 86;
@@ -21,17 +27,32 @@ pub fn run(run: &Run) -> anyhow::Result<Outcome> {
     let question = &run.req.question;
     let memo = MemoCounter::default();
     let count = |t: &str| memo.count(t);
+    // Prompts first: a placeholder no step fills is an error before any call.
+    let prompts = if run.retrieval_only() {
+        None
+    } else {
+        let map =
+            run.checked_prompt("global_search.map_prompt", &gs.map_prompt, "global search's map step", &MAP_VARS)?;
+        let reduce = run.checked_prompt(
+            "global_search.reduce_prompt",
+            &gs.reduce_prompt,
+            "global search's reduce step",
+            &REDUCE_VARS,
+        )?;
+        Some((map, reduce))
+    };
     let reports = run.index().reports()?;
     let level = super::community_level(run, &reports)?;
 
     let (selected, selection) = if run.req.dynamic_community_selection && !run.retrieval_only() {
         (dynamic_selection(run, &reports)?, "dynamic".to_string())
     } else if run.req.dynamic_community_selection {
-        let how = format!("level {level} (dynamic community selection needs a chat model)");
-        (reports_at_level(&reports.level, &reports.community, &reports.parent, level), how)
+        let how = format!("levels 0 to {level} (dynamic community selection needs a chat model)");
+        (reports_up_to_level(&reports.level, level), how)
     } else {
-        (reports_at_level(&reports.level, &reports.community, &reports.parent, level), format!("level {level}"))
+        (reports_up_to_level(&reports.level, level), format!("levels 0 to {level}"))
     };
+    let weights = occurrence_weights(run, &reports, &selected)?;
 
     // Batches of global_search.max_context_tokens (GraphRAG's context builder
     // budget), reports shuffled with a fixed seed so every batch mixes
@@ -48,17 +69,16 @@ pub fn run(run: &Run) -> anyhow::Result<Outcome> {
         vec![
             reports.hrid[r].to_string(),
             reports.title[r].clone(),
+            python_float(weights.get(&r).copied().unwrap_or(0.0)),
             reports.full_content[r].clone(),
-            format!("{}", reports.rank[r]),
+            python_float(reports.rank[r]),
         ]
     });
-    let batches = pack_batches(
-        "Reports",
-        &["id", "title", "content", "rank"],
-        rows,
-        gs.max_context_tokens.saturating_sub(history.tokens),
-        &count,
-    );
+    let batches: Vec<PackedTable> =
+        pack_batches("Reports", &HEADER, rows, gs.max_context_tokens.saturating_sub(history.tokens), &count)
+            .into_iter()
+            .map(|b| by_weight_and_rank(b, &count))
+            .collect();
     let batch_texts: Vec<String> =
         batches.iter().map(|b| join_parts([history.text.as_str(), b.text.as_str()])).collect();
     let context = batch_texts.join("\n\n");
@@ -68,6 +88,7 @@ pub fn run(run: &Run) -> anyhow::Result<Outcome> {
         "reports": report_records,
         "batches": batches.len(),
         "community_selection": selection,
+        "community_level": level,
     });
     let context_ms = run.context_ready();
     if run.retrieval_only() {
@@ -78,7 +99,7 @@ pub fn run(run: &Run) -> anyhow::Result<Outcome> {
     }
 
     // Map.
-    let map_prompt = run.prompt("global_search.map_prompt", &gs.map_prompt)?;
+    let (map_prompt, reduce_prompt) = prompts.expect("a chat model answers");
     let calls = batch_texts
         .iter()
         .map(|b| {
@@ -126,7 +147,6 @@ pub fn run(run: &Run) -> anyhow::Result<Outcome> {
     if used.is_empty() {
         return Ok(Outcome { answer: Some(NO_DATA_ANSWER.to_string()), context, records, context_ms });
     }
-    let reduce_prompt = run.prompt("global_search.reduce_prompt", &gs.reduce_prompt)?;
     let system = render(
         &reduce_prompt,
         &[
@@ -137,6 +157,53 @@ pub fn run(run: &Run) -> anyhow::Result<Outcome> {
     )?;
     let answer = run.chat(&run.messages(system, question))?;
     Ok(Outcome { answer: Some(answer), context, records, context_ms })
+}
+
+/// GraphRAG's `occurrence weight` of each selected report: how many distinct
+/// text units its community's entities come from, divided by the largest
+/// such count among the selected reports. Empty without entities or
+/// communities (GraphRAG then leaves the column empty too).
+fn occurrence_weights(run: &Run, reports: &Reports, selected: &[usize]) -> anyhow::Result<HashMap<usize, f64>> {
+    let index = run.index();
+    if selected.is_empty() || !index.has_table("entities") || !index.has_table("communities") {
+        return Ok(HashMap::new());
+    }
+    let graph = index.graph()?;
+    let communities = index.communities()?;
+    let wanted: HashMap<i64, usize> = selected.iter().map(|&r| (reports.community[r], r)).collect();
+    let mut units: HashMap<usize, HashSet<u32>> = HashMap::new();
+    for (entity, rows) in &communities.of_entity {
+        let Some(&e) = graph.entity_by_id.get(entity) else { continue };
+        for &c in rows {
+            if let Some(&r) = wanted.get(&communities.community[c]) {
+                units.entry(r).or_default().extend(graph.entity_units[e].iter().copied());
+            }
+        }
+    }
+    let max = units.values().map(HashSet::len).max().unwrap_or(0).max(1) as f64;
+    Ok(selected.iter().map(|&r| (r, units.get(&r).map_or(0, HashSet::len) as f64 / max)).collect())
+}
+
+/// A batch's rows by occurrence weight, then rank, both descending (stable),
+/// as GraphRAG orders each batch.
+fn by_weight_and_rank(batch: PackedTable, count: &dyn Fn(&str) -> usize) -> PackedTable {
+    let number = |row: &[String], i: usize| row.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    let mut rows = batch.rows;
+    rows.sort_by(|a, b| {
+        (number(b, 2), number(b, 4)).partial_cmp(&(number(a, 2), number(a, 4))).unwrap_or(std::cmp::Ordering::Equal)
+    });
+    pack_table(&batch.name, &HEADER, rows, usize::MAX, count)
+}
+
+/// A number as Python's `str(float)` writes it (`8.0`, `0.25`): GraphRAG's
+/// report tables show ranks and weights that way.
+fn python_float(x: f64) -> String {
+    let s = format!("{x}");
+    if x.is_finite() && !s.contains(['.', 'e']) {
+        format!("{s}.0")
+    } else {
+        s
+    }
 }
 
 /// GraphRAG's dynamic community selection: rate the level-0 reports with the

@@ -1,10 +1,14 @@
 //! GraphRAG local search: the entities closest to the question, their
 //! relationships, claims, community reports and source text units, packed
 //! into `local_search.max_context_tokens` with GraphRAG's proportions.
-//! Two graphrag-rs departures, measured in docs/benchmarks.md ("Retrieval
-//! recall"): entities the question names are selected first, and the text
+//! Three graphrag-rs departures, measured in docs/benchmarks.md ("Retrieval
+//! recall"): entities the question names are selected first; the text
 //! units (of the selected entities and their relationships' other ends) are
-//! ordered by similarity to the question when text unit vectors exist.
+//! ordered by similarity to the question when text unit vectors exist; and
+//! on an index whose entities have no descriptions (the fast method: its
+//! entity and relationship rows are bare titles, its reports extracts of the
+//! text units) the whole budget goes to text units ranked by the graph walk
+//! of PPR search.
 
 use std::collections::{HashMap, HashSet};
 
@@ -13,10 +17,12 @@ use serde_json::{json, Value};
 
 use crate::context::{
     entities_named_in, history_table, join_parts, neighbour_entities, order_by_similarity, pack_table,
-    rank_relationships, rank_text_units, reports_at_level, MemoCounter, PackedTable,
+    rank_relationships, rank_text_units, reports_up_to_level, MemoCounter, PackedTable,
 };
 use crate::data::{Field, Graph};
+use crate::retrieval::sources_table;
 use crate::{render, Outcome, Run};
+use graphrag_engine::settings::{DriftSearchConfig, LocalSearchConfig};
 
 /// A local search context.
 pub struct LocalContext {
@@ -40,11 +46,50 @@ impl LocalContext {
     }
 }
 
+/// What shapes a local search context: local search's settings, or DRIFT's
+/// `local_search_*` ones for its follow-up steps.
+pub struct LocalParams {
+    /// Where these come from in settings.yaml (`local_search.`,
+    /// `drift_search.local_search_`), for errors.
+    pub settings_prefix: &'static str,
+    pub text_unit_prop: f64,
+    pub community_prop: f64,
+    pub conversation_history_max_turns: u32,
+    pub top_k_entities: usize,
+    pub top_k_relationships: usize,
+}
+
+impl LocalParams {
+    pub fn of_local_search(s: &LocalSearchConfig) -> LocalParams {
+        LocalParams {
+            settings_prefix: "local_search.",
+            text_unit_prop: s.text_unit_prop,
+            community_prop: s.community_prop,
+            conversation_history_max_turns: s.conversation_history_max_turns,
+            top_k_entities: s.top_k_entities,
+            top_k_relationships: s.top_k_relationships,
+        }
+    }
+
+    pub fn of_drift_search(d: &DriftSearchConfig) -> LocalParams {
+        LocalParams {
+            settings_prefix: "drift_search.local_search_",
+            text_unit_prop: d.local_search_text_unit_prop,
+            community_prop: d.local_search_community_prop,
+            conversation_history_max_turns: 0,
+            top_k_entities: d.local_search_top_k_mapped_entities,
+            top_k_relationships: d.local_search_top_k_relationships,
+        }
+    }
+}
+
 pub fn run(run: &Run) -> anyhow::Result<Outcome> {
     let question = &run.req.question;
     let s = &run.s().local_search;
     let query = run.embed_one(question)?;
-    let ctx = build(run, question, &query, s.max_context_tokens, &run.req.history)?;
+    let params = LocalParams::of_local_search(s);
+    let budget = run.req.max_context_tokens.unwrap_or(s.max_context_tokens);
+    let ctx = build(run, &params, question, &query, budget, &run.req.history)?;
     let context_ms = run.context_ready();
     let records = ctx.records();
     if run.retrieval_only() {
@@ -79,23 +124,27 @@ const CLAIM_HEADER: [&str; 8] =
 /// Builds GraphRAG's local context for a question and its embedding, within `max_tokens`.
 pub fn build(
     run: &Run,
+    s: &LocalParams,
     question: &str,
     query: &[f32],
     max_tokens: usize,
     history: &[(String, String)],
 ) -> anyhow::Result<LocalContext> {
-    let s = &run.s().local_search;
     if s.text_unit_prop < 0.0 || s.community_prop < 0.0 || s.text_unit_prop + s.community_prop > 1.0 {
         bail!(
-            "local_search.text_unit_prop ({}) + local_search.community_prop ({}) must be between 0 and 1",
+            "{p}text_unit_prop ({}) + {p}community_prop ({}) must be between 0 and 1",
             s.text_unit_prop,
-            s.community_prop
+            s.community_prop,
+            p = s.settings_prefix
         );
     }
     let memo = MemoCounter::default();
     let count = |t: &str| memo.count(t);
     let index = run.index();
     let g = index.graph()?;
+    if !g.is_described() {
+        return graph_ranked_sources(run, question, query, max_tokens, history, &count);
+    }
     let vectors = run.vectors(Field::EntityDescription)?;
 
     // Entities: those the question names (up to top_k_entities), then
@@ -182,11 +231,8 @@ pub fn build(
             ranked = order_by_similarity(ranked, &hits);
         }
         let units = index.text_units()?;
-        let rows = ranked
-            .iter()
-            .filter_map(|id| units.by_id.get(id))
-            .map(|&u| vec![units.hrid[u].to_string(), units.text[u].clone()]);
-        pack_table("Sources", &["id", "text"], rows, text_unit_tokens, &count)
+        let rows = ranked.iter().filter_map(|id| units.by_id.get(id).copied());
+        sources_table(&units, rows, text_unit_tokens, &count)
     } else {
         PackedTable::default()
     };
@@ -200,6 +246,28 @@ pub fn build(
         sources.text.as_str(),
     ]);
     Ok(LocalContext { text, reports, entities, relationships, claims: claim_table, sources })
+}
+
+/// The local context of an index without entity descriptions: the text
+/// units ranked by PPR search's graph walk, filling the budget.
+fn graph_ranked_sources(
+    run: &Run,
+    question: &str,
+    query: &[f32],
+    max_tokens: usize,
+    history: &[(String, String)],
+    count: &dyn Fn(&str) -> usize,
+) -> anyhow::Result<LocalContext> {
+    let ranking = super::ppr::rank_units(run, question, query, max_tokens)?;
+    let (text, sources) = super::sources_context(run, ranking.units, max_tokens, history, count)?;
+    Ok(LocalContext {
+        text,
+        reports: PackedTable::default(),
+        entities: PackedTable::default(),
+        relationships: PackedTable::default(),
+        claims: PackedTable::default(),
+        sources,
+    })
 }
 
 /// Community reports of the selected entities' communities (rolled up to the
@@ -218,8 +286,7 @@ fn report_table(
     let reports = index.reports()?;
     let communities = index.communities()?;
     let level = super::community_level(run, &reports)?;
-    let kept: HashSet<usize> =
-        reports_at_level(&reports.level, &reports.community, &reports.parent, level).into_iter().collect();
+    let kept: HashSet<usize> = reports_up_to_level(&reports.level, level).into_iter().collect();
     let mut matches: HashMap<usize, usize> = HashMap::new();
     for &e in selected {
         let mut here = HashSet::new();

@@ -5,27 +5,67 @@ pub mod drift;
 pub mod global;
 pub mod keyword;
 pub mod local;
+pub mod ppr;
 
-use anyhow::bail;
-use serde_json::Value;
+use serde_json::{json, Value};
 
+use crate::context::{history_table, join_parts, Counter, PackedTable};
 use crate::data::Reports;
-use crate::Run;
+use crate::retrieval::sources_table;
+use crate::{render, Outcome, Run};
+
+/// A context of the text units `rows`, in order, as one Sources table after
+/// the conversation history's user turns, within `budget` tokens.
+pub fn sources_context(
+    run: &Run,
+    rows: impl IntoIterator<Item = usize>,
+    budget: usize,
+    history: &[(String, String)],
+    count: Counter,
+) -> anyhow::Result<(String, PackedTable)> {
+    let turns = run.s().local_search.conversation_history_max_turns as usize;
+    let history = history_table(history, turns, true, budget, count);
+    let units = run.index().text_units()?;
+    let sources = sources_table(&units, rows, budget.saturating_sub(history.tokens), count);
+    Ok((join_parts([history.text.as_str(), sources.text.as_str()]), sources))
+}
+
+/// The outcome of a method whose context is built: the context alone in
+/// retrieval-only mode, else one answer with the prompt of `setting`.
+pub fn answer(run: &Run, setting: &str, prompt_path: &str, context: String, records: Value) -> anyhow::Result<Outcome> {
+    let context_ms = run.context_ready();
+    if run.retrieval_only() {
+        return Ok(Outcome { answer: None, context, records, context_ms });
+    }
+    let prompt = run.prompt(setting, prompt_path)?;
+    let system = render(&prompt, &[("response_type", json!(run.req.response_type)), ("context_data", json!(context))])?;
+    let answer = run.chat(&run.messages(system, &run.req.question))?;
+    Ok(Outcome { answer: Some(answer), context, records, context_ms })
+}
 
 /// GraphRAG's default community level.
 pub const DEFAULT_COMMUNITY_LEVEL: i64 = 2;
 
-/// The community level of the request, checked against the index: `None`
-/// gives GraphRAG's default 2 (which, rolled up, means the deepest
-/// communities down to level 2, whatever levels exist).
+/// The community level of the request (`None`: GraphRAG's default 2). As
+/// in GraphRAG 3.3, level N selects the reports at levels 0 to N, so a level
+/// deeper than the index's deepest selects what its deepest does: that
+/// level is used, with a notice.
 pub fn community_level(run: &Run, reports: &Reports) -> anyhow::Result<i64> {
-    match (run.req.community_level, reports.max_level()) {
-        (None, _) => Ok(DEFAULT_COMMUNITY_LEVEL),
-        (Some(l), Some(max)) if i64::from(l) > max => bail!(
-            "community level {l} does not exist in this index: its community reports have levels 0 to {max} (use --community-level 0 to {max})"
-        ),
-        (Some(l), None) => bail!("community level {l} does not exist: the index has no community reports"),
-        (Some(l), Some(_)) => Ok(i64::from(l)),
+    let Some(requested) = run.req.community_level.map(i64::from) else {
+        return Ok(DEFAULT_COMMUNITY_LEVEL);
+    };
+    match reports.max_level() {
+        Some(max) if requested > max => {
+            run.notice(format!(
+                "community level {requested}: this index's community reports have levels 0 to {max}, so level {max} is used (the same reports: every level up to it)"
+            ));
+            Ok(max)
+        }
+        None => {
+            run.notice(format!("community level {requested}: this index has no community reports"));
+            Ok(requested)
+        }
+        Some(_) => Ok(requested),
     }
 }
 

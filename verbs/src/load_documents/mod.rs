@@ -1,9 +1,15 @@
-//! `load_documents`: input files → documents (text, markdown, csv, json, jsonl).
+//! `load_documents`: input files → documents (text, markdown, csv, json,
+//! jsonl, parquet, pdf, docx, or GraphRAG's `markitdown`: pdf, docx, md and
+//! txt files together). A file that cannot be read is named with the reason
+//! and left out (counted in stats.json, `failed` in document_status), or, with
+//! `strict`, stops the run.
+
+mod formats;
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
-use anyhow::{anyhow, bail, Context};
+use anyhow::{anyhow, bail};
 use arrow_array::{Array, ArrayRef, NullArray, RecordBatch, StructArray};
 use arrow_schema::{DataType, Fields};
 use rayon::prelude::*;
@@ -25,6 +31,11 @@ pub enum FileType {
     Csv,
     Json,
     Jsonl,
+    Parquet,
+    Pdf,
+    Docx,
+    /// GraphRAG's reader of documents converted to text (by their extension).
+    Markitdown,
 }
 
 impl FileType {
@@ -36,6 +47,10 @@ impl FileType {
             FileType::Csv => "csv",
             FileType::Json => "json",
             FileType::Jsonl => "jsonl",
+            FileType::Parquet => "parquet",
+            FileType::Pdf => "pdf",
+            FileType::Docx => "docx",
+            FileType::Markitdown => "markitdown",
         }
     }
 
@@ -46,7 +61,25 @@ impl FileType {
             FileType::Csv => r".*\.csv$",
             FileType::Json => r".*\.json$",
             FileType::Jsonl => r".*\.jsonl$",
+            FileType::Parquet => r".*\.parquet$",
+            FileType::Pdf => r"(?i).*\.pdf$",
+            FileType::Docx => r"(?i).*\.docx$",
+            FileType::Markitdown => r"(?i).*\.(pdf|docx|md|markdown|txt)$",
         }
+    }
+
+    /// The type of one file of a `markitdown` input, by its extension.
+    fn of_document(path: &str) -> anyhow::Result<FileType> {
+        let ext = path.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase()).unwrap_or_default();
+        Ok(match ext.as_str() {
+            "pdf" => FileType::Pdf,
+            "docx" => FileType::Docx,
+            "md" | "markdown" => FileType::Markdown,
+            "txt" => FileType::Text,
+            _ => bail!(
+                "`.{ext}` files cannot be converted here (input.type markitdown reads pdf, docx, md, markdown, txt)"
+            ),
+        })
     }
 }
 
@@ -63,6 +96,8 @@ pub struct LoadDocuments {
     pub id_column: Option<String>,
     /// csv/json columns kept in raw_data; empty: every column but text and title.
     pub metadata: Vec<String>,
+    /// An unreadable file stops the run instead of being left out.
+    pub strict: bool,
 }
 
 impl Default for LoadDocuments {
@@ -75,6 +110,7 @@ impl Default for LoadDocuments {
             title_column: s.title_column,
             id_column: s.id_column,
             metadata: s.metadata,
+            strict: s.strict,
         }
     }
 }
@@ -113,15 +149,9 @@ impl LoadDocuments {
         Ok(ctx.files.list()?.into_iter().filter(|f| re.is_match(&f.path)).collect())
     }
 
+    /// The documents of one file; an error says why the file cannot be read
+    /// (the caller names the file).
     fn parse_file(&self, file: &FileEntry, bytes: Vec<u8>, ctx: &VerbContext) -> anyhow::Result<Vec<RawDoc>> {
-        let text = String::from_utf8(bytes).map_err(|e| {
-            anyhow!(
-                "input file `{}` is not valid UTF-8 (first invalid byte at offset {}); convert it to UTF-8 (e.g. `iconv -f latin1 -t utf-8`)",
-                file.path,
-                e.utf8_error().valid_up_to()
-            )
-        })?;
-        let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
         let creation_date =
             chrono::DateTime::<chrono::Utc>::from(file.modified).format("%Y-%m-%d %H:%M:%S %z").to_string();
         let doc = |id: Option<String>, title: String, text: String, raw_data| RawDoc {
@@ -131,60 +161,68 @@ impl LoadDocuments {
             raw_data,
             creation_date: creation_date.clone(),
         };
-        let rows: Vec<BTreeMap<String, String>> = match self.file_type {
-            FileType::Text | FileType::Markdown => {
-                return Ok(vec![doc(None, file.path.clone(), text.to_string(), None)]);
-            }
-            FileType::Csv => csv_rows(text).with_context(|| format!("input file `{}`", file.path))?,
-            FileType::Json => {
-                let value: serde_json::Value = serde_json::from_str(text)
-                    .map_err(|e| anyhow!("input file `{}` line {}: invalid JSON: {e}", file.path, e.line()))?;
-                match value {
-                    serde_json::Value::Array(items) => items.iter().map(json_row).collect::<Result<_, _>>(),
-                    other => json_row(&other).map(|r| vec![r]),
-                }
-                .map_err(|e| anyhow!("input file `{}`: {e}", file.path))?
-            }
-            FileType::Jsonl => text
-                .lines()
-                .enumerate()
-                .filter(|(_, l)| !l.trim().is_empty())
-                .map(|(i, l)| {
-                    serde_json::from_str::<serde_json::Value>(l)
-                        .map_err(|e| anyhow!("input file `{}` line {}: invalid JSON: {e}", file.path, i + 1))
-                        .and_then(|v| {
-                            json_row(&v).map_err(|e| anyhow!("input file `{}` line {}: {e}", file.path, i + 1))
+        let file_type = match self.file_type {
+            FileType::Markitdown => FileType::of_document(&file.path)?,
+            other => other,
+        };
+        let rows: Vec<BTreeMap<String, String>> = match file_type {
+            FileType::Pdf => return Ok(vec![doc(None, file.path.clone(), formats::pdf_text(&bytes)?, None)]),
+            FileType::Docx => return Ok(vec![doc(None, file.path.clone(), formats::docx_text(&bytes)?, None)]),
+            FileType::Parquet => formats::parquet_rows(bytes)?,
+            _ => {
+                let text = String::from_utf8(bytes).map_err(|e| {
+                    anyhow!(
+                        "not valid UTF-8 (first invalid byte at offset {}); convert it to UTF-8 (e.g. `iconv -f latin1 -t utf-8`)",
+                        e.utf8_error().valid_up_to()
+                    )
+                })?;
+                let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+                match file_type {
+                    FileType::Csv => csv_rows(text)?,
+                    FileType::Json => {
+                        let value: serde_json::Value =
+                            serde_json::from_str(text).map_err(|e| anyhow!("line {}: invalid JSON: {e}", e.line()))?;
+                        match value {
+                            serde_json::Value::Array(items) => items.iter().map(json_row).collect::<Result<_, _>>(),
+                            other => json_row(&other).map(|r| vec![r]),
+                        }
+                        .map_err(|e| anyhow!(e))?
+                    }
+                    FileType::Jsonl => text
+                        .lines()
+                        .enumerate()
+                        .filter(|(_, l)| !l.trim().is_empty())
+                        .map(|(i, l)| {
+                            serde_json::from_str::<serde_json::Value>(l)
+                                .map_err(|e| anyhow!("line {}: invalid JSON: {e}", i + 1))
+                                .and_then(|v| json_row(&v).map_err(|e| anyhow!("line {}: {e}", i + 1)))
                         })
-                })
-                .collect::<anyhow::Result<_>>()?,
+                        .collect::<anyhow::Result<_>>()?,
+                    _ => return Ok(vec![doc(None, file.path.clone(), text.to_string(), None)]),
+                }
+            }
         };
         let mut docs = Vec::with_capacity(rows.len());
         for (i, mut row) in rows.into_iter().enumerate() {
             let Some(text) = row.remove(&self.text_column) else {
                 let columns: Vec<&str> = row.keys().map(String::as_str).collect();
                 bail!(
-                    "input file `{}` record {}: no text column `{}`{} (columns: {}); set input.text_column",
-                    file.path,
+                    "record {}: no text column `{}`{} (columns: {}); set input.text_column",
                     i + 1,
                     self.text_column,
                     did_you_mean(&self.text_column, columns.iter().copied()),
                     columns.join(", ")
                 );
             };
-            let id = match &self.id_column {
-                Some(c) => Some(row.remove(c).filter(|id| !id.trim().is_empty()).ok_or_else(|| {
-                    anyhow!(
-                        "input file `{}` record {}: no value in the id column `{c}` (input.id_column)",
-                        file.path,
-                        i + 1
-                    )
-                })?),
-                None => None,
-            };
+            let id =
+                match &self.id_column {
+                    Some(c) => Some(row.remove(c).filter(|id| !id.trim().is_empty()).ok_or_else(|| {
+                        anyhow!("record {}: no value in the id column `{c}` (input.id_column)", i + 1)
+                    })?),
+                    None => None,
+                };
             let title = match &self.title_column {
-                Some(c) => row
-                    .remove(c)
-                    .ok_or_else(|| anyhow!("input file `{}` record {}: no title column `{c}`", file.path, i + 1))?,
+                Some(c) => row.remove(c).ok_or_else(|| anyhow!("record {}: no title column `{c}`", i + 1))?,
                 None => file.path.clone(),
             };
             if !self.metadata.is_empty() {
@@ -279,7 +317,7 @@ impl Verb for LoadDocuments {
             );
         }
         let bar = ctx.progress(files.len() as u64, "files");
-        let per_file: Vec<Vec<RawDoc>> = files
+        let per_file: Vec<anyhow::Result<Vec<RawDoc>>> = files
             .par_iter()
             .map(|f| {
                 let bytes = ctx.files.read(&f.path)?;
@@ -292,30 +330,52 @@ impl Verb for LoadDocuments {
                 bar.inc(1);
                 Ok(docs)
             })
-            .collect::<anyhow::Result<_>>()?;
+            .collect();
         bar.finish_and_clear();
 
         let mut ids = Vec::new();
         let mut seen = HashSet::new();
         let mut docs = Vec::new();
-        for d in per_file.into_iter().flatten() {
-            if let Some(id) = &d.id {
-                if !seen.insert(id.clone()) {
-                    bail!(
-                        "two documents have the id `{id}` (input.id_column): ids must be unique (the second is `{}`)",
-                        d.title
-                    );
+        let mut unreadable: Vec<String> = Vec::new();
+        for (file, result) in files.iter().zip(per_file) {
+            let file_docs = match result {
+                Ok(d) => d,
+                Err(e) if self.strict => bail!(
+                    "input file `{}`: {e:#} (input.strict is true: fix or remove the file, or set input.strict: false to index the other files)",
+                    file.path
+                ),
+                Err(e) => {
+                    unreadable.push(format!("{}: {e:#}", file.path));
+                    let id = sha512_hex(&[b"unreadable input file\0", file.path.as_bytes()]);
+                    ctx.unreadable_input(&file.path, id, format!("{e:#}"));
+                    continue;
                 }
-                ids.push(id.clone());
-                docs.push(d);
-                continue;
+            };
+            for d in file_docs {
+                if let Some(id) = &d.id {
+                    if !seen.insert(id.clone()) {
+                        bail!(
+                            "two documents have the id `{id}` (input.id_column): ids must be unique (the second is `{}`)",
+                            d.title
+                        );
+                    }
+                    ids.push(id.clone());
+                    docs.push(d);
+                    continue;
+                }
+                let id = sha512_hex(&[d.text.as_bytes()]);
+                if seen.insert(id.clone()) {
+                    ids.push(id);
+                    docs.push(d);
+                } else {
+                    ctx.warn(format!("document `{}` has the same text as an earlier one, skipped", d.title));
+                }
             }
-            let id = sha512_hex(&[d.text.as_bytes()]);
-            if seen.insert(id.clone()) {
-                ids.push(id);
-                docs.push(d);
-            } else {
-                ctx.warn(format!("document `{}` has the same text as an earlier one, skipped", d.title));
+        }
+        if !unreadable.is_empty() {
+            ctx.count("unreadable_files", unreadable.len() as u64);
+            if docs.is_empty() {
+                bail!("no input file could be read: {}", unreadable.join("; "));
             }
         }
         if docs.is_empty() && !updating {
@@ -348,15 +408,16 @@ impl Verb for LoadDocuments {
 
 impl FileType {
     #[cfg(test)]
-    fn all() -> [FileType; 5] {
-        [FileType::Text, FileType::Markdown, FileType::Csv, FileType::Json, FileType::Jsonl]
+    fn all() -> [FileType; 9] {
+        use FileType::*;
+        [Text, Markdown, Csv, Json, Jsonl, Parquet, Pdf, Docx, Markitdown]
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::{run_verb, MemFiles};
+    use crate::testing::{input_fixture as fixture, run_verb, MemFiles};
     use graphrag_engine::table::strings;
 
     fn load(args: serde_json::Value, files: &[(&str, &[u8])]) -> anyhow::Result<(RecordBatch, u64)> {
@@ -432,7 +493,7 @@ mod tests {
 
         let err = load(serde_json::json!({"file_type": "jsonl"}), &[("bad.jsonl", b"{\"text\": \"ok\"}\n{broken\n")])
             .unwrap_err();
-        assert!(err.to_string().contains("bad.jsonl` line 2"), "{err}");
+        assert!(err.to_string().contains("bad.jsonl: line 2: invalid JSON"), "{err}");
         let err =
             load(serde_json::json!({"file_type": "jsonl", "text_column": "txt"}), &[("d.jsonl", b"{\"text\": \"x\"}")])
                 .unwrap_err();
@@ -456,6 +517,67 @@ mod tests {
         for ft in FileType::all() {
             assert!(Regex::new(ft.default_pattern()).is_ok());
         }
+    }
+
+    #[test]
+    fn pdf_docx_and_markitdown_inputs() {
+        let (pdf, docx) = (fixture("report.pdf"), fixture("report.docx"));
+        let (t, _) =
+            load(serde_json::json!({"file_type": "pdf"}), &[("a/Report.PDF", &pdf), ("b.docx", &docx)]).unwrap();
+        assert_eq!(strings(&t, "d", "title").unwrap(), vec!["a/Report.PDF"]);
+        assert!(strings(&t, "d", "text").unwrap()[0].contains("Coastal Development Bank"));
+        let (t, _) = load(serde_json::json!({"file_type": "docx"}), &[("a.pdf", &pdf), ("b.docx", &docx)]).unwrap();
+        assert_eq!(strings(&t, "d", "title").unwrap(), vec!["b.docx"]);
+        // GraphRAG's markitdown type: every supported document kind at once.
+        let files: &[(&str, &[u8])] = &[
+            ("a.pdf", &pdf),
+            ("b.docx", &docx),
+            ("c.md", b"# Notes\nmarkdown"),
+            ("d.txt", b"plain"),
+            ("e.xlsx", b"x"),
+        ];
+        let (t, _) = load(serde_json::json!({"file_type": "markitdown"}), files).unwrap();
+        assert_eq!(strings(&t, "d", "title").unwrap(), vec!["a.pdf", "b.docx", "c.md", "d.txt"]);
+    }
+
+    #[test]
+    fn parquet_rows_with_text_title_and_metadata_columns() {
+        let bytes = fixture("records.parquet");
+        let args = serde_json::json!({"file_type": "parquet", "text_column": "body", "title_column": "headline"});
+        let (t, _) = load(args, &[("records.parquet", &bytes)]).unwrap();
+        assert_eq!(strings(&t, "d", "title").unwrap(), vec!["Terminal expansion", "Bank loan"]);
+        assert!(strings(&t, "d", "text").unwrap()[1].starts_with("The Coastal Development Bank lent"));
+        let raw = t.column_by_name("raw_data").unwrap().as_any().downcast_ref::<StructArray>().unwrap();
+        let names: Vec<&str> = raw.fields().iter().map(|f| f.name().as_str()).collect();
+        assert_eq!(names, vec!["tags", "year"]);
+        let tags = raw.column(0).as_any().downcast_ref::<arrow_array::LargeStringArray>().unwrap();
+        assert_eq!((tags.value(0), tags.is_null(1)), ("[port, terminal]", true));
+        let err = load(serde_json::json!({"file_type": "parquet"}), &[("r.parquet", &bytes)]).unwrap_err();
+        assert!(err.to_string().contains("no text column `text`"), "{err}");
+        // zstd, polars' default compression.
+        let zstd = fixture("records_zstd.parquet");
+        let args = serde_json::json!({"file_type": "parquet", "text_column": "body", "title_column": "headline"});
+        let (t, _) = load(args, &[("z.parquet", &zstd)]).unwrap();
+        assert_eq!(strings(&t, "d", "title").unwrap(), vec!["Terminal expansion"]);
+    }
+
+    #[test]
+    fn unreadable_files_are_named_and_left_out_unless_strict() {
+        let pdf = fixture("report.pdf");
+        let files: &[(&str, &[u8])] = &[("bad.pdf", b"%PDF-1.4 cut short"), ("good.pdf", &pdf), ("scan.pdf", b"x")];
+        let verb: LoadDocuments = serde_json::from_value(serde_json::json!({"file_type": "pdf"})).unwrap();
+        let (out, counters) = crate::testing::run_verb_counters(&verb, &[], &MemFiles::new(files));
+        assert_eq!(strings(&out.unwrap()[0], "d", "title").unwrap(), vec!["good.pdf"]);
+        let failures = counters.unreadable.lock().unwrap().clone();
+        let names: Vec<&str> = failures.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(names, ["bad.pdf", "scan.pdf"]);
+        assert!(failures.iter().all(|f| f.error.contains("PDF") && f.id.len() == 128), "{failures:?}");
+        assert_eq!(counters.counts.lock().unwrap()["unreadable_files"], 2);
+
+        let strict: LoadDocuments =
+            serde_json::from_value(serde_json::json!({"file_type": "pdf", "strict": true})).unwrap();
+        let err = run_verb(&strict, &[], &MemFiles::new(files)).unwrap_err().to_string();
+        assert!(err.contains("input file `bad.pdf`") && err.contains("input.strict is true"), "{err}");
     }
 
     #[test]
