@@ -86,6 +86,9 @@ fn summarize_request(prompt: &str) -> (String, Vec<String>) {
     (key, list)
 }
 
+/// A community's (entity ids, relationship ids, text unit ids).
+type Members = (BTreeSet<String>, BTreeSet<String>, Vec<String>);
+
 /// The report columns an update keeps as they were for an unchanged community.
 const REPORT_TEXT: [&str; 6] = ["title", "summary", "full_content", "rank", "findings", "full_content_json"];
 
@@ -207,7 +210,7 @@ fn an_added_then_removed_document_pays_only_its_share_and_keeps_unchanged_work()
     // others are the previous index's, byte for byte.
     let (old_reports, new_reports) =
         (report_rows(&before["community_reports"]), report_rows(&after["community_reports"]));
-    let membership = |t: &RecordBatch| -> BTreeMap<(i64, i64), (BTreeSet<String>, BTreeSet<String>, Vec<String>)> {
+    let membership = |t: &RecordBatch| -> BTreeMap<(i64, i64), Members> {
         let n = "communities";
         let (c, l) = (ints(t, n, "community").unwrap(), ints(t, n, "level").unwrap());
         let (e, r, u) = (

@@ -697,7 +697,11 @@ mod tests {
         let ctx = GraphContext::new(&ents, &rels, &[]);
         let sub = SubReport { community: 7, full_content: "# Sub\n\nA sub-community.".into(), size: 2 };
         assert!(ctx.fits(1000));
-        assert_eq!(ctx.render(&[sub.clone()], 1000), ctx.render(&[], 1000), "sub-reports unused when it fits");
+        assert_eq!(
+            ctx.render(std::slice::from_ref(&sub), 1000),
+            ctx.render(&[], 1000),
+            "sub-reports unused when it fits"
+        );
         assert!(!ctx.fits(20));
         assert!(ctx.render(&[sub], 20).contains("-----Reports-----"));
     }
