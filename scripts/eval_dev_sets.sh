@@ -17,10 +17,12 @@
 #   METHOD    the index method (default: fast)
 #   MOCK_URL  an OpenAI-compatible base URL (e.g. graphrag-mock-llm's http://127.0.0.1:8765/v1) that
 #             serves both the chat and the embedding model (then the projects have an API key)
+#   CACHE_FROM the projects folder of an earlier run (OUT_DIR/projects): each project starts with its
+#             dataset's cache/ (e.g. a standard index reuses a light index's extraction answers)
 # Per dataset: <dataset>.index.time (/usr/bin/time -v of the indexing), <dataset>.json (eval
 # --output), <dataset>.txt (the printed table).
 set -euo pipefail
-[ $# -ge 1 ] || { sed -n 2,21p "$0"; exit 2; }
+[ $# -ge 1 ] || { sed -n 2,23p "$0"; exit 2; }
 out=$(mkdir -p "$1" && cd "$1" && pwd)
 shift
 datasets=("$@")
@@ -83,6 +85,7 @@ for ds in "${datasets[@]}"; do
     "$bin" -q init --root "$project"
     prepare_input "$ds" "$project"
     [ -z "${MOCK_URL:-}" ] || use_mock "$project"
+    [ -z "${CACHE_FROM:-}" ] || [ ! -d "$CACHE_FROM/$ds/cache" ] || cp -r "$CACHE_FROM/$ds/cache" "$project/cache"
     echo "== $ds: indexing (${METHOD:-fast} method)" >&2
     /usr/bin/time -v -o "$res/$ds.index.time" "$bin" -q index --root "$project" --method "${METHOD:-fast}"
     grep -E "Elapsed|Maximum resident" "$res/$ds.index.time" >&2

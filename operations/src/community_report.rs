@@ -350,12 +350,6 @@ impl<'a> QuoteSearch<'a> {
     }
 }
 
-/// A report built without an LLM from the community's most central
-/// entities and relationships, with sentences of the source passages
-/// (most relevant first) that mention them; labelled as such in
-/// rating_explanation.
-/// `relationships` may be the community's most central ones only (by combined
-/// degree); `relationship_count` is how many it has in all.
 /// How an extractive report's rating explanation begins.
 pub const EXTRACTIVE: &str = "Extractive report:";
 
@@ -364,6 +358,12 @@ pub fn is_extractive(r: &Report) -> bool {
     r.rating_explanation.starts_with(EXTRACTIVE)
 }
 
+/// A report built without an LLM from the community's most central
+/// entities and relationships, with sentences of the source passages
+/// (most relevant first) that mention them; labelled as such in
+/// rating_explanation.
+/// `relationships` may be the community's most central ones only (by combined
+/// degree); `relationship_count` is how many it has in all.
 pub fn extractive_report(
     entities: &[ContextEntity],
     relationships: &[ContextRelationship],
