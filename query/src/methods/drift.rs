@@ -124,22 +124,25 @@ pub fn run(run: &Run) -> anyhow::Result<Outcome> {
     let query_vector = run.embed_one(expanded.as_deref().unwrap_or(question))?;
     let hits = run.search(&report_vectors, &query_vector, k, Some(&allowed))?;
     let top: Vec<usize> = hits.iter().filter_map(|(id, _)| reports.by_id.get(id).copied()).collect();
-    let fold_lists = folds(&top, ds.primer_folds as usize);
     // A request's context budget (eval's `--budget`) is shared by the primer's
-    // reports and the local contexts in the proportion of their settings.
-    let primer_budget = run.req.max_context_tokens.map(|budget| {
-        let total = (ds.data_max_tokens + ds.local_search_max_data_tokens).max(1);
-        (budget as f64 * ds.data_max_tokens as f64 / total as f64) as usize
-    });
-    let fold_tokens = match primer_budget {
-        Some(b) => ds.primer_llm_max_tokens.min(b / fold_lists.len().max(1)),
-        None => ds.primer_llm_max_tokens,
+    // reports and the local contexts in the proportion of their settings:
+    // the primer keeps the closest reports that fit its share.
+    let top = match run.req.max_context_tokens {
+        Some(budget) => {
+            let total = (ds.data_max_tokens + ds.local_search_max_data_tokens).max(1);
+            let share = (budget as f64 * ds.data_max_tokens as f64 / total as f64) as usize;
+            let fitting =
+                pack_table("Reports", &REPORT_HEADER, top.iter().map(|&r| report_row(&reports, r)), share, &count);
+            top[..fitting.rows.len()].to_vec()
+        }
+        None => top,
     };
+    let fold_lists = folds(&top, ds.primer_folds as usize);
     let folds: Vec<PackedTable> = fold_lists
         .into_iter()
         .map(|fold| {
             let rows = fold.iter().map(|&r| report_row(&reports, r));
-            pack_table("Reports", &REPORT_HEADER, rows, fold_tokens, &count)
+            pack_table("Reports", &REPORT_HEADER, rows, ds.primer_llm_max_tokens, &count)
         })
         .filter(|t| !t.is_empty())
         .collect();
