@@ -66,7 +66,10 @@ pub fn run(args: &InitArgs) -> anyhow::Result<()> {
     }
     fs::create_dir_all(root.join("input"))?;
     println!("Initialised a graphrag-rs project in {}", root.display());
-    println!("  settings.yaml, .env, prompts/ ({} templates), workflows/ (standard, fast), input/", PROMPTS.len());
+    println!(
+        "  settings.yaml, .env, prompts/ ({} templates), workflows/ (standard, fast, light), input/",
+        PROMPTS.len()
+    );
     println!(
         "Next: put documents in {}, then `graphrag-rs index --root {}`",
         root.join("input").display(),
