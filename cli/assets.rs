@@ -14,5 +14,8 @@ pub const EXPORT_LANCEDB_SCRIPT: &str = include_str!("../scripts/export_lancedb.
 pub const PROMPTS_README: &str = include_str!("../prompts/README.md");
 
 /// (method, pipeline YAML) of the shipped pipelines.
-pub const WORKFLOWS: &[(&str, &str)] =
-    &[("standard", include_str!("../workflows/standard.yaml")), ("fast", include_str!("../workflows/fast.yaml"))];
+pub const WORKFLOWS: &[(&str, &str)] = &[
+    ("standard", include_str!("../workflows/standard.yaml")),
+    ("fast", include_str!("../workflows/fast.yaml")),
+    ("light", include_str!("../workflows/light.yaml")),
+];

@@ -54,7 +54,7 @@ fn pipeline_source(root: &Path, method: &str) -> anyhow::Result<(PathBuf, String
     match WORKFLOWS.iter().find(|(m, _)| *m == method) {
         Some((_, text)) => Ok((PathBuf::from(format!("<built-in {method}.yaml>")), text.to_string())),
         None => anyhow::bail!(
-            "unknown method `{method}`: expected auto, standard, fast, a workflows/<name>.yaml in the project, or a path to a pipeline .yaml{}",
+            "unknown method `{method}`: expected auto, standard, fast, light, a workflows/<name>.yaml in the project, or a path to a pipeline .yaml{}",
             did_you_mean(method, WORKFLOWS.iter().map(|(m, _)| *m))
         ),
     }

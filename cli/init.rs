@@ -71,7 +71,7 @@ pub fn run(args: &InitArgs) -> anyhow::Result<()> {
     fs::create_dir_all(root.join("input"))?;
     println!("Initialised a graphrag-rs project in {}", root.display());
     println!(
-        "  settings.yaml, .env, aliases.yaml, prompts/ ({} templates), workflows/ (standard, fast), input/",
+        "  settings.yaml, .env, aliases.yaml, prompts/ ({} templates), workflows/ (standard, fast, light), input/",
         PROMPTS.len()
     );
     println!(

@@ -69,8 +69,9 @@ enum Command {
     Index {
         #[command(flatten)]
         root: RootArg,
-        /// Pipeline: standard (LLM extraction), fast (no LLM), auto (standard when a chat
-        /// model is configured, else fast), or a path to a pipeline YAML file.
+        /// Pipeline: standard (LLM extraction, summaries, community reports), light (LLM
+        /// extraction, LightRAG's economics: no community reports), fast (no LLM), auto
+        /// (standard when a chat model is configured, else fast), or a path to a pipeline YAML file.
         #[arg(short, long, default_value = "auto")]
         method: String,
         /// Skip steps whose verb, args and inputs are unchanged since the last run.
@@ -177,7 +178,7 @@ enum Command {
     Update {
         #[command(flatten)]
         root: RootArg,
-        /// Pipeline: auto (the one the index was built with), standard, fast, or a pipeline .yaml.
+        /// Pipeline: auto (the one the index was built with), standard, light, fast, or a pipeline .yaml.
         #[arg(short, long, default_value = "auto")]
         method: String,
         /// Validate and print the plan and the model calls it would make (uncached items), without running.

@@ -93,7 +93,7 @@ pub fn run(args: &UpdateArgs) -> anyhow::Result<()> {
 fn previous_method(output_dir: &Path) -> Option<String> {
     let stats: serde_json::Value = serde_json::from_slice(&std::fs::read(output_dir.join("stats.json")).ok()?).ok()?;
     let name = stats.get("pipeline")?.as_str()?;
-    matches!(name, "standard" | "fast").then(|| name.to_string())
+    matches!(name, "standard" | "fast" | "light").then(|| name.to_string())
 }
 
 /// Documents added, changed (same title, new content), removed and

@@ -77,7 +77,9 @@ pub fn raw_relationships() -> SchemaRef {
     ]))
 }
 
-/// The merged graph before summarisation: every distinct description kept.
+/// The merged graph before summarisation: every distinct description kept,
+/// and which text units gave it (`description_sources`: flat pairs of an
+/// index into `descriptions` and one into `text_unit_ids`).
 pub fn graph_entities() -> SchemaRef {
     Arc::new(Schema::new(vec![
         text_field("title"),
@@ -85,6 +87,7 @@ pub fn graph_entities() -> SchemaRef {
         id_list_field("descriptions"),
         id_list_field("text_unit_ids"),
         int_field("frequency"),
+        int_list_field("description_sources"),
     ]))
 }
 
@@ -95,6 +98,7 @@ pub fn graph_relationships() -> SchemaRef {
         id_list_field("descriptions"),
         float_field("weight"),
         id_list_field("text_unit_ids"),
+        int_list_field("description_sources"),
     ]))
 }
 

@@ -389,6 +389,15 @@ fn check_ranges(loaded: &LoadedSettings) -> Result<(), ConfigError> {
         s.summarize_descriptions.max_input_tokens.into(),
         "",
     )?;
+    if s.summarize_descriptions.force_llm_summary_on_merge < 2 {
+        return Err(loaded.error_at(
+            "summarize_descriptions.force_llm_summary_on_merge",
+            format!(
+                "{} is not a valid value: it must be at least 2 (a single description is used as it is)",
+                s.summarize_descriptions.force_llm_summary_on_merge
+            ),
+        ));
+    }
     at_least_one(loaded, "community_reports.max_length", s.community_reports.max_length.into(), words)?;
     at_least_one(loaded, "community_reports.max_input_length", s.community_reports.max_input_length.into(), "")?;
     at_least_one(loaded, "global_search.map_max_length", s.global_search.map_max_length.into(), words)?;
@@ -406,6 +415,11 @@ fn check_ranges(loaded: &LoadedSettings) -> Result<(), ConfigError> {
             ),
         ));
     }
+    let update = &s.update;
+    let policies = graphrag_operations::community_report::Refresh::NAMES;
+    one_of(loaded, "update.community_reports", &update.community_reports, &policies)?;
+    in_range(loaded, "update.material_fraction", update.material_fraction, (0.0, 1.0), false)?;
+    at_least_one(loaded, "update.material_degree", update.material_degree.into(), "")?;
     in_range(loaded, "failures.tolerated_fraction", s.failures.tolerated_fraction, (0.0, 1.0), false)?;
     check_retrieval(loaded)
 }

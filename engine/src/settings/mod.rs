@@ -118,6 +118,7 @@ section!(
     cluster_graph: ClusterGraphConfig = ClusterGraphConfig::default(),
     extract_claims: ExtractClaimsConfig = ExtractClaimsConfig::default(),
     community_reports: CommunityReportsConfig = CommunityReportsConfig::default(),
+    update: UpdateConfig = UpdateConfig::default(),
     snapshots: SnapshotsConfig = SnapshotsConfig::default(),
     local_search: LocalSearchConfig = LocalSearchConfig::default(),
     global_search: GlobalSearchConfig = GlobalSearchConfig::default(),

@@ -172,6 +172,11 @@ section!(SummarizeDescriptionsConfig {
     prompt: String = prompt("summarize_descriptions"),
     max_length: u32 = 500,
     max_input_tokens: u32 = 4000,
+    /// The light pipeline (`--method light`) asks the model to merge an
+    /// element's descriptions only from this many on, joining fewer
+    /// (LightRAG's `force_llm_summary_on_merge`); the standard pipeline
+    /// summarises every element with two or more, as GraphRAG.
+    force_llm_summary_on_merge: u32 = 8,
 });
 
 /// The fast method's defaults live with its algorithm (operations::nlp_graph).
@@ -269,6 +274,22 @@ section!(CommunityReportsConfig {
     text_prompt: String = prompt("community_report_text"),
     max_length: u32 = 2000,
     max_input_length: u32 = 8000,
+});
+
+section!(
+    /// What `graphrag-rs update` writes again (graphrag-rs).
+    UpdateConfig {
+    /// Which community reports an update writes again: `all` (every report
+    /// whose input changed, as a fresh index), `changed` (communities whose
+    /// members or relationships changed) or `material` (those that changed
+    /// materially: see the two keys below); the others are kept.
+    community_reports: String = s("material"),
+    /// `material`: more than this fraction of a community's members, or of
+    /// its relationships, came or went.
+    material_fraction: f64 = 0.3,
+    /// `material`: the community gained an entity with at least this many
+    /// relationships.
+    material_degree: u32 = 10,
 });
 
 section!(SnapshotsConfig {
