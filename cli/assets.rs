@@ -3,6 +3,9 @@
 
 pub const SETTINGS_EXAMPLE: &str = include_str!("../settings.yaml.example");
 
+/// aliases.yaml as `init` writes it: the format, commented out.
+pub const ALIASES_EXAMPLE: &str = include_str!("../aliases.yaml.example");
+
 /// Writes GraphRAG's LanceDB tables (`graphrag-rs export lancedb`).
 pub const EXPORT_LANCEDB_SCRIPT: &str = include_str!("../scripts/export_lancedb.py");
 

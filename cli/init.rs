@@ -8,7 +8,7 @@ use graphrag_engine::prompts::BUILTIN as PROMPTS;
 use graphrag_engine::settings::{self, SETTINGS_FILE};
 use graphrag_engine::store::atomic_write;
 
-use crate::assets::{PROMPTS_README, SETTINGS_EXAMPLE, WORKFLOWS};
+use crate::assets::{ALIASES_EXAMPLE, PROMPTS_README, SETTINGS_EXAMPLE, WORKFLOWS};
 
 pub struct InitArgs {
     pub root: PathBuf,
@@ -64,10 +64,14 @@ pub fn run(args: &InitArgs) -> anyhow::Result<()> {
     if !root.join(".env").exists() {
         write(".env", "GRAPHRAG_API_KEY=\n")?;
     }
+    // The user's merges: never overwritten.
+    if !root.join("aliases.yaml").exists() {
+        write("aliases.yaml", ALIASES_EXAMPLE)?;
+    }
     fs::create_dir_all(root.join("input"))?;
     println!("Initialised a graphrag-rs project in {}", root.display());
     println!(
-        "  settings.yaml, .env, prompts/ ({} templates), workflows/ (standard, fast, light), input/",
+        "  settings.yaml, .env, aliases.yaml, prompts/ ({} templates), workflows/ (standard, fast, light), input/",
         PROMPTS.len()
     );
     println!(

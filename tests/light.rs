@@ -16,10 +16,11 @@ fn a_light_index_answers_local_basic_hybrid_mix_and_ppr_and_updates() {
     let docs = documents();
     let p = project(&mock, &docs[..4], 4);
     let root = p.path().to_str().unwrap();
-    // A low threshold, so that this small corpus has elements on both sides of it.
+    // A low threshold, so that this small corpus has elements on both sides of it; entity
+    // resolution off, so that the raw graph's description counts are the summarised ones.
     let settings = p.path().join("settings.yaml");
     let s = std::fs::read_to_string(&settings).unwrap()
-        + "summarize_descriptions:\n  force_llm_summary_on_merge: 3\nsnapshots:\n  raw_graph: true\n";
+        + "summarize_descriptions:\n  force_llm_summary_on_merge: 3\nsnapshots:\n  raw_graph: true\nresolve_entities:\n  enabled: false\n";
     std::fs::write(&settings, s).unwrap();
     mock.reset_stats();
     let o = graphrag(&["-q", "index", "--root", root, "--method", "light"]);

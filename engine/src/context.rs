@@ -319,6 +319,12 @@ impl<'a> VerbContext<'a> {
         prompts::project_prompt(rel_path, prompts::builtin_name(rel_path), || project.read_text(rel_path))
     }
 
+    /// The text of a project file (e.g. the aliases file), by its path
+    /// relative to the project root; `None` when there is no such file.
+    pub fn project_file(&self, rel_path: &str) -> anyhow::Result<Option<String>> {
+        self.project()?.read_text(rel_path)
+    }
+
     /// Writes a file (e.g. a GraphML snapshot) into the output folder.
     pub fn write_output(&self, name: &str, bytes: &[u8]) -> anyhow::Result<()> {
         self.project()?.write_output(name, bytes)

@@ -151,6 +151,20 @@ pub fn relationships() -> SchemaRef {
     ]))
 }
 
+/// entity_aliases.parquet (graphrag-rs): one row per entity merged into
+/// another by `resolve_entities`: the title it had, the entity it is now
+/// (`entity_id`, `title`), and how that was decided.
+pub fn entity_aliases() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        text_field("alias"),
+        text_field("entity_id"),
+        text_field("title"),
+        text_field("method"),
+        float_field("score"),
+        text_field("evidence"),
+    ]))
+}
+
 /// covariates.parquet (GraphRAG claims): all strings but human_readable_id.
 pub fn covariates() -> SchemaRef {
     let mut fields = vec![text_field("id"), int_field("human_readable_id")];

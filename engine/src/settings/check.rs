@@ -117,6 +117,7 @@ pub(super) fn check(loaded: &LoadedSettings) -> Result<(), ConfigError> {
         ("summarize_descriptions.completion_model_id", &s.summarize_descriptions.completion_model_id),
         ("community_reports.completion_model_id", &s.community_reports.completion_model_id),
         ("extract_claims.completion_model_id", &s.extract_claims.completion_model_id),
+        ("resolve_entities.completion_model_id", &s.resolve_entities.completion_model_id),
     ] {
         model_ref(loaded, section, id, &s.completion_models)?;
     }
@@ -126,6 +127,7 @@ pub(super) fn check(loaded: &LoadedSettings) -> Result<(), ConfigError> {
         ("summarize_descriptions.model_instance_name", &s.summarize_descriptions.model_instance_name),
         ("extract_claims.model_instance_name", &s.extract_claims.model_instance_name),
         ("community_reports.model_instance_name", &s.community_reports.model_instance_name),
+        ("resolve_entities.model_instance_name", &s.resolve_entities.model_instance_name),
         ("embed_text.model_instance_name", &s.embed_text.model_instance_name),
     ] {
         let plain = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.');
@@ -135,6 +137,10 @@ pub(super) fn check(loaded: &LoadedSettings) -> Result<(), ConfigError> {
                 format!("`{name}` is not a plain name (letters, digits, _ - .): it names a folder of the cache"),
             ));
         }
+    }
+    one_of(loaded, "resolve_entities.mode", &s.resolve_entities.mode, &["auto", "rules", "llm"])?;
+    if s.resolve_entities.batch_size == 0 {
+        return Err(loaded.error_at("resolve_entities.batch_size", "must be at least 1"));
     }
     for (path, value) in [
         ("embed_text.batch_size", s.embed_text.batch_size),

@@ -114,6 +114,7 @@ section!(
     summarize_descriptions: SummarizeDescriptionsConfig = SummarizeDescriptionsConfig::default(),
     extract_graph_nlp: ExtractGraphNlpConfig = ExtractGraphNlpConfig::default(),
     prune_graph: PruneGraphConfig = PruneGraphConfig::default(),
+    resolve_entities: ResolveEntitiesConfig = ResolveEntitiesConfig::default(),
     cluster_graph: ClusterGraphConfig = ClusterGraphConfig::default(),
     extract_claims: ExtractClaimsConfig = ExtractClaimsConfig::default(),
     community_reports: CommunityReportsConfig = CommunityReportsConfig::default(),

@@ -229,6 +229,26 @@ section!(PruneGraphConfig {
     lcc_only: bool = nlp_graph().lcc_only,
 });
 
+section!(
+    /// Entity resolution (graphrag-rs): the `resolve_entities` step merges
+    /// the names of one real-world thing into one entity, before clustering.
+    ResolveEntitiesConfig {
+    /// Merge what the rules (or the chat model) find to be one entity;
+    /// false: only the merges the aliases file asks for.
+    enabled: bool = true,
+    /// auto (the chat model decides when one is configured, in the standard
+    /// method; rules in the fast one) | rules | llm
+    mode: String = s("auto"),
+    completion_model_id: String = s("default_completion_model"),
+    model_instance_name: String = s("resolve_entities"),
+    prompt: String = prompt("resolve_entities"),
+    /// Merges the user forces (`same:`) or forbids (`different:`), relative
+    /// to the project root; optional.
+    aliases_file: String = s("aliases.yaml"),
+    /// Candidate pairs per prompt (llm mode).
+    batch_size: usize = 20,
+});
+
 section!(ClusterGraphConfig {
     max_cluster_size: usize = 10,
     use_lcc: bool = true,
