@@ -224,6 +224,12 @@ impl QueryEngine {
         &self.settings
     }
 
+    /// Reads every table and vector file of the index now, rather than on
+    /// first use: after this, queries read nothing from the output folder.
+    pub fn load_all(&self) -> anyhow::Result<()> {
+        self.index.load_all()
+    }
+
     pub fn root(&self) -> &Path {
         &self.root
     }
