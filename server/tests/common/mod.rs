@@ -44,8 +44,25 @@ pub fn raw(addr: SocketAddr, request: &[u8]) -> Option<Response> {
     s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
     let _ = s.write_all(request);
     let mut buf = Vec::new();
-    let _ = s.read_to_end(&mut buf);
+    let mut chunk = [0u8; 65536];
+    // Until the body is complete (a server may keep the connection open).
+    while !complete(&buf) {
+        match s.read(&mut chunk) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    }
     parse(&buf)
+}
+
+fn complete(buf: &[u8]) -> bool {
+    let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") else { return false };
+    let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+    let body = &buf[end + 4..];
+    if let Some(len) = head.lines().find_map(|l| l.strip_prefix("content-length:")) {
+        return body.len() >= len.trim().parse::<usize>().unwrap_or(0);
+    }
+    head.contains("transfer-encoding: chunked") && body.ends_with(b"0\r\n\r\n")
 }
 
 fn parse(buf: &[u8]) -> Option<Response> {
