@@ -272,6 +272,7 @@ fn health(state: &State) -> Result<Resp> {
         "index": {
             "loaded": snapshot.engine.is_some(),
             "loaded_at": snapshot.loaded_at,
+            "version": snapshot.version(),
             "entities": snapshot.graph.nodes.len(),
             "relationships": snapshot.graph.edges.len(),
         },

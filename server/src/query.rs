@@ -36,6 +36,8 @@ pub struct Answer {
     pub records: Value,
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
+    /// The publication it was answered from (see `Snapshot::version`).
+    pub index_version: String,
 }
 
 /// A method name as LightRAG's `mode` (`naive` = basic); `bypass` is refused.
@@ -114,6 +116,7 @@ fn answer(snapshot: &Snapshot, ask: Ask, mut tokens: Option<Tokens>) -> Result<A
         records: result.context_records,
         prompt_tokens: result.stats.prompt_tokens,
         completion_tokens: result.stats.completion_tokens,
+        index_version: snapshot.version(),
     })
 }
 
@@ -182,6 +185,7 @@ pub async fn query(state: &Arc<State>, body: &[u8]) -> Result<Resp> {
         "response": a.text,
         "response_time": started.elapsed().as_secs_f64(),
         "llm_generated": a.llm_generated,
+        "index_version": a.index_version,
     });
     if references {
         out["references"] = Value::Array(a.references);

@@ -31,6 +31,15 @@ pub struct Snapshot {
     pub loaded_at: String,
 }
 
+impl Snapshot {
+    /// A short name of the publication it was read from: answers with the
+    /// same version come from the same index.
+    pub fn version(&self) -> String {
+        use sha2::Digest;
+        sha2::Sha256::digest(self.fingerprint.as_bytes())[..6].iter().map(|b| format!("{b:02x}")).collect()
+    }
+}
+
 /// The state of the writer queue, shown by `/documents/pipeline_status`.
 #[derive(Default)]
 pub struct Pipeline {

@@ -204,3 +204,58 @@ fn openapi_lists_every_path_and_the_web_ui_is_served() {
     assert_eq!(r.status, 503);
     assert!(r.json()["detail"].as_str().unwrap().contains("no index yet"));
 }
+
+#[test]
+fn queries_during_an_update_answer_from_the_old_or_the_new_index_never_a_mix() {
+    let mock = MockServer::start(MockConfig::default()).unwrap();
+    let project = project(&mock, &[("marley.txt", carol("MARLEY'S GHOST", 1500))]);
+    index(project.path());
+    let server = Server::start(ServeOptions { port: 0, ..ServeOptions::new(project.path()) }).unwrap();
+    let addr = server.addr();
+    let old_version = get(addr, "/health").json()["index"]["version"].as_str().unwrap().to_string();
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let answers: Vec<(u16, Value)> = std::thread::scope(|s| {
+        let clients: Vec<_> = (0..4)
+            .map(|i| {
+                let stop = &stop;
+                s.spawn(move || {
+                    let mut out = Vec::new();
+                    let mode = ["basic", "local", "mix", "hybrid"][i];
+                    while !stop.load(std::sync::atomic::Ordering::SeqCst) || out.len() < 2 {
+                        let r = post_json(
+                            addr,
+                            "/query",
+                            &json!({"query": "Who is Fezziwig?", "mode": mode, "only_need_context": true}),
+                        );
+                        let body = if r.status == 200 { r.json() } else { json!(r.text()) };
+                        out.push((r.status, body));
+                    }
+                    out
+                })
+            })
+            .collect();
+        let r = post_json(
+            addr,
+            "/documents/text",
+            &json!({"text": carol("Old Fezziwig", 1500), "file_source": "fezziwig"}),
+        );
+        assert_eq!(r.status, 200);
+        idle_after(addr, 1);
+        stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        clients.into_iter().flat_map(|c| c.join().unwrap()).collect()
+    });
+    let new_version = get(addr, "/health").json()["index"]["version"].as_str().unwrap().to_string();
+    assert_ne!(old_version, new_version);
+    for (status, answer) in &answers {
+        assert_eq!(*status, 200, "{answer}");
+        let version = answer["index_version"].as_str().unwrap();
+        assert!(version == old_version || version == new_version, "{answer}");
+        // The old index has no trace of the new document.
+        if version == old_version {
+            assert!(!files_of(answer).contains("fezziwig.txt"), "{answer}");
+        }
+    }
+    let last = ask(addr, "basic", "Who is Fezziwig?", true);
+    assert_eq!(last["index_version"], new_version.as_str());
+    assert!(files_of(&last).contains("fezziwig.txt"));
+}
