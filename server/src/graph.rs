@@ -260,3 +260,61 @@ impl Graph {
         }))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A path a - b - c - d and a star b - e.
+    fn graph() -> Graph {
+        let mut g = Graph::default();
+        for (i, name) in ["a", "b", "c", "d", "e"].iter().enumerate() {
+            g.by_title.insert(name.to_string(), i);
+            g.nodes.push(Node {
+                id: format!("id-{name}"),
+                title: name.to_string(),
+                kind: "PERSON".into(),
+                description: String::new(),
+                degree: 0,
+                community: -1,
+                text_unit_ids: Vec::new(),
+            });
+        }
+        g.adjacency = vec![Vec::new(); 5];
+        for (s, t) in [(0, 1), (1, 2), (2, 3), (1, 4)] {
+            let e = g.edges.len();
+            g.edges.push(Edge { id: format!("e{e}"), source: s, target: t, description: String::new(), weight: 1.0 });
+            g.adjacency[s].push((e, t));
+            g.adjacency[t].push((e, s));
+            g.nodes[s].degree += 1;
+            g.nodes[t].degree += 1;
+        }
+        g
+    }
+
+    fn ids(v: &Value, key: &str) -> Vec<String> {
+        let mut out: Vec<String> =
+            v[key].as_array().unwrap().iter().map(|n| n["id"].as_str().unwrap().to_string()).collect();
+        out.sort();
+        out
+    }
+
+    #[test]
+    fn neighbourhoods_respect_depth_and_size() {
+        let g = graph();
+        let one = g.subgraph("a", 1, 100).unwrap();
+        assert_eq!(ids(&one, "nodes"), ["a", "b"]);
+        assert_eq!(one["edges"].as_array().unwrap().len(), 1);
+        assert_eq!(one["is_truncated"], false);
+        let two = g.subgraph("A", 2, 100).unwrap();
+        assert_eq!(ids(&two, "nodes"), ["a", "b", "c", "e"]);
+        let small = g.subgraph("b", 3, 2).unwrap();
+        assert_eq!(small["nodes"].as_array().unwrap().len(), 2);
+        assert_eq!(small["is_truncated"], true);
+        let top = g.subgraph("*", 1, 1).unwrap();
+        assert_eq!(ids(&top, "nodes"), ["b"]);
+        assert!(g.subgraph("nobody", 2, 10).is_none());
+        assert_eq!(g.labels(None, 2), ["b", "c"]);
+        assert_eq!(g.labels(Some("D"), 10), ["d"]);
+    }
+}
