@@ -28,6 +28,8 @@ const METHODS: [&str; 6] = ["local", "global", "basic", "hybrid", "mix", "drift"
 
 struct Outcome {
     latencies: Vec<f64>,
+    /// (method, latency ms) of each query.
+    by_method: Vec<(&'static str, f64)>,
     errors: Vec<String>,
     versions: Vec<(String, bool)>,
 }
@@ -48,14 +50,21 @@ fn run(addr: std::net::SocketAddr, clients: u64, seconds: u64, during: impl FnOn
             .map(|_| {
                 let (stop, counter) = (&stop, &counter);
                 s.spawn(move || {
-                    let mut o = Outcome { latencies: Vec::new(), errors: Vec::new(), versions: Vec::new() };
+                    let mut o = Outcome {
+                        latencies: Vec::new(),
+                        by_method: Vec::new(),
+                        errors: Vec::new(),
+                        versions: Vec::new(),
+                    };
                     while Instant::now() < deadline && !stop.load(Ordering::Relaxed) {
                         let n = counter.fetch_add(1, Ordering::Relaxed);
                         let mode = METHODS[n as usize % METHODS.len()];
                         let q = format!("Question {n}: what does Scrooge learn, and who is Quillfeather?");
                         let started = Instant::now();
                         let r = post_json(addr, "/query", &json!({"query": q, "mode": mode}));
-                        o.latencies.push(started.elapsed().as_secs_f64() * 1e3);
+                        let ms = started.elapsed().as_secs_f64() * 1e3;
+                        o.latencies.push(ms);
+                        o.by_method.push((mode, ms));
                         if r.status != 200 {
                             o.errors.push(format!("{mode}: {} {}", r.status, r.text()));
                             continue;
@@ -75,9 +84,10 @@ fn run(addr: std::net::SocketAddr, clients: u64, seconds: u64, during: impl FnOn
         stop.store(true, Ordering::Relaxed);
         out
     });
-    let mut all = Outcome { latencies: Vec::new(), errors: Vec::new(), versions: Vec::new() };
+    let mut all = Outcome { latencies: Vec::new(), by_method: Vec::new(), errors: Vec::new(), versions: Vec::new() };
     for r in results {
         all.latencies.extend(r.latencies);
+        all.by_method.extend(r.by_method);
         all.errors.extend(r.errors);
         all.versions.extend(r.versions);
     }
@@ -95,6 +105,15 @@ fn report(label: &str, o: &Outcome, seconds: f64) {
         o.latencies.last().copied().unwrap_or(0.0),
         o.errors.len()
     );
+    let per_method: Vec<String> = METHODS
+        .iter()
+        .map(|m| {
+            let mut l: Vec<f64> = o.by_method.iter().filter(|(x, _)| x == m).map(|(_, ms)| *ms).collect();
+            l.sort_by(|a, b| a.partial_cmp(b).unwrap());
+            format!("{m} {:.0}", percentile(&l, 0.5))
+        })
+        .collect();
+    println!("  p50 by method (ms): {}", per_method.join(", "));
     for e in o.errors.iter().take(5) {
         println!("  error: {e}");
     }
@@ -116,7 +135,11 @@ fn main() {
     let mock =
         MockServer::start(MockConfig { latency: Duration::from_millis(latency), ..MockConfig::default() }).unwrap();
     let settings = std::fs::read_to_string(root.join("settings.yaml")).unwrap();
-    std::fs::write(root.join("settings.yaml"), settings.replace(&indexer.base_url(), &mock.base_url())).unwrap();
+    // Up to 64 requests in flight per model, so that the model's concurrency limit is not what is measured.
+    let serving = settings
+        .replace(&indexer.base_url(), &mock.base_url())
+        .replace("concurrent_requests: 4", "concurrent_requests: 64");
+    std::fs::write(root.join("settings.yaml"), serving).unwrap();
     let server = Server::start(ServeOptions { port: 0, ..ServeOptions::new(root) }).unwrap();
     let addr = server.addr();
     println!("mock latency {latency} ms, {clients} clients, {seconds} s per phase");
