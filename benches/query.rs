@@ -1,11 +1,15 @@
 //! Query latency benchmark (issue 7): context building (`context_only`, no
-//! chat model call) for local, basic, mix, hybrid and global on a synthetic
-//! index of N entities (default 100 000) and on the example corpus index, plus
-//! global map-reduce wall time with the mock LLM at 200 ms per request.
+//! chat model call) for local, basic, mix, hybrid, global and ppr on a
+//! synthetic index of N entities (default 100 000) and on the example corpus
+//! index, plus global map-reduce wall time with the mock LLM at 200 ms per
+//! request; optionally on an existing project (e.g. a dev set's index).
 //!
 //! `cargo bench --bench query` (env: BENCH_ENTITIES, BENCH_DIM, BENCH_QUERIES,
 //! BENCH_BIN = the graphrag-rs binary for the example index, default
-//! target/release/graphrag-rs of BENCH_REPO (default: this package); the example part is skipped when it is missing).
+//! target/release/graphrag-rs of BENCH_REPO (default: this package); the example part is skipped when it is missing;
+//! BENCH_PROJECT = a project folder whose index to measure too, with its own
+//! settings (local embeddings included), asked the `question`s of the JSON list
+//! BENCH_QUESTIONS, e.g. ../shared/eval/twowiki-101/dev/questions.json).
 //!
 //! Every query embeds the question through the in-process mock server over
 //! HTTP; that round trip is part of the measured time.
@@ -522,7 +526,17 @@ fn measure(index: &str, root: &Path, method: Method, questions: &[String], nq: u
     }
 }
 
-const METHODS: [Method; 5] = [Method::Local, Method::Basic, Method::Mix, Method::Hybrid, Method::Global];
+const METHODS: [Method; 6] = [Method::Local, Method::Basic, Method::Mix, Method::Hybrid, Method::Global, Method::Ppr];
+
+/// The methods measured on BENCH_PROJECT: those a fast index answers without a chat model.
+const PROJECT_METHODS: [Method; 5] = [Method::Ppr, Method::Basic, Method::Dense, Method::Bm25, Method::Local];
+
+/// The `question` fields of a question file.
+fn project_questions(path: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let list: Vec<serde_json::Value> = serde_json::from_str(&text).unwrap();
+    list.iter().filter_map(|q| q["question"].as_str().map(str::to_string)).collect()
+}
 
 fn main() {
     let n = env_usize("BENCH_ENTITIES", 100_000);
@@ -544,6 +558,17 @@ fn main() {
         Err(e) => eprintln!("skipping the example corpus index: {e}"),
     }
     drop(mock);
+
+    // an existing project
+    if let (Ok(project), Ok(questions)) = (std::env::var("BENCH_PROJECT"), std::env::var("BENCH_QUESTIONS")) {
+        let root = PathBuf::from(project);
+        let qs = project_questions(Path::new(&questions));
+        let label = root.file_name().map_or("project".into(), |n| n.to_string_lossy().into_owned());
+        eprintln!("{label}: {}; {} questions", sizes(&root), qs.len());
+        for m in PROJECT_METHODS {
+            rows.push(measure(&label, &root, m, &qs, nq));
+        }
+    }
 
     // synthetic index
     let mock = MockServer::start(MockConfig { embed_dim: dim, ..MockConfig::default() }).unwrap();

@@ -22,6 +22,8 @@ pub struct EvalArgs {
     pub methods: String,
     /// Comma-separated k values; `None`: the settings' own.
     pub k: Option<String>,
+    /// Comma-separated context budgets in tokens; `None`: the settings' own.
+    pub budgets: Option<String>,
     pub output: Option<PathBuf>,
     pub limit: Option<usize>,
     pub answers: bool,
@@ -62,11 +64,16 @@ pub struct QuestionScore {
     pub kind: String,
     pub method: String,
     pub k: Option<usize>,
+    /// The context budget the method packed to (`--budget`).
+    pub budget: Option<usize>,
     /// `passages`, `documents`, or `none` (no gold evidence: not scored).
     pub gold: &'static str,
     /// Per gold item, whether it was retrieved.
     pub found: Vec<bool>,
     pub recall: Option<f64>,
+    /// Recall among the first 2, 5 and 10 text units of the context's
+    /// Sources (the method's own rank order).
+    pub recall_at: [Option<f64>; 3],
     pub context_tokens: u64,
     pub latency_ms: f64,
     pub answer: Option<String>,
@@ -79,6 +86,7 @@ pub struct QuestionScore {
 pub struct SummaryRow {
     pub method: String,
     pub k: Option<usize>,
+    pub budget: Option<usize>,
     #[serde(rename = "type")]
     pub kind: String,
     pub questions: usize,
@@ -86,12 +94,19 @@ pub struct SummaryRow {
     pub scored: usize,
     pub recall: Option<f64>,
     pub all_found: Option<f64>,
+    /// Mean recall among the first 2, 5 and 10 source text units.
+    pub recall_at_2: Option<f64>,
+    pub recall_at_5: Option<f64>,
+    pub recall_at_10: Option<f64>,
     pub context_tokens: f64,
     pub latency_p50_ms: f64,
     pub latency_p95_ms: f64,
     pub exact_match: Option<f64>,
     pub f1: Option<f64>,
 }
+
+/// The depths of the recall@k columns.
+pub const RECALL_DEPTHS: [usize; 3] = [2, 5, 10];
 
 /// Scores a retrieved context against a question's gold evidence: gold
 /// passages when it has any, else gold documents against `titles` (the
@@ -123,44 +138,55 @@ fn mean(values: impl Iterator<Item = f64>) -> Option<f64> {
     (n > 0).then(|| sum / n as f64)
 }
 
-/// Rows per (method, k): first `all`, then each question type in name order
-/// when there is more than one.
+/// Rows per (method, k, budget): first `all`, then each question type in
+/// name order when there is more than one.
 pub fn summarize(scores: &[QuestionScore]) -> Vec<SummaryRow> {
-    // (method, k) groups in order of first appearance.
-    let mut keys: Vec<(&str, Option<usize>)> = Vec::new();
+    // (method, k, budget) groups in order of first appearance.
+    type Key<'a> = (&'a str, Option<usize>, Option<usize>);
+    let mut keys: Vec<Key> = Vec::new();
     for s in scores {
-        if !keys.contains(&(s.method.as_str(), s.k)) {
-            keys.push((s.method.as_str(), s.k));
+        let key = (s.method.as_str(), s.k, s.budget);
+        if !keys.contains(&key) {
+            keys.push(key);
         }
     }
     let mut rows = Vec::new();
-    for (method, k) in keys {
-        let group: Vec<&QuestionScore> = scores.iter().filter(|s| s.method == method && s.k == k).collect();
+    for key in keys {
+        let group: Vec<&QuestionScore> = scores.iter().filter(|s| (s.method.as_str(), s.k, s.budget) == key).collect();
         let mut by_type: BTreeMap<&str, Vec<&QuestionScore>> = BTreeMap::new();
         for s in &group {
             by_type.entry(s.kind.as_str()).or_default().push(s);
         }
-        rows.push(summary_row(method, k, "all", &group));
+        rows.push(summary_row(key, "all", &group));
         if by_type.len() > 1 {
             for (kind, members) in by_type {
-                rows.push(summary_row(method, k, kind, &members));
+                rows.push(summary_row(key, kind, &members));
             }
         }
     }
     rows
 }
 
-fn summary_row(method: &str, k: Option<usize>, kind: &str, scores: &[&QuestionScore]) -> SummaryRow {
+fn summary_row(
+    (method, k, budget): (&str, Option<usize>, Option<usize>),
+    kind: &str,
+    scores: &[&QuestionScore],
+) -> SummaryRow {
     let scored: Vec<&&QuestionScore> = scores.iter().filter(|s| s.recall.is_some()).collect();
     let latencies: Vec<f64> = scores.iter().map(|s| s.latency_ms).collect();
+    let at = |i: usize| mean(scored.iter().filter_map(|s| s.recall_at[i]));
     SummaryRow {
         method: method.to_string(),
         k,
+        budget,
         kind: kind.to_string(),
         questions: scores.len(),
         scored: scored.len(),
         recall: mean(scored.iter().filter_map(|s| s.recall)),
         all_found: mean(scored.iter().map(|s| if s.found.iter().all(|f| *f) { 1.0 } else { 0.0 })),
+        recall_at_2: at(0),
+        recall_at_5: at(1),
+        recall_at_10: at(2),
         context_tokens: mean(scores.iter().map(|s| s.context_tokens as f64)).unwrap_or(0.0),
         latency_p50_ms: percentile(&latencies, 50.0),
         latency_p95_ms: percentile(&latencies, 95.0),
@@ -172,7 +198,21 @@ fn summary_row(method: &str, k: Option<usize>, kind: &str, scores: &[&QuestionSc
 /// The summary as an aligned text table.
 pub fn format_table(rows: &[SummaryRow]) -> String {
     let with_answers = rows.iter().any(|r| r.exact_match.is_some());
-    let mut header = vec!["method", "k", "type", "n", "recall", "all found", "ctx tokens", "p50 ms", "p95 ms"];
+    let mut header = vec![
+        "method",
+        "k",
+        "budget",
+        "type",
+        "n",
+        "recall",
+        "all found",
+        "R@2",
+        "R@5",
+        "R@10",
+        "ctx tokens",
+        "p50 ms",
+        "p95 ms",
+    ];
     if with_answers {
         header.extend(["EM", "F1"]);
     }
@@ -182,10 +222,14 @@ pub fn format_table(rows: &[SummaryRow]) -> String {
         let mut line = vec![
             r.method.clone(),
             r.k.map_or("-".to_string(), |k| k.to_string()),
+            r.budget.map_or("-".to_string(), |b| b.to_string()),
             r.kind.clone(),
             if r.scored == r.questions { r.questions.to_string() } else { format!("{}/{}", r.scored, r.questions) },
             opt(r.recall),
             opt(r.all_found),
+            opt(r.recall_at_2),
+            opt(r.recall_at_5),
+            opt(r.recall_at_10),
             format!("{:.0}", r.context_tokens),
             format!("{:.0}", r.latency_p50_ms),
             format!("{:.0}", r.latency_p95_ms),
@@ -199,11 +243,17 @@ pub fn format_table(rows: &[SummaryRow]) -> String {
         (0..lines[0].len()).map(|c| lines.iter().map(|l| l[c].chars().count()).max().unwrap_or(0)).collect();
     let mut out = String::new();
     for line in &lines {
-        let cells: Vec<String> = line
-            .iter()
-            .enumerate()
-            .map(|(c, v)| if c < 3 { format!("{v:<w$}", w = widths[c]) } else { format!("{v:>w$}", w = widths[c]) })
-            .collect();
+        let cells: Vec<String> =
+            line.iter()
+                .enumerate()
+                .map(|(c, v)| {
+                    if c == 0 || c == 3 {
+                        format!("{v:<w$}", w = widths[c])
+                    } else {
+                        format!("{v:>w$}", w = widths[c])
+                    }
+                })
+                .collect();
         out.push_str(cells.join("  ").trim_end());
         out.push('\n');
     }
@@ -211,13 +261,23 @@ pub fn format_table(rows: &[SummaryRow]) -> String {
 }
 
 /// The settings with `k` applied to every method's vector-search size (see
-/// `graphrag-rs eval --help`).
+/// `graphrag-rs eval --help`): basic's text units (its token cap lifted, so
+/// that k decides), local's (and DRIFT's) entities, mix's text chunks.
+/// LightRAG's keyword top_k (entities and relationships per keyword level)
+/// is left as set.
 pub fn with_k(mut settings: Settings, k: usize) -> Settings {
     settings.basic_search.k = k;
+    settings.basic_search.max_context_tokens = usize::MAX;
     settings.local_search.top_k_entities = k;
-    settings.keyword_search.top_k = k;
     settings.keyword_search.chunk_top_k = k;
     settings
+}
+
+/// Why `eval` does not score a method, if it does not.
+pub fn unscorable(method: Method) -> Option<&'static str> {
+    (method == Method::Global).then_some(
+        "global search retrieves nothing to score: its context is every community report of a level, packed into map batches, whatever the question; recall would count what the reports happen to quote. Compare global answers with `graphrag-rs query --method global` instead",
+    )
 }
 
 fn parse_list<T: std::str::FromStr>(list: &str, what: &str) -> anyhow::Result<Vec<T>>
@@ -249,10 +309,20 @@ fn load_questions(path: &Path) -> anyhow::Result<Vec<Question>> {
 pub fn run(args: EvalArgs) -> anyhow::Result<()> {
     crate::logging::init(args.verbosity, None)?;
     let methods: Vec<Method> = parse_list(&args.methods, "method")?;
+    if let Some((method, why)) = methods.iter().find_map(|&m| unscorable(m).map(|why| (m, why))) {
+        bail!("--method {method}: {why}");
+    }
     let ks: Vec<Option<usize>> = match &args.k {
         Some(list) => parse_list::<usize>(list, "k")?.into_iter().map(Some).collect(),
         None => vec![None],
     };
+    let budgets: Vec<Option<usize>> = match &args.budgets {
+        Some(list) => parse_list::<usize>(list, "budget")?.into_iter().map(Some).collect(),
+        None => vec![None],
+    };
+    if budgets.contains(&Some(0)) || ks.contains(&Some(0)) {
+        bail!("--k and --budget take numbers of at least 1");
+    }
     let mut questions = load_questions(&args.questions)?;
     if let Some(limit) = args.limit {
         questions.truncate(limit);
@@ -269,22 +339,25 @@ pub fn run(args: EvalArgs) -> anyhow::Result<()> {
             None => settings.clone(),
         };
         let engine = QueryEngine::with_settings(&args.root, engine_settings)?;
-        for &method in &methods {
-            if args.answers && !engine.can_answer(method) {
-                bail!("--answers: {method} search has no chat model configured (set GRAPHRAG_API_KEY in the project's .env)");
-            }
-            // Tables and vectors load on the first query: a warm-up keeps
-            // that one-off cost out of the latencies.
-            let warm_up =
-                QueryRequest { context_only: true, ..QueryRequest::new(method, questions[0].question.clone()) };
-            engine.query(&warm_up, None).with_context(|| format!("{method} search"))?;
-            tracing::info!(
-                "{method} search{}: {} questions",
-                k.map_or(String::new(), |k| format!(" k={k}")),
-                questions.len()
-            );
-            for q in &questions {
-                scores.push(score_question(&engine, method, k, q, args.answers)?);
+        for &budget in &budgets {
+            for &method in &methods {
+                if args.answers && !engine.can_answer(method) {
+                    bail!("--answers: {method} search has no chat model configured (set GRAPHRAG_API_KEY in the project's .env)");
+                }
+                let run = Run { engine: &engine, method, k, budget, answers: args.answers };
+                // Tables and vectors load on the first query: a warm-up keeps
+                // that one-off cost out of the latencies.
+                let warm_up = QueryRequest { context_only: true, ..run.request(&questions[0]) };
+                engine.query(&warm_up, None).with_context(|| format!("{method} search"))?;
+                tracing::info!(
+                    "{method} search{}{}: {} questions",
+                    k.map_or(String::new(), |k| format!(" k={k}")),
+                    budget.map_or(String::new(), |b| format!(" budget={b}")),
+                    questions.len()
+                );
+                for q in &questions {
+                    scores.push(run.score(q)?);
+                }
             }
         }
     }
@@ -300,6 +373,7 @@ pub fn run(args: EvalArgs) -> anyhow::Result<()> {
             "questions": questions.len(),
             "methods": methods,
             "k": ks,
+            "budgets": budgets,
             "summary": summary,
             "per_question": scores,
         });
@@ -309,49 +383,79 @@ pub fn run(args: EvalArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn score_question(
-    engine: &QueryEngine,
+/// One method at one k and budget.
+struct Run<'a> {
+    engine: &'a QueryEngine,
     method: Method,
     k: Option<usize>,
-    q: &Question,
+    budget: Option<usize>,
     answers: bool,
-) -> anyhow::Result<QuestionScore> {
-    let req = QueryRequest { context_only: !answers, ..QueryRequest::new(method, q.question.clone()) };
-    let started = Instant::now();
-    let result = engine.query(&req, None).with_context(|| format!("{method} search, question {}", q.id))?;
-    let latency_ms = started.elapsed().as_secs_f64() * 1e3;
-    let titles = if q.gold_passages.is_empty() && !q.gold_docs.is_empty() {
-        let ids: Vec<String> = result.context_records["sources"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|row| row["id"].as_str().map(str::to_string))
-            .collect();
-        engine.source_documents(&ids)?
-    } else {
-        Vec::new()
-    };
-    let (gold, found) = score_retrieval(q, &result.context, &titles);
-    let recall = (!found.is_empty()).then(|| found.iter().filter(|f| **f).count() as f64 / found.len() as f64);
-    let golds: Vec<String> = q.answer.iter().chain(&q.answer_aliases).cloned().collect();
-    let (exact, f1) = match (&result.answer, golds.is_empty()) {
-        (Some(a), false) => (Some(exact_match(a, &golds)), Some(token_f1(a, &golds))),
-        _ => (None, None),
-    };
-    Ok(QuestionScore {
-        id: q.id.clone(),
-        kind: q.kind.clone().unwrap_or_else(|| "-".to_string()),
-        method: method.to_string(),
-        k,
-        gold,
-        found,
-        recall,
-        context_tokens: result.stats.context_tokens,
-        latency_ms,
-        answer: result.answer,
-        exact_match: exact,
-        f1,
-    })
+}
+
+impl Run<'_> {
+    fn request(&self, q: &Question) -> QueryRequest {
+        QueryRequest {
+            context_only: !self.answers,
+            max_context_tokens: self.budget,
+            ..QueryRequest::new(self.method, q.question.clone())
+        }
+    }
+
+    fn score(&self, q: &Question) -> anyhow::Result<QuestionScore> {
+        let method = self.method;
+        let started = Instant::now();
+        let result =
+            self.engine.query(&self.request(q), None).with_context(|| format!("{method} search, question {}", q.id))?;
+        let latency_ms = started.elapsed().as_secs_f64() * 1e3;
+        let sources: Vec<&Value> = result.context_records["sources"].as_array().into_iter().flatten().collect();
+        let by_documents = q.gold_passages.is_empty() && !q.gold_docs.is_empty();
+        // Gold evidence in a context, or in the first `depth` source units.
+        let judge = |context: &str, rows: &[&Value]| -> anyhow::Result<(&'static str, Vec<bool>)> {
+            let titles = if by_documents {
+                let ids: Vec<String> = rows.iter().filter_map(|row| row["id"].as_str().map(str::to_string)).collect();
+                self.engine.source_documents(&ids)?
+            } else {
+                Vec::new()
+            };
+            Ok(score_retrieval(q, context, &titles))
+        };
+        let (gold, found) = judge(&result.context, &sources)?;
+        let recall = share(&found);
+        let mut recall_at = [None; 3];
+        if recall.is_some() {
+            for (slot, depth) in recall_at.iter_mut().zip(RECALL_DEPTHS) {
+                let top = &sources[..depth.min(sources.len())];
+                let text: Vec<&str> = top.iter().filter_map(|row| row["text"].as_str()).collect();
+                *slot = share(&judge(&text.join("\n"), top)?.1);
+            }
+        }
+        let golds: Vec<String> = q.answer.iter().chain(&q.answer_aliases).cloned().collect();
+        let (exact, f1) = match (&result.answer, golds.is_empty()) {
+            (Some(a), false) => (Some(exact_match(a, &golds)), Some(token_f1(a, &golds))),
+            _ => (None, None),
+        };
+        Ok(QuestionScore {
+            id: q.id.clone(),
+            kind: q.kind.clone().unwrap_or_else(|| "-".to_string()),
+            method: method.to_string(),
+            k: self.k,
+            budget: self.budget,
+            gold,
+            found,
+            recall,
+            recall_at,
+            context_tokens: result.stats.context_tokens,
+            latency_ms,
+            answer: result.answer,
+            exact_match: exact,
+            f1,
+        })
+    }
+}
+
+/// The share of true values; `None` for none.
+fn share(found: &[bool]) -> Option<f64> {
+    (!found.is_empty()).then(|| found.iter().filter(|f| **f).count() as f64 / found.len() as f64)
 }
 
 #[cfg(test)]
@@ -376,9 +480,11 @@ mod tests {
             kind: kind.into(),
             method: method.into(),
             k: None,
+            budget: None,
             gold: if found.is_empty() { "none" } else { "passages" },
             found: found.to_vec(),
-            recall: (!found.is_empty()).then(|| found.iter().filter(|f| **f).count() as f64 / found.len() as f64),
+            recall: share(found),
+            recall_at: [share(&found[..found.len().min(1)]), share(found), share(found)],
             context_tokens: tokens,
             latency_ms: ms,
             answer: None,
@@ -446,7 +552,7 @@ mod tests {
         let table = format_table(&rows);
         let lines: Vec<&str> = table.lines().collect();
         assert_eq!(lines.len(), 2);
-        assert!(lines[0].starts_with("method  k  type"), "{table}");
+        assert!(lines[0].starts_with("method  k  budget  type"), "{table}");
         assert!(lines[1].contains(" 1/2 ") && lines[1].contains("1.000"), "{table}");
         assert_eq!(lines[0].find("ctx tokens").map(|i| i + "ctx tokens".len()), lines[1].find("622").map(|i| i + 3));
     }
@@ -454,9 +560,16 @@ mod tests {
     #[test]
     fn k_sets_every_methods_vector_search_size() {
         let s = with_k(Settings::default(), 7);
-        assert_eq!(
-            (s.basic_search.k, s.local_search.top_k_entities, s.keyword_search.top_k, s.keyword_search.chunk_top_k),
-            (7, 7, 7, 7)
-        );
+        assert_eq!((s.basic_search.k, s.local_search.top_k_entities, s.keyword_search.chunk_top_k), (7, 7, 7));
+        // k, not basic's token cap, decides; mix's keyword retrieval is left alone.
+        assert_eq!(s.basic_search.max_context_tokens, usize::MAX);
+        assert_eq!(s.keyword_search.top_k, Settings::default().keyword_search.top_k);
+    }
+
+    #[test]
+    fn global_is_refused_with_a_reason() {
+        let why = unscorable(Method::Global).unwrap();
+        assert!(why.contains("every community report"), "{why}");
+        assert!(unscorable(Method::Ppr).is_none() && unscorable(Method::Basic).is_none());
     }
 }

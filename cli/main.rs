@@ -85,11 +85,13 @@ enum Command {
         #[command(flatten)]
         models: ModelFlags,
     },
-    /// Ask a question of an index: local, global, basic, drift (GraphRAG) or hybrid, mix (LightRAG) search.
+    /// Ask a question of an index: local, global, basic, drift (GraphRAG), hybrid, mix (LightRAG) or
+    /// ppr (graph propagation, HippoRAG 2) search.
     Query {
         #[command(flatten)]
         root: RootArg,
-        /// local | global | basic | drift | hybrid | mix
+        /// local | global | basic | drift | hybrid | mix | ppr, or the baselines dense | bm25 (basic
+        /// search by one ranking; basic fuses both)
         #[arg(short, long, default_value = "local")]
         method: String,
         /// The index's output folder (default: the project's output_storage.base_dir), as
@@ -129,8 +131,9 @@ enum Command {
         question: Vec<String>,
     },
     /// Score retrieval on a question set: is each gold passage (or gold document) in the context a
-    /// method retrieves? Prints recall, all-found rate, context tokens and latency per method and
-    /// question type; no chat calls unless --answers.
+    /// method retrieves? Prints recall, all-found rate, recall@2/5/10 (among the first 2, 5, 10 text
+    /// units of the context's Sources, in the method's order), context tokens and latency per method,
+    /// k, budget and question type; no chat calls unless --answers.
     ///
     /// A gold passage counts as found when its text is in the context ignoring case, whitespace,
     /// punctuation and quote styles, or, split across text units, when 80% of its 8-word shingles
@@ -142,15 +145,22 @@ enum Command {
         /// JSON list of {id, question, answer, answer_aliases, type, gold_docs, gold_passages}.
         #[arg(long)]
         questions: PathBuf,
-        /// Methods to compare, comma-separated (local, global, basic, drift, hybrid, mix).
+        /// Methods to compare, comma-separated: local, basic, drift, hybrid, mix, ppr, and the
+        /// baselines dense and bm25 (basic search by one ranking). Not global: it retrieves nothing
+        /// to score.
         #[arg(short, long, default_value = "basic,local,mix")]
         method: String,
-        /// Vector-search sizes to compare, comma-separated; each sets basic_search.k (text units),
-        /// local_search.top_k_entities (entities of local and drift; GraphRAG oversamples x2) and
-        /// keyword_search.top_k and chunk_top_k (hybrid/mix entities and relationships per keyword
-        /// level, mix's text chunks). Default: the values in settings.yaml.
+        /// Vector-search sizes to compare, comma-separated; each sets basic_search.k (text units;
+        /// basic's token cap is lifted so that k decides), local_search.top_k_entities (entities of
+        /// local and drift; GraphRAG oversamples x2) and keyword_search.chunk_top_k (mix's text
+        /// chunks). Default: the values in settings.yaml.
         #[arg(long)]
         k: Option<String>,
+        /// Context budgets in tokens to compare methods at, comma-separated (e.g. 2000,5000,10000):
+        /// every method packs its context to the budget, in its own rank order, instead of its
+        /// settings' token limits, and without a cap on the number of text units.
+        #[arg(long)]
+        budget: Option<String>,
         /// Write the summary and per-question scores as JSON to this file.
         #[arg(long)]
         output: Option<PathBuf>,
@@ -275,11 +285,12 @@ fn main() -> ExitCode {
                 verbosity,
             })
         }),
-        Command::Eval { root, questions, method, k, output, limit, answers } => eval::run(eval::EvalArgs {
+        Command::Eval { root, questions, method, k, budget, output, limit, answers } => eval::run(eval::EvalArgs {
             root: root.root,
             questions,
             methods: method,
             k,
+            budgets: budget,
             output,
             limit,
             answers,

@@ -8,14 +8,15 @@
 # env:
 #   BIN       folder of graphrag-rs (default: target/release)
 #   EVAL_DIR  the data sets (default: ../shared/eval next to the repository)
-#   METHODS   query methods to evaluate (default: basic,local,hybrid,mix,drift: those that retrieve
-#             without a chat model; global's context-only output is every report, not a retrieval)
+#   METHODS   query methods to evaluate (default: dense,bm25,basic,local,mix,drift,ppr: the baselines
+#             and the methods that retrieve without a chat model; eval refuses global)
 #   K         --k of graphrag-rs eval (default: the settings' own top-k values)
+#   BUDGET    --budget of graphrag-rs eval, e.g. 2000,5000,10000 (default: the settings' own limits)
 #   REINDEX   1: index again even when OUT_DIR/projects/<dataset>/output exists
 # Per dataset: <dataset>.index.time (/usr/bin/time -v of the indexing), <dataset>.json (eval
 # --output), <dataset>.txt (the printed table).
 set -euo pipefail
-[ $# -ge 1 ] || { sed -n 2,17p "$0"; exit 2; }
+[ $# -ge 1 ] || { sed -n 2,18p "$0"; exit 2; }
 out=$(mkdir -p "$1" && cd "$1" && pwd)
 shift
 datasets=("$@")
@@ -23,7 +24,7 @@ datasets=("$@")
 repo=$(cd "$(dirname "$0")/.." && pwd)
 bin=${BIN:-$repo/target/release}/graphrag-rs
 eval_dir=$(cd "${EVAL_DIR:-$repo/../shared/eval}" && pwd)
-methods=${METHODS:-basic,local,hybrid,mix,drift}
+methods=${METHODS:-dense,bm25,basic,local,mix,drift,ppr}
 res=$out/results
 mkdir -p "$res" "$out/projects"
 
@@ -71,6 +72,6 @@ for ds in "${datasets[@]}"; do
     grep -E "Elapsed|Maximum resident" "$res/$ds.index.time" >&2
   fi
   echo "== $ds: eval ($methods)" >&2
-  "$bin" -q eval --root "$project" --questions "$questions" --method "$methods" ${K:+--k "$K"} \
+  "$bin" -q eval --root "$project" --questions "$questions" --method "$methods" ${K:+--k "$K"} ${BUDGET:+--budget "$BUDGET"} \
     --output "$res/$ds.json" | tee "$res/$ds.txt"
 done

@@ -73,8 +73,8 @@ fn eval_scores_retrieval_and_writes_json() {
     ]);
     assert!(o.status.success(), "{}", text(&o));
     let table = String::from_utf8_lossy(&o.stdout).to_string();
-    assert!(table.starts_with("method  k  type"), "{table}");
-    assert!(table.lines().any(|l| l.starts_with("basic   3  all     3/4")), "{table}");
+    assert!(table.starts_with("method  k  budget  type"), "{table}");
+    assert!(table.lines().any(|l| l.starts_with("basic   3       -  all     3/4")), "{table}");
 
     let report: serde_json::Value = serde_json::from_slice(&fs::read(&out).unwrap()).unwrap();
     assert_eq!(report["questions"], 4);
@@ -108,4 +108,48 @@ fn eval_scores_retrieval_and_writes_json() {
     }
     assert_eq!(basic_all["scored"], 3);
     assert!((basic_all["recall"].as_f64().unwrap() - 2.0 / 3.0).abs() < 1e-9, "{basic_all}");
+    // recall@k: among the first 2, 5, 10 source text units (here all of them fit).
+    for key in ["recall_at_2", "recall_at_5", "recall_at_10"] {
+        assert!((basic_all[key].as_f64().unwrap() - 2.0 / 3.0).abs() < 1e-9, "{key}: {basic_all}");
+    }
+
+    // Equal budgets: every method packs its context to each budget, baselines included.
+    let o = graphrag(&[
+        "-q",
+        "eval",
+        "--root",
+        root,
+        "--questions",
+        qfile.to_str().unwrap(),
+        "--method",
+        "dense,bm25,basic,ppr,local",
+        "--budget",
+        "30,400",
+        "--output",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let report: serde_json::Value = serde_json::from_slice(&fs::read(&out).unwrap()).unwrap();
+    let per_question = report["per_question"].as_array().unwrap();
+    assert_eq!(per_question.len(), 5 * 2 * 4, "5 methods × 2 budgets × 4 questions");
+    for q in per_question {
+        let budget = q["budget"].as_u64().unwrap();
+        assert!(q["context_tokens"].as_u64().unwrap() <= budget, "{q}");
+    }
+    let found = |method: &str, budget: u64| {
+        per_question
+            .iter()
+            .find(|q| q["method"] == method && q["id"] == "passage" && q["budget"] == budget)
+            .map(|q| q["recall"].as_f64().unwrap())
+            .unwrap()
+    };
+    for method in ["dense", "bm25", "basic", "ppr", "local"] {
+        assert_eq!(found(method, 30), 0.0, "{method}: a 30-token context holds no passage");
+        assert_eq!(found(method, 400), 1.0, "{method}: the lighthouse passage at 400 tokens");
+    }
+
+    // Global search retrieves nothing to score.
+    let o = graphrag(&["eval", "--root", root, "--questions", qfile.to_str().unwrap(), "--method", "basic,global"]);
+    assert!(!o.status.success());
+    assert!(text(&o).contains("--method global: global search retrieves nothing to score"), "{}", text(&o));
 }

@@ -45,9 +45,12 @@ fn an_added_then_removed_document_matches_fresh_indexes_and_costs_only_its_share
     let update = mock.stats();
     let after = tables(root);
     let fresh = tables(fresh5.path());
-    for table in ["documents", "text_units", "entities", "relationships"] {
+    for table in ["documents", "text_units", "entities", "relationships", "lexical_index"] {
         assert_eq!(after[table], fresh[table], "{table}: update vs fresh index of the same input");
     }
+    let lexical_bytes = |root: &Path| fs::read(root.join("output/lexical_index.parquet")).unwrap();
+    assert_eq!(lexical_bytes(root), lexical_bytes(fresh5.path()), "the BM25 terms are byte-identical");
+    assert_eq!(after["lexical_index"].num_rows(), after["text_units"].num_rows());
 
     // What the update paid for: the new document's chunks, the descriptions
     // they touched, the communities they changed.
@@ -111,7 +114,7 @@ fn an_added_then_removed_document_matches_fresh_indexes_and_costs_only_its_share
     mock.reset_stats();
     run_ok("update", root);
     let removed = tables(root);
-    for table in ["documents", "text_units", "entities", "relationships"] {
+    for table in ["documents", "text_units", "entities", "relationships", "lexical_index"] {
         assert_eq!(removed[table], before[table], "{table}: after removal vs the index of the rest");
     }
     assert_eq!(kind(&mock.stats(), "extract_graph"), 0, "the remaining chunks come from the cache");

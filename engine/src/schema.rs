@@ -189,6 +189,20 @@ pub fn communities() -> SchemaRef {
     ]))
 }
 
+/// The schema-metadata key of lexical_index.parquet that names the analyzer
+/// its terms came from (`graphrag_operations::lexical::ANALYZER`).
+pub const LEXICAL_ANALYZER_KEY: &str = "graphrag_rs.analyzer";
+
+/// lexical_index.parquet (graphrag-rs): each text unit's distinct terms with
+/// their counts, sorted by term, and its length in terms; what BM25 needs.
+pub fn lexical_index(analyzer: &str) -> SchemaRef {
+    let terms = Field::new("terms", DataType::List(Arc::new(Field::new("item", DataType::Utf8, true))), true);
+    Arc::new(Schema::new_with_metadata(
+        vec![text_field("id"), int_field("n_terms"), terms, int_list_field("term_counts")],
+        std::collections::HashMap::from([(LEXICAL_ANALYZER_KEY.to_string(), analyzer.to_string())]),
+    ))
+}
+
 /// The struct of one finding in community_reports.findings.
 pub fn finding_fields() -> Fields {
     Fields::from(vec![Field::new("explanation", DataType::Utf8, true), Field::new("summary", DataType::Utf8, true)])

@@ -253,7 +253,8 @@ pub fn read_table(path: &Path) -> anyhow::Result<RecordBatch> {
     let batches = builder.with_batch_size(rows).build()?.collect::<Result<Vec<_>, _>>()?;
     match batches.as_slice() {
         [] => Ok(RecordBatch::new_empty(schema)),
-        [one] => Ok(one.clone()),
+        // The reader's batches lack the schema's metadata (e.g. lexical_index's analyzer).
+        [one] => Ok(one.clone().with_schema(schema)?),
         many => Ok(arrow_select::concat::concat_batches(&schema, many)?),
     }
 }
@@ -309,6 +310,26 @@ mod tests {
         let h2 = write_table(&p, &back).unwrap();
         assert_eq!(h1, h2);
         assert_eq!(file_sha256(&p), Some(h1));
+    }
+
+    #[test]
+    fn schema_metadata_is_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("lexical_index.parquet");
+        let t = RecordBatch::try_new(
+            schema::lexical_index("analyzer/v1"),
+            vec![
+                schema::text_col(["u1"]),
+                schema::int_col([2]),
+                schema::id_list_col([vec!["a", "b"]]),
+                schema::int_list_col([vec![1, 1]]),
+            ],
+        )
+        .unwrap();
+        write_table(&p, &t).unwrap();
+        let back = read_table(&p).unwrap();
+        assert_eq!(back.schema().metadata().get(schema::LEXICAL_ANALYZER_KEY).map(String::as_str), Some("analyzer/v1"));
+        assert_eq!(back, t);
     }
 
     #[test]

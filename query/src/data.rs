@@ -11,10 +11,14 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::{Float32Type, Float64Type};
 use arrow_array::{Array, RecordBatch};
 use arrow_schema::DataType;
+use graphrag_engine::schema::LEXICAL_ANALYZER_KEY;
 use graphrag_engine::settings::VectorStoreConfig;
 use graphrag_engine::store::read_table;
 use graphrag_engine::table::{column_of, floats, ints, string_lists, strings, IdNumbers, StringLists};
+use graphrag_operations::lexical::{Bm25Index, Bm25Params, ANALYZER};
 use graphrag_vectors::{Collection, EmbeddedStore, HnswParams, VectorStore};
+
+use crate::passage_graph::PassageGraph;
 
 fn owned(v: Vec<&str>) -> Vec<String> {
     v.into_iter().map(str::to_string).collect()
@@ -85,6 +89,8 @@ pub struct Graph {
     pub title: Vec<String>,
     pub entity_type: Vec<String>,
     pub entity_description: Vec<String>,
+    /// Entities whose description is not empty (none in a fast index).
+    pub described_entities: usize,
     /// Text units of each entity, as indexes into `unit_ids`.
     pub entity_units: Vec<Vec<u32>>,
     pub degree: Vec<i64>,
@@ -162,12 +168,14 @@ impl Graph {
                 entity_by_key.entry(key).or_default().push(e);
             }
         }
+        let entity_description = strings_or(entities, t, "description")?;
         Ok(Graph {
             entity_by_key,
             max_key_words,
             entity_hrid: short_ids(entities, t)?,
             entity_type: strings_or(entities, t, "type")?,
-            entity_description: strings_or(entities, t, "description")?,
+            described_entities: entity_description.iter().filter(|d| !d.trim().is_empty()).count(),
+            entity_description,
             entity_units,
             degree,
             entity_by_id: index_of(&entity_id),
@@ -185,6 +193,13 @@ impl Graph {
             ends,
             adjacency,
         })
+    }
+
+    /// Whether most entities have a description: an LLM-built index, whose
+    /// entity and relationship rows carry evidence of their own (a fast
+    /// index's hold titles only).
+    pub fn is_described(&self) -> bool {
+        self.described_entities * 2 > self.title.len()
     }
 
     /// Text unit ids by their index in `unit_ids`.
@@ -205,17 +220,83 @@ impl Graph {
 pub struct TextUnits {
     pub hrid: Vec<i64>,
     pub text: Vec<String>,
+    /// Tokens of each text (`n_tokens`; a quarter of its bytes when the
+    /// table has no such column).
+    pub n_tokens: Vec<usize>,
     pub by_id: HashMap<String, usize>,
 }
 
 impl TextUnits {
     fn load(t: &RecordBatch) -> anyhow::Result<TextUnits> {
         let id = owned(strings(t, "text_units", "id")?);
-        Ok(TextUnits {
-            hrid: short_ids(t, "text_units")?,
-            text: owned(strings(t, "text_units", "text")?),
-            by_id: index_of(&id),
-        })
+        let text = owned(strings(t, "text_units", "text")?);
+        let n_tokens = ints_or(t, "text_units", "n_tokens", -1)?
+            .into_iter()
+            .zip(&text)
+            .map(|(n, text)| if n >= 0 { n as usize } else { text.len() / 4 })
+            .collect();
+        Ok(TextUnits { hrid: short_ids(t, "text_units")?, text, n_tokens, by_id: index_of(&id) })
+    }
+
+    /// How many units of `ranking`, from its first, fill `budget` tokens.
+    pub fn fitting(&self, ranking: impl IntoIterator<Item = usize>, budget: usize) -> usize {
+        let mut used = 0;
+        let mut n = 0;
+        for u in ranking {
+            used += self.n_tokens[u];
+            n += 1;
+            if used >= budget {
+                break;
+            }
+        }
+        n
+    }
+}
+
+/// BM25 over the text units; its documents are the rows of [`TextUnits`].
+pub struct Lexical {
+    pub bm25: Bm25Index,
+}
+
+impl Lexical {
+    /// From lexical_index.parquet; `None` when its rows are not the text
+    /// units' in order (a table from another index).
+    fn load(t: &RecordBatch, units: &TextUnits) -> anyhow::Result<Option<Lexical>> {
+        let n = "lexical_index";
+        let ids = strings(t, n, "id")?;
+        if ids.len() != units.hrid.len() || ids.iter().enumerate().any(|(row, id)| units.by_id.get(*id) != Some(&row)) {
+            return Ok(None);
+        }
+        let lengths = ints(t, n, "n_terms")?;
+        let terms = StringLists::new(t, n, "terms")?;
+        let counts_col = column_of(t, n, "term_counts")?;
+        let Some(counts) = counts_col.as_list_opt::<i32>() else {
+            bail!("table `{n}`: column `term_counts` is {}, expected list<int64>", counts_col.data_type());
+        };
+        let Some(values) = counts.values().as_primitive_opt::<arrow_array::types::Int64Type>() else {
+            bail!("table `{n}`: column `term_counts` is {}, expected list<int64>", counts_col.data_type());
+        };
+        let offsets = counts.value_offsets();
+        let mut bm25 = Bm25Index::new(Bm25Params::default());
+        for (row, doc_terms) in terms.rows().enumerate() {
+            let tf = &values.values()[offsets[row] as usize..offsets[row + 1] as usize];
+            if tf.len() != doc_terms.len() {
+                bail!("table `{n}`: row {row} lists {} terms but {} counts", doc_terms.len(), tf.len());
+            }
+            bm25.add(doc_terms.zip(tf.iter().map(|&c| c.clamp(0, u32::MAX as i64) as u32)), lengths[row] as u32);
+        }
+        Ok(Some(Lexical { bm25 }))
+    }
+
+    /// Built from the text units' texts (an index made before graphrag-rs
+    /// had a lexical index, or by Microsoft GraphRAG).
+    fn build(units: &TextUnits) -> Lexical {
+        Lexical { bm25: Bm25Index::of_texts(&units.text) }
+    }
+
+    /// Text units sharing a term with `query`, best first, with BM25 scores.
+    pub fn search(&self, query: &str) -> Vec<(usize, f64)> {
+        self.bm25.search(query)
     }
 }
 
@@ -494,6 +575,8 @@ pub struct Index {
     communities: OnceLock<Arc<Communities>>,
     claims: OnceLock<Arc<Claims>>,
     unit_documents: OnceLock<Arc<UnitDocuments>>,
+    lexical: OnceLock<Arc<Lexical>>,
+    passage_graph: OnceLock<Arc<PassageGraph>>,
     vectors: [OnceLock<Arc<Vectors>>; 4],
     /// Row counts of the source tables, read from Parquet metadata only.
     rows: [OnceLock<usize>; 4],
@@ -519,6 +602,8 @@ impl Index {
             communities: OnceLock::new(),
             claims: OnceLock::new(),
             unit_documents: OnceLock::new(),
+            lexical: OnceLock::new(),
+            passage_graph: OnceLock::new(),
             vectors: Default::default(),
             rows: Default::default(),
         }
@@ -574,6 +659,47 @@ impl Index {
 
     pub fn unit_documents(&self) -> anyhow::Result<Arc<UnitDocuments>> {
         cached(&self.unit_documents, || UnitDocuments::load(&self.read("text_units")?, &self.read("documents")?))
+    }
+
+    /// BM25 over the text units: lexical_index.parquet, or, for an index
+    /// without one (built before graphrag-rs had it, or by Microsoft
+    /// GraphRAG) or with terms of another analyzer, built in memory from
+    /// text_units now, with a warning.
+    pub fn lexical(&self) -> anyhow::Result<Arc<Lexical>> {
+        cached(&self.lexical, || {
+            let units = self.text_units()?;
+            let path = self.table_path("lexical_index");
+            let why = if path.exists() {
+                let t = self.read("lexical_index")?;
+                match t.schema().metadata().get(LEXICAL_ANALYZER_KEY) {
+                    Some(a) if a == ANALYZER => match Lexical::load(&t, &units)? {
+                        Some(lexical) => return Ok(lexical),
+                        None => format!("{} does not list this index's text units", path.display()),
+                    },
+                    other => format!(
+                        "{} holds the terms of analyzer `{}`, this build's is `{ANALYZER}`",
+                        path.display(),
+                        other.map_or("(unnamed)", String::as_str)
+                    ),
+                }
+            } else {
+                format!("{} not found (an index built before graphrag-rs had a lexical index)", path.display())
+            };
+            let started = std::time::Instant::now();
+            let lexical = Lexical::build(&units);
+            tracing::warn!(
+                "{why}: built the BM25 index of {} text units in memory ({:.0} ms); to keep it, add the `lexical_index` step of the shipped workflows/*.yaml to the project's pipeline and run `graphrag-rs update --root {}`",
+                units.hrid.len(),
+                started.elapsed().as_secs_f64() * 1e3,
+                self.root.display()
+            );
+            Ok(lexical)
+        })
+    }
+
+    /// The graph of entities and text units the graph walks use.
+    pub fn passage_graph(&self) -> anyhow::Result<Arc<PassageGraph>> {
+        cached(&self.passage_graph, || Ok(PassageGraph::build(&*self.graph()?, &*self.text_units()?)))
     }
 
     /// Number of rows of a field's source table (Parquet footer only).
@@ -661,8 +787,13 @@ impl Index {
         }
         if self.has_table("text_units") {
             self.text_units()?;
+            // BM25 terms (read, or rebuilt from the text units when missing or stale).
+            self.lexical()?;
             if self.has_table("documents") {
                 self.unit_documents()?;
+            }
+            if self.has_table("entities") && self.has_table("relationships") {
+                self.passage_graph()?;
             }
         }
         if self.has_table("community_reports") {

@@ -1,6 +1,7 @@
 //! graphrag-rs query engine: GraphRAG's local, global (map-reduce), basic and
-//! DRIFT search and LightRAG's hybrid / mix keyword search over an index's
-//! output folder.
+//! DRIFT search, LightRAG's hybrid / mix keyword search, and graph-walk
+//! retrieval (HippoRAG 2's Personalized PageRank) over an index's output
+//! folder.
 //!
 //! ```no_run
 //! use graphrag_query::{Method, QueryEngine, QueryRequest};
@@ -18,7 +19,9 @@
 pub mod context;
 mod data;
 mod methods;
+mod passage_graph;
 mod prompts;
+mod retrieval;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -51,7 +54,8 @@ pub enum Method {
     Local,
     /// GraphRAG global search: map-reduce over community reports.
     Global,
-    /// Vector search over text units.
+    /// Text units by dense similarity and BM25 together (dense only with
+    /// `basic_search.hybrid: false`, as GraphRAG).
     Basic,
     /// GraphRAG DRIFT: primer over community reports, follow-up local searches, reduce.
     Drift,
@@ -59,10 +63,17 @@ pub enum Method {
     Hybrid,
     /// LightRAG mix: hybrid plus vector-retrieved text chunks.
     Mix,
+    /// Graph propagation (HippoRAG 2): text units ranked by Personalized
+    /// PageRank over entities and text units, fused with basic's ranking.
+    Ppr,
+    /// Basic search by dense similarity alone (a baseline).
+    Dense,
+    /// Basic search by BM25 alone (a baseline).
+    Bm25,
 }
 
 impl Method {
-    pub const NAMES: [&'static str; 6] = ["local", "global", "basic", "drift", "hybrid", "mix"];
+    pub const NAMES: [&'static str; 9] = ["local", "global", "basic", "drift", "hybrid", "mix", "ppr", "dense", "bm25"];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -72,6 +83,9 @@ impl Method {
             Method::Drift => "drift",
             Method::Hybrid => "hybrid",
             Method::Mix => "mix",
+            Method::Ppr => "ppr",
+            Method::Dense => "dense",
+            Method::Bm25 => "bm25",
         }
     }
 }
@@ -92,6 +106,9 @@ impl FromStr for Method {
             "drift" => Method::Drift,
             "hybrid" => Method::Hybrid,
             "mix" => Method::Mix,
+            "ppr" => Method::Ppr,
+            "dense" => Method::Dense,
+            "bm25" => Method::Bm25,
             _ => bail!(
                 "unknown query method `{s}`: expected one of {}{}",
                 Method::NAMES.join(", "),
@@ -119,6 +136,10 @@ pub struct QueryRequest {
     /// Global search: pick reports by LLM relevance rating from the top
     /// level down (GraphRAG's dynamic community selection) instead of one level.
     pub dynamic_community_selection: bool,
+    /// A context budget in tokens that replaces the method's own
+    /// (`max_context_tokens` and the like), filled in the method's rank order
+    /// with no count limit on text units (`graphrag-rs eval --budget`).
+    pub max_context_tokens: Option<usize>,
 }
 
 impl QueryRequest {
@@ -131,6 +152,7 @@ impl QueryRequest {
             context_only: false,
             history: Vec::new(),
             dynamic_community_selection: false,
+            max_context_tokens: None,
         }
     }
 }
@@ -230,6 +252,15 @@ impl QueryEngine {
         self.index.load_all()
     }
 
+    /// What `basic` ranks text units by.
+    fn basic_retriever(&self) -> retrieval::Retriever {
+        if self.settings.basic_search.hybrid {
+            retrieval::Retriever::Hybrid
+        } else {
+            retrieval::Retriever::Dense
+        }
+    }
+
     pub fn root(&self) -> &Path {
         &self.root
     }
@@ -276,7 +307,8 @@ impl QueryEngine {
         match method {
             Method::Local => "local_search",
             Method::Global => "global_search",
-            Method::Basic => "basic_search",
+            Method::Basic | Method::Dense | Method::Bm25 => "basic_search",
+            Method::Ppr => "ppr_search",
             Method::Drift => "drift_search",
             Method::Hybrid | Method::Mix => "keyword_search",
         }
@@ -296,10 +328,15 @@ impl QueryEngine {
                 s.local_search.embedding_model_id.clone(),
                 "local_search.embedding_model_id",
             ),
-            Method::Basic => (
+            Method::Basic | Method::Dense | Method::Bm25 => (
                 s.basic_search.completion_model_id.clone(),
                 s.basic_search.embedding_model_id.clone(),
                 "basic_search.embedding_model_id",
+            ),
+            Method::Ppr => (
+                s.ppr_search.completion_model_id.clone(),
+                s.ppr_search.embedding_model_id.clone(),
+                "ppr_search.embedding_model_id",
             ),
             Method::Drift => (
                 s.drift_search.completion_model_id.clone(),
@@ -333,6 +370,9 @@ impl QueryEngine {
                 )
             );
         }
+        if req.max_context_tokens.is_some() && req.method == Method::Global {
+            bail!("global search takes no context budget: it maps over every community report of a level in batches of global_search.max_context_tokens");
+        }
         let has_chat = self.llm.has_chat_model(&chat_id);
         let notice = if req.context_only {
             Some(
@@ -363,7 +403,10 @@ impl QueryEngine {
         let outcome = match req.method {
             Method::Local => methods::local::run(&run),
             Method::Global => methods::global::run(&run),
-            Method::Basic => methods::basic::run(&run),
+            Method::Basic => methods::basic::run(&run, self.basic_retriever()),
+            Method::Dense => methods::basic::run(&run, retrieval::Retriever::Dense),
+            Method::Bm25 => methods::basic::run(&run, retrieval::Retriever::Lexical),
+            Method::Ppr => methods::ppr::run(&run),
             Method::Drift => methods::drift::run(&run),
             Method::Hybrid => methods::keyword::run(&run, false),
             Method::Mix => methods::keyword::run(&run, true),

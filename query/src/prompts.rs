@@ -20,6 +20,7 @@ const BUILTIN_OF_SETTING: &[(&str, &str)] = &[
     ("drift_search.reduce_prompt", "drift_reduce_prompt.txt"),
     ("keyword_search.keywords_prompt", "keywords_extraction.txt"),
     ("keyword_search.prompt", "mix_search_system_prompt.txt"),
+    ("ppr_search.prompt", "basic_search_system_prompt.txt"),
 ];
 
 /// Loads the prompt at `path` (relative to `root`) configured by `setting`.

@@ -722,3 +722,138 @@ fn the_answer_streams_in_pieces() {
     assert!(pieces.len() > 1, "{pieces:?}");
     assert_eq!(pieces.concat(), r.answer.unwrap());
 }
+
+fn context_only(method: Method, question: &str, budget: Option<usize>) -> QueryRequest {
+    QueryRequest { context_only: true, max_context_tokens: budget, ..QueryRequest::new(method, question) }
+}
+
+/// The lexical table the `lexical_index` verb writes, with `analyzer` as its analyzer.
+fn write_lexical_index(dir: &Path, analyzer: &str) {
+    use graphrag_operations::lexical::TermCounts;
+    let counts: Vec<TermCounts> = UNITS.iter().map(|t| TermCounts::of(t)).collect();
+    let table = RecordBatch::try_new(
+        schema::lexical_index(analyzer),
+        vec![
+            schema::text_col((0..UNITS.len()).map(unit_id)),
+            schema::int_col(counts.iter().map(|c| i64::from(c.length))),
+            schema::id_list_col(counts.iter().map(|c| &c.terms)),
+            schema::int_list_col(counts.iter().map(|c| c.counts.iter().map(|&n| i64::from(n)).collect())),
+        ],
+    )
+    .unwrap();
+    write_table(&dir.join("output/lexical_index.parquet"), &table).unwrap();
+}
+
+#[test]
+fn bm25_ranks_by_shared_words_with_or_without_a_persisted_lexical_index() {
+    let p = Project::new(false, "");
+    let q = "Which bank lends to port operators in Scandinavia?";
+    // No lexical_index.parquet (an index built before it existed): built in memory.
+    let built = ask(&p.engine(), Method::Bm25, q);
+    assert_eq!(record_ids(&built, "sources").first().map(String::as_str), Some("4"), "{}", built.context);
+    assert_eq!(built.context_records["retrieval"], "bm25");
+    assert_eq!(built.stats.embedding_calls, 0, "BM25 needs no query embedding");
+    write_lexical_index(p.dir.path(), graphrag_operations::lexical::ANALYZER);
+    let persisted = ask(&p.engine(), Method::Bm25, q);
+    assert_eq!(persisted.context, built.context);
+    // Terms of another analyzer are not trusted: rebuilt from the text units.
+    write_lexical_index(p.dir.path(), "some-other-analyzer/v0");
+    assert_eq!(ask(&p.engine(), Method::Bm25, q).context, built.context);
+    // Units sharing no word with the question are not BM25 hits.
+    assert!(!record_ids(&built, "sources").contains(&"2".to_string()), "{}", built.context);
+}
+
+#[test]
+fn basic_fuses_dense_and_bm25_unless_told_not_to() {
+    let q = "Which bank lends to port operators in Scandinavia?";
+    let p = Project::new(false, "");
+    let engine = p.engine();
+    let hybrid = ask(&engine, Method::Basic, q);
+    assert_eq!(hybrid.context_records["retrieval"], "hybrid (dense + bm25, reciprocal rank fusion)");
+    assert_eq!(record_ids(&hybrid, "sources").first().map(String::as_str), Some("4"));
+    let dense = ask(&engine, Method::Dense, q);
+    assert_eq!(dense.context_records["retrieval"], "dense");
+    let off = Project::new(false, "basic_search:\n  hybrid: false\n");
+    assert_eq!(ask(&off.engine(), Method::Basic, q).context, dense.context);
+}
+
+#[test]
+fn a_context_budget_is_filled_in_each_methods_rank_order() {
+    let p = Project::new(false, "");
+    let engine = p.engine();
+    let q = "Who is Scrooge's clerk and where does the bank lend?";
+    for method in [Method::Basic, Method::Dense, Method::Bm25, Method::Ppr, Method::Local, Method::Mix, Method::Drift] {
+        let mut previous: Option<Vec<String>> = None;
+        for budget in [40, 80, 200, 100_000] {
+            let r = engine.query(&context_only(method, q, Some(budget)), None).unwrap();
+            assert!(
+                r.stats.context_tokens as usize <= budget + 8,
+                "{method} at {budget}: {} tokens\n{}",
+                r.stats.context_tokens,
+                r.context
+            );
+            let sources = record_ids(&r, "sources");
+            if matches!(method, Method::Basic | Method::Dense | Method::Bm25 | Method::Ppr) {
+                assert!(r.stats.context_tokens as usize <= budget, "{method} at {budget}");
+                // A larger budget extends the same ranking.
+                if let Some(before) = &previous {
+                    assert!(sources.starts_with(before), "{method} at {budget}: {sources:?} after {before:?}");
+                }
+            }
+            previous = Some(sources);
+        }
+        let all = previous.unwrap();
+        if method != Method::Bm25 {
+            assert_eq!(all.len(), UNITS.len(), "{method}: a large budget takes every unit in");
+        }
+    }
+    let err = engine.query(&context_only(Method::Global, q, Some(1000)), None).unwrap_err().to_string();
+    assert!(err.contains("global search takes no context budget"), "{err}");
+}
+
+#[test]
+fn ppr_walks_from_the_question_to_linked_units_and_answers_citing_sources() {
+    let p = Project::new(true, "");
+    let engine = p.engine();
+    let q = "Which city is home to the lender of the Halvard terminal?";
+    let r = ask(&engine, Method::Ppr, q);
+    let seeds: Vec<String> = r.context_records["seeds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["entity"].as_str().unwrap().to_string())
+        .collect();
+    assert!(seeds.contains(&"NORTHERN SHIPPING BANK".to_string()), "{seeds:?}");
+    let ppr = record_ids(&r, "sources");
+    // Unit 4 (Oslo) shares no word with the question: BM25 misses it; the
+    // walk reaches it through the bank that unit 3 names.
+    let bm25 = record_ids(&ask(&engine, Method::Bm25, q), "sources");
+    assert!(!bm25.contains(&"4".to_string()), "{bm25:?}");
+    let dense = record_ids(&ask(&engine, Method::Dense, q), "sources");
+    let at = |list: &[String], id: &str| list.iter().position(|x| x == id).unwrap_or(usize::MAX);
+    assert_eq!(ppr[0], "3", "{ppr:?}");
+    assert!(at(&ppr, "4") <= at(&dense, "4") && at(&ppr, "4") < 3, "ppr {ppr:?}, dense {dense:?}");
+    let answer = r.answer.unwrap();
+    assert!(!cited_ids(&answer)["Sources"].is_empty(), "{answer}");
+    for walk in ["paths", "nhop"] {
+        let p = Project::new(false, &format!("ppr_search:\n  walk: {walk}\n"));
+        let r = ask(&p.engine(), Method::Ppr, q);
+        assert_eq!(r.context_records["walk"], walk);
+        assert_eq!(record_ids(&r, "sources").len(), UNITS.len(), "{walk}");
+    }
+}
+
+#[test]
+fn local_search_on_an_index_without_descriptions_spends_its_budget_on_text_units() {
+    let p = Project::new(false, "");
+    let path = p.dir.path().join("output/entities.parquet");
+    let entities = graphrag_engine::store::read_table(&path).unwrap();
+    let idx = entities.schema().index_of("description").unwrap();
+    let mut columns = entities.columns().to_vec();
+    columns[idx] = schema::text_col(vec![""; entities.num_rows()]);
+    write_table(&path, &RecordBatch::try_new(entities.schema(), columns).unwrap()).unwrap();
+    let r = ask(&p.engine(), Method::Local, "Who is the father of Tiny Tim?");
+    assert!(r.context.starts_with("-----Sources-----"), "{}", r.context);
+    assert!(!r.context.contains("-----Entities-----") && !r.context.contains("-----Reports-----"));
+    assert_eq!(record_ids(&r, "sources").len(), UNITS.len());
+}

@@ -38,7 +38,7 @@ pub const ROUTES: &[Route] = &[
     r("post", "/documents/texts", "documents", "Insert texts ({texts, file_sources}) and queue an update", Some(JSON), JSON),
     r("post", "/documents/scan", "documents", "Queue an update over the input folder as it is", None, JSON),
     r("delete", "/documents/delete_document", "documents", "Remove documents ({doc_ids}) from the input folder and queue the update that drops them", Some(JSON), JSON),
-    r("post", "/query", "query", "Answer a question ({query, mode: local|global|basic|naive|drift|hybrid|mix, only_need_context, response_type, conversation_history, include_references, include_context_records})", Some(JSON), JSON),
+    r("post", "/query", "query", "Answer a question ({query, mode: local|global|basic|naive|drift|hybrid|mix|ppr, only_need_context, response_type, conversation_history, include_references, include_context_records})", Some(JSON), JSON),
     r("post", "/query/stream", "query", "The same, streamed as NDJSON lines {response}, then {references}", Some(JSON), NDJSON),
     r("get", "/graph/label/list", "graph", "Entity names, most connected first (?q= filters, ?limit=)", None, JSON),
     r("get", "/graphs", "graph", "The neighbourhood of an entity: ?label=…&max_depth=3&max_nodes=1000 (label * = the most connected)", None, JSON),

@@ -45,7 +45,7 @@ pub fn method(mode: &str) -> Result<Method> {
     if mode.eq_ignore_ascii_case("bypass") {
         return Err(ApiError::new(
             StatusCode::UNPROCESSABLE_ENTITY,
-            "mode `bypass` (the LLM without the index) is not served: use local, global, basic (naive), drift, hybrid or mix",
+            "mode `bypass` (the LLM without the index) is not served: use local, global, basic (naive), drift, hybrid, mix or ppr",
         ));
     }
     Method::from_str(mode).map_err(|e| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, format!("{e:#}")))

@@ -88,6 +88,9 @@ fn upload_query_delete_and_chat_end_to_end() {
     assert!(files_of(&context).contains("fezziwig.txt"), "{context}");
     assert_eq!(context["llm_generated"], false);
 
+    // The graph-walk method of the retrieval issue is served too.
+    assert!(files_of(&ask(addr, "ppr", "Who is Fezziwig?", true)).contains("fezziwig.txt"));
+
     // Streamed query: NDJSON response pieces, then the references.
     let r = post_json(addr, "/query/stream", &json!({"query": "Who is Fezziwig?", "mode": "naive"}));
     assert_eq!(r.status, 200);

@@ -11,6 +11,7 @@ pub mod extract_claims;
 pub mod extract_graph_nlp;
 pub mod finalize_graph;
 mod graph_tables;
+pub mod lexical_index;
 mod llm_steps;
 pub mod load_documents;
 pub mod merge_graphs;
@@ -33,6 +34,7 @@ pub fn registry() -> Registry {
         .register::<finalize_graph::FinalizeGraph>()
         .register::<cluster_leiden::ClusterLeiden>()
         .register::<community_report::CommunityReport>()
-        .register::<embed::Embed>();
+        .register::<embed::Embed>()
+        .register::<lexical_index::LexicalIndex>();
     r
 }

@@ -400,11 +400,34 @@ fn check_ranges(loaded: &LoadedSettings) -> Result<(), ConfigError> {
             ),
         ));
     }
-    in_range(loaded, "failures.tolerated_fraction", s.failures.tolerated_fraction, (0.0, 1.0), false)
+    in_range(loaded, "failures.tolerated_fraction", s.failures.tolerated_fraction, (0.0, 1.0), false)?;
+    check_retrieval(loaded)
+}
+
+/// basic_search's fusion and ppr_search.
+fn check_retrieval(loaded: &LoadedSettings) -> Result<(), ConfigError> {
+    let s = &loaded.settings;
+    let ps = &s.ppr_search;
+    let inf = f64::INFINITY;
+    at_least_one(loaded, "basic_search.k", s.basic_search.k as u64, "")?;
+    in_range(loaded, "basic_search.fusion_k", s.basic_search.fusion_k, (0.0, inf), true)?;
+    one_of(loaded, "ppr_search.walk", &ps.walk, &super::sections::PPR_WALKS)?;
+    in_range(loaded, "ppr_search.damping", ps.damping, (0.0, 1.0), true)?;
+    if ps.damping >= 1.0 {
+        return Err(loaded.error_at(
+            "ppr_search.damping",
+            "1 is not a valid value: it must be less than 1 (a walk that never restarts ignores the question)",
+        ));
+    }
+    in_range(loaded, "ppr_search.passage_node_weight", ps.passage_node_weight, (0.0, inf), false)?;
+    if let Some(t) = ps.synonym_threshold {
+        in_range(loaded, "ppr_search.synonym_threshold", t, (0.0, 1.0), true)?;
+    }
+    in_range(loaded, "ppr_search.fusion_k", ps.fusion_k, (0.0, inf), true)
 }
 
 /// Settings keys that name prompt files, with their values.
-fn prompt_settings(s: &super::Settings) -> [(&'static str, &str); 14] {
+fn prompt_settings(s: &super::Settings) -> [(&'static str, &str); 15] {
     [
         ("extract_graph.prompt", &s.extract_graph.prompt),
         ("summarize_descriptions.prompt", &s.summarize_descriptions.prompt),
@@ -420,6 +443,7 @@ fn prompt_settings(s: &super::Settings) -> [(&'static str, &str); 14] {
         ("basic_search.prompt", &s.basic_search.prompt),
         ("keyword_search.keywords_prompt", &s.keyword_search.keywords_prompt),
         ("keyword_search.prompt", &s.keyword_search.prompt),
+        ("ppr_search.prompt", &s.ppr_search.prompt),
     ]
 }
 

@@ -123,6 +123,7 @@ section!(
     drift_search: DriftSearchConfig = DriftSearchConfig::default(),
     basic_search: BasicSearchConfig = BasicSearchConfig::default(),
     keyword_search: KeywordSearchConfig = KeywordSearchConfig::default(),
+    ppr_search: PprSearchConfig = PprSearchConfig::default(),
     failures: FailuresConfig = FailuresConfig::default(),
 });
 

@@ -321,6 +321,45 @@ section!(BasicSearchConfig {
     embedding_model_id: String = s("default_embedding_model"),
     k: usize = 10,
     max_context_tokens: usize = 12_000,
+    /// graphrag-rs: rank text units by dense similarity and BM25 together
+    /// (reciprocal rank fusion of the top k of each); false: dense only, as
+    /// GraphRAG.
+    hybrid: bool = true,
+    /// The constant of reciprocal rank fusion (60: Cormack et al.'s).
+    fusion_k: f64 = graphrag_operations::rank_fusion::RRF_K,
+});
+
+/// The graph walks `ppr_search.walk` chooses from.
+pub const PPR_WALKS: [&str; 3] = ["ppr", "paths", "nhop"];
+
+section!(
+    /// graphrag-rs: graph-propagation search (HippoRAG 2): text units ranked
+    /// by a walk over the graph of entities and text units, fused with the
+    /// hybrid (dense + BM25) ranking, packed into max_context_tokens.
+    PprSearchConfig {
+    /// The answer prompt (basic search's: it cites Sources).
+    prompt: String = prompt("basic_search_system_prompt"),
+    completion_model_id: String = s("default_completion_model"),
+    embedding_model_id: String = s("default_embedding_model"),
+    max_context_tokens: usize = 12_000,
+    /// ppr: HippoRAG 2's Personalized PageRank; paths: MiniRAG-style scoring
+    /// of the paths from the seed entities; nhop: RAGFlow-style n-hop
+    /// neighbours weighted by entity PageRank.
+    walk: String = s("ppr"),
+    /// Probability of following an edge rather than restarting (HippoRAG's 0.5).
+    damping: f64 = 0.5,
+    /// Weight of the text units' dense and BM25 scores in the restart
+    /// distribution, against the seed entities' (HippoRAG 2's 0.05).
+    passage_node_weight: f64 = 0.05,
+    /// Seed entities kept (HippoRAG's linking_top_k): the most specific of
+    /// those the question names and those of the best-ranked text units.
+    linking_top_k: usize = 5,
+    /// Entities whose vectors have at least this cosine similarity with a
+    /// seed's join the seeds (HippoRAG 2's synonym edges, 0.8 there,
+    /// followed from the seeds only); null: none.
+    synonym_threshold: Option<f64> = None,
+    /// The constant of reciprocal rank fusion of the walk's and the hybrid ranking.
+    fusion_k: f64 = graphrag_operations::rank_fusion::RRF_K,
 });
 
 section!(

@@ -348,3 +348,29 @@ fn an_empty_prompt_file_is_an_error_naming_the_setting() {
     std::fs::write(dir.path().join("prompts/mine.txt"), "Extract {{ input_text }}").unwrap();
     load(dir.path()).unwrap();
 }
+
+#[test]
+fn retrieval_settings_are_checked() {
+    let s = parse_str("").unwrap().settings;
+    assert!(s.basic_search.hybrid);
+    assert_eq!(
+        (s.ppr_search.walk.as_str(), s.ppr_search.damping, s.ppr_search.passage_node_weight),
+        ("ppr", 0.5, 0.05)
+    );
+    let err = parse_str("ppr_search:\n  walk: pagerank\n").unwrap_err();
+    assert_eq!((err.line, err.path.as_str()), (Some(2), "ppr_search.walk"), "{err}");
+    for (text, path) in [
+        ("ppr_search:\n  damping: 1.0\n", "ppr_search.damping"),
+        ("ppr_search:\n  damping: 0\n", "ppr_search.damping"),
+        ("basic_search:\n  fusion_k: 0\n", "basic_search.fusion_k"),
+        ("basic_search:\n  k: 0\n", "basic_search.k"),
+        ("ppr_search:\n  passage_node_weight: -1\n", "ppr_search.passage_node_weight"),
+        ("ppr_search:\n  synonym_threshold: 1.5\n", "ppr_search.synonym_threshold"),
+    ] {
+        assert_eq!(parse_str(text).unwrap_err().path, path, "{text}");
+    }
+    assert_eq!(
+        parse_str("ppr_search:\n  synonym_threshold: 0.8\n").unwrap().settings.ppr_search.synonym_threshold,
+        Some(0.8)
+    );
+}

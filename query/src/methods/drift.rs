@@ -124,7 +124,21 @@ pub fn run(run: &Run) -> anyhow::Result<Outcome> {
     let query_vector = run.embed_one(expanded.as_deref().unwrap_or(question))?;
     let hits = run.search(&report_vectors, &query_vector, k, Some(&allowed))?;
     let top: Vec<usize> = hits.iter().filter_map(|(id, _)| reports.by_id.get(id).copied()).collect();
-    let folds: Vec<PackedTable> = folds(&top, ds.primer_folds as usize)
+    // A request's context budget (eval's `--budget`) is shared by the primer's
+    // reports and the local contexts in the proportion of their settings:
+    // the primer keeps the closest reports that fit its share.
+    let top = match run.req.max_context_tokens {
+        Some(budget) => {
+            let total = (ds.data_max_tokens + ds.local_search_max_data_tokens).max(1);
+            let share = (budget as f64 * ds.data_max_tokens as f64 / total as f64) as usize;
+            let fitting =
+                pack_table("Reports", &REPORT_HEADER, top.iter().map(|&r| report_row(&reports, r)), share, &count);
+            top[..fitting.rows.len()].to_vec()
+        }
+        None => top,
+    };
+    let fold_lists = folds(&top, ds.primer_folds as usize);
+    let folds: Vec<PackedTable> = fold_lists
         .into_iter()
         .map(|fold| {
             let rows = fold.iter().map(|&r| report_row(&reports, r));
@@ -132,6 +146,10 @@ pub fn run(run: &Run) -> anyhow::Result<Outcome> {
         })
         .filter(|t| !t.is_empty())
         .collect();
+    let local_budget = match run.req.max_context_tokens {
+        Some(budget) => budget.saturating_sub(folds.iter().map(|f| f.tokens).sum()),
+        None => ds.local_search_max_data_tokens,
+    };
     let primer_text = join_parts(folds.iter().map(|f| f.text.as_str()));
     let report_records =
         Value::Array(folds.iter().flat_map(|f| f.records().as_array().cloned().unwrap_or_default()).collect());
@@ -140,7 +158,7 @@ pub fn run(run: &Run) -> anyhow::Result<Outcome> {
     let Some(prompts) = prompts else {
         // No follow-up questions without a model: the primer's reports plus
         // the local context of the question itself.
-        let local = local::build(run, &params, question, &query_vector, ds.local_search_max_data_tokens, &[])?;
+        let local = local::build(run, &params, question, &query_vector, local_budget, &[])?;
         let context = join_parts([primer_text.as_str(), local.text.as_str()]);
         let mut records = local.records();
         records["primer_reports"] = report_records;
@@ -213,7 +231,7 @@ pub fn run(run: &Run) -> anyhow::Result<Outcome> {
         let vectors = run.embed(&queries)?;
         let mut calls = Vec::with_capacity(queries.len());
         for (q, v) in queries.iter().zip(&vectors) {
-            let local = local::build(run, &params, q, v, ds.local_search_max_data_tokens, &[])?;
+            let local = local::build(run, &params, q, v, local_budget, &[])?;
             let system = render(
                 &prompts.local,
                 &[

@@ -13,6 +13,7 @@ use crate::context::{
     content_words, history_text, join_parts, pack_table, rank_text_units, round_robin, MemoCounter, PackedTable,
 };
 use crate::data::{Field, Graph};
+use crate::retrieval::sources_table;
 use crate::{render, Outcome, Run};
 
 /// Tokens kept free for the question and the model's formatting (LightRAG's buffer).
@@ -94,8 +95,48 @@ fn entities_of(g: &Graph, relationships: &[usize]) -> Vec<usize> {
         .collect()
 }
 
+/// Token budgets of the context's parts.
+struct Budgets {
+    entities: usize,
+    relations: usize,
+    total: usize,
+    /// Text chunks at most.
+    chunks: usize,
+    /// Whether the prompt's own tokens count against `total` (LightRAG's
+    /// max_total_tokens) or only the context's (a context budget).
+    prompt_counts: bool,
+}
+
+impl Budgets {
+    /// keyword_search's, or a context budget split in its proportions
+    /// with no cap on the number of chunks.
+    fn of(run: &Run) -> Budgets {
+        let ks = &run.s().keyword_search;
+        match run.req.max_context_tokens {
+            None => Budgets {
+                entities: ks.max_entity_tokens,
+                relations: ks.max_relation_tokens,
+                total: ks.max_total_tokens,
+                chunks: ks.chunk_top_k,
+                prompt_counts: true,
+            },
+            Some(budget) => {
+                let share = |part: usize| (budget as f64 * part as f64 / ks.max_total_tokens.max(1) as f64) as usize;
+                Budgets {
+                    entities: share(ks.max_entity_tokens),
+                    relations: share(ks.max_relation_tokens),
+                    total: budget,
+                    chunks: usize::MAX,
+                    prompt_counts: false,
+                }
+            }
+        }
+    }
+}
+
 pub fn run(run: &Run, mix: bool) -> anyhow::Result<Outcome> {
     let ks = &run.s().keyword_search;
+    let budgets = Budgets::of(run);
     let question = &run.req.question;
     let memo = MemoCounter::default();
     let count = |t: &str| memo.count(t);
@@ -179,7 +220,7 @@ pub fn run(run: &Run, mix: bool) -> anyhow::Result<Outcome> {
                 g.degree[e].to_string(),
             ]
         }),
-        ks.max_entity_tokens,
+        budgets.entities,
         &count,
     );
     let relation_table = pack_table(
@@ -190,7 +231,7 @@ pub fn run(run: &Run, mix: bool) -> anyhow::Result<Outcome> {
             row.push(g.combined_degree[r].to_string());
             row
         }),
-        ks.max_relation_tokens,
+        budgets.relations,
         &count,
     );
     let used_entities = &entities[..entity_table.rows.len()];
@@ -204,12 +245,13 @@ pub fn run(run: &Run, mix: bool) -> anyhow::Result<Outcome> {
     let mut lists = Vec::new();
     if let Some(i) = query_at {
         let tv = run.vectors(Field::TextUnitText)?;
-        lists.push(run.search(&tv, &vectors[i], ks.chunk_top_k, None)?.into_iter().map(|(id, _)| id).collect());
+        let n = budgets.chunks.min(index.text_units()?.hrid.len());
+        lists.push(run.search(&tv, &vectors[i], n, None)?.into_iter().map(|(id, _)| id).collect());
     }
     lists.push(unit_ids(rank_text_units(&entity_units, &relation_units)));
     lists.push(unit_ids(rank_text_units(&relation_units, &[])));
     let mut chunk_ids = round_robin(&lists);
-    chunk_ids.truncate(ks.chunk_top_k);
+    chunk_ids.truncate(budgets.chunks);
 
     let keyword_note = kw.fallback.as_ref().map(|why| {
         format!(
@@ -222,22 +264,14 @@ pub fn run(run: &Run, mix: bool) -> anyhow::Result<Outcome> {
         &prompt,
         &[("response_type", json!(run.req.response_type)), ("context_data", json!("")), ("history", json!(history))],
     )?;
-    let used = count(&empty_prompt)
-        + count(question)
-        + entity_table.tokens
-        + relation_table.tokens
-        + keyword_note.as_deref().map_or(0, count)
-        + BUFFER_TOKENS;
-    let chunk_budget = ks.max_total_tokens.saturating_sub(used);
+    let prompt_tokens = if budgets.prompt_counts { count(&empty_prompt) + count(question) + BUFFER_TOKENS } else { 0 };
+    let used = prompt_tokens + entity_table.tokens + relation_table.tokens + keyword_note.as_deref().map_or(0, count);
+    let chunk_budget = budgets.total.saturating_sub(used);
     let sources = if chunk_ids.is_empty() || chunk_budget == 0 {
         PackedTable::default()
     } else {
         let units = index.text_units()?;
-        let rows = chunk_ids
-            .iter()
-            .filter_map(|id| units.by_id.get(id))
-            .map(|&u| vec![units.hrid[u].to_string(), units.text[u].clone()]);
-        pack_table("Sources", &["id", "text"], rows, chunk_budget, &count)
+        sources_table(&units, chunk_ids.iter().filter_map(|id| units.by_id.get(id).copied()), chunk_budget, &count)
     };
 
     let context = join_parts([

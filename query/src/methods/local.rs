@@ -1,10 +1,14 @@
 //! GraphRAG local search: the entities closest to the question, their
 //! relationships, claims, community reports and source text units, packed
 //! into `local_search.max_context_tokens` with GraphRAG's proportions.
-//! Two graphrag-rs departures, measured in docs/benchmarks.md ("Retrieval
-//! recall"): entities the question names are selected first, and the text
+//! Three graphrag-rs departures, measured in docs/benchmarks.md ("Retrieval
+//! recall"): entities the question names are selected first; the text
 //! units (of the selected entities and their relationships' other ends) are
-//! ordered by similarity to the question when text unit vectors exist.
+//! ordered by similarity to the question when text unit vectors exist; and
+//! on an index whose entities have no descriptions (the fast method: its
+//! entity and relationship rows are bare titles, its reports extracts of the
+//! text units) the whole budget goes to text units ranked by the graph walk
+//! of PPR search.
 
 use std::collections::{HashMap, HashSet};
 
@@ -16,6 +20,7 @@ use crate::context::{
     rank_relationships, rank_text_units, reports_up_to_level, MemoCounter, PackedTable,
 };
 use crate::data::{Field, Graph};
+use crate::retrieval::sources_table;
 use crate::{render, Outcome, Run};
 use graphrag_engine::settings::{DriftSearchConfig, LocalSearchConfig};
 
@@ -83,7 +88,8 @@ pub fn run(run: &Run) -> anyhow::Result<Outcome> {
     let s = &run.s().local_search;
     let query = run.embed_one(question)?;
     let params = LocalParams::of_local_search(s);
-    let ctx = build(run, &params, question, &query, s.max_context_tokens, &run.req.history)?;
+    let budget = run.req.max_context_tokens.unwrap_or(s.max_context_tokens);
+    let ctx = build(run, &params, question, &query, budget, &run.req.history)?;
     let context_ms = run.context_ready();
     let records = ctx.records();
     if run.retrieval_only() {
@@ -136,6 +142,9 @@ pub fn build(
     let count = |t: &str| memo.count(t);
     let index = run.index();
     let g = index.graph()?;
+    if !g.is_described() {
+        return graph_ranked_sources(run, question, query, max_tokens, history, &count);
+    }
     let vectors = run.vectors(Field::EntityDescription)?;
 
     // Entities: those the question names (up to top_k_entities), then
@@ -222,11 +231,8 @@ pub fn build(
             ranked = order_by_similarity(ranked, &hits);
         }
         let units = index.text_units()?;
-        let rows = ranked
-            .iter()
-            .filter_map(|id| units.by_id.get(id))
-            .map(|&u| vec![units.hrid[u].to_string(), units.text[u].clone()]);
-        pack_table("Sources", &["id", "text"], rows, text_unit_tokens, &count)
+        let rows = ranked.iter().filter_map(|id| units.by_id.get(id).copied());
+        sources_table(&units, rows, text_unit_tokens, &count)
     } else {
         PackedTable::default()
     };
@@ -240,6 +246,28 @@ pub fn build(
         sources.text.as_str(),
     ]);
     Ok(LocalContext { text, reports, entities, relationships, claims: claim_table, sources })
+}
+
+/// The local context of an index without entity descriptions: the text
+/// units ranked by PPR search's graph walk, filling the budget.
+fn graph_ranked_sources(
+    run: &Run,
+    question: &str,
+    query: &[f32],
+    max_tokens: usize,
+    history: &[(String, String)],
+    count: &dyn Fn(&str) -> usize,
+) -> anyhow::Result<LocalContext> {
+    let ranking = super::ppr::rank_units(run, question, query, max_tokens)?;
+    let (text, sources) = super::sources_context(run, ranking.units, max_tokens, history, count)?;
+    Ok(LocalContext {
+        text,
+        reports: PackedTable::default(),
+        entities: PackedTable::default(),
+        relationships: PackedTable::default(),
+        claims: PackedTable::default(),
+        sources,
+    })
 }
 
 /// Community reports of the selected entities' communities (rolled up to the

@@ -5,11 +5,43 @@ pub mod drift;
 pub mod global;
 pub mod keyword;
 pub mod local;
+pub mod ppr;
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
+use crate::context::{history_table, join_parts, Counter, PackedTable};
 use crate::data::Reports;
-use crate::Run;
+use crate::retrieval::sources_table;
+use crate::{render, Outcome, Run};
+
+/// A context of the text units `rows`, in order, as one Sources table after
+/// the conversation history's user turns, within `budget` tokens.
+pub fn sources_context(
+    run: &Run,
+    rows: impl IntoIterator<Item = usize>,
+    budget: usize,
+    history: &[(String, String)],
+    count: Counter,
+) -> anyhow::Result<(String, PackedTable)> {
+    let turns = run.s().local_search.conversation_history_max_turns as usize;
+    let history = history_table(history, turns, true, budget, count);
+    let units = run.index().text_units()?;
+    let sources = sources_table(&units, rows, budget.saturating_sub(history.tokens), count);
+    Ok((join_parts([history.text.as_str(), sources.text.as_str()]), sources))
+}
+
+/// The outcome of a method whose context is built: the context alone in
+/// retrieval-only mode, else one answer with the prompt of `setting`.
+pub fn answer(run: &Run, setting: &str, prompt_path: &str, context: String, records: Value) -> anyhow::Result<Outcome> {
+    let context_ms = run.context_ready();
+    if run.retrieval_only() {
+        return Ok(Outcome { answer: None, context, records, context_ms });
+    }
+    let prompt = run.prompt(setting, prompt_path)?;
+    let system = render(&prompt, &[("response_type", json!(run.req.response_type)), ("context_data", json!(context))])?;
+    let answer = run.chat(&run.messages(system, &run.req.question))?;
+    Ok(Outcome { answer: Some(answer), context, records, context_ms })
+}
 
 /// GraphRAG's default community level.
 pub const DEFAULT_COMMUNITY_LEVEL: i64 = 2;

@@ -1,0 +1,308 @@
+//! graphrag-rs PPR search: HippoRAG 2's graph propagation without its LLM
+//! steps. Text units are ranked by a walk over the graph of entities and
+//! text units ([`crate::passage_graph`]), that ranking is fused with the
+//! hybrid (dense + BM25) ranking by reciprocal rank fusion (each ranking's
+//! units that would fill the budget on their own), and the units are packed
+//! into `ppr_search.max_context_tokens` as a Sources table answered with
+//! basic search's prompt.
+//!
+//! The walk starts from:
+//! - **passages**: every text unit, weighted by the mean of its min-max
+//!   normalised dense similarity (HippoRAG 2) and BM25 score, times
+//!   `passage_node_weight`;
+//! - **seed entities**: those the question names (weight 1) and those of the
+//!   `linking_top_k` best hybrid-ranked units (weight: the unit's fused
+//!   score over the best one's), each divided by its number of text units
+//!   (HippoRAG's node specificity), the `linking_top_k` heaviest kept.
+//!   HippoRAG 2 takes its seeds from the entities of LLM-extracted facts,
+//!   weighted by the facts' similarity to the question; without a chat
+//!   model the names in the question and the entities of the best passages
+//!   stand in. (Weighting those by their own vector's similarity to the
+//!   question measured worse on every dev set: docs/benchmarks.md.)
+//!
+//! `ppr_search.walk` picks the walk: `ppr` (Personalized PageRank,
+//! HippoRAG 2), `nhop` (RAGFlow: the seeds and their neighbours up to two
+//! hops, `sim / (2 + hop)` times their entity PageRank, summed into their
+//! units) or `paths` (MiniRAG-style: paths of one and two relationships from
+//! each seed, scored by the seed weight and the question-similarity of the
+//! entities on them, credited to the units where consecutive entities of
+//! the path meet). docs/benchmarks.md compares them.
+
+use std::collections::HashMap;
+
+use anyhow::bail;
+use graphrag_operations::pagerank::{MAX_ITERATIONS, TOLERANCE};
+use serde_json::json;
+
+use crate::context::{entities_named_in, MemoCounter};
+use crate::data::{Field, Graph};
+use crate::passage_graph::PassageGraph;
+use crate::retrieval::{self, budget_window, Ranking};
+use crate::{Outcome, Run};
+
+/// Neighbours followed per entity by the `nhop` and `paths` walks (the
+/// heaviest edges first): RAGFlow and MiniRAG keep a few per node too.
+const FANOUT: usize = 10;
+
+/// The graph walks of `ppr_search.walk`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Walk {
+    Ppr,
+    Paths,
+    Nhop,
+}
+
+impl Walk {
+    pub fn parse(name: &str) -> anyhow::Result<Walk> {
+        Ok(match name {
+            "ppr" => Walk::Ppr,
+            "paths" => Walk::Paths,
+            "nhop" => Walk::Nhop,
+            other => bail!("ppr_search.walk: `{other}` is not one of ppr, paths, nhop"),
+        })
+    }
+}
+
+/// Every text unit that the walk or the hybrid ranking reaches, best first,
+/// and the seed entities with their weights.
+pub struct GraphRanking {
+    pub units: Vec<usize>,
+    pub seeds: Vec<(usize, f64)>,
+}
+
+pub fn run(run: &Run) -> anyhow::Result<Outcome> {
+    let ps = &run.s().ppr_search;
+    let question = &run.req.question;
+    let budget = run.req.max_context_tokens.unwrap_or(ps.max_context_tokens);
+    let memo = MemoCounter::default();
+    let count = |t: &str| memo.count(t);
+    let query = run.embed_one(question)?;
+    let ranking = rank_units(run, question, &query, budget)?;
+    let (context, sources) =
+        super::sources_context(run, ranking.units.iter().copied(), budget, &run.req.history, &count)?;
+    let g = run.index().graph()?;
+    let seeds: Vec<_> = ranking
+        .seeds
+        .iter()
+        .map(|&(e, w)| json!({"id": g.entity_hrid[e].to_string(), "entity": g.title[e], "weight": w}))
+        .collect();
+    let records = json!({ "sources": sources.records(), "seeds": seeds, "walk": ps.walk });
+    super::answer(run, "ppr_search.prompt", &ps.prompt, context, records)
+}
+
+/// Ranks the text units for `question` (embedded as `query`) by
+/// `ppr_search.walk` fused with the hybrid ranking, for a context of
+/// `budget` tokens (the fusions' window, [`retrieval::budget_window`]).
+pub fn rank_units(run: &Run, question: &str, query: &[f32], budget: usize) -> anyhow::Result<GraphRanking> {
+    let ps = &run.s().ppr_search;
+    let walk = Walk::parse(&ps.walk)?;
+    let index = run.index();
+    let units = index.text_units()?;
+    let g = index.graph()?;
+    let pg = index.passage_graph()?;
+    let n = units.hrid.len();
+    let dense = retrieval::dense(run, &units, query, n)?;
+    let lexical = retrieval::lexical(run, question)?;
+    let hybrid = retrieval::fuse(&[&dense, &lexical], budget_window(&units, &[&dense, &lexical], budget), ps.fusion_k);
+    let mut seeds = seed_entities(&g, &pg, question, &hybrid, ps.linking_top_k);
+    if let Some(threshold) = ps.synonym_threshold {
+        seeds = with_synonyms(run, &g, seeds, threshold)?;
+    }
+    let scores = match walk {
+        Walk::Ppr => {
+            personalized_pagerank(&pg, &seeds, &passage_scores(n, &dense, &lexical), ps.damping, ps.passage_node_weight)
+        }
+        Walk::Nhop => nhop(&pg, &seeds),
+        Walk::Paths => {
+            let relevance = entity_relevance(run, &g, query)?;
+            paths(&pg, &seeds, &relevance)
+        }
+    };
+    let mut walked: Ranking = scores.into_iter().enumerate().filter(|(_, s)| *s > 0.0).collect();
+    walked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    let fused = retrieval::fuse(&[&walked, &hybrid], budget_window(&units, &[&walked, &hybrid], budget), ps.fusion_k);
+    Ok(GraphRanking { units: fused.into_iter().map(|f| f.0).collect(), seeds })
+}
+
+/// Per text unit: the mean of its dense similarity scaled to 0..1 over all
+/// units (HippoRAG 2's min-max) and its BM25 score over the best one's
+/// (units without a shared term score 0).
+pub fn passage_scores(units: usize, dense: &Ranking, lexical: &Ranking) -> Vec<f64> {
+    let mut out = vec![0.0; units];
+    for ranking in [dense, lexical] {
+        let (mut lo, hi) =
+            ranking.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), h| (lo.min(h.1), hi.max(h.1)));
+        if ranking.len() < units {
+            lo = lo.min(0.0);
+        }
+        for &(u, s) in ranking {
+            out[u] += if hi > lo { (s - lo) / (hi - lo) } else { 1.0 } / 2.0;
+        }
+    }
+    out
+}
+
+/// The seed entities (see the module docs), heaviest first.
+pub fn seed_entities(
+    g: &Graph,
+    pg: &PassageGraph,
+    question: &str,
+    hybrid: &Ranking,
+    top_k: usize,
+) -> Vec<(usize, f64)> {
+    let specificity = |e: usize| 1.0 / pg.entity_units[e].len().max(1) as f64;
+    let mut weight: HashMap<usize, f64> = HashMap::new();
+    let mut offer = |e: usize, w: f64| {
+        let slot = weight.entry(e).or_insert(0.0);
+        *slot = slot.max(w * specificity(e));
+    };
+    for e in entities_named_in(question, &g.entity_by_key, g.max_key_words, |e| g.entity_units[e].len()) {
+        offer(e, 1.0);
+    }
+    let best = hybrid.first().map_or(1.0, |h| h.1);
+    for &(u, score) in hybrid.iter().take(top_k) {
+        for (e, _) in pg.graph.neighbours(pg.unit_node(u)) {
+            offer(e, score / best);
+        }
+    }
+    let mut seeds: Vec<(usize, f64)> = weight.into_iter().collect();
+    seeds.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    seeds.truncate(top_k);
+    seeds
+}
+
+/// Entities listed as synonyms of each seed (HippoRAG 2's synonym edges,
+/// followed from the seeds only): those whose vectors (entity_description)
+/// have a cosine similarity of at least `threshold` with the seed's, at most
+/// `FANOUT` per seed, join the seeds with the seed's weight times the
+/// similarity. No entity vectors: the seeds as they are.
+fn with_synonyms(run: &Run, g: &Graph, seeds: Vec<(usize, f64)>, threshold: f64) -> anyhow::Result<Vec<(usize, f64)>> {
+    let Some(vectors) = run.index().vectors_opt(Field::EntityDescription) else { return Ok(seeds) };
+    let Some(store) = &vectors.store else { return Ok(seeds) };
+    let mut weight: HashMap<usize, f64> = seeds.iter().copied().collect();
+    for &(e, w) in &seeds {
+        let Some(row) = vectors.row_of(&g.entity_id[e]) else { continue };
+        let near = run.search(&vectors, store.collection().vector(row), FANOUT + 1, None)?;
+        for (id, score) in near.into_iter().filter(|h| f64::from(h.1) >= threshold) {
+            if let Some(&other) = g.entity_by_id.get(&id) {
+                let slot = weight.entry(other).or_insert(0.0);
+                *slot = slot.max(w * f64::from(score));
+            }
+        }
+    }
+    let mut out: Vec<(usize, f64)> = weight.into_iter().collect();
+    out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    Ok(out)
+}
+
+/// HippoRAG 2: Personalized PageRank restarting at the seed entities and,
+/// `passage_weight` times their passage score, at the text units.
+fn personalized_pagerank(
+    pg: &PassageGraph,
+    seeds: &[(usize, f64)],
+    passage: &[f64],
+    damping: f64,
+    passage_weight: f64,
+) -> Vec<f64> {
+    let mut reset = vec![0.0; pg.graph.nodes()];
+    for &(e, w) in seeds {
+        reset[e] = w;
+    }
+    for (u, &s) in passage.iter().enumerate() {
+        reset[pg.unit_node(u)] = s * passage_weight;
+    }
+    let p = pg.graph.personalized_pagerank(&reset, damping, TOLERANCE, MAX_ITERATIONS);
+    p[pg.entities..].to_vec()
+}
+
+/// The `FANOUT` heaviest entity neighbours of entity `e`.
+fn entity_neighbours(pg: &PassageGraph, e: usize) -> Vec<usize> {
+    let mut n: Vec<(usize, f64)> = pg.graph.neighbours(e).filter(|&(x, _)| x < pg.entities).collect();
+    n.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    n.dedup_by_key(|x| x.0);
+    n.into_iter().take(FANOUT).map(|x| x.0).collect()
+}
+
+/// RAGFlow's n-hop ranking: a seed scores `sim × pagerank`, an entity `h`
+/// hops from it `sim / (2 + h − 1) × pagerank` (h = 1, 2), summed over
+/// seeds and paths; a text unit scores the sum over its entities.
+fn nhop(pg: &PassageGraph, seeds: &[(usize, f64)]) -> Vec<f64> {
+    let rank = pg.entity_pagerank();
+    let mut entity = vec![0.0; pg.entities];
+    for &(s, sim) in seeds {
+        entity[s] += sim * rank[s];
+        for a in entity_neighbours(pg, s) {
+            entity[a] += sim / 2.0 * rank[a];
+            for b in entity_neighbours(pg, a).into_iter().filter(|&b| b != s) {
+                entity[b] += sim / 3.0 * rank[b];
+            }
+        }
+    }
+    let mut units = vec![0.0; pg.units()];
+    for (e, &score) in entity.iter().enumerate().filter(|(_, s)| **s > 0.0) {
+        for &u in &pg.entity_units[e] {
+            units[u as usize] += score;
+        }
+    }
+    units
+}
+
+/// Cosine similarity of each entity's vector (entity_description) to the
+/// question, 0 when negative or missing.
+fn entity_relevance(run: &Run, g: &Graph, query: &[f32]) -> anyhow::Result<Vec<f64>> {
+    let vectors = run.vectors(Field::EntityDescription)?;
+    let mut relevance = vec![0.0; g.title.len()];
+    for (id, score) in run.search(&vectors, query, g.title.len(), None)? {
+        if let Some(&e) = g.entity_by_id.get(&id) {
+            relevance[e] = f64::from(score).max(0.0);
+        }
+    }
+    Ok(relevance)
+}
+
+/// Units listing both entities (their sorted unit lists' intersection).
+fn shared_units<'a>(pg: &'a PassageGraph, a: usize, b: usize) -> impl Iterator<Item = u32> + 'a {
+    let other = &pg.entity_units[b];
+    pg.entity_units[a].iter().copied().filter(move |u| other.binary_search(u).is_ok())
+}
+
+/// MiniRAG-style path scoring: each path of one or two relationships from a
+/// seed scores the seed weight times the mean question-relevance of the
+/// entities after the seed; each step of the path credits its score to the
+/// text units where its two entities meet (the evidence of that step).
+fn paths(pg: &PassageGraph, seeds: &[(usize, f64)], relevance: &[f64]) -> Vec<f64> {
+    let mut units = vec![0.0; pg.units()];
+    for &(s, w) in seeds {
+        for &u in &pg.entity_units[s] {
+            units[u as usize] += w;
+        }
+        for a in entity_neighbours(pg, s) {
+            let one = w * relevance[a];
+            for u in shared_units(pg, s, a) {
+                units[u as usize] += one;
+            }
+            for b in entity_neighbours(pg, a).into_iter().filter(|&b| b != s) {
+                let two = w * (relevance[a] + relevance[b]) / 2.0;
+                for u in shared_units(pg, s, a).chain(shared_units(pg, a, b)) {
+                    units[u as usize] += two;
+                }
+            }
+        }
+    }
+    units
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passage_scores_average_normalised_dense_and_bm25() {
+        let dense = vec![(2, 0.75), (0, 0.5), (1, 0.25)];
+        let lexical = vec![(0, 6.0), (2, 3.0)];
+        let s = passage_scores(3, &dense, &lexical);
+        // dense: (0.5, 0, 1); bm25 over the best, unit 1 unmatched: (1, 0, 0.5)
+        assert_eq!(s, vec![0.75, 0.0, 0.75]);
+        assert_eq!(passage_scores(2, &vec![], &vec![]), vec![0.0, 0.0]);
+    }
+}

@@ -1,0 +1,130 @@
+//! Text unit rankings shared by the methods: dense (the question's vector
+//! against text_unit_text vectors), lexical (BM25 over lexical_index) and
+//! their reciprocal rank fusion, and the Sources table packed from a
+//! ranking. Units are rows of [`TextUnits`].
+
+use std::collections::HashSet;
+
+use graphrag_operations::rank_fusion::reciprocal_rank_fusion;
+
+use crate::context::{pack_table, Counter, PackedTable};
+use crate::data::{Field, TextUnits};
+use crate::Run;
+
+/// Text units with scores, best first.
+pub type Ranking = Vec<(usize, f64)>;
+
+/// Which rankings of text units a basic search fuses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Retriever {
+    Dense,
+    Lexical,
+    /// Dense and lexical, by reciprocal rank fusion.
+    Hybrid,
+}
+
+impl Retriever {
+    pub fn name(self) -> &'static str {
+        match self {
+            Retriever::Dense => "dense",
+            Retriever::Lexical => "bm25",
+            Retriever::Hybrid => "hybrid (dense + bm25, reciprocal rank fusion)",
+        }
+    }
+}
+
+/// The `n` text units closest to `query` (the question's embedding), with
+/// their cosine similarity.
+pub fn dense(run: &Run, units: &TextUnits, query: &[f32], n: usize) -> anyhow::Result<Ranking> {
+    let vectors = run.vectors(Field::TextUnitText)?;
+    Ok(run
+        .search(&vectors, query, n, None)?
+        .into_iter()
+        .filter_map(|(id, score)| units.by_id.get(&id).map(|&u| (u, f64::from(score))))
+        .collect())
+}
+
+/// Every text unit sharing a term with `question`, by BM25 score.
+pub fn lexical(run: &Run, question: &str) -> anyhow::Result<Ranking> {
+    Ok(run.index().lexical()?.search(question))
+}
+
+/// The first `window` units of each ranking fused by reciprocal rank fusion
+/// (constant `k`), with their fused scores.
+pub fn fuse(rankings: &[&Ranking], window: usize, k: f64) -> Ranking {
+    let lists: Vec<Vec<usize>> = rankings.iter().map(|r| r.iter().take(window).map(|h| h.0).collect()).collect();
+    let refs: Vec<&[usize]> = lists.iter().map(Vec::as_slice).collect();
+    reciprocal_rank_fusion(&refs, k)
+}
+
+/// The fusion window for a context budget: the most units any one of the
+/// rankings fits into `budget` tokens from its first. Each ranking
+/// contributes what it would return for the budget on its own, as
+/// Elasticsearch's `rank_window_size` defaults to the result size (and a
+/// count `k` fuses the top k of each); fusing whole rankings instead lets
+/// middling units that both rankings list push out either ranking's best
+/// (docs/benchmarks.md measures both).
+pub fn budget_window(units: &TextUnits, rankings: &[&Ranking], budget: usize) -> usize {
+    rankings.iter().map(|r| units.fitting(r.iter().map(|h| h.0), budget)).max().unwrap_or(0)
+}
+
+/// Where a ranking is cut: after k units, or once a token budget is filled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cut {
+    Count(usize),
+    Budget(usize),
+}
+
+/// The text units of `retriever` for `question` (embedded as `query`, or
+/// now), best first; with a [`Cut::Count`] only that many.
+pub fn ranked_units(
+    run: &Run,
+    retriever: Retriever,
+    question: &str,
+    query: Option<&[f32]>,
+    cut: Cut,
+    fusion_k: f64,
+) -> anyhow::Result<Ranking> {
+    let units = run.index().text_units()?;
+    let n = match cut {
+        Cut::Count(k) => k,
+        Cut::Budget(_) => units.hrid.len(),
+    };
+    let embed = || -> anyhow::Result<Vec<f32>> {
+        match query {
+            Some(q) => Ok(q.to_vec()),
+            None => run.embed_one(question),
+        }
+    };
+    let mut ranked = match retriever {
+        Retriever::Dense => dense(run, &units, &embed()?, n)?,
+        Retriever::Lexical => lexical(run, question)?,
+        Retriever::Hybrid => {
+            let d = dense(run, &units, &embed()?, n)?;
+            let l = lexical(run, question)?;
+            let window = match cut {
+                Cut::Count(k) => k,
+                Cut::Budget(budget) => budget_window(&units, &[&d, &l], budget),
+            };
+            fuse(&[&d, &l], window, fusion_k)
+        }
+    };
+    ranked.truncate(n);
+    Ok(ranked)
+}
+
+/// A Sources table (`id`, `text`) of the units in `rows` order, duplicates
+/// skipped, within `max_tokens` (the first unit that does not fit ends it).
+pub fn sources_table(
+    units: &TextUnits,
+    rows: impl IntoIterator<Item = usize>,
+    max_tokens: usize,
+    count: Counter,
+) -> PackedTable {
+    let mut seen = HashSet::new();
+    let rows = rows
+        .into_iter()
+        .filter(move |u| seen.insert(*u))
+        .map(|u| vec![units.hrid[u].to_string(), units.text[u].clone()]);
+    pack_table("Sources", &["id", "text"], rows, max_tokens, count)
+}
