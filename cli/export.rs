@@ -1,26 +1,10 @@
-//! `graphrag-rs export lancedb`: the index's vectors as the LanceDB tables
-//! Microsoft GraphRAG 3.3 reads, so that its Python API (`graphrag.api`'s
-//! local, basic and drift search) runs on a graphrag-rs output folder.
-//! The Rust LanceDB crate is too heavy to build here; the tables are written
-//! by scripts/export_lancedb.py (embedded in the binary) with Python's
-//! `lancedb` package. `index` and `update` export too when settings.yaml
-//! has `vector_store.type: lancedb`, as GraphRAG's own settings do.
+//! `graphrag-rs export lancedb`: GraphRAG 3.3's LanceDB tables of the
+//! index's vectors (graphrag_project's `export`).
 
-use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::PathBuf;
 
-use anyhow::{bail, Context};
-use graphrag_engine::settings::{self, Settings};
-
-use crate::assets::EXPORT_LANCEDB_SCRIPT;
-
-/// The fields GraphRAG 3.3 embeds and reads, each a LanceDB table (of that
-/// name unless `vector_store.index_schema` renames it).
-pub const GRAPHRAG_FIELDS: [&str; 3] = ["entity_description", "community_full_content", "text_unit_text"];
-
-/// Exit status of the script when lancedb or pyarrow cannot be imported.
-const NO_LANCEDB: i32 = 3;
+use graphrag_engine::settings;
+use graphrag_project::export;
 
 pub struct ExportArgs {
     pub root: PathBuf,
@@ -29,18 +13,11 @@ pub struct ExportArgs {
     pub verbosity: i8,
 }
 
-/// One table written: name, rows, vector dimension.
-pub struct Exported {
-    pub table: String,
-    pub rows: u64,
-    pub dimension: u64,
-}
-
 pub fn run(args: &ExportArgs) -> anyhow::Result<()> {
     crate::logging::init(args.verbosity, None)?;
     let settings = settings::load(&args.root)?.settings;
-    let db_uri = args.db_uri.clone().unwrap_or_else(|| db_uri(&args.root, &settings));
-    let tables = lancedb(&args.root, &settings, &db_uri, args.python.as_deref())?;
+    let db_uri = args.db_uri.clone().unwrap_or_else(|| export::db_uri(&args.root, &settings));
+    let tables = export::lancedb(&args.root, &settings, &db_uri, args.python.as_deref())?;
     if args.verbosity >= 0 {
         println!("LanceDB tables in {} (GraphRAG 3.3's layout):", db_uri.display());
         for t in &tables {
@@ -48,139 +25,4 @@ pub fn run(args: &ExportArgs) -> anyhow::Result<()> {
         }
     }
     Ok(())
-}
-
-/// `vector_store.db_uri` (GraphRAG's default `output/lancedb`), relative to
-/// the project root as GraphRAG reads it.
-pub fn db_uri(root: &Path, settings: &Settings) -> PathBuf {
-    root.join(settings.vector_store.db_uri.as_deref().unwrap_or("output/lancedb"))
-}
-
-/// Where an embedded field goes, as the script's `FIELD=TABLE:ID:VECTOR`
-/// argument: GraphRAG's `vector_store.index_schema.<field>` (index_name,
-/// id_field, vector_field), by default the field's name, `id`, `vector`.
-fn table_spec(settings: &Settings, field: &str) -> String {
-    match settings.vector_store.index_schema.get(field) {
-        Some(s) => {
-            format!("{field}={}:{}:{}", s.index_name.as_deref().unwrap_or(field), s.id_field, s.vector_field)
-        }
-        None => format!("{field}={field}:id:vector"),
-    }
-}
-
-/// After `index` or `update`: the LanceDB tables when settings.yaml asks for
-/// them. The index is complete either way, so a failure is a warning that
-/// says how to export later.
-pub fn after_run(root: &Path, settings: &Settings, verbosity: i8) {
-    if settings.vector_store.kind != "lancedb" {
-        return;
-    }
-    let db_uri = db_uri(root, settings);
-    match lancedb(root, settings, &db_uri, None) {
-        Ok(tables) => {
-            if verbosity >= 0 {
-                let names: Vec<String> = tables.iter().map(|t| format!("{} ({} rows)", t.table, t.rows)).collect();
-                println!("LanceDB tables for GraphRAG's Python API in {}: {}", db_uri.display(), names.join(", "));
-            }
-        }
-        Err(e) => tracing::warn!(
-            "vector_store.type is lancedb but the LanceDB tables were not written: {e:#}. The index itself is complete (graphrag-rs does not need them); write them later with `graphrag-rs export lancedb --root {}`",
-            root.display()
-        ),
-    }
-}
-
-/// Writes GraphRAG's LanceDB tables from the index's embeddings files.
-pub fn lancedb(
-    root: &Path,
-    settings: &Settings,
-    db_uri: &Path,
-    python: Option<&Path>,
-) -> anyhow::Result<Vec<Exported>> {
-    let output = root.join(&settings.output_storage.base_dir);
-    let present: Vec<&str> =
-        GRAPHRAG_FIELDS.into_iter().filter(|f| output.join(format!("embeddings.{f}.parquet")).exists()).collect();
-    if present.is_empty() {
-        bail!(
-            "no vectors to export in {}: it has none of embeddings.{{{}}}.parquet (run `graphrag-rs index --root {}` first)",
-            output.display(),
-            GRAPHRAG_FIELDS.join(","),
-            root.display()
-        );
-    }
-    for missing in GRAPHRAG_FIELDS.iter().filter(|f| !present.contains(f)) {
-        tracing::warn!(
-            "{} has no embeddings.{missing}.parquet (embed_text.names): GraphRAG's table `{missing}` is not written",
-            output.display()
-        );
-    }
-    let python = python_interpreter(python);
-    let mut child = Command::new(&python)
-        .arg("-")
-        .arg("--output")
-        .arg(&output)
-        .arg("--db-uri")
-        .arg(db_uri)
-        .args(present.iter().map(|f| table_spec(settings, f)))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| {
-            anyhow::anyhow!(
-                "cannot run `{}` ({e}): the LanceDB export needs Python 3 with the lancedb package; pass --python (or set GRAPHRAG_RS_PYTHON) to the interpreter of your graphrag environment",
-                python.display()
-            )
-        })?;
-    child.stdin.take().expect("piped").write_all(EXPORT_LANCEDB_SCRIPT.as_bytes())?;
-    let out = child.wait_with_output().with_context(|| format!("running {}", python.display()))?;
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    match out.status.code() {
-        Some(0) => {}
-        Some(NO_LANCEDB) => bail!(
-            "the lancedb Python package is not installed for `{p}` ({}): run `{p} -m pip install lancedb`, or pass --python (or set GRAPHRAG_RS_PYTHON) to the interpreter of your graphrag environment",
-            stderr.trim(),
-            p = python.display()
-        ),
-        _ => bail!("the LanceDB export ({}) failed ({}): {}", python.display(), out.status, last_lines(&stderr, 8)),
-    }
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|line| {
-            let cols: Vec<&str> = line.split('\t').collect();
-            match cols[..] {
-                [table, rows, dimension] => {
-                    Ok(Exported { table: table.to_string(), rows: rows.parse()?, dimension: dimension.parse()? })
-                }
-                _ => bail!("unexpected line from the LanceDB export: {line}"),
-            }
-        })
-        .collect()
-}
-
-/// `--python`, else `$GRAPHRAG_RS_PYTHON`, else `python3`.
-fn python_interpreter(python: Option<&Path>) -> PathBuf {
-    python
-        .map(Path::to_path_buf)
-        .or_else(|| std::env::var_os("GRAPHRAG_RS_PYTHON").map(PathBuf::from))
-        .unwrap_or_else(|| PathBuf::from("python3"))
-}
-
-fn last_lines(text: &str, n: usize) -> String {
-    let lines: Vec<&str> = text.trim().lines().collect();
-    lines[lines.len().saturating_sub(n)..].join("\n")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn tables_are_named_as_graphrag_s_index_schema_says() {
-        let text = "vector_store:\n  type: lancedb\n  index_schema:\n    entity_description:\n      index_name: ents\n      id_field: eid\n";
-        let s = settings::parse(Path::new("settings.yaml"), text.to_string()).unwrap().settings;
-        assert_eq!(table_spec(&s, "entity_description"), "entity_description=ents:eid:vector");
-        assert_eq!(table_spec(&s, "text_unit_text"), "text_unit_text=text_unit_text:id:vector");
-        assert_eq!(db_uri(Path::new("/p"), &s), Path::new("/p/output/lancedb"));
-    }
 }

@@ -1,78 +1,21 @@
-//! `graphrag-rs init`: scaffold a project folder.
+//! `graphrag-rs init`: scaffold a project folder (graphrag_project's `init`).
 
-use std::fs;
 use std::path::PathBuf;
 
-use anyhow::{bail, Context};
-use graphrag_engine::prompts::BUILTIN as PROMPTS;
-use graphrag_engine::settings::{self, SETTINGS_FILE};
-use graphrag_engine::store::atomic_write;
-
-use crate::assets::{ALIASES_EXAMPLE, PROMPTS_README, SETTINGS_EXAMPLE, WORKFLOWS};
+use graphrag_project::InitOptions;
 
 pub struct InitArgs {
     pub root: PathBuf,
-    pub force: bool,
-    /// The chat model's name (`-m`, as `graphrag init -m`).
-    pub model: Option<String>,
-    /// The embedding model's name, or `local` (`-e`).
-    pub embedding: Option<String>,
-}
-
-/// The example's chat model line, and its embedding model (the local one).
-const CHAT_MODEL_LINE: &str = "    model: gpt-4.1-mini\n";
-const LOCAL_EMBEDDING: &str = "    model_provider: local\n    model: all-MiniLM-L6-v2\n";
-
-/// The settings `init` writes: the example, with the models asked for.
-fn settings_text(model: Option<&str>, embedding: Option<&str>) -> String {
-    let mut text = SETTINGS_EXAMPLE.to_string();
-    if let Some(m) = model {
-        text = text.replacen(CHAT_MODEL_LINE, &format!("    model: {m}\n"), 1);
-    }
-    if let Some(e) = embedding.filter(|e| !matches!(*e, "local" | "all-MiniLM-L6-v2")) {
-        let remote = format!("    model_provider: openai\n    model: {e}\n    api_key: ${{GRAPHRAG_API_KEY}}\n");
-        text = text.replacen(LOCAL_EMBEDDING, &remote, 1);
-    }
-    text
+    pub options: InitOptions,
 }
 
 pub fn run(args: &InitArgs) -> anyhow::Result<()> {
-    let (root, force) = (args.root.as_path(), args.force);
-    let settings = settings::find(root).unwrap_or_else(|| root.join(SETTINGS_FILE));
-    if settings.exists() && !force {
-        bail!(
-            "{} already exists: {} is a project already (use --force to overwrite its settings, prompts and workflows)",
-            settings.display(),
-            root.display()
-        );
-    }
-    let write = |rel: &str, text: &str| -> anyhow::Result<()> {
-        let path = root.join(rel);
-        if let Some(dir) = path.parent() {
-            fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-        }
-        atomic_write(&path, text.as_bytes()).with_context(|| format!("writing {}", path.display()))
-    };
-    write(SETTINGS_FILE, &settings_text(args.model.as_deref(), args.embedding.as_deref()))?;
-    for (name, text) in PROMPTS {
-        write(&format!("prompts/{name}"), text)?;
-    }
-    write("prompts/README.md", PROMPTS_README)?;
-    for (method, text) in WORKFLOWS {
-        write(&format!("workflows/{method}.yaml"), text)?;
-    }
-    if !root.join(".env").exists() {
-        write(".env", "GRAPHRAG_API_KEY=\n")?;
-    }
-    // The user's merges: never overwritten.
-    if !root.join("aliases.yaml").exists() {
-        write("aliases.yaml", ALIASES_EXAMPLE)?;
-    }
-    fs::create_dir_all(root.join("input"))?;
+    let report = graphrag_project::init(&args.root, &args.options)?;
+    let root = &report.root;
     println!("Initialised a graphrag-rs project in {}", root.display());
     println!(
         "  settings.yaml, .env, aliases.yaml, prompts/ ({} templates), workflows/ (standard, fast, light), input/",
-        PROMPTS.len()
+        report.prompts
     );
     println!(
         "Next: put documents in {}, then `graphrag-rs index --root {}`",
@@ -80,25 +23,4 @@ pub fn run(args: &InitArgs) -> anyhow::Result<()> {
         root.display()
     );
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn models_asked_for_are_written() {
-        assert!(SETTINGS_EXAMPLE.contains(CHAT_MODEL_LINE) && SETTINGS_EXAMPLE.contains(LOCAL_EMBEDDING));
-        let text = settings_text(Some("llama3.1"), Some("nomic-embed-text"));
-        let s = settings::parse(std::path::Path::new("settings.yaml"), text.replace("${GRAPHRAG_API_KEY}", "k"))
-            .unwrap()
-            .settings;
-        assert_eq!(s.completion_models["default_completion_model"].model, "llama3.1");
-        let e = &s.embedding_models["default_embedding_model"];
-        assert_eq!(
-            (e.model_provider.as_str(), e.model.as_str(), e.api_key.expose()),
-            ("openai", "nomic-embed-text", "k")
-        );
-        assert_eq!(settings_text(None, Some("local")), SETTINGS_EXAMPLE);
-    }
 }

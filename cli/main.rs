@@ -1,12 +1,12 @@
 //! The `graphrag-rs` command line: argument parsing, logging, exit codes.
 
-mod assets;
 mod eval;
 mod export;
 mod index;
 mod init;
 mod logging;
 mod query;
+mod serve;
 mod update;
 
 use std::path::PathBuf;
@@ -210,6 +210,24 @@ enum Command {
     },
     /// List the verbs this build provides.
     Verbs,
+    /// Serve the index over HTTP: LightRAG's REST API (documents, query, graph), Ollama- and
+    /// OpenAI-compatible chat, and a web UI at /webui/.
+    Serve {
+        #[command(flatten)]
+        root: RootArg,
+        /// The address to listen on (127.0.0.1: this machine only).
+        #[arg(long, default_value = "127.0.0.1")]
+        host: String,
+        #[arg(long, default_value_t = 9621)]
+        port: u16,
+        /// Require this key on every path but /health (X-API-Key header, or Authorization:
+        /// Bearer); default: GRAPHRAG_API_KEY_SERVER from the environment or the project's .env.
+        #[arg(long)]
+        api_key: Option<String>,
+        /// The largest upload, in megabytes.
+        #[arg(long, default_value_t = 100)]
+        max_upload_mb: usize,
+    },
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -221,9 +239,10 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let verbosity = if cli.quiet { -1 } else { cli.verbose as i8 };
     let result = match cli.command {
-        Command::Init { root, force, model, embedding } => {
-            init::run(&init::InitArgs { root: root.root, force, model, embedding })
-        }
+        Command::Init { root, force, model, embedding } => init::run(&init::InitArgs {
+            root: root.root,
+            options: graphrag_project::InitOptions { force, model, embedding },
+        }),
         Command::Index { root, method, resume, dry_run, no_cache, models } => {
             graphrag_engine::interrupt::install_handler();
             index::run(&index::IndexArgs {
@@ -291,6 +310,9 @@ fn main() -> ExitCode {
         }
         Command::Export { target: ExportTarget::Lancedb, root, db_uri, python } => {
             export::run(&export::ExportArgs { root: root.root, db_uri, python, verbosity })
+        }
+        Command::Serve { root, host, port, api_key, max_upload_mb } => {
+            serve::run(serve::ServeArgs { root: root.root, host, port, api_key, max_upload_mb, verbosity })
         }
         Command::Verbs => {
             index::print_verbs();

@@ -86,7 +86,7 @@ pub fn run(args: QueryArgs) -> anyhow::Result<()> {
     }
     let engine = QueryEngine::with_settings(&args.root, loaded.settings.clone())?;
     if !args.skip_validation {
-        crate::index::report_check(preflight::check(&loaded, &engine.models_used(method, args.context_only))?);
+        graphrag_project::log_check(preflight::check(&loaded, &engine.models_used(method, args.context_only))?);
     }
     let mut req = QueryRequest::new(method, question.clone());
     req.community_level = args.community_level;

@@ -2,7 +2,8 @@
 //! sends no new request and waits no more between retries, while answers
 //! already in flight are received, checked and cached; the pipeline starts
 //! no new step, and the run ends with [`Interrupted`]. The CLI installs a
-//! SIGINT handler ([`install_handler`]); a library caller uses [`request`].
+//! SIGINT handler ([`install_handler`]); a library caller uses [`request`],
+//! and [`reset`] before its next run.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -17,6 +18,13 @@ pub struct Interrupted;
 /// Asks the run in progress to stop.
 pub fn request() {
     REQUESTED.store(true, Ordering::SeqCst);
+}
+
+/// Clears a stop request, so that a library caller (a notebook, a server)
+/// can run again after stopping a run. The stop is process-wide: call it
+/// only once the stopped run has returned.
+pub fn reset() {
+    REQUESTED.store(false, Ordering::SeqCst);
 }
 
 pub fn requested() -> bool {

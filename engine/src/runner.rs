@@ -47,6 +47,21 @@ impl Workspace {
 /// Called with each table a step produced, once it is written.
 pub type TableObserver = Arc<dyn Fn(&str, &RecordBatch) + Send + Sync>;
 
+/// A step starting or ending, for a caller that shows progress its own way
+/// (a server's status, a notebook) rather than with the progress bars.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StepEvent<'a> {
+    pub step: &'a str,
+    /// The step's place in the plan (0-based) and the plan's length.
+    pub index: usize,
+    pub total: usize,
+    /// `None` when it starts; its status when it ends: `ran`, `skipped` or `failed`.
+    pub finished: Option<&'a str>,
+}
+
+/// Called with each [`StepEvent`], from the step's thread.
+pub type StepObserver = Arc<dyn Fn(&StepEvent) + Send + Sync>;
+
 #[derive(Clone, Default)]
 pub struct RunOptions {
     pub resume: bool,
@@ -55,6 +70,7 @@ pub struct RunOptions {
     /// lines land above the bars. `None`: no bars.
     pub progress: Option<MultiProgress>,
     pub on_table: Option<TableObserver>,
+    pub on_step: Option<StepObserver>,
     /// The fraction of a step's items whose model call may fail before the
     /// step does (`failures.tolerated_fraction`).
     pub tolerated_failures: f64,
@@ -256,6 +272,10 @@ impl Shared<'_> {
     /// Runs step `i`; its stats (LLM usage included) whether or not it succeeded.
     fn execute(&self, i: usize) -> (StepStats, anyhow::Result<()>) {
         let step = &self.plan.steps[i];
+        let event = |finished| StepEvent { step: &step.id, index: i, total: self.plan.steps.len(), finished };
+        if let Some(observe) = &self.opts.on_step {
+            observe(&event(None));
+        }
         let started = Instant::now();
         let counters = StepCounters::default();
         let mut stats = StepStats { verb: step.info.name.to_string(), ..StepStats::default() };
@@ -276,6 +296,9 @@ impl Shared<'_> {
         stats.unreadable_inputs = std::mem::take(&mut *counters.unreadable.lock().unwrap());
         if result.is_err() {
             stats.status = "failed".into();
+        }
+        if let Some(observe) = &self.opts.on_step {
+            observe(&event(Some(&stats.status)));
         }
         (stats, result)
     }

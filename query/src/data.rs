@@ -801,6 +801,42 @@ impl Index {
         })
     }
 
+    /// Reads every table and vector file the index has, so that no query
+    /// reads the output folder later (a server loads an index this way while
+    /// it holds the writer lock, so that what it serves is one publication).
+    pub fn load_all(&self) -> anyhow::Result<()> {
+        if self.has_table("entities") && self.has_table("relationships") {
+            self.graph()?;
+        }
+        if self.has_table("text_units") {
+            self.text_units()?;
+            // BM25 terms (read, or rebuilt from the text units when missing or stale).
+            self.lexical()?;
+            if self.has_table("documents") {
+                self.unit_documents()?;
+            }
+            if self.has_table("entities") && self.has_table("relationships") {
+                self.passage_graph()?;
+            }
+        }
+        if self.has_table("community_reports") {
+            self.reports()?;
+        }
+        if self.has_table("communities") {
+            self.communities()?;
+        }
+        self.claims()?;
+        for field in
+            [Field::TextUnitText, Field::EntityDescription, Field::RelationshipDescription, Field::CommunityFullContent]
+        {
+            if self.output.join(format!("embeddings.{}.parquet", field.name())).exists() {
+                self.vectors(field)?;
+            }
+            self.source_rows(field);
+        }
+        Ok(())
+    }
+
     /// Like [`Index::vectors`] but `None` instead of an error when the field
     /// was not embedded (for optional retrieval paths).
     pub fn vectors_opt(&self, field: Field) -> Option<Arc<Vectors>> {

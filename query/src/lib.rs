@@ -246,6 +246,12 @@ impl QueryEngine {
         &self.settings
     }
 
+    /// Reads every table and vector file of the index now, rather than on
+    /// first use: after this, queries read nothing from the output folder.
+    pub fn load_all(&self) -> anyhow::Result<()> {
+        self.index.load_all()
+    }
+
     /// What `basic` ranks text units by.
     fn basic_retriever(&self) -> retrieval::Retriever {
         if self.settings.basic_search.hybrid {

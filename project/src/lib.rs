@@ -1,0 +1,51 @@
+//! graphrag-rs as a library: open a project, index it, update it, scaffold
+//! one, estimate a run, export its vectors for GraphRAG's Python API. The
+//! `graphrag-rs` binary is argument parsing and printing over this crate;
+//! the server and the Python package call it the same way. Questions go to
+//! `graphrag_query::QueryEngine`.
+//!
+//! ```no_run
+//! use std::path::Path;
+//! use graphrag_project::{index, init, IndexOptions, InitOptions, OpenOptions, Project};
+//! let root = Path::new("my-project");
+//! init(root, &InitOptions::default())?;
+//! // ... put documents in my-project/input/ ...
+//! let project = Project::open(root, &OpenOptions::default())?;
+//! let report = index(project, &IndexOptions::default()).map_err(|e| anyhow::anyhow!("{e}"))?;
+//! println!("{} steps in {:.1} s", report.plan.steps.len(), report.stats.total_runtime);
+//! # anyhow::Ok(())
+//! ```
+//!
+//! Runs block the calling thread. Progress goes to an `indicatif`
+//! `MultiProgress` and/or a per-step callback ([`RunSettings`]); logs go to
+//! `tracing` (install a subscriber to see them). A run is stopped cleanly
+//! with [`stop`] from another thread (or a signal handler): requests in
+//! flight are answered and cached, no new step starts, the previous index is
+//! left as it was, and the run returns a [`RunError`] whose
+//! [`RunError::interrupted`] is true; call [`clear_stop`] before the next run.
+//! One `index` or `update` changes an index at a time (an `flock` on
+//! `output/.lock`): a second one fails at once.
+
+pub mod assets;
+pub mod export;
+mod init;
+mod project;
+mod run;
+
+pub use graphrag_engine::runner::{StepEstimate, StepEvent, StepObserver};
+pub use init::{init, InitOptions, InitReport};
+pub use project::{log_check, log_file, OpenOptions, Project};
+pub use run::{
+    index, index_dry_run, update, update_dry_run, Changes, DryRun, IndexOptions, RunError, RunReport, RunSettings,
+    UpdateOptions,
+};
+
+/// Asks the run in progress (in this process) to stop; see the crate docs.
+pub fn stop() {
+    graphrag_engine::interrupt::request();
+}
+
+/// Clears a [`stop`] request once the stopped run has returned.
+pub fn clear_stop() {
+    graphrag_engine::interrupt::reset();
+}

@@ -1,0 +1,189 @@
+//! Opening a project for a run: its settings, models and pipeline.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use graphrag_engine::context::{LocalFiles, LocalProject, PreviousIndex};
+use graphrag_engine::llm::preflight::{self, ModelKind};
+use graphrag_engine::llm::LlmService;
+use graphrag_engine::pipeline::{self, Plan};
+use graphrag_engine::runner::Workspace;
+use graphrag_engine::settings::{self, LoadedSettings, Settings};
+use graphrag_operations::suggest::did_you_mean;
+
+use crate::assets::WORKFLOWS;
+
+/// How a project is opened for a run.
+#[derive(Debug, Clone)]
+pub struct OpenOptions {
+    /// The pipeline: `auto` (standard when a chat model is configured, else
+    /// fast), `standard`, `fast`, a workflows/<name>.yaml of the project, or
+    /// a path to a pipeline .yaml.
+    pub method: String,
+    /// Neither read nor write the model answer cache.
+    pub no_cache: bool,
+}
+
+impl Default for OpenOptions {
+    fn default() -> OpenOptions {
+        OpenOptions { method: "auto".into(), no_cache: false }
+    }
+}
+
+/// The log file of a project's runs (`reporting.base_dir`), for a caller
+/// that logs to it.
+pub fn log_file(root: &Path, settings: &Settings) -> PathBuf {
+    root.join(&settings.reporting.base_dir).join("indexing-engine.log")
+}
+
+/// The pipeline file and text for `method`: a path, the project's
+/// workflows/<method>.yaml, or the shipped default.
+fn pipeline_source(root: &Path, method: &str) -> anyhow::Result<(PathBuf, String)> {
+    let as_path = Path::new(method);
+    if method.ends_with(".yaml") || method.ends_with(".yml") {
+        let text = std::fs::read_to_string(as_path).with_context(|| format!("reading pipeline {method}"))?;
+        return Ok((as_path.to_path_buf(), text));
+    }
+    let in_project = root.join("workflows").join(format!("{method}.yaml"));
+    if in_project.exists() {
+        let text = std::fs::read_to_string(&in_project).with_context(|| format!("reading {}", in_project.display()))?;
+        return Ok((in_project, text));
+    }
+    match WORKFLOWS.iter().find(|(m, _)| *m == method) {
+        Some((_, text)) => Ok((PathBuf::from(format!("<built-in {method}.yaml>")), text.to_string())),
+        None => anyhow::bail!(
+            "unknown method `{method}`: expected auto, standard, fast, light, a workflows/<name>.yaml in the project, or a path to a pipeline .yaml{}",
+            did_you_mean(method, WORKFLOWS.iter().map(|(m, _)| *m))
+        ),
+    }
+}
+
+/// A project opened for a run: its settings, models and pipeline.
+pub struct Project {
+    pub root: PathBuf,
+    pub loaded: LoadedSettings,
+    pub llm: LlmService,
+    pub plan: Plan,
+    pub output_dir: PathBuf,
+    /// The chat model for which `auto` chose the standard pipeline.
+    auto_standard: Option<String>,
+}
+
+/// The project's aliases file (entity merges forced or forbidden), checked
+/// before anything is spent: a mistake in it is an error naming its line.
+fn check_aliases_file(path: &Path) -> anyhow::Result<()> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => Ok(graphrag_engine::aliases_file::parse(&text, path).map(|_| ())?),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => anyhow::bail!("cannot read {}: {e}", path.display()),
+    }
+}
+
+impl Project {
+    /// Loads the settings of `root` (settings.yaml with `${VAR}` and .env
+    /// substitution), then [`Project::with_settings`].
+    pub fn open(root: &Path, opts: &OpenOptions) -> anyhow::Result<Project> {
+        Project::with_settings(root, settings::load(root)?, opts)
+    }
+
+    /// Builds the models and loads the pipeline for `opts.method` (`auto`:
+    /// standard with a chat model, fast without). Settings keys that have no
+    /// effect are logged as one warning.
+    pub fn with_settings(root: &Path, mut loaded: LoadedSettings, opts: &OpenOptions) -> anyhow::Result<Project> {
+        if opts.no_cache {
+            loaded.settings.cache.kind = "none".into();
+        }
+        let settings = &loaded.settings;
+        if let Some(warning) = loaded.ignored_warning() {
+            tracing::warn!("{warning}");
+        }
+        check_aliases_file(&root.join(&settings.resolve_entities.aliases_file))?;
+        let llm = LlmService::from_settings(settings, root)?;
+        let chat_id = &settings.extract_graph.completion_model_id;
+        let auto_standard = (opts.method == "auto" && llm.has_chat_model(chat_id)).then(|| chat_id.clone());
+        let method = match opts.method.as_str() {
+            "auto" if llm.has_chat_model(chat_id) => "standard",
+            "auto" => {
+                tracing::info!(
+                    "no chat model configured (completion_models.{chat_id}): using the fast method (noun-phrase graph, no LLM)"
+                );
+                "fast"
+            }
+            other => other,
+        };
+        let (pipeline_file, text) = pipeline_source(root, method)?;
+        let plan = pipeline::load(&pipeline_file, &text, settings, &graphrag_verbs::registry())?;
+        let output_dir = root.join(&settings.output_storage.base_dir);
+        Ok(Project { root: root.to_path_buf(), loaded, llm, plan, output_dir, auto_standard })
+    }
+
+    pub fn settings(&self) -> &Settings {
+        &self.loaded.settings
+    }
+
+    /// Whether the output folder holds a published index.
+    pub fn has_index(&self) -> bool {
+        has_index(&self.output_dir)
+    }
+
+    /// The start-up check of the model endpoints the pipeline's steps name
+    /// (their `model_id` args), skipping steps that will call none
+    /// (disabled, extractive) and chat models that are not configured (those
+    /// steps run without one). Its warnings are logged.
+    pub fn check_models(&self) -> anyhow::Result<()> {
+        let s = self.settings();
+        let mut targets = Vec::new();
+        for step in &self.plan.steps {
+            let args = &step.args;
+            let arg_is = |key: &str, value: serde_json::Value| args.get(key) == Some(&value);
+            // Off, extractive reports, entity resolution by rules (`auto` means
+            // rules where `model_in_auto` is false: the fast pipeline).
+            let calls_none = arg_is("enabled", false.into())
+                || arg_is("mode", "extractive".into())
+                || arg_is("mode", "rules".into())
+                || (arg_is("mode", "auto".into()) && arg_is("model_in_auto", false.into()));
+            let Some(id) = args.get("model_id").and_then(|v| v.as_str()).filter(|_| !calls_none) else { continue };
+            if s.completion_models.contains_key(id) && self.llm.has_chat_model(id) {
+                targets.push((ModelKind::Chat, id.to_string()));
+            }
+            if s.embedding_models.contains_key(id) {
+                targets.push((ModelKind::Embedding, id.to_string()));
+            }
+        }
+        let report = preflight::check(&self.loaded, &targets).map_err(|e| match &self.auto_standard {
+            Some(chat_id) => anyhow::anyhow!(
+                "{e}\n`--method auto` chose the standard pipeline because completion_models.{chat_id} is configured: fix that model, or run `--method fast` to index without a chat model"
+            ),
+            None => e.into(),
+        })?;
+        log_check(report);
+        Ok(())
+    }
+
+    /// Where a run of the pipeline reads and writes: `output_dir` for its
+    /// outputs, `previous` the index an update starts from.
+    pub fn workspace(self, output_dir: &Path, previous: Option<Box<dyn PreviousIndex>>) -> (Plan, Workspace) {
+        let ws = Workspace {
+            output_dir: output_dir.to_path_buf(),
+            files: Box::new(LocalFiles::new(self.root.join(&self.loaded.settings.input_storage.base_dir))),
+            project: Some(Box::new(LocalProject { root: self.root.clone(), output_dir: output_dir.to_path_buf() })),
+            llm: Some(self.llm),
+            previous,
+        };
+        (self.plan, ws)
+    }
+}
+
+pub(crate) fn has_index(output_dir: &Path) -> bool {
+    output_dir.join("documents.parquet").exists()
+}
+
+/// Logs what a start-up check found.
+pub fn log_check(report: preflight::Report) {
+    for w in &report.warnings {
+        tracing::warn!("{w}");
+    }
+    if !report.checked.is_empty() {
+        tracing::debug!("model endpoints answer: {}", report.checked.join(", "));
+    }
+}

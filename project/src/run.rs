@@ -1,0 +1,375 @@
+//! Running a project's pipeline: `index` (from nothing, or `--resume`),
+//! `update` (the previous index as the starting point), and the dry run.
+//! Both stage their outputs and publish them at once
+//! (`graphrag_engine::staging`), under the writer lock, keeping
+//! document_status.parquet current (`graphrag_engine::doc_status`).
+//!
+//! The update: the pipeline runs again over the whole input, into
+//! `output/.update/`: unchanged documents give the same chunks, hence the
+//! same prompts, which the LLM cache answers (no tokens); merged
+//! descriptions, communities and reports that did not change give the same
+//! prompts again; clustering is warm-started from the previous communities
+//! so untouched ones keep their members and numbers (and so their cached
+//! reports). Only when every step succeeded are the staged tables published
+//! together; until then the previous index stays live, and a rerun resumes
+//! from the staged steps.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use arrow_array::RecordBatch;
+use graphrag_engine::context::PublishedTables;
+use graphrag_engine::failures::{write_list, FailedItems};
+use graphrag_engine::pipeline::Plan;
+use graphrag_engine::runner::{self, RunOptions, StepEstimate, StepObserver, Workspace};
+use graphrag_engine::settings::{self, Settings};
+use graphrag_engine::stats::RunStats;
+use graphrag_engine::table::strings;
+use graphrag_engine::{doc_status, interrupt, staging, store};
+use indicatif::MultiProgress;
+
+use crate::export::{self, LanceDbExport};
+use crate::project::{has_index, OpenOptions, Project};
+
+/// How a run reports progress and what it checks first.
+#[derive(Clone, Default)]
+pub struct RunSettings {
+    /// Skip the start-up check (one tiny request per model endpoint the run
+    /// uses, which turns a server that is down into one clear error at once).
+    pub skip_validation: bool,
+    /// Where to draw progress bars; `None`: none.
+    pub progress: Option<MultiProgress>,
+    /// Called as each step starts and ends.
+    pub on_step: Option<StepObserver>,
+}
+
+#[derive(Clone, Default)]
+pub struct IndexOptions {
+    /// Start from what an interrupted run staged (or the live index), skipping
+    /// the steps whose verb, args and inputs are unchanged.
+    pub resume: bool,
+    pub run: RunSettings,
+}
+
+#[derive(Clone)]
+pub struct UpdateOptions {
+    /// `auto`: the pipeline the index was built with; else as [`OpenOptions::method`].
+    pub method: String,
+    /// Neither read nor write the model answer cache (every document is paid for again).
+    pub no_cache: bool,
+    pub run: RunSettings,
+}
+
+impl Default for UpdateOptions {
+    fn default() -> UpdateOptions {
+        UpdateOptions { method: "auto".into(), no_cache: false, run: RunSettings::default() }
+    }
+}
+
+/// A run that published its index.
+pub struct RunReport {
+    pub plan: Plan,
+    pub stats: RunStats,
+    /// The live index's folder.
+    pub output_dir: PathBuf,
+    /// The documents published (`None` for a pipeline without a documents table).
+    pub documents: Option<RecordBatch>,
+    /// `update`: the documents added, changed and removed.
+    pub changes: Option<Changes>,
+    /// The LanceDB tables written when settings.yaml asks for them.
+    pub lancedb: Option<LanceDbExport>,
+}
+
+/// A run that failed or was stopped. The previous index is unchanged;
+/// `note` says what the run left (its failed items, where its stats are,
+/// what to run next), for the caller to show before the error.
+#[derive(Debug)]
+pub struct RunError {
+    pub error: anyhow::Error,
+    pub note: Option<String>,
+}
+
+impl RunError {
+    /// Whether the run was stopped ([`interrupt::request`]) rather than failed.
+    pub fn interrupted(&self) -> bool {
+        interrupt::caused(&self.error)
+    }
+}
+
+impl From<anyhow::Error> for RunError {
+    fn from(error: anyhow::Error) -> RunError {
+        RunError { error, note: None }
+    }
+}
+
+impl fmt::Display for RunError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(note) = &self.note {
+            writeln!(f, "{note}")?;
+        }
+        write!(f, "{:#}", self.error)
+    }
+}
+
+/// Documents added, changed (same title, new content), removed and
+/// unchanged between two documents tables.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Changes {
+    pub added: Vec<String>,
+    pub changed: Vec<String>,
+    pub removed: Vec<String>,
+    pub unchanged: usize,
+}
+
+/// A pipeline that would run, for its plan and estimates (nothing written,
+/// nothing sent).
+pub struct DryRun {
+    pub plan: Plan,
+    pub workspace: Workspace,
+    resume: bool,
+}
+
+impl DryRun {
+    /// Per step, whether the run would skip it as unchanged.
+    pub fn skipped_steps(&self) -> anyhow::Result<Vec<bool>> {
+        if self.resume {
+            runner::resume_preview(&self.plan, &self.workspace)
+        } else {
+            Ok(vec![false; self.plan.steps.len()])
+        }
+    }
+
+    /// Calls and prompt tokens per LLM step, computed from the real inputs
+    /// (steps without a model run in memory).
+    pub fn estimate(&self) -> anyhow::Result<Vec<StepEstimate>> {
+        runner::estimate(&self.plan, &self.workspace)
+    }
+}
+
+/// The run options of a project's settings.
+fn run_options(settings: &Settings, resume: bool, run: &RunSettings) -> RunOptions {
+    RunOptions {
+        resume,
+        progress: run.progress.clone(),
+        on_step: run.on_step.clone(),
+        tolerated_failures: settings.failures.tolerated_fraction,
+        ..RunOptions::default()
+    }
+}
+
+/// The plan `index` would run, without running it.
+pub fn index_dry_run(project: Project, resume: bool) -> DryRun {
+    let output_dir = project.output_dir.clone();
+    let (plan, workspace) = project.workspace(&output_dir, None);
+    DryRun { plan, workspace, resume }
+}
+
+/// Indexes the input folder: the run is staged beside the live index and
+/// published only once every step succeeded (with `resume`, from what an
+/// interrupted run staged, or from the live index; without, from nothing).
+/// Blocks until done; [`interrupt::request`] stops it cleanly.
+pub fn index(project: Project, opts: &IndexOptions) -> Result<RunReport, RunError> {
+    let output_dir = project.output_dir.clone();
+    let settings = project.settings().clone();
+    let run_opts = run_options(&settings, opts.resume, &opts.run);
+    let _lock = staging::lock_for_writing(&output_dir)?;
+    if !opts.run.skip_validation {
+        project.check_models()?;
+    }
+    // A finished publication is completed first.
+    staging::recover(&output_dir)?;
+    let staging_dir = staging::dir(&output_dir);
+    if !opts.resume {
+        staging::discard(&output_dir)?;
+    } else if !staging_dir.exists() {
+        staging::seed(&output_dir)?;
+    }
+    let had_index = has_index(&output_dir);
+    let root = project.root.clone();
+    let (plan, ws) = project.workspace(&staging_dir, None);
+    tracing::info!(pipeline = %plan.name, steps = plan.steps.len(), "indexing {}", root.display());
+    let (stats, documents) =
+        doc_status::run_tracked(&plan, &ws, &run_opts, &output_dir, || staging::commit(&output_dir))
+            .map_err(|e| failed(e, &output_dir, had_index, "graphrag-rs index --resume"))?;
+    warn_about_tolerated_failures(&stats);
+    let lancedb = export::after_run(&root, &settings);
+    Ok(RunReport { plan, stats, output_dir, documents, changes: None, lancedb })
+}
+
+/// Output folder, writer lock (none for a dry run) and project of an update.
+fn open_for_update(
+    root: &Path,
+    opts: &UpdateOptions,
+    dry_run: bool,
+) -> anyhow::Result<(Project, Option<staging::WriterLock>)> {
+    let output_dir = root.join(settings::load(root)?.settings.output_storage.base_dir);
+    // A dry run changes nothing: it neither takes the writer lock nor waits for it.
+    let lock = if dry_run {
+        staging::recover_if_idle(&output_dir)?;
+        None
+    } else {
+        let lock = staging::lock_for_writing(&output_dir)?;
+        staging::recover(&output_dir)?;
+        Some(lock)
+    };
+    let method = match opts.method.as_str() {
+        "auto" if has_index(&output_dir) => previous_method(&output_dir).unwrap_or_else(|| "auto".into()),
+        other => other.to_string(),
+    };
+    let project = Project::open(root, &OpenOptions { method, no_cache: opts.no_cache })?;
+    let cache = &project.settings().cache;
+    // --no-cache asks for it; a cache.type that keeps nothing is more likely an oversight.
+    if !cache.enabled() && project.has_index() && !opts.no_cache {
+        anyhow::bail!(
+            "`update` reuses the cached model answers of unchanged documents, and cache.type is `{}` in settings.yaml, so it would pay for every document again: set cache.type to `json` (the default), or run `graphrag-rs index`",
+            cache.kind
+        );
+    }
+    Ok((project, lock))
+}
+
+/// The plan `update` would run (with the uncached model calls it would
+/// make), without running it.
+pub fn update_dry_run(root: &Path, opts: &UpdateOptions) -> anyhow::Result<DryRun> {
+    let (project, _) = open_for_update(root, opts, true)?;
+    let output_dir = project.output_dir.clone();
+    let previous = project.has_index().then(|| Box::new(PublishedTables { output_dir: output_dir.clone() }) as _);
+    let (plan, workspace) = project.workspace(&staging::dir(&output_dir), previous);
+    Ok(DryRun { plan, workspace, resume: true })
+}
+
+/// Brings the index up to date with the input folder (new, changed and
+/// removed documents), reusing cached model answers for everything
+/// unchanged; the previous index stays live until it succeeds. Steps an
+/// interrupted update finished are kept (resume). Blocks until done;
+/// [`interrupt::request`] stops it cleanly.
+pub fn update(root: &Path, opts: &UpdateOptions) -> Result<RunReport, RunError> {
+    let (project, _lock) = open_for_update(root, opts, false)?;
+    if !opts.run.skip_validation {
+        project.check_models()?;
+    }
+    let output_dir = project.output_dir.clone();
+    let has_index = project.has_index();
+    let settings = project.settings().clone();
+    let run_opts = run_options(&settings, true, &opts.run);
+    let previous = has_index.then(|| Box::new(PublishedTables { output_dir: output_dir.clone() }) as _);
+    let (plan, ws) = project.workspace(&staging::dir(&output_dir), previous);
+    if !has_index {
+        tracing::info!("no index in {} yet: indexing every document", output_dir.display());
+    }
+    let before = if has_index { Some(store::read_table(&output_dir.join("documents.parquet"))?) } else { None };
+    let (stats, documents) =
+        doc_status::run_tracked(&plan, &ws, &run_opts, &output_dir, || staging::commit(&output_dir))
+            .map_err(|e| failed(e, &output_dir, has_index, "graphrag-rs update"))?;
+    warn_about_tolerated_failures(&stats);
+    let changes = documents.as_ref().map(|after| changes(before.as_ref(), after)).transpose()?;
+    let lancedb = export::after_run(root, &settings);
+    Ok(RunReport { plan, stats, output_dir, documents, changes, lancedb })
+}
+
+/// The pipeline the previous index was built with (from its stats.json),
+/// when it is one `--method` can name.
+fn previous_method(output_dir: &Path) -> Option<String> {
+    let stats: serde_json::Value = serde_json::from_slice(&std::fs::read(output_dir.join("stats.json")).ok()?).ok()?;
+    let name = stats.get("pipeline")?.as_str()?;
+    matches!(name, "standard" | "fast" | "light").then(|| name.to_string())
+}
+
+fn changes(before: Option<&RecordBatch>, after: &RecordBatch) -> anyhow::Result<Changes> {
+    let by_title = |t: &RecordBatch| -> anyhow::Result<BTreeMap<String, BTreeSet<String>>> {
+        let mut m: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for (id, title) in strings(t, "documents", "id")?.into_iter().zip(strings(t, "documents", "title")?) {
+            m.entry(title.to_string()).or_default().insert(id.to_string());
+        }
+        Ok(m)
+    };
+    let old = before.map(by_title).transpose()?.unwrap_or_default();
+    let new = by_title(after)?;
+    let mut c = Changes::default();
+    for (title, ids) in &new {
+        match old.get(title) {
+            None => c.added.push(title.clone()),
+            Some(prev) if prev != ids => c.changed.push(title.clone()),
+            Some(_) => c.unchanged += 1,
+        }
+    }
+    c.removed = old.keys().filter(|t| !new.contains_key(*t)).cloned().collect();
+    Ok(c)
+}
+
+/// A failed run's error with its note: its failed items, one per line, and
+/// what was kept and what to run next. An interruption has no note.
+fn failed(error: anyhow::Error, output_dir: &Path, had_index: bool, rerun: &str) -> RunError {
+    if interrupt::caused(&error) {
+        return RunError { error, note: None };
+    }
+    let mut note = String::new();
+    if let Some(failed) = error.chain().find_map(|c| c.downcast_ref::<FailedItems>()) {
+        note.push_str(&format!("{} of {} {}s failed:", failed.items.len(), failed.total, failed.what));
+        let _ = write_list(&mut note, &failed.items);
+        note.push('\n');
+    }
+    if had_index {
+        note.push_str(&format!("The previous index in {} is unchanged and queryable. ", output_dir.display()));
+    }
+    note.push_str(&format!(
+        "This run's stats: {}. `{rerun}` asks the model only what was not answered yet.",
+        staging::dir(output_dir).join("stats.json").display()
+    ));
+    RunError { error, note: Some(note) }
+}
+
+/// Failed items the run tolerated (`failures.tolerated_fraction`), named:
+/// a warning, as the index is missing them.
+fn warn_about_tolerated_failures(stats: &RunStats) {
+    if stats.failed_items.is_empty() {
+        return;
+    }
+    let mut list = String::new();
+    let _ = write_list(&mut list, &stats.failed_items);
+    tracing::warn!(
+        "{} items failed and were left out (tolerated by failures.tolerated_fraction); the next run asks them again:{list}",
+        stats.failed_items.len()
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use graphrag_engine::schema;
+
+    fn docs(rows: &[(&str, &str)]) -> RecordBatch {
+        let n = rows.len();
+        RecordBatch::try_new(
+            schema::documents(arrow_schema::DataType::LargeUtf8),
+            vec![
+                schema::text_col(rows.iter().map(|r| r.0)),
+                schema::int_col(0..n as i64),
+                schema::text_col(rows.iter().map(|r| r.1)),
+                schema::text_col(vec!["t"; n]),
+                schema::id_list_col(vec![Vec::<String>::new(); n]),
+                schema::text_col(vec!["2026"; n]),
+                schema::opt_text_col(vec![None; n]),
+            ],
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn changes_by_title_and_content() {
+        let before = docs(&[("1", "a.txt"), ("2", "b.txt"), ("3", "c.txt")]);
+        let after = docs(&[("1", "a.txt"), ("4", "b.txt"), ("5", "d.txt")]);
+        let c = changes(Some(&before), &after).unwrap();
+        assert_eq!(
+            c,
+            Changes {
+                added: vec!["d.txt".into()],
+                changed: vec!["b.txt".into()],
+                removed: vec!["c.txt".into()],
+                unchanged: 1
+            }
+        );
+        assert_eq!(changes(None, &after).unwrap().added.len(), 3);
+    }
+}
