@@ -13,7 +13,10 @@ pub fn run(args: &InitArgs) -> anyhow::Result<()> {
     let report = graphrag_project::init(&args.root, &args.options)?;
     let root = &report.root;
     println!("Initialised a graphrag-rs project in {}", root.display());
-    println!("  settings.yaml, .env, prompts/ ({} templates), workflows/ (standard, fast), input/", report.prompts);
+    println!(
+        "  settings.yaml, .env, aliases.yaml, prompts/ ({} templates), workflows/ (standard, fast, light), input/",
+        report.prompts
+    );
     println!(
         "Next: put documents in {}, then `graphrag-rs index --root {}`",
         root.join("input").display(),

@@ -6,6 +6,7 @@ mod index;
 mod init;
 mod logging;
 mod query;
+mod serve;
 mod update;
 
 use std::path::PathBuf;
@@ -68,8 +69,9 @@ enum Command {
     Index {
         #[command(flatten)]
         root: RootArg,
-        /// Pipeline: standard (LLM extraction), fast (no LLM), auto (standard when a chat
-        /// model is configured, else fast), or a path to a pipeline YAML file.
+        /// Pipeline: standard (LLM extraction, summaries, community reports), light (LLM
+        /// extraction, LightRAG's economics: no community reports), fast (no LLM), auto
+        /// (standard when a chat model is configured, else fast), or a path to a pipeline YAML file.
         #[arg(short, long, default_value = "auto")]
         method: String,
         /// Skip steps whose verb, args and inputs are unchanged since the last run.
@@ -176,7 +178,7 @@ enum Command {
     Update {
         #[command(flatten)]
         root: RootArg,
-        /// Pipeline: auto (the one the index was built with), standard, fast, or a pipeline .yaml.
+        /// Pipeline: auto (the one the index was built with), standard, light, fast, or a pipeline .yaml.
         #[arg(short, long, default_value = "auto")]
         method: String,
         /// Validate and print the plan and the model calls it would make (uncached items), without running.
@@ -208,6 +210,24 @@ enum Command {
     },
     /// List the verbs this build provides.
     Verbs,
+    /// Serve the index over HTTP: LightRAG's REST API (documents, query, graph), Ollama- and
+    /// OpenAI-compatible chat, and a web UI at /webui/.
+    Serve {
+        #[command(flatten)]
+        root: RootArg,
+        /// The address to listen on (127.0.0.1: this machine only).
+        #[arg(long, default_value = "127.0.0.1")]
+        host: String,
+        #[arg(long, default_value_t = 9621)]
+        port: u16,
+        /// Require this key on every path but /health (X-API-Key header, or Authorization:
+        /// Bearer); default: GRAPHRAG_API_KEY_SERVER from the environment or the project's .env.
+        #[arg(long)]
+        api_key: Option<String>,
+        /// The largest upload, in megabytes.
+        #[arg(long, default_value_t = 100)]
+        max_upload_mb: usize,
+    },
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -290,6 +310,9 @@ fn main() -> ExitCode {
         }
         Command::Export { target: ExportTarget::Lancedb, root, db_uri, python } => {
             export::run(&export::ExportArgs { root: root.root, db_uri, python, verbosity })
+        }
+        Command::Serve { root, host, port, api_key, max_upload_mb } => {
+            serve::run(serve::ServeArgs { root: root.root, host, port, api_key, max_upload_mb, verbosity })
         }
         Command::Verbs => {
             index::print_verbs();

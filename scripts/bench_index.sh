@@ -5,11 +5,14 @@
 # usage: scripts/bench_index.sh CORPUS_DIR WORK_DIR [RUNS...]
 #   CORPUS_DIR  a folder of *.txt documents (e.g. the GraphRAG bench's corpus/main)
 #   WORK_DIR    project roots and results go here: WORK_DIR/<run>/ and WORK_DIR/results/<run>.*
-#   RUNS        any of: std0 std200 fast fastmock updN (default: std0 std200 fast)
-#                 stdN      --method standard, chat + embeddings through the mock at N ms latency
-#                 updN      incremental update at N ms: index all documents but the last (by name),
-#                           add it, `graphrag-rs update`; and a full index of all of them, for the
-#                           ratio (results/updN.update.*, results/updN.full.*)
+#   RUNS        any of: std0 std200 light0 light200 fast fastmock updN (default: std0 std200 fast)
+#                 stdN      --method standard, chat + embeddings through the mock at N ms latency;
+#                           at N > 0 also prints the run's latency bounds (scripts/critical_path.py:
+#                           N x latency / C and the critical path) beside its wall time
+#                 lightN    the same with --method light
+#                 updN      incremental update at N ms: index all documents but UPDATE_DOC (default:
+#                           the last by name), add it, `graphrag-rs update`; and a full index of all
+#                           of them, for the ratio (results/updN.update.*, results/updN.full.*)
 #                 fast      --method fast, no LLM at all (empty API key, local embedding model)
 #                 fastmock  --method fast with the mock configured at 0 ms (as GraphRAG's fast
 #                           method: LLM community reports, embeddings through the mock)
@@ -22,11 +25,13 @@
 #   EMBED_NAMES embed_text.names for the mock runs (default: GraphRAG 3.x's default three fields)
 #   PROMPTS_FROM a folder whose *.txt replace the project's prompts/ files of the same name (e.g.
 #               GraphRAG's own prompts, so that GraphRAG's mock recognises every request)
+#   UPDATE_DOC  the document updN adds (a file name in CORPUS_DIR)
+#   CONCURRENCY concurrent_requests of both models (default: the settings' default, 25)
 # Each run starts from a fresh project (no cache/), runs under /usr/bin/time -v and leaves
 # results/<run>.stats.json (the pipeline's stats.json), <run>.time (time -v), <run>.mock.json (the
 # mock's /stats, when a mock is used), <run>.load (uptime before and after) and a one-line summary.
 set -euo pipefail
-[ $# -ge 2 ] || { sed -n 2,25p "$0"; exit 2; }
+[ $# -ge 2 ] || { sed -n 2,32p "$0"; exit 2; }
 corpus=$(cd "$1" && pwd)
 work=$(mkdir -p "$2" && cd "$2" && pwd)
 shift 2
@@ -84,6 +89,11 @@ new_root() { # root with_mock(0|1)
     [ "$(grep -c "api_base: $base" "$root/settings.yaml")" = 2 ] || { echo "could not point embeddings at the mock" >&2; exit 1; }
     echo "GRAPHRAG_API_KEY=sk-bench" >"$root/.env"
   fi
+  if [ -n "${CONCURRENCY:-}" ]; then
+    sed -i -e "s|^    concurrent_requests: 25$|    concurrent_requests: $CONCURRENCY|" \
+      -e "s|^# concurrent_requests: 25 .*|concurrent_requests: $CONCURRENCY|" "$root/settings.yaml"
+    grep -q "^concurrent_requests: $CONCURRENCY$" "$root/settings.yaml" || { echo "could not set concurrent_requests" >&2; exit 1; }
+  fi
 }
 
 run_one() { # name method with_mock latency
@@ -108,6 +118,14 @@ run_one() { # name method with_mock latency
   rss=$(sed -n 's/.*Maximum resident set size (kbytes): //p' "$res/$name.time")
   echo "$name: rc=$rc wall=$wall peak_rss_kb=$rss load: $(tr '\n' ' ' <"$res/$name.load")" | tee "$res/$name.summary"
   [ "$rc" = 0 ] || tail -5 "$res/$name.log" >&2
+  if [ "$mock" = 1 ] && [ "$lat" != 0 ] && [ "$rc" = 0 ]; then
+    python3 "$repo/scripts/critical_path.py" "$res/$name.stats.json" "$lat" "${CONCURRENCY:-25}" "$(seconds "$wall")" \
+      | tee -a "$res/$name.summary"
+  fi
+}
+
+seconds() { # h:mm:ss or m:ss -> seconds
+  python3 -c 'import sys; print(sum(float(p) * 60 ** i for i, p in enumerate(reversed(sys.argv[1].split(":")))))' "$1"
 }
 
 mock_stats() { # file
@@ -125,7 +143,8 @@ run_update() { # name latency
   mock_stats "$res/$name.full.mock.json"
   new_root "$root" 1
   local last
-  last=$(cd "$root/input" && ls | sort | tail -1)
+  last=${UPDATE_DOC:-$(cd "$root/input" && ls | sort | tail -1)}
+  [ -f "$root/input/$last" ] || { echo "UPDATE_DOC $last is not in $corpus" >&2; exit 1; }
   mv "$root/input/$last" "$work/$name.held-back"
   "$bin/graphrag-rs" -q index --root "$root" --method standard >"$res/$name.base.log" 2>&1
   mv "$work/$name.held-back" "$root/input/$last"
@@ -152,6 +171,7 @@ PY
 for r in "${runs[@]}"; do
   case $r in
     std[0-9]*) run_one "$r" standard 1 "${r#std}" ;;
+    light[0-9]*) run_one "$r" light 1 "${r#light}" ;;
     fast) run_one fast fast 0 0 ;;
     fastmock) run_one fastmock fast 1 0 ;;
     upd[0-9]*) run_update "$r" "${r#upd}" ;;

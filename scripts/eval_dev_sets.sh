@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Retrieval recall of the embedded default (fast method, local MiniLM embeddings, no chat model) on
-# the dev sets of ../shared/eval, as reported in docs/benchmarks.md ("Retrieval recall").
+# the dev sets of ../shared/eval, as reported in docs/benchmarks.md ("Retrieval recall"); with
+# METHOD and MOCK_URL, of the LLM pipelines against a mock server.
 #
 # usage: scripts/eval_dev_sets.sh OUT_DIR [DATASET...]
 #   OUT_DIR   projects go to OUT_DIR/projects/<dataset>/, results to OUT_DIR/results/<dataset>.*
@@ -13,10 +14,15 @@
 #   K         --k of graphrag-rs eval (default: the settings' own top-k values)
 #   BUDGET    --budget of graphrag-rs eval, e.g. 2000,5000,10000 (default: the settings' own limits)
 #   REINDEX   1: index again even when OUT_DIR/projects/<dataset>/output exists
+#   METHOD    the index method (default: fast)
+#   MOCK_URL  an OpenAI-compatible base URL (e.g. graphrag-mock-llm's http://127.0.0.1:8765/v1) that
+#             serves both the chat and the embedding model (then the projects have an API key)
+#   CACHE_FROM the projects folder of an earlier run (OUT_DIR/projects): each project starts with its
+#             dataset's cache/ (e.g. a standard index reuses a light index's extraction answers)
 # Per dataset: <dataset>.index.time (/usr/bin/time -v of the indexing), <dataset>.json (eval
 # --output), <dataset>.txt (the printed table).
 set -euo pipefail
-[ $# -ge 1 ] || { sed -n 2,18p "$0"; exit 2; }
+[ $# -ge 1 ] || { sed -n 2,23p "$0"; exit 2; }
 out=$(mkdir -p "$1" && cd "$1" && pwd)
 shift
 datasets=("$@")
@@ -59,6 +65,17 @@ settings.write_text(text)
 PY
 }
 
+# Points project $1's chat and embedding models at MOCK_URL.
+use_mock() {
+  sed -i \
+    -e "0,/^    # api_base: .*/s||    api_base: $MOCK_URL|" \
+    -e "s|^    model_provider: local$|    model_provider: openai|" \
+    -e "s|^    model: all-MiniLM-L6-v2$|    model: mock-embed\n    api_base: $MOCK_URL\n    api_key: \${GRAPHRAG_API_KEY}|" \
+    "$1/settings.yaml"
+  [ "$(grep -c "api_base: $MOCK_URL" "$1/settings.yaml")" = 2 ] || { echo "could not point $1 at $MOCK_URL" >&2; exit 1; }
+  echo "GRAPHRAG_API_KEY=sk-eval" >"$1/.env"
+}
+
 for ds in "${datasets[@]}"; do
   project=$out/projects/$ds
   questions=$eval_dir/$ds/dev/questions.json
@@ -67,8 +84,10 @@ for ds in "${datasets[@]}"; do
     rm -rf "$project"
     "$bin" -q init --root "$project"
     prepare_input "$ds" "$project"
-    echo "== $ds: indexing (fast method)" >&2
-    /usr/bin/time -v -o "$res/$ds.index.time" "$bin" -q index --root "$project" --method fast
+    [ -z "${MOCK_URL:-}" ] || use_mock "$project"
+    [ -z "${CACHE_FROM:-}" ] || [ ! -d "$CACHE_FROM/$ds/cache" ] || cp -r "$CACHE_FROM/$ds/cache" "$project/cache"
+    echo "== $ds: indexing (${METHOD:-fast} method)" >&2
+    /usr/bin/time -v -o "$res/$ds.index.time" "$bin" -q index --root "$project" --method "${METHOD:-fast}"
     grep -E "Elapsed|Maximum resident" "$res/$ds.index.time" >&2
   fi
   echo "== $ds: eval ($methods)" >&2

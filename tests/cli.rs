@@ -279,3 +279,66 @@ fn query_without_an_index_and_update_say_what_to_do() {
     assert!(!o.status.success());
     assert!(last_line(&o).contains("graphrag-rs init --root"), "{}", text(&o));
 }
+
+/// (alias, canonical title, method, evidence): a row of entity_aliases.
+type AliasRow = (String, String, String, String);
+
+/// Titles of the entities table and the rows of entity_aliases.
+fn resolution(root: &Path) -> (Vec<String>, Vec<AliasRow>) {
+    use graphrag_engine::table::strings;
+    let out = root.join("output");
+    let entities = read(&out.join("entities.parquet"));
+    let titles = strings(&entities, "entities", "title").unwrap().into_iter().map(String::from).collect();
+    let a = read(&out.join("entity_aliases.parquet"));
+    let col = |c: &str| strings(&a, "entity_aliases", c).unwrap();
+    let rows = (col("alias").into_iter().zip(col("title")).zip(col("method")).zip(col("evidence")))
+        .map(|(((alias, title), method), evidence)| (alias.into(), title.into(), method.into(), evidence.into()))
+        .collect();
+    (titles, rows)
+}
+
+#[test]
+fn entity_resolution_merges_aliases_and_update_honours_aliases_yaml() {
+    let dir = project();
+    let root = dir.path();
+    let update = || run(&["-q", "update", "--root", root.to_str().unwrap()]);
+    let o = index(root, &["--method", "fast"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let (titles, aliases) = resolution(root);
+    let has = |titles: &[String], t: &str| titles.iter().any(|x| x == t);
+    let alias_of =
+        |aliases: &[AliasRow], a: &str| aliases.iter().find(|r| r.0 == a).map(|r| (r.1.clone(), r.2.clone()));
+    // The protagonist survives, under one node: his titled and full names are aliases.
+    assert!(has(&titles, "SCROOGE"), "{titles:?}");
+    assert!(!has(&titles, "MR SCROOGE") && !has(&titles, "EBENEZER SCROOGE"));
+    assert_eq!(alias_of(&aliases, "MR SCROOGE"), Some(("SCROOGE".into(), "same_name".into())));
+    assert_eq!(alias_of(&aliases, "JACOB MARLEY").map(|a| a.0), Some("MARLEY".into()));
+    // Rules leave a bare EBENEZER alone.
+    assert!(has(&titles, "EBENEZER"));
+    let resolved = read(&root.join("output/entities.parquet"));
+
+    // A mistake in aliases.yaml is an error naming its line, before any work.
+    fs::write(root.join("aliases.yaml"), "same:\n  - [SCROOGE, EBENEZER]\n  - [MARLEY]\n").unwrap();
+    let o = update();
+    assert!(!o.status.success());
+    assert!(last_line(&o).contains("aliases.yaml:3") && last_line(&o).contains("same[1]"), "{}", text(&o));
+
+    // Force one merge, forbid another.
+    fs::write(root.join("aliases.yaml"), "same:\n  - [SCROOGE, EBENEZER]\ndifferent:\n  - [MARLEY, JACOB MARLEY]\n")
+        .unwrap();
+    let o = update();
+    assert!(o.status.success(), "{}", text(&o));
+    let (titles, aliases) = resolution(root);
+    assert!(!has(&titles, "EBENEZER") && has(&titles, "SCROOGE"));
+    assert_eq!(alias_of(&aliases, "EBENEZER"), Some(("SCROOGE".into(), "aliases_file".into())));
+    let forced = aliases.iter().find(|r| r.0 == "EBENEZER").unwrap();
+    assert!(forced.3.contains("aliases.yaml:2"), "{forced:?}");
+    assert!(has(&titles, "MARLEY") && has(&titles, "JACOB MARLEY"), "kept apart");
+    assert_eq!(alias_of(&aliases, "JACOB MARLEY"), None);
+
+    // Without the file, update gives the rules' resolution again.
+    fs::remove_file(root.join("aliases.yaml")).unwrap();
+    let o = update();
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(read(&root.join("output/entities.parquet")), resolved);
+}

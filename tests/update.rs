@@ -12,7 +12,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use arrow_array::RecordBatch;
-use common::{documents, graphrag, kind, project, put, read, run_ok, tables, text};
+use common::{documents, graphrag, kind, passages, project, put, read, run_ok, tables, text};
 use graphrag_engine::table::{ints, string_lists, strings};
 use graphrag_mock_llm::{FaultKind, FaultRule, MockConfig, MockServer};
 
@@ -24,39 +24,140 @@ fn numbering(communities: &RecordBatch) -> BTreeMap<(i64, BTreeSet<String>), i64
     levels.into_iter().zip(members).map(|(l, m)| (l, m.into_iter().collect())).zip(numbers).collect()
 }
 
+/// The columns of a graph table other than `description`, which an update
+/// makes incrementally (history-dependent) for the elements it touched.
+fn without_descriptions(t: &RecordBatch) -> RecordBatch {
+    let keep: Vec<usize> = (0..t.num_columns()).filter(|&i| t.schema().field(i).name() != "description").collect();
+    t.project(&keep).unwrap()
+}
+
+/// Each element's description by key (entity title, or "source|target").
+fn descriptions(t: &RecordBatch, name: &str) -> BTreeMap<String, String> {
+    let keys: Vec<String> = if name == "entities" {
+        strings(t, name, "title").unwrap().iter().map(|s| s.to_string()).collect()
+    } else {
+        let (s, d) = (strings(t, name, "source").unwrap(), strings(t, name, "target").unwrap());
+        s.iter().zip(d).map(|(a, b)| pair(a, b)).collect()
+    };
+    keys.into_iter().zip(strings(t, name, "description").unwrap().into_iter().map(str::to_string)).collect()
+}
+
+fn pair(a: &str, b: &str) -> String {
+    if a <= b {
+        format!("{a}|{b}")
+    } else {
+        format!("{b}|{a}")
+    }
+}
+
+/// Per element of a merged graph table (raw_entities / raw_relationships):
+/// its descriptions and, for each, the text units that gave it.
+fn description_sources(t: &RecordBatch, name: &str) -> BTreeMap<String, Vec<(String, BTreeSet<String>)>> {
+    let descs = string_lists(t, name, "descriptions").unwrap();
+    let units = string_lists(t, name, "text_unit_ids").unwrap();
+    let sources = graphrag_engine::table::int_lists(t, name, "description_sources").unwrap();
+    let keys: Vec<String> = if name == "raw_entities" {
+        strings(t, name, "title").unwrap().iter().map(|s| s.to_string()).collect()
+    } else {
+        let (s, d) = (strings(t, name, "source").unwrap(), strings(t, name, "target").unwrap());
+        s.iter().zip(d).map(|(a, b)| pair(a, b)).collect()
+    };
+    let mut out = BTreeMap::new();
+    for (i, key) in keys.into_iter().enumerate() {
+        let mut per: Vec<(String, BTreeSet<String>)> = descs[i].iter().map(|d| (d.clone(), BTreeSet::new())).collect();
+        for p in sources[i].chunks(2) {
+            per[p[0] as usize].1.insert(units[i][p[1] as usize].clone());
+        }
+        out.insert(key, per);
+    }
+    out
+}
+
+/// (element key, description list) of a summarize_descriptions prompt.
+fn summarize_request(prompt: &str) -> (String, Vec<String>) {
+    let data = &prompt[prompt.rfind("-Data-").unwrap()..];
+    let name = data.split("Entities:").nth(1).unwrap().lines().next().unwrap().trim();
+    let list = data.split("Description List:").nth(1).unwrap();
+    let list: Vec<String> = serde_json::from_str(list[..list.find("\n#######").unwrap()].trim()).unwrap();
+    let key = match serde_json::from_str::<Vec<String>>(name) {
+        Ok(ends) if ends.len() == 2 => pair(&ends[0], &ends[1]),
+        _ => name.to_string(),
+    };
+    (key, list)
+}
+
+/// A community's (entity ids, relationship ids, text unit ids).
+type Members = (BTreeSet<String>, BTreeSet<String>, Vec<String>);
+
+/// The report columns an update keeps as they were for an unchanged community.
+const REPORT_TEXT: [&str; 6] = ["title", "summary", "full_content", "rank", "findings", "full_content_json"];
+
+fn report_rows(t: &RecordBatch) -> BTreeMap<i64, RecordBatch> {
+    let keep: Vec<usize> = REPORT_TEXT.iter().map(|c| t.schema().index_of(c).unwrap()).collect();
+    let text = t.project(&keep).unwrap();
+    ints(t, "community_reports", "community")
+        .unwrap()
+        .into_iter()
+        .enumerate()
+        .map(|(i, c)| (c, text.slice(i, 1)))
+        .collect()
+}
+
 #[test]
-fn an_added_then_removed_document_matches_fresh_indexes_and_costs_only_its_share() {
-    let mock = MockServer::start(MockConfig::default()).unwrap();
-    let docs = documents();
-    let project4 = project(&mock, &docs[..4], 4);
-    let root = project4.path();
+fn an_added_then_removed_document_pays_only_its_share_and_keeps_unchanged_work() {
+    let mock = MockServer::start(MockConfig { record_prompts: true, ..MockConfig::default() }).unwrap();
+    // Enough text for several communities, a few of which the last
+    // document changes (and, at a material fraction of 0.1, one materially).
+    let docs = passages(12, 3_000);
+    let last = docs.len() - 1;
+    let material_fraction = 0.1;
+    let project_before = project(&mock, &docs[..last], 4);
+    let root = project_before.path();
+    // Entity resolution off: "untouched" below is judged per raw title, and
+    // a merge would give an untouched title the new document's alias.
+    let more_settings = |p: &Path| {
+        let s = fs::read_to_string(p.join("settings.yaml")).unwrap()
+            + &format!(
+                "snapshots:\n  raw_graph: true\nupdate:\n  material_fraction: {material_fraction}\nresolve_entities:\n  enabled: false\n"
+            );
+        fs::write(p.join("settings.yaml"), s).unwrap();
+    };
+    more_settings(root);
     run_ok("index", root);
     let before = tables(root);
 
-    let fresh5 = project(&mock, &docs, 4);
+    let fresh_all = project(&mock, &docs, 4);
+    more_settings(fresh_all.path());
     mock.reset_stats();
-    run_ok("index", fresh5.path());
+    run_ok("index", fresh_all.path());
     let full = mock.stats();
 
-    // Add the fifth document.
-    put(root, &docs[4]);
+    // Add the last document.
+    put(root, &docs[last]);
     mock.reset_stats();
     run_ok("update", root);
     let update = mock.stats();
     let after = tables(root);
-    let fresh = tables(fresh5.path());
-    for table in ["documents", "text_units", "entities", "relationships", "lexical_index"] {
+    let fresh = tables(fresh_all.path());
+    for table in ["documents", "text_units", "raw_entities", "raw_relationships", "lexical_index"] {
         assert_eq!(after[table], fresh[table], "{table}: update vs fresh index of the same input");
     }
+    for table in ["entities", "relationships"] {
+        assert_eq!(
+            without_descriptions(&after[table]),
+            without_descriptions(&fresh[table]),
+            "{table}: the graph of an update is a fresh index's (descriptions aside)"
+        );
+    }
     let lexical_bytes = |root: &Path| fs::read(root.join("output/lexical_index.parquet")).unwrap();
-    assert_eq!(lexical_bytes(root), lexical_bytes(fresh5.path()), "the BM25 terms are byte-identical");
+    assert_eq!(lexical_bytes(root), lexical_bytes(fresh_all.path()), "the BM25 terms are byte-identical");
     assert_eq!(after["lexical_index"].num_rows(), after["text_units"].num_rows());
 
     // What the update paid for: the new document's chunks, the descriptions
     // they touched, the communities they changed.
     let units = &after["text_units"];
     let new_doc = strings(&after["documents"], "documents", "id").unwrap()
-        [strings(&after["documents"], "documents", "title").unwrap().iter().position(|t| *t == docs[4].0).unwrap()]
+        [strings(&after["documents"], "documents", "title").unwrap().iter().position(|t| *t == docs[last].0).unwrap()]
     .to_string();
     let new_units: HashSet<&str> = strings(units, "text_units", "id")
         .unwrap()
@@ -67,36 +168,107 @@ fn an_added_then_removed_document_matches_fresh_indexes_and_costs_only_its_share
         .collect();
     assert!(!new_units.is_empty());
     assert_eq!(kind(&update, "extract_graph"), new_units.len() as u64, "extraction runs on the new chunks only");
-    let touched = |t: &str| -> Vec<String> {
-        let ids = strings(&after[t], t, "id").unwrap();
-        let srcs = string_lists(&after[t], t, "text_unit_ids").unwrap();
-        ids.iter()
-            .zip(srcs)
-            .filter(|(_, s)| s.iter().any(|u| new_units.contains(u.as_str())))
-            .map(|(i, _)| i.to_string())
+
+    // Descriptions: an element the new chunks did not touch keeps its
+    // description; one they touched is summarised from its previous
+    // description and only the descriptions the new chunks brought.
+    for (table, raw) in [("entities", "raw_entities"), ("relationships", "raw_relationships")] {
+        let (was, now) = (descriptions(&before[table], table), descriptions(&after[table], table));
+        let sources = description_sources(&after[raw], raw);
+        for (key, per) in &sources {
+            let new: Vec<String> = per
+                .iter()
+                .filter(|(_, from)| from.iter().all(|u| new_units.contains(u.as_str())))
+                .map(|(d, _)| d.clone())
+                .collect();
+            if new.is_empty() && was.contains_key(key) {
+                assert_eq!(now[key], was[key], "{table} {key}: untouched, kept");
+            }
+        }
+        let mut asked = 0;
+        for prompt in mock.prompts("summarize_descriptions") {
+            let (key, list) = summarize_request(&prompt);
+            let Some(per) = sources.get(&key) else { continue };
+            asked += 1;
+            let new: Vec<String> = per
+                .iter()
+                .filter(|(_, from)| from.iter().all(|u| new_units.contains(u.as_str())))
+                .map(|(d, _)| d.clone())
+                .collect();
+            match was.get(&key) {
+                Some(previous) if !previous.is_empty() => {
+                    let expected: Vec<String> = std::iter::once(previous.clone()).chain(new).collect();
+                    assert_eq!(list, expected, "{table} {key}: the previous description and only the new ones");
+                }
+                _ => assert_eq!(list, per.iter().map(|(d, _)| d.clone()).collect::<Vec<_>>(), "{key}: new, all"),
+            }
+        }
+        if table == "entities" {
+            assert!(asked > 0, "the new document adds descriptions to known entities");
+        }
+    }
+    let summaries = kind(&update, "summarize_descriptions");
+    assert!(summaries > 0 && summaries < kind(&full, "summarize_descriptions"), "{summaries} summaries");
+
+    // Reports: those of communities that changed materially are new, the
+    // others are the previous index's, byte for byte.
+    let (old_reports, new_reports) =
+        (report_rows(&before["community_reports"]), report_rows(&after["community_reports"]));
+    let membership = |t: &RecordBatch| -> BTreeMap<(i64, i64), Members> {
+        let n = "communities";
+        let (c, l) = (ints(t, n, "community").unwrap(), ints(t, n, "level").unwrap());
+        let (e, r, u) = (
+            string_lists(t, n, "entity_ids").unwrap(),
+            string_lists(t, n, "relationship_ids").unwrap(),
+            string_lists(t, n, "text_unit_ids").unwrap(),
+        );
+        (0..t.num_rows())
+            .map(|i| ((c[i], l[i]), (e[i].iter().cloned().collect(), r[i].iter().cloned().collect(), u[i].clone())))
             .collect()
     };
-    let (touched_entities, touched_relationships) = (touched("entities"), touched("relationships"));
-    assert!(
-        kind(&update, "summarize_descriptions") <= (touched_entities.len() + touched_relationships.len()) as u64,
-        "summaries only for descriptions the new document added to"
-    );
-    let old_numbering = numbering(&before["communities"]);
-    let new_numbering = numbering(&after["communities"]);
-    let changed_communities = new_numbering
-        .keys()
-        .filter(|(level, members)| {
-            !old_numbering.contains_key(&(*level, members.clone()))
-                || members.iter().any(|m| touched_entities.contains(m))
-        })
-        .count();
-    let reports = kind(&update, "community_report_graph") + kind(&update, "community_report_text");
-    let levels = new_numbering.keys().map(|(l, _)| *l).max().unwrap_or(0) as usize + 1;
-    assert!(
-        reports <= (changed_communities * levels) as u64,
-        "{reports} reports regenerated for {changed_communities} changed communities"
-    );
+    let (then, now) = (membership(&before["communities"]), membership(&after["communities"]));
+    let degree: BTreeMap<String, i64> = strings(&after["entities"], "e", "id")
+        .unwrap()
+        .into_iter()
+        .map(str::to_string)
+        .zip(ints(&after["entities"], "e", "degree").unwrap())
+        .collect();
+    let turnover = |a: &BTreeSet<String>, b: &BTreeSet<String>| {
+        a.symmetric_difference(b).count() as f64 / a.union(b).count().max(1) as f64
+    };
+    let policy = graphrag_engine::settings::UpdateConfig { material_fraction, ..Default::default() };
+    assert_eq!(policy.community_reports, "material", "the default policy");
+    let (mut kept, mut renewed) = (0, 0);
+    for (key, (ents, rels, _)) in &now {
+        let material = match then.get(key) {
+            None => true,
+            Some((e0, r0, _)) => {
+                turnover(e0, ents) > policy.material_fraction
+                    || turnover(r0, rels) > policy.material_fraction
+                    || ents.difference(e0).any(|e| degree[e] >= i64::from(policy.material_degree))
+            }
+        };
+        if material {
+            renewed += 1;
+            if then.contains_key(key) {
+                assert_ne!(
+                    new_reports[&key.0], old_reports[&key.0],
+                    "community {key:?} changed materially: new report"
+                );
+            }
+        } else {
+            kept += 1;
+            assert_eq!(
+                new_reports[&key.0], old_reports[&key.0],
+                "community {key:?}: the previous report, byte for byte"
+            );
+        }
+    }
+    assert!(kept > 0 && renewed > 0, "kept {kept}, renewed {renewed}");
+    let reports = kind(&update, "community_report_graph");
+    assert!(reports <= renewed, "{reports} reports asked for {renewed} new or materially changed communities");
     // Communities whose membership did not change keep their numbers.
+    let (old_numbering, new_numbering) = (numbering(&before["communities"]), numbering(&after["communities"]));
     for (key, number) in &new_numbering {
         if let Some(old) = old_numbering.get(key) {
             assert_eq!(old, number, "community {key:?} was renumbered");
@@ -109,8 +281,10 @@ fn an_added_then_removed_document_matches_fresh_indexes_and_costs_only_its_share
         full.chat_requests
     );
 
-    // Remove it again: the graph is the 4-document one, without new extraction.
-    fs::remove_file(root.join("input").join(&docs[4].0)).unwrap();
+    // Remove it again: the graph is the 4-document one, without new
+    // extraction, and every element that lost a text unit is summarised
+    // afresh: nothing of the removed document stays in a description.
+    fs::remove_file(root.join("input").join(&docs[last].0)).unwrap();
     mock.reset_stats();
     run_ok("update", root);
     let removed = tables(root);
@@ -119,7 +293,7 @@ fn an_added_then_removed_document_matches_fresh_indexes_and_costs_only_its_share
     }
     assert_eq!(kind(&mock.stats(), "extract_graph"), 0, "the remaining chunks come from the cache");
     let status = read(&root.join("output/document_status.parquet"));
-    assert_eq!(strings(&status, "s", "status").unwrap(), ["processed"; 4]);
+    assert_eq!(strings(&status, "s", "status").unwrap(), ["processed"; 11]);
 }
 
 /// Starts `graphrag-rs <command>` and returns it once the server has

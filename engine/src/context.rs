@@ -13,7 +13,7 @@ use arrow_array::RecordBatch;
 use indicatif::{MultiProgress, ProgressBar, ProgressFinish, ProgressStyle};
 
 use crate::failures::{FailedItem, FailedItems};
-use crate::llm::{LlmService, UsageCounters};
+use crate::llm::{Answer, LlmService, UsageCounters};
 use crate::prompts::{self, PromptTemplate};
 
 /// One file of the input storage.
@@ -141,12 +141,41 @@ impl Walk {
     }
 }
 
+/// A step's model calls (those the cache did not answer) per dependent wave:
+/// a call of wave k+1 waits for an answer of wave k (a gleaning turn for the
+/// first extraction answer, a summary round for the previous round, a
+/// report for its sub-communities' reports). No step can take less than
+/// ⌈calls / concurrency⌉ round trips per wave: the benchmark's
+/// critical-path bound is made of these (stats.json `llm_waves`).
+#[derive(Debug, Default)]
+pub struct Waves(Mutex<Vec<u64>>);
+
+impl Waves {
+    /// Counts `answer` in wave `wave` unless the cache gave it.
+    pub fn record<T>(&self, wave: usize, answer: &Answer<T>) {
+        if answer.from_cache {
+            return;
+        }
+        let mut waves = self.0.lock().unwrap();
+        if waves.len() <= wave {
+            waves.resize(wave + 1, 0);
+        }
+        waves[wave] += 1;
+    }
+
+    pub fn counts(&self) -> Vec<u64> {
+        self.0.lock().unwrap().clone()
+    }
+}
+
 /// Counters a verb bumps; they end up in stats.json.
 #[derive(Debug, Default)]
 pub struct StepCounters {
     pub warnings: AtomicU64,
     /// LLM calls, tokens, cache hits, retries, per model.
     pub usage: UsageCounters,
+    /// Model calls per dependent wave.
+    pub waves: Waves,
     /// Verb-specific counts (records dropped or repaired, ...).
     pub counts: Mutex<BTreeMap<String, u64>>,
     /// Items that failed within the tolerated fraction (the step went on).
@@ -288,6 +317,12 @@ impl<'a> VerbContext<'a> {
     pub fn prompt(&self, rel_path: &str) -> anyhow::Result<PromptTemplate> {
         let project = self.project()?;
         prompts::project_prompt(rel_path, prompts::builtin_name(rel_path), || project.read_text(rel_path))
+    }
+
+    /// The text of a project file (e.g. the aliases file), by its path
+    /// relative to the project root; `None` when there is no such file.
+    pub fn project_file(&self, rel_path: &str) -> anyhow::Result<Option<String>> {
+        self.project()?.read_text(rel_path)
     }
 
     /// Writes a file (e.g. a GraphML snapshot) into the output folder.

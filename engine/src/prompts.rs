@@ -37,6 +37,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
     builtin!("mix_search_system_prompt.txt"),
     builtin!("question_gen_system_prompt.txt"),
     builtin!("rate_community.txt"),
+    builtin!("resolve_entities.txt"),
     builtin!("summarize_descriptions.txt"),
 ];
 

@@ -285,6 +285,13 @@ impl Shared<'_> {
         stats.warnings = counters.warnings.load(Ordering::Relaxed);
         stats.llm = counters.usage.by_model();
         stats.counts = counters.counts.lock().unwrap().clone();
+        stats.llm_waves = counters.waves.counts();
+        for &d in &step.deps {
+            let id = &self.plan.steps[d].id;
+            if !stats.after.contains(id) {
+                stats.after.push(id.clone());
+            }
+        }
         stats.failed_items = std::mem::take(&mut *counters.failed.lock().unwrap());
         stats.unreadable_inputs = std::mem::take(&mut *counters.unreadable.lock().unwrap());
         if result.is_err() {

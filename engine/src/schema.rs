@@ -77,7 +77,9 @@ pub fn raw_relationships() -> SchemaRef {
     ]))
 }
 
-/// The merged graph before summarisation: every distinct description kept.
+/// The merged graph before summarisation: every distinct description kept,
+/// and which text units gave it (`description_sources`: flat pairs of an
+/// index into `descriptions` and one into `text_unit_ids`).
 pub fn graph_entities() -> SchemaRef {
     Arc::new(Schema::new(vec![
         text_field("title"),
@@ -85,6 +87,7 @@ pub fn graph_entities() -> SchemaRef {
         id_list_field("descriptions"),
         id_list_field("text_unit_ids"),
         int_field("frequency"),
+        int_list_field("description_sources"),
     ]))
 }
 
@@ -95,6 +98,7 @@ pub fn graph_relationships() -> SchemaRef {
         id_list_field("descriptions"),
         float_field("weight"),
         id_list_field("text_unit_ids"),
+        int_list_field("description_sources"),
     ]))
 }
 
@@ -144,6 +148,20 @@ pub fn relationships() -> SchemaRef {
         float_field("weight"),
         int_field("combined_degree"),
         id_list_field("text_unit_ids"),
+    ]))
+}
+
+/// entity_aliases.parquet (graphrag-rs): one row per entity merged into
+/// another by `resolve_entities`: the title it had, the entity it is now
+/// (`entity_id`, `title`), and how that was decided.
+pub fn entity_aliases() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        text_field("alias"),
+        text_field("entity_id"),
+        text_field("title"),
+        text_field("method"),
+        float_field("score"),
+        text_field("evidence"),
     ]))
 }
 

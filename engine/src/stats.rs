@@ -63,6 +63,12 @@ pub struct StepStats {
     /// Verb-specific counts (e.g. extraction records dropped or repaired).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub counts: BTreeMap<String, u64>,
+    /// Chat calls sent per dependent wave (see `context::Waves`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub llm_waves: Vec<u64>,
+    /// The steps whose outputs this one reads (it starts when they are done).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub after: Vec<String>,
     /// Items that failed within the tolerated fraction (listed in the run's `failed_items`).
     #[serde(skip)]
     pub failed_items: Vec<FailedItem>,

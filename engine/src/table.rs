@@ -47,6 +47,17 @@ pub fn floats(table: &RecordBatch, table_name: &str, column: &str) -> anyhow::Re
     }
 }
 
+/// A `list<int64>` column as owned rows (nulls read as 0).
+pub fn int_lists(table: &RecordBatch, table_name: &str, column: &str) -> anyhow::Result<Vec<Vec<i64>>> {
+    let col = column_of(table, table_name, column)?;
+    let lists = col.as_list_opt::<i32>().filter(|l| l.values().data_type() == &DataType::Int64).ok_or_else(|| {
+        anyhow::anyhow!("table `{table_name}`: column `{column}` is {}, expected list<int64>", col.data_type())
+    })?;
+    Ok((0..lists.len())
+        .map(|i| lists.value(i).as_primitive::<Int64Type>().iter().map(|v| v.unwrap_or(0)).collect())
+        .collect())
+}
+
 /// A `list<string>` column as owned rows.
 pub fn string_lists(table: &RecordBatch, table_name: &str, column: &str) -> anyhow::Result<Vec<Vec<String>>> {
     let lists = StringLists::new(table, table_name, column)?;

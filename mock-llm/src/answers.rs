@@ -87,6 +87,7 @@ pub const CLASSIFICATION: &[ClassRule] = &[
             "comprehensive summary of the data provided below",
         ],
     },
+    ClassRule { class: "resolve_entities", scope: Scope::Prompt, phrases: &["refer to the same real-world entity"] },
     ClassRule { class: "community_report_graph", scope: Scope::Prompt, phrases: &["IMPACT SEVERITY RATING"] },
     ClassRule { class: "community_report_text", scope: Scope::Prompt, phrases: &["IMPORTANCE RATING"] },
     ClassRule {
@@ -222,6 +223,7 @@ pub fn answer(messages: &[Message], response_format: Option<&Value>) -> ChatAnsw
         "extract_claims_continue" => extract_claims_glean(messages),
         "extract_claims_loop" => gleaning_loop(messages, class),
         "summarize_descriptions" => summarize(prompt),
+        "resolve_entities" => resolve_entities(prompt),
         "community_report_graph" => community_report_graph(prompt),
         "community_report_text" => community_report_text(prompt),
         "global_map" => global_map(prompt, query),
@@ -684,6 +686,27 @@ fn summarize(prompt: &str) -> String {
     let joined = parts.join(" ");
     let words: Vec<&str> = joined.split_whitespace().collect();
     words[..words.len().min(max.max(1))].join(" ")
+}
+
+/// Entity resolution questions (`Question N:` then `A: "NAME" ...` and
+/// `B: "NAME" ...` lines): yes when the two names share a word (ignoring
+/// case), one `N: yes|no` line per question.
+fn resolve_entities(prompt: &str) -> String {
+    let questions = after_last(prompt, "-Questions-").unwrap_or(prompt);
+    let name = |line: &str| line.split('"').nth(1).unwrap_or("").to_lowercase();
+    let mut out = Vec::new();
+    let mut a: Option<String> = None;
+    for line in questions.lines().map(str::trim) {
+        if let Some(rest) = line.strip_prefix("A: ") {
+            a = Some(name(rest));
+        } else if let (Some(rest), Some(first)) = (line.strip_prefix("B: "), a.take()) {
+            let second = name(rest);
+            let words: Vec<&str> = first.split_whitespace().collect();
+            let same = second.split_whitespace().any(|w| words.contains(&w));
+            out.push(format!("{}: {}", out.len() + 1, if same { "yes" } else { "no" }));
+        }
+    }
+    out.join("\n")
 }
 
 fn report_input(prompt: &str) -> &str {
@@ -1219,7 +1242,7 @@ mod tests {
         [("tuple_delimiter", "<|>"), ("record_delimiter", "##"), ("completion_delimiter", "<|COMPLETE|>")];
 
     /// (prompt file, class) of every prompt that is one system message.
-    const ONE_MESSAGE_PROMPTS: [(&str, &str); 17] = [
+    const ONE_MESSAGE_PROMPTS: [(&str, &str); 18] = [
         ("extract_graph", "extract_graph"),
         ("extract_claims", "extract_claims"),
         ("summarize_descriptions", "summarize_descriptions"),
@@ -1237,6 +1260,7 @@ mod tests {
         ("keywords_extraction", "keywords_extraction"),
         ("rate_community", "rate_community"),
         ("question_gen_system_prompt", "question_gen"),
+        ("resolve_entities", "resolve_entities"),
     ];
 
     #[test]
@@ -1402,6 +1426,19 @@ mod tests {
         let a = answer(&[Message::new("user", &p)], None);
         assert_eq!(a.class, "summarize_descriptions");
         assert_eq!(a.content, "ACME is a firm. ACME makes");
+    }
+
+    #[test]
+    fn entity_pairs_are_answered_by_shared_words() {
+        let questions = "Question 1:\n  A: \"SCROOGE\" (PERSON): a miser\n  B: \"MR SCROOGE\"\nQuestion 2:\n  A: \"MARLEY\"\n  B: \"BOB\"\n";
+        let p = render(&prompt("resolve_entities"), &[("questions", questions)]);
+        let a = answer(&[Message::new("user", &p)], None);
+        assert_eq!(a.class, "resolve_entities");
+        assert_eq!(a.content, "1: yes\n2: no");
+        assert_eq!(
+            graphrag_operations::entity_resolution::decisions::parse_decisions(&a.content, 2),
+            Ok(vec![true, false])
+        );
     }
 
     #[test]

@@ -37,11 +37,14 @@ pub struct MockConfig {
     pub faults: Vec<FaultRule>,
     /// Port on 127.0.0.1; 0 = any free port.
     pub port: u16,
+    /// Keep every chat request's last message, for [`MockServer::prompts`]
+    /// (tests that check what was asked).
+    pub record_prompts: bool,
 }
 
 impl Default for MockConfig {
     fn default() -> Self {
-        MockConfig { latency: Duration::ZERO, embed_dim: 384, faults: Vec::new(), port: 0 }
+        MockConfig { latency: Duration::ZERO, embed_dim: 384, faults: Vec::new(), port: 0, record_prompts: false }
     }
 }
 
@@ -213,6 +216,8 @@ pub(crate) struct Shared {
     pub in_flight: Mutex<u64>,
     /// Rules and their per-rule counters (requests matched, times fired).
     pub faults: Mutex<Vec<(FaultRule, u64, u64)>>,
+    /// (prompt class, last message) of each answered chat request, when recorded.
+    pub prompts: Option<Mutex<Vec<(String, String)>>>,
 }
 
 impl Shared {
@@ -224,6 +229,7 @@ impl Shared {
             arrived: std::sync::Condvar::new(),
             in_flight: Mutex::new(0),
             faults: Mutex::new(cfg.faults.iter().cloned().map(|r| (r, 0, 0)).collect()),
+            prompts: cfg.record_prompts.then(|| Mutex::new(Vec::new())),
         }
     }
 
@@ -333,7 +339,15 @@ impl MockServer {
         stats.requests >= n
     }
 
-    /// Zeroes the counters (max_in_flight restarts from the requests now in flight).
+    /// The last message of every chat request of prompt class `class`
+    /// answered since the last reset (with `MockConfig::record_prompts`).
+    pub fn prompts(&self, class: &str) -> Vec<String> {
+        let Some(prompts) = &self.shared.prompts else { return Vec::new() };
+        prompts.lock().unwrap().iter().filter(|(c, _)| c == class).map(|(_, p)| p.clone()).collect()
+    }
+
+    /// Zeroes the counters (max_in_flight restarts from the requests now in
+    /// flight) and forgets the recorded prompts.
     pub fn reset_stats(&self) {
         reset_stats(&self.shared);
     }
@@ -352,6 +366,9 @@ impl MockServer {
 pub(crate) fn reset_stats(shared: &Shared) {
     let now = *shared.in_flight.lock().unwrap();
     *shared.stats.lock().unwrap() = MockStats { max_in_flight: now, ..MockStats::default() };
+    if let Some(prompts) = &shared.prompts {
+        prompts.lock().unwrap().clear();
+    }
 }
 
 impl Drop for MockServer {

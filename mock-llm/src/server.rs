@@ -356,6 +356,9 @@ fn chat(shared: &Shared, request: &Value, model: Option<String>, fault: Option<&
         s.completion_tokens += completion_tokens;
         *s.by_kind.entry(ans.class.to_string()).or_default() += 1;
     }
+    if let (Some(prompts), Some(last)) = (&shared.prompts, messages.last()) {
+        prompts.lock().unwrap().push((ans.class.to_string(), last.content.clone()));
+    }
     let model = model.unwrap_or_else(|| "mock-chat".into());
     let digest = Sha256::digest(format!("{model}\u{1f}{content}").as_bytes());
     let id = format!("chatcmpl-{}", digest[..12].iter().map(|b| format!("{b:02x}")).collect::<String>());

@@ -4,6 +4,7 @@
 //! extractive report used when no chat model is configured.
 
 use std::cell::OnceCell;
+use std::collections::HashSet;
 
 use serde_json::Value;
 
@@ -114,17 +115,29 @@ pub fn graph_context(
     sub_reports: &[SubReport],
     max_tokens: usize,
 ) -> String {
-    let mut ents = entities.to_vec();
-    ents.sort_by(|a, b| b.degree.cmp(&a.degree).then(a.id.cmp(&b.id)));
-    let mut rels = relationships.to_vec();
-    rels.sort_by(|a, b| b.combined_degree.cmp(&a.combined_degree).then(a.id.cmp(&b.id)));
-    let entity_rows: Vec<String> = ents
-        .iter()
-        .map(|e| format!("{},{},{},{}", e.id, csv_field(&e.title), csv_field(&e.description), e.degree))
-        .collect();
-    let rel_rows: Vec<String> = rels
-        .iter()
-        .map(|r| {
+    GraphContext::new(entities, relationships, claims).render(sub_reports, max_tokens)
+}
+
+/// A community's graph context before it is cut to a budget: whether it
+/// [fits](Self::fits) decides if its report needs its sub-communities' reports.
+pub struct GraphContext {
+    entity_rows: Vec<String>,
+    rel_rows: Vec<String>,
+    claim_rows: Vec<String>,
+    /// The whole local context and its tokens.
+    full: String,
+    full_tokens: usize,
+}
+
+impl GraphContext {
+    pub fn new(entities: &[ContextEntity], relationships: &[ContextRelationship], claims: &[ContextClaim]) -> Self {
+        let mut ents = entities.to_vec();
+        ents.sort_by(|a, b| b.degree.cmp(&a.degree).then(a.id.cmp(&b.id)));
+        let mut rels = relationships.to_vec();
+        rels.sort_by(|a, b| b.combined_degree.cmp(&a.combined_degree).then(a.id.cmp(&b.id)));
+        let entity_rows =
+            ents.iter().map(|e| format!("{},{},{},{}", e.id, csv_field(&e.title), csv_field(&e.description), e.degree));
+        let rel_rows = rels.iter().map(|r| {
             format!(
                 "{},{},{},{},{}",
                 r.id,
@@ -133,11 +146,8 @@ pub fn graph_context(
                 csv_field(&r.description),
                 r.combined_degree
             )
-        })
-        .collect();
-    let claim_rows: Vec<String> = claims
-        .iter()
-        .map(|c| {
+        });
+        let claim_rows = claims.iter().map(|c| {
             format!(
                 "{},{},{},{},{}",
                 c.id,
@@ -146,34 +156,48 @@ pub fn graph_context(
                 csv_field(&c.status),
                 csv_field(&c.description)
             )
-        })
-        .collect();
-    let local = |budget: usize, out: &mut String, used: &mut usize| {
-        push_table(out, used, budget, "Entities", "id,entity,description,degree", &entity_rows);
-        push_table(out, used, budget, "Relationships", "id,source,target,description,combined_degree", &rel_rows);
-        push_table(out, used, budget, "Claims", "id,entity,type,status,description", &claim_rows);
-    };
-    let mut full = String::new();
-    let mut used = 0;
-    local(usize::MAX, &mut full, &mut used);
-    if used <= max_tokens || sub_reports.is_empty() {
-        if used <= max_tokens {
-            return full;
+        });
+        let mut ctx = GraphContext {
+            entity_rows: entity_rows.collect(),
+            rel_rows: rel_rows.collect(),
+            claim_rows: claim_rows.collect(),
+            full: String::new(),
+            full_tokens: 0,
+        };
+        let (mut full, mut used) = (String::new(), 0);
+        ctx.local(usize::MAX, &mut full, &mut used);
+        (ctx.full, ctx.full_tokens) = (full, used);
+        ctx
+    }
+
+    fn local(&self, budget: usize, out: &mut String, used: &mut usize) {
+        push_table(out, used, budget, "Entities", "id,entity,description,degree", &self.entity_rows);
+        push_table(out, used, budget, "Relationships", "id,source,target,description,combined_degree", &self.rel_rows);
+        push_table(out, used, budget, "Claims", "id,entity,type,status,description", &self.claim_rows);
+    }
+
+    /// Whether the whole local context fits `max_tokens`: then the report
+    /// does not use sub-community reports, and need not wait for them.
+    pub fn fits(&self, max_tokens: usize) -> bool {
+        self.full_tokens <= max_tokens
+    }
+
+    pub fn render(&self, sub_reports: &[SubReport], max_tokens: usize) -> String {
+        if self.fits(max_tokens) {
+            return self.full.clone();
         }
         let mut out = String::new();
         let mut used = 0;
-        local(max_tokens, &mut out, &mut used);
-        return out;
+        if !sub_reports.is_empty() {
+            let mut subs = sub_reports.to_vec();
+            subs.sort_by(|a, b| b.size.cmp(&a.size).then(a.community.cmp(&b.community)));
+            let report_rows: Vec<String> =
+                subs.iter().map(|s| format!("{},{}", s.community, csv_field(&s.full_content))).collect();
+            push_table(&mut out, &mut used, max_tokens, "Reports", "id,full_content", &report_rows);
+        }
+        self.local(max_tokens, &mut out, &mut used);
+        out
     }
-    let mut subs = sub_reports.to_vec();
-    subs.sort_by(|a, b| b.size.cmp(&a.size).then(a.community.cmp(&b.community)));
-    let report_rows: Vec<String> =
-        subs.iter().map(|s| format!("{},{}", s.community, csv_field(&s.full_content))).collect();
-    let mut out = String::new();
-    let mut used = 0;
-    push_table(&mut out, &mut used, max_tokens, "Reports", "id,full_content", &report_rows);
-    local(max_tokens, &mut out, &mut used);
-    out
 }
 
 /// Source passages of a community (for the text-based report), most
@@ -326,6 +350,14 @@ impl<'a> QuoteSearch<'a> {
     }
 }
 
+/// How an extractive report's rating explanation begins.
+pub const EXTRACTIVE: &str = "Extractive report:";
+
+/// Whether a report was made without a model ([`extractive_report`]).
+pub fn is_extractive(r: &Report) -> bool {
+    r.rating_explanation.starts_with(EXTRACTIVE)
+}
+
 /// A report built without an LLM from the community's most central
 /// entities and relationships, with sentences of the source passages
 /// (most relevant first) that mention them; labelled as such in
@@ -392,8 +424,81 @@ pub fn extractive_report(
         title,
         summary,
         rating: (rating * 10.0).round() / 10.0,
-        rating_explanation: "Extractive report: no chat model was configured, so this report lists the community's most central entities and relationships without an LLM; the rating reflects size and connectivity only.".into(),
+        rating_explanation: format!("{EXTRACTIVE} no chat model was configured, so this report lists the community's most central entities and relationships without an LLM; the rating reflects size and connectivity only."),
         findings,
+    }
+}
+
+/// Which community reports an update writes again (`update.community_reports`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refresh {
+    /// Every report whose input changed, as a fresh index of the same graph
+    /// would (a report whose input did not change comes from the cache).
+    All,
+    /// The reports of communities whose members or relationships changed.
+    Changed,
+    /// The reports of communities that changed materially ([`Materiality`]).
+    Material,
+}
+
+impl Refresh {
+    pub const NAMES: [&'static str; 3] = ["all", "changed", "material"];
+
+    pub fn parse(name: &str) -> Option<Refresh> {
+        match name {
+            "all" => Some(Refresh::All),
+            "changed" => Some(Refresh::Changed),
+            "material" => Some(Refresh::Material),
+            _ => None,
+        }
+    }
+}
+
+/// When a community's change is material: more than `fraction` of its
+/// members, or of its relationships, came or went (of those before and after
+/// together), or it gained an entity with at least `degree` relationships.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Materiality {
+    pub fraction: f64,
+    pub degree: i64,
+}
+
+/// A community's members and relationships (ids), before an update or after.
+#[derive(Debug, Clone, Default)]
+pub struct Membership<'a> {
+    pub entities: HashSet<&'a str>,
+    pub relationships: HashSet<&'a str>,
+}
+
+/// The share of `a ∪ b` that is not in both (0: the same sets).
+pub fn turnover(a: &HashSet<&str>, b: &HashSet<&str>) -> f64 {
+    let union = a.union(b).count();
+    if union == 0 {
+        return 0.0;
+    }
+    a.symmetric_difference(b).count() as f64 / union as f64
+}
+
+/// Whether a community that keeps its number and level through an update
+/// gets a new report under `refresh`: `before` and `after` are its members
+/// and relationships, `degree` an entity's degree now. (A community whose
+/// previous report could cite a removed text unit always gets a new one;
+/// the caller checks that.)
+pub fn needs_new_report(
+    refresh: Refresh,
+    before: &Membership,
+    after: &Membership,
+    degree: impl Fn(&str) -> i64,
+    m: Materiality,
+) -> bool {
+    match refresh {
+        Refresh::All => true,
+        Refresh::Changed => before.entities != after.entities || before.relationships != after.relationships,
+        Refresh::Material => {
+            turnover(&before.entities, &after.entities) > m.fraction
+                || turnover(&before.relationships, &after.relationships) > m.fraction
+                || after.entities.difference(&before.entities).any(|e| degree(e) >= m.degree)
+        }
     }
 }
 
@@ -539,5 +644,65 @@ mod tests {
     fn text_context_lists_sources() {
         let c = text_context(&[(0, "First passage."), (1, "Second, with comma.")], 1000);
         assert!(c.contains("0,First passage.") && c.contains("1,\"Second, with comma.\""), "{c}");
+    }
+
+    #[test]
+    fn refresh_policy_on_a_hand_built_before_and_after_graph() {
+        let set = |v: &[&'static str]| -> HashSet<&'static str> { v.iter().copied().collect() };
+        let community = |e: &[&'static str], r: &[&'static str]| Membership { entities: set(e), relationships: set(r) };
+        // Ten members, nine relationships among them.
+        let members = ["A", "B", "C", "D", "E", "F", "G", "H", "I", "J"];
+        let links = ["AB", "BC", "CD", "DE", "EF", "FG", "GH", "HI", "IJ"];
+        let before = community(&members, &links);
+        let degree = |e: &str| if e == "HUB" { 12 } else { 2 };
+        let m = Materiality { fraction: 0.2, degree: 10 };
+        let new = |r, after: &Membership| needs_new_report(r, &before, after, degree, m);
+
+        // Unchanged: only `all` asks again (the cache answers it).
+        assert!(new(Refresh::All, &before));
+        assert!(!new(Refresh::Changed, &before) && !new(Refresh::Material, &before));
+
+        // One low-degree member and one relationship added: changed, not material
+        // (1 of 11 members, 1 of 10 relationships).
+        let grown = community(&[&members[..], &["K"]].concat(), &[&links[..], &["JK"]].concat());
+        assert!((turnover(&before.entities, &grown.entities) - 1.0 / 11.0).abs() < 1e-12);
+        assert!(new(Refresh::Changed, &grown) && !new(Refresh::Material, &grown));
+
+        // A new member with 12 relationships: material whatever the fraction.
+        let hub = community(&[&members[..], &["HUB"]].concat(), &[&links[..], &["HUBA"]].concat());
+        assert!(new(Refresh::Material, &hub));
+
+        // Three of ten members replaced: 6 of 13 turned over.
+        let swapped = community(&["A", "B", "C", "D", "E", "F", "G", "X", "Y", "Z"], &links);
+        assert!(new(Refresh::Material, &swapped));
+
+        // Same members, a third of the relationships replaced: material.
+        let rewired = community(&members, &["AB", "BC", "CD", "DE", "EF", "FG", "AJ", "BJ", "CJ"]);
+        assert!(new(Refresh::Changed, &rewired) && new(Refresh::Material, &rewired));
+
+        // The fraction is a setting: at 0.5 the swap is no longer material.
+        let lenient = Materiality { fraction: 0.5, degree: 10 };
+        assert!(!needs_new_report(Refresh::Material, &before, &swapped, degree, lenient));
+        assert_eq!(
+            Refresh::NAMES.map(Refresh::parse),
+            [Some(Refresh::All), Some(Refresh::Changed), Some(Refresh::Material)]
+        );
+        assert_eq!(Refresh::parse("sometimes"), None);
+    }
+
+    #[test]
+    fn a_context_that_fits_needs_no_sub_reports() {
+        let ents = [ent(1, "BOB", 1), ent(2, "SCROOGE", 5)];
+        let rels = [rel(1, "BOB", "SCROOGE", 6)];
+        let ctx = GraphContext::new(&ents, &rels, &[]);
+        let sub = SubReport { community: 7, full_content: "# Sub\n\nA sub-community.".into(), size: 2 };
+        assert!(ctx.fits(1000));
+        assert_eq!(
+            ctx.render(std::slice::from_ref(&sub), 1000),
+            ctx.render(&[], 1000),
+            "sub-reports unused when it fits"
+        );
+        assert!(!ctx.fits(20));
+        assert!(ctx.render(&[sub], 20).contains("-----Reports-----"));
     }
 }

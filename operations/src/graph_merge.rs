@@ -17,6 +17,10 @@ pub struct MergedEntity {
     pub descriptions: Vec<String>,
     /// Distinct, in first-seen order.
     pub text_unit_ids: Vec<String>,
+    /// Where each description came from: (index into `descriptions`, index
+    /// into `text_unit_ids`) for every text unit that gave it, in order. An
+    /// update tells the descriptions new text units brought by these.
+    pub description_sources: Vec<(u32, u32)>,
     /// Number of distinct text units.
     pub frequency: u32,
 }
@@ -32,6 +36,8 @@ pub struct MergedRelationship {
     pub weight: f64,
     /// Distinct, in first-seen order.
     pub text_unit_ids: Vec<String>,
+    /// As [`MergedEntity::description_sources`].
+    pub description_sources: Vec<(u32, u32)>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -45,15 +51,32 @@ pub struct MergeOptions {
 #[derive(Default)]
 struct Ordered {
     items: Vec<String>,
-    seen: HashSet<String>,
+    seen: HashMap<String, u32>,
 }
 
 impl Ordered {
-    fn add(&mut self, s: &str) {
-        if !s.is_empty() && !self.seen.contains(s) {
-            self.seen.insert(s.to_string());
-            self.items.push(s.to_string());
+    /// Adds `s` unless it is empty; its index among the items, if kept.
+    fn add(&mut self, s: &str) -> Option<u32> {
+        if s.is_empty() {
+            return None;
         }
+        if let Some(&i) = self.seen.get(s) {
+            return Some(i);
+        }
+        let i = self.items.len() as u32;
+        self.seen.insert(s.to_string(), i);
+        self.items.push(s.to_string());
+        Some(i)
+    }
+}
+
+/// Records that description `d` came from text unit `u`, once. A text unit's
+/// records are merged one after another, so a repeat can only be among the
+/// trailing pairs of the same unit.
+fn add_source(sources: &mut Vec<(u32, u32)>, d: Option<u32>, u: Option<u32>) {
+    let (Some(d), Some(u)) = (d, u) else { return };
+    if !sources.iter().rev().take_while(|(_, su)| *su == u).any(|&(sd, _)| sd == d) {
+        sources.push((d, u));
     }
 }
 
@@ -64,6 +87,7 @@ struct EntityAcc {
     types: Vec<(String, u32)>,
     descriptions: Ordered,
     units: Ordered,
+    sources: Vec<(u32, u32)>,
 }
 
 struct RelAcc {
@@ -72,6 +96,7 @@ struct RelAcc {
     descriptions: Ordered,
     weight: f64,
     units: Ordered,
+    sources: Vec<(u32, u32)>,
 }
 
 /// Merges the extractions of all text units (`(text_unit_id, extraction)`,
@@ -113,6 +138,7 @@ pub fn merge_extractions(
                     types: Vec::new(),
                     descriptions: Ordered::default(),
                     units: Ordered::default(),
+                    sources: Vec::new(),
                 });
                 entities.len() - 1
             });
@@ -123,8 +149,8 @@ pub fn merge_extractions(
                     None => acc.types.push((etype, 1)),
                 }
             }
-            acc.descriptions.add(e.description.trim());
-            acc.units.add(unit);
+            let (d, u) = (acc.descriptions.add(e.description.trim()), acc.units.add(unit));
+            add_source(&mut acc.sources, d, u);
         }
     }
 
@@ -145,15 +171,17 @@ pub fn merge_extractions(
                     descriptions: Ordered::default(),
                     weight: 0.0,
                     units: Ordered::default(),
+                    sources: Vec::new(),
                 });
                 rels.len() - 1
             });
             let acc = &mut rels[idx];
-            acc.descriptions.add(r.description.trim());
+            let d = acc.descriptions.add(r.description.trim());
             if r.strength.is_finite() {
                 acc.weight += r.strength;
             }
-            acc.units.add(unit);
+            let u = acc.units.add(unit);
+            add_source(&mut acc.sources, d, u);
         }
     }
 
@@ -191,6 +219,7 @@ pub fn merge_extractions(
                 frequency: e.units.items.len() as u32,
                 descriptions: e.descriptions.items,
                 text_unit_ids: e.units.items,
+                description_sources: e.sources,
             }
         })
         .collect();
@@ -200,6 +229,7 @@ pub fn merge_extractions(
         descriptions: Vec::new(),
         frequency: units.items.len() as u32,
         text_unit_ids: units.items,
+        description_sources: Vec::new(),
     }));
     let relationships = rels
         .into_iter()
@@ -209,6 +239,7 @@ pub fn merge_extractions(
             descriptions: r.descriptions.items,
             weight: r.weight,
             text_unit_ids: r.units.items,
+            description_sources: r.sources,
         })
         .collect();
     (merged, relationships)
@@ -286,6 +317,9 @@ mod tests {
         let bob = &ents[1];
         assert_eq!(bob.descriptions, ["Scrooge's clerk"]);
         assert_eq!(bob.text_unit_ids, ["t1", "t3"]);
+        // Which text units gave each description (repeats once).
+        assert_eq!(scrooge.description_sources, [(0, 0), (0, 1), (1, 1)]);
+        assert_eq!(bob.description_sources, [(0, 0), (0, 1)]);
         // An empty type does not vote; an empty description is not kept.
         assert_eq!(ents[2].entity_type, "GEO");
         assert_eq!(ents[2].descriptions, ["A city"]);
@@ -323,7 +357,9 @@ mod tests {
         );
         assert_eq!(rels[0].descriptions, ["Bob works for Scrooge", "Scrooge pays Bob fifteen shillings"]);
         assert_eq!(rels[0].text_unit_ids, ["t1", "t2", "t3"]);
+        assert_eq!(rels[0].description_sources, [(0, 0), (1, 1), (0, 2)]);
         assert!(rels[3].descriptions.is_empty());
+        assert!(rels[3].description_sources.is_empty(), "an empty description has no source");
     }
 
     #[test]

@@ -56,6 +56,11 @@ pub fn stable_uuid(kind: &str, parts: &[&str]) -> String {
     format!("{}-{}-{}-{}-{}", &s[..8], &s[8..12], &s[12..16], &s[16..20], &s[20..32])
 }
 
+/// The id of the entity titled `title` (entities.parquet's `id`).
+pub fn entity_id(title: &str) -> String {
+    stable_uuid("entity", &[title])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

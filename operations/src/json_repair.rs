@@ -1260,7 +1260,8 @@ mod tests {
             value in json_container(),
             pretty in any::<bool>(),
             fence in any::<bool>(),
-            before in "[A-Za-z0-9 ,.:;!?'\"()\n-]{0,40}",
+            // No `"` before the JSON: `"` + JSON + `"` is a JSON string, not an embedded value.
+            before in "[A-Za-z0-9 ,.:;!?'()\n-]{0,40}",
             after in "[A-Za-z0-9 ,.:;!?'\"(){}\\[\\]\n-]{0,40}",
         ) {
             let json = serialize(&value, pretty);

@@ -5,6 +5,7 @@
 
 pub mod chunking;
 pub mod community_report;
+pub mod entity_resolution;
 pub mod eval_score;
 pub mod extraction_parser;
 pub mod graph_merge;

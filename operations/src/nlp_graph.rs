@@ -575,7 +575,10 @@ impl Default for NlpGraphConfig {
             min_node_degree: 1,
             max_node_degree_std: None,
             min_edge_weight_pct: 40.0,
-            remove_ego_nodes: true,
+            // GraphRAG: true. The most connected entity is the corpus's
+            // protagonist or hub (SCROOGE in A Christmas Carol), and deleting
+            // it loses retrieval (docs/benchmarks.md, "Entity resolution").
+            remove_ego_nodes: false,
             lcc_only: false,
         }
     }
@@ -1121,7 +1124,7 @@ mod tests {
     #[test]
     fn defaults_match_graphrag() {
         let c = NlpGraphConfig::default();
-        assert!(!c.normalize_edge_weights && c.remove_ego_nodes && !c.lcc_only);
+        assert!(!c.normalize_edge_weights && !c.remove_ego_nodes && !c.lcc_only, "ego nodes kept, unlike GraphRAG");
         assert_eq!(c.cooccurrence_window, 2);
         assert_eq!((c.min_node_freq, c.min_node_degree, c.min_edge_weight_pct), (2, 1, 40.0));
         assert_eq!((c.max_node_freq_std, c.max_node_degree_std), (None, None));
@@ -1285,8 +1288,11 @@ mod tests {
         let a = build_cooccurrence_graph(&lists, &NlpGraphConfig::default());
         let b = build_cooccurrence_graph(&lists, &NlpGraphConfig::default());
         assert_eq!(a, b);
-        // The ego node (EBENEZER SCROOGE, highest degree) is gone, rare phrases too.
-        assert!(!node_list(&a).contains(&"EBENEZER SCROOGE"));
+        // The ego node (EBENEZER SCROOGE, highest degree) stays by default, and
+        // goes with GraphRAG's `remove_ego_nodes: true`; rare phrases go.
+        assert!(node_list(&a).contains(&"EBENEZER SCROOGE"));
+        let ego = NlpGraphConfig { remove_ego_nodes: true, ..NlpGraphConfig::default() };
+        assert!(!node_list(&build_cooccurrence_graph(&lists, &ego)).contains(&"EBENEZER SCROOGE"));
         assert!(a.nodes.iter().all(|n| n.frequency >= 2));
         assert!(a.edges.iter().all(|e| e.weight == f64::from(e.count) && e.source < e.target));
         assert!(!a.edges.is_empty());

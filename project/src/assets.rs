@@ -4,6 +4,9 @@
 
 pub const SETTINGS_EXAMPLE: &str = include_str!("../../settings.yaml.example");
 
+/// aliases.yaml as `init` writes it: the format, commented out.
+pub const ALIASES_EXAMPLE: &str = include_str!("../../aliases.yaml.example");
+
 /// Writes GraphRAG's LanceDB tables (`graphrag-rs export lancedb`).
 pub const EXPORT_LANCEDB_SCRIPT: &str = include_str!("../../scripts/export_lancedb.py");
 
@@ -12,5 +15,8 @@ pub const EXPORT_LANCEDB_SCRIPT: &str = include_str!("../../scripts/export_lance
 pub const PROMPTS_README: &str = include_str!("../../prompts/README.md");
 
 /// (method, pipeline YAML) of the shipped pipelines.
-pub const WORKFLOWS: &[(&str, &str)] =
-    &[("standard", include_str!("../../workflows/standard.yaml")), ("fast", include_str!("../../workflows/fast.yaml"))];
+pub const WORKFLOWS: &[(&str, &str)] = &[
+    ("standard", include_str!("../../workflows/standard.yaml")),
+    ("fast", include_str!("../../workflows/fast.yaml")),
+    ("light", include_str!("../../workflows/light.yaml")),
+];

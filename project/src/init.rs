@@ -8,7 +8,7 @@ use graphrag_engine::prompts::BUILTIN as PROMPTS;
 use graphrag_engine::settings::{self, SETTINGS_FILE};
 use graphrag_engine::store::atomic_write;
 
-use crate::assets::{PROMPTS_README, SETTINGS_EXAMPLE, WORKFLOWS};
+use crate::assets::{ALIASES_EXAMPLE, PROMPTS_README, SETTINGS_EXAMPLE, WORKFLOWS};
 
 #[derive(Debug, Clone, Default)]
 pub struct InitOptions {
@@ -74,6 +74,10 @@ pub fn init(root: &Path, opts: &InitOptions) -> anyhow::Result<InitReport> {
     }
     if !root.join(".env").exists() {
         write(".env", "GRAPHRAG_API_KEY=\n")?;
+    }
+    // The user's merges: never overwritten.
+    if !root.join("aliases.yaml").exists() {
+        write("aliases.yaml", ALIASES_EXAMPLE)?;
     }
     fs::create_dir_all(root.join("input"))?;
     Ok(InitReport { root: root.to_path_buf(), prompts: PROMPTS.len() })

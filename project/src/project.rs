@@ -52,7 +52,7 @@ fn pipeline_source(root: &Path, method: &str) -> anyhow::Result<(PathBuf, String
     match WORKFLOWS.iter().find(|(m, _)| *m == method) {
         Some((_, text)) => Ok((PathBuf::from(format!("<built-in {method}.yaml>")), text.to_string())),
         None => anyhow::bail!(
-            "unknown method `{method}`: expected auto, standard, fast, a workflows/<name>.yaml in the project, or a path to a pipeline .yaml{}",
+            "unknown method `{method}`: expected auto, standard, fast, light, a workflows/<name>.yaml in the project, or a path to a pipeline .yaml{}",
             did_you_mean(method, WORKFLOWS.iter().map(|(m, _)| *m))
         ),
     }
@@ -67,6 +67,16 @@ pub struct Project {
     pub output_dir: PathBuf,
     /// The chat model for which `auto` chose the standard pipeline.
     auto_standard: Option<String>,
+}
+
+/// The project's aliases file (entity merges forced or forbidden), checked
+/// before anything is spent: a mistake in it is an error naming its line.
+fn check_aliases_file(path: &Path) -> anyhow::Result<()> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => Ok(graphrag_engine::aliases_file::parse(&text, path).map(|_| ())?),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => anyhow::bail!("cannot read {}: {e}", path.display()),
+    }
 }
 
 impl Project {
@@ -87,6 +97,7 @@ impl Project {
         if let Some(warning) = loaded.ignored_warning() {
             tracing::warn!("{warning}");
         }
+        check_aliases_file(&root.join(&settings.resolve_entities.aliases_file))?;
         let llm = LlmService::from_settings(settings, root)?;
         let chat_id = &settings.extract_graph.completion_model_id;
         let auto_standard = (opts.method == "auto" && llm.has_chat_model(chat_id)).then(|| chat_id.clone());
@@ -124,8 +135,13 @@ impl Project {
         let mut targets = Vec::new();
         for step in &self.plan.steps {
             let args = &step.args;
-            let calls_none =
-                args.get("enabled") == Some(&false.into()) || args.get("mode") == Some(&"extractive".into());
+            let arg_is = |key: &str, value: serde_json::Value| args.get(key) == Some(&value);
+            // Off, extractive reports, entity resolution by rules (`auto` means
+            // rules where `model_in_auto` is false: the fast pipeline).
+            let calls_none = arg_is("enabled", false.into())
+                || arg_is("mode", "extractive".into())
+                || arg_is("mode", "rules".into())
+                || (arg_is("mode", "auto".into()) && arg_is("model_in_auto", false.into()));
             let Some(id) = args.get("model_id").and_then(|v| v.as_str()).filter(|_| !calls_none) else { continue };
             if s.completion_models.contains_key(id) && self.llm.has_chat_model(id) {
                 targets.push((ModelKind::Chat, id.to_string()));

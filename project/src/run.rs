@@ -273,7 +273,7 @@ pub fn update(root: &Path, opts: &UpdateOptions) -> Result<RunReport, RunError> 
 fn previous_method(output_dir: &Path) -> Option<String> {
     let stats: serde_json::Value = serde_json::from_slice(&std::fs::read(output_dir.join("stats.json")).ok()?).ok()?;
     let name = stats.get("pipeline")?.as_str()?;
-    matches!(name, "standard" | "fast").then(|| name.to_string())
+    matches!(name, "standard" | "fast" | "light").then(|| name.to_string())
 }
 
 fn changes(before: Option<&RecordBatch>, after: &RecordBatch) -> anyhow::Result<Changes> {

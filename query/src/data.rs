@@ -95,7 +95,9 @@ pub struct Graph {
     pub entity_units: Vec<Vec<u32>>,
     pub degree: Vec<i64>,
     pub entity_by_id: HashMap<String, usize>,
-    /// Entities by [`crate::context::title_key`] of their title.
+    /// Entities by [`crate::context::title_key`] of their title and of
+    /// each of their aliases (entity_aliases.parquet: the titles entity
+    /// resolution merged into them).
     pub entity_by_key: HashMap<String, Vec<usize>>,
     /// Words of the longest title key.
     pub max_key_words: usize,
@@ -119,7 +121,11 @@ pub struct Graph {
 }
 
 impl Graph {
-    fn load(entities: &RecordBatch, relationships: &RecordBatch) -> anyhow::Result<Graph> {
+    fn load(
+        entities: &RecordBatch,
+        relationships: &RecordBatch,
+        aliases: Option<&RecordBatch>,
+    ) -> anyhow::Result<Graph> {
         let t = "entities";
         let entity_id = owned(strings(entities, t, "id")?);
         let title = owned(strings(entities, t, "title")?);
@@ -159,13 +165,26 @@ impl Graph {
         let mut numbers = IdNumbers::default();
         let entity_units = numbered_lists_or(entities, t, "text_unit_ids", &mut numbers)?;
         let rel_units = numbered_lists_or(relationships, r, "text_unit_ids", &mut numbers)?;
+        let entity_by_id = index_of(&entity_id);
+        let mut names: Vec<(&str, usize)> = title.iter().enumerate().map(|(e, t)| (t.as_str(), e)).collect();
+        if let Some(a) = aliases {
+            let n = "entity_aliases";
+            for (alias, id) in strings(a, n, "alias")?.into_iter().zip(strings(a, n, "entity_id")?) {
+                if let Some(&e) = entity_by_id.get(id) {
+                    names.push((alias, e));
+                }
+            }
+        }
         let mut entity_by_key: HashMap<String, Vec<usize>> = HashMap::new();
         let mut max_key_words = 0;
-        for (e, t) in title.iter().enumerate() {
-            let key = crate::context::title_key(t);
+        for (name, e) in names {
+            let key = crate::context::title_key(name);
             if !key.is_empty() {
                 max_key_words = max_key_words.max(key.split(' ').count());
-                entity_by_key.entry(key).or_default().push(e);
+                let found = entity_by_key.entry(key).or_default();
+                if !found.contains(&e) {
+                    found.push(e);
+                }
             }
         }
         let entity_description = strings_or(entities, t, "description")?;
@@ -178,7 +197,7 @@ impl Graph {
             entity_description,
             entity_units,
             degree,
-            entity_by_id: index_of(&entity_id),
+            entity_by_id,
             entity_id,
             title,
             rel_hrid: short_ids(relationships, r)?,
@@ -631,7 +650,11 @@ impl Index {
     }
 
     pub fn graph(&self) -> anyhow::Result<Arc<Graph>> {
-        cached(&self.graph, || Graph::load(&self.read("entities")?, &self.read("relationships")?))
+        cached(&self.graph, || {
+            // Indexes built before entity resolution have no aliases table.
+            let aliases = self.has_table("entity_aliases").then(|| self.read("entity_aliases")).transpose()?;
+            Graph::load(&self.read("entities")?, &self.read("relationships")?, aliases.as_ref())
+        })
     }
 
     pub fn text_units(&self) -> anyhow::Result<Arc<TextUnits>> {
@@ -776,6 +799,42 @@ impl Index {
                 path: path.clone(),
             })
         })
+    }
+
+    /// Reads every table and vector file the index has, so that no query
+    /// reads the output folder later (a server loads an index this way while
+    /// it holds the writer lock, so that what it serves is one publication).
+    pub fn load_all(&self) -> anyhow::Result<()> {
+        if self.has_table("entities") && self.has_table("relationships") {
+            self.graph()?;
+        }
+        if self.has_table("text_units") {
+            self.text_units()?;
+            // BM25 terms (read, or rebuilt from the text units when missing or stale).
+            self.lexical()?;
+            if self.has_table("documents") {
+                self.unit_documents()?;
+            }
+            if self.has_table("entities") && self.has_table("relationships") {
+                self.passage_graph()?;
+            }
+        }
+        if self.has_table("community_reports") {
+            self.reports()?;
+        }
+        if self.has_table("communities") {
+            self.communities()?;
+        }
+        self.claims()?;
+        for field in
+            [Field::TextUnitText, Field::EntityDescription, Field::RelationshipDescription, Field::CommunityFullContent]
+        {
+            if self.output.join(format!("embeddings.{}.parquet", field.name())).exists() {
+                self.vectors(field)?;
+            }
+            self.source_rows(field);
+        }
+        Ok(())
     }
 
     /// Like [`Index::vectors`] but `None` instead of an error when the field

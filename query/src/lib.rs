@@ -246,6 +246,12 @@ impl QueryEngine {
         &self.settings
     }
 
+    /// Reads every table and vector file of the index now, rather than on
+    /// first use: after this, queries read nothing from the output folder.
+    pub fn load_all(&self) -> anyhow::Result<()> {
+        self.index.load_all()
+    }
+
     /// What `basic` ranks text units by.
     fn basic_retriever(&self) -> retrieval::Retriever {
         if self.settings.basic_search.hybrid {
@@ -352,6 +358,12 @@ impl QueryEngine {
         let started = Instant::now();
         if req.question.trim().is_empty() {
             bail!("the question is empty");
+        }
+        if matches!(req.method, Method::Global | Method::Drift) && !self.index.has_table("community_reports") {
+            bail!(
+                "{} search reads community reports, and this index has none (`--method light` makes none, as LightRAG): ask with local, basic, hybrid, mix or ppr, or index with `--method standard` for global and drift",
+                req.method
+            );
         }
         let (chat_id, embed_id, embed_setting) = self.model_ids(req.method);
         if !self.settings.completion_models.contains_key(&chat_id) {
@@ -639,9 +651,9 @@ impl Run<'_, '_> {
         let model = self.chat_model()?.with_options(options);
         let model = &model;
         let usage = &self.usage;
-        let futures = calls
-            .iter()
-            .map(|m| async move { model.chat_json_with(m, usage, check).await.map_err(anyhow::Error::from) });
+        let futures = calls.iter().map(|m| async move {
+            model.chat_json_with(m, usage, check).await.map(|a| a.value).map_err(anyhow::Error::from)
+        });
         Ok(self.block_on(futures_util::stream::iter(futures).buffered(in_flight.max(1)).collect()))
     }
 

@@ -647,6 +647,32 @@ fn empty_index_and_unmatched_questions() {
 }
 
 #[test]
+fn local_search_finds_an_entity_by_an_alias_entity_resolution_merged() {
+    let p = Project::new(false, "");
+    let first_entity = |engine: &QueryEngine| {
+        let mut req = QueryRequest::new(Method::Local, "What became of Krabat, the old partner?");
+        req.context_only = true;
+        record_column(&engine.query(&req, None).unwrap(), "entities", "entity")[0].clone()
+    };
+    assert_ne!(first_entity(&p.engine()), "JACOB MARLEY");
+    // entity_aliases.parquet: KRABAT was merged into JACOB MARLEY.
+    let aliases = RecordBatch::try_new(
+        schema::entity_aliases(),
+        vec![
+            schema::text_col(["KRABAT"]),
+            schema::text_col([entity_id(2)]),
+            schema::text_col(["JACOB MARLEY"]),
+            schema::text_col(["same_name"]),
+            schema::float_col([1.0]),
+            schema::text_col(["test"]),
+        ],
+    )
+    .unwrap();
+    write_table(&p.dir.path().join("output/entity_aliases.parquet"), &aliases).unwrap();
+    assert_eq!(first_entity(&p.engine()), "JACOB MARLEY");
+}
+
+#[test]
 fn embedding_dimension_mismatch_names_the_setting() {
     let p = Project::build(true, "", 64, false, MockConfig::default());
     let err = p.engine().query(&QueryRequest::new(Method::Local, "Scrooge?"), None).unwrap_err();

@@ -51,14 +51,20 @@ pub fn tables(root: &Path) -> BTreeMap<String, RecordBatch> {
 /// Five documents: consecutive passages of A Christmas Carol, so they
 /// share characters (entities with several sources).
 pub fn documents() -> Vec<(String, String)> {
+    passages(5, 2_000)
+}
+
+/// `n` consecutive passages of about `size` bytes of A Christmas Carol,
+/// from MARLEY'S GHOST on, as part0.txt, part1.txt, ...
+pub fn passages(n: usize, size: usize) -> Vec<(String, String)> {
     let full = fs::read_to_string(
         Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/christmas-carol/a_christmas_carol.txt"),
     )
     .unwrap();
     let mut at = full.find("MARLEY'S GHOST").unwrap();
-    (0..5)
+    (0..n)
         .map(|i| {
-            let mut end = (at + 2_000).min(full.len());
+            let mut end = (at + size).min(full.len());
             while !full.is_char_boundary(end) {
                 end -= 1;
             }

@@ -3,7 +3,8 @@
 //! reports. With a chat model: GraphRAG's report prompt (JSON, validated and
 //! repaired). Without one: extractive reports, labelled as such.
 
-use std::collections::{BTreeMap, HashMap};
+use std::cell::{Cell, RefCell};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use rayon::prelude::*;
 use std::sync::Arc;
@@ -15,16 +16,20 @@ use serde_json::Value;
 use graphrag_engine::context::VerbContext;
 use graphrag_engine::llm::{answer, Message};
 use graphrag_engine::schema;
-use graphrag_engine::settings::CommunityReportsConfig;
-use graphrag_engine::table::{ints, strings, StringLists};
+use graphrag_engine::settings::{CommunityReportsConfig, UpdateConfig};
+use graphrag_engine::table::{int_lists, ints, strings, StringLists};
 use graphrag_engine::verb::{Verb, VerbDef, VerbInfo};
 use graphrag_operations::community_report::{
-    extractive_report, full_content, graph_context, report_from_json, report_json, text_context, ContextClaim,
-    ContextEntity, ContextRelationship, Report, SubReport,
+    extractive_report, full_content, is_extractive, needs_new_report, report_from_json, report_json, text_context,
+    ContextClaim, ContextEntity, ContextRelationship, Finding, GraphContext, Materiality, Membership, Refresh, Report,
+    SubReport,
 };
 use graphrag_operations::ids::stable_uuid;
 
-use crate::llm_steps::{fingerprint, map_concurrently, IN_FLIGHT};
+use futures_util::future::{FutureExt, LocalBoxFuture, Shared};
+use futures_util::stream::{self, StreamExt};
+
+use crate::llm_steps::{fingerprint, IN_FLIGHT};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -44,11 +49,21 @@ pub struct CommunityReport {
     pub max_length: u32,
     /// Tokens of context per community.
     pub max_input_length: usize,
+    /// In an update, which reports are written again: `all`, `changed` or
+    /// `material` (the others are kept from the previous index); see
+    /// `community_report::Refresh`.
+    pub refresh: String,
+    /// `material`: a community whose members or relationships turned over by
+    /// more than this fraction.
+    pub material_fraction: f64,
+    /// `material`: a community that gained an entity with at least this
+    /// many relationships.
+    pub material_degree: i64,
 }
 
 impl Default for CommunityReport {
     fn default() -> Self {
-        let s = CommunityReportsConfig::default();
+        let (s, u) = (CommunityReportsConfig::default(), UpdateConfig::default());
         CommunityReport {
             method: "graph".into(),
             mode: s.mode,
@@ -58,6 +73,9 @@ impl Default for CommunityReport {
             text_prompt: s.text_prompt,
             max_length: s.max_length,
             max_input_length: s.max_input_length as usize,
+            refresh: u.community_reports,
+            material_fraction: u.material_fraction,
+            material_degree: i64::from(u.material_degree),
         }
     }
 }
@@ -76,6 +94,15 @@ impl VerbDef for CommunityReport {
         }
         if !["auto", "llm", "extractive"].contains(&self.mode.as_str()) {
             return Err(format!("mode `{}` is not one of auto, llm, extractive", self.mode));
+        }
+        if Refresh::parse(&self.refresh).is_none() {
+            return Err(format!("refresh `{}` is not one of {}", self.refresh, Refresh::NAMES.join(", ")));
+        }
+        if !(0.0..=1.0).contains(&self.material_fraction) {
+            return Err(format!("material_fraction {} is not between 0 and 1", self.material_fraction));
+        }
+        if self.material_degree < 1 {
+            return Err(format!("material_degree {} must be at least 1", self.material_degree));
         }
         Ok(())
     }
@@ -114,6 +141,10 @@ struct Material<'a> {
 impl Material<'_> {
     fn extractive_report(&self) -> Report {
         extractive_report(&self.entities, &self.relationships, self.relationship_count, &self.units)
+    }
+
+    fn graph_context(&self) -> GraphContext {
+        GraphContext::new(&self.entities, &self.relationships, &self.claims)
     }
 }
 
@@ -255,24 +286,21 @@ impl<'a> Sources<'a> {
     }
 }
 
-fn list_of_ints(t: &RecordBatch, column: &str) -> anyhow::Result<Vec<Vec<i64>>> {
-    use arrow_array::cast::AsArray;
-    use arrow_array::types::Int64Type;
-    use arrow_array::Array;
-    let col = graphrag_engine::table::column_of(t, "communities", column)?;
-    let lists = col.as_list_opt::<i32>().ok_or_else(|| anyhow::anyhow!("communities.{column} is not a list"))?;
-    Ok((0..lists.len())
-        .map(|i| lists.value(i).as_primitive::<Int64Type>().iter().map(|v| v.unwrap_or(0)).collect())
-        .collect())
-}
-
 impl Verb for CommunityReport {
     fn external_fingerprint(&self, ctx: &VerbContext) -> anyhow::Result<Option<String>> {
         if !self.uses_llm(ctx)? {
             return Ok(Some("extractive".into()));
         }
         let model = ctx.llm()?.chat_model_for(&self.model_id, self.model_instance_name.as_deref())?;
-        Ok(Some(fingerprint(&model.fingerprint(), &[&ctx.prompt(self.prompt_path())?])))
+        let mut fp = fingerprint(&model.fingerprint(), &[&ctx.prompt(self.prompt_path())?]);
+        // In an update, reports may be kept from the previous index.
+        if let Some(p) = ctx.previous() {
+            for t in ["communities", "community_reports"] {
+                fp.push(':');
+                fp.push_str(&p.fingerprint(t).unwrap_or_default());
+            }
+        }
+        Ok(Some(fp))
     }
 
     fn run(&self, inputs: &[Arc<RecordBatch>], ctx: &VerbContext) -> anyhow::Result<Vec<RecordBatch>> {
@@ -283,104 +311,122 @@ impl Verb for CommunityReport {
             ints(comms, "communities", "parent")?,
             ints(comms, "communities", "size")?,
         );
-        let children = list_of_ints(comms, "children")?;
+        let children = int_lists(comms, "communities", "children")?;
         let sources = Sources::read(inputs, self.max_input_length)?;
         let use_llm = self.uses_llm(ctx)?;
-        let model = if use_llm {
-            Some(ctx.llm()?.chat_model_for(&self.model_id, self.model_instance_name.as_deref())?)
-        } else {
-            None
-        };
-        let prompt = if use_llm { Some(ctx.prompt(self.prompt_path())?) } else { None };
-        let usage = &ctx.counters.usage;
         let bar = ctx.progress(comms.num_rows() as u64, "communities");
         let mut reports: BTreeMap<i64, Report> = BTreeMap::new();
-        let mut levels = level.clone();
-        levels.sort_unstable();
-        levels.dedup();
-        let sizes: HashMap<i64, usize> = community.iter().zip(&size).map(|(&c, &s)| (c, s as usize)).collect();
         let (mut repaired, mut fallbacks) = (0, 0);
         let mut failed = Vec::new();
-        let check = answer::json(
-            "the report as one JSON object with title, summary, rating, rating_explanation and findings, no other text",
-            report_from_json,
-        );
-        // Finest level first: parents may need their children's reports.
-        for &at_level in levels.iter().rev() {
-            let here: Vec<usize> = (0..comms.num_rows()).filter(|&i| level[i] == at_level).collect();
-            if model.is_none() {
-                // Extractive reports need no context and no other report: all
-                // at once, each community's material gathered and dropped in turn.
-                let done: Vec<(i64, Report)> = here
-                    .par_iter()
-                    .map(|&i| {
-                        bar.inc(1);
-                        (community[i], sources.gather(i).extractive_report())
-                    })
-                    .collect();
-                reports.extend(done);
-                continue;
-            }
-            let materials: Vec<Material> = here.iter().map(|&i| sources.gather(i)).collect();
-            let contexts: Vec<String> = here
-                .iter()
-                .zip(&materials)
-                .map(|(&i, m)| {
-                    if self.method == "text" {
-                        return text_context(&m.units, self.max_input_length);
-                    }
-                    let subs: Vec<SubReport> = children[i]
-                        .iter()
-                        .filter_map(|ch| reports.get(ch).map(|r| (ch, r)))
-                        .map(|(ch, r)| SubReport {
-                            community: *ch,
-                            full_content: full_content(r),
-                            size: sizes.get(ch).copied().unwrap_or(0),
-                        })
-                        .collect();
-                    graph_context(&m.entities, &m.relationships, &m.claims, &subs, self.max_input_length)
+        if !use_llm {
+            // Extractive reports need no context and no other report: all
+            // at once, each community's material gathered and dropped in turn.
+            let done: Vec<(i64, Report)> = (0..comms.num_rows())
+                .into_par_iter()
+                .map(|i| {
+                    bar.inc(1);
+                    (community[i], sources.gather(i).extractive_report())
                 })
                 .collect();
-            let results: Vec<anyhow::Result<Option<(Report, bool)>>> = match (&model, &prompt) {
-                (Some(model), Some(prompt)) => map_concurrently(ctx.llm()?, contexts, IN_FLIGHT, |context| {
-                    let (model, bar, check) = (model.clone(), bar.clone(), &check);
-                    async move {
-                        let vars = BTreeMap::from([
-                            ("input_text", Value::from(context)),
-                            ("max_report_length", Value::from(self.max_length)),
-                        ]);
-                        let report = model.chat_json_with(&[Message::user(prompt.render(&vars)?)], usage, check).await;
-                        bar.inc(1);
-                        Ok(Some(report?))
-                    }
-                }),
-                _ => contexts.iter().map(|_| Ok(None)).collect(),
-            };
-            for ((&i, m), result) in here.iter().zip(&materials).zip(results) {
-                let (report, how) = match result {
-                    Ok(Some((r, fixed))) => {
-                        repaired += fixed as u64;
-                        (r, "llm")
-                    }
-                    Ok(None) => {
-                        bar.inc(1);
-                        (m.extractive_report(), "extractive")
-                    }
-                    Err(e) => {
-                        // Tolerated (or the step fails below): parents still get a sub-report.
-                        let name = format!("community {} (level {})", community[i], level[i]);
-                        failed.push((community[i].to_string(), name, e));
-                        fallbacks += 1;
-                        (m.extractive_report(), "extractive (the model's report failed)")
-                    }
+            reports.extend(done);
+        } else {
+            let model = ctx.llm()?.chat_model_for(&self.model_id, self.model_instance_name.as_deref())?;
+            let prompt = ctx.prompt(self.prompt_path())?;
+            let usage = &ctx.counters.usage;
+            let kept = self.reports_to_keep(ctx, inputs)?;
+            ctx.count("reports_kept", kept.len() as u64);
+            bar.inc(kept.len() as u64);
+            reports.extend(kept);
+            let sizes: HashMap<i64, usize> = community.iter().zip(&size).map(|(&c, &s)| (c, s as usize)).collect();
+            let check = answer::json(
+                "the report as one JSON object with title, summary, rating, rating_explanation and findings, no other text",
+                report_from_json,
+            );
+            let schedule = self.schedule(&sources, &community, &children, &reports);
+            let row_of: HashMap<i64, usize> = community.iter().enumerate().map(|(i, &c)| (c, i)).collect();
+            let total = comms.num_rows();
+            let (repairs, fallback_count, failures) = (Cell::new(0u64), Cell::new(0u64), RefCell::new(Vec::new()));
+            // One future per report to make, in schedule order (sub-communities
+            // first); a report that needs its sub-communities' reports awaits
+            // theirs, and only theirs.
+            let mut pending: Vec<Option<ReportFuture>> = vec![None; total];
+            for &i in &schedule.order {
+                let subs: Vec<(i64, Child)> = if schedule.waits[i] {
+                    children[i]
+                        .iter()
+                        .filter_map(|ch| match (reports.get(ch), row_of.get(ch).and_then(|&r| pending[r].clone())) {
+                            (Some(kept), _) => Some((*ch, Child::Done(kept))),
+                            (None, Some(f)) => Some((*ch, Child::Pending(f))),
+                            _ => None,
+                        })
+                        .collect()
+                } else {
+                    Vec::new()
                 };
-                tracing::debug!(community = community[i], how, "report");
-                reports.insert(community[i], report);
+                let (model, prompt, bar, check, sources) = (model.clone(), &prompt, bar.clone(), &check, &sources);
+                let (wave, sizes, failures, repairs, fallbacks) =
+                    (schedule.wave[i], &sizes, &failures, &repairs, &fallback_count);
+                let (community, level) = (community[i], level[i]);
+                let report = async move {
+                    let mut sub_reports = Vec::with_capacity(subs.len());
+                    for (ch, child) in subs {
+                        let full_content = match child {
+                            Child::Done(r) => full_content(r),
+                            Child::Pending(f) => full_content(f.await.as_ref()),
+                        };
+                        sub_reports.push(SubReport {
+                            community: ch,
+                            full_content,
+                            size: sizes.get(&ch).copied().unwrap_or(0),
+                        });
+                    }
+                    let m = sources.gather(i);
+                    let context = if self.method == "text" {
+                        text_context(&m.units, self.max_input_length)
+                    } else {
+                        m.graph_context().render(&sub_reports, self.max_input_length)
+                    };
+                    let vars = BTreeMap::from([
+                        ("input_text", Value::from(context)),
+                        ("max_report_length", Value::from(self.max_length)),
+                    ]);
+                    // Beyond the tolerated fraction the step fails: no point asking more.
+                    if failures.borrow().len() as f64 / total as f64 > ctx.tolerated_failures() {
+                        bar.inc(1);
+                        return Arc::new(m.extractive_report());
+                    }
+                    let answer = match prompt.render(&vars) {
+                        Ok(p) => model.chat_json_with(&[Message::user(p)], usage, check).await.map_err(Into::into),
+                        Err(e) => Err(e),
+                    };
+                    bar.inc(1);
+                    Arc::new(match answer {
+                        Ok(answer) => {
+                            ctx.counters.waves.record(wave, &answer);
+                            let (r, fixed) = answer.value;
+                            repairs.set(repairs.get() + fixed as u64);
+                            r
+                        }
+                        Err(e) => {
+                            // Tolerated (or the step fails): parents still get a sub-report.
+                            let name = format!("community {community} (level {level})");
+                            failures.borrow_mut().push((community.to_string(), name, e));
+                            fallbacks.set(fallbacks.get() + 1);
+                            tracing::debug!(community, "the model's report failed: extractive");
+                            m.extractive_report()
+                        }
+                    })
+                };
+                pending[i] = Some(report.boxed_local().shared());
             }
-            // Beyond the tolerated fraction: no point making the parents' reports.
-            if failed.len() as f64 / comms.num_rows() as f64 > ctx.tolerated_failures() {
-                break;
+            let futures = schedule.order.iter().map(|&i| pending[i].clone().expect("scheduled"));
+            let made: Vec<Arc<Report>> = ctx.llm()?.block_on(stream::iter(futures).buffered(IN_FLIGHT).collect());
+            drop(pending);
+            for (&i, r) in schedule.order.iter().zip(made) {
+                reports.insert(community[i], Arc::unwrap_or_clone(r));
             }
+            (repaired, fallbacks) = (repairs.get(), fallback_count.get());
+            failed = failures.into_inner();
         }
         bar.finish_and_clear();
         ctx.item_failures("community report", comms.num_rows(), failed)?;
@@ -415,4 +461,164 @@ impl Verb for CommunityReport {
         )?;
         Ok(vec![table])
     }
+}
+
+impl CommunityReport {
+    /// The order in which the reports still to make can be asked for: a
+    /// report waits only for its sub-communities' reports, and only when its
+    /// own context does not fit `max_input_length` (then GraphRAG puts those
+    /// reports in its place). So most reports of every level are asked for
+    /// at once, not a hierarchy level at a time.
+    fn schedule(
+        &self,
+        sources: &Sources,
+        community: &[i64],
+        children: &[Vec<i64>],
+        done: &BTreeMap<i64, Report>,
+    ) -> Schedule {
+        let row_of: HashMap<i64, usize> = community.iter().enumerate().map(|(i, &c)| (c, i)).collect();
+        let waits: Vec<bool> = (0..community.len())
+            .map(|i| {
+                self.method != "text"
+                    && !done.contains_key(&community[i])
+                    && children[i].iter().any(|c| row_of.contains_key(c))
+                    && !sources.gather(i).graph_context().fits(self.max_input_length)
+            })
+            .collect();
+        // A report's wave: 0 when it waits for nothing, else one more than its
+        // sub-communities' (children are at a deeper level: no cycle).
+        fn wave_of(i: usize, s: &mut Schedule, children: &[Vec<i64>], row_of: &HashMap<i64, usize>) -> usize {
+            if s.wave[i] != usize::MAX {
+                return s.wave[i];
+            }
+            let mut w = 0;
+            if s.waits[i] {
+                for ch in children[i].iter().filter_map(|c| row_of.get(c)) {
+                    w = w.max(1 + wave_of(*ch, s, children, row_of));
+                }
+            }
+            s.wave[i] = w;
+            w
+        }
+        let n = community.len();
+        let mut s = Schedule { order: Vec::new(), wave: vec![usize::MAX; n], waits };
+        for i in 0..n {
+            wave_of(i, &mut s, children, &row_of);
+        }
+        s.order = (0..n).filter(|&i| !done.contains_key(&community[i])).collect();
+        s.order.sort_by_key(|&i| s.wave[i]);
+        s
+    }
+
+    /// In an update, the previous index's reports of the communities that,
+    /// under `refresh`, need no new one (by community number): same number
+    /// and level, a model-made report, no source text unit removed, and no
+    /// change that `refresh` calls for a new report.
+    fn reports_to_keep(&self, ctx: &VerbContext, inputs: &[Arc<RecordBatch>]) -> anyhow::Result<HashMap<i64, Report>> {
+        let refresh = Refresh::parse(&self.refresh).unwrap_or(Refresh::Material);
+        let Some(previous) = ctx.previous().filter(|_| refresh != Refresh::All) else { return Ok(HashMap::new()) };
+        let (Some(before), Some(old_reports)) = (previous.table("communities")?, previous.table("community_reports")?)
+        else {
+            return Ok(HashMap::new());
+        };
+        let (comms, ents, units) = (&inputs[0], &inputs[1], &inputs[4]);
+        let degree: HashMap<&str, i64> =
+            strings(ents, "entities", "id")?.into_iter().zip(ints(ents, "entities", "degree")?).collect();
+        let units_now: HashSet<&str> = strings(units, "text_units", "id")?.into_iter().collect();
+        let (b_ents, b_rels, b_units) = (
+            StringLists::new(&before, "communities", "entity_ids")?,
+            StringLists::new(&before, "communities", "relationship_ids")?,
+            StringLists::new(&before, "communities", "text_unit_ids")?,
+        );
+        let before_rows: HashMap<(i64, i64), usize> = ints(&before, "communities", "community")?
+            .into_iter()
+            .zip(ints(&before, "communities", "level")?)
+            .enumerate()
+            .map(|(row, key)| (key, row))
+            .collect();
+        let old = previous_reports(&old_reports)?;
+        let (a_ents, a_rels) = (
+            StringLists::new(comms, "communities", "entity_ids")?,
+            StringLists::new(comms, "communities", "relationship_ids")?,
+        );
+        let m = Materiality { fraction: self.material_fraction, degree: self.material_degree };
+        let mut kept = HashMap::new();
+        for (i, key) in
+            ints(comms, "communities", "community")?.into_iter().zip(ints(comms, "communities", "level")?).enumerate()
+        {
+            let (Some(&b), Some(report)) = (before_rows.get(&key), old.get(&key.0)) else { continue };
+            if is_extractive(report) || !b_units.row(b).all(|u| units_now.contains(u)) {
+                continue;
+            }
+            let (was, is) = (membership(b, &b_ents, &b_rels), membership(i, &a_ents, &a_rels));
+            if !needs_new_report(refresh, &was, &is, |e| degree.get(e).copied().unwrap_or(0), m) {
+                kept.insert(key.0, report.clone());
+            }
+        }
+        Ok(kept)
+    }
+}
+
+/// When the reports still to make can be asked for (see `CommunityReport::schedule`).
+struct Schedule {
+    /// Rows of the communities without a report yet, those that wait after those they wait for.
+    order: Vec<usize>,
+    /// Per row: the dependent wave its report is in (0: it waits for no other report).
+    wave: Vec<usize>,
+    /// Per row: whether its report needs its sub-communities' reports.
+    waits: Vec<bool>,
+}
+
+/// A report on its way, awaited by the report stream and by its parent's.
+type ReportFuture<'a> = Shared<LocalBoxFuture<'a, Arc<Report>>>;
+
+/// A sub-community's report, kept from the previous index or on its way.
+enum Child<'a> {
+    Done(&'a Report),
+    Pending(ReportFuture<'a>),
+}
+
+/// Row `i` of a communities table's member and relationship lists.
+fn membership<'a>(i: usize, entities: &StringLists<'a>, relationships: &StringLists<'a>) -> Membership<'a> {
+    Membership { entities: entities.row(i).collect(), relationships: relationships.row(i).collect() }
+}
+
+/// The reports of a community_reports table, by community number.
+fn previous_reports(t: &RecordBatch) -> anyhow::Result<HashMap<i64, Report>> {
+    use arrow_array::cast::AsArray;
+    use arrow_array::Array;
+    let n = "community_reports";
+    let findings = graphrag_engine::table::column_of(t, n, "findings")?
+        .as_list_opt::<i32>()
+        .ok_or_else(|| anyhow::anyhow!("community_reports.findings is not a list"))?;
+    let (titles, summaries, explanations) =
+        (strings(t, n, "title")?, strings(t, n, "summary")?, strings(t, n, "rating_explanation")?);
+    let ratings = graphrag_engine::table::floats(t, n, "rank")?;
+    // A finding's field by name (GraphRAG's files may order them otherwise).
+    let field = |row: &arrow_array::StructArray, name: &str, j: usize| -> String {
+        match row.column_by_name(name) {
+            Some(c) if c.data_type() == &arrow_schema::DataType::LargeUtf8 => c.as_string::<i64>().value(j).to_string(),
+            Some(c) => c.as_string_opt::<i32>().map(|c| c.value(j).to_string()).unwrap_or_default(),
+            None => String::new(),
+        }
+    };
+    let mut out = HashMap::new();
+    for (i, c) in ints(t, n, "community")?.into_iter().enumerate() {
+        let row = findings.value(i);
+        let row = row.as_struct();
+        let findings = (0..row.len())
+            .map(|j| Finding { explanation: field(row, "explanation", j), summary: field(row, "summary", j) })
+            .collect();
+        out.insert(
+            c,
+            Report {
+                title: titles[i].to_string(),
+                summary: summaries[i].to_string(),
+                rating: ratings[i],
+                rating_explanation: explanations[i].to_string(),
+                findings,
+            },
+        );
+    }
+    Ok(out)
 }

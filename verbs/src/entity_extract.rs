@@ -10,7 +10,6 @@ use serde_json::Value;
 
 use graphrag_engine::context::VerbContext;
 use graphrag_engine::failures::TEXT_UNIT;
-use graphrag_engine::llm::UsageCounters;
 use graphrag_engine::schema;
 use graphrag_engine::settings::ExtractGraphConfig;
 use graphrag_engine::table::strings;
@@ -103,7 +102,7 @@ impl Verb for EntityExtract {
         let units = &inputs[0];
         let ids = strings(units, "text_units", "id")?;
         let texts = strings(units, "text_units", "text")?;
-        let usage: &UsageCounters = &ctx.counters.usage;
+        let counters = ctx.counters;
         let bar = ctx.progress(texts.len() as u64, "chunks");
         let records = records_check(&d, graph_records);
 
@@ -120,7 +119,7 @@ impl Verb for EntityExtract {
                     &continue_prompt.render(&v)?,
                     &loop_prompt.render(&v)?,
                     self.max_gleanings,
-                    usage,
+                    counters,
                     records,
                 )
                 .await;

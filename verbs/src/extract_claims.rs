@@ -144,7 +144,7 @@ impl Verb for ExtractClaims {
         let units = &inputs[0];
         let ids = strings(units, "text_units", "id")?;
         let texts = strings(units, "text_units", "text")?;
-        let usage = &ctx.counters.usage;
+        let counters = ctx.counters;
         let bar = ctx.progress(texts.len() as u64, "chunks");
         let records = records_check(&d, claim_records);
         let results = map_concurrently(llm, texts.iter().map(|t| t.to_string()).collect(), IN_FLIGHT, |text| {
@@ -153,7 +153,7 @@ impl Verb for ExtractClaims {
                 (model.clone(), &prompt, &cont, &check, bar.clone(), &d, &records);
             async move {
                 let (first, cont, check) = (prompt.render(&v)?, cont.render(&v)?, check.render(&v)?);
-                let output = glean(&model, first, &cont, &check, self.max_gleanings, usage, records).await;
+                let output = glean(&model, first, &cont, &check, self.max_gleanings, counters, records).await;
                 bar.inc(1);
                 anyhow::Ok(parse_claim_records(&output?, d))
             }

@@ -139,6 +139,7 @@ impl Verb for ExtractGraphNlp {
                 schema::id_list_col(no_descriptions(graph.nodes.len())),
                 schema::id_list_col_of(unit_ids.clone(), graph.nodes.iter().map(|n| chunk_rows(&n.chunk_ids))),
                 schema::int_col(graph.nodes.iter().map(|n| i64::from(n.frequency))),
+                schema::int_list_col(std::iter::repeat_n(Vec::new(), graph.nodes.len())),
             ],
         )?;
         let relationships = schema::batch(
@@ -149,6 +150,7 @@ impl Verb for ExtractGraphNlp {
                 schema::id_list_col(no_descriptions(graph.edges.len())),
                 schema::float_col(graph.edges.iter().map(|e| e.weight)),
                 schema::id_list_col_of(unit_ids, graph.edges.iter().map(|e| chunk_rows(&e.chunk_ids))),
+                schema::int_list_col(std::iter::repeat_n(Vec::new(), graph.edges.len())),
             ],
         )?;
         Ok(vec![entities, relationships])

@@ -13,7 +13,7 @@ use graphrag_engine::schema;
 use graphrag_engine::table::{floats, ints, string_column, strings, StringLists};
 use graphrag_engine::verb::{Verb, VerbDef, VerbInfo};
 use graphrag_operations::graph_merge::{MergedEntity, MergedRelationship};
-use graphrag_operations::ids::stable_uuid;
+use graphrag_operations::ids::{entity_id, stable_uuid};
 
 use crate::graph_tables::{joined_descriptions, read_merged_entities, read_merged_relationships};
 
@@ -67,7 +67,7 @@ impl Verb for FinalizeGraph {
         let covariates = &inputs[3];
         let degree = degrees(r_source.iter().copied().zip(r_target.iter().copied()));
         let deg = |t: &str| degree.get(t).copied().unwrap_or(0);
-        let entity_ids: Vec<String> = e_title.iter().map(|t| stable_uuid("entity", &[t])).collect();
+        let entity_ids: Vec<String> = e_title.iter().map(|t| entity_id(t)).collect();
         let rel_ids: Vec<String> =
             r_source.iter().zip(&r_target).map(|(s, t)| stable_uuid("relationship", &[s, t])).collect();
 

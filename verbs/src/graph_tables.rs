@@ -4,7 +4,7 @@
 use arrow_array::RecordBatch;
 
 use graphrag_engine::schema;
-use graphrag_engine::table::{floats, ints, string_list_refs, string_lists, strings};
+use graphrag_engine::table::{floats, int_lists, ints, string_list_refs, string_lists, strings};
 use graphrag_operations::graph_merge::{MergedEntity, MergedRelationship};
 
 pub fn merged_entities_table(entities: &[MergedEntity]) -> anyhow::Result<RecordBatch> {
@@ -16,8 +16,28 @@ pub fn merged_entities_table(entities: &[MergedEntity]) -> anyhow::Result<Record
             schema::id_list_col(entities.iter().map(|e| &e.descriptions)),
             schema::id_list_col(entities.iter().map(|e| &e.text_unit_ids)),
             schema::int_col(entities.iter().map(|e| e.frequency as i64)),
+            sources_col(entities.iter().map(|e| &e.description_sources)),
         ],
     )?)
+}
+
+/// `description_sources` as flat pairs (see `schema::graph_entities`).
+fn sources_col<'a>(rows: impl Iterator<Item = &'a Vec<(u32, u32)>>) -> arrow_array::ArrayRef {
+    schema::int_list_col(rows.map(|pairs| pairs.iter().flat_map(|&(d, u)| [i64::from(d), i64::from(u)]).collect()))
+}
+
+/// `description_sources` of a merged graph table, one list of pairs per row;
+/// empty lists for a table without the column (written before it existed):
+/// the sources are unknown then, and an update summarises such an element
+/// from all its descriptions, as a fresh index does.
+fn read_sources(t: &RecordBatch, name: &str) -> anyhow::Result<Vec<Vec<(u32, u32)>>> {
+    if t.column_by_name("description_sources").is_none() {
+        return Ok(vec![Vec::new(); t.num_rows()]);
+    }
+    Ok(int_lists(t, name, "description_sources")?
+        .into_iter()
+        .map(|flat| flat.chunks_exact(2).map(|p| (p[0] as u32, p[1] as u32)).collect())
+        .collect())
 }
 
 pub fn merged_relationships_table(rels: &[MergedRelationship]) -> anyhow::Result<RecordBatch> {
@@ -29,6 +49,7 @@ pub fn merged_relationships_table(rels: &[MergedRelationship]) -> anyhow::Result
             schema::id_list_col(rels.iter().map(|r| &r.descriptions)),
             schema::float_col(rels.iter().map(|r| r.weight)),
             schema::id_list_col(rels.iter().map(|r| &r.text_unit_ids)),
+            sources_col(rels.iter().map(|r| &r.description_sources)),
         ],
     )?)
 }
@@ -39,12 +60,14 @@ pub fn read_merged_entities(t: &RecordBatch, name: &str) -> anyhow::Result<Vec<M
     let descs = descriptions(t, name)?;
     let units = string_lists(t, name, "text_unit_ids")?;
     let freq = ints(t, name, "frequency")?;
+    let mut sources = read_sources(t, name)?;
     Ok((0..t.num_rows())
         .map(|i| MergedEntity {
             title: titles[i].to_string(),
             entity_type: types[i].to_string(),
             descriptions: descs[i].clone(),
             text_unit_ids: units[i].clone(),
+            description_sources: std::mem::take(&mut sources[i]),
             frequency: freq[i] as u32,
         })
         .collect())
@@ -56,6 +79,7 @@ pub fn read_merged_relationships(t: &RecordBatch, name: &str) -> anyhow::Result<
     let descs = descriptions(t, name)?;
     let weights = floats(t, name, "weight")?;
     let units = string_lists(t, name, "text_unit_ids")?;
+    let mut description_sources = read_sources(t, name)?;
     Ok((0..t.num_rows())
         .map(|i| MergedRelationship {
             source: sources[i].to_string(),
@@ -63,6 +87,7 @@ pub fn read_merged_relationships(t: &RecordBatch, name: &str) -> anyhow::Result<
             descriptions: descs[i].clone(),
             weight: weights[i],
             text_unit_ids: units[i].clone(),
+            description_sources: std::mem::take(&mut description_sources[i]),
         })
         .collect())
 }

@@ -15,6 +15,7 @@ pub mod lexical_index;
 mod llm_steps;
 pub mod load_documents;
 pub mod merge_graphs;
+pub mod resolve_entities;
 pub mod summarize;
 #[cfg(test)]
 mod testing;
@@ -29,6 +30,7 @@ pub fn registry() -> Registry {
         .register::<entity_extract::EntityExtract>()
         .register::<extract_graph_nlp::ExtractGraphNlp>()
         .register::<merge_graphs::MergeGraphs>()
+        .register::<resolve_entities::ResolveEntities>()
         .register::<summarize::Summarize>()
         .register::<extract_claims::ExtractClaims>()
         .register::<finalize_graph::FinalizeGraph>()

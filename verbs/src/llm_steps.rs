@@ -7,8 +7,9 @@ use arrow_array::RecordBatch;
 use futures_util::stream::{self, StreamExt};
 use serde_json::Value;
 
+use graphrag_engine::context::StepCounters;
 use graphrag_engine::llm::answer::{self, AnswerCheck};
-use graphrag_engine::llm::{count_prompt_tokens, ChatModel, LlmError, LlmService, Message, UsageCounters};
+use graphrag_engine::llm::{count_prompt_tokens, ChatModel, LlmError, LlmService, Message};
 use graphrag_engine::prompts::PromptTemplate;
 use graphrag_engine::table::strings;
 use graphrag_engine::verb::LlmEstimate;
@@ -73,35 +74,43 @@ pub fn records_check(d: &Delimiters, count: RecordCount) -> AnswerCheck<impl Fn(
 /// GraphRAG's gleaning conversation: the extraction prompt, then up to
 /// `max_gleanings` "you missed some" turns, asking between turns whether
 /// more remain (answer Y/N). Every answer must pass `records` (the loop
-/// check Y/N). Returns every answer, newline-joined.
+/// check Y/N). Returns every answer, newline-joined. Each turn waits for
+/// the one before: turn k is counted in wave k of the step's waves.
 pub async fn glean<F>(
     model: &ChatModel,
     first: String,
     continue_prompt: &str,
     loop_prompt: &str,
     max_gleanings: u32,
-    usage: &UsageCounters,
+    counters: &StepCounters,
     records: &AnswerCheck<F>,
 ) -> Result<String, LlmError>
 where
     F: Fn(&str) -> Result<(), String>,
 {
+    let (usage, waves) = (&counters.usage, &counters.waves);
     let yes_no = answer::yes_no();
     let mut messages = vec![Message::user(first)];
-    let answer = model.chat(&messages, false, usage, records).await?.completion;
-    let mut output = answer.content.clone();
-    messages.push(Message::assistant(answer.content));
+    let answer = model.chat(&messages, false, usage, records).await?;
+    waves.record(0, &answer);
+    let mut output = answer.completion.content.clone();
+    messages.push(Message::assistant(answer.completion.content));
+    let mut wave = 1;
     for round in 0..max_gleanings {
         messages.push(Message::user(continue_prompt));
-        let more = model.chat(&messages, false, usage, records).await?.completion;
+        let more = model.chat(&messages, false, usage, records).await?;
+        waves.record(wave, &more);
+        wave += 1;
         output.push('\n');
-        output.push_str(&more.content);
-        messages.push(Message::assistant(more.content));
+        output.push_str(&more.completion.content);
+        messages.push(Message::assistant(more.completion.content));
         if round + 1 >= max_gleanings {
             break;
         }
         messages.push(Message::user(loop_prompt));
         let go_on = model.chat(&messages, false, usage, &yes_no).await?;
+        waves.record(wave, &go_on);
+        wave += 1;
         if !go_on.value {
             break;
         }

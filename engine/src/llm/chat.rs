@@ -22,6 +22,8 @@ use graphrag_operations::tokenizer::Encoding;
 pub struct Answer<T> {
     pub completion: Completion,
     pub value: T,
+    /// Answered by the cache: no model call was made.
+    pub from_cache: bool,
 }
 
 /// Attempts at a usable answer after the first unusable one.
@@ -201,7 +203,7 @@ impl ChatModel {
         let hit = self.cache.as_ref()?.get(key, |c: &Completion| check.check(c)).hit(usage, &self.id)?;
         usage.record_cache_hit(&self.id);
         let (completion, value) = hit.into_parts();
-        Some(Answer { completion, value })
+        Some(Answer { completion, value, from_cache: true })
     }
 
     /// Counts an answer, checks it and caches it if usable; runs while its
@@ -222,7 +224,7 @@ impl ChatModel {
             cache.put(key, &checked);
         }
         let (completion, value) = checked.into_parts();
-        Ok(Answer { completion, value })
+        Ok(Answer { completion, value, from_cache: false })
     }
 
     /// A completion streamed to `on_delta` as it is generated (a cached
@@ -296,7 +298,7 @@ impl ChatModel {
     /// A chat call whose answer must be a JSON object (JSON mode where the
     /// model supports it, tolerant parsing always).
     pub async fn chat_json(&self, messages: &[Message], usage: &UsageCounters) -> Result<Value, LlmError> {
-        self.chat_json_with(messages, usage, &answer::json_object()).await
+        Ok(self.chat_json_with(messages, usage, &answer::json_object()).await?.value)
     }
 
     /// A JSON chat call whose object must pass `check` (e.g. a report's
@@ -306,7 +308,7 @@ impl ChatModel {
         messages: &[Message],
         usage: &UsageCounters,
         check: &AnswerCheck<F>,
-    ) -> Result<T, LlmError>
+    ) -> Result<Answer<T>, LlmError>
     where
         F: Fn(&str) -> Result<(T, bool), String>,
     {
@@ -315,7 +317,7 @@ impl ChatModel {
         if repaired {
             usage.record_json_repair(&self.id);
         }
-        Ok(value)
+        Ok(Answer { completion: answer.completion, value, from_cache: answer.from_cache })
     }
 
     fn request_body(&self, messages: &[Message], json: bool, max_tokens: Option<u32>) -> Value {

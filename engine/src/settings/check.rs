@@ -117,6 +117,7 @@ pub(super) fn check(loaded: &LoadedSettings) -> Result<(), ConfigError> {
         ("summarize_descriptions.completion_model_id", &s.summarize_descriptions.completion_model_id),
         ("community_reports.completion_model_id", &s.community_reports.completion_model_id),
         ("extract_claims.completion_model_id", &s.extract_claims.completion_model_id),
+        ("resolve_entities.completion_model_id", &s.resolve_entities.completion_model_id),
     ] {
         model_ref(loaded, section, id, &s.completion_models)?;
     }
@@ -126,6 +127,7 @@ pub(super) fn check(loaded: &LoadedSettings) -> Result<(), ConfigError> {
         ("summarize_descriptions.model_instance_name", &s.summarize_descriptions.model_instance_name),
         ("extract_claims.model_instance_name", &s.extract_claims.model_instance_name),
         ("community_reports.model_instance_name", &s.community_reports.model_instance_name),
+        ("resolve_entities.model_instance_name", &s.resolve_entities.model_instance_name),
         ("embed_text.model_instance_name", &s.embed_text.model_instance_name),
     ] {
         let plain = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.');
@@ -135,6 +137,10 @@ pub(super) fn check(loaded: &LoadedSettings) -> Result<(), ConfigError> {
                 format!("`{name}` is not a plain name (letters, digits, _ - .): it names a folder of the cache"),
             ));
         }
+    }
+    one_of(loaded, "resolve_entities.mode", &s.resolve_entities.mode, &["auto", "rules", "llm"])?;
+    if s.resolve_entities.batch_size == 0 {
+        return Err(loaded.error_at("resolve_entities.batch_size", "must be at least 1"));
     }
     for (path, value) in [
         ("embed_text.batch_size", s.embed_text.batch_size),
@@ -383,6 +389,15 @@ fn check_ranges(loaded: &LoadedSettings) -> Result<(), ConfigError> {
         s.summarize_descriptions.max_input_tokens.into(),
         "",
     )?;
+    if s.summarize_descriptions.force_llm_summary_on_merge < 2 {
+        return Err(loaded.error_at(
+            "summarize_descriptions.force_llm_summary_on_merge",
+            format!(
+                "{} is not a valid value: it must be at least 2 (a single description is used as it is)",
+                s.summarize_descriptions.force_llm_summary_on_merge
+            ),
+        ));
+    }
     at_least_one(loaded, "community_reports.max_length", s.community_reports.max_length.into(), words)?;
     at_least_one(loaded, "community_reports.max_input_length", s.community_reports.max_input_length.into(), "")?;
     at_least_one(loaded, "global_search.map_max_length", s.global_search.map_max_length.into(), words)?;
@@ -400,6 +415,11 @@ fn check_ranges(loaded: &LoadedSettings) -> Result<(), ConfigError> {
             ),
         ));
     }
+    let update = &s.update;
+    let policies = graphrag_operations::community_report::Refresh::NAMES;
+    one_of(loaded, "update.community_reports", &update.community_reports, &policies)?;
+    in_range(loaded, "update.material_fraction", update.material_fraction, (0.0, 1.0), false)?;
+    at_least_one(loaded, "update.material_degree", update.material_degree.into(), "")?;
     in_range(loaded, "failures.tolerated_fraction", s.failures.tolerated_fraction, (0.0, 1.0), false)?;
     check_retrieval(loaded)
 }

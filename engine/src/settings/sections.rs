@@ -172,6 +172,11 @@ section!(SummarizeDescriptionsConfig {
     prompt: String = prompt("summarize_descriptions"),
     max_length: u32 = 500,
     max_input_tokens: u32 = 4000,
+    /// The light pipeline (`--method light`) asks the model to merge an
+    /// element's descriptions only from this many on, joining fewer
+    /// (LightRAG's `force_llm_summary_on_merge`); the standard pipeline
+    /// summarises every element with two or more, as GraphRAG.
+    force_llm_summary_on_merge: u32 = 8,
 });
 
 /// The fast method's defaults live with its algorithm (operations::nlp_graph).
@@ -224,6 +229,26 @@ section!(PruneGraphConfig {
     lcc_only: bool = nlp_graph().lcc_only,
 });
 
+section!(
+    /// Entity resolution (graphrag-rs): the `resolve_entities` step merges
+    /// the names of one real-world thing into one entity, before clustering.
+    ResolveEntitiesConfig {
+    /// Merge what the rules (or the chat model) find to be one entity;
+    /// false: only the merges the aliases file asks for.
+    enabled: bool = true,
+    /// auto (the chat model decides when one is configured, in the standard
+    /// method; rules in the fast one) | rules | llm
+    mode: String = s("auto"),
+    completion_model_id: String = s("default_completion_model"),
+    model_instance_name: String = s("resolve_entities"),
+    prompt: String = prompt("resolve_entities"),
+    /// Merges the user forces (`same:`) or forbids (`different:`), relative
+    /// to the project root; optional.
+    aliases_file: String = s("aliases.yaml"),
+    /// Candidate pairs per prompt (llm mode).
+    batch_size: usize = 20,
+});
+
 section!(ClusterGraphConfig {
     max_cluster_size: usize = 10,
     use_lcc: bool = true,
@@ -249,6 +274,22 @@ section!(CommunityReportsConfig {
     text_prompt: String = prompt("community_report_text"),
     max_length: u32 = 2000,
     max_input_length: u32 = 8000,
+});
+
+section!(
+    /// What `graphrag-rs update` writes again (graphrag-rs).
+    UpdateConfig {
+    /// Which community reports an update writes again: `all` (every report
+    /// whose input changed, as a fresh index), `changed` (communities whose
+    /// members or relationships changed) or `material` (those that changed
+    /// materially: see the two keys below); the others are kept.
+    community_reports: String = s("material"),
+    /// `material`: more than this fraction of a community's members, or of
+    /// its relationships, came or went.
+    material_fraction: f64 = 0.3,
+    /// `material`: the community gained an entity with at least this many
+    /// relationships.
+    material_degree: u32 = 10,
 });
 
 section!(SnapshotsConfig {

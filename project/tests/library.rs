@@ -1,0 +1,80 @@
+//! graphrag_project as a library caller uses it: index with a step
+//! callback, stop a run from the callback (as a notebook's KeyboardInterrupt
+//! would), then update after clearing the stop.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use graphrag_mock_llm::{MockConfig, MockServer};
+use graphrag_project::{IndexOptions, InitOptions, OpenOptions, Project, RunSettings, StepEvent, UpdateOptions};
+
+fn settings(mock: &MockServer) -> String {
+    let model = |name: &str| {
+        format!(
+            "    model: {name}\n    api_base: {}\n    api_key: sk-test\n    retry_base_delay: 0.001\n",
+            mock.base_url()
+        )
+    };
+    format!(
+        "completion_models:\n  default_completion_model:\n{}embedding_models:\n  default_embedding_model:\n{}chunking:\n  size: 300\n  overlap: 30\n",
+        model("mock-gpt"),
+        model("mock-embed")
+    )
+}
+
+#[test]
+fn index_reports_steps_stops_when_asked_and_updates() {
+    let mock = MockServer::start(MockConfig::default()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let report = graphrag_project::init(root, &InitOptions::default()).unwrap();
+    assert!(report.prompts > 0);
+    std::fs::write(root.join("settings.yaml"), settings(&mock)).unwrap();
+    std::fs::write(root.join("input/a.txt"), "Ebenezer Scrooge kept the counting-house with Jacob Marley. ".repeat(20))
+        .unwrap();
+
+    // A stop requested while a step runs ends the run at the next step: no index is published.
+    let started = Arc::new(AtomicUsize::new(0));
+    let counter = started.clone();
+    let stop_at_second = Arc::new(move |e: &StepEvent| {
+        if e.finished.is_none() && counter.fetch_add(1, Ordering::SeqCst) == 1 {
+            graphrag_project::stop();
+        }
+    });
+    let project = Project::open(root, &OpenOptions::default()).unwrap();
+    let opts = IndexOptions {
+        resume: false,
+        run: RunSettings { skip_validation: true, progress: None, on_step: Some(stop_at_second) },
+    };
+    let err = graphrag_project::index(project, &opts).err().expect("the run stops");
+    assert!(err.interrupted(), "{err}");
+    assert!(!root.join("output/documents.parquet").exists());
+    graphrag_project::clear_stop();
+
+    // Resumed to the end, with every step reported once started and once ended.
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let seen = events.clone();
+    let record =
+        Arc::new(move |e: &StepEvent| seen.lock().unwrap().push((e.step.to_string(), e.finished.map(str::to_string))));
+    let project = Project::open(root, &OpenOptions::default()).unwrap();
+    let steps = project.plan.steps.len();
+    let opts = IndexOptions {
+        resume: true,
+        run: RunSettings { skip_validation: true, progress: None, on_step: Some(record) },
+    };
+    let report = graphrag_project::index(project, &opts).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(report.plan.name, "standard");
+    assert_eq!(events.lock().unwrap().len(), 2 * steps);
+    assert!(report.output_dir.join("entities.parquet").exists());
+
+    // An update after adding a document names it.
+    std::fs::write(root.join("input/b.txt"), "Bob Cratchit and Tiny Tim sat by the fire. ".repeat(20)).unwrap();
+    let opts = UpdateOptions {
+        run: RunSettings { skip_validation: true, ..RunSettings::default() },
+        ..UpdateOptions::default()
+    };
+    let report = graphrag_project::update(root, &opts).unwrap_or_else(|e| panic!("{e}"));
+    let changes = report.changes.unwrap();
+    assert_eq!(changes.added, ["b.txt"]);
+    assert_eq!(changes.unchanged, 1);
+}

@@ -1,0 +1,188 @@
+//! HTTP plumbing over hyper: the response body type (whole or streamed),
+//! JSON answers and errors, bounded request bodies, query strings.
+
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http_body::Frame;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use hyper::header::{HeaderValue, CONTENT_TYPE};
+use hyper::{Request, Response, StatusCode};
+use serde::de::DeserializeOwned;
+use serde_json::{json, Value};
+use tokio::sync::mpsc;
+
+/// A response body: whole, or streamed from a channel (NDJSON, SSE).
+pub enum Body {
+    Full(Full<Bytes>),
+    Stream(mpsc::UnboundedReceiver<Bytes>),
+}
+
+impl http_body::Body for Body {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<std::result::Result<Frame<Bytes>, Infallible>>> {
+        match self.get_mut() {
+            Body::Full(full) => Pin::new(full).poll_frame(cx),
+            Body::Stream(rx) => rx.poll_recv(cx).map(|chunk| chunk.map(|b| Ok(Frame::data(b)))),
+        }
+    }
+}
+
+pub type Resp = Response<Body>;
+
+/// An error answered as `{"detail": message}` (FastAPI's shape, which
+/// LightRAG's clients read) with its status.
+#[derive(Debug)]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub message: String,
+}
+
+impl ApiError {
+    pub fn new(status: StatusCode, message: impl Into<String>) -> ApiError {
+        ApiError { status, message: message.into() }
+    }
+
+    pub fn bad_request(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::BAD_REQUEST, message)
+    }
+
+    pub fn not_found(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::NOT_FOUND, message)
+    }
+
+    pub fn into_response(self) -> Resp {
+        let mut r = json_status(self.status, &json!({ "detail": self.message }));
+        if self.status == StatusCode::UNAUTHORIZED {
+            r.headers_mut().insert("www-authenticate", HeaderValue::from_static("Bearer"));
+        }
+        r
+    }
+}
+
+/// An internal failure: logged in full, answered with its message chain
+/// (which names no secret: settings errors never print them).
+impl From<anyhow::Error> for ApiError {
+    fn from(e: anyhow::Error) -> ApiError {
+        tracing::warn!("request failed: {e:#}");
+        ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, format!("{e:#}"))
+    }
+}
+
+pub type Result<T> = std::result::Result<T, ApiError>;
+
+pub fn with_type(status: StatusCode, content_type: &'static str, body: Body) -> Resp {
+    let mut r = Response::new(body);
+    *r.status_mut() = status;
+    r.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
+    r
+}
+
+pub fn json_status(status: StatusCode, value: &Value) -> Resp {
+    with_type(status, "application/json", Body::Full(Full::new(Bytes::from(value.to_string()))))
+}
+
+pub fn json(value: Value) -> Result<Resp> {
+    Ok(json_status(StatusCode::OK, &value))
+}
+
+pub fn bytes(content_type: &'static str, body: impl Into<Bytes>) -> Resp {
+    with_type(StatusCode::OK, content_type, Body::Full(Full::new(body.into())))
+}
+
+/// A streamed response and the sender that feeds it.
+pub fn stream(content_type: &'static str) -> (Resp, mpsc::UnboundedSender<Bytes>) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    (with_type(StatusCode::OK, content_type, Body::Stream(rx)), tx)
+}
+
+/// The request body, at most `limit` bytes (413 beyond).
+pub async fn body_bytes(req: Request<Incoming>, limit: usize) -> Result<Bytes> {
+    match Limited::new(req.into_body(), limit).collect().await {
+        Ok(collected) => Ok(collected.to_bytes()),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("the request body is larger than the limit of {limit} bytes"),
+        )),
+        Err(e) => Err(ApiError::bad_request(format!("reading the request body: {e}"))),
+    }
+}
+
+/// The body as JSON of type `T`; the error names the field that is wrong.
+pub fn parse_json<T: DeserializeOwned>(body: &[u8]) -> Result<T> {
+    if body.is_empty() {
+        return Err(ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "the request body is empty: expected JSON"));
+    }
+    serde_json::from_slice(body)
+        .map_err(|e| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, format!("invalid JSON request body: {e}")))
+}
+
+/// The value of `key` in the query string, percent-decoded.
+pub fn query_param(query: Option<&str>, key: &str) -> Option<String> {
+    query?.split('&').find_map(|pair| {
+        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+        (percent_decode(k) == key).then(|| percent_decode(v))
+    })
+}
+
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'+' => out.push(b' '),
+            b'%' if i + 2 < bytes.len() => {
+                match u8::from_str_radix(std::str::from_utf8(&bytes[i + 1..i + 3]).unwrap_or("zz"), 16) {
+                    Ok(b) => {
+                        out.push(b);
+                        i += 2;
+                    }
+                    Err(_) => out.push(b'%'),
+                }
+            }
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// A number from the query string, with its default and bounds.
+pub fn query_number(query: Option<&str>, key: &str, default: usize, max: usize) -> Result<usize> {
+    match query_param(query, key) {
+        None => Ok(default),
+        Some(v) => match v.trim().parse::<usize>() {
+            Ok(n) if (1..=max).contains(&n) => Ok(n),
+            _ => Err(ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                format!("query parameter `{key}` must be a whole number from 1 to {max}, not `{v}`"),
+            )),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn query_params_are_decoded() {
+        let q = Some("label=Ebenezer%20Scrooge&max_depth=2&x=a+b&bad=%zz%4");
+        assert_eq!(query_param(q, "label").as_deref(), Some("Ebenezer Scrooge"));
+        assert_eq!(query_param(q, "x").as_deref(), Some("a b"));
+        assert_eq!(query_param(q, "bad").as_deref(), Some("%zz%4"));
+        assert_eq!(query_param(q, "none"), None);
+        assert_eq!(query_number(q, "max_depth", 3, 10).unwrap(), 2);
+        assert!(query_number(Some("max_depth=0"), "max_depth", 3, 10).is_err());
+        assert!(query_number(Some("max_depth=x"), "max_depth", 3, 10).is_err());
+    }
+}

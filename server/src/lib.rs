@@ -1,0 +1,283 @@
+//! `graphrag-rs serve`: one process that keeps an index loaded and answers
+//! over HTTP — LightRAG's REST paths (documents, query, graph), Ollama's and
+//! OpenAI's chat APIs, and a web UI at `/webui/`.
+//!
+//! ```no_run
+//! let server = graphrag_server::Server::start(graphrag_server::ServeOptions::new("my-project"))?;
+//! println!("listening on http://{}", server.addr());
+//! server.wait();
+//! # anyhow::Ok(())
+//! ```
+//!
+//! Queries run on blocking threads against an immutable [`state::Snapshot`]
+//! of the index; a new publication (an update queued by an upload or a
+//! delete, or `graphrag-rs update` run beside the server) is loaded whole
+//! and swapped in. Adding or deleting documents writes the input folder and
+//! queues an `update` (graphrag_project) on the one writer thread.
+
+mod chat;
+mod documents;
+mod graph;
+mod http;
+mod multipart;
+mod openapi;
+mod query;
+pub mod state;
+mod webui;
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use hyper::body::Incoming;
+use hyper::header::{AUTHORIZATION, CONTENT_TYPE};
+use hyper::{Method, Request, StatusCode};
+use hyper_util::rt::TokioIo;
+use serde_json::json;
+
+use crate::http::{ApiError, Resp, Result};
+use crate::state::State;
+
+/// The largest JSON request body (bytes).
+const MAX_JSON_BYTES: usize = 4 << 20;
+/// How often the server looks for an index published by another process.
+const POLL: Duration = Duration::from_secs(2);
+
+/// How `serve` runs.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    pub root: PathBuf,
+    pub host: String,
+    /// 0: any free port (tests).
+    pub port: u16,
+    /// Required on every path but `/health` and the web UI's files, as
+    /// `X-API-Key` or `Authorization: Bearer`; `None`: the project's
+    /// `GRAPHRAG_API_KEY_SERVER` (environment or .env), if set.
+    pub api_key: Option<String>,
+    /// The largest upload (bytes).
+    pub max_upload_bytes: usize,
+}
+
+impl ServeOptions {
+    pub fn new(root: impl AsRef<Path>) -> ServeOptions {
+        ServeOptions {
+            root: root.as_ref().to_path_buf(),
+            host: "127.0.0.1".into(),
+            port: 9621,
+            api_key: None,
+            max_upload_bytes: 100 << 20,
+        }
+    }
+}
+
+/// The API key from the environment or the project's .env.
+fn configured_key(root: &Path) -> Option<String> {
+    const VAR: &str = "GRAPHRAG_API_KEY_SERVER";
+    std::env::var(VAR)
+        .ok()
+        .or_else(|| {
+            let text = std::fs::read_to_string(root.join(".env")).ok()?;
+            graphrag_engine::env::parse_dotenv(&text).remove(VAR)
+        })
+        .filter(|k| !k.trim().is_empty())
+}
+
+/// A running server.
+pub struct Server {
+    addr: SocketAddr,
+    state: Arc<State>,
+    runtime: Option<tokio::runtime::Runtime>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl Server {
+    /// Loads the index (if any), binds, and serves on its own threads.
+    pub fn start(opts: ServeOptions) -> anyhow::Result<Server> {
+        let api_key = opts.api_key.clone().filter(|k| !k.is_empty()).or_else(|| configured_key(&opts.root));
+        let state = State::new(&opts.root, api_key, opts.max_upload_bytes)?;
+        let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().thread_name("graphrag-serve").build()?;
+        let listener = std::net::TcpListener::bind((opts.host.as_str(), opts.port))
+            .map_err(|e| anyhow::anyhow!("binding {}:{}: {e}", opts.host, opts.port))?;
+        listener.set_nonblocking(true)?;
+        let addr = listener.local_addr()?;
+        let (stop, stopped) = tokio::sync::oneshot::channel();
+        let serving = state.clone();
+        runtime.spawn(async move {
+            let listener = match tokio::net::TcpListener::from_std(listener) {
+                Ok(l) => l,
+                Err(e) => return tracing::error!("listening: {e}"),
+            };
+            tokio::pin!(stopped);
+            loop {
+                tokio::select! {
+                    _ = &mut stopped => break,
+                    accepted = listener.accept() => {
+                        let Ok((stream, _)) = accepted else { continue };
+                        let state = serving.clone();
+                        tokio::spawn(async move {
+                            let svc = hyper::service::service_fn(move |req| {
+                                let state = state.clone();
+                                async move { Ok::<_, std::convert::Infallible>(handle(state, req).await) }
+                            });
+                            let _ = hyper::server::conn::http1::Builder::new()
+                                .serve_connection(TokioIo::new(stream), svc)
+                                .await;
+                        });
+                    }
+                }
+            }
+        });
+        let polling = state.clone();
+        runtime.spawn(async move {
+            loop {
+                tokio::time::sleep(POLL).await;
+                let state = polling.clone();
+                let result = tokio::task::spawn_blocking(move || state.reload_if_idle()).await;
+                if let Ok(Err(e)) = result {
+                    tracing::warn!("loading the published index: {e:#}");
+                }
+            }
+        });
+        Ok(Server { addr, state, runtime: Some(runtime), stop: Some(stop) })
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    pub fn state(&self) -> &Arc<State> {
+        &self.state
+    }
+
+    /// Serves until the process ends.
+    pub fn wait(mut self) {
+        if let Some(rt) = self.runtime.take() {
+            rt.block_on(std::future::pending::<()>());
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(rt) = self.runtime.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+/// Whether the request carries the key (`X-API-Key`, or a bearer token).
+fn authorised(state: &State, req: &Request<Incoming>) -> bool {
+    let Some(key) = &state.api_key else { return true };
+    let given = req.headers().get("x-api-key").and_then(|v| v.to_str().ok()).map(str::to_string).or_else(|| {
+        req.headers()
+            .get(AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer ").map(|t| t.trim().to_string()))
+    });
+    // Compared in constant time: the answer's timing says nothing of the key.
+    given
+        .is_some_and(|g| g.len() == key.len() && g.bytes().zip(key.bytes()).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0)
+}
+
+async fn handle(state: Arc<State>, req: Request<Incoming>) -> Resp {
+    let method = req.method().clone();
+    let path = req.uri().path().to_string();
+    match route(&state, req).await {
+        Ok(r) => r,
+        Err(e) => {
+            if e.status.is_server_error() {
+                tracing::warn!("{method} {path}: {}", e.message);
+            }
+            e.into_response()
+        }
+    }
+}
+
+fn method_not_allowed(method: &Method, path: &str) -> ApiError {
+    ApiError::new(StatusCode::METHOD_NOT_ALLOWED, format!("{method} is not allowed on {path}"))
+}
+
+async fn route(state: &Arc<State>, req: Request<Incoming>) -> Result<Resp> {
+    let method = req.method().clone();
+    let path = req.uri().path().to_string();
+    let query = req.uri().query().map(str::to_string);
+    let q = query.as_deref();
+    // Public: the health check and the web UI's own files (they hold no data).
+    match path.as_str() {
+        "/health" if method == Method::GET => return health(state),
+        "/" => return Ok(webui::redirect()),
+        p if p == "/webui" || p.starts_with("/webui/") => return webui::file(p),
+        _ => {}
+    }
+    if !authorised(state, &req) {
+        return Err(ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "an API key is required: send it as the X-API-Key header (or Authorization: Bearer)",
+        ));
+    }
+    let content_type = req.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).map(str::to_string);
+    let json_body = |req| http::body_bytes(req, MAX_JSON_BYTES);
+    let known = openapi::ROUTES.iter().any(|r| r.path == path);
+    match (&method, path.as_str()) {
+        (&Method::GET, "/openapi.json") => http::json(openapi::document()),
+        (&Method::GET, "/documents") => documents::list(state),
+        (&Method::POST, "/documents/paginated") => documents::paginated(state, &json_body(req).await?),
+        (&Method::GET, "/documents/pipeline_status") => http::json(state.pipeline_status()),
+        (&Method::POST, "/documents/upload") => {
+            let overwrite = http::query_param(q, "overwrite").is_some_and(|v| v == "true" || v == "1");
+            let body = http::body_bytes(req, state.max_upload_bytes).await?;
+            documents::upload(state, content_type.as_deref(), &body, overwrite)
+        }
+        (&Method::POST, "/documents/text") => documents::insert_text(state, &json_body(req).await?),
+        (&Method::POST, "/documents/texts") => documents::insert_texts(state, &json_body(req).await?),
+        (&Method::POST, "/documents/scan") => documents::scan(state),
+        (&Method::DELETE, "/documents/delete_document") => documents::delete(state, &json_body(req).await?),
+        (&Method::POST, "/query") => query::query(state, &json_body(req).await?).await,
+        (&Method::POST, "/query/stream") => query::query_stream(state, &json_body(req).await?).await,
+        (&Method::GET, "/graph/label/list") => query::labels(state, q),
+        (&Method::GET, "/graphs") => query::graphs(state, q),
+        (&Method::GET, "/graph/entity/detail") => query::entity_detail(state, q),
+        (&Method::GET, "/graph/entity/exists") => query::entity_exists(state, q),
+        (&Method::GET, "/api/version") => chat::version(),
+        (&Method::GET, "/api/tags") => chat::tags(),
+        (&Method::GET, "/api/ps") => chat::ps(),
+        (&Method::POST, "/api/chat") => chat::ollama_chat(state, &json_body(req).await?).await,
+        (&Method::POST, "/api/generate") => chat::ollama_generate(state, &json_body(req).await?).await,
+        (&Method::GET, "/v1/models") => chat::openai_models(),
+        (&Method::POST, "/v1/chat/completions") => chat::openai_chat(state, &json_body(req).await?).await,
+        _ if known => Err(method_not_allowed(&method, &path)),
+        _ => Err(ApiError::not_found(format!("no such path: {path} (the API is described at /openapi.json)"))),
+    }
+}
+
+/// `GET /health`: status and configuration, no secret.
+fn health(state: &State) -> Result<Resp> {
+    let snapshot = state.snapshot();
+    let s = &state.settings;
+    let busy = state.pipeline.lock().unwrap_or_else(|e| e.into_inner()).busy;
+    http::json(json!({
+        "status": "healthy",
+        "working_directory": state.root.display().to_string(),
+        "input_directory": state.input_dir.display().to_string(),
+        "configuration": {
+            "llm_model": s.completion_models.get(&s.extract_graph.completion_model_id).map(|m| m.model.clone()),
+            "embedding_model": s.embedding_models.get(&s.embed_text.embedding_model_id).map(|m| m.model.clone()),
+            "max_upload_bytes": state.max_upload_bytes,
+            "auth_mode": if state.api_key.is_some() { "api_key" } else { "disabled" },
+        },
+        "index": {
+            "loaded": snapshot.engine.is_some(),
+            "loaded_at": snapshot.loaded_at,
+            "version": snapshot.version(),
+            "entities": snapshot.graph.nodes.len(),
+            "relationships": snapshot.graph.edges.len(),
+        },
+        "pipeline_busy": busy,
+        "core_version": env!("CARGO_PKG_VERSION"),
+        "api_version": env!("CARGO_PKG_VERSION"),
+    }))
+}

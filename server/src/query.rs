@@ -1,0 +1,276 @@
+//! `/query`, `/query/stream` (LightRAG's shapes) and the graph paths, over
+//! the loaded snapshot. A query runs on a blocking thread with the snapshot
+//! it started with (see `state`).
+
+use std::str::FromStr;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use graphrag_query::{Method, QueryRequest, DEFAULT_RESPONSE_TYPE};
+use hyper::StatusCode;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use crate::http::{self, ApiError, Resp, Result};
+use crate::state::{Snapshot, State};
+
+/// The longest question or message accepted (characters).
+pub const MAX_QUERY_CHARS: usize = 100_000;
+
+/// One question to the index, from any of the APIs.
+pub struct Ask {
+    pub method: Method,
+    pub question: String,
+    pub history: Vec<(String, String)>,
+    pub context_only: bool,
+    pub response_type: Option<String>,
+    pub community_level: Option<u32>,
+}
+
+pub struct Answer {
+    /// The model's answer, or the context when none was generated.
+    pub text: String,
+    /// Whether a model wrote `text`.
+    pub llm_generated: bool,
+    pub references: Vec<Value>,
+    pub records: Value,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    /// The publication it was answered from (see `Snapshot::version`).
+    pub index_version: String,
+}
+
+/// A method name as LightRAG's `mode` (`naive` = basic); `bypass` is refused.
+pub fn method(mode: &str) -> Result<Method> {
+    if mode.eq_ignore_ascii_case("bypass") {
+        return Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "mode `bypass` (the LLM without the index) is not served: use local, global, basic (naive), drift, hybrid, mix or ppr",
+        ));
+    }
+    Method::from_str(mode).map_err(|e| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, format!("{e:#}")))
+}
+
+/// Receives the answer piece by piece as the model streams it.
+pub type Tokens = Box<dyn FnMut(&str) + Send>;
+
+/// Answers `ask` on a blocking thread.
+pub async fn ask(state: &Arc<State>, ask: Ask, tokens: Option<Tokens>) -> Result<Answer> {
+    if ask.question.trim().is_empty() {
+        return Err(ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "the query is empty"));
+    }
+    if ask.question.chars().count() > MAX_QUERY_CHARS {
+        return Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            format!("the query is longer than {MAX_QUERY_CHARS} characters"),
+        ));
+    }
+    let snapshot = state.snapshot();
+    tokio::task::spawn_blocking(move || answer(&snapshot, ask, tokens))
+        .await
+        .map_err(|e| ApiError::from(anyhow::anyhow!("the query stopped: {e}")))?
+}
+
+fn answer(snapshot: &Snapshot, ask: Ask, mut tokens: Option<Tokens>) -> Result<Answer> {
+    let engine = snapshot.engine.as_ref().ok_or_else(|| {
+        ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "there is no index yet: upload or insert documents (or POST /documents/scan) and wait until they are processed",
+        )
+    })?;
+    let mut req = QueryRequest::new(ask.method, ask.question);
+    req.history = ask.history;
+    req.context_only = ask.context_only;
+    req.community_level = ask.community_level;
+    req.response_type = ask.response_type.unwrap_or_else(|| DEFAULT_RESPONSE_TYPE.to_string());
+    let streamed = tokens.is_some();
+    let mut send = |piece: &str| {
+        if let Some(f) = tokens.as_mut() {
+            f(piece)
+        }
+    };
+    let result = engine.query(&req, streamed.then_some(&mut send as &mut _))?;
+    let ids: Vec<String> = result.context_records["sources"]
+        .as_array()
+        .map(|rows| {
+            rows.iter()
+                .filter_map(|r| match &r["id"] {
+                    Value::String(s) => Some(s.clone()),
+                    Value::Number(n) => Some(n.to_string()),
+                    _ => None,
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let references = engine
+        .source_documents(&ids)?
+        .into_iter()
+        .enumerate()
+        .map(|(i, file)| json!({"reference_id": (i + 1).to_string(), "file_path": file}))
+        .collect();
+    let llm_generated = result.answer.is_some();
+    Ok(Answer {
+        text: result.answer.unwrap_or(result.context),
+        llm_generated,
+        references,
+        records: result.context_records,
+        prompt_tokens: result.stats.prompt_tokens,
+        completion_tokens: result.stats.completion_tokens,
+        index_version: snapshot.version(),
+    })
+}
+
+#[derive(Deserialize)]
+struct Message {
+    role: String,
+    content: String,
+}
+
+/// LightRAG's `QueryRequest`; its retrieval knobs (top_k, token budgets,
+/// keywords, rerank) are accepted and left to settings.yaml.
+#[derive(Deserialize)]
+struct QueryBody {
+    query: String,
+    #[serde(default = "default_mode")]
+    mode: String,
+    #[serde(default)]
+    only_need_context: Option<bool>,
+    #[serde(default)]
+    only_need_prompt: Option<bool>,
+    #[serde(default)]
+    response_type: Option<String>,
+    #[serde(default)]
+    conversation_history: Option<Vec<Message>>,
+    #[serde(default)]
+    include_references: Option<bool>,
+    /// graphrag-rs: the community level of global / local / drift.
+    #[serde(default)]
+    community_level: Option<u32>,
+    /// graphrag-rs: add the context records (entities, relationships,
+    /// sources, reports) to the answer.
+    #[serde(default)]
+    include_context_records: Option<bool>,
+}
+
+fn default_mode() -> String {
+    "mix".into()
+}
+
+fn parse_query(body: &[u8]) -> Result<(Ask, bool, bool)> {
+    let q: QueryBody = http::parse_json(body)?;
+    if q.only_need_prompt == Some(true) {
+        return Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "only_need_prompt is not served: use only_need_context for the retrieved context",
+        ));
+    }
+    let history = q.conversation_history.unwrap_or_default().into_iter().map(|m| (m.role, m.content)).collect();
+    let ask = Ask {
+        method: method(&q.mode)?,
+        question: q.query,
+        history,
+        context_only: q.only_need_context.unwrap_or(false),
+        response_type: q.response_type,
+        community_level: q.community_level,
+    };
+    Ok((ask, q.include_references.unwrap_or(true), q.include_context_records.unwrap_or(false)))
+}
+
+/// `POST /query`.
+pub async fn query(state: &Arc<State>, body: &[u8]) -> Result<Resp> {
+    let (ask, references, records) = parse_query(body)?;
+    let started = std::time::Instant::now();
+    let a = self::ask(state, ask, None).await?;
+    let mut out = json!({
+        "response": a.text,
+        "response_time": started.elapsed().as_secs_f64(),
+        "llm_generated": a.llm_generated,
+        "index_version": a.index_version,
+    });
+    if references {
+        out["references"] = Value::Array(a.references);
+    }
+    if records {
+        out["context_records"] = a.records;
+    }
+    http::json(out)
+}
+
+/// `POST /query/stream`: NDJSON lines `{"response": piece}` as the answer
+/// streams, then `{"references": [...]}` (LightRAG sends those first; here
+/// they are known once retrieval ends, so they come last), or `{"error": …}`.
+pub async fn query_stream(state: &Arc<State>, body: &[u8]) -> Result<Resp> {
+    let (ask, references, records) = parse_query(body)?;
+    let (resp, tx) = http::stream("application/x-ndjson");
+    let line = |v: Value| Bytes::from(format!("{v}\n"));
+    let pieces = tx.clone();
+    let tokens: Tokens = Box::new(move |piece| {
+        let _ = pieces.send(line(json!({ "response": piece })));
+    });
+    let state = state.clone();
+    tokio::spawn(async move {
+        match self::ask(&state, ask, Some(tokens)).await {
+            Ok(a) => {
+                if !a.llm_generated {
+                    let _ = tx.send(line(json!({"response": a.text, "llm_generated": a.llm_generated})));
+                }
+                let mut tail = json!({});
+                if references {
+                    tail["references"] = Value::Array(a.references);
+                }
+                if records {
+                    tail["context_records"] = a.records;
+                }
+                if tail.as_object().is_some_and(|o| !o.is_empty()) {
+                    let _ = tx.send(line(tail));
+                }
+            }
+            Err(e) => {
+                let _ = tx.send(line(json!({ "error": e.message })));
+            }
+        }
+    });
+    Ok(resp)
+}
+
+/// `GET /graph/label/list`: every entity name, most connected first.
+pub fn labels(state: &State, query: Option<&str>) -> Result<Resp> {
+    let snapshot = state.snapshot();
+    let limit = http::query_number(query, "limit", usize::MAX, usize::MAX)?;
+    let search = http::query_param(query, "q");
+    http::json(json!(snapshot.graph.labels(search.as_deref(), limit)))
+}
+
+/// `GET /graphs?label=…&max_depth=…&max_nodes=…`.
+pub fn graphs(state: &State, query: Option<&str>) -> Result<Resp> {
+    let label = http::query_param(query, "label")
+        .filter(|l| !l.trim().is_empty())
+        .ok_or_else(|| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "query parameter `label` is required"))?;
+    let depth = http::query_number(query, "max_depth", 3, 10)?;
+    let nodes = http::query_number(query, "max_nodes", 1000, 10_000)?;
+    let snapshot = state.snapshot();
+    match snapshot.graph.subgraph(label.trim(), depth, nodes) {
+        Some(g) => http::json(g),
+        // LightRAG answers an unknown label with an empty graph.
+        None => http::json(json!({"nodes": [], "edges": [], "is_truncated": false})),
+    }
+}
+
+/// `GET /graph/entity/detail?name=…`: an entity, its relationships and its
+/// source text units (the explorer's node panel).
+pub fn entity_detail(state: &State, query: Option<&str>) -> Result<Resp> {
+    let name = http::query_param(query, "name")
+        .ok_or_else(|| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "query parameter `name` is required"))?;
+    let snapshot = state.snapshot();
+    match snapshot.graph.entity_detail(&name) {
+        Some(d) => http::json(d),
+        None => Err(ApiError::not_found(format!("no entity named `{name}`"))),
+    }
+}
+
+/// `GET /graph/entity/exists?name=…` (LightRAG).
+pub fn entity_exists(state: &State, query: Option<&str>) -> Result<Resp> {
+    let name = http::query_param(query, "name")
+        .ok_or_else(|| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "query parameter `name` is required"))?;
+    http::json(json!({"exists": state.snapshot().graph.find(&name).is_some()}))
+}

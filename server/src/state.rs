@@ -1,0 +1,299 @@
+//! What the server holds: the loaded index (a [`Snapshot`], swapped whole
+//! when a new index is published) and the writer queue that runs `update`
+//! for added and deleted documents, one run at a time.
+//!
+//! Consistency: a snapshot reads every table and vector file at once
+//! (`QueryEngine::load_all`) while holding the index's writer lock, so no
+//! publication can be under way while it reads; after that, queries read
+//! nothing from disk. A query takes the current `Arc<Snapshot>` and keeps it
+//! to the end, so it answers from one index, old or new, never a mix.
+
+use std::collections::{HashMap, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::{mpsc, Arc, Mutex, RwLock};
+use std::time::{Instant, SystemTime};
+
+use graphrag_engine::settings::{self, Settings};
+use graphrag_engine::staging;
+use graphrag_project::{RunSettings, StepEvent, UpdateOptions};
+use graphrag_query::QueryEngine;
+use serde_json::{json, Value};
+
+use crate::graph::Graph;
+
+/// One published index, loaded.
+pub struct Snapshot {
+    /// `None` before the first index exists.
+    pub engine: Option<QueryEngine>,
+    pub graph: Graph,
+    /// The publication it was read from (file times of its tables).
+    pub fingerprint: String,
+    pub loaded_at: String,
+}
+
+impl Snapshot {
+    /// A short name of the publication it was read from: answers with the
+    /// same version come from the same index.
+    pub fn version(&self) -> String {
+        use sha2::Digest;
+        sha2::Sha256::digest(self.fingerprint.as_bytes())[..6].iter().map(|b| format!("{b:02x}")).collect()
+    }
+}
+
+/// The state of the writer queue, shown by `/documents/pipeline_status`.
+#[derive(Default)]
+pub struct Pipeline {
+    pub busy: bool,
+    pub job_name: String,
+    pub job_start: Option<String>,
+    /// A run was asked for while one ran: it runs next.
+    pub request_pending: bool,
+    pub step: Option<String>,
+    pub step_index: usize,
+    pub steps_total: usize,
+    pub latest_message: String,
+    pub history: VecDeque<String>,
+    /// The last run's error, if it failed.
+    pub last_error: Option<String>,
+    /// Runs finished (successfully or not) since the server started.
+    pub runs: u64,
+    /// Uploaded or written input files the next run will index, by name.
+    pub queued_files: Vec<String>,
+}
+
+const HISTORY: usize = 200;
+
+impl Pipeline {
+    pub fn message(&mut self, text: String) {
+        tracing::info!("{text}");
+        let stamped = format!("{} {text}", now());
+        self.latest_message = stamped.clone();
+        self.history.push_back(stamped);
+        while self.history.len() > HISTORY {
+            self.history.pop_front();
+        }
+    }
+}
+
+pub struct State {
+    pub root: PathBuf,
+    pub settings: Settings,
+    pub input_dir: PathBuf,
+    pub output_dir: PathBuf,
+    pub api_key: Option<String>,
+    pub max_upload_bytes: usize,
+    snapshot: RwLock<Arc<Snapshot>>,
+    pub pipeline: Mutex<Pipeline>,
+    jobs: Mutex<Option<mpsc::Sender<()>>>,
+    /// Serialises snapshot loads (the worker and the poller).
+    loading: Mutex<()>,
+    /// Upload names being written now (two uploads of one name do not race).
+    pub writing: Mutex<HashMap<String, Instant>>,
+}
+
+pub fn now() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+/// The file times of the published tables: changes with every publication.
+fn fingerprint(output_dir: &Path) -> String {
+    let mut parts = Vec::new();
+    for name in ["documents.parquet", "entities.parquet", "relationships.parquet", "text_units.parquet", "stats.json"] {
+        let meta = std::fs::metadata(output_dir.join(name)).ok();
+        let modified = meta
+            .as_ref()
+            .and_then(|m| m.modified().ok())
+            .and_then(|t| t.duration_since(SystemTime::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_nanos());
+        parts.push(format!("{name}:{modified}:{}", meta.map_or(0, |m| m.len())));
+    }
+    parts.join(",")
+}
+
+impl State {
+    pub fn new(root: &Path, api_key: Option<String>, max_upload_bytes: usize) -> anyhow::Result<Arc<State>> {
+        let settings = settings::load(root)?.settings;
+        let input_dir = root.join(&settings.input_storage.base_dir);
+        let output_dir = root.join(&settings.output_storage.base_dir);
+        std::fs::create_dir_all(&input_dir)?;
+        let empty = Snapshot { engine: None, graph: Graph::default(), fingerprint: String::new(), loaded_at: now() };
+        let state = Arc::new(State {
+            root: root.to_path_buf(),
+            settings,
+            input_dir,
+            output_dir,
+            api_key,
+            max_upload_bytes,
+            snapshot: RwLock::new(Arc::new(empty)),
+            pipeline: Mutex::new(Pipeline::default()),
+            jobs: Mutex::new(None),
+            loading: Mutex::new(()),
+            writing: Mutex::new(HashMap::new()),
+        });
+        state.reload_if_changed()?;
+        Ok(state)
+    }
+
+    /// The index queries answer from now.
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        self.snapshot.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Loads the published index if it changed since the snapshot was read;
+    /// `false` when a writer holds the lock (the next poll tries again).
+    pub fn reload_if_changed(&self) -> anyhow::Result<bool> {
+        let _one_at_a_time = self.loading.lock().unwrap_or_else(|e| e.into_inner());
+        self.reload_locked()
+    }
+
+    /// [`State::reload_if_changed`] unless the writer thread is at work (it
+    /// reloads itself when its run ends): for the poll that notices an index
+    /// published by another process (`graphrag-rs update`).
+    pub fn reload_if_idle(&self) -> anyhow::Result<bool> {
+        match self.loading.try_lock() {
+            Ok(_one_at_a_time) => self.reload_locked(),
+            Err(_) => Ok(false),
+        }
+    }
+
+    fn reload_locked(&self) -> anyhow::Result<bool> {
+        if fingerprint(&self.output_dir) == self.snapshot().fingerprint {
+            return Ok(true);
+        }
+        let Ok(_lock) = staging::lock_for_writing(&self.output_dir) else {
+            return Ok(false);
+        };
+        // A publication a crashed writer left half done is finished first.
+        staging::recover(&self.output_dir)?;
+        let fingerprint = fingerprint(&self.output_dir);
+        let started = Instant::now();
+        let snapshot = if self.output_dir.join("documents.parquet").exists() {
+            let engine = QueryEngine::with_settings(&self.root, self.settings.clone())?;
+            engine.load_all()?;
+            let graph = Graph::load(&self.output_dir)?;
+            Snapshot { engine: Some(engine), graph, fingerprint, loaded_at: now() }
+        } else {
+            Snapshot { engine: None, graph: Graph::default(), fingerprint, loaded_at: now() }
+        };
+        tracing::info!(
+            entities = snapshot.graph.nodes.len(),
+            "index loaded from {} in {:.2} s",
+            self.output_dir.display(),
+            started.elapsed().as_secs_f64()
+        );
+        *self.snapshot.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(snapshot);
+        Ok(true)
+    }
+
+    /// Asks for an `update` run (after the one running, if any).
+    pub fn queue_update(self: &Arc<State>, why: &str) {
+        let mut p = self.pipeline.lock().unwrap_or_else(|e| e.into_inner());
+        p.message(format!("update queued: {why}"));
+        if p.busy {
+            p.request_pending = true;
+        }
+        drop(p);
+        let mut jobs = self.jobs.lock().unwrap_or_else(|e| e.into_inner());
+        let sender = jobs.get_or_insert_with(|| {
+            let (tx, rx) = mpsc::channel();
+            let state = self.clone();
+            std::thread::Builder::new()
+                .name("graphrag-writer".into())
+                .spawn(move || state.writer(rx))
+                .expect("the writer thread starts");
+            tx
+        });
+        let _ = sender.send(());
+    }
+
+    /// The writer thread: one `update` per batch of requests.
+    fn writer(self: Arc<State>, jobs: mpsc::Receiver<()>) {
+        while jobs.recv().is_ok() {
+            // Requests that came in meanwhile are served by this run.
+            while jobs.try_recv().is_ok() {}
+            self.run_update();
+        }
+    }
+
+    fn run_update(self: &Arc<State>) {
+        {
+            let mut p = self.pipeline.lock().unwrap_or_else(|e| e.into_inner());
+            p.busy = true;
+            p.request_pending = false;
+            p.job_name = "update".into();
+            p.job_start = Some(now());
+            p.last_error = None;
+            p.message("update started".into());
+        }
+        let state = self.clone();
+        let on_step = Arc::new(move |e: &StepEvent| {
+            let mut p = state.pipeline.lock().unwrap_or_else(|e| e.into_inner());
+            p.step = Some(e.step.to_string());
+            p.step_index = e.index;
+            p.steps_total = e.total;
+            if let Some(status) = e.finished {
+                p.message(format!("step {}/{} {} {status}", e.index + 1, e.total, e.step));
+            }
+        });
+        let opts = UpdateOptions {
+            run: RunSettings { skip_validation: true, progress: None, on_step: Some(on_step) },
+            ..UpdateOptions::default()
+        };
+        let started = Instant::now();
+        // No snapshot load takes the writer lock while the update needs it.
+        let one_at_a_time = self.loading.lock().unwrap_or_else(|e| e.into_inner());
+        let result = graphrag_project::update(&self.root, &opts);
+        let reloaded = match &result {
+            Ok(_) => self.reload_locked().map_err(|e| format!("{e:#}")),
+            Err(_) => Ok(true),
+        };
+        drop(one_at_a_time);
+        let mut p = self.pipeline.lock().unwrap_or_else(|e| e.into_inner());
+        match result {
+            Ok(report) => {
+                let c = report.changes.unwrap_or_default();
+                p.message(format!(
+                    "update done in {:.1} s: {} added, {} changed, {} removed, {} unchanged",
+                    started.elapsed().as_secs_f64(),
+                    c.added.len(),
+                    c.changed.len(),
+                    c.removed.len(),
+                    c.unchanged
+                ));
+                p.queued_files.clear();
+            }
+            Err(e) => {
+                let text = e.to_string();
+                p.message(format!("update failed: {text}"));
+                p.last_error = Some(text);
+            }
+        }
+        if let Err(e) = reloaded {
+            p.message(format!("loading the new index failed: {e}"));
+            p.last_error = Some(e);
+        }
+        p.busy = false;
+        p.step = None;
+        p.runs += 1;
+    }
+
+    pub fn pipeline_status(&self) -> Value {
+        let p = self.pipeline.lock().unwrap_or_else(|e| e.into_inner());
+        json!({
+            "autoscanned": false,
+            "busy": p.busy,
+            "job_name": if p.busy { p.job_name.as_str() } else { "" },
+            "job_start": p.job_start,
+            "docs": p.queued_files.len(),
+            "batchs": p.steps_total,
+            "cur_batch": if p.busy { p.step_index + 1 } else { 0 },
+            "request_pending": p.request_pending,
+            "latest_message": p.latest_message,
+            "history_messages": p.history.iter().collect::<Vec<_>>(),
+            "update_status": {},
+            "step": p.step,
+            "runs": p.runs,
+            "last_error": p.last_error,
+        })
+    }
+}
