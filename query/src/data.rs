@@ -743,7 +743,22 @@ impl Index {
     /// The vectors of `field`. A missing file, or an empty one while its source
     /// table has rows, is an error saying which setting to change.
     pub fn vectors(&self, field: Field) -> anyhow::Result<Arc<Vectors>> {
-        let v = cached(&self.vectors[field.slot()], || {
+        let v = self.read_vectors(field)?;
+        if v.store.is_none() && self.source_rows(field) > 0 {
+            bail!(
+                "{} is empty: `{}` was not embedded when the index was built; add `{}` to embed_text.names in settings.yaml and re-run `graphrag-rs index --root {}`",
+                v.path.display(),
+                field.name(),
+                field.name(),
+                self.root.display()
+            );
+        }
+        Ok(v)
+    }
+
+    /// The vectors file of `field` as it is (read once), empty or not.
+    fn read_vectors(&self, field: Field) -> anyhow::Result<Arc<Vectors>> {
+        cached(&self.vectors[field.slot()], || {
             let path = self.output.join(format!("embeddings.{}.parquet", field.name()));
             if !path.exists() {
                 bail!(
@@ -755,17 +770,7 @@ impl Index {
                 );
             }
             Vectors::load(field, &path, &self.ann)
-        })?;
-        if v.store.is_none() && self.source_rows(field) > 0 {
-            bail!(
-                "{} is empty: `{}` was not embedded when the index was built; add `{}` to embed_text.names in settings.yaml and re-run `graphrag-rs index --root {}`",
-                v.path.display(),
-                field.name(),
-                field.name(),
-                self.root.display()
-            );
-        }
-        Ok(v)
+        })
     }
 
     /// The vectors of `field`; for an index built by Microsoft GraphRAG, which
@@ -829,8 +834,11 @@ impl Index {
         for field in
             [Field::TextUnitText, Field::EntityDescription, Field::RelationshipDescription, Field::CommunityFullContent]
         {
+            // Read as they are: a field that was not embedded (the fast
+            // method's relationships have no descriptions, so their file is
+            // empty) is an error only for a query that needs it.
             if self.output.join(format!("embeddings.{}.parquet", field.name())).exists() {
-                self.vectors(field)?;
+                self.read_vectors(field)?;
             }
             self.source_rows(field);
         }

@@ -883,3 +883,16 @@ fn local_search_on_an_index_without_descriptions_spends_its_budget_on_text_units
     assert!(!r.context.contains("-----Entities-----") && !r.context.contains("-----Reports-----"));
     assert_eq!(record_ids(&r, "sources").len(), UNITS.len());
 }
+
+#[test]
+fn load_all_reads_an_index_whose_relationships_were_not_embedded() {
+    // The fast method's relationships have no descriptions, so their vectors
+    // file is empty: a server loading everything must still start.
+    let p = Project::new(false, "");
+    let empty = vectors_table(&[], &[], 0);
+    write_table(&p.dir.path().join("output/embeddings.relationship_description.parquet"), &empty).unwrap();
+    let engine = p.engine();
+    engine.load_all().unwrap();
+    let r = ask(&engine, Method::Basic, "Who is Scrooge?");
+    assert!(!r.context.is_empty());
+}
