@@ -4,7 +4,7 @@
 //! index, plus global map-reduce wall time with the mock LLM at 200 ms per
 //! request; optionally on an existing project (e.g. a dev set's index).
 //!
-//! `cargo bench --bench query` (env: BENCH_ENTITIES, BENCH_DIM, BENCH_QUERIES,
+//! `cargo bench --bench query` (env: BENCH_ENTITIES (0: no synthetic index), BENCH_DIM, BENCH_QUERIES,
 //! BENCH_BIN = the graphrag-rs binary for the example index, default
 //! target/release/graphrag-rs of BENCH_REPO (default: this package); the example part is skipped when it is missing;
 //! BENCH_PROJECT = a project folder whose index to measure too, with its own
@@ -489,6 +489,7 @@ struct Row {
     ctx_p50: f64,
     ctx_p99: f64,
     wall_p50: f64,
+    wall_p95: f64,
     wall_p99: f64,
     tokens: u64,
 }
@@ -521,6 +522,7 @@ fn measure(index: &str, root: &Path, method: Method, questions: &[String], nq: u
         ctx_p50: pct(&ctx, 0.5),
         ctx_p99: pct(&ctx, 0.99),
         wall_p50: pct(&wall, 0.5),
+        wall_p95: pct(&wall, 0.95),
         wall_p99: pct(&wall, 0.99),
         tokens: tokens / nq as u64,
     }
@@ -570,32 +572,36 @@ fn main() {
         }
     }
 
-    // synthetic index
-    let mock = MockServer::start(MockConfig { embed_dim: dim, ..MockConfig::default() }).unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let t = Instant::now();
-    let qs = write_synthetic(dir.path(), n, dim);
-    std::fs::write(dir.path().join("settings.yaml"), settings_text(&mock)).unwrap();
-    eprintln!("synthetic index of {n} entities (dim {dim}) written in {:.1} s", t.elapsed().as_secs_f64());
-    eprintln!("synthetic index: {}", sizes(dir.path()));
-    let label = format!("synthetic {}k entities", n / 1000);
-    for m in METHODS {
-        rows.push(measure(&label, dir.path(), m, &qs, nq));
-    }
+    // synthetic index (BENCH_ENTITIES=0: none, e.g. to measure BENCH_PROJECT alone)
+    let synthetic = (n > 0).then(|| {
+        let mock = MockServer::start(MockConfig { embed_dim: dim, ..MockConfig::default() }).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let t = Instant::now();
+        let qs = write_synthetic(dir.path(), n, dim);
+        std::fs::write(dir.path().join("settings.yaml"), settings_text(&mock)).unwrap();
+        eprintln!("synthetic index of {n} entities (dim {dim}) written in {:.1} s", t.elapsed().as_secs_f64());
+        eprintln!("synthetic index: {}", sizes(dir.path()));
+        let label = format!("synthetic {}k entities", n / 1000);
+        for m in METHODS {
+            rows.push(measure(&label, dir.path(), m, &qs, nq));
+        }
+        (mock, dir, label)
+    });
 
     println!("\n{nq} queries per row after one cold query; times in ms; context_ms = QueryStats.context_ms");
     println!("(tables already loaded, query embedding over HTTP to the in-process mock included)\n");
     println!(
-        "| index | method | cold first query | context p50 | context p99 | wall p50 | wall p99 | context tokens |"
+        "| index | method | cold first query | context p50 | context p99 | wall p50 | wall p95 | wall p99 | context tokens |"
     );
-    println!("|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|");
     for r in &rows {
         println!(
-            "| {} | {} | {:.1} | {:.2} | {:.2} | {:.2} | {:.2} | {} |",
-            r.index, r.method, r.cold_ms, r.ctx_p50, r.ctx_p99, r.wall_p50, r.wall_p99, r.tokens
+            "| {} | {} | {:.1} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {} |",
+            r.index, r.method, r.cold_ms, r.ctx_p50, r.ctx_p99, r.wall_p50, r.wall_p95, r.wall_p99, r.tokens
         );
     }
 
+    let Some((mock, dir, label)) = synthetic else { return };
     // global map-reduce with 200 ms per LLM request
     mock.set_latency(Duration::from_millis(200));
     mock.reset_stats();

@@ -50,6 +50,10 @@ def test_search_functions_return_graphrag_shaped_contexts(indexed):
         assert response, search.__name__
     response, context = graphrag_rs.basic_search(root, q)
     assert {"id", "text"} <= set(context["sources"].columns)
+    response, context = graphrag_rs.ppr_search(root, q)
+    assert response and {"id", "text"} <= set(context["sources"].columns), sorted(context)
+    response, context = graphrag_rs.hybrid_search(root, q)
+    assert {"entities", "relationships", "sources"} <= set(context), sorted(context)
 
 
 def test_context_only_calls_no_model(indexed):
@@ -65,6 +69,7 @@ def test_streaming_yields_the_answer_in_pieces(indexed):
     pieces = list(index.query_streaming("Who is Jacob Marley?", method="basic"))
     assert pieces and "".join(pieces) == index.last_result.response
     assert "".join(graphrag_rs.local_search_streaming(root, "Who is Jacob Marley?"))
+    assert "".join(graphrag_rs.ppr_search_streaming(root, "Who is Jacob Marley?"))
 
 
 def test_update_indexes_an_added_document(mock_url, tmp_path):
@@ -74,6 +79,20 @@ def test_update_indexes_an_added_document(mock_url, tmp_path):
     report = graphrag_rs.update_index(root)
     assert report["changes"]["added"] == ["stave2.txt"], report["changes"]
     assert len(graphrag_rs.load_tables(root)["documents"]) == 2
+
+
+def test_light_method_indexes_without_community_reports(mock_url, tmp_path):
+    root = make_project(tmp_path, mock_url, {"stave1.txt": passage("MARLEY'S GHOST", 2500)})
+    report = graphrag_rs.build_index(root, method="light")
+    assert report["pipeline"] == "light"
+    tables = graphrag_rs.load_tables(root)
+    assert len(tables["entities"]) > 0 and "community_reports" not in tables, sorted(tables)
+    index = graphrag_rs.Index(root)
+    for method in ("hybrid", "mix", "local"):
+        response, context = index.query("What does Marley's ghost tell Scrooge?", method=method)
+        assert response and "entities" in context, (method, sorted(context))
+    with pytest.raises(graphrag_rs.GraphragError, match="this index has none"):
+        index.query("What are the themes?", method="global")
 
 
 def test_keyboard_interrupt_leaves_a_resumable_run(mock_url, tmp_path):

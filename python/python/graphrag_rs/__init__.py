@@ -48,6 +48,9 @@ __all__ = [
     "global_search_streaming",
     "drift_search_streaming",
     "basic_search_streaming",
+    "hybrid_search_streaming",
+    "mix_search_streaming",
+    "ppr_search_streaming",
     "METHODS",
 ]
 
@@ -79,7 +82,9 @@ def build_index(
     """Indexes ``root/input`` (as ``graphrag-rs index``).
 
     ``method``: ``auto`` (standard with a chat model, else fast),
-    ``standard``, ``fast`` or a pipeline .yaml. ``resume``: continue an
+    ``standard`` (GraphRAG's), ``fast`` (no LLM), ``light`` (LightRAG's
+    economics: LLM extraction, no community reports), a
+    ``workflows/<name>.yaml`` of the project or a pipeline .yaml path. ``resume``: continue an
     interrupted run. ``progress(step, index, total, status)`` is called as
     each step starts (status None) and ends (``ran``/``skipped``/``failed``);
     by default steps are logged to the ``graphrag_rs`` logger. Raising from
@@ -243,3 +248,6 @@ local_search_streaming = _search_streaming("local")
 global_search_streaming = _search_streaming("global")
 drift_search_streaming = _search_streaming("drift")
 basic_search_streaming = _search_streaming("basic")
+hybrid_search_streaming = _search_streaming("hybrid")
+mix_search_streaming = _search_streaming("mix")
+ppr_search_streaming = _search_streaming("ppr")
