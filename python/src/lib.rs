@@ -232,22 +232,30 @@ impl NativeIndex {
             req.response_type = rt;
         }
         let engine = self.engine.clone();
-        let result = interruptible(
-            py,
-            move || {
-                let mut forward = |piece: &str| {
-                    if let Some(cb) = &on_token {
-                        Python::attach(|py| {
-                            if let Err(e) = cb.call1(py, (piece,)) {
-                                e.write_unraisable(py, None);
-                            }
-                        })
-                    }
-                };
-                engine.query(&req, Some(&mut forward))
-            },
-            None,
-        )?;
+        // Retrieval alone is milliseconds of CPU: answered on this thread
+        // (GIL released), as the Rust library is, without a worker thread's
+        // start and hand-back. A model call can wait for seconds: that runs
+        // on a worker so Ctrl-C is seen at once.
+        let result = if context_only {
+            py.detach(move || engine.query(&req, None))
+        } else {
+            interruptible(
+                py,
+                move || {
+                    let mut forward = |piece: &str| {
+                        if let Some(cb) = &on_token {
+                            Python::attach(|py| {
+                                if let Err(e) = cb.call1(py, (piece,)) {
+                                    e.write_unraisable(py, None);
+                                }
+                            })
+                        }
+                    };
+                    engine.query(&req, Some(&mut forward))
+                },
+                None,
+            )?
+        };
         let r = result.map_err(|e| to_py(&e))?;
         let stats = serde_json::to_string(&r.stats).map_err(|e| GraphragError::new_err(e.to_string()))?;
         Ok((r.answer, r.context, r.context_records.to_string(), stats, r.notice))

@@ -24,6 +24,7 @@ import logging
 import os
 import queue
 import threading
+from collections.abc import Mapping
 from typing import Any, Callable, Dict, Iterator, Optional, Tuple
 
 from . import _native
@@ -33,6 +34,8 @@ __all__ = [
     "GraphragError",
     "ConfigError",
     "Index",
+    "Context",
+    "Result",
     "init",
     "build_index",
     "update_index",
@@ -122,11 +125,38 @@ def load_tables(root: "os.PathLike[str] | str", format: str = "pandas") -> Dict[
     return tables
 
 
-def _frames(records: Dict[str, Any]) -> Dict[str, Any]:
-    """The context tables (lists of rows) as DataFrames; other details as they are."""
-    import pandas as pd
+class Context(Mapping):
+    """A search's context keyed like GraphRAG's (``entities``,
+    ``relationships``, ``reports``, ``sources``, ``claims``, ...): each table
+    becomes a pandas DataFrame when first read (building one costs about as
+    much as a fast query, so a caller that reads one table pays for one);
+    other details (``retrieval``, ``walk``, ...) are given as they are."""
 
-    return {k: pd.DataFrame(v) if isinstance(v, list) else v for k, v in records.items()}
+    __slots__ = ("_records", "_frames")
+
+    def __init__(self, records: Dict[str, Any]) -> None:
+        self._records = records
+        self._frames: Dict[str, Any] = {}
+
+    def __getitem__(self, key: str) -> Any:
+        value = self._records[key]
+        if not isinstance(value, list):
+            return value
+        frame = self._frames.get(key)
+        if frame is None:
+            import pandas as pd
+
+            frame = self._frames[key] = pd.DataFrame(value)
+        return frame
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._records)
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    def __repr__(self) -> str:
+        return f"Context({list(self._records)})"
 
 
 class Result:
@@ -141,7 +171,7 @@ class Result:
         self.method = method
         self.response = answer
         records = json.loads(records) if records else {}
-        self.context = _frames(records) if frames else records
+        self.context = Context(records) if frames else records
         self.context_text = text
         self.stats = json.loads(stats)
         self.notice = notice
