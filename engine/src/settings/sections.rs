@@ -373,9 +373,6 @@ section!(BasicSearchConfig {
 /// The graph walks `ppr_search.walk` chooses from.
 pub const PPR_WALKS: [&str; 3] = ["ppr", "paths", "nhop"];
 
-/// How `ppr_search.unit_score` turns a walk's mass on a text unit into its rank score.
-pub const PPR_UNIT_SCORES: [&str; 3] = ["mass", "per_token", "per_entity"];
-
 section!(
     /// graphrag-rs: graph-propagation search (HippoRAG 2): text units ranked
     /// by a walk over the graph of entities and text units, fused with the
@@ -404,10 +401,6 @@ section!(
     synonym_threshold: Option<f64> = None,
     /// The constant of reciprocal rank fusion of the walk's and the hybrid ranking.
     fusion_k: f64 = graphrag_operations::rank_fusion::RRF_K,
-    /// The walk's ranking of text units: by the mass the walk leaves on each
-    /// (mass), by that mass per token of the unit (per_token), or per entity
-    /// the unit lists (per_entity: degree-normalised PPR).
-    unit_score: String = s("mass"),
 });
 
 section!(

@@ -366,7 +366,6 @@ fn retrieval_settings_are_checked() {
         ("basic_search:\n  k: 0\n", "basic_search.k"),
         ("ppr_search:\n  passage_node_weight: -1\n", "ppr_search.passage_node_weight"),
         ("ppr_search:\n  synonym_threshold: 1.5\n", "ppr_search.synonym_threshold"),
-        ("ppr_search:\n  unit_score: density\n", "ppr_search.unit_score"),
     ] {
         assert_eq!(parse_str(text).unwrap_err().path, path, "{text}");
     }

@@ -44,42 +44,6 @@ use crate::{Outcome, Run};
 /// heaviest edges first): RAGFlow and MiniRAG keep a few per node too.
 const FANOUT: usize = 10;
 
-/// How `ppr_search.unit_score` ranks text units by the walk's mass.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum UnitScore {
-    /// The mass itself.
-    Mass,
-    /// Mass per token of the unit.
-    PerToken,
-    /// Mass per entity the unit lists (its degree in the passage graph).
-    PerEntity,
-}
-
-impl UnitScore {
-    pub fn parse(name: &str) -> anyhow::Result<UnitScore> {
-        Ok(match name {
-            "mass" => UnitScore::Mass,
-            "per_token" => UnitScore::PerToken,
-            "per_entity" => UnitScore::PerEntity,
-            other => bail!("ppr_search.unit_score: `{other}` is not one of mass, per_token, per_entity"),
-        })
-    }
-
-    /// `mass` (one per text unit row) as rank scores, for units of
-    /// `n_tokens` tokens listing `n_entities(row)` entities.
-    pub fn apply(self, mut mass: Vec<f64>, n_tokens: &[usize], n_entities: impl Fn(usize) -> usize) -> Vec<f64> {
-        for (u, m) in mass.iter_mut().enumerate() {
-            let cost = match self {
-                UnitScore::Mass => 1,
-                UnitScore::PerToken => n_tokens[u],
-                UnitScore::PerEntity => n_entities(u),
-            };
-            *m /= cost.max(1) as f64;
-        }
-        mass
-    }
-}
-
 /// The graph walks of `ppr_search.walk`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Walk {
@@ -132,7 +96,6 @@ pub fn run(run: &Run) -> anyhow::Result<Outcome> {
 pub fn rank_units(run: &Run, question: &str, query: &[f32], budget: usize) -> anyhow::Result<GraphRanking> {
     let ps = &run.s().ppr_search;
     let walk = Walk::parse(&ps.walk)?;
-    let unit_score = UnitScore::parse(&ps.unit_score)?;
     let index = run.index();
     let units = index.text_units()?;
     let g = index.graph()?;
@@ -140,14 +103,7 @@ pub fn rank_units(run: &Run, question: &str, query: &[f32], budget: usize) -> an
     let n = units.hrid.len();
     let dense = retrieval::dense(run, &units, query, n)?;
     let lexical = retrieval::lexical(run, question)?;
-    let window = budget_window(&units, &[&dense, &lexical], budget);
-    let hybrid = match std::env::var("GRAPHRAG_EXP_HYBRID").as_deref() {
-        Ok("tm2c2") => {
-            let alpha = std::env::var("GRAPHRAG_EXP_ALPHA").ok().and_then(|a| a.parse().ok()).unwrap_or(0.5);
-            exp_tm2c2(n, &dense, &lexical, window, alpha)
-        }
-        _ => retrieval::fuse(&[&dense, &lexical], window, ps.fusion_k),
-    };
+    let hybrid = retrieval::fuse(&[&dense, &lexical], budget_window(&units, &[&dense, &lexical], budget), ps.fusion_k);
     let mut seeds = seed_entities(&g, &pg, question, &hybrid, ps.linking_top_k);
     if let Some(threshold) = ps.synonym_threshold {
         seeds = with_synonyms(run, &g, seeds, threshold)?;
@@ -162,27 +118,10 @@ pub fn rank_units(run: &Run, question: &str, query: &[f32], budget: usize) -> an
             paths(&pg, &seeds, &relevance)
         }
     };
-    let scores = unit_score.apply(scores, &units.n_tokens, |u| pg.graph.neighbours(pg.unit_node(u)).count());
     let mut walked: Ranking = scores.into_iter().enumerate().filter(|(_, s)| *s > 0.0).collect();
     walked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
     let fused = retrieval::fuse(&[&walked, &hybrid], budget_window(&units, &[&walked, &hybrid], budget), ps.fusion_k);
     Ok(GraphRanking { units: fused.into_iter().map(|f| f.0).collect(), seeds })
-}
-
-/// EXPERIMENT: Bruch et al.'s TM2C2 over each ranking's first `window`.
-fn exp_tm2c2(n: usize, dense: &Ranking, lexical: &Ranking, window: usize, alpha: f64) -> Ranking {
-    let mut out = vec![0.0; n];
-    let mut seen = vec![false; n];
-    for (ranking, lo, w) in [(dense, -1.0, alpha), (lexical, 0.0, 1.0 - alpha)] {
-        let hi = ranking.first().map_or(1.0, |h| h.1);
-        for &(u, s) in ranking.iter().take(window) {
-            seen[u] = true;
-            out[u] += if hi > lo { w * (s - lo) / (hi - lo) } else { w };
-        }
-    }
-    let mut r: Ranking = out.into_iter().enumerate().filter(|(u, _)| seen[*u]).collect();
-    r.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-    r
 }
 
 /// Per text unit: the mean of its dense similarity scaled to 0..1 over all
@@ -220,13 +159,10 @@ pub fn seed_entities(
     for e in entities_named_in(question, &g.entity_by_key, g.max_key_words, |e| g.entity_units[e].len()) {
         offer(e, 1.0);
     }
-    let mode = std::env::var("GRAPHRAG_EXP_SEEDS").unwrap_or_default();
     let best = hybrid.first().map_or(1.0, |h| h.1);
-    if mode != "question" {
-        for &(u, score) in hybrid.iter().take(top_k) {
-            for (e, _) in pg.graph.neighbours(pg.unit_node(u)) {
-                offer(e, score / best);
-            }
+    for &(u, score) in hybrid.iter().take(top_k) {
+        for (e, _) in pg.graph.neighbours(pg.unit_node(u)) {
+            offer(e, score / best);
         }
     }
     let mut seeds: Vec<(usize, f64)> = weight.into_iter().collect();
@@ -368,20 +304,5 @@ mod tests {
         // dense: (0.5, 0, 1); bm25 over the best, unit 1 unmatched: (1, 0, 0.5)
         assert_eq!(s, vec![0.75, 0.0, 0.75]);
         assert_eq!(passage_scores(2, &vec![], &vec![]), vec![0.0, 0.0]);
-    }
-
-    #[test]
-    fn unit_scores_divide_the_mass_by_the_units_cost() {
-        let mass = vec![0.5, 0.25, 0.125, 0.0];
-        let tokens = [256, 64, 0, 32];
-        let entities = |u: usize| [4, 1, 2, 0][u];
-        assert_eq!(UnitScore::Mass.apply(mass.clone(), &tokens, entities), mass);
-        // A unit without tokens or entities counts as one.
-        assert_eq!(
-            UnitScore::PerToken.apply(mass.clone(), &tokens, entities),
-            vec![0.5 / 256.0, 0.25 / 64.0, 0.125, 0.0]
-        );
-        assert_eq!(UnitScore::PerEntity.apply(mass.clone(), &tokens, entities), vec![0.125, 0.25, 0.0625, 0.0]);
-        assert!(UnitScore::parse("per_word").is_err());
     }
 }
