@@ -139,7 +139,7 @@ fn print_llm_estimate(dry: &DryRun) -> anyhow::Result<()> {
     let estimates = dry.estimate()?;
     println!("LLM estimate (nothing sent):");
     let (mut calls, mut tokens, mut cached) = (0, 0, 0);
-    let mut later = Vec::new();
+    let (mut later, mut unestimated) = (Vec::new(), Vec::new());
     for (step, e) in dry.plan.steps.iter().zip(&estimates) {
         match e {
             StepEstimate::Estimated(e) => {
@@ -152,13 +152,17 @@ fn print_llm_estimate(dry: &DryRun) -> anyhow::Result<()> {
                 cached += e.cached_items;
             }
             StepEstimate::AfterModelOutput => later.push(step.id.as_str()),
+            StepEstimate::NotEstimated => unestimated.push(step.id.as_str()),
             StepEstimate::NoModel => {}
         }
     }
-    if calls == 0 && later.is_empty() {
+    if calls == 0 && later.is_empty() && unestimated.is_empty() {
         println!("  no step of this pipeline calls a language model");
     } else {
         println!("  total so far: ≤ {calls} calls, ~{tokens} prompt tokens ({cached} items already cached)");
+    }
+    if !unestimated.is_empty() {
+        println!("  call a model, not estimated: {}", unestimated.join(", "));
     }
     if !later.is_empty() {
         println!("  depends on what the models return, not estimated: {}", later.join(", "));

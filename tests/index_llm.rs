@@ -347,3 +347,19 @@ fn dry_run_estimates_calls_and_tokens_without_sending_anything() {
     let out = String::from_utf8_lossy(&o.stdout).to_string();
     assert!(out.contains(&format!("≤ 0 calls, ~0 prompt tokens; {chunks} of {chunks} items already cached")), "{out}");
 }
+
+#[test]
+fn dry_run_of_the_fast_method_runs_no_step_that_calls_a_model() {
+    // The fast method with a chat model configured writes LLM community
+    // reports: the dry run must neither send them nor embed anything.
+    let mock = MockServer::start(MockConfig::default()).unwrap();
+    let dir = project(&mock);
+    let o = index(dir.path(), &["--method", "fast", "--dry-run"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout).to_string();
+    let line = out.lines().find(|l| l.contains("call a model, not estimated:")).unwrap_or_else(|| panic!("{out}"));
+    assert!(line.contains("community_reports") && line.contains("embed_text_unit_text"), "{line}");
+    assert!(!out.contains("no step of this pipeline calls a language model"), "{out}");
+    assert_eq!(mock.stats().requests, 0, "a dry run sends nothing");
+    assert!(!dir.path().join("output").join("entities.parquet").exists());
+}

@@ -187,11 +187,14 @@ pub enum StepEstimate {
     Estimated(LlmEstimate),
     /// Its inputs come from a step that calls a model, so its cost is unknown before then.
     AfterModelOutput,
+    /// It calls a model but has no estimate of its own: it is not run, and
+    /// the steps that read its outputs are [`StepEstimate::AfterModelOutput`].
+    NotEstimated,
 }
 
 /// Estimates every step's LLM calls and prompt tokens without sending
 /// anything: steps that call no model are run in memory (nothing written),
-/// steps that do report their estimate from their inputs.
+/// steps that do report their estimate from their inputs, or none.
 pub fn estimate(plan: &Plan, ws: &Workspace) -> anyhow::Result<Vec<StepEstimate>> {
     let mut tables: HashMap<&str, Arc<RecordBatch>> = HashMap::new();
     let mut out = Vec::with_capacity(plan.steps.len());
@@ -206,6 +209,7 @@ pub fn estimate(plan: &Plan, ws: &Workspace) -> anyhow::Result<Vec<StepEstimate>
         let ctx = ws.context(step, &counters);
         match step.verb.llm_estimate(&inputs, &ctx)? {
             Some(e) => out.push(StepEstimate::Estimated(e)),
+            None if step.verb.calls_model(&ctx)? => out.push(StepEstimate::NotEstimated),
             None => {
                 let produced =
                     step.verb.run(&inputs, &ctx).with_context(|| format!("dry run of step `{}`", step.id))?;

@@ -34,10 +34,17 @@ pub trait Verb: Send + Sync {
 
     /// For `index --dry-run`: the model calls and prompt tokens this step
     /// would spend on these inputs, computed before anything is sent. None:
-    /// the step calls no model (the dry run then runs it in memory to feed
-    /// the estimates of later steps).
+    /// no estimate (see [`Verb::calls_model`]).
     fn llm_estimate(&self, _inputs: &[Arc<RecordBatch>], _ctx: &VerbContext) -> anyhow::Result<Option<LlmEstimate>> {
         Ok(None)
+    }
+
+    /// For `index --dry-run`: whether this step, with these args in this
+    /// project, calls a model (chat or embedding, a local one included). A
+    /// dry run runs in memory only the steps that call none, to feed the
+    /// estimates of later steps; a step that calls one is never run by it.
+    fn calls_model(&self, _ctx: &VerbContext) -> anyhow::Result<bool> {
+        Ok(false)
     }
 }
 

@@ -870,7 +870,7 @@ fn ppr_walks_from_the_question_to_linked_units_and_answers_citing_sources() {
 }
 
 #[test]
-fn local_search_on_an_index_without_descriptions_spends_its_budget_on_text_units() {
+fn local_hybrid_and_mix_on_an_index_without_descriptions_spend_their_budget_on_text_units() {
     let p = Project::new(false, "");
     let path = p.dir.path().join("output/entities.parquet");
     let entities = graphrag_engine::store::read_table(&path).unwrap();
@@ -878,10 +878,19 @@ fn local_search_on_an_index_without_descriptions_spends_its_budget_on_text_units
     let mut columns = entities.columns().to_vec();
     columns[idx] = schema::text_col(vec![""; entities.num_rows()]);
     write_table(&path, &RecordBatch::try_new(entities.schema(), columns).unwrap()).unwrap();
-    let r = ask(&p.engine(), Method::Local, "Who is the father of Tiny Tim?");
+    let engine = p.engine();
+    let r = ask(&engine, Method::Local, "Who is the father of Tiny Tim?");
     assert!(r.context.starts_with("-----Sources-----"), "{}", r.context);
     assert!(!r.context.contains("-----Entities-----") && !r.context.contains("-----Reports-----"));
     assert_eq!(record_ids(&r, "sources").len(), UNITS.len());
+    // LightRAG's modes: the keyword note (no chat model here), then the walk's text units.
+    for method in [Method::Hybrid, Method::Mix] {
+        let r = ask(&engine, method, "Who is the father of Tiny Tim?");
+        assert!(r.context.starts_with("-----Keywords-----"), "{}", r.context);
+        assert!(!r.context.contains("-----Entities-----") && !r.context.contains("-----Relationships-----"));
+        assert!(r.context_records["entities"].as_array().unwrap().is_empty());
+        assert_eq!(record_ids(&r, "sources").len(), UNITS.len(), "{method:?}");
+    }
 }
 
 #[test]

@@ -287,6 +287,10 @@ impl<'a> Sources<'a> {
 }
 
 impl Verb for CommunityReport {
+    fn calls_model(&self, ctx: &VerbContext) -> anyhow::Result<bool> {
+        self.uses_llm(ctx)
+    }
+
     fn external_fingerprint(&self, ctx: &VerbContext) -> anyhow::Result<Option<String>> {
         if !self.uses_llm(ctx)? {
             return Ok(Some("extractive".into()));

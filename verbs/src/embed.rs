@@ -100,6 +100,10 @@ impl Verb for Embed {
         Ok(Some(ctx.llm()?.embedding_model_for(&self.model_id, self.model_instance_name.as_deref())?.fingerprint()))
     }
 
+    fn calls_model(&self, _ctx: &VerbContext) -> anyhow::Result<bool> {
+        Ok(self.names.contains(&self.field))
+    }
+
     fn run(&self, inputs: &[Arc<RecordBatch>], ctx: &VerbContext) -> anyhow::Result<Vec<RecordBatch>> {
         if !self.names.contains(&self.field) {
             return Ok(vec![RecordBatch::new_empty(embeddings_schema(0))]);

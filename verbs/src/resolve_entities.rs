@@ -454,6 +454,10 @@ impl Verb for ResolveEntities {
         Ok(Some(sha256_hex(&[aliases.as_bytes(), model.as_bytes()])))
     }
 
+    fn calls_model(&self, ctx: &VerbContext) -> anyhow::Result<bool> {
+        self.uses_llm(ctx)
+    }
+
     fn llm_estimate(&self, inputs: &[Arc<RecordBatch>], ctx: &VerbContext) -> anyhow::Result<Option<LlmEstimate>> {
         if !self.uses_llm(ctx)? {
             return Ok(None);

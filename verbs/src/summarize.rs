@@ -228,6 +228,10 @@ fn previous_graph(ctx: &VerbContext) -> anyhow::Result<PreviousGraph> {
 }
 
 impl Verb for Summarize {
+    fn calls_model(&self, _ctx: &VerbContext) -> anyhow::Result<bool> {
+        Ok(true)
+    }
+
     fn external_fingerprint(&self, ctx: &VerbContext) -> anyhow::Result<Option<String>> {
         let model = ctx.llm()?.chat_model_for(&self.model_id, self.model_instance_name.as_deref())?;
         let mut fp = fingerprint(&model.fingerprint(), &[&ctx.prompt(&self.prompt)?]);

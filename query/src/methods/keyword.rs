@@ -3,7 +3,10 @@
 //! relationships), high-level keywords find relationships (then their end
 //! entities); mix adds the text units closest to the question. Tables are
 //! packed under keyword_search.max_entity_tokens / max_relation_tokens, the
-//! sources under what is left of max_total_tokens.
+//! sources under what is left of max_total_tokens. On an index whose
+//! entities have no descriptions (the fast method), entity and relationship
+//! rows would be bare titles: as in local search, the whole budget then goes
+//! to text units ranked by PPR search's graph walk.
 
 use std::collections::HashSet;
 
@@ -15,6 +18,7 @@ use crate::context::{
 use crate::data::{Field, Graph};
 use crate::retrieval::sources_table;
 use crate::{render, Outcome, Run};
+use graphrag_engine::prompts::PromptTemplate;
 
 /// Tokens kept free for the question and the model's formatting (LightRAG's buffer).
 const BUFFER_TOKENS: usize = 100;
@@ -142,8 +146,41 @@ pub fn run(run: &Run, mix: bool) -> anyhow::Result<Outcome> {
     let count = |t: &str| memo.count(t);
     let history = history_text(&run.req.history, run.s().local_search.conversation_history_max_turns as usize);
     let kw = keywords(run, &history)?;
+    let keyword_note = kw.fallback.as_ref().map(|why| {
+        format!(
+            "-----Keywords-----\nkeywords taken from the question's own words ({why}): {}",
+            query_words(question).join(", ")
+        )
+    });
+    let prompt = run.prompt("keyword_search.prompt", &ks.prompt)?;
+    let empty_prompt = render(
+        &prompt,
+        &[("response_type", json!(run.req.response_type)), ("context_data", json!("")), ("history", json!(history))],
+    )?;
+    let prompt_tokens = if budgets.prompt_counts { count(&empty_prompt) + count(question) + BUFFER_TOKENS } else { 0 };
+    let used = prompt_tokens + keyword_note.as_deref().map_or(0, count);
+    let keywords_record = json!({
+        "high_level": kw.high,
+        "low_level": kw.low,
+        "from": if kw.fallback.is_some() { "question words" } else { "chat model" },
+    });
     let index = run.index();
     let g = index.graph()?;
+    if !g.is_described() {
+        let budget = budgets.total.saturating_sub(used);
+        let query = run.embed_one(question)?;
+        let ranking = super::ppr::rank_units(run, question, &query, budget)?;
+        let units = index.text_units()?;
+        let sources = sources_table(&units, ranking.units.into_iter().take(budgets.chunks), budget, &count);
+        let context = join_parts([keyword_note.as_deref().unwrap_or(""), sources.text.as_str()]);
+        let records = json!({
+            "keywords": keywords_record,
+            "entities": [],
+            "relationships": [],
+            "sources": sources.records(),
+        });
+        return finish(run, &prompt, history, context, records);
+    }
     let entity_vectors = run.vectors(Field::EntityDescription)?;
     let relationship_vectors = index.vectors_opt(Field::RelationshipDescription);
 
@@ -253,19 +290,7 @@ pub fn run(run: &Run, mix: bool) -> anyhow::Result<Outcome> {
     let mut chunk_ids = round_robin(&lists);
     chunk_ids.truncate(budgets.chunks);
 
-    let keyword_note = kw.fallback.as_ref().map(|why| {
-        format!(
-            "-----Keywords-----\nkeywords taken from the question's own words ({why}): {}",
-            query_words(question).join(", ")
-        )
-    });
-    let prompt = run.prompt("keyword_search.prompt", &ks.prompt)?;
-    let empty_prompt = render(
-        &prompt,
-        &[("response_type", json!(run.req.response_type)), ("context_data", json!("")), ("history", json!(history))],
-    )?;
-    let prompt_tokens = if budgets.prompt_counts { count(&empty_prompt) + count(question) + BUFFER_TOKENS } else { 0 };
-    let used = prompt_tokens + entity_table.tokens + relation_table.tokens + keyword_note.as_deref().map_or(0, count);
+    let used = used + entity_table.tokens + relation_table.tokens;
     let chunk_budget = budgets.total.saturating_sub(used);
     let sources = if chunk_ids.is_empty() || chunk_budget == 0 {
         PackedTable::default()
@@ -281,27 +306,35 @@ pub fn run(run: &Run, mix: bool) -> anyhow::Result<Outcome> {
         sources.text.as_str(),
     ]);
     let records = json!({
-        "keywords": {
-            "high_level": kw.high,
-            "low_level": kw.low,
-            "from": if kw.fallback.is_some() { "question words" } else { "chat model" },
-        },
+        "keywords": keywords_record,
         "entities": entity_table.records(),
         "relationships": relation_table.records(),
         "sources": sources.records(),
     });
+    finish(run, &prompt, history, context, records)
+}
+
+/// The outcome of a built context: the context alone in retrieval-only
+/// mode, else one answer with the keyword prompt.
+fn finish(
+    run: &Run,
+    prompt: &PromptTemplate,
+    history: String,
+    context: String,
+    records: Value,
+) -> anyhow::Result<Outcome> {
     let context_ms = run.context_ready();
     if run.retrieval_only() {
         return Ok(Outcome { answer: None, context, records, context_ms });
     }
     let system = render(
-        &prompt,
+        prompt,
         &[
             ("response_type", json!(run.req.response_type)),
             ("context_data", json!(context)),
             ("history", Value::String(history)),
         ],
     )?;
-    let answer = run.chat(&run.messages(system, question))?;
+    let answer = run.chat(&run.messages(system, &run.req.question))?;
     Ok(Outcome { answer: Some(answer), context, records, context_ms })
 }
