@@ -225,7 +225,7 @@ pub fn estimate(plan: &Plan, ws: &Workspace) -> anyhow::Result<Vec<StepEstimate>
 
 /// What the run's loop hears from the threads it started.
 enum Event {
-    Step(usize, StepStats, anyhow::Result<()>),
+    Step(usize, Box<StepStats>, anyhow::Result<()>),
     /// The start-up check's result and its seconds.
     Checked(anyhow::Result<()>, f64),
 }
@@ -491,7 +491,7 @@ pub fn run(plan: &Plan, ws: &Workspace, opts: &RunOptions) -> anyhow::Result<Run
                         scope.spawn(move || {
                             let (mut step_stats, result) = shared.execute(i);
                             step_stats.start = offset.as_secs_f64();
-                            let _ = tx.send(Event::Step(i, step_stats, result));
+                            let _ = tx.send(Event::Step(i, Box::new(step_stats), result));
                         });
                     }
                 }
@@ -521,7 +521,7 @@ pub fn run(plan: &Plan, ws: &Workspace, opts: &RunOptions) -> anyhow::Result<Run
             let step = &plan.steps[i];
             running_ids.retain(|id| *id != step.id);
             stats.failed_items.extend(step_stats.failed_items.iter().cloned());
-            stats.workflows.insert(step.id.clone(), step_stats);
+            stats.workflows.insert(step.id.clone(), *step_stats);
             match result {
                 Ok(()) => done[i] = true,
                 Err(mut e) => {
