@@ -25,13 +25,16 @@
 #   EMBED_NAMES embed_text.names for the mock runs (default: GraphRAG 3.x's default three fields)
 #   PROMPTS_FROM a folder whose *.txt replace the project's prompts/ files of the same name (e.g.
 #               GraphRAG's own prompts, so that GraphRAG's mock recognises every request)
+#   RESOLVE_MODE resolve_entities.mode (auto | rules | llm); default: the settings' default (auto),
+#               but rules when PROMPTS_FROM is set: GraphRAG has no entity-resolution step, so its
+#               mock does not answer our resolution prompt (the run would fail at resolve_entities)
 #   UPDATE_DOC  the document updN adds (a file name in CORPUS_DIR)
 #   CONCURRENCY concurrent_requests of both models (default: the settings' default, 25)
 # Each run starts from a fresh project (no cache/), runs under /usr/bin/time -v and leaves
 # results/<run>.stats.json (the pipeline's stats.json), <run>.time (time -v), <run>.mock.json (the
 # mock's /stats, when a mock is used), <run>.load (uptime before and after) and a one-line summary.
 set -euo pipefail
-[ $# -ge 2 ] || { sed -n 2,32p "$0"; exit 2; }
+[ $# -ge 2 ] || { sed -n 2,35p "$0"; exit 2; }
 corpus=$(cd "$1" && pwd)
 work=$(mkdir -p "$2" && cd "$2" && pwd)
 shift 2
@@ -88,6 +91,12 @@ new_root() { # root with_mock(0|1)
     grep -q "^    api_base: $base" "$root/settings.yaml" || { echo "could not set api_base" >&2; exit 1; }
     [ "$(grep -c "api_base: $base" "$root/settings.yaml")" = 2 ] || { echo "could not point embeddings at the mock" >&2; exit 1; }
     echo "GRAPHRAG_API_KEY=sk-bench" >"$root/.env"
+  fi
+  local resolve=${RESOLVE_MODE:-${PROMPTS_FROM:+rules}}
+  if [ -n "$resolve" ]; then
+    sed -i "/^resolve_entities:/,/^[a-z]/s|^  mode: auto |  mode: $resolve |" "$root/settings.yaml"
+    sed -n "/^resolve_entities:/,/^[a-z]/p" "$root/settings.yaml" | grep -q "^  mode: $resolve " \
+      || { echo "could not set resolve_entities.mode" >&2; exit 1; }
   fi
   if [ -n "${CONCURRENCY:-}" ]; then
     sed -i -e "s|^    concurrent_requests: 25$|    concurrent_requests: $CONCURRENCY|" \

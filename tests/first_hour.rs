@@ -138,6 +138,9 @@ fn a_rejected_key_and_a_bad_embedding_endpoint_are_named() {
         err.contains("`completion_models.default_completion_model.api_key`") && err.contains("GRAPHRAG_API_KEY"),
         "{err}"
     );
+    // The check runs beside loading and chunking; no model step starts after it failed.
+    assert_eq!(mock.stats().chat_requests, 1, "the check's request only");
+    assert!(!err.contains("index --resume"), "the check's error alone, not a failed run's note: {err}");
 
     let up = MockServer::start(MockConfig::default()).unwrap();
     let embedding = format!(

@@ -374,7 +374,7 @@ impl<'a> VerbContext<'a> {
     /// among them ends the step as interrupted; more than the tolerated
     /// fraction fail the step ([`FailedItems`]); fewer are logged, named in
     /// stats.json, and the step goes on without them. Counted as
-    /// `<what>s_failed`.
+    /// `<plural>_failed` (`text_units_failed`).
     pub fn item_failures(
         &self,
         what: &'static str,
@@ -387,7 +387,7 @@ impl<'a> VerbContext<'a> {
         if failed.iter().any(|(_, _, e)| crate::interrupt::caused(e)) {
             return Err(crate::interrupt::Interrupted.into());
         }
-        self.count(&format!("{}s_failed", what.replace(' ', "_")), failed.len() as u64);
+        self.count(&format!("{}_failed", crate::failures::plural(what).replace(' ', "_")), failed.len() as u64);
         let items: Vec<FailedItem> = failed
             .into_iter()
             .map(|(id, name, e)| FailedItem { step: self.step_id.to_string(), id, name, error: format!("{e:#}") })

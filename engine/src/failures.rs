@@ -41,6 +41,15 @@ pub struct FailedItems {
     pub items: Vec<FailedItem>,
 }
 
+/// The plural of an item kind (`text units`, `entity pair batches`).
+pub fn plural(what: &str) -> String {
+    if ["s", "x", "ch", "sh"].iter().any(|end| what.ends_with(end)) {
+        format!("{what}es")
+    } else {
+        format!("{what}s")
+    }
+}
+
 /// How many failed items a message lists before "and N more".
 const LISTED: usize = 10;
 
@@ -49,7 +58,7 @@ const LISTED: usize = 10;
 impl fmt::Display for FailedItems {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let n = self.items.len();
-        write!(f, "{n} of {} {}s failed", self.total, self.what)?;
+        write!(f, "{n} of {} {} failed", self.total, plural(self.what))?;
         if self.tolerated_fraction > 0.0 {
             write!(f, " (more than failures.tolerated_fraction: {})", self.tolerated_fraction)?;
         }
@@ -136,6 +145,8 @@ mod tests {
             items: (0..12).map(|i| item(&format!("u{i}"))).collect(),
         };
         assert_eq!(failed.to_string(), "12 of 40 text units failed; the first, text unit u0: malformed answer");
+        assert_eq!(plural("entity pair batch"), "entity pair batches");
+        assert_eq!(plural("community report"), "community reports");
         let mut list = String::new();
         write_list(&mut list, &failed.items).unwrap();
         assert!(list.starts_with("\n  text unit u0: malformed answer\n  text unit u1: "), "{list}");

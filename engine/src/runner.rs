@@ -62,6 +62,30 @@ pub struct StepEvent<'a> {
 /// Called with each [`StepEvent`], from the step's thread.
 pub type StepObserver = Arc<dyn Fn(&StepEvent) + Send + Sync>;
 
+/// The start-up check of the model endpoints (`llm::preflight`), run on its
+/// own thread beside the steps that call no model (loading, chunking), so
+/// that its round trip is not added to the run's. Steps that name a model
+/// (a `model_id` arg) start only once it passed; when it fails, none of them
+/// starts and the run ends with its error ([`StartupCheckFailed`]).
+pub type StartupCheck = Arc<dyn Fn() -> anyhow::Result<()> + Send + Sync>;
+
+/// The run's error when its [`StartupCheck`] failed: the check's own message.
+#[derive(Debug)]
+pub struct StartupCheckFailed(pub anyhow::Error);
+
+impl std::fmt::Display for StartupCheckFailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:#}", self.0)
+    }
+}
+
+impl std::error::Error for StartupCheckFailed {}
+
+/// Whether a step waits for the start-up check: it names a model.
+fn names_model(step: &Step) -> bool {
+    step.args.get("model_id").is_some()
+}
+
 #[derive(Clone, Default)]
 pub struct RunOptions {
     pub resume: bool,
@@ -74,6 +98,8 @@ pub struct RunOptions {
     /// The fraction of a step's items whose model call may fail before the
     /// step does (`failures.tolerated_fraction`).
     pub tolerated_failures: f64,
+    /// Checked beside the steps that call no model; `None`: no check.
+    pub startup_check: Option<StartupCheck>,
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -195,6 +221,13 @@ pub fn estimate(plan: &Plan, ws: &Workspace) -> anyhow::Result<Vec<StepEstimate>
         }
     }
     Ok(out)
+}
+
+/// What the run's loop hears from the threads it started.
+enum Event {
+    Step(usize, Box<StepStats>, anyhow::Result<()>),
+    /// The start-up check's result and its seconds.
+    Checked(anyhow::Result<()>, f64),
 }
 
 struct Shared<'p> {
@@ -403,7 +436,7 @@ fn overall_bar(multi: &MultiProgress, steps: usize) -> ProgressBar {
 /// the failing step; a stop request ([`interrupt`]) starts no further step.
 /// stats.json is written in either case (`status`, `error`, `failed_items`).
 pub fn run(plan: &Plan, ws: &Workspace, opts: &RunOptions) -> anyhow::Result<RunStats> {
-    let started = Instant::now();
+    let began = Instant::now();
     std::fs::create_dir_all(ws.output_dir.join(".steps"))
         .with_context(|| format!("creating {}", ws.output_dir.display()))?;
     store::remove_stale_temp_files(&ws.output_dir);
@@ -423,25 +456,42 @@ pub fn run(plan: &Plan, ws: &Workspace, opts: &RunOptions) -> anyhow::Result<Run
     let mut started_steps = vec![false; n];
     let mut stats = RunStats { pipeline: plan.name.clone(), ..RunStats::default() };
     let mut failure: Option<anyhow::Error> = None;
-    let (tx, rx) = mpsc::channel::<(usize, (StepStats, anyhow::Result<()>))>();
+    let (tx, rx) = mpsc::channel::<Event>();
     let overall = shared.progress.as_ref().map(|multi| overall_bar(multi, n));
     let mut running_ids: Vec<&str> = Vec::new();
     std::thread::scope(|scope| {
         let mut running = 0;
+        // Until the check passed, steps that name a model wait.
+        let mut check_pending = false;
+        if let Some(check) = opts.startup_check.clone() {
+            check_pending = true;
+            running += 1;
+            let tx = tx.clone();
+            scope.spawn(move || {
+                let began = Instant::now();
+                let result = check();
+                let _ = tx.send(Event::Checked(result, began.elapsed().as_secs_f64()));
+            });
+        }
         loop {
             if failure.is_none() && interrupt::requested() {
                 failure = Some(interrupt::Interrupted.into());
             }
             if failure.is_none() {
                 for (i, started) in started_steps.iter_mut().enumerate() {
-                    if !*started && plan.steps[i].deps.iter().all(|&d| done[d]) {
+                    let step = &plan.steps[i];
+                    let ready = step.deps.iter().all(|&d| done[d]) && !(check_pending && names_model(step));
+                    if !*started && ready {
                         *started = true;
                         running += 1;
-                        running_ids.push(&plan.steps[i].id);
+                        running_ids.push(&step.id);
                         let tx = tx.clone();
                         let shared = &shared;
+                        let offset = began.elapsed();
                         scope.spawn(move || {
-                            let _ = tx.send((i, shared.execute(i)));
+                            let (mut step_stats, result) = shared.execute(i);
+                            step_stats.start = offset.as_secs_f64();
+                            let _ = tx.send(Event::Step(i, Box::new(step_stats), result));
                         });
                     }
                 }
@@ -453,12 +503,25 @@ pub fn run(plan: &Plan, ws: &Workspace, opts: &RunOptions) -> anyhow::Result<Run
                 bar.set_position(started_steps.iter().filter(|s| **s).count() as u64);
                 bar.set_message(running_ids.join(", "));
             }
-            let (i, (step_stats, result)) = rx.recv().expect("a running step reports");
+            let event = rx.recv().expect("a running step or the check reports");
             running -= 1;
+            let (i, step_stats, result) = match event {
+                Event::Checked(result, seconds) => {
+                    check_pending = false;
+                    stats.startup_check = Some(seconds);
+                    if let Err(e) = result {
+                        if failure.as_ref().is_none_or(interrupt::caused) {
+                            failure = Some(StartupCheckFailed(e).into());
+                        }
+                    }
+                    continue;
+                }
+                Event::Step(i, step_stats, result) => (i, step_stats, result),
+            };
             let step = &plan.steps[i];
             running_ids.retain(|id| *id != step.id);
             stats.failed_items.extend(step_stats.failed_items.iter().cloned());
-            stats.workflows.insert(step.id.clone(), step_stats);
+            stats.workflows.insert(step.id.clone(), *step_stats);
             match result {
                 Ok(()) => done[i] = true,
                 Err(mut e) => {
@@ -479,7 +542,7 @@ pub fn run(plan: &Plan, ws: &Workspace, opts: &RunOptions) -> anyhow::Result<Run
         }
     });
     shared.name_failed_items(&mut stats.failed_items);
-    stats.total_runtime = started.elapsed().as_secs_f64();
+    stats.total_runtime = began.elapsed().as_secs_f64();
     stats.sum_llm_usage();
     stats.status = match &failure {
         None => "completed",
@@ -503,7 +566,7 @@ pub fn run(plan: &Plan, ws: &Workspace, opts: &RunOptions) -> anyhow::Result<Run
 mod tests {
     use super::*;
     use crate::context::LocalFiles;
-    use crate::test_verbs::{plan, RENDEZVOUS};
+    use crate::test_verbs::{plan, CHECKED, MODEL_STEPS_RUN, RENDEZVOUS};
 
     fn workspace(dir: &Path) -> Workspace {
         Workspace {
@@ -628,5 +691,55 @@ mod tests {
         assert!(!ws.output_dir.join("b.parquet").exists());
         let preview = resume_preview(&plan(yaml).unwrap(), &ws).unwrap();
         assert_eq!(preview, [true, false], "a rerun with --resume continues after the finished step");
+    }
+
+    /// src (no model) -> a step naming `model`, with the start-up check `check`.
+    fn gated(dir: &Path, model: &str, check: StartupCheck) -> (Workspace, anyhow::Result<RunStats>) {
+        let ws = workspace(dir);
+        let yaml = format!(
+            "name: t\noutputs: [b]\nsteps:\n  - {{id: src, verb: source, outputs: [a], args: {{value: 1}}}}\n  - {{id: call, verb: model_step, inputs: [a], outputs: [b], args: {{model_id: {model}}}}}\n"
+        );
+        let opts = RunOptions { startup_check: Some(check), ..RunOptions::default() };
+        let result = run(&plan(&yaml).unwrap(), &ws, &opts);
+        (ws, result)
+    }
+
+    #[test]
+    fn steps_without_a_model_run_beside_the_startup_check_and_the_others_after_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let raw = dir.path().join("output/.steps/a.parquet");
+        // The check passes only once src wrote its output: the engine must run
+        // src while the check is pending (one after the other, this would time out).
+        let check: StartupCheck = Arc::new(move || {
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while !raw.exists() {
+                anyhow::ensure!(Instant::now() < deadline, "src did not run beside the check");
+                std::thread::yield_now();
+            }
+            CHECKED.lock().unwrap().push("passing".into());
+            Ok(())
+        });
+        let (ws, result) = gated(dir.path(), "passing", check);
+        let stats = result.unwrap();
+        assert!(ws.output_dir.join("b.parquet").exists());
+        assert!(stats.startup_check.is_some());
+        assert!(stats.workflows["call"].start >= stats.workflows["src"].start);
+    }
+
+    #[test]
+    fn a_failing_startup_check_fails_the_run_with_its_message_before_any_model_step() {
+        let dir = tempfile::tempdir().unwrap();
+        let check: StartupCheck = Arc::new(|| anyhow::bail!("settings.yaml:5: nothing is listening at 127.0.0.1:9"));
+        let (ws, result) = gated(dir.path(), "failing", check);
+        let err = result.unwrap_err();
+        assert!(err.is::<StartupCheckFailed>(), "{err:#}");
+        assert_eq!(format!("{err:#}"), "settings.yaml:5: nothing is listening at 127.0.0.1:9");
+        assert!(!MODEL_STEPS_RUN.lock().unwrap().contains(&"failing".to_string()), "the model step never started");
+        assert!(!ws.output_dir.join("b.parquet").exists());
+        let stats: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(ws.output_dir.join("stats.json")).unwrap()).unwrap();
+        assert_eq!(stats["status"], "failed");
+        assert!(stats["error"].as_str().unwrap().contains("nothing is listening"), "{stats}");
+        assert!(stats["workflows"].get("call").is_none(), "{stats}");
     }
 }

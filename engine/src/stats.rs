@@ -18,6 +18,10 @@ pub struct RunStats {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     pub total_runtime: f64,
+    /// Seconds the start-up check of the model endpoints took (it runs
+    /// beside the steps that call no model); absent when it did not run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub startup_check: Option<f64>,
     pub num_documents: u64,
     pub workflows: BTreeMap<String, StepStats>,
     /// LLM usage of the whole run, per model.
@@ -50,6 +54,8 @@ pub struct StepStats {
     pub verb: String,
     /// `ran`, `skipped` when --resume found its outputs up to date, or `failed`.
     pub status: String,
+    /// Seconds after the run began that the step started.
+    pub start: f64,
     /// Seconds.
     pub overall: f64,
     pub rows_in: u64,

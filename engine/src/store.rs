@@ -29,6 +29,23 @@ const TMP_MARK: &str = ".tmp-";
 /// Writes through `fill` into a temporary file, then renames it to `path`.
 /// If `fill` fails, the temporary file is removed and `path` is untouched.
 pub fn atomic_write_with(path: &Path, fill: impl FnOnce(&mut File) -> io::Result<()>) -> io::Result<()> {
+    write_via_temp(path, true, fill)
+}
+
+pub fn atomic_write(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_via_temp(path, true, |f| f.write_all(bytes))
+}
+
+/// [`atomic_write`] without syncing the file to disk: whole or absent if the
+/// process is killed, but a crash of the machine may leave it empty or torn.
+/// For files whose reader checks them and can do without them (a model
+/// answer cache entry: a torn one is counted corrupt and asked again), where
+/// a sync per file costs milliseconds on the model request path.
+pub fn atomic_write_unsynced(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_via_temp(path, false, |f| f.write_all(bytes))
+}
+
+fn write_via_temp(path: &Path, sync: bool, fill: impl FnOnce(&mut File) -> io::Result<()>) -> io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     fs::create_dir_all(dir)?;
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("out");
@@ -37,17 +54,15 @@ pub fn atomic_write_with(path: &Path, fill: impl FnOnce(&mut File) -> io::Result
         let mut f = File::create(&tmp)?;
         fill(&mut f)?;
         f.flush()?;
-        f.sync_all()?;
+        if sync {
+            f.sync_all()?;
+        }
         fs::rename(&tmp, path)
     })();
     if result.is_err() {
         let _ = fs::remove_file(&tmp);
     }
     result
-}
-
-pub fn atomic_write(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    atomic_write_with(path, |f| f.write_all(bytes))
 }
 
 /// Whether a file name is one of [`atomic_write`]'s temporary files.

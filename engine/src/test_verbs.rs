@@ -1,7 +1,7 @@
 //! Small verbs for testing the engine without the real ones.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use arrow_array::RecordBatch;
@@ -105,9 +105,34 @@ impl Verb for Fail {
     }
 }
 
+/// Stands for a step that calls a model (it has a `model_id` arg): records
+/// that it ran, and fails unless the start-up check for `model_id` passed
+/// first ([`CHECKED`]).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelStep {
+    pub model_id: String,
+}
+
+/// The model ids whose start-up check passed, and those whose step ran.
+pub static CHECKED: Mutex<Vec<String>> = Mutex::new(Vec::new());
+pub static MODEL_STEPS_RUN: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+impl VerbDef for ModelStep {
+    const INFO: VerbInfo = VerbInfo { name: "model_step", about: "call a model", inputs: &["in"], outputs: &["out"] };
+}
+
+impl Verb for ModelStep {
+    fn run(&self, inputs: &[Arc<RecordBatch>], _: &VerbContext) -> anyhow::Result<Vec<RecordBatch>> {
+        MODEL_STEPS_RUN.lock().unwrap().push(self.model_id.clone());
+        anyhow::ensure!(CHECKED.lock().unwrap().contains(&self.model_id), "started before the start-up check passed");
+        Ok(vec![(*inputs[0]).clone()])
+    }
+}
+
 pub fn registry() -> Registry {
     let mut r = Registry::default();
-    r.register::<Source>().register::<Scale>().register::<Rendezvous>().register::<Fail>();
+    r.register::<Source>().register::<Scale>().register::<Rendezvous>().register::<Fail>().register::<ModelStep>();
     r
 }
 

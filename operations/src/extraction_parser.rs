@@ -18,6 +18,8 @@
 //! are upper-cased, descriptions are trimmed with inner whitespace (newlines
 //! included) collapsed to single spaces.
 
+use std::sync::{Arc, Mutex};
+
 use regex::Regex;
 
 /// The tuple delimiter of LightRAG's newer prompt (`entity<|#|>NAME<|#|>TYPE<|#|>DESC`).
@@ -112,7 +114,7 @@ pub fn normalize_name(s: &str) -> String {
 
 /// Parses entity and relationship records. See the module documentation.
 pub fn parse_graph_records(text: &str, d: &Delimiters) -> Extraction {
-    let syntax = Syntax::new(d);
+    let syntax = Syntax::of(d);
     let mut out = Extraction::default();
     for raw in segment(text, &syntax, Mode::Graph) {
         parse_graph_raw(&raw, &syntax, &mut out);
@@ -124,7 +126,7 @@ pub fn parse_graph_records(text: &str, d: &Delimiters) -> Extraction {
 /// Returns the claims and the number of records dropped (no subject, fewer
 /// than three fields). Missing trailing fields are left empty.
 pub fn parse_claim_records(text: &str, d: &Delimiters) -> (Vec<ClaimRecord>, usize) {
-    let syntax = Syntax::new(d);
+    let syntax = Syntax::of(d);
     let mut claims = Vec::new();
     let mut dropped = 0;
     for raw in segment(text, &syntax, Mode::Claims) {
@@ -206,6 +208,22 @@ fn tolerant(delim: &str) -> Option<String> {
 }
 
 impl Syntax {
+    /// The syntax of `d`, compiled once per delimiters: every answer of an
+    /// extraction step is parsed (for its check and its records) with the
+    /// same ones, and compiling the regexes cost more than parsing.
+    fn of(d: &Delimiters) -> Arc<Syntax> {
+        static LAST: Mutex<Option<(Delimiters, Arc<Syntax>)>> = Mutex::new(None);
+        let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
+        match &*last {
+            Some((known, syntax)) if known == d => syntax.clone(),
+            _ => {
+                let syntax = Arc::new(Syntax::new(d));
+                *last = Some((d.clone(), syntax.clone()));
+                syntax
+            }
+        }
+    }
+
     fn new(d: &Delimiters) -> Syntax {
         // LightRAG's and the default delimiter first: a caller delimiter that
         // matches inside them (e.g. "|") must not split them apart.

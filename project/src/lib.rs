@@ -34,7 +34,7 @@ mod run;
 
 pub use graphrag_engine::runner::{StepEstimate, StepEvent, StepObserver};
 pub use init::{init, InitOptions, InitReport};
-pub use project::{log_check, log_file, OpenOptions, Project};
+pub use project::{log_check, log_file, ModelsCheck, OpenOptions, Project};
 pub use run::{
     index, index_dry_run, update, update_dry_run, Changes, DryRun, IndexOptions, RunError, RunReport, RunSettings,
     UpdateOptions,

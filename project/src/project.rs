@@ -129,8 +129,8 @@ impl Project {
     /// The start-up check of the model endpoints the pipeline's steps name
     /// (their `model_id` args), skipping steps that will call none
     /// (disabled, extractive) and chat models that are not configured (those
-    /// steps run without one). Its warnings are logged.
-    pub fn check_models(&self) -> anyhow::Result<()> {
+    /// steps run without one), ready to run on its own thread.
+    pub fn models_check(&self) -> ModelsCheck {
         let s = self.settings();
         let mut targets = Vec::new();
         for step in &self.plan.steps {
@@ -150,14 +150,7 @@ impl Project {
                 targets.push((ModelKind::Embedding, id.to_string()));
             }
         }
-        let report = preflight::check(&self.loaded, &targets).map_err(|e| match &self.auto_standard {
-            Some(chat_id) => anyhow::anyhow!(
-                "{e}\n`--method auto` chose the standard pipeline because completion_models.{chat_id} is configured: fix that model, or run `--method fast` to index without a chat model"
-            ),
-            None => e.into(),
-        })?;
-        log_check(report);
-        Ok(())
+        ModelsCheck { loaded: self.loaded.clone(), targets, auto_standard: self.auto_standard.clone() }
     }
 
     /// Where a run of the pipeline reads and writes: `output_dir` for its
@@ -171,6 +164,29 @@ impl Project {
             previous,
         };
         (self.plan, ws)
+    }
+}
+
+/// The start-up check of a project's model endpoints ([`Project::models_check`]).
+pub struct ModelsCheck {
+    loaded: LoadedSettings,
+    targets: Vec<(ModelKind, String)>,
+    /// The chat model for which `auto` chose the standard pipeline.
+    auto_standard: Option<String>,
+}
+
+impl ModelsCheck {
+    /// One tiny request per endpoint; the first failure is an error naming
+    /// the settings key and the fix. Its warnings are logged.
+    pub fn run(&self) -> anyhow::Result<()> {
+        let report = preflight::check(&self.loaded, &self.targets).map_err(|e| match &self.auto_standard {
+            Some(chat_id) => anyhow::anyhow!(
+                "{e}\n`--method auto` chose the standard pipeline because completion_models.{chat_id} is configured: fix that model, or run `--method fast` to index without a chat model"
+            ),
+            None => e.into(),
+        })?;
+        log_check(report);
+        Ok(())
     }
 }
 

@@ -17,13 +17,14 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use arrow_array::RecordBatch;
 use graphrag_engine::context::PublishedTables;
-use graphrag_engine::failures::{write_list, FailedItems};
+use graphrag_engine::failures::{plural, write_list, FailedItems};
 use graphrag_engine::pipeline::Plan;
 use graphrag_engine::runner::{self, RunOptions, StepEstimate, StepObserver, Workspace};
-use graphrag_engine::settings::{self, Settings};
+use graphrag_engine::settings;
 use graphrag_engine::stats::RunStats;
 use graphrag_engine::table::strings;
 use graphrag_engine::{doc_status, interrupt, staging, store};
@@ -147,13 +148,20 @@ impl DryRun {
     }
 }
 
-/// The run options of a project's settings.
-fn run_options(settings: &Settings, resume: bool, run: &RunSettings) -> RunOptions {
+/// The run options of a project's settings, with the start-up check of its
+/// models unless `run.skip_validation` (it runs beside the steps that call no
+/// model, and those that do wait for it: [`runner::StartupCheck`]).
+fn run_options(project: &Project, resume: bool, run: &RunSettings) -> RunOptions {
+    let startup_check: Option<runner::StartupCheck> = (!run.skip_validation).then(|| {
+        let check = project.models_check();
+        Arc::new(move || check.run()) as runner::StartupCheck
+    });
     RunOptions {
         resume,
         progress: run.progress.clone(),
         on_step: run.on_step.clone(),
-        tolerated_failures: settings.failures.tolerated_fraction,
+        tolerated_failures: project.settings().failures.tolerated_fraction,
+        startup_check,
         ..RunOptions::default()
     }
 }
@@ -172,11 +180,8 @@ pub fn index_dry_run(project: Project, resume: bool) -> DryRun {
 pub fn index(project: Project, opts: &IndexOptions) -> Result<RunReport, RunError> {
     let output_dir = project.output_dir.clone();
     let settings = project.settings().clone();
-    let run_opts = run_options(&settings, opts.resume, &opts.run);
+    let run_opts = run_options(&project, opts.resume, &opts.run);
     let _lock = staging::lock_for_writing(&output_dir)?;
-    if !opts.run.skip_validation {
-        project.check_models()?;
-    }
     // A finished publication is completed first.
     staging::recover(&output_dir)?;
     let staging_dir = staging::dir(&output_dir);
@@ -246,13 +251,10 @@ pub fn update_dry_run(root: &Path, opts: &UpdateOptions) -> anyhow::Result<DryRu
 /// [`interrupt::request`] stops it cleanly.
 pub fn update(root: &Path, opts: &UpdateOptions) -> Result<RunReport, RunError> {
     let (project, _lock) = open_for_update(root, opts, false)?;
-    if !opts.run.skip_validation {
-        project.check_models()?;
-    }
     let output_dir = project.output_dir.clone();
     let has_index = project.has_index();
     let settings = project.settings().clone();
-    let run_opts = run_options(&settings, true, &opts.run);
+    let run_opts = run_options(&project, true, &opts.run);
     let previous = has_index.then(|| Box::new(PublishedTables { output_dir: output_dir.clone() }) as _);
     let (plan, ws) = project.workspace(&staging::dir(&output_dir), previous);
     if !has_index {
@@ -301,12 +303,13 @@ fn changes(before: Option<&RecordBatch>, after: &RecordBatch) -> anyhow::Result<
 /// A failed run's error with its note: its failed items, one per line, and
 /// what was kept and what to run next. An interruption has no note.
 fn failed(error: anyhow::Error, output_dir: &Path, had_index: bool, rerun: &str) -> RunError {
-    if interrupt::caused(&error) {
+    // A failed start-up check is about the settings, not the run: its error alone.
+    if interrupt::caused(&error) || error.is::<runner::StartupCheckFailed>() {
         return RunError { error, note: None };
     }
     let mut note = String::new();
     if let Some(failed) = error.chain().find_map(|c| c.downcast_ref::<FailedItems>()) {
-        note.push_str(&format!("{} of {} {}s failed:", failed.items.len(), failed.total, failed.what));
+        note.push_str(&format!("{} of {} {} failed:", failed.items.len(), failed.total, plural(failed.what)));
         let _ = write_list(&mut note, &failed.items);
         note.push('\n');
     }

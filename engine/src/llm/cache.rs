@@ -1,7 +1,9 @@
 //! Persistent response cache: one file per request under DIR/cache (or a
 //! step's partition of it), keyed by a hash of the model, parameters and
-//! messages (never the API key). Writes are atomic; an unreadable entry
-//! counts as a miss and is rewritten.
+//! messages (never the API key). Writes are atomic but not synced to disk
+//! (a sync per answer cost milliseconds on the request path): an entry a
+//! machine crash left torn is unreadable, which counts as a miss and is
+//! rewritten.
 //!
 //! The cache holds only answers that passed their purpose's check: [`put`]
 //! takes a [`Checked`] value, which only running a check makes, and [`get`]
@@ -18,7 +20,7 @@ use std::sync::Arc;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use crate::store::atomic_write;
+use crate::store::atomic_write_unsynced;
 use graphrag_operations::ids::sha256_hex;
 
 /// A stored form `S` (an answer as the server sent it) that passed a check,
@@ -147,7 +149,7 @@ impl ResponseCache {
         let path = self.path(key);
         let result = serde_json::to_vec(value.stored())
             .map_err(std::io::Error::other)
-            .and_then(|bytes| atomic_write(&path, &bytes));
+            .and_then(|bytes| atomic_write_unsynced(&path, &bytes));
         if let Err(e) = result {
             tracing::warn!("could not write cache entry {}: {e}", path.display());
         }

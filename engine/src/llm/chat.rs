@@ -134,7 +134,9 @@ impl ChatModel {
             return Ok(hit);
         }
         let result = async {
-            let tokens = count_prompt_tokens(messages);
+            // Counting a long prompt's tokens is CPU on the request path: only
+            // when a token limit needs it.
+            let tokens = if self.policy.counts_prompt_tokens() { count_prompt_tokens(messages) } else { 0 };
             let mut request = body;
             let mut attempt = 1;
             loop {

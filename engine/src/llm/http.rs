@@ -202,30 +202,31 @@ impl Transport {
     /// Embeddings of `texts` in order, and the prompt tokens the server reports.
     pub(crate) async fn embed(&self, body: &Value, expected: usize) -> Result<(Vec<Vec<f32>>, u64), Failure> {
         let limit = expected.max(1).saturating_mul(MAX_EMBEDDING_BODY_BYTES_PER_TEXT);
-        let json = self.post(&self.embeddings_url, body, limit).await?;
+        let bytes = self.post_bytes(&self.embeddings_url, body, limit).await?;
         let bad = |m: &str| Failure { retryable: true, status: None, message: m.to_string(), retry_after: None };
-        let data = json.get("data").and_then(Value::as_array).ok_or_else(|| bad("response has no data array"))?;
+        // Read straight into vectors (megabytes of numbers at 3072 dimensions);
+        // an answer of another shape is read again as JSON to say what is wrong.
+        let (items, tokens) = match serde_json::from_slice::<EmbeddingResponse>(&bytes) {
+            Ok(r) => (r.data, r.usage.and_then(|u| u.prompt_tokens).unwrap_or(0)),
+            Err(_) => return Err(bad(&embedding_defect(&json(&bytes)?))),
+        };
         let mut out = vec![Vec::new(); expected];
-        for (pos, item) in data.iter().enumerate() {
-            let index = item.get("index").and_then(Value::as_u64).map(|i| i as usize).unwrap_or(pos);
-            let vector = item
-                .get("embedding")
-                .and_then(Value::as_array)
-                .ok_or_else(|| bad("data item has no embedding"))?
-                .iter()
-                .map(|v| v.as_f64().map(|f| f as f32))
-                .collect::<Option<Vec<f32>>>()
-                .ok_or_else(|| bad("embedding is not a list of numbers"))?;
-            *out.get_mut(index).ok_or_else(|| bad("embedding index out of range"))? = vector;
+        for (pos, item) in items.into_iter().enumerate() {
+            *out.get_mut(item.index.unwrap_or(pos)).ok_or_else(|| bad("embedding index out of range"))? =
+                item.embedding;
         }
         if out.iter().any(Vec::is_empty) {
             return Err(bad("response is missing embeddings for some inputs"));
         }
-        let tokens = json.pointer("/usage/prompt_tokens").and_then(Value::as_u64).unwrap_or(0);
         Ok((out, tokens))
     }
 
     async fn post(&self, url: &Url, body: &Value, limit: usize) -> Result<Value, Failure> {
+        json(&self.post_bytes(url, body, limit).await?)
+    }
+
+    /// The body of the answer to `body`, at most `limit` bytes.
+    async fn post_bytes(&self, url: &Url, body: &Value, limit: usize) -> Result<Vec<u8>, Failure> {
         let mut response = self.send(url, body).await?;
         let status = Some(response.status().as_u16());
         let mut bytes: Vec<u8> = Vec::new();
@@ -248,12 +249,7 @@ impl Transport {
             }
             bytes.extend_from_slice(&chunk);
         }
-        serde_json::from_slice(&bytes).map_err(|e| Failure {
-            retryable: true,
-            status,
-            message: format!("response is not JSON ({e})"),
-            retry_after: None,
-        })
+        Ok(bytes)
     }
 
     /// Sends a request; a non-success status becomes a classified failure.
@@ -467,6 +463,48 @@ fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     get("retry-after-ms")
         .map(|ms| Duration::from_secs_f64(ms.max(0.0) / 1000.0))
         .or_else(|| get(RETRY_AFTER.as_str()).map(|s| Duration::from_secs_f64(s.max(0.0))))
+}
+
+/// An answer's body as JSON.
+fn json(bytes: &[u8]) -> Result<Value, Failure> {
+    serde_json::from_slice(bytes).map_err(|e| Failure {
+        retryable: true,
+        status: None,
+        message: format!("response is not JSON ({e})"),
+        retry_after: None,
+    })
+}
+
+/// An OpenAI embeddings answer.
+#[derive(serde::Deserialize)]
+struct EmbeddingResponse {
+    data: Vec<EmbeddingItem>,
+    usage: Option<EmbeddingUsage>,
+}
+
+#[derive(serde::Deserialize)]
+struct EmbeddingItem {
+    index: Option<usize>,
+    embedding: Vec<f32>,
+}
+
+#[derive(serde::Deserialize)]
+struct EmbeddingUsage {
+    prompt_tokens: Option<u64>,
+}
+
+/// What is wrong with an embeddings answer that is JSON but not of the expected shape.
+fn embedding_defect(json: &Value) -> String {
+    let Some(data) = json.get("data").and_then(Value::as_array) else { return "response has no data array".into() };
+    for item in data {
+        let Some(embedding) = item.get("embedding").and_then(Value::as_array) else {
+            return "data item has no embedding".into();
+        };
+        if !embedding.iter().all(Value::is_number) {
+            return "embedding is not a list of numbers".into();
+        }
+    }
+    "response is not an embeddings answer (data[].embedding, data[].index)".into()
 }
 
 #[cfg(test)]

@@ -59,6 +59,11 @@ impl Limiter {
         }
     }
 
+    /// Whether a tokens-per-period limit is set.
+    pub(crate) fn limits_tokens(&self) -> bool {
+        self.tokens.is_some()
+    }
+
     /// Waits for a concurrency slot and for both buckets to allow one request
     /// of `prompt_tokens`, then takes them. Hold the permit for the request.
     pub(crate) async fn acquire(&self, prompt_tokens: u64) -> SemaphorePermit<'_> {

@@ -38,6 +38,13 @@ impl Policy {
         }
     }
 
+    /// Whether requests need their prompt tokens counted before they are
+    /// sent (a tokens-per-period limit is set); else [`Policy::permit`]
+    /// ignores them.
+    pub(crate) fn counts_prompt_tokens(&self) -> bool {
+        self.limiter.limits_tokens()
+    }
+
     /// A concurrency slot with the rate limits' allowance for a request of
     /// `tokens` prompt tokens; fails once the run is stopped or the breaker open.
     pub(crate) async fn permit(&self, tokens: u64) -> Result<SemaphorePermit<'_>, LlmError> {
