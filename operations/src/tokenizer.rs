@@ -1,7 +1,22 @@
 //! tiktoken-compatible token counting and encoding, offline (ranks are embedded).
 
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::fmt;
 use std::str::FromStr;
+
+/// Pieces longer than this (bytes) are counted, never remembered.
+const MAX_REMEMBERED_PIECE: usize = 48;
+/// Remembered pieces per encoding and thread; the memory is cleared when full.
+const MAX_REMEMBERED_PIECES: usize = 1 << 16;
+
+thread_local! {
+    /// Token counts of the pre-tokenizer pieces this thread has counted, per
+    /// encoding. Counting a piece runs the BPE over it from scratch (a fresh
+    /// encoder, merge-table lookups): that was most of a query's CPU, while
+    /// the pieces of natural text are mostly recurring words.
+    static PIECE_COUNTS: RefCell<[HashMap<Box<str>, u32>; 2]> = RefCell::new([HashMap::new(), HashMap::new()]);
+}
 
 /// The tiktoken encodings graphrag-rs can chunk and count with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -27,9 +42,30 @@ impl Encoding {
         }
     }
 
-    /// Number of tokens `text` encodes to.
+    /// Number of tokens `text` encodes to: the sum over its pre-tokenizer
+    /// pieces, each counted once per thread (see `PIECE_COUNTS`).
     pub fn count(self, text: &str) -> usize {
-        self.tokenizer().count(text)
+        let tok = self.tokenizer();
+        PIECE_COUNTS.with(|memory| {
+            let mut memory = memory.borrow_mut();
+            let seen = &mut memory[self as usize];
+            tok.split(text)
+                .map(|piece| {
+                    if piece.len() > MAX_REMEMBERED_PIECE {
+                        return tok.bpe.count(piece.as_bytes());
+                    }
+                    if let Some(&n) = seen.get(piece) {
+                        return n as usize;
+                    }
+                    let n = tok.bpe.count(piece.as_bytes());
+                    if seen.len() >= MAX_REMEMBERED_PIECES {
+                        seen.clear();
+                    }
+                    seen.insert(piece.into(), n as u32);
+                    n
+                })
+                .sum()
+        })
     }
 
     /// Token ids of `text`.
@@ -140,6 +176,37 @@ mod tests {
         assert_eq!(Encoding::O200kBase.count("hello world"), 2);
         assert_eq!(Encoding::Cl100kBase.encode("hello world"), vec![15339, 1917]);
         assert_eq!(Encoding::O200kBase.encode("hello world"), vec![24912, 2375]);
+    }
+
+    #[test]
+    fn remembered_piece_counts_equal_fresh_counts() {
+        let texts = [
+            "Marley was dead: to begin with. There is no doubt whatever about that.",
+            "Marley was dead, dead as a door-nail; 東京 🎄 ok, 1234567 ",
+            &"x".repeat(MAX_REMEMBERED_PIECE + 5),
+        ];
+        for enc in [Encoding::O200kBase, Encoding::Cl100kBase] {
+            for _ in 0..2 {
+                for t in texts {
+                    assert_eq!(enc.count(t), enc.tokenizer().count(t), "{t}");
+                }
+            }
+        }
+        // A full memory starts over and still counts right.
+        let words: Vec<String> = (0..MAX_REMEMBERED_PIECES + 10).map(|i| format!(" w{i}")).collect();
+        let text = words.concat();
+        assert_eq!(Encoding::O200kBase.count(&text), Encoding::O200kBase.tokenizer().count(text.as_str()));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn counts_of_any_text_equal_the_tokenizers(text in "\\PC{0,120}") {
+            for enc in [Encoding::O200kBase, Encoding::Cl100kBase] {
+                let fresh = enc.tokenizer().count(text.as_str());
+                proptest::prop_assert_eq!(enc.count(&text), fresh);
+                proptest::prop_assert_eq!(enc.count(&text), fresh, "remembered");
+            }
+        }
     }
 
     #[test]
