@@ -5,7 +5,8 @@ use std::fs;
 use std::path::Path;
 use std::process::Output;
 
-use arrow_array::RecordBatch;
+use arrow_array::cast::AsArray;
+use arrow_array::{Array, RecordBatch};
 use common::{graphrag, read, text};
 use graphrag_mock_llm::{FaultKind, FaultRule, MockConfig, MockServer};
 
@@ -302,8 +303,16 @@ fn fast_method_needs_no_llm() {
     assert!(explanations.iter().all(|e| e.starts_with("Extractive report")), "labelled as extractive");
     // Local embeddings (all-MiniLM-L6-v2, 384 dimensions) of every text unit.
     let vectors = read(&dir.path().join("output/embeddings.text_unit_text.parquet"));
-    assert_eq!(columns(&vectors), ["id:LargeUtf8", "vector:FixedSizeList(384 x Float32)"]);
+    assert_eq!(columns(&vectors)[..2], ["id:LargeUtf8", "vector:FixedSizeList(384 x Float32)"]);
     assert_eq!(vectors.num_rows(), read(&dir.path().join("output/text_units.parquet")).num_rows());
+    // Units of 1,200 tokens exceed the model's 256 word-pieces: each keeps its pieces' vectors.
+    let pieces = vectors.column_by_name("piece_vectors").expect("piece_vectors column");
+    let pieces = pieces.as_list::<i32>();
+    for row in 0..pieces.len() {
+        let list = pieces.value(row);
+        assert!(list.len() >= 2, "unit {row} has {} piece vectors", list.len());
+        assert_eq!(list.as_fixed_size_list().value_length(), 384);
+    }
 
     let o = index(dir.path(), &["--method", "standard"]);
     assert!(!o.status.success());

@@ -2,13 +2,13 @@
 //! `OnceLock` per table), so a method reads only the Parquet files it needs
 //! and repeated queries through one [`crate::QueryEngine`] read nothing again.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
-use anyhow::{bail, Context};
+use anyhow::bail;
 use arrow_array::cast::AsArray;
-use arrow_array::types::{Float32Type, Float64Type};
+use arrow_array::types::Float32Type;
 use arrow_array::{Array, RecordBatch};
 use arrow_schema::DataType;
 use graphrag_engine::schema::LEXICAL_ANALYZER_KEY;
@@ -16,8 +16,10 @@ use graphrag_engine::settings::VectorStoreConfig;
 use graphrag_engine::store::read_table;
 use graphrag_engine::table::{column_of, floats, ints, string_lists, strings, IdNumbers, StringLists};
 use graphrag_operations::lexical::{Bm25Index, Bm25Params, ANALYZER};
-use graphrag_vectors::{Collection, EmbeddedStore, HnswParams, VectorStore};
+use graphrag_vectors::{Collection, EmbeddedStore};
 
+use crate::embeddings::AnnSettings;
+pub use crate::embeddings::{Field, Vectors};
 use crate::passage_graph::PassageGraph;
 
 fn owned(v: Vec<&str>) -> Vec<String> {
@@ -435,109 +437,6 @@ impl Claims {
     }
 }
 
-/// The embedded fields (embeddings.<field>.parquet).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Field {
-    TextUnitText,
-    EntityDescription,
-    RelationshipDescription,
-    CommunityFullContent,
-}
-
-impl Field {
-    pub fn name(self) -> &'static str {
-        match self {
-            Field::TextUnitText => "text_unit_text",
-            Field::EntityDescription => "entity_description",
-            Field::RelationshipDescription => "relationship_description",
-            Field::CommunityFullContent => "community_full_content",
-        }
-    }
-
-    /// The table whose rows the vectors belong to.
-    pub fn table(self) -> &'static str {
-        match self {
-            Field::TextUnitText => "text_units",
-            Field::EntityDescription => "entities",
-            Field::RelationshipDescription => "relationships",
-            Field::CommunityFullContent => "community_reports",
-        }
-    }
-
-    fn slot(self) -> usize {
-        self as usize
-    }
-}
-
-/// The vectors of one field: `None` when the table is empty (nothing embedded).
-pub struct Vectors {
-    pub store: Option<EmbeddedStore>,
-    pub path: PathBuf,
-}
-
-impl Vectors {
-    pub fn dimension(&self) -> usize {
-        self.store.as_ref().map_or(0, |s| s.dimension())
-    }
-
-    /// Top `k` (row id, similarity), best first; `allowed`: only these vector rows.
-    pub fn search(
-        &self,
-        query: &[f32],
-        k: usize,
-        allowed: Option<&HashSet<usize>>,
-    ) -> anyhow::Result<Vec<(String, f32)>> {
-        let Some(store) = &self.store else { return Ok(Vec::new()) };
-        Ok(store.search(query, k, allowed)?.into_iter().map(|h| (h.id, h.score)).collect())
-    }
-
-    /// The vector row of a table row id.
-    pub fn row_of(&self, id: &str) -> Option<usize> {
-        self.store.as_ref()?.collection().index_of(id)
-    }
-
-    fn load(field: Field, path: &Path, settings: &AnnSettings) -> anyhow::Result<Vectors> {
-        let t = read_table(path)?;
-        let table = format!("embeddings.{}", field.name());
-        let ids = strings(&t, &table, "id")?;
-        let col = column_of(&t, &table, "vector")?;
-        let Some(list) = col.as_fixed_size_list_opt() else {
-            bail!("{}: column `vector` is {}, expected a fixed-size list of float32", path.display(), col.data_type());
-        };
-        let dim = list.value_length() as usize;
-        let values = list.values();
-        let flat: Vec<f32> = match values.data_type() {
-            DataType::Float32 => values.as_primitive::<Float32Type>().values().to_vec(),
-            DataType::Float64 => values.as_primitive::<Float64Type>().values().iter().map(|&v| v as f32).collect(),
-            other => bail!("{}: column `vector` holds {other}, expected float32", path.display()),
-        };
-        let mut keep_ids = Vec::with_capacity(ids.len());
-        let mut data = Vec::with_capacity(ids.len() * dim);
-        for (i, id) in ids.iter().enumerate() {
-            if list.is_null(i) || dim == 0 {
-                continue;
-            }
-            let start = list.value_offset_at(i);
-            data.extend_from_slice(&flat[start..start + dim]);
-            keep_ids.push(id.to_string());
-        }
-        if keep_ids.is_empty() {
-            return Ok(Vectors { store: None, path: path.to_path_buf() });
-        }
-        let mut collection = Collection::from_flat(keep_ids, dim, data)
-            .with_context(|| format!("loading vectors from {}", path.display()))?;
-        // The HNSW index `embed` saved beside the tables, when it matches these vectors.
-        let ann = path.parent().map(|out| out.join("vectors").join(format!("{}.hnsw", field.name())));
-        if let Some(bytes) = ann.as_deref().filter(|p| p.exists()).and_then(|p| std::fs::read(p).ok()) {
-            if let Err(e) = collection.load_ann(&bytes) {
-                tracing::warn!("ignoring the saved ANN index of {}: {e}", field.name());
-            }
-        }
-        let store = EmbeddedStore::new(collection, settings.threshold, settings.params());
-        Ok(Vectors { store: Some(store), path: path.to_path_buf() })
-    }
-}
-
 /// The document title of each text unit, by the unit's `human_readable_id`
 /// (the `id` of a context's source rows).
 pub struct UnitDocuments {
@@ -568,18 +467,6 @@ impl UnitDocuments {
             .filter_map(|(hrid, doc)| title_of_doc.get(doc.as_str()).map(|t| (hrid, t.to_string())))
             .collect();
         Ok(UnitDocuments { title_of_unit })
-    }
-}
-
-/// `vector_store` settings of the approximate index.
-struct AnnSettings {
-    threshold: usize,
-    ef_search: usize,
-}
-
-impl AnnSettings {
-    fn params(&self) -> HnswParams {
-        HnswParams { ef_search: self.ef_search, ..HnswParams::default() }
     }
 }
 
@@ -796,13 +683,13 @@ impl Index {
                 field.table()
             );
             if ids.is_empty() {
-                return Ok(Vectors { store: None, path: path.clone() });
+                return Ok(Vectors::whole(None, path.clone()));
             }
             let collection = Collection::new(ids, embed(&texts)?)?;
-            Ok(Vectors {
-                store: Some(EmbeddedStore::new(collection, self.ann.threshold, self.ann.params())),
-                path: path.clone(),
-            })
+            Ok(Vectors::whole(
+                Some(EmbeddedStore::new(collection, self.ann.threshold, self.ann.params())),
+                path.clone(),
+            ))
         })
     }
 
@@ -849,19 +736,5 @@ impl Index {
     /// was not embedded (for optional retrieval paths).
     pub fn vectors_opt(&self, field: Field) -> Option<Arc<Vectors>> {
         self.vectors(field).ok().filter(|v| v.store.is_some())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn vector_store_defaults_are_the_vectors_crate_defaults() {
-        let defaults = VectorStoreConfig::default();
-        assert_eq!(defaults.ann_ef_search, HnswParams::default().ef_search);
-        assert_eq!(defaults.ann_threshold, graphrag_vectors::DEFAULT_ANN_THRESHOLD);
-        let ann = AnnSettings { threshold: 10, ef_search: 500 };
-        assert_eq!(ann.params(), HnswParams { ef_search: 500, ..HnswParams::default() });
     }
 }

@@ -18,6 +18,7 @@
 
 pub mod context;
 mod data;
+mod embeddings;
 mod methods;
 mod passage_graph;
 mod prompts;

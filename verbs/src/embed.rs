@@ -2,11 +2,15 @@
 //! entity_description, community_full_content, plus LightRAG's
 //! relationship_description), as a table of (id, vector) that the query
 //! engine loads into its vector store. Long texts are split and their
-//! vectors averaged, or truncated.
+//! vectors averaged, or truncated. A text unit split into pieces also keeps
+//! each piece's vector (`piece_vectors`), so that the query engine can score
+//! it by its best piece (MaxP) as well as by the average, which blurs a long
+//! unit's one relevant passage with the rest.
 
 use std::sync::Arc;
 
-use arrow_array::{FixedSizeListArray, Float32Array, RecordBatch};
+use arrow_array::builder::{FixedSizeListBuilder, Float32Builder, ListBuilder};
+use arrow_array::{ArrayRef, FixedSizeListArray, Float32Array, RecordBatch};
 use arrow_schema::{DataType, Field, Schema};
 use serde::Deserialize;
 
@@ -76,16 +80,43 @@ impl VerbDef for Embed {
     }
 }
 
-/// The schema of an embeddings table.
+/// The schema of an embeddings table: `id`, `vector` (GraphRAG's columns)
+/// and `piece_vectors`, the vectors of a text unit's pieces when it was split
+/// (null otherwise; GraphRAG's readers select `id` and `vector` by name).
 pub fn embeddings_schema(dim: usize) -> Arc<Schema> {
+    let vector = DataType::FixedSizeList(Arc::new(Field::new("item", DataType::Float32, true)), dim as i32);
     Arc::new(Schema::new(vec![
         schema::text_field("id"),
-        Field::new(
-            "vector",
-            DataType::FixedSizeList(Arc::new(Field::new("item", DataType::Float32, true)), dim as i32),
-            true,
-        ),
+        Field::new("vector", vector.clone(), true),
+        Field::new("piece_vectors", DataType::List(Arc::new(Field::new("item", vector, true))), true),
     ]))
+}
+
+/// The `piece_vectors` column: per text, its pieces' vectors (`dim` values
+/// each, concatenated), or null when it has none kept.
+fn piece_vectors_col(pieces: &[Vec<f32>], dim: usize) -> ArrayRef {
+    let inner = FixedSizeListBuilder::new(Float32Builder::new(), dim as i32).with_field(Arc::new(Field::new(
+        "item",
+        DataType::Float32,
+        true,
+    )));
+    let mut col = ListBuilder::new(inner).with_field(Arc::new(Field::new(
+        "item",
+        DataType::FixedSizeList(Arc::new(Field::new("item", DataType::Float32, true)), dim as i32),
+        true,
+    )));
+    for values in pieces {
+        if values.is_empty() {
+            col.append(false);
+            continue;
+        }
+        for piece in values.chunks(dim) {
+            col.values().values().append_slice(piece);
+            col.values().append(true);
+        }
+        col.append(true);
+    }
+    Arc::new(col.finish())
 }
 
 /// Texts handed to the embedding model at a time (it batches them further
@@ -126,6 +157,12 @@ impl Verb for Embed {
         }
         ctx.count("texts", texts.len() as u64);
         ctx.count("pieces", pieces.len() as u64);
+        // Text units split in two or more keep their pieces' vectors (MaxP at
+        // query time); other fields and single-piece units only the average.
+        let keep_pieces = self.field == "text_unit_text";
+        let mut piece_count = vec![0usize; texts.len()];
+        owner.iter().for_each(|&o| piece_count[o] += 1);
+        let mut kept: Vec<Vec<f32>> = vec![Vec::new(); texts.len()];
         let bar = ctx.progress(pieces.len() as u64, "texts");
         // A text's vector is the normalised sum of its pieces' vectors, summed
         // into its row of one flat buffer as the batches come back: the pieces'
@@ -147,6 +184,9 @@ impl Verb for Embed {
                 for (s, x) in flat[o * dim..(o + 1) * dim].iter_mut().zip(v) {
                     *s += x;
                 }
+                if keep_pieces && piece_count[o] > 1 {
+                    kept[o].extend_from_slice(v);
+                }
             }
             bar.inc(batch.len() as u64);
         }
@@ -167,7 +207,10 @@ impl Verb for Embed {
         }
         let item = Arc::new(Field::new("item", DataType::Float32, true));
         let list = FixedSizeListArray::try_new(item, dim as i32, Arc::new(Float32Array::from(flat)), None)?;
-        let table = RecordBatch::try_new(embeddings_schema(dim), vec![schema::text_col(&ids), Arc::new(list)])?;
+        let table = RecordBatch::try_new(
+            embeddings_schema(dim),
+            vec![schema::text_col(&ids), Arc::new(list), piece_vectors_col(&kept, dim)],
+        )?;
         Ok(vec![table])
     }
 }
