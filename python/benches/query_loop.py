@@ -13,9 +13,7 @@ import json
 from pathlib import Path
 
 import graphrag_rs
-
-# The methods benches/query.rs measures on BENCH_PROJECT, in its order.
-METHODS = ("ppr", "basic", "dense", "bm25", "local")
+from query_latency import METHODS  # this script's folder is on sys.path
 
 
 def main() -> None:

@@ -189,11 +189,11 @@ fn load_pieces(
     };
     let flat = float_values(inner, path, "piece_vectors")?;
     let (mut piece_ids, mut owner, mut data, mut most_per_text) = (Vec::new(), Vec::new(), Vec::new(), 0);
+    let offsets = lists.value_offsets();
     for (vector_row, &row) in rows.iter().enumerate() {
         if lists.is_null(row) {
             continue;
         }
-        let offsets = lists.value_offsets();
         let (first, end) = (offsets[row] as usize, offsets[row + 1] as usize);
         for piece in first..end {
             let start = inner.value_offset_at(piece);

@@ -80,31 +80,32 @@ impl VerbDef for Embed {
     }
 }
 
+/// The value field of a vector (Arrow's list item).
+fn vector_item() -> Arc<Field> {
+    Arc::new(Field::new("item", DataType::Float32, true))
+}
+
+/// The type of one `dim`-value vector.
+fn vector_type(dim: usize) -> DataType {
+    DataType::FixedSizeList(vector_item(), dim as i32)
+}
+
 /// The schema of an embeddings table: `id`, `vector` (GraphRAG's columns)
 /// and `piece_vectors`, the vectors of a text unit's pieces when it was split
 /// (null otherwise; GraphRAG's readers select `id` and `vector` by name).
 pub fn embeddings_schema(dim: usize) -> Arc<Schema> {
-    let vector = DataType::FixedSizeList(Arc::new(Field::new("item", DataType::Float32, true)), dim as i32);
     Arc::new(Schema::new(vec![
         schema::text_field("id"),
-        Field::new("vector", vector.clone(), true),
-        Field::new("piece_vectors", DataType::List(Arc::new(Field::new("item", vector, true))), true),
+        Field::new("vector", vector_type(dim), true),
+        Field::new("piece_vectors", DataType::List(Arc::new(Field::new("item", vector_type(dim), true))), true),
     ]))
 }
 
 /// The `piece_vectors` column: per text, its pieces' vectors (`dim` values
 /// each, concatenated), or null when it has none kept.
 fn piece_vectors_col(pieces: &[Vec<f32>], dim: usize) -> ArrayRef {
-    let inner = FixedSizeListBuilder::new(Float32Builder::new(), dim as i32).with_field(Arc::new(Field::new(
-        "item",
-        DataType::Float32,
-        true,
-    )));
-    let mut col = ListBuilder::new(inner).with_field(Arc::new(Field::new(
-        "item",
-        DataType::FixedSizeList(Arc::new(Field::new("item", DataType::Float32, true)), dim as i32),
-        true,
-    )));
+    let inner = FixedSizeListBuilder::new(Float32Builder::new(), dim as i32).with_field(vector_item());
+    let mut col = ListBuilder::new(inner).with_field(Arc::new(Field::new("item", vector_type(dim), true)));
     for values in pieces {
         if values.is_empty() {
             col.append(false);
@@ -205,8 +206,7 @@ impl Verb for Embed {
             ctx.write_output(&format!("vectors/{}.hnsw", self.field), &bytes)?;
             ctx.count("ann_index_vectors", texts.len() as u64);
         }
-        let item = Arc::new(Field::new("item", DataType::Float32, true));
-        let list = FixedSizeListArray::try_new(item, dim as i32, Arc::new(Float32Array::from(flat)), None)?;
+        let list = FixedSizeListArray::try_new(vector_item(), dim as i32, Arc::new(Float32Array::from(flat)), None)?;
         let table = RecordBatch::try_new(
             embeddings_schema(dim),
             vec![schema::text_col(&ids), Arc::new(list), piece_vectors_col(&kept, dim)],
