@@ -293,6 +293,28 @@ fn embeddings_are_batched_and_cached() {
 }
 
 #[test]
+fn embeddings_read_the_same_as_base64_or_numbers() {
+    let mock = server(0, vec![]);
+    let texts: Vec<String> = (0..3).map(|i| format!("vector {i} of the ghost")).collect();
+    let expected: Vec<Vec<f32>> = texts.iter().map(|t| graphrag_mock_llm::embed(t, 384)).collect();
+    let base64 = ModelConfig { model: "mock-embed".into(), ..config(&mock) };
+    let mut numbers = base64.clone();
+    numbers.call_args.insert("encoding_format".into(), serde_json::json!("float"));
+    for (cfg, base64_requests) in [(base64, 1), (numbers, 0)] {
+        mock.reset_stats();
+        let m = EmbeddingModel::new("e", &cfg, None).unwrap();
+        let vectors = runtime().block_on(m.embed(&texts, &UsageCounters::default())).unwrap();
+        assert_eq!(mock.stats().base64_embedding_requests, base64_requests);
+        assert_eq!(
+            vectors,
+            expected,
+            "encoding_format {}",
+            cfg.call_args.get("encoding_format").map_or("base64".into(), |v| v.to_string())
+        );
+    }
+}
+
+#[test]
 fn a_model_without_a_server_is_a_clear_error() {
     let err = ChatModel::new("m", &ModelConfig { model_provider: "custom".into(), ..ModelConfig::default() }, None)
         .err()

@@ -195,6 +195,8 @@ pub struct MockStats {
     pub embedding_requests: u64,
     /// Input texts embedded.
     pub embedded_texts: u64,
+    /// Embedding requests that asked for `encoding_format: base64`.
+    pub base64_embedding_requests: u64,
     pub faults_injected: u64,
     /// Most chat + embedding requests in progress at the same time.
     pub max_in_flight: u64,

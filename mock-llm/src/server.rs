@@ -495,6 +495,7 @@ fn embeddings(shared: &Shared, request: &Value, model: Option<String>, fault: Op
     {
         let mut s = shared.stats.lock().unwrap();
         s.embedded_texts += texts.len() as u64;
+        s.base64_embedding_requests += u64::from(base64);
         s.prompt_tokens += tokens;
     }
     let resp = EmbeddingResponse {

@@ -179,10 +179,7 @@ impl EmbeddingModel {
         let results: Vec<Result<Vec<Vec<f32>>, LlmError>> =
             stream::iter(batches.into_iter().map(|(batch, tokens)| async move {
                 let inputs: Vec<&str> = batch.iter().map(|(text, _)| *text).collect();
-                let body = super::with_call_args(
-                    serde_json::json!({ "model": self.config.model, "input": inputs }),
-                    &self.config,
-                );
+                let body = super::embedding_request(&self.config, &inputs);
                 let keep = |(vectors, reported): (Vec<Vec<f32>>, u64)| {
                     usage.record_call(&self.id, if reported > 0 { reported } else { tokens }, 0);
                     self.keep_vectors(batch.iter().map(|(_, key)| *key), vectors)

@@ -485,7 +485,42 @@ struct EmbeddingResponse {
 #[derive(serde::Deserialize)]
 struct EmbeddingItem {
     index: Option<usize>,
+    #[serde(deserialize_with = "numbers_or_base64")]
     embedding: Vec<f32>,
+}
+
+/// A vector given as a list of numbers or as base64 of little-endian f32
+/// (`encoding_format: base64`).
+fn numbers_or_base64<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<f32>, D::Error> {
+    struct Vector;
+    impl<'de> serde::de::Visitor<'de> for Vector {
+        type Value = Vec<f32>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a list of numbers or base64 of little-endian f32")
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<f32>, A::Error> {
+            let mut v = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+            while let Some(x) = seq.next_element()? {
+                v.push(x);
+            }
+            Ok(v)
+        }
+        fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<Vec<f32>, E> {
+            decode_base64_f32(text).map_err(E::custom)
+        }
+    }
+    d.deserialize_any(Vector)
+}
+
+/// The f32 values of `text`, standard base64 of their little-endian bytes.
+fn decode_base64_f32(text: &str) -> Result<Vec<f32>, String> {
+    use base64::Engine as _;
+    let bytes =
+        base64::engine::general_purpose::STANDARD.decode(text).map_err(|e| format!("embedding is not base64 ({e})"))?;
+    if bytes.len() % 4 != 0 {
+        return Err(format!("base64 embedding of {} bytes is not a list of f32", bytes.len()));
+    }
+    Ok(bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect())
 }
 
 #[derive(serde::Deserialize)]
@@ -497,11 +532,17 @@ struct EmbeddingUsage {
 fn embedding_defect(json: &Value) -> String {
     let Some(data) = json.get("data").and_then(Value::as_array) else { return "response has no data array".into() };
     for item in data {
-        let Some(embedding) = item.get("embedding").and_then(Value::as_array) else {
-            return "data item has no embedding".into();
-        };
-        if !embedding.iter().all(Value::is_number) {
-            return "embedding is not a list of numbers".into();
+        match item.get("embedding") {
+            Some(Value::Array(numbers)) if !numbers.iter().all(Value::is_number) => {
+                return "embedding is not a list of numbers".into();
+            }
+            Some(Value::String(text)) => {
+                if let Err(e) = decode_base64_f32(text) {
+                    return e;
+                }
+            }
+            Some(Value::Array(_)) => {}
+            _ => return "data item has no embedding".into(),
         }
     }
     "response is not an embeddings answer (data[].embedding, data[].index)".into()
@@ -510,6 +551,48 @@ fn embedding_defect(json: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn parse(body: &str) -> Result<Vec<Vec<f32>>, String> {
+        serde_json::from_str::<EmbeddingResponse>(body)
+            .map(|r| r.data.into_iter().map(|i| i.embedding).collect())
+            .map_err(|_| embedding_defect(&serde_json::from_str(body).unwrap()))
+    }
+
+    #[test]
+    fn embeddings_are_read_as_numbers_or_base64() {
+        // 1.0 and -2.5 as little-endian f32: 00 00 80 3f, 00 00 20 c0.
+        let numbers = parse(r#"{"data":[{"index":0,"embedding":[1.0,-2.5]}]}"#).unwrap();
+        let base64 = parse(r#"{"data":[{"index":0,"embedding":"AACAPwAAIMA="}]}"#).unwrap();
+        assert_eq!(numbers, vec![vec![1.0, -2.5]]);
+        assert_eq!(base64, numbers);
+    }
+
+    #[test]
+    fn broken_base64_embeddings_say_what_is_wrong() {
+        let not_base64 = parse(r#"{"data":[{"embedding":"not base64!"}]}"#).unwrap_err();
+        assert!(not_base64.starts_with("embedding is not base64"), "{not_base64}");
+        // Six bytes: one f32 and half of another.
+        let ragged = parse(r#"{"data":[{"embedding":"AACAPwAA"}]}"#).unwrap_err();
+        assert_eq!(ragged, "base64 embedding of 6 bytes is not a list of f32");
+        let words = parse(r#"{"data":[{"embedding":["a"]}]}"#).unwrap_err();
+        assert_eq!(words, "embedding is not a list of numbers");
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn base64_vectors_decode_bit_for_bit(v in proptest::collection::vec(proptest::num::f32::ANY, 0..64)) {
+            use base64::Engine as _;
+            let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+            let text = base64::engine::general_purpose::STANDARD.encode(bytes);
+            let back = decode_base64_f32(&text).unwrap();
+            proptest::prop_assert_eq!(back.iter().map(|x| x.to_bits()).collect::<Vec<_>>(), v.iter().map(|x| x.to_bits()).collect::<Vec<_>>());
+        }
+
+        #[test]
+        fn any_text_decodes_or_fails_cleanly(text in "\\PC{0,40}") {
+            let _ = decode_base64_f32(&text);
+        }
+    }
 
     #[test]
     fn retry_after_prefers_milliseconds() {

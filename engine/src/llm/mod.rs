@@ -81,6 +81,16 @@ pub fn count_prompt_tokens(messages: &[Message]) -> u64 {
     messages.iter().map(|m| Encoding::O200kBase.count(&m.content) as u64 + 4).sum::<u64>() + 3
 }
 
+/// An embeddings request for `inputs`. Vectors are asked for as base64 of
+/// little-endian f32, as OpenAI's Python client (GraphRAG's and LightRAG's)
+/// asks: a quarter of the bytes of decimal numbers for the server to write
+/// and for us to read. Servers that ignore the parameter (Ollama) answer
+/// numbers, which are read as well; `call_args: {encoding_format: float}`
+/// asks for numbers.
+pub(crate) fn embedding_request(config: &ModelConfig, inputs: &[&str]) -> Value {
+    with_call_args(serde_json::json!({ "model": config.model, "input": inputs, "encoding_format": "base64" }), config)
+}
+
 /// The request body with the model's `call_args` (GraphRAG's extra request
 /// parameters) merged in; they win over the keys already there.
 /// `organization` is a header (see `http`), not a body key.

@@ -109,15 +109,17 @@ pub fn check(loaded: &LoadedSettings, targets: &[(ModelKind, String)]) -> Result
 
 /// The check's request body: the run's parameters (model, call_args), one token.
 fn body(kind: ModelKind, config: &ModelConfig) -> Value {
-    let body = match kind {
-        ModelKind::Chat => json!({
-            "model": config.model,
-            "messages": [{"role": "user", "content": MESSAGE}],
-            "max_tokens": 1,
-        }),
-        ModelKind::Embedding => json!({"model": config.model, "input": [MESSAGE]}),
-    };
-    super::with_call_args(body, config)
+    match kind {
+        ModelKind::Chat => super::with_call_args(
+            json!({
+                "model": config.model,
+                "messages": [{"role": "user", "content": MESSAGE}],
+                "max_tokens": 1,
+            }),
+            config,
+        ),
+        ModelKind::Embedding => super::embedding_request(config, &[MESSAGE]),
+    }
 }
 
 #[derive(Debug, PartialEq)]
@@ -224,7 +226,7 @@ fn judge(kind: ModelKind, config: &ModelConfig, probe: Probe) -> Verdict {
             let shape = match kind {
                 ModelKind::Chat => json.as_ref().and_then(|j| j.pointer("/choices/0")).is_some(),
                 ModelKind::Embedding => {
-                    json.as_ref().and_then(|j| j.pointer("/data/0/embedding")).is_some_and(Value::is_array)
+                    json.as_ref().and_then(|j| j.pointer("/data/0/embedding")).is_some_and(|e| e.is_array() || e.is_string())
                 }
             };
             if shape {
@@ -251,6 +253,12 @@ fn judge(kind: ModelKind, config: &ModelConfig, probe: Probe) -> Verdict {
         429 if body.contains("insufficient_quota") => {
             fail("api_key", format!("the account of this API key has no quota left (HTTP 429 from {url}: {message})"))
         }
+        400 | 422 if kind == ModelKind::Embedding && body.contains("encoding_format") => fail(
+            "call_args",
+            format!(
+                "the server does not take `encoding_format: base64` (HTTP {status} from {url}: {message}): set `encoding_format: float` under this model's call_args"
+            ),
+        ),
         500..=599 => Verdict::Warn(format!("HTTP {status} from {url} at start-up ({message}); the run retries")),
         // The server speaks the API; a disagreement about a parameter (400,
         // 422) or a rate limit (429) is the run's to report or wait out.
@@ -323,6 +331,27 @@ mod tests {
         assert!(matches!(judge(ModelKind::Chat, &cfg, answer(503, "application/json", "{}")), Verdict::Warn(_)));
         let not_embeddings = judge(ModelKind::Embedding, &cfg, answer(200, "application/json", r#"{"choices":[]}"#));
         assert!(matches!(not_embeddings, Verdict::Fail { .. }));
+    }
+
+    #[test]
+    fn embedding_check_asks_base64_and_names_call_args_when_refused() {
+        let cfg = with_base("http://h:1/v1");
+        assert_eq!(body(ModelKind::Embedding, &cfg)["encoding_format"], "base64");
+        let float = ModelConfig {
+            call_args: [("encoding_format".to_string(), json!("float"))].into_iter().collect(),
+            ..cfg.clone()
+        };
+        assert_eq!(body(ModelKind::Embedding, &float)["encoding_format"], "float");
+        for embedding in [r#""AACAPw==""#, "[1.0]"] {
+            let ok = format!(r#"{{"data":[{{"index":0,"embedding":{embedding}}}]}}"#);
+            assert!(matches!(judge(ModelKind::Embedding, &cfg, answer(200, "application/json", &ok)), Verdict::Ok(_)));
+        }
+        let refused = r#"{"error":{"message":"unsupported encoding_format: base64"}}"#;
+        let v = judge(ModelKind::Embedding, &cfg, answer(422, "application/json", refused));
+        assert!(
+            matches!(&v, Verdict::Fail { key: "call_args", message } if message.contains("encoding_format: float")),
+            "{v:?}"
+        );
     }
 
     #[test]
