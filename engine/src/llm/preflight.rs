@@ -253,7 +253,7 @@ fn judge(kind: ModelKind, config: &ModelConfig, probe: Probe) -> Verdict {
         429 if body.contains("insufficient_quota") => {
             fail("api_key", format!("the account of this API key has no quota left (HTTP 429 from {url}: {message})"))
         }
-        400 | 422 if kind == ModelKind::Embedding && body.contains("encoding_format") => fail(
+        400 | 422 if kind == ModelKind::Embedding && asks_base64(config) && body.contains("encoding_format") => fail(
             "call_args",
             format!(
                 "the server does not take `encoding_format: base64` (HTTP {status} from {url}: {message}): set `encoding_format: float` under this model's call_args"
@@ -264,6 +264,11 @@ fn judge(kind: ModelKind, config: &ModelConfig, probe: Probe) -> Verdict {
         // 422) or a rate limit (429) is the run's to report or wait out.
         _ => Verdict::Ok(url),
     }
+}
+
+/// Whether the embeddings requests of `config` ask for base64 (the default).
+fn asks_base64(config: &ModelConfig) -> bool {
+    config.call_args.get("encoding_format").is_none_or(|f| f == "base64")
 }
 
 #[cfg(test)]
@@ -352,6 +357,8 @@ mod tests {
             matches!(&v, Verdict::Fail { key: "call_args", message } if message.contains("encoding_format: float")),
             "{v:?}"
         );
+        let still = judge(ModelKind::Embedding, &float, answer(422, "application/json", refused));
+        assert!(matches!(still, Verdict::Ok(_)), "already asking for numbers: the run reports the server's words");
     }
 
     #[test]
