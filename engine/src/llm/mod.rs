@@ -84,9 +84,9 @@ pub fn count_prompt_tokens(messages: &[Message]) -> u64 {
 /// An embeddings request for `inputs`. Vectors are asked for as base64 of
 /// little-endian f32, as OpenAI's Python client (GraphRAG's and LightRAG's)
 /// asks: a quarter of the bytes of decimal numbers for the server to write
-/// and for us to read. Servers that ignore the parameter (Ollama) answer
-/// numbers, which are read as well; `call_args: {encoding_format: float}`
-/// asks for numbers.
+/// and for us to read. Servers that ignore the parameter answer numbers
+/// (Ollama did: ollama/ollama#6934), which are read as well;
+/// `call_args: {encoding_format: float}` asks for numbers.
 pub(crate) fn embedding_request(config: &ModelConfig, inputs: &[&str]) -> Value {
     with_call_args(serde_json::json!({ "model": config.model, "input": inputs, "encoding_format": "base64" }), config)
 }
