@@ -54,7 +54,7 @@ pub fn embed(text: &str, dim: usize) -> Vec<f32> {
 
 /// Standard base64 (with padding) of the little-endian f32 bytes, as OpenAI's
 /// `encoding_format: "base64"` returns.
-pub(crate) fn to_base64(v: &[f32]) -> String {
+pub fn to_base64(v: &[f32]) -> String {
     use base64::Engine as _;
     let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
     base64::engine::general_purpose::STANDARD.encode(bytes)

@@ -90,6 +90,11 @@ fn vector_type(dim: usize) -> DataType {
     DataType::FixedSizeList(vector_item(), dim as i32)
 }
 
+/// The item field of `piece_vectors`: one `dim`-value vector.
+fn piece_item(dim: usize) -> Arc<Field> {
+    Arc::new(Field::new("item", vector_type(dim), true))
+}
+
 /// The schema of an embeddings table: `id`, `vector` (GraphRAG's columns)
 /// and `piece_vectors`, the vectors of a text unit's pieces when it was split
 /// (null otherwise; GraphRAG's readers select `id` and `vector` by name).
@@ -97,7 +102,7 @@ pub fn embeddings_schema(dim: usize) -> Arc<Schema> {
     Arc::new(Schema::new(vec![
         schema::text_field("id"),
         Field::new("vector", vector_type(dim), true),
-        Field::new("piece_vectors", DataType::List(Arc::new(Field::new("item", vector_type(dim), true))), true),
+        Field::new("piece_vectors", DataType::List(piece_item(dim)), true),
     ]))
 }
 
@@ -105,7 +110,7 @@ pub fn embeddings_schema(dim: usize) -> Arc<Schema> {
 /// each, concatenated), or null when it has none kept.
 fn piece_vectors_col(pieces: &[Vec<f32>], dim: usize) -> ArrayRef {
     let inner = FixedSizeListBuilder::new(Float32Builder::new(), dim as i32).with_field(vector_item());
-    let mut col = ListBuilder::new(inner).with_field(Arc::new(Field::new("item", vector_type(dim), true)));
+    let mut col = ListBuilder::new(inner).with_field(piece_item(dim));
     for values in pieces {
         if values.is_empty() {
             col.append(false);
