@@ -69,6 +69,10 @@ fn main() {
             std::process::exit(2);
         }
     };
+    // The o200k tables load at their first use (~90 ms): before listening,
+    // so that the first request is answered like the others (as a server
+    // that has been up a while would), not after the load.
+    graphrag_operations::tokenizer::Encoding::O200kBase.count("");
     let server = match MockServer::start(cfg) {
         Ok(s) => s,
         Err(e) => {

@@ -5,7 +5,6 @@
 //! built with a URL type from api_base, its query kept; response bodies are
 //! read up to a size limit.
 
-use std::sync::Once;
 use std::time::Duration;
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER};
@@ -41,13 +40,6 @@ pub(crate) struct Transport {
     embeddings_url: Url,
     /// The API key and api_base's query values: never shown.
     secrets: Vec<String>,
-}
-
-fn install_crypto_provider() {
-    static ONCE: Once = Once::new();
-    ONCE.call_once(|| {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-    });
 }
 
 /// The API base a provider uses when settings give none.
@@ -116,7 +108,6 @@ fn redact_query(text: &str) -> String {
 
 impl Transport {
     pub(crate) fn new(id: &str, config: &ModelConfig) -> Result<Self, LlmError> {
-        install_crypto_provider();
         let provider = config.model_provider.as_str();
         let base = match (&config.api_base, default_api_base(provider)) {
             (Some(b), _) => b.as_str(),
@@ -171,6 +162,7 @@ impl Transport {
             headers.insert(name, value);
         }
         let client = reqwest::Client::builder()
+            .tls_backend_preconfigured(super::tls::client_config())
             .default_headers(headers)
             .timeout(Duration::from_secs_f64(config.request_timeout))
             .build()

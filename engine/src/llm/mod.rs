@@ -12,6 +12,7 @@ mod limiter;
 pub mod preflight;
 mod retry;
 mod service;
+mod tls;
 mod usage;
 
 pub use answer::{AnswerCheck, Invalid, InvalidKind};
