@@ -29,7 +29,8 @@ pub use embed::embed;
 /// Server configuration.
 #[derive(Debug, Clone)]
 pub struct MockConfig {
-    /// Sleep per chat/embedding request (asynchronous, does not block others).
+    /// Time from a chat/embedding request's arrival to its answer, the
+    /// mock's own work included (asynchronous, does not block others).
     pub latency: Duration,
     /// Embedding dimension (default 384).
     pub embed_dim: usize,

@@ -221,6 +221,7 @@ async fn api(
     endpoint: Endpoint,
     deployment: Option<String>,
 ) -> Result<Resp, Dropped> {
+    let arrived = tokio::time::Instant::now();
     let body = match req.into_body().collect().await {
         Ok(b) => b.to_bytes(),
         Err(_) => return Err(Dropped),
@@ -237,10 +238,38 @@ async fn api(
     let _in_flight = InFlight::enter(&shared);
     let fault = shared.pick_fault(endpoint);
     let latency = *shared.latency.lock().unwrap();
-    if !latency.is_zero() {
-        tokio::time::sleep(latency).await;
+    // The answer is made first and sent `latency` after the request arrived:
+    // the mock's own work (token counts of long prompts) is inside the
+    // latency, as a remote server's is, instead of adding to it wave after
+    // wave on the client's cores. A request that is never answered makes
+    // nothing (and counts no tokens).
+    let answer = match &fault {
+        Some(FaultKind::DropConnection | FaultKind::Hang) => None,
+        _ => Some(respond(&shared, &body, endpoint, deployment, fault.as_ref())),
+    };
+    let due = arrived + latency;
+    if due > tokio::time::Instant::now() {
+        // Not `sleep_until` of a past instant: that still waits for the next timer tick.
+        tokio::time::sleep_until(due).await;
     }
     match &fault {
+        Some(FaultKind::DropConnection) => return Err(Dropped),
+        Some(FaultKind::Hang) => std::future::pending::<()>().await,
+        Some(FaultKind::Slow { delay }) => tokio::time::sleep(*delay).await,
+        _ => {}
+    }
+    answer.ok_or(Dropped)
+}
+
+/// The answer to one request: an injected error, or the chat or embeddings answer.
+fn respond(
+    shared: &Shared,
+    body: &[u8],
+    endpoint: Endpoint,
+    deployment: Option<String>,
+    fault: Option<&FaultKind>,
+) -> Resp {
+    match fault {
         Some(FaultKind::RateLimit { retry_after_ms }) => {
             let mut r = error_response(
                 429,
@@ -252,40 +281,37 @@ async fn api(
             let h = r.headers_mut();
             h.insert(RETRY_AFTER, HeaderValue::from(secs));
             h.insert("retry-after-ms", HeaderValue::from(*retry_after_ms));
-            return Ok(r);
+            return r;
         }
         Some(FaultKind::ServerError { status }) => {
-            return Ok(error_response(
+            return error_response(
                 *status,
                 "server_error",
                 None,
                 "The server had an error while processing your request (injected fault).",
-            ));
+            );
         }
         Some(FaultKind::BadRequest) => {
-            return Ok(error_response(400, "invalid_request_error", None, "Invalid request (injected fault)."));
+            return error_response(400, "invalid_request_error", None, "Invalid request (injected fault).");
         }
-        Some(FaultKind::DropConnection) => return Err(Dropped),
-        Some(FaultKind::Hang) => std::future::pending::<()>().await,
-        Some(FaultKind::Slow { delay }) => tokio::time::sleep(*delay).await,
         _ => {}
     }
-    let request: Value = match serde_json::from_slice(&body) {
+    let request: Value = match serde_json::from_slice(body) {
         Ok(v @ Value::Object(_)) => v,
         _ => {
-            return Ok(error_response(
+            return error_response(
                 400,
                 "invalid_request_error",
                 None,
                 "We could not parse the JSON body of your request.",
-            ))
+            )
         }
     };
     let model = request.get("model").and_then(Value::as_str).map(str::to_string).or(deployment);
-    Ok(match endpoint {
-        Endpoint::Chat => chat(&shared, &request, model, fault.as_ref()),
-        Endpoint::Embeddings => embeddings(&shared, &request, model, fault.as_ref()),
-    })
+    match endpoint {
+        Endpoint::Chat => chat(shared, &request, model, fault),
+        Endpoint::Embeddings => embeddings(shared, &request, model, fault),
+    }
 }
 
 fn count_tokens(text: &str) -> u64 {
