@@ -11,9 +11,10 @@
 //!   normalised dense similarity (HippoRAG 2) and BM25 score, times
 //!   `passage_node_weight`;
 //! - **seed entities**: those the question names (weight 1) and those of the
-//!   `linking_top_k` best hybrid-ranked units (weight: the unit's fused
-//!   score over the best one's), each divided by its number of text units
-//!   (HippoRAG's node specificity), the `linking_top_k` heaviest kept.
+//!   `linking_top_k` best hybrid-ranked units (weight: the unit's passage
+//!   score, as above, over the best of theirs — [`seed_units`]), each
+//!   divided by its number of text units (HippoRAG's node specificity), the
+//!   `linking_top_k` heaviest kept.
 //!   HippoRAG 2 takes its seeds from the entities of LLM-extracted facts,
 //!   weighted by the facts' similarity to the question; without a chat
 //!   model the names in the question and the entities of the best passages
@@ -104,14 +105,14 @@ pub fn rank_units(run: &Run, question: &str, query: &[f32], budget: usize) -> an
     let dense = retrieval::dense(run, &units, query, n)?;
     let lexical = retrieval::lexical(run, question)?;
     let hybrid = retrieval::fuse(&[&dense, &lexical], budget_window(&units, &[&dense, &lexical], budget), ps.fusion_k);
-    let mut seeds = seed_entities(&g, &pg, question, &hybrid, ps.linking_top_k);
+    let passage = passage_scores(n, &dense, &lexical);
+    let mut seeds =
+        seed_entities(&g, &pg, question, &seed_units(&hybrid, &passage, ps.linking_top_k), ps.linking_top_k);
     if let Some(threshold) = ps.synonym_threshold {
         seeds = with_synonyms(run, &g, seeds, threshold)?;
     }
     let scores = match walk {
-        Walk::Ppr => {
-            personalized_pagerank(&pg, &seeds, &passage_scores(n, &dense, &lexical), ps.damping, ps.passage_node_weight)
-        }
+        Walk::Ppr => personalized_pagerank(&pg, &seeds, &passage, ps.damping, ps.passage_node_weight),
         Walk::Nhop => nhop(&pg, &seeds),
         Walk::Paths => {
             let relevance = entity_relevance(run, &g, query)?;
@@ -142,12 +143,26 @@ pub fn passage_scores(units: usize, dense: &Ranking, lexical: &Ranking) -> Vec<f
     out
 }
 
-/// The seed entities (see the module docs), heaviest first.
+/// The units whose entities seed the walk: the `top_k` first of the hybrid
+/// ranking, each weighted by its passage score over the best of theirs.
+/// Scores, not the fused ranking's: reciprocal rank fusion gives the first
+/// five units 1/61 … 1/65, nearly one weight for all, so the rarest
+/// entities of the fifth unit outweighed the first unit's; HippoRAG 2
+/// weights its seeds by similarity scores, which say how far ahead the
+/// first is (docs/benchmarks.md, "Fourth round").
+pub fn seed_units(hybrid: &Ranking, passage: &[f64], top_k: usize) -> Vec<(usize, f64)> {
+    let top: Vec<usize> = hybrid.iter().take(top_k).map(|h| h.0).collect();
+    let best = top.iter().map(|&u| passage[u]).fold(0.0, f64::max);
+    top.into_iter().map(|u| (u, if best > 0.0 { passage[u] / best } else { 1.0 })).collect()
+}
+
+/// The seed entities (see the module docs), heaviest first: those the
+/// question names, and those of the weighted `units` ([`seed_units`]).
 pub fn seed_entities(
     g: &Graph,
     pg: &PassageGraph,
     question: &str,
-    hybrid: &Ranking,
+    units: &[(usize, f64)],
     top_k: usize,
 ) -> Vec<(usize, f64)> {
     let specificity = |e: usize| 1.0 / pg.entity_units[e].len().max(1) as f64;
@@ -159,10 +174,9 @@ pub fn seed_entities(
     for e in entities_named_in(question, &g.entity_by_key, g.max_key_words, |e| g.entity_units[e].len()) {
         offer(e, 1.0);
     }
-    let best = hybrid.first().map_or(1.0, |h| h.1);
-    for &(u, score) in hybrid.iter().take(top_k) {
+    for &(u, w) in units {
         for (e, _) in pg.graph.neighbours(pg.unit_node(u)) {
-            offer(e, score / best);
+            offer(e, w);
         }
     }
     let mut seeds: Vec<(usize, f64)> = weight.into_iter().collect();
@@ -304,5 +318,16 @@ mod tests {
         // dense: (0.5, 0, 1); bm25 over the best, unit 1 unmatched: (1, 0, 0.5)
         assert_eq!(s, vec![0.75, 0.0, 0.75]);
         assert_eq!(passage_scores(2, &vec![], &vec![]), vec![0.0, 0.0]);
+    }
+
+    #[test]
+    fn seed_units_are_the_first_units_weighted_by_their_scores() {
+        // Fused order 3, 0, 1, 2; passage scores say unit 3 is far ahead.
+        let hybrid = vec![(3, 0.0164), (0, 0.0161), (1, 0.0159), (2, 0.0156)];
+        let passage = [0.4, 0.2, 0.9, 0.8];
+        assert_eq!(seed_units(&hybrid, &passage, 3), vec![(3, 1.0), (0, 0.5), (1, 0.25)]);
+        // No score anywhere: every unit weighs 1, as with equal scores.
+        assert_eq!(seed_units(&hybrid, &[0.0; 4], 2), vec![(3, 1.0), (0, 1.0)]);
+        assert!(seed_units(&vec![], &passage, 5).is_empty());
     }
 }
