@@ -72,7 +72,7 @@ fn main() {
     // The o200k tables load at their first use (~90 ms): before listening,
     // so that the first request is answered like the others (as a server
     // that has been up a while would), not after the load.
-    graphrag_operations::tokenizer::Encoding::O200kBase.count("");
+    graphrag_operations::tokenizer::Encoding::O200kBase.tokenizer();
     let server = match MockServer::start(cfg) {
         Ok(s) => s,
         Err(e) => {
