@@ -96,14 +96,20 @@ pub fn load(file: &Path, text: &str, settings: &Settings, registry: &Registry) -
             );
             return Err(at(&format!("{here}.verb"), step_msg(msg)));
         };
-        for (what, declared, roles) in [("input", &s.inputs, info.inputs), ("output", &s.outputs, info.outputs)] {
-            if declared.len() != roles.len() {
+        let inputs = (&s.inputs, info.inputs, info.required_inputs());
+        let outputs = (&s.outputs, info.outputs, info.outputs.len());
+        for (what, (declared, roles, required)) in [("input", inputs), ("output", outputs)] {
+            if !(required..=roles.len()).contains(&declared.len()) {
+                let count = if required == roles.len() {
+                    required.to_string()
+                } else {
+                    format!("{required} to {}", roles.len())
+                };
                 return Err(at(
                     &format!("{here}.{what}s"),
                     step_msg(format!(
-                        "verb `{}` takes {} {what}(s) ({}), the step lists {}",
+                        "verb `{}` takes {count} {what}(s) ({}), the step lists {}",
                         s.verb,
-                        roles.len(),
                         roles.join(", "),
                         declared.len()
                     )),
@@ -393,6 +399,22 @@ mod tests {
         let (line, msg) = err(&format!("{HEAD}  - id: s\n    verb: source\n    inputs: [q]\n    outputs: [b]\n"));
         assert_eq!(line, Some(6), "{msg}");
         assert!(msg.contains("takes 0 input(s)"), "{msg}");
+    }
+
+    #[test]
+    fn optional_inputs_may_be_left_out() {
+        let steps = |inputs: &str| {
+            format!(
+                "{HEAD}  - id: s\n    verb: source\n    outputs: [a]\n    args: {{value: 1}}\n  - id: m\n    verb: scale\n    inputs: [{inputs}]\n    outputs: [b]\n"
+            )
+        };
+        assert_eq!(plan(&steps("a")).unwrap().steps[1].inputs, ["a"]);
+        assert_eq!(plan(&steps("a, a")).unwrap().steps[1].inputs, ["a", "a"]);
+        let (line, msg) = err(&steps("a, a, a"));
+        assert_eq!(line, Some(10), "{msg}");
+        assert!(msg.contains("takes 1 to 2 input(s) (in, offset?), the step lists 3"), "{msg}");
+        let (_, msg) = err(&steps(""));
+        assert!(msg.contains("takes 1 to 2 input(s)"), "{msg}");
     }
 
     #[test]

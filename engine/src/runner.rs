@@ -596,6 +596,18 @@ mod tests {
     }
 
     #[test]
+    fn an_optional_input_reaches_the_verb_when_listed() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = workspace(dir.path());
+        let with_offset = chain(3, 2).replace("inputs: [raw]", "inputs: [raw, extra]")
+            + "  - id: extra\n    verb: source\n    outputs: [extra]\n    args: {value: 5}\n";
+        run(&plan(&with_offset).unwrap(), &ws, &RunOptions::default()).unwrap();
+        assert_eq!(scaled(&ws), [3 * 2 + 5]);
+        run(&plan(&chain(3, 2)).unwrap(), &ws, &RunOptions::default()).unwrap();
+        assert_eq!(scaled(&ws), [3 * 2]);
+    }
+
+    #[test]
     fn shrunk_tables_are_equal_and_smaller() {
         let table = || {
             let mut ids = arrow_array::builder::StringBuilder::with_capacity(1000, 100_000);

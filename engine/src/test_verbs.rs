@@ -54,13 +54,18 @@ fn one() -> i64 {
 }
 
 impl VerbDef for Scale {
-    const INFO: VerbInfo = VerbInfo { name: "scale", about: "multiply", inputs: &["in"], outputs: &["out"] };
+    const INFO: VerbInfo =
+        VerbInfo { name: "scale", about: "multiply, then add", inputs: &["in", "offset?"], outputs: &["out"] };
 }
 
 impl Verb for Scale {
     fn run(&self, inputs: &[Arc<RecordBatch>], _: &VerbContext) -> anyhow::Result<Vec<RecordBatch>> {
         let v = ints(&inputs[0], "in", "v")?;
-        Ok(vec![one_int_table(v.iter().map(|x| x * self.factor).collect())])
+        let offset = match inputs.get(1) {
+            Some(t) => ints(t, "offset", "v")?.iter().sum(),
+            None => 0,
+        };
+        Ok(vec![one_int_table(v.iter().map(|x| x * self.factor + offset).collect())])
     }
 }
 

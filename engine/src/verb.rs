@@ -11,13 +11,22 @@ use serde::de::DeserializeOwned;
 use crate::context::VerbContext;
 
 /// What a verb consumes and produces, positionally: a step's `inputs:` and
-/// `outputs:` lists name the tables bound to these roles.
+/// `outputs:` lists name the tables bound to these roles. Input roles ending
+/// in `?` are optional and come last: a step may leave them out (pipelines
+/// written before the verb took them), and the verb then gets fewer inputs.
 #[derive(Debug, Clone, Copy)]
 pub struct VerbInfo {
     pub name: &'static str,
     pub about: &'static str,
     pub inputs: &'static [&'static str],
     pub outputs: &'static [&'static str],
+}
+
+impl VerbInfo {
+    /// How many input roles a step must bind (those not ending in `?`).
+    pub fn required_inputs(&self) -> usize {
+        self.inputs.iter().filter(|r| !r.ends_with('?')).count()
+    }
 }
 
 /// A configured verb: a function from input tables to output tables.

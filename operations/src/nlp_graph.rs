@@ -487,6 +487,17 @@ impl PhraseExtractor for RegexEnglishExtractor {
     }
 }
 
+/// Adds the phrases of the unit's document title (`title`, as the extractor
+/// found them in the title alone) to the unit's mentions, in its first
+/// sentence: a paragraph is about its title even where its text never names
+/// it (a plot summary under `Dracula`), and that name is what other units
+/// use to point at it. The title's case evidence is left out: titles
+/// capitalise every word.
+pub fn add_title_mentions(unit: &mut UnitPhrases, title: &UnitPhrases) {
+    let heading = title.mentions.iter().map(|m| Mention { sentence: 0, ..m.clone() });
+    unit.mentions.splice(0..0, heading);
+}
+
 /// Settles capitalised mentions with the case evidence of all text units
 /// (truecasing by document frequency): a word written in lower case in more
 /// text units than it is capitalised inside a sentence is a common word. Such

@@ -1,7 +1,10 @@
 //! `extract_graph_nlp`: the fast method's graph without an LLM — noun
 //! phrases per text unit, co-occurrence edges, pruning (GraphRAG's
-//! extract_graph_nlp + prune_graph).
+//! extract_graph_nlp + prune_graph). With `document_titles` set (the input's
+//! title column) the phrases of each document's title count as mentions in
+//! every one of its text units ([`add_title_mentions`]).
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use arrow_array::RecordBatch;
@@ -14,8 +17,8 @@ use graphrag_engine::settings::{ExtractGraphNlpConfig, PruneGraphConfig};
 use graphrag_engine::table::{string_column, strings};
 use graphrag_engine::verb::{Verb, VerbDef, VerbInfo};
 use graphrag_operations::nlp_graph::{
-    build_cooccurrence_graph, resolve_sentence_initial, NlpGraphConfig, PhraseExtractor, RegexEnglishExtractor,
-    UnitPhrases,
+    add_title_mentions, build_cooccurrence_graph, resolve_sentence_initial, NlpGraphConfig, PhraseExtractor,
+    RegexEnglishExtractor, UnitPhrases,
 };
 
 #[derive(Debug, Deserialize)]
@@ -34,6 +37,10 @@ pub struct ExtractGraphNlp {
     pub min_edge_weight_pct: f64,
     pub remove_ego_nodes: bool,
     pub lcc_only: bool,
+    /// The input's title column (`input.title_column`): the documents carry
+    /// titles of their own, whose phrases join their units' mentions. None:
+    /// titles are file names (text input), not names of what units are about.
+    pub document_titles: Option<String>,
 }
 
 impl Default for ExtractGraphNlp {
@@ -54,6 +61,7 @@ impl Default for ExtractGraphNlp {
             min_edge_weight_pct: p.min_edge_weight_pct,
             remove_ego_nodes: p.remove_ego_nodes,
             lcc_only: p.lcc_only,
+            document_titles: None,
         }
     }
 }
@@ -82,7 +90,7 @@ impl VerbDef for ExtractGraphNlp {
     const INFO: VerbInfo = VerbInfo {
         name: "extract_graph_nlp",
         about: "noun-phrase graph with co-occurrence edges, no LLM (the fast method)",
-        inputs: &["text_units"],
+        inputs: &["text_units", "documents?"],
         outputs: &["graph_entities", "graph_relationships"],
     };
 
@@ -110,6 +118,19 @@ impl Verb for ExtractGraphNlp {
             })
             .collect();
         bar.finish_and_clear();
+        if let (Some(_), Some(documents)) = (&self.document_titles, inputs.get(1)) {
+            let titles: HashMap<&str, UnitPhrases> = strings(documents, "documents", "id")?
+                .into_iter()
+                .zip(strings(documents, "documents", "title")?)
+                .map(|(id, title)| (id, extractor.extract(title)))
+                .collect();
+            let owners = strings(units, "text_units", "document_id")?;
+            for (unit, owner) in phrases.iter_mut().zip(owners) {
+                if let Some(title) = titles.get(owner) {
+                    add_title_mentions(unit, title);
+                }
+            }
+        }
         resolve_sentence_initial(&mut phrases);
         ctx.count("phrases", phrases.iter().map(|p| p.mentions.len() as u64).sum());
         let cfg = NlpGraphConfig {
@@ -154,5 +175,52 @@ impl Verb for ExtractGraphNlp {
             ],
         )?;
         Ok(vec![entities, relationships])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chunk::Chunk;
+    use crate::load_documents::LoadDocuments;
+    use crate::testing::{run_verb, MemFiles};
+    use graphrag_engine::table::string_lists;
+
+    /// The text units (as the entity DRACULA lists them) of a graph built
+    /// from two titled paragraphs, the first of which never names its title.
+    fn dracula_units(args: serde_json::Value, with_documents: bool) -> Vec<String> {
+        let json = br#"[{"title": "Dracula", "text": "Harker's fiancee, Mina Murray, is staying with Lucy Westenra in Whitby."},
+                        {"title": "Abraham Van Helsing", "text": "Van Helsing is a character of the novel Dracula by Bram Stoker."}]"#;
+        let files = MemFiles::new(&[("docs.json", json)]);
+        let load: LoadDocuments =
+            serde_json::from_value(serde_json::json!({"file_type": "json", "title_column": "title"})).unwrap();
+        let docs = run_verb(&load, &[], &files).unwrap().0.remove(0);
+        let chunk: Chunk = serde_json::from_value(serde_json::json!({})).unwrap();
+        let mut chunked = run_verb(&chunk, &[Arc::new(docs)], &files).unwrap().0;
+        let (documents, units) = (Arc::new(chunked.pop().unwrap()), Arc::new(chunked.pop().unwrap()));
+        let unit_ids = strings(&units, "text_units", "id").unwrap();
+        let mut all = serde_json::json!({"min_node_freq": 1, "min_node_degree": 0, "min_edge_weight_pct": 0.0});
+        all.as_object_mut().unwrap().extend(args.as_object().unwrap().clone());
+        let verb: ExtractGraphNlp = serde_json::from_value(all).unwrap();
+        let inputs = if with_documents { vec![units.clone(), documents] } else { vec![units.clone()] };
+        let entities = run_verb(&verb, &inputs, &files).unwrap().0.remove(0);
+        let titles = strings(&entities, "entities", "title").unwrap();
+        let row = titles.iter().position(|t| *t == "DRACULA").expect("DRACULA is an entity");
+        let texts = strings(&units, "text_units", "text").unwrap();
+        let first_word = |id: &String| texts[unit_ids.iter().position(|u| u == id).unwrap()].split(' ').next().unwrap();
+        string_lists(&entities, "entities", "text_unit_ids").unwrap()[row]
+            .iter()
+            .map(|id| first_word(id).to_string())
+            .collect()
+    }
+
+    #[test]
+    fn document_titles_name_what_their_units_are_about() {
+        let titled = dracula_units(serde_json::json!({"document_titles": "title"}), true);
+        assert_eq!(titled, ["Harker's", "Van"]);
+        // Titles not asked for (text input: file names), or a pipeline
+        // written before the verb took documents: the text alone.
+        assert_eq!(dracula_units(serde_json::json!({}), true), ["Van"]);
+        assert_eq!(dracula_units(serde_json::json!({"document_titles": "title"}), false), ["Van"]);
     }
 }
