@@ -342,3 +342,71 @@ fn entity_resolution_merges_aliases_and_update_honours_aliases_yaml() {
     assert!(o.status.success(), "{}", text(&o));
     assert_eq!(read(&root.join("output/entities.parquet")), resolved);
 }
+
+/// A fresh project of titled JSON records (`input.title_column: title`),
+/// embeddings off, no pruning by degree or edge weight (a graph of a few
+/// paragraphs, where a name's neighbours are mostly one-paragraph names).
+fn titled_project(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let o = run(&["init", "--root", dir.path().to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    let path = dir.path().join("settings.yaml");
+    let settings = fs::read_to_string(&path).unwrap();
+    let edited = settings
+        .replacen("input:\n  type: text", "input:\n  type: json", 1)
+        .replacen("  # title_column: title", "  title_column: title", 1)
+        .replacen("min_edge_weight_pct: 40.0", "min_edge_weight_pct: 0.0", 1)
+        .replacen("min_node_degree: 1", "min_node_degree: 0", 1)
+        .replace(
+            "names: [text_unit_text, entity_description, community_full_content, relationship_description]",
+            "names: []",
+        );
+    assert_eq!(edited.matches("json").count(), settings.matches("json").count() + 1, "input.type edited");
+    assert!(edited.contains("  title_column: title") && edited.contains("min_edge_weight_pct: 0.0"));
+    assert!(edited.contains("min_node_degree: 0"));
+    fs::write(&path, edited).unwrap();
+    for (name, json) in files {
+        fs::write(dir.path().join("input").join(name), json).unwrap();
+    }
+    dir
+}
+
+#[test]
+fn titled_records_link_their_units_to_the_title_and_update_equals_a_fresh_index() {
+    use graphrag_engine::table::{string_lists, strings};
+    let first = r#"[
+        {"title": "Dracula", "text": "Harker's fiancee, Mina Murray, stays with Lucy Westenra in Whitby."},
+        {"title": "Abraham Van Helsing", "text": "Van Helsing is a character of the novel Dracula by Bram Stoker."}]"#;
+    let second = r#"[{"title": "Bram Stoker", "text": "He wrote Dracula in 1897, with Mina Murray in it."}]"#;
+    let dir = titled_project(&[("a.json", first)]);
+    let root = dir.path();
+    let o = index(root, &["--method", "fast"]);
+    assert!(o.status.success(), "{}", text(&o));
+    // DRACULA lists the plot paragraph, which never names it: its title does.
+    let units_of = |root: &Path, title: &str| -> Vec<String> {
+        let (e, u) = (read(&root.join("output/entities.parquet")), read(&root.join("output/text_units.parquet")));
+        let row = strings(&e, "entities", "title").unwrap().iter().position(|t| *t == title).expect(title);
+        let (ids, texts) = (strings(&u, "text_units", "id").unwrap(), strings(&u, "text_units", "text").unwrap());
+        let first_word = |id: &String| texts[ids.iter().position(|u| u == id).unwrap()].split(' ').next().unwrap();
+        string_lists(&e, "entities", "text_unit_ids").unwrap()[row]
+            .iter()
+            .map(|id| first_word(id).to_string())
+            .collect()
+    };
+    let mut dracula = units_of(root, "DRACULA");
+    dracula.sort();
+    assert_eq!(dracula, ["Harker's", "Van"]);
+
+    // A new titled file by `update`: the same graph as a fresh index of both.
+    fs::write(root.join("input/b.json"), second).unwrap();
+    let o = run(&["-q", "update", "--root", root.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    let fresh = titled_project(&[("a.json", first), ("b.json", second)]);
+    let o = index(fresh.path(), &["--method", "fast"]);
+    assert!(o.status.success(), "{}", text(&o));
+    for table in ["text_units", "entities", "relationships", "lexical_index"] {
+        let name = format!("output/{table}.parquet");
+        assert_eq!(read(&root.join(&name)), read(&fresh.path().join(&name)), "{table}: update vs fresh index");
+    }
+    assert_eq!(units_of(root, "BRAM STOKER").len(), 2, "the new record's title joins its unit");
+}
