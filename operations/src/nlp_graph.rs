@@ -491,10 +491,12 @@ impl PhraseExtractor for RegexEnglishExtractor {
 /// found them in the title alone) to the unit's mentions, in its first
 /// sentence: a paragraph is about its title even where its text never names
 /// it (a plot summary under `Dracula`), and that name is what other units
-/// use to point at it. The title's case evidence is left out: titles
-/// capitalise every word.
+/// use to point at it. Titles capitalise by convention, so their case says
+/// nothing about which words are names: the title's case evidence is left
+/// out, and its first phrase is not treated as sentence-initial (a lone word
+/// is still settled by the corpus's case evidence, as every one-word name).
 pub fn add_title_mentions(unit: &mut UnitPhrases, title: &UnitPhrases) {
-    let heading = title.mentions.iter().map(|m| Mention { sentence: 0, ..m.clone() });
+    let heading = title.mentions.iter().map(|m| Mention { sentence: 0, sentence_initial: false, ..m.clone() });
     unit.mentions.splice(0..0, heading);
 }
 
@@ -961,6 +963,28 @@ mod tests {
 
     fn ex(text: &str) -> Vec<String> {
         phrases_with(&RegexEnglishExtractor::default(), text)
+    }
+
+    #[test]
+    fn title_phrases_join_the_first_sentence_as_names() {
+        let e = RegexEnglishExtractor::default();
+        let mut units = [
+            e.extract("It rained on the green hills. Then Tom left."),
+            e.extract("Nobody came."),
+            e.extract("The green grass, the green door: religion, religion."),
+        ];
+        add_title_mentions(&mut units[0], &e.extract("Green Valley"));
+        add_title_mentions(&mut units[1], &e.extract("Religion"));
+        resolve_sentence_initial(&mut units);
+        // "green" is a common word of the corpus, but a title's capitals are
+        // its convention, not a sentence's start: the name stays whole.
+        assert_eq!(
+            units[0].mentions[0],
+            Mention { phrase: "GREEN VALLEY".into(), sentence: 0, proper: true, sentence_initial: false }
+        );
+        assert!(units[0].mentions.iter().any(|m| m.phrase == "TOM" && m.sentence == 1));
+        // A one-word title that the corpus writes in lower case is a common word.
+        assert!(units[1].mentions.is_empty(), "{:?}", units[1].mentions);
     }
 
     #[test]
