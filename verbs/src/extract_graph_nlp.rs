@@ -120,7 +120,7 @@ impl Verb for ExtractGraphNlp {
         bar.finish_and_clear();
         if let (Some(_), Some(documents)) = (&self.document_titles, inputs.get(1)) {
             let titles: HashMap<&str, UnitPhrases> = strings(documents, "documents", "id")?
-                .into_iter()
+                .into_par_iter()
                 .zip(strings(documents, "documents", "title")?)
                 .map(|(id, title)| (id, extractor.extract(title)))
                 .collect();

@@ -166,11 +166,10 @@ pub fn seed_entities(
     units: &[(usize, f64)],
     top_k: usize,
 ) -> Vec<(usize, f64)> {
-    let specificity = |e: usize| specificity(pg.entity_units[e].len(), pg.units());
     let mut weight: HashMap<usize, f64> = HashMap::new();
     let mut offer = |e: usize, w: f64| {
         let slot = weight.entry(e).or_insert(0.0);
-        *slot = slot.max(w * specificity(e));
+        *slot = slot.max(w * specificity(pg.entity_units[e].len(), pg.units()));
     };
     for e in entities_named_in(question, &g.entity_by_key, g.max_key_words, |e| g.entity_units[e].len()) {
         offer(e, 1.0);
