@@ -71,7 +71,7 @@ impl fmt::Display for FailedItems {
 
 impl std::error::Error for FailedItems {}
 
-/// `items` one per line, the first [`LISTED`] of them.
+/// `items` one per line, the first `LISTED` of them.
 pub fn write_list(f: &mut impl fmt::Write, items: &[FailedItem]) -> fmt::Result {
     for item in items.iter().take(LISTED) {
         write!(f, "\n  {}: {}", item.name, item.error)?;

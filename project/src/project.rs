@@ -17,7 +17,7 @@ use crate::assets::WORKFLOWS;
 #[derive(Debug, Clone)]
 pub struct OpenOptions {
     /// The pipeline: `auto` (standard when a chat model is configured, else
-    /// fast), `standard`, `fast`, a workflows/<name>.yaml of the project, or
+    /// fast), `standard`, `fast`, a `workflows/<name>.yaml` of the project, or
     /// a path to a pipeline .yaml.
     pub method: String,
     /// Neither read nor write the model answer cache.

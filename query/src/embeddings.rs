@@ -1,4 +1,4 @@
-//! The embedded fields' vectors (embeddings.<field>.parquet) as searchable
+//! The embedded fields' vectors (`embeddings.<field>.parquet`) as searchable
 //! stores. A text unit split into pieces at index time also has its pieces'
 //! vectors, and scores as the best of its whole vector and its pieces (MaxP,
 //! Dai & Callan 2019): averaging the pieces of a long unit blurs the one

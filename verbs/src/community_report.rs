@@ -40,7 +40,7 @@ pub struct CommunityReport {
     /// `llm`: require the chat model; `extractive`: never call a model.
     pub mode: String,
     pub model_id: String,
-    /// The cache partition of this step's answers (cache/<name>/), as
+    /// The cache partition of this step's answers (`cache/<name>/`), as
     /// GraphRAG's `model_instance_name`; none: the cache root.
     pub model_instance_name: Option<String>,
     pub graph_prompt: String,

@@ -31,13 +31,13 @@ pub struct Embed {
     /// among them the output is empty and no model is called.
     pub names: Vec<String>,
     pub model_id: String,
-    /// The cache partition of this step's answers (cache/<name>/), as
+    /// The cache partition of this step's answers (`cache/<name>/`), as
     /// GraphRAG's `model_instance_name`; none: the cache root.
     pub model_instance_name: Option<String>,
     /// `split` (embed the parts and average) or `truncate`.
     pub long_text: String,
     /// From this many vectors an HNSW index is built and saved as
-    /// output/vectors/<field>.hnsw for the query engine (0: never).
+    /// `output/vectors/<field>.hnsw` for the query engine (0: never).
     pub ann_threshold: usize,
 }
 

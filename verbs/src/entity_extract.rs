@@ -28,7 +28,7 @@ pub(crate) fn graph_records(text: &str, d: &Delimiters) -> (usize, usize) {
 #[serde(deny_unknown_fields, default)]
 pub struct EntityExtract {
     pub model_id: String,
-    /// The cache partition of this step's answers (cache/<name>/), as
+    /// The cache partition of this step's answers (`cache/<name>/`), as
     /// GraphRAG's `model_instance_name`; none: the cache root.
     pub model_instance_name: Option<String>,
     pub prompt: String,

@@ -31,7 +31,7 @@ fn claim_records(text: &str, d: &Delimiters) -> (usize, usize) {
 pub struct ExtractClaims {
     pub enabled: bool,
     pub model_id: String,
-    /// The cache partition of this step's answers (cache/<name>/), as
+    /// The cache partition of this step's answers (`cache/<name>/`), as
     /// GraphRAG's `model_instance_name`; none: the cache root.
     pub model_instance_name: Option<String>,
     pub prompt: String,

@@ -46,7 +46,7 @@ pub struct ResolveEntities {
     /// or description to show a model, so that it calls none unless `llm`.
     pub model_in_auto: bool,
     pub model_id: String,
-    /// The cache partition of this step's answers (cache/<name>/).
+    /// The cache partition of this step's answers (`cache/<name>/`).
     pub model_instance_name: Option<String>,
     pub prompt: String,
     /// The project's aliases file, relative to the project root (optional).

@@ -34,7 +34,7 @@ use crate::llm_steps::{fingerprint, map_concurrently, IN_FLIGHT};
 #[serde(deny_unknown_fields, default)]
 pub struct Summarize {
     pub model_id: String,
-    /// The cache partition of this step's answers (cache/<name>/), as
+    /// The cache partition of this step's answers (`cache/<name>/`), as
     /// GraphRAG's `model_instance_name`; none: the cache root.
     pub model_instance_name: Option<String>,
     pub prompt: String,

@@ -100,7 +100,7 @@ impl ResponseCache {
     }
 
     /// The cache of one pipeline step (GraphRAG's `model_instance_name`):
-    /// entries under DIR/<name>/, reading older unpartitioned entries too.
+    /// entries under `DIR/<name>/`, reading older unpartitioned entries too.
     pub fn partition(&self, name: &str) -> Self {
         ResponseCache { dir: self.dir.join(name), fallback: Some(self.dir.clone()), corrupt: self.corrupt.clone() }
     }

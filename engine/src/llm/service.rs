@@ -23,7 +23,7 @@ fn chat_configured(config: &ModelConfig) -> bool {
 }
 
 impl LlmService {
-    /// Builds every model of `settings`; the cache lives under ROOT/<cache folder>
+    /// Builds every model of `settings`; the cache lives under `ROOT/<cache folder>`
     /// unless `cache.type: none`. A model that cannot be built only fails when used.
     pub fn from_settings(settings: &Settings, root: &Path) -> Result<Self, LlmError> {
         let cache = settings.cache.enabled().then(|| Arc::new(ResponseCache::new(&root.join(settings.cache.dir()))));

@@ -113,7 +113,7 @@ section!(
 });
 
 section!(VectorStoreConfig {
-    /// embedded: vectors in output/embeddings.<field>.parquet, HNSW indexes in
+    /// embedded: vectors in `output/embeddings.<field>.parquet`, HNSW indexes in
     /// output/vectors/ (external stores plug in behind the VectorStore trait).
     /// lancedb (GraphRAG's default) is served by the same embedded store,
     /// and `index` / `update` also write GraphRAG's LanceDB tables at
@@ -143,7 +143,7 @@ section!(VectorStoreConfig {
 
 section!(EmbedTextConfig {
     embedding_model_id: String = s("default_embedding_model"),
-    /// The cache folder of this step's answers (cache/<name>/), as GraphRAG partitions its cache.
+    /// The cache folder of this step's answers (`cache/<name>/`), as GraphRAG partitions its cache.
     model_instance_name: String = s("text_embedding"),
     /// Texts and tokens per request (default: the model's batch_size / batch_max_tokens).
     batch_size: Option<u32> = None,

@@ -2,7 +2,7 @@
 //! without its losses). Candidate pairs come from blocking on names
 //! ([`candidates`]: no all-pairs comparison), rules judge them without a
 //! model (or a chat model decides, see [`decisions`]), merges are grouped
-//! under constraints that keep apart what must stay apart ([`cluster`]),
+//! under constraints that keep apart what must stay apart ([`cluster`](mod@cluster)),
 //! and the graph is rewritten with every merged entity's text units,
 //! descriptions and relationships kept ([`merge`]). Every merge is
 //! recorded with its method, score and evidence, so it can be seen and

@@ -105,7 +105,7 @@ pub struct NameForm {
     /// something of Marley's, not Marley. (A possessive on the last word is
     /// the name's own: `SCROOGE'S` is `SCROOGE`.)
     pub possessive: bool,
-    /// The words hold a connector ([`CONNECTORS`]): a compound name.
+    /// The words hold a connector (`CONNECTORS`): a compound name.
     pub compound: bool,
 }
 
