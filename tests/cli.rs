@@ -140,7 +140,19 @@ fn index_writes_graphrag_tables_and_is_byte_identical_on_rerun() {
     assert!(units.num_rows() > 30, "~46k tokens in 1200-token chunks");
     let stats: serde_json::Value = serde_json::from_slice(&fs::read(out.join("stats.json")).unwrap()).unwrap();
     assert_eq!(stats["num_documents"], 1);
-    assert!(dir.path().join("logs/indexing-engine.log").exists());
+    // Each step's "finished" line says how long the step took: its time in stats.json.
+    let log = fs::read_to_string(dir.path().join("logs/indexing-engine.log")).unwrap();
+    let logged: Vec<(&str, f64)> = log
+        .lines()
+        .filter_map(|l| l.split_once("finished step=")?.1.split_once(" seconds="))
+        .map(|(step, secs)| (step, secs.trim().parse::<f64>().unwrap()))
+        .collect();
+    assert_eq!(logged.len(), stats["workflows"].as_object().unwrap().len(), "{log}");
+    for &(step, secs) in &logged {
+        let overall = stats["workflows"][step]["overall"].as_f64().unwrap();
+        assert_eq!(secs, (overall * 100.0).round() / 100.0, "{step}");
+    }
+    assert!(logged.iter().any(|l| l.1 > 0.0), "some step takes 10 ms or more: {log}");
 
     let before: Vec<Vec<u8>> =
         ["documents", "text_units"].iter().map(|t| fs::read(out.join(format!("{t}.parquet"))).unwrap()).collect();
