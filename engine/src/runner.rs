@@ -318,7 +318,7 @@ impl Shared<'_> {
         let mut stats = StepStats { verb: step.info.name.to_string(), ..StepStats::default() };
         let result = self.run_step(i, &counters, &mut stats);
         stats.overall = started.elapsed().as_secs_f64();
-        if result.is_ok() && stats.status == "ran" {
+        if stats.status == "ran" {
             tracing::info!(step = %step.id, seconds = (stats.overall * 100.0).round() / 100.0, "finished");
         }
         stats.peak_rss_mb = peak_rss_mb();
