@@ -230,11 +230,6 @@ impl Bm25Index {
         self.postings.len()
     }
 
-    /// BM25's inverse document frequency of `term`; None when no document has it.
-    pub fn term_idf(&self, term: &str) -> Option<f64> {
-        self.term_ids.get(term).map(|&id| self.idf(self.postings[id as usize].len()))
-    }
-
     fn idf(&self, df: usize) -> f64 {
         let n = self.doc_len.len() as f64;
         let df = df as f64;

@@ -51,23 +51,9 @@ impl PassageGraph {
             .collect();
         let entity_edges: Vec<(u32, u32, f64)> =
             g.ends.iter().zip(&g.weight).filter_map(|(&(s, t), &w)| Some((s?, t?, edge_weight(w)))).collect();
-        // EXPERIMENT (seventh round): GR_IDF_EDGES=1 weights unit–entity edges by the
-        // entity's specificity; =2 also entity–entity edges by their ends' (geometric mean).
-        let mode = std::env::var("GR_IDF_EDGES").unwrap_or_default();
-        let total = units.hrid.len().max(2) as f64;
-        let spec: Vec<f64> = entity_units
-            .iter()
-            .map(|r| ((total / r.len().max(1) as f64).ln().max(0.0) / total.ln()).max(0.01))
-            .collect();
         let mut edges = entity_edges.clone();
-        if mode == "2" {
-            for e in &mut edges {
-                e.2 *= (spec[e.0 as usize] * spec[e.1 as usize]).sqrt();
-            }
-        }
         for (e, rows) in entity_units.iter().enumerate() {
-            let w = if mode.is_empty() { 1.0 } else { spec[e] };
-            edges.extend(rows.iter().map(|&r| (e as u32, (entities + r as usize) as u32, w)));
+            edges.extend(rows.iter().map(|&r| (e as u32, (entities + r as usize) as u32, 1.0)));
         }
         let graph = WeightedGraph::new(entities + units.hrid.len(), &edges);
         PassageGraph { graph, entities, entity_units, entity_edges, entity_pagerank: OnceLock::new() }

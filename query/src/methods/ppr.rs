@@ -107,13 +107,8 @@ pub fn rank_units(run: &Run, question: &str, query: &[f32], budget: usize) -> an
     let lexical = retrieval::lexical(run, question)?;
     let hybrid = retrieval::fuse(&[&dense, &lexical], budget_window(&units, &[&dense, &lexical], budget), ps.fusion_k);
     let passage = passage_scores(n, &dense, &lexical);
-    let su = seed_units(&hybrid, &passage, ps.linking_top_k);
-    let rel = if std::env::var("GR_REL").is_ok() {
-        Some(sentence_relevance(run, &units, &g, &pg, question, &su)?)
-    } else {
-        None
-    };
-    let mut seeds = seed_entities(&g, &pg, question, &su, ps.linking_top_k, rel.as_ref());
+    let mut seeds =
+        seed_entities(&g, &pg, question, &seed_units(&hybrid, &passage, ps.linking_top_k), ps.linking_top_k);
     if let Some(threshold) = ps.synonym_threshold {
         seeds = with_synonyms(run, &g, seeds, threshold)?;
     }
@@ -127,36 +122,7 @@ pub fn rank_units(run: &Run, question: &str, query: &[f32], budget: usize) -> an
     };
     let mut walked: Ranking = scores.into_iter().enumerate().filter(|(_, s)| *s > 0.0).collect();
     walked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-    // EXPERIMENT (seventh round): GR_FUSE=interleave alternates the walk's and the hybrid ranking's units.
-    let fused = match std::env::var("GR_FUSE").as_deref() {
-        Ok("interleave") => {
-            let mut seen = std::collections::HashSet::new();
-            let mut out: Ranking = Vec::new();
-            for i in 0..walked.len().max(hybrid.len()) {
-                for r in [&walked, &hybrid] {
-                    if let Some(h) = r.get(i) {
-                        if seen.insert(h.0) {
-                            out.push((h.0, 1.0 / (i + 1) as f64));
-                        }
-                    }
-                }
-            }
-            out
-        }
-        _ => retrieval::fuse(&[&walked, &hybrid], budget_window(&units, &[&walked, &hybrid], budget), ps.fusion_k),
-    };
-    // EXPERIMENT: GR_DEBUG prints each fused unit's place in the walk and the hybrid ranking.
-    if std::env::var("GR_DEBUG").is_ok() {
-        let pos = |r: &Ranking, u: usize| r.iter().position(|h| h.0 == u).map_or(-1, |p| p as i64);
-        let rows: Vec<_> = fused
-            .iter()
-            .take(400)
-            .map(|f| (units.hrid[f.0].to_string(), pos(&walked, f.0), pos(&hybrid, f.0)))
-            .collect();
-        let sd: Vec<_> = seeds.iter().map(|&(e, w)| (g.title[e].to_string(), w)).collect();
-        let w: Vec<_> = walked.iter().take(1000).map(|h| units.hrid[h.0].to_string()).collect();
-        eprintln!("DEBUG {}", serde_json::json!({"q": question, "rows": rows, "seeds": sd, "walked": w}));
-    }
+    let fused = retrieval::fuse(&[&walked, &hybrid], budget_window(&units, &[&walked, &hybrid], budget), ps.fusion_k);
     Ok(GraphRanking { units: fused.into_iter().map(|f| f.0).collect(), seeds })
 }
 
@@ -199,7 +165,6 @@ pub fn seed_entities(
     question: &str,
     units: &[(usize, f64)],
     top_k: usize,
-    relevance: Option<&HashMap<(usize, usize), f64>>,
 ) -> Vec<(usize, f64)> {
     let mut weight: HashMap<usize, f64> = HashMap::new();
     let mut offer = |e: usize, w: f64| {
@@ -211,67 +176,13 @@ pub fn seed_entities(
     }
     for &(u, w) in units {
         for (e, _) in pg.graph.neighbours(pg.unit_node(u)) {
-            let r = relevance.map_or(1.0, |m| m.get(&(u, e)).copied().unwrap_or(0.0));
-            offer(e, w * r);
+            offer(e, w);
         }
     }
     let mut seeds: Vec<(usize, f64)> = weight.into_iter().collect();
     seeds.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
     seeds.truncate(top_k);
     seeds
-}
-
-/// EXPERIMENT (seventh round, GR_REL, GR_REL_FLOOR): per (seed unit, entity of it): the share of the question's BM25 weight
-/// (IDF) found in the best sentence of the unit that names the entity.
-fn sentence_relevance(
-    run: &Run,
-    units: &crate::data::TextUnits,
-    g: &Graph,
-    pg: &PassageGraph,
-    question: &str,
-    seed_units: &[(usize, f64)],
-) -> anyhow::Result<HashMap<(usize, usize), f64>> {
-    use graphrag_operations::lexical::terms;
-    use std::collections::HashSet;
-    let lex = run.index().lexical()?;
-    let mut q: Vec<String> = terms(question);
-    q.sort();
-    q.dedup();
-    let qw: Vec<(String, f64)> = q.into_iter().filter_map(|t| lex.bm25.term_idf(&t).map(|w| (t, w))).collect();
-    let total: f64 = qw.iter().map(|x| x.1).sum();
-    let floor: f64 = std::env::var("GR_REL_FLOOR").ok().and_then(|v| v.parse().ok()).unwrap_or(0.0);
-    let mut out = HashMap::new();
-    for &(u, _) in seed_units {
-        let text = &units.text[u];
-        let sents: Vec<HashSet<String>> = graphrag_operations::chunking::sentences(text)
-            .into_iter()
-            .map(|r| terms(&text[r]).into_iter().collect())
-            .collect();
-        let cover = |s: &HashSet<String>| {
-            if total > 0.0 {
-                qw.iter().filter(|(t, _)| s.contains(t)).map(|x| x.1).sum::<f64>() / total
-            } else {
-                1.0
-            }
-        };
-        let covers: Vec<f64> = sents.iter().map(cover).collect();
-        let whole = covers.iter().copied().fold(0.0, f64::max);
-        for (e, _) in pg.graph.neighbours(pg.unit_node(u)) {
-            if e >= pg.entities {
-                continue;
-            }
-            let et = terms(&g.title[e]);
-            let best = sents
-                .iter()
-                .zip(&covers)
-                .filter(|(s, _)| !et.is_empty() && et.iter().all(|t| s.contains(t)))
-                .map(|x| *x.1)
-                .fold(None, |a: Option<f64>, c| Some(a.map_or(c, |a| a.max(c))));
-            let r = best.unwrap_or(whole);
-            out.insert((u, e), floor + (1.0 - floor) * r);
-        }
-    }
-    Ok(out)
 }
 
 /// How specific an entity named in `units` of `total` text units is: its
