@@ -106,15 +106,7 @@ pub fn rank_units(run: &Run, question: &str, query: &[f32], budget: usize) -> an
     let dense = retrieval::dense(run, &units, query, n)?;
     let lexical = retrieval::lexical(run, question)?;
     let hybrid = retrieval::fuse(&[&dense, &lexical], budget_window(&units, &[&dense, &lexical], budget), ps.fusion_k);
-    let mut passage = passage_scores(n, &dense, &lexical);
-    if let Ok(v) = std::env::var("GR_RESET_TOP") {
-        let top = if v == "window" { budget_window(&units, &[&hybrid], budget) } else { v.parse().unwrap() };
-        let mut order: Vec<usize> = (0..n).collect();
-        order.sort_by(|&a, &b| passage[b].total_cmp(&passage[a]).then(a.cmp(&b)));
-        for &u in &order[top.min(n)..] {
-            passage[u] = 0.0;
-        }
-    }
+    let passage = passage_scores(n, &dense, &lexical);
     let mut seeds =
         seed_entities(&g, &pg, question, &seed_units(&hybrid, &passage, ps.linking_top_k), ps.linking_top_k);
     if let Some(threshold) = ps.synonym_threshold {
