@@ -1,5 +1,6 @@
 //! `graphrag-rs eval`: retrieval recall (and optionally answer EM / F1) of
-//! query methods on a question set with gold passages or gold documents.
+//! query methods on a question set with gold passages or gold documents, or
+//! (`--gold answer`) the gold answer's terms.
 //! The scoring is `graphrag_operations::eval_score`; this module runs the
 //! queries, aggregates per method, k and question type, and reports.
 
@@ -10,7 +11,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Context};
 use graphrag_engine::settings::Settings;
-use graphrag_operations::eval_score::{document_found, exact_match, token_f1, ContextText};
+use graphrag_operations::eval_score::{answer_terms_found, document_found, exact_match, token_f1, ContextText};
 use graphrag_query::{Method, QueryEngine, QueryRequest};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -27,7 +28,18 @@ pub struct EvalArgs {
     pub output: Option<PathBuf>,
     pub limit: Option<usize>,
     pub answers: bool,
+    pub gold: GoldMode,
     pub verbosity: i8,
+}
+
+/// What a retrieved context is scored against (`--gold`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum GoldMode {
+    /// Gold passages, else gold documents; questions with neither are not scored.
+    Evidence,
+    /// The terms of the gold answer (or its best alias), for question sets
+    /// without gold evidence; questions without an answer are not scored.
+    Answer,
 }
 
 /// One entry of a question file (`../shared/eval/*/dev/questions.json`).
@@ -66,7 +78,8 @@ pub struct QuestionScore {
     pub k: Option<usize>,
     /// The context budget the method packed to (`--budget`).
     pub budget: Option<usize>,
-    /// `passages`, `documents`, or `none` (no gold evidence: not scored).
+    /// `passages`, `documents`, `answer` (its terms), or `none` (nothing to
+    /// score against: not scored).
     pub gold: &'static str,
     /// Per gold item, whether it was retrieved.
     pub found: Vec<bool>,
@@ -110,8 +123,13 @@ pub const RECALL_DEPTHS: [usize; 3] = [2, 5, 10];
 
 /// Scores a retrieved context against a question's gold evidence: gold
 /// passages when it has any, else gold documents against `titles` (the
-/// context's source documents).
-pub fn score_retrieval(q: &Question, context: &str, titles: &[String]) -> (&'static str, Vec<bool>) {
+/// context's source documents); with [`GoldMode::Answer`], against the terms
+/// of its answer and aliases.
+pub fn score_retrieval(q: &Question, context: &str, titles: &[String], mode: GoldMode) -> (&'static str, Vec<bool>) {
+    if mode == GoldMode::Answer {
+        let found = answer_terms_found(context, &gold_answers(q));
+        return (if found.is_empty() { "none" } else { "answer" }, found);
+    }
     if !q.gold_passages.is_empty() {
         let ctx = ContextText::new(context);
         ("passages", q.gold_passages.iter().map(|p| ctx.contains_passage(p)).collect())
@@ -120,6 +138,11 @@ pub fn score_retrieval(q: &Question, context: &str, titles: &[String]) -> (&'sta
     } else {
         ("none", Vec::new())
     }
+}
+
+/// The question's answer and its aliases.
+fn gold_answers(q: &Question) -> Vec<String> {
+    q.answer.iter().chain(&q.answer_aliases).cloned().collect()
 }
 
 /// Nearest-rank percentile (`p` in 0..=100) of `values`; 0 when empty.
@@ -344,7 +367,7 @@ pub fn run(args: EvalArgs) -> anyhow::Result<()> {
                 if args.answers && !engine.can_answer(method) {
                     bail!("--answers: {method} search has no chat model configured (set GRAPHRAG_API_KEY in the project's .env)");
                 }
-                let run = Run { engine: &engine, method, k, budget, answers: args.answers };
+                let run = Run { engine: &engine, method, k, budget, answers: args.answers, gold: args.gold };
                 // Tables and vectors load on the first query: a warm-up keeps
                 // that one-off cost out of the latencies.
                 let warm_up = QueryRequest { context_only: true, ..run.request(&questions[0]) };
@@ -390,6 +413,7 @@ struct Run<'a> {
     k: Option<usize>,
     budget: Option<usize>,
     answers: bool,
+    gold: GoldMode,
 }
 
 impl Run<'_> {
@@ -408,7 +432,7 @@ impl Run<'_> {
             self.engine.query(&self.request(q), None).with_context(|| format!("{method} search, question {}", q.id))?;
         let latency_ms = started.elapsed().as_secs_f64() * 1e3;
         let sources: Vec<&Value> = result.context_records["sources"].as_array().into_iter().flatten().collect();
-        let by_documents = q.gold_passages.is_empty() && !q.gold_docs.is_empty();
+        let by_documents = self.gold == GoldMode::Evidence && q.gold_passages.is_empty() && !q.gold_docs.is_empty();
         // Gold evidence in a context, or in the first `depth` source units.
         let judge = |context: &str, rows: &[&Value]| -> anyhow::Result<(&'static str, Vec<bool>)> {
             let titles = if by_documents {
@@ -417,7 +441,7 @@ impl Run<'_> {
             } else {
                 Vec::new()
             };
-            Ok(score_retrieval(q, context, &titles))
+            Ok(score_retrieval(q, context, &titles, self.gold))
         };
         let (gold, found) = judge(&result.context, &sources)?;
         let recall = share(&found);
@@ -429,7 +453,7 @@ impl Run<'_> {
                 *slot = share(&judge(&text.join("\n"), top)?.1);
             }
         }
-        let golds: Vec<String> = q.answer.iter().chain(&q.answer_aliases).cloned().collect();
+        let golds = gold_answers(q);
         let (exact, f1) = match (&result.answer, golds.is_empty()) {
             (Some(a), false) => (Some(exact_match(a, &golds)), Some(token_f1(a, &golds))),
             _ => (None, None),
@@ -507,13 +531,30 @@ mod tests {
     #[test]
     fn passages_are_preferred_and_documents_are_the_fallback() {
         let q = question(&["The Exies were an American rock band from Los Angeles."], &["The Exies"]);
-        let (gold, found) =
-            score_retrieval(&q, "id|text\n1|the exies were an American rock band from Los Angeles", &[]);
+        let (gold, found) = score_retrieval(
+            &q,
+            "id|text\n1|the exies were an American rock band from Los Angeles",
+            &[],
+            GoldMode::Evidence,
+        );
         assert_eq!((gold, found), ("passages", vec![true]));
         let q = question(&[], &["LiHua-World/week3/20260121_1000.txt", "LiHua-World/week26/20260701_1000.txt"]);
         let titles = vec!["LiHua-World/week3/20260121_1000.txt".to_string()];
-        assert_eq!(score_retrieval(&q, "", &titles), ("documents", vec![true, false]));
-        assert_eq!(score_retrieval(&question(&[], &[]), "", &titles), ("none", vec![]));
+        assert_eq!(score_retrieval(&q, "", &titles, GoldMode::Evidence), ("documents", vec![true, false]));
+        assert_eq!(score_retrieval(&question(&[], &[]), "", &titles, GoldMode::Evidence), ("none", vec![]));
+    }
+
+    #[test]
+    fn answer_mode_scores_the_answer_terms_whatever_the_evidence() {
+        let mut q = question(&["A gold passage that is not in the context."], &[]);
+        q.answer = Some("Basal cell carcinoma".into());
+        q.answer_aliases = vec!["BCC".into()];
+        let context = "id|text\n4|The most common skin cancer is basal cell carcinoma.";
+        assert_eq!(score_retrieval(&q, context, &[], GoldMode::Answer), ("answer", vec![true, true, true]));
+        assert_eq!(score_retrieval(&q, context, &[], GoldMode::Evidence), ("passages", vec![false]));
+        assert_eq!(score_retrieval(&q, "id|text\n5|BCC for short", &[], GoldMode::Answer), ("answer", vec![true]));
+        // No answer: not scored.
+        assert_eq!(score_retrieval(&question(&[], &[]), context, &[], GoldMode::Answer), ("none", vec![]));
     }
 
     #[test]

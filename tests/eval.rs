@@ -148,6 +148,41 @@ fn eval_scores_retrieval_and_writes_json() {
         assert_eq!(found(method, 400), 1.0, "{method}: the lighthouse passage at 400 tokens");
     }
 
+    // `--gold answer`: the answer's words, whatever the evidence; questions without an answer are not scored.
+    let o = graphrag(&[
+        "-q",
+        "eval",
+        "--root",
+        root,
+        "--questions",
+        qfile.to_str().unwrap(),
+        "--method",
+        "bm25",
+        "--budget",
+        "30,400",
+        "--gold",
+        "answer",
+        "--output",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).lines().any(|l| l.starts_with("bm25    -     400  all     1/4")),
+        "{}",
+        text(&o)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&fs::read(&out).unwrap()).unwrap();
+    let per_question = report["per_question"].as_array().unwrap();
+    let at = |id: &str, budget: u64| {
+        let q = per_question.iter().find(|q| q["id"] == id && q["budget"] == budget).unwrap();
+        (q["gold"].as_str().unwrap().to_string(), q["found"].clone())
+    };
+    assert_eq!(at("passage", 400), ("answer".to_string(), serde_json::json!([true, true])));
+    assert_eq!(at("passage", 30), ("answer".to_string(), serde_json::json!([false, false])));
+    assert_eq!(at("absent", 400).0, "none", "no answer: not scored, though it has a gold passage");
+    let o = graphrag(&["eval", "--root", root, "--questions", qfile.to_str().unwrap(), "--gold", "words"]);
+    assert!(!o.status.success() && text(&o).contains("evidence, answer"), "{}", text(&o));
+
     // Global search retrieves nothing to score.
     let o = graphrag(&["eval", "--root", root, "--questions", qfile.to_str().unwrap(), "--method", "basic,global"]);
     assert!(!o.status.success());

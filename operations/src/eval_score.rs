@@ -13,6 +13,14 @@
 //! document of the context has that title, or one is a path ending in `/` +
 //! the other.
 //!
+//! **Answer terms** (`eval --gold answer`, for question sets with answers but
+//! no gold evidence, such as GraphRAG-Bench's): the distinct BM25 terms of the
+//! gold answer ([`crate::lexical::terms`]: lower case, stop words dropped, CJK
+//! as characters and bigrams), each found when the context has it; the best
+//! over the answer and its aliases. An LLM-free proxy for evidence recall in
+//! the manner of DPR's answer recall: a long free-text answer is graded by
+//! the share of its words the context holds.
+//!
 //! **Answers.** SQuAD's exact match and token F1 after SQuAD's normalisation
 //! (lower case, no punctuation, no articles a/an/the, single spaces), the best
 //! over the answer and its aliases.
@@ -99,6 +107,36 @@ pub fn document_found(gold: &str, titles: &[String]) -> bool {
                 && (gold.ends_with(t) && gold[..gold.len() - t.len()].ends_with('/')
                     || t.ends_with(gold) && t[..t.len() - gold.len()].ends_with('/'))
     })
+}
+
+/// Per distinct term of the gold answer that the context's terms hold the
+/// largest share of (ties: the first), whether the context has it. Empty
+/// when no gold answer has a term.
+pub fn answer_terms_found(context: &str, golds: &[String]) -> Vec<bool> {
+    let mut have: HashSet<String> = HashSet::new();
+    crate::lexical::each_term(context, &mut |t| {
+        if !have.contains(t) {
+            have.insert(t.to_string());
+        }
+    });
+    let mut best: Vec<bool> = Vec::new();
+    let mut best_share = -1.0;
+    for gold in golds {
+        let mut seen = HashSet::new();
+        let found: Vec<bool> = crate::lexical::terms(gold)
+            .into_iter()
+            .filter(|t| seen.insert(t.clone()))
+            .map(|t| have.contains(&t))
+            .collect();
+        if found.is_empty() {
+            continue;
+        }
+        let share = found.iter().filter(|f| **f).count() as f64 / found.len() as f64;
+        if share > best_share {
+            (best, best_share) = (found, share);
+        }
+    }
+    best
 }
 
 /// SQuAD's answer normalisation: lower case, punctuation removed, articles
@@ -215,6 +253,23 @@ mod tests {
         assert!(!document_found("0121_1000.txt", &titles), "a suffix must start at a path separator");
         assert!(!document_found("Minaj", &titles));
         assert!(document_found("20260121_1000.txt", &["input/20260121_1000.txt".to_string()]));
+    }
+
+    #[test]
+    fn answer_terms_are_found_by_word_and_the_best_alias_counts() {
+        let golds = vec!["Basal cell carcinoma (BCC) is the most common type of skin cancer.".to_string()];
+        // Terms: basal, cell, carcinoma, bcc, most, common, type, skin, cancer ("is", "the", "of" are stop words).
+        let found = answer_terms_found("Skin cancers: the most COMMON is basal-cell carcinoma.", &golds);
+        assert_eq!(found, vec![true, true, true, false, true, true, false, true, false]);
+        // Repeated answer words count once; an alias with a larger share wins.
+        let golds = vec!["Paris Paris France".to_string(), "the city of Lyon".to_string()];
+        assert_eq!(answer_terms_found("Lyon is a city", &golds), vec![true, true]);
+        assert_eq!(answer_terms_found("Paris", &golds), vec![true, false]);
+        // CJK answers by characters and bigrams.
+        assert_eq!(answer_terms_found("他住在北京。", &["北京".to_string()]), vec![true, true, true]);
+        // No terms at all: nothing to score.
+        assert!(answer_terms_found("anything", &["the of".to_string()]).is_empty());
+        assert!(answer_terms_found("anything", &[]).is_empty());
     }
 
     #[test]
