@@ -12,6 +12,14 @@ fn text(o: &Output) -> String {
     format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
 }
 
+/// `graphrag-rs -q eval --root ROOT --questions QUESTIONS ARGS… --output OUT`.
+fn eval(root: &str, questions: &std::path::Path, args: &[&str], out: &std::path::Path) -> Output {
+    let mut all = vec!["-q", "eval", "--root", root, "--questions", questions.to_str().unwrap()];
+    all.extend_from_slice(args);
+    all.extend(["--output", out.to_str().unwrap()]);
+    graphrag(&all)
+}
+
 const DOCS: [(&str, &str); 6] = [
     ("lighthouse.txt", "The Skerry Point lighthouse was kept by Morag Baird for thirty years. Morag Baird lit the lamp every evening and logged every passing ship in the Skerry Point ledger."),
     ("bakery.txt", "Tomas Lindqvist runs the Lindqvist bakery on Harbour Street. Tomas Lindqvist bakes cardamom buns every morning and sells rye bread to the fishermen of the harbour."),
@@ -57,20 +65,7 @@ fn eval_scores_retrieval_and_writes_json() {
     let qfile = dir.path().join("questions.json");
     fs::write(&qfile, questions.to_string()).unwrap();
     let out = dir.path().join("eval.json");
-    let o = graphrag(&[
-        "-q",
-        "eval",
-        "--root",
-        root,
-        "--questions",
-        qfile.to_str().unwrap(),
-        "--method",
-        "basic,local,mix",
-        "--k",
-        "3",
-        "--output",
-        out.to_str().unwrap(),
-    ]);
+    let o = eval(root, &qfile, &["--method", "basic,local,mix", "--k", "3"], &out);
     assert!(o.status.success(), "{}", text(&o));
     let table = String::from_utf8_lossy(&o.stdout).to_string();
     assert!(table.starts_with("method  k  budget  type"), "{table}");
@@ -114,20 +109,7 @@ fn eval_scores_retrieval_and_writes_json() {
     }
 
     // Equal budgets: every method packs its context to each budget, baselines included.
-    let o = graphrag(&[
-        "-q",
-        "eval",
-        "--root",
-        root,
-        "--questions",
-        qfile.to_str().unwrap(),
-        "--method",
-        "dense,bm25,basic,ppr,local",
-        "--budget",
-        "30,400",
-        "--output",
-        out.to_str().unwrap(),
-    ]);
+    let o = eval(root, &qfile, &["--method", "dense,bm25,basic,ppr,local", "--budget", "30,400"], &out);
     assert!(o.status.success(), "{}", text(&o));
     let report: serde_json::Value = serde_json::from_slice(&fs::read(&out).unwrap()).unwrap();
     let per_question = report["per_question"].as_array().unwrap();
@@ -149,22 +131,7 @@ fn eval_scores_retrieval_and_writes_json() {
     }
 
     // `--gold answer`: the answer's words, whatever the evidence; questions without an answer are not scored.
-    let o = graphrag(&[
-        "-q",
-        "eval",
-        "--root",
-        root,
-        "--questions",
-        qfile.to_str().unwrap(),
-        "--method",
-        "bm25",
-        "--budget",
-        "30,400",
-        "--gold",
-        "answer",
-        "--output",
-        out.to_str().unwrap(),
-    ]);
+    let o = eval(root, &qfile, &["--method", "bm25", "--budget", "30,400", "--gold", "answer"], &out);
     assert!(o.status.success(), "{}", text(&o));
     assert!(
         String::from_utf8_lossy(&o.stdout).lines().any(|l| l.starts_with("bm25    -     400  all     1/4")),
