@@ -5,7 +5,9 @@
 #
 # usage: scripts/eval_dev_sets.sh OUT_DIR [DATASET...]
 #   OUT_DIR   projects go to OUT_DIR/projects/<dataset>/, results to OUT_DIR/results/<dataset>.*
-#   DATASET   any of: kag-musique-100 kag-hotpotqa-100 twowiki-101 lihua-world (default: all four)
+#   DATASET   any of: kag-musique-100 kag-hotpotqa-100 twowiki-101 lihua-world (default: all four),
+#             and graphrag-bench (GraphRAG-Bench's medical corpus: answers without gold evidence, so
+#             scored with `eval --gold answer`, the answer's words in the context)
 # env:
 #   BIN       folder of graphrag-rs (default: target/release)
 #   EVAL_DIR  the data sets (default: ../shared/eval next to the repository)
@@ -22,7 +24,7 @@
 # Per dataset: <dataset>.index.time (/usr/bin/time -v of the indexing), <dataset>.json (eval
 # --output), <dataset>.txt (the printed table).
 set -euo pipefail
-[ $# -ge 1 ] || { sed -n 2,23p "$0"; exit 2; }
+[ $# -ge 1 ] || { sed -n 2,25p "$0"; exit 2; }
 out=$(mkdir -p "$1" && cd "$1" && pwd)
 shift
 datasets=("$@")
@@ -46,6 +48,12 @@ if name == "lihua-world":
     with zipfile.ZipFile(corpus / "LiHuaWorld.zip") as z:
         z.extractall(inp)
     kind = "text"
+elif name == "graphrag-bench":
+    # One record {corpus_name, context}: a 1 MB document.
+    (src,) = corpus.glob("*.json")
+    docs = [{"title": d["corpus_name"], "text": d["context"]} for d in json.loads(src.read_text())]
+    (inp / "corpus.json").write_text(json.dumps(docs, ensure_ascii=False))
+    kind = "json"
 else:
     if name == "kag-hotpotqa-100":
         raw = json.loads((corpus / "train_corpus.json").read_text())
@@ -79,6 +87,11 @@ use_mock() {
 for ds in "${datasets[@]}"; do
   project=$out/projects/$ds
   questions=$eval_dir/$ds/dev/questions.json
+  gold=evidence
+  if [ "$ds" = graphrag-bench ]; then
+    questions=$eval_dir/$ds/dev/medical_questions.json
+    gold=answer
+  fi
   [ -f "$questions" ] || { echo "no $questions" >&2; exit 1; }
   if [ "${REINDEX:-0}" = 1 ] || [ ! -d "$project/output" ]; then
     rm -rf "$project"
@@ -92,5 +105,5 @@ for ds in "${datasets[@]}"; do
   fi
   echo "== $ds: eval ($methods)" >&2
   "$bin" -q eval --root "$project" --questions "$questions" --method "$methods" ${K:+--k "$K"} ${BUDGET:+--budget "$BUDGET"} \
-    --output "$res/$ds.json" | tee "$res/$ds.txt"
+    --gold "$gold" --output "$res/$ds.json" | tee "$res/$ds.txt"
 done
