@@ -48,14 +48,12 @@ if name == "lihua-world":
     with zipfile.ZipFile(corpus / "LiHuaWorld.zip") as z:
         z.extractall(inp)
     kind = "text"
-elif name == "graphrag-bench":
-    # One record {corpus_name, context}: a 1 MB document.
-    (src,) = corpus.glob("*.json")
-    docs = [{"title": d["corpus_name"], "text": d["context"]} for d in json.loads(src.read_text())]
-    (inp / "corpus.json").write_text(json.dumps(docs, ensure_ascii=False))
-    kind = "json"
 else:
-    if name == "kag-hotpotqa-100":
+    if name == "graphrag-bench":
+        # One record {corpus_name, context}: a 1 MB document.
+        (src,) = corpus.glob("*.json")
+        docs = [{"title": d["corpus_name"], "text": d["context"]} for d in json.loads(src.read_text())]
+    elif name == "kag-hotpotqa-100":
         raw = json.loads((corpus / "train_corpus.json").read_text())
         # title -> sentences (each after the first starts with its space): one paragraph each.
         docs = [{"title": t, "text": "".join(s)} for t, s in raw.items()]
