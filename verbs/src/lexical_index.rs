@@ -21,7 +21,7 @@ pub struct LexicalIndex {}
 impl VerbDef for LexicalIndex {
     const INFO: VerbInfo = VerbInfo {
         name: "lexical_index",
-        about: "terms of every text unit for BM25 search (English words, CJK unigrams and bigrams)",
+        about: "terms of every text unit for BM25 search (stemmed English words, CJK unigrams and bigrams)",
         inputs: &["text_units"],
         outputs: &["lexical_index"],
     };
@@ -49,6 +49,12 @@ impl Verb for LexicalIndex {
         let table = lexical_table(&ids, &texts)?;
         ctx.count("text_units", ids.len() as u64);
         Ok(vec![table])
+    }
+
+    /// The analyzer: a build with another one makes the table again on
+    /// `--resume` and `update` (the query engine would not read it).
+    fn external_fingerprint(&self, _ctx: &VerbContext) -> anyhow::Result<Option<String>> {
+        Ok(Some(ANALYZER.to_string()))
     }
 }
 
