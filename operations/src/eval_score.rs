@@ -14,10 +14,9 @@
 //! the other.
 //!
 //! **Answer terms** (`eval --gold answer`, for question sets with answers but
-//! no gold evidence, such as GraphRAG-Bench's): the distinct words of the
-//! gold answer as BM25's analyzer finds them, not stemmed
-//! ([`crate::lexical::words`]: lower case, stop words dropped, CJK as
-//! characters and bigrams), each found when the context has it; the best
+//! no gold evidence, such as GraphRAG-Bench's): the distinct BM25 terms of the
+//! gold answer ([`crate::lexical::terms`]: lower case, stop words dropped, CJK
+//! as characters and bigrams), each found when the context has it; the best
 //! over the answer and its aliases. An LLM-free proxy for evidence recall in
 //! the manner of DPR's answer recall: a long free-text answer is graded by
 //! the share of its words the context holds.
@@ -115,7 +114,7 @@ pub fn document_found(gold: &str, titles: &[String]) -> bool {
 /// when no gold answer has a term.
 pub fn answer_terms_found(context: &str, golds: &[String]) -> Vec<bool> {
     let mut have: HashSet<String> = HashSet::new();
-    crate::lexical::each_word(context, &mut |t| {
+    crate::lexical::each_term(context, &mut |t| {
         if !have.contains(t) {
             have.insert(t.to_string());
         }
@@ -124,7 +123,7 @@ pub fn answer_terms_found(context: &str, golds: &[String]) -> Vec<bool> {
     let mut best_share = -1.0;
     for gold in golds {
         let mut seen = HashSet::new();
-        let found: Vec<bool> = crate::lexical::words(gold)
+        let found: Vec<bool> = crate::lexical::terms(gold)
             .into_iter()
             .filter(|t| seen.insert(t.clone()))
             .map(|t| have.contains(&t))

@@ -7,16 +7,13 @@
 //! `char::to_lowercase`); an apostrophe between two letters joins them
 //! (`don't` → `dont`) and a possessive `'s` is dropped (`Marley's` →
 //! `marley`, as Lucene's EnglishPossessiveFilter); Lucene's 33 English stop
-//! words are dropped; the rest are stemmed by Snowball's English (Porter2)
-//! stemmer, so that `educated` and `education` are one term (`educ`), as
-//! Lucene's EnglishAnalyzer stems with Porter's. Fullwidth ASCII forms are
-//! folded to ASCII (as Lucene's CJKWidthFilter). CJK text has no spaces between
+//! words are dropped; there is no stemming. Fullwidth ASCII forms are folded
+//! to ASCII (as Lucene's CJKWidthFilter). CJK text has no spaces between
 //! words, so a run of Han, Hiragana, Katakana or Hangul characters gives
 //! each character and each pair of adjacent characters as terms (unigrams
 //! and bigrams, as Lucene's CJKBigramFilter with `outputUnigrams`): a query
 //! matches a document on shared characters, ranked higher on shared
-//! two-character words. [`each_word`] is the same analyzer without the
-//! stemmer, for matching words as written (`graphrag-rs eval --gold answer`).
+//! two-character words.
 //!
 //! **BM25** ([`Bm25Index`]): Okapi BM25 with Lucene's parameters and idf,
 //! `k1 = 1.2`, `b = 0.75`,
@@ -27,13 +24,10 @@
 //! approximation).
 
 use std::collections::HashMap;
-use std::sync::OnceLock;
-
-use rust_stemmers::{Algorithm, Stemmer};
 
 /// Names the analyzer, recorded with a persisted index: an index written by
 /// another analyzer is rebuilt rather than queried with mismatched terms.
-pub const ANALYZER: &str = "words-lower-possessive-stop33-porter2+cjk-1-2gram/v2";
+pub const ANALYZER: &str = "words-lower-possessive-stop33+cjk-1-2gram/v1";
 
 /// Lucene's English stop words (`EnglishAnalyzer.ENGLISH_STOP_WORDS_SET`).
 pub const STOP_WORDS: [&str; 33] = [
@@ -63,15 +57,8 @@ fn fold_width(c: char) -> char {
     }
 }
 
-/// Snowball's English stemmer, made once.
-fn english_stemmer() -> &'static Stemmer {
-    static STEMMER: OnceLock<Stemmer> = OnceLock::new();
-    STEMMER.get_or_init(|| Stemmer::create(Algorithm::English))
-}
-
 struct Terms<'a> {
     out: &'a mut dyn FnMut(&str),
-    stem: bool,
     word: String,
     cjk: Vec<char>,
 }
@@ -86,11 +73,7 @@ impl Terms<'_> {
         }
         self.word.retain(|c| c != '\'');
         if !self.word.is_empty() && !STOP_WORDS.contains(&self.word.as_str()) {
-            if self.stem {
-                (self.out)(&english_stemmer().stem(&self.word));
-            } else {
-                (self.out)(&self.word);
-            }
+            (self.out)(&self.word);
         }
         self.word.clear();
     }
@@ -110,17 +93,7 @@ impl Terms<'_> {
 
 /// Calls `out` with each term of `text`, in order (see the module docs).
 pub fn each_term(text: &str, out: &mut dyn FnMut(&str)) {
-    analyze(text, true, out)
-}
-
-/// Calls `out` with each word of `text` as [`each_term`] finds it, but not
-/// stemmed.
-pub fn each_word(text: &str, out: &mut dyn FnMut(&str)) {
-    analyze(text, false, out)
-}
-
-fn analyze(text: &str, stem: bool, out: &mut dyn FnMut(&str)) {
-    let mut t = Terms { out, stem, word: String::new(), cjk: Vec::new() };
+    let mut t = Terms { out, word: String::new(), cjk: Vec::new() };
     let mut chars = text.chars().map(fold_width).peekable();
     while let Some(c) = chars.next() {
         if is_cjk(c) {
@@ -147,13 +120,6 @@ fn analyze(text: &str, stem: bool, out: &mut dyn FnMut(&str)) {
 pub fn terms(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     each_term(text, &mut |t| out.push(t.to_string()));
-    out
-}
-
-/// The words of `text` ([`each_word`]), in order, repeats kept.
-pub fn words(text: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    each_word(text, &mut |t| out.push(t.to_string()));
     out
 }
 
@@ -310,25 +276,13 @@ mod tests {
     #[test]
     fn english_words_are_lower_cased_without_stop_words_or_possessives() {
         assert_eq!(
-            words("The Ghost of Marley's past — Scrooge’s DOOR, don't it? 1843 A.D."),
+            terms("The Ghost of Marley's past — Scrooge’s DOOR, don't it? 1843 A.D."),
             ["ghost", "marley", "past", "scrooge", "door", "dont", "1843", "d"]
         );
-        assert_eq!(words("Café Ünïcode naïve"), ["café", "ünïcode", "naïve"]);
-        assert_eq!(words("'quoted' rock'n'roll"), ["quoted", "rocknroll"]);
-        assert!(words("  ... of the ...").is_empty());
-        assert_eq!(words("ＦＵＬＬ width"), ["full", "width"]);
-    }
-
-    #[test]
-    fn terms_are_stemmed_words() {
-        // Inflections of one word meet in one term; CJK and numbers are untouched.
-        assert_eq!(terms("educated education Educating"), ["educ", "educ", "educ"]);
-        assert_eq!(terms("captured capture captures"), ["captur", "captur", "captur"]);
-        assert_eq!(terms("The Ghost of Marley's past"), ["ghost", "marley", "past"]);
-        assert_eq!(terms("1990s 1843 李华"), ["1990s", "1843", "李", "李华", "华"]);
-        assert_eq!(words("educated education"), ["educated", "education"]);
-        let index = Bm25Index::of_texts(["Viorst was educated at Rutgers", "a land-grant university"]);
-        assert_eq!(index.search("Where did she get her education?").first().map(|h| h.0), Some(0));
+        assert_eq!(terms("Café Ünïcode naïve"), ["café", "ünïcode", "naïve"]);
+        assert_eq!(terms("'quoted' rock'n'roll"), ["quoted", "rocknroll"]);
+        assert!(terms("  ... of the ...").is_empty());
+        assert_eq!(terms("ＦＵＬＬ width"), ["full", "width"]);
     }
 
     #[test]

@@ -579,26 +579,34 @@ impl Index {
         cached(&self.lexical, || {
             let units = self.text_units()?;
             let path = self.table_path("lexical_index");
-            let why = if path.exists() {
+            let add_step =
+                "add the `lexical_index` step of the shipped workflows/*.yaml to the project's pipeline and ";
+            let (why, fix) = if path.exists() {
                 let t = self.read("lexical_index")?;
                 match t.schema().metadata().get(LEXICAL_ANALYZER_KEY) {
                     Some(a) if a == ANALYZER => match Lexical::load(&t, &units)? {
                         Some(lexical) => return Ok(lexical),
-                        None => format!("{} does not list this index's text units", path.display()),
+                        None => (format!("{} does not list this index's text units", path.display()), add_step),
                     },
-                    other => format!(
-                        "{} holds the terms of analyzer `{}`, this build's is `{ANALYZER}`",
-                        path.display(),
-                        other.map_or("(unnamed)", String::as_str)
+                    other => (
+                        format!(
+                            "{} holds the terms of analyzer `{}`, this build's is `{ANALYZER}`",
+                            path.display(),
+                            other.map_or("(unnamed)", String::as_str)
+                        ),
+                        "",
                     ),
                 }
             } else {
-                format!("{} not found (an index built before graphrag-rs had a lexical index)", path.display())
+                (
+                    format!("{} not found (an index built before graphrag-rs had a lexical index)", path.display()),
+                    add_step,
+                )
             };
             let started = std::time::Instant::now();
             let lexical = Lexical::build(&units);
             tracing::warn!(
-                "{why}: built the BM25 index of {} text units in memory ({:.0} ms); to keep it, add the `lexical_index` step of the shipped workflows/*.yaml to the project's pipeline and run `graphrag-rs update --root {}`",
+                "{why}: built the BM25 index of {} text units in memory ({:.0} ms); to keep it, {fix}run `graphrag-rs update --root {}`",
                 units.hrid.len(),
                 started.elapsed().as_secs_f64() * 1e3,
                 self.root.display()

@@ -21,7 +21,7 @@ pub struct LexicalIndex {}
 impl VerbDef for LexicalIndex {
     const INFO: VerbInfo = VerbInfo {
         name: "lexical_index",
-        about: "terms of every text unit for BM25 search (stemmed English words, CJK unigrams and bigrams)",
+        about: "terms of every text unit for BM25 search (English words, CJK unigrams and bigrams)",
         inputs: &["text_units"],
         outputs: &["lexical_index"],
     };
@@ -51,8 +51,9 @@ impl Verb for LexicalIndex {
         Ok(vec![table])
     }
 
-    /// The analyzer: a build with another one makes the table again on
-    /// `--resume` and `update` (the query engine would not read it).
+    /// The analyzer, so that `index --resume` under a build with another
+    /// analyzer makes the table again although its input is unchanged (the
+    /// query engine would not read the old one).
     fn external_fingerprint(&self, _ctx: &VerbContext) -> anyhow::Result<Option<String>> {
         Ok(Some(ANALYZER.to_string()))
     }
