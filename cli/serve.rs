@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use graphrag_server::chat_model::ChatModelStatus;
 use graphrag_server::{ServeOptions, Server};
 
 pub struct ServeArgs {
@@ -36,6 +37,18 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             server.addr(),
             if server.state().api_key.is_some() { "required" } else { "not set" }
         );
+    }
+    // Without a usable chat model questions are refused: said once, here.
+    let chat = ChatModelStatus::of(&server.state().settings);
+    match &chat.problem {
+        Some(problem) => tracing::warn!(
+            "{problem}: questions to /query, /query/stream, /api/chat, /api/generate and /v1/chat/completions are refused (503); context-only requests are served"
+        ),
+        None => tracing::info!(
+            "chat model: {} (completion_models.{})",
+            chat.model.as_deref().unwrap_or_default(),
+            chat.id
+        ),
     }
     if open && server.state().api_key.is_none() {
         tracing::warn!(

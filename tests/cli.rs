@@ -296,6 +296,42 @@ fn query_without_an_index_and_update_say_what_to_do() {
 type AliasRow = (String, String, String, String);
 
 /// Titles of the entities table and the rows of entity_aliases.
+#[test]
+fn serve_says_at_start_up_that_there_is_no_chat_model() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_str().unwrap();
+    assert!(run(&["init", "--root", root]).status.success());
+    // `init` leaves GRAPHRAG_API_KEY empty in .env: no usable chat model.
+    let mut child = bin()
+        .args(["serve", "--root", root, "--port", "0"])
+        .env_remove("GRAPHRAG_API_KEY")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let mut seen = Vec::new();
+    let warning = loop {
+        match rx.recv_timeout(std::time::Duration::from_secs(60)) {
+            Ok(line) if line.contains("no chat model") => break Some(line),
+            Ok(line) => seen.push(line),
+            Err(_) => break None,
+        }
+    };
+    let _ = child.kill();
+    let _ = child.wait();
+    let warning = warning.unwrap_or_else(|| panic!("no start-up line about the chat model: {seen:?}"));
+    assert!(warning.contains("WARN") && warning.contains("completion_models.default_completion_model"), "{warning}");
+    assert!(warning.contains("refused (503)") && warning.contains("context-only requests are served"), "{warning}");
+}
+
 fn resolution(root: &Path) -> (Vec<String>, Vec<AliasRow>) {
     use graphrag_engine::table::strings;
     let out = root.join("output");
