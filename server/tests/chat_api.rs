@@ -14,7 +14,6 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use graphrag_mock_llm::{MockConfig, MockServer};
-use graphrag_project::{IndexOptions, OpenOptions, Project, RunSettings};
 use graphrag_server::{ServeOptions, Server};
 use serde_json::{json, Value};
 
@@ -188,24 +187,6 @@ fn chat_apis_take_messages_as_the_sdks_send_them() {
     if python_clients() {
         run_sdk_session("answers", addr);
     }
-}
-
-/// A fast index (no chat model needed) of a project whose completion model
-/// has neither a key nor a base; embeddings from the mock server.
-fn project_without_chat_model(mock: &MockServer) -> tempfile::TempDir {
-    let dir = project(mock, &[("fezziwig.txt", carol("Old Fezziwig", 1500))]);
-    let embed = format!(
-        "    model: mock-embed\n    api_base: {}\n    api_key: sk-test\n    retry_base_delay: 0.001\n    max_retry_wait: 0.05\n",
-        mock.base_url()
-    );
-    let settings = format!(
-        "completion_models:\n  default_completion_model:\n    model: gpt-4.1-mini\nembedding_models:\n  default_embedding_model:\n{embed}chunking:\n  size: 300\n  overlap: 30\n"
-    );
-    std::fs::write(dir.path().join("settings.yaml"), settings).unwrap();
-    let project = Project::open(dir.path(), &OpenOptions { method: "fast".into(), no_cache: false }).unwrap();
-    let opts = IndexOptions { resume: false, run: RunSettings { skip_validation: true, ..RunSettings::default() } };
-    graphrag_project::index(project, &opts).unwrap_or_else(|e| panic!("{e}"));
-    dir
 }
 
 #[test]

@@ -3,7 +3,8 @@
 //! line never reads "step n/0"), searches entities (one request per pause
 //! in typing), opens the graph explorer on an entity and on an unknown name
 //! (a message, not "0 nodes"), and runs a query whose Markdown answer is
-//! rendered; screenshots go to target/webui-screenshots/. Driven through the DevTools protocol over a
+//! rendered; against a server without a chat model, the query panel says so
+//! and shows the context; screenshots go to target/webui-screenshots/. Driven through the DevTools protocol over a
 //! websocket (a minimal client below): it needs no driver binary and no
 //! crate, and it can wait on the page's state instead of on time.
 //!
@@ -317,5 +318,26 @@ fn the_web_ui_uploads_explores_and_queries_in_chromium() {
         .as_str()
         .unwrap()
         .contains("Fezziwig"));
+
+    // A server without a usable chat model: the query panel says so and
+    // asks for the context, which it shows.
+    let bare = project_without_chat_model(&mock);
+    let bare_server = Server::start(ServeOptions { port: 0, ..ServeOptions::new(bare.path()) }).unwrap();
+    page.call("Page.navigate", json!({"url": format!("http://{}/webui/", bare_server.addr())}));
+    page.wait_until(
+        "the no-model notice",
+        "!!document.querySelector('#query-notice')?.textContent.includes('no api_key')",
+    );
+    assert_eq!(page.eval("document.querySelector('#query-context-only').checked"), json!(true));
+    page.eval(
+        "document.querySelector('#tab-query').click(); document.querySelector('#query-text').value = 'Who is Fezziwig?'; document.querySelector('#query-method').value = 'basic'; document.querySelector('#query-run').click(); true",
+    );
+    page.wait_until("the context", "document.querySelector('#query-answer').dataset.done === '1'");
+    assert!(page
+        .eval("document.querySelector('#query-answer pre.context').textContent")
+        .as_str()
+        .unwrap()
+        .contains("Fezziwig"));
+    page.screenshot("4-no-chat-model");
     drop(browser);
 }

@@ -260,6 +260,19 @@ async function selectNode(n) {
 
 // Query
 $("#query-run").addEventListener("click", runQuery);
+
+// Without a usable chat model the server refuses questions: say so up front
+// and ask for the context instead.
+async function checkChatModel() {
+  try {
+    const chat = (await api("/health")).configuration.chat_model;
+    if (!chat || chat.usable) return;
+    $("#query-context-only").checked = true;
+    $("#query-notice").textContent = chat.detail.charAt(0).toUpperCase() + chat.detail.slice(1) +
+      ". Questions are refused; the retrieved context is shown (context only).";
+  } catch (_) { /* the query itself reports a server that is down */ }
+}
+checkChatModel();
 async function runQuery() {
   const answer = $("#query-answer"), refs = $("#query-references"), records = $("#query-records");
   answer.replaceChildren(); refs.replaceChildren(); records.replaceChildren();
