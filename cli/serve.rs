@@ -50,6 +50,8 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             chat.id
         ),
     }
+    // Whether it answers: logged when known, shown by /health.
+    graphrag_server::chat_model::check_in_background(server.state().clone());
     if open && server.state().api_key.is_none() {
         tracing::warn!(
             "listening on {} without an API key: anyone who can reach it can read and change the index (set --api-key)",

@@ -9,8 +9,17 @@
 //! retrieved context passed off as a reply. Asking for the context is served
 //! as before: `only_need_context` on `/query`, a `/localcontext`-style
 //! prefix in a chat message. `/health` and the start-up log say which it is.
+//!
+//! A configured model may still not answer (a wrong key, a server that is
+//! down): `serve` runs the project's start-up check on it, one tiny request
+//! on its own thread ([`check_in_background`]), logs a failure and shows the
+//! outcome in `/health`. A failed check refuses nothing: the model server
+//! may come up later, and each question then says what went wrong.
 
-use graphrag_engine::settings::Settings;
+use std::sync::{Arc, Mutex};
+
+use graphrag_engine::llm::preflight::{self, ModelKind};
+use graphrag_engine::settings::{self, Settings};
 use graphrag_query::Method;
 use hyper::StatusCode;
 use serde_json::{json, Value};
@@ -51,18 +60,87 @@ impl ChatModelStatus {
         self.problem.is_none()
     }
 
-    /// `/health`'s report: no secret, only ids and model names.
-    pub fn to_json(&self) -> Value {
+    /// `/health`'s report, with the start-up check's outcome: no secret,
+    /// only ids, model names and the check's message.
+    pub fn to_json(&self, check: &StartupCheck) -> Value {
         json!({
-            "usable": self.usable(),
+            "configured": self.usable(),
             "model_id": self.id,
             "model": self.model,
             "detail": self.problem,
+            "startup_check": check.to_json(),
             "without_it": (!self.usable()).then_some(
                 "questions are refused with 503; context-only requests (only_need_context, a /mixcontext prefix) are served"
             ),
         })
     }
+}
+
+/// The outcome of the chat model's start-up check.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CheckState {
+    NotRun,
+    Running,
+    Passed,
+    Failed(String),
+}
+
+/// Where `serve` keeps the check's outcome (a field of `State`).
+pub struct StartupCheck(Mutex<CheckState>);
+
+impl Default for StartupCheck {
+    fn default() -> StartupCheck {
+        StartupCheck(Mutex::new(CheckState::NotRun))
+    }
+}
+
+impl StartupCheck {
+    pub fn get(&self) -> CheckState {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    fn set(&self, state: CheckState) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = state;
+    }
+
+    /// `/health`'s words for it.
+    pub fn to_json(&self) -> Value {
+        match self.get() {
+            CheckState::NotRun => json!("not run"),
+            CheckState::Running => json!("running"),
+            CheckState::Passed => json!("passed"),
+            CheckState::Failed(why) => json!({ "failed": why }),
+        }
+    }
+}
+
+/// Runs the start-up check of a configured chat model on its own thread
+/// (the project's check: one request of one token, its own 4 s limit, no
+/// retries); its outcome goes to the log and `/health`. Nothing to check
+/// without a configured model.
+pub fn check_in_background(state: Arc<State>) -> Option<std::thread::JoinHandle<()>> {
+    let status = ChatModelStatus::of(&state.settings);
+    if !status.usable() {
+        return None;
+    }
+    state.chat_check.set(CheckState::Running);
+    let run = move || {
+        let outcome = settings::load(&state.root)
+            .and_then(|loaded| preflight::check(&loaded, &[(ModelKind::Chat, status.id.clone())]))
+            .map_err(|e| e.to_string())
+            .and_then(|report| if report.warnings.is_empty() { Ok(()) } else { Err(report.warnings.join("; ")) });
+        match outcome {
+            Ok(()) => {
+                tracing::info!("chat model completion_models.{} answers", status.id);
+                state.chat_check.set(CheckState::Passed);
+            }
+            Err(why) => {
+                tracing::warn!("the chat model's start-up check failed: {why}; questions will fail until it answers");
+                state.chat_check.set(CheckState::Failed(why));
+            }
+        }
+    };
+    Some(std::thread::Builder::new().name("chat-model-check".into()).spawn(run).expect("a thread starts"))
 }
 
 fn not_configured(id: &str) -> String {
@@ -111,7 +189,7 @@ mod tests {
         let s = settings("completion_models:\n  default_completion_model:\n    model: gpt-4.1-mini\n");
         let status = ChatModelStatus::of(&s);
         assert!(!status.usable());
-        assert_eq!(status.to_json()["model"], Value::Null);
+        assert_eq!(status.to_json(&StartupCheck::default())["model"], Value::Null);
         assert!(status.problem.unwrap().contains("completion_models.default_completion_model has no api_key"));
     }
 
@@ -121,8 +199,10 @@ mod tests {
             let s = settings(&format!("completion_models:\n  default_completion_model:\n    model: m1\n    {extra}\n"));
             let status = ChatModelStatus::of(&s);
             assert!(status.usable(), "{extra}");
-            assert_eq!(status.to_json()["model"], "m1");
-            assert!(!status.to_json().to_string().contains("sk-x"));
+            let report = status.to_json(&StartupCheck::default());
+            assert_eq!(report["model"], "m1");
+            assert_eq!(report["startup_check"], "not run");
+            assert!(!report.to_string().contains("sk-x"));
         }
     }
 

@@ -272,7 +272,7 @@ fn health(state: &State) -> Result<Resp> {
         "configuration": {
             // The model questions are answered with; null without a usable one.
             "llm_model": chat.model,
-            "chat_model": chat.to_json(),
+            "chat_model": chat.to_json(&state.chat_check),
             "embedding_model": s.embedding_models.get(&s.embed_text.embedding_model_id).map(|m| m.model.clone()),
             "max_upload_bytes": state.max_upload_bytes,
             "auth_mode": if state.api_key.is_some() { "api_key" } else { "disabled" },

@@ -89,6 +89,8 @@ pub struct State {
     loading: Mutex<()>,
     /// Upload names being written now (two uploads of one name do not race).
     pub writing: Mutex<HashMap<String, Instant>>,
+    /// The chat model's start-up check, when `serve` runs it.
+    pub chat_check: crate::chat_model::StartupCheck,
 }
 
 pub fn now() -> String {
@@ -129,6 +131,7 @@ impl State {
             jobs: Mutex::new(None),
             loading: Mutex::new(()),
             writing: Mutex::new(HashMap::new()),
+            chat_check: Default::default(),
         });
         state.reload_if_changed()?;
         Ok(state)

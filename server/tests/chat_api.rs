@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use graphrag_mock_llm::{MockConfig, MockServer};
-use graphrag_server::{ServeOptions, Server};
+use graphrag_server::{chat_model, ServeOptions, Server};
 use serde_json::{json, Value};
 
 /// The `data:` events of an SSE body, `[DONE]` left out.
@@ -91,7 +91,10 @@ fn chat_apis_take_messages_as_the_sdks_send_them() {
 
     let health = get(addr, "/health").json();
     assert_eq!(health["configuration"]["llm_model"], "mock-gpt", "{health}");
-    assert_eq!(health["configuration"]["chat_model"]["usable"], true, "{health}");
+    assert_eq!(health["configuration"]["chat_model"]["configured"], true, "{health}");
+    assert_eq!(health["configuration"]["chat_model"]["startup_check"], "not run", "{health}");
+    chat_model::check_in_background(server.state().clone()).expect("a check to run").join().unwrap();
+    assert_eq!(get(addr, "/health").json()["configuration"]["chat_model"]["startup_check"], "passed");
 
     let docs = get(addr, "/documents").json();
     let marley = docs["statuses"]["processed"].as_array().unwrap().iter().find(|d| d["file_path"] == "marley.txt");
@@ -199,7 +202,9 @@ fn without_a_chat_model_questions_are_refused_and_the_context_is_served() {
     let health = get(addr, "/health").json();
     let config = &health["configuration"];
     assert!(config["llm_model"].is_null(), "{health}");
-    assert_eq!(config["chat_model"]["usable"], false, "{health}");
+    assert_eq!(config["chat_model"]["configured"], false, "{health}");
+    assert!(chat_model::check_in_background(server.state().clone()).is_none(), "nothing to check");
+    assert_eq!(config["chat_model"]["startup_check"], "not run", "{health}");
     assert!(config["chat_model"]["detail"].as_str().unwrap().contains("completion_models.default_completion_model"));
     assert!(!health.to_string().contains("gpt-4.1-mini"), "{health}");
 
@@ -242,4 +247,23 @@ fn without_a_chat_model_questions_are_refused_and_the_context_is_served() {
     if python_clients() {
         run_sdk_session("no-model", addr);
     }
+}
+
+#[test]
+fn a_chat_model_that_does_not_answer_fails_its_start_up_check() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let mock = MockServer::start(MockConfig::default()).unwrap();
+    let project = project(&mock, &[]);
+    let settings = std::fs::read_to_string(project.path().join("settings.yaml")).unwrap();
+    let chat_at_closed_port = settings.replacen(&mock.base_url(), &format!("http://127.0.0.1:{closed}/v1"), 1);
+    std::fs::write(project.path().join("settings.yaml"), chat_at_closed_port).unwrap();
+    let server = Server::start(ServeOptions { port: 0, ..ServeOptions::new(project.path()) }).unwrap();
+    chat_model::check_in_background(server.state().clone()).expect("a check to run").join().unwrap();
+    let health = get(server.addr(), "/health").json();
+    let failed =
+        health["configuration"]["chat_model"]["startup_check"]["failed"].as_str().unwrap_or_default().to_string();
+    assert!(failed.contains("completion_models.default_completion_model"), "{health}");
+    assert!(!failed.contains("sk-test"), "{failed}");
+    // Configured all the same: questions are not refused for it (the server may come up).
+    assert_eq!(health["configuration"]["chat_model"]["configured"], true);
 }

@@ -266,7 +266,7 @@ $("#query-run").addEventListener("click", runQuery);
 async function checkChatModel() {
   try {
     const chat = (await api("/health")).configuration.chat_model;
-    if (!chat || chat.usable) return;
+    if (!chat || chat.configured) return;
     $("#query-context-only").checked = true;
     $("#query-notice").textContent = chat.detail.charAt(0).toUpperCase() + chat.detail.slice(1) +
       ". Questions are refused; the retrieved context is shown (context only).";
