@@ -278,7 +278,9 @@ async function runQuery() {
   answer.replaceChildren(); refs.replaceChildren(); records.replaceChildren();
   answer.classList.remove("error");
   delete answer.dataset.done;
-  let text = "";
+  // Pieces are rendered at most once a frame: a long answer is not re-parsed per token.
+  let text = "", frame = 0;
+  const render = () => { frame = 0; if (!answer.classList.contains("error")) answer.innerHTML = markdown(text); };
   const body = {
     query: $("#query-text").value, mode: $("#query-method").value,
     only_need_context: $("#query-context-only").checked, include_context_records: true,
@@ -298,14 +300,16 @@ async function runQuery() {
         if (!line.trim()) continue;
         const m = JSON.parse(line);
         if (m.response && m.llm_generated === false) showContext(answer, m.response);
-        else if (m.response) { text += m.response; answer.innerHTML = markdown(text); }
+        else if (m.response) { text += m.response; if (!frame) frame = requestAnimationFrame(render); }
         if (m.error) { answer.textContent = "Error: " + m.error; answer.classList.add("error"); }
         if (m.references) refs.replaceChildren(el("b", {}, "References: "), m.references.map((x) => "[" + x.reference_id + "] " + x.file_path).join("  "));
         if (m.context_records) showRecords(m.context_records);
       }
     }
+    if (frame) { cancelAnimationFrame(frame); render(); }
     answer.dataset.done = "1";
   } catch (e) {
+    if (frame) cancelAnimationFrame(frame);
     answer.textContent = "Error: " + e.message; answer.classList.add("error"); answer.dataset.done = "1";
   }
 }
