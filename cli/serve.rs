@@ -11,6 +11,8 @@ pub struct ServeArgs {
     pub port: u16,
     pub api_key: Option<String>,
     pub max_upload_mb: usize,
+    /// No start-up check of the chat model.
+    pub skip_validation: bool,
     pub verbosity: i8,
 }
 
@@ -51,7 +53,9 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         ),
     }
     // Whether it answers: logged when known, shown by /health.
-    graphrag_server::chat_model::check_in_background(server.state().clone());
+    if !args.skip_validation {
+        graphrag_server::chat_model::check_in_background(server.state().clone());
+    }
     if open && server.state().api_key.is_none() {
         tracing::warn!(
             "listening on {} without an API key: anyone who can reach it can read and change the index (set --api-key)",
