@@ -131,6 +131,12 @@ impl Cdp {
         r["result"]["value"].clone()
     }
 
+    /// The text of the first element `selector` matches ("" for none).
+    fn text(&mut self, selector: &str) -> String {
+        let v = self.eval(&format!("document.querySelector({})?.textContent ?? ''", json!(selector)));
+        v.as_str().unwrap_or_default().to_string()
+    }
+
     fn wait_until(&mut self, what: &str, expression: &str) {
         wait_for(what, || (self.eval(expression) == json!(true)).then_some(()));
     }
@@ -278,11 +284,7 @@ fn the_web_ui_uploads_explores_and_queries_in_chromium() {
         "the empty-graph message",
         "document.querySelector('#graph-info').textContent.includes('No entity named')",
     );
-    assert!(page
-        .eval("document.querySelector('#node-details').textContent")
-        .as_str()
-        .unwrap()
-        .contains("Nobody Of That Name"));
+    assert!(page.text("#node-details").contains("Nobody Of That Name"));
     page.screenshot("2b-unknown-entity");
 
     // A streamed query with its context records.
@@ -308,16 +310,8 @@ fn the_web_ui_uploads_explores_and_queries_in_chromium() {
         "document.querySelector('#query-context-only').checked = true; document.querySelector('#query-run').click(); true",
     );
     page.wait_until("the context", "document.querySelector('#query-answer').dataset.done === '1'");
-    assert!(page
-        .eval("document.querySelector('#query-answer .notice').textContent")
-        .as_str()
-        .unwrap()
-        .contains("Retrieved context"));
-    assert!(page
-        .eval("document.querySelector('#query-answer pre.context').textContent")
-        .as_str()
-        .unwrap()
-        .contains("Fezziwig"));
+    assert!(page.text("#query-answer .notice").contains("Retrieved context"));
+    assert!(page.text("#query-answer pre.context").contains("Fezziwig"));
 
     // A server without a usable chat model: the query panel says so and
     // asks for the context, which it shows.
@@ -333,11 +327,7 @@ fn the_web_ui_uploads_explores_and_queries_in_chromium() {
         "document.querySelector('#tab-query').click(); document.querySelector('#query-text').value = 'Who is Fezziwig?'; document.querySelector('#query-method').value = 'basic'; document.querySelector('#query-run').click(); true",
     );
     page.wait_until("the context", "document.querySelector('#query-answer').dataset.done === '1'");
-    assert!(page
-        .eval("document.querySelector('#query-answer pre.context').textContent")
-        .as_str()
-        .unwrap()
-        .contains("Fezziwig"));
+    assert!(page.text("#query-answer pre.context").contains("Fezziwig"));
     page.screenshot("4-no-chat-model");
     drop(browser);
 }
