@@ -234,6 +234,8 @@ enum Command {
         /// The largest upload, in megabytes.
         #[arg(long, default_value_t = 100)]
         max_upload_mb: usize,
+        #[command(flatten)]
+        models: ModelFlags,
     },
 }
 
@@ -321,9 +323,15 @@ fn main() -> ExitCode {
         Command::Export { target: ExportTarget::Lancedb, root, db_uri, python } => {
             export::run(&export::ExportArgs { root: root.root, db_uri, python, verbosity })
         }
-        Command::Serve { root, host, port, api_key, max_upload_mb } => {
-            serve::run(serve::ServeArgs { root: root.root, host, port, api_key, max_upload_mb, verbosity })
-        }
+        Command::Serve { root, host, port, api_key, max_upload_mb, models } => serve::run(serve::ServeArgs {
+            root: root.root,
+            host,
+            port,
+            api_key,
+            max_upload_mb,
+            skip_validation: models.skip_validation,
+            verbosity,
+        }),
         Command::Verbs => {
             index::print_verbs();
             Ok(())

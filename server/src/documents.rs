@@ -244,7 +244,14 @@ fn doc_json(state: &State, d: &DocStatus) -> Value {
     let summary = fs::read(&path)
         .ok()
         .filter(|_| matches!(d.title.rsplit_once('.').map(|(_, e)| e), Some("txt" | "md" | "markdown")))
-        .map(|b| String::from_utf8_lossy(&b[..b.len().min(400)]).chars().take(100).collect::<String>())
+        // A byte order mark is no part of the text (Windows editors write one).
+        .map(|b| {
+            String::from_utf8_lossy(&b[..b.len().min(400)])
+                .trim_start_matches('\u{feff}')
+                .chars()
+                .take(100)
+                .collect::<String>()
+        })
         .unwrap_or_default();
     json!({
         "id": d.id,

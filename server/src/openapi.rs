@@ -49,7 +49,9 @@ pub const ROUTES: &[Route] = &[
     r("get", "/api/ps", "ollama", "Ollama: running models", None, JSON),
     r("post", "/api/chat", "ollama", "Ollama chat over the index (a /local, /global, /naive, /drift, /hybrid or /mix prefix picks the method)", Some(JSON), NDJSON),
     r("post", "/api/generate", "ollama", "Ollama generate: the prompt as a question to the index", Some(JSON), NDJSON),
+    r("post", "/api/show", "ollama", "Ollama: the model's card ({model}); 404 for another model", Some(JSON), JSON),
     r("get", "/v1/models", "openai", "OpenAI: models", None, JSON),
+    r("get", "/v1/models/{model}", "openai", "OpenAI: one model; 404 for another", None, JSON),
     r("post", "/v1/chat/completions", "openai", "OpenAI chat completions over the index (SSE with stream: true)", Some(JSON), JSON),
 ];
 
