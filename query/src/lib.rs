@@ -36,7 +36,7 @@ use anyhow::{bail, Context as _};
 use graphrag_engine::cancel::CancelToken;
 use graphrag_engine::llm::answer::{self, AnswerCheck};
 use graphrag_engine::llm::preflight::ModelKind;
-use graphrag_engine::llm::{CallOptions, CallScope, ChatModel, LlmService, Message, RetryDeadline, UsageCounters};
+use graphrag_engine::llm::{CallOptions, CallScope, ChatModel, LlmService, Message, RetryBudget, UsageCounters};
 use graphrag_engine::prompts::PromptTemplate;
 use graphrag_engine::settings::{self, Settings};
 use serde::Serialize;
@@ -403,12 +403,10 @@ impl QueryEngine {
             None
         };
         let retry_time = self.settings.query.max_retry_time;
+        let why = format!("the query's max_retry_time of {retry_time} s is spent (settings `query.max_retry_time`)");
         let scope = CallScope {
             cancel: req.cancel.clone(),
-            retry_deadline: Some(RetryDeadline {
-                at: started + std::time::Duration::from_secs_f64(retry_time),
-                why: format!("the query's max_retry_time of {retry_time} s is spent (settings `query.max_retry_time`)"),
-            }),
+            retry_budget: Some(RetryBudget::new(std::time::Duration::from_secs_f64(retry_time), why)),
         };
         let chat = if notice.is_none() { Some(Arc::new(self.llm.chat_model(&chat_id)?.within(&scope))) } else { None };
         let run = Run {
@@ -479,7 +477,7 @@ pub(crate) struct Run<'a, 'b> {
     pub usage: UsageCounters,
     /// `None`: retrieval only. Bounded by `scope`.
     pub chat: Option<Arc<ChatModel>>,
-    /// The query's cancellation and retry deadline, for every model call.
+    /// The query's cancellation and retry budget, for every model call.
     scope: CallScope,
     pub embed_id: String,
     pub embed_setting: &'static str,

@@ -79,7 +79,7 @@ impl ChatModel {
     }
 
     /// The same model whose calls are bounded by `scope` (one query's
-    /// cancellation and retry deadline).
+    /// cancellation and retry budget).
     pub fn within(&self, scope: &CallScope) -> ChatModel {
         ChatModel { scope: scope.clone(), ..self.with_options(&CallOptions::default()) }
     }

@@ -21,7 +21,7 @@ pub use cache::{Checked, Lookup, ResponseCache};
 pub use chat::{Answer, CallOptions, ChatModel};
 pub use embedding::EmbeddingModel;
 pub use http::parse_api_base;
-pub use retry::{CallScope, RetryDeadline};
+pub use retry::{CallScope, RetryBudget};
 pub use service::{LlmService, QUERY_PARTITION};
 pub use usage::{ModelUsage, UsageCounters};
 

@@ -6,7 +6,7 @@
 //! with `-q`.
 
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use tokio::sync::SemaphorePermit;
@@ -19,21 +19,37 @@ use crate::interrupt;
 use crate::settings::ModelConfig;
 
 /// The bounds of one request's model calls (a query's): a token that
-/// cancels them, and a time after which none is retried. The default
-/// (indexing) has neither: each call is bounded by its model's own
+/// cancels them, and a time budget for retrying shared by all of them. The
+/// default (indexing) has neither: each call is bounded by its model's own
 /// `max_retry_time` only.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default)]
 pub struct CallScope {
     pub cancel: CancelToken,
-    pub retry_deadline: Option<RetryDeadline>,
+    pub retry_budget: Option<RetryBudget>,
 }
 
-/// No retry starts whose wait would end after `at`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RetryDeadline {
-    pub at: Instant,
+/// No retry starts later than `limit` after the first failure of any call
+/// of the scope (counted from there, not from the request's start, so that
+/// a long request that met no failure still retries a late one).
+#[derive(Debug, Clone)]
+pub struct RetryBudget {
+    limit: Duration,
     /// What set it, named when it ends retrying (`query.max_retry_time is 20 s`).
-    pub why: String,
+    why: String,
+    first_failure: Arc<OnceLock<Instant>>,
+}
+
+impl RetryBudget {
+    pub fn new(limit: Duration, why: impl Into<String>) -> RetryBudget {
+        RetryBudget { limit, why: why.into(), first_failure: Arc::default() }
+    }
+
+    /// Whether a retry after `wait` starts within the budget (a failure
+    /// just happened: the first one starts the clock).
+    fn allows(&self, wait: Duration) -> bool {
+        let first = *self.first_failure.get_or_init(Instant::now);
+        Instant::now() + wait <= first + self.limit
+    }
 }
 
 impl CallScope {
@@ -152,8 +168,8 @@ impl Policy {
                 config.max_retry_time
             );
             LlmError::Exhausted { model: id.clone(), attempts: attempt, last }
-        } else if let Some(deadline) = scope.retry_deadline.as_ref().filter(|d| Instant::now() + wait > d.at) {
-            let last = format!("{} (retrying stopped: {})", failure.message, deadline.why);
+        } else if let Some(budget) = scope.retry_budget.as_ref().filter(|b| !b.allows(wait)) {
+            let last = format!("{} (retrying stopped: {})", failure.message, budget.why);
             LlmError::Exhausted { model: id.clone(), attempts: attempt, last }
         } else {
             usage.record_retry(id, wait);
@@ -289,16 +305,21 @@ mod tests {
     }
 
     #[test]
-    fn a_scope_s_deadline_ends_retrying_across_calls() {
+    fn a_scope_s_budget_counts_from_its_first_failure_across_calls() {
         let cfg =
             ModelConfig { max_retry_wait: 2.0, max_retry_time: 300.0, max_retries: 100, ..ModelConfig::default() };
         let policy = Policy::new("m", &cfg);
         let usage = UsageCounters::default();
         let why = "query.max_retry_time is 1 s";
-        let deadline = RetryDeadline { at: Instant::now() + Duration::from_secs(1), why: why.into() };
-        let scope = CallScope { retry_deadline: Some(deadline), ..CallScope::default() };
+        let scope =
+            CallScope { retry_budget: Some(RetryBudget::new(Duration::from_secs(1), why)), ..CallScope::default() };
+        // However long the request ran before, its first failure may be retried.
         let soon = Duration::from_millis(10);
-        assert_eq!(policy.after_failure(&usage, 1, Duration::ZERO, failure(Some(soon)), &scope).unwrap(), soon);
+        assert_eq!(
+            policy.after_failure(&usage, 1, Duration::from_secs(60), failure(Some(soon)), &scope).unwrap(),
+            soon
+        );
+        // Another call of the scope: the clock runs from that first failure.
         let err = policy.after_failure(&usage, 1, Duration::ZERO, failure(Some(Duration::from_secs(2))), &scope);
         let err = err.unwrap_err();
         assert!(matches!(err, LlmError::Exhausted { attempts: 1, .. }) && err.to_string().contains(why), "{err}");

@@ -436,8 +436,8 @@ section!(
     /// model's own request_timeout when that is shorter).
     request_timeout: f64 = 60.0,
     /// The longest a query keeps retrying failed model calls, in seconds,
-    /// counted from the query's start: no retry starts past it, so a model
-    /// that fails makes the query fail after about this long.
+    /// counted from its first failed call: no retry starts later, so a
+    /// model that fails makes the query fail after about this long.
     max_retry_time: f64 = 20.0,
     /// The most bytes of query answers kept in the response cache
     /// (`<cache folder>/query/`); the least recently used go first. 0: query
