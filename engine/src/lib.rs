@@ -4,6 +4,7 @@
 //! The engine knows no verb by name: verbs arrive through a [`verb::Registry`].
 
 pub mod aliases_file;
+pub mod cancel;
 pub mod config_error;
 pub mod context;
 pub mod doc_status;

@@ -33,9 +33,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use anyhow::{bail, Context as _};
+use graphrag_engine::cancel::CancelToken;
 use graphrag_engine::llm::answer::{self, AnswerCheck};
 use graphrag_engine::llm::preflight::ModelKind;
-use graphrag_engine::llm::{CallOptions, ChatModel, LlmService, Message, UsageCounters};
+use graphrag_engine::llm::{CallOptions, CallScope, ChatModel, LlmService, Message, RetryBudget, UsageCounters};
 use graphrag_engine::prompts::PromptTemplate;
 use graphrag_engine::settings::{self, Settings};
 use serde::Serialize;
@@ -141,6 +142,10 @@ pub struct QueryRequest {
     /// (`max_context_tokens` and the like), filled in the method's rank order
     /// with no count limit on text units (`graphrag-rs eval --budget`).
     pub max_context_tokens: Option<usize>,
+    /// Cancels the query's model calls (a server's client that went away):
+    /// the query then fails with `LlmError::Cancelled`. The default token is
+    /// never cancelled.
+    pub cancel: CancelToken,
 }
 
 impl QueryRequest {
@@ -154,6 +159,7 @@ impl QueryRequest {
             history: Vec::new(),
             dynamic_community_selection: false,
             max_context_tokens: None,
+            cancel: CancelToken::default(),
         }
     }
 }
@@ -238,7 +244,7 @@ impl QueryEngine {
         // An update that crashed while publishing is finished before reading
         // (one that is publishing now finishes it itself).
         graphrag_engine::staging::recover_if_idle(&output)?;
-        let llm = LlmService::from_settings(&settings, &root)?;
+        let llm = LlmService::for_queries(&settings, &root)?;
         let index = Index::new(&root, &output, &settings.vector_store);
         Ok(QueryEngine { root, settings, llm, index })
     }
@@ -365,6 +371,9 @@ impl QueryEngine {
         if req.question.trim().is_empty() {
             bail!("the question is empty");
         }
+        if req.cancel.is_cancelled() {
+            return Err(graphrag_engine::llm::LlmError::Cancelled.into());
+        }
         if matches!(req.method, Method::Global | Method::Drift) && !self.index.has_table("community_reports") {
             bail!(
                 "{} search reads community reports, and this index has none (`--method light` makes none, as LightRAG): ask with local, basic, hybrid, mix or ppr, or index with `--method standard` for global and drift",
@@ -398,12 +407,19 @@ impl QueryEngine {
         } else {
             None
         };
-        let chat = if notice.is_none() { Some(self.llm.chat_model(&chat_id)?) } else { None };
+        let retry_time = self.settings.query.max_retry_time;
+        let why = format!("the query's max_retry_time of {retry_time} s is spent (settings `query.max_retry_time`)");
+        let scope = CallScope {
+            cancel: req.cancel.clone(),
+            retry_budget: Some(RetryBudget::new(std::time::Duration::from_secs_f64(retry_time), why)),
+        };
+        let chat = if notice.is_none() { Some(Arc::new(self.llm.chat_model(&chat_id)?.within(&scope))) } else { None };
         let run = Run {
             engine: self,
             req,
             usage: UsageCounters::default(),
             chat,
+            scope,
             embed_id: embed_id.clone(),
             embed_setting,
             skipped: AtomicU64::new(0),
@@ -464,8 +480,10 @@ pub(crate) struct Run<'a, 'b> {
     pub engine: &'a QueryEngine,
     pub req: &'a QueryRequest,
     pub usage: UsageCounters,
-    /// `None`: retrieval only.
+    /// `None`: retrieval only. Bounded by `scope`.
     pub chat: Option<Arc<ChatModel>>,
+    /// The query's cancellation and retry budget, for every model call.
+    scope: CallScope,
     pub embed_id: String,
     pub embed_setting: &'static str,
     pub skipped: AtomicU64,
@@ -550,7 +568,8 @@ impl Run<'_, '_> {
             .engine
             .llm
             .embedding_model(&self.embed_id)
-            .with_context(|| format!("embedding the query (settings `{}`)", self.embed_setting))?;
+            .with_context(|| format!("embedding the query (settings `{}`)", self.embed_setting))?
+            .within(&self.scope);
         let vectors = self
             .block_on(model.embed(texts, &self.usage))
             .with_context(|| format!("embedding the query with `{}` ({})", self.embed_id, self.embed_setting))?;

@@ -2,12 +2,14 @@
 //! docs/benchmarks.md): CLIENTS concurrent clients × SECONDS of mixed
 //! queries (local, global, basic, hybrid, mix, drift; every question unique,
 //! so no answer comes from the cache) against the example corpus's index,
-//! with the mock LLM at LATENCY_MS; then the same while an upload-triggered
-//! update runs, checking that no query fails and every answer comes from the
-//! old or the new index (its `index_version`), and that answers from the old
-//! one never cite the new document.
+//! with the mock LLM at LATENCY_MS (CONTEXT_ONLY=1: retrieval only, no model
+//! call); then the same while a document is uploaded and, once indexed,
+//! deleted again (two updates), checking that no query fails, that every
+//! answer comes from one of the three indexes (its `index_version`), and
+//! that only answers from the index holding the new document cite it. Ends
+//! with the process's resident memory (server and clients: one process).
 //!
-//! usage: LATENCY_MS=200 SECONDS=60 CLIENTS=16 cargo bench -p graphrag-server --bench serve_load
+//! usage: LATENCY_MS=200 SECONDS=60 CLIENTS=16 CONTEXT_ONLY=0 cargo bench -p graphrag-server --bench serve_load
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -41,7 +43,13 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[((sorted.len() - 1) as f64 * p).round() as usize]
 }
 
-fn run(addr: std::net::SocketAddr, clients: u64, seconds: u64, during: impl FnOnce() + Send) -> Outcome {
+fn run(
+    addr: std::net::SocketAddr,
+    clients: u64,
+    seconds: u64,
+    context_only: bool,
+    during: impl FnOnce() + Send,
+) -> Outcome {
     let stop = AtomicBool::new(false);
     let counter = AtomicU64::new(0);
     let deadline = Instant::now() + Duration::from_secs(seconds);
@@ -61,7 +69,8 @@ fn run(addr: std::net::SocketAddr, clients: u64, seconds: u64, during: impl FnOn
                         let mode = METHODS[n as usize % METHODS.len()];
                         let q = format!("Question {n}: what does Scrooge learn, and who is Quillfeather?");
                         let started = Instant::now();
-                        let r = post_json(addr, "/query", &json!({"query": q, "mode": mode}));
+                        let ask = json!({"query": q, "mode": mode, "only_need_context": context_only});
+                        let r = post_json(addr, "/query", &ask);
                         let ms = started.elapsed().as_secs_f64() * 1e3;
                         o.latencies.push(ms);
                         o.by_method.push((mode, ms));
@@ -119,8 +128,32 @@ fn report(label: &str, o: &Outcome, seconds: f64) {
     }
 }
 
+/// A line of /proc/self/status (`VmRSS`, `VmHWM`) in MB.
+fn memory_mb(key: &str) -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let kb = status
+        .lines()
+        .find_map(|l| l.strip_prefix(key)?.strip_prefix(':'))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok());
+    kb.unwrap_or(0.0) / 1024.0
+}
+
+/// Waits until the writer has finished `runs` update runs; their last error.
+fn updated(addr: std::net::SocketAddr, runs: u64) -> serde_json::Value {
+    wait_for("the update", || {
+        let p = get(addr, "/documents/pipeline_status").json();
+        (p["busy"] == false && p["runs"].as_u64().unwrap_or(0) >= runs).then_some(())
+    });
+    get(addr, "/documents/pipeline_status").json()["last_error"].clone()
+}
+
+fn version(addr: std::net::SocketAddr) -> String {
+    get(addr, "/health").json()["index"]["version"].as_str().unwrap().to_string()
+}
+
 fn main() {
     let (latency, seconds, clients) = (env("LATENCY_MS", 0), env("SECONDS", 60), env("CLIENTS", 16));
+    let context_only = env("CONTEXT_ONLY", 0) == 1;
     // The index is built with a mock at 0 ms; the server's queries go to one at LATENCY_MS.
     let indexer = MockServer::start(MockConfig::default()).unwrap();
     let corpus = std::fs::read_to_string(
@@ -142,35 +175,54 @@ fn main() {
     std::fs::write(root.join("settings.yaml"), serving).unwrap();
     let server = Server::start(ServeOptions { port: 0, ..ServeOptions::new(root) }).unwrap();
     let addr = server.addr();
-    println!("mock latency {latency} ms, {clients} clients, {seconds} s per phase");
+    let answers = if context_only { "context only" } else { "answers" };
+    println!("mock latency {latency} ms, {clients} clients, {answers}, {seconds} s per phase");
 
-    let steady = run(addr, clients, seconds, || {});
+    let steady = run(addr, clients, seconds, context_only, || {});
     report("queries", &steady, seconds as f64);
 
-    let old = get(addr, "/health").json()["index"]["version"].as_str().unwrap().to_string();
-    let update_took = std::sync::Mutex::new(0.0);
-    let during = run(addr, clients, seconds, || {
+    let old = version(addr);
+    let versions = std::sync::Mutex::new((String::new(), String::new(), 0.0, 0.0));
+    let during = run(addr, clients, seconds, context_only, || {
         let t = Instant::now();
         let text = "Quillfeather is the lamplighter of the street where Scrooge lives. Quillfeather lights the lamps at dusk and greets Bob Cratchit every evening.".repeat(4);
-        let r = post_json(addr, "/documents/text", &json!({"text": text, "file_source": "quillfeather"}));
+        let (content_type, body) = multipart("quillfeather.txt", text.as_bytes());
+        let r = request(addr, "POST", "/documents/upload", &[("Content-Type", content_type.as_str())], &body);
         assert_eq!(r.status, 200, "{}", r.text());
-        wait_for("the update", || {
-            let p = get(addr, "/documents/pipeline_status").json();
-            (p["busy"] == false && p["runs"].as_u64().unwrap_or(0) >= 1).then_some(())
-        });
-        *update_took.lock().unwrap() = t.elapsed().as_secs_f64();
+        let error = updated(addr, 1);
+        assert!(error.is_null(), "the upload's update failed: {error}");
+        let (with_doc, upload_s) = (version(addr), t.elapsed().as_secs_f64());
+        let t = Instant::now();
+        let listed = get(addr, "/documents").json();
+        let id = ["processed", "pending", "processing", "failed"]
+            .iter()
+            .flat_map(|s| listed["statuses"][s].as_array().cloned().unwrap_or_default())
+            .find(|d| d["file_path"] == "quillfeather.txt")
+            .map(|d| d["id"].clone())
+            .expect("the uploaded document is listed");
+        let r = request(
+            addr,
+            "DELETE",
+            "/documents/delete_document",
+            &[("Content-Type", "application/json")],
+            json!({"doc_ids": [id]}).to_string().as_bytes(),
+        );
+        assert_eq!(r.status, 200, "{}", r.text());
+        let error = updated(addr, 2);
+        assert!(error.is_null(), "the delete's update failed: {error}");
+        *versions.lock().unwrap() = (with_doc, version(addr), upload_s, t.elapsed().as_secs_f64());
     });
-    let new = get(addr, "/health").json()["index"]["version"].as_str().unwrap().to_string();
-    let status = get(addr, "/documents/pipeline_status").json();
-    report("queries during an update", &during, seconds as f64);
-    let from_old = during.versions.iter().filter(|(v, _)| *v == old).count();
-    let from_new = during.versions.iter().filter(|(v, _)| *v == new).count();
-    let other = during.versions.len() - from_old - from_new;
-    let old_citing_new = during.versions.iter().filter(|(v, cites)| *v == old && *cites).count();
+    let (with_doc, after_delete, upload_s, delete_s) = versions.into_inner().unwrap();
+    report("queries during an upload and a delete", &during, seconds as f64);
+    let count = |v: &str| during.versions.iter().filter(|(x, _)| x == v).count();
+    let known = [&old, &with_doc, &after_delete];
+    let other = during.versions.iter().filter(|(v, _)| !known.contains(&v)).count();
+    let wrongly_citing = during.versions.iter().filter(|(v, cites)| *cites && *v != with_doc).count();
     println!(
-        "  update ran {:.1} s (last error: {}); answers from the old index {from_old}, the new {from_new}, any other {other}; old answers citing the new document: {old_citing_new}",
-        update_took.lock().unwrap(),
-        status["last_error"]
+        "  upload indexed in {upload_s:.1} s, delete in {delete_s:.1} s; answers from the index before {}, with the document {}, after its delete {}, any other {other}; answers citing it from an index without it: {wrongly_citing}",
+        count(&old),
+        count(&with_doc),
+        count(&after_delete)
     );
-    println!("  new index cites the new document: {}", during.versions.iter().any(|(v, c)| *v == new && *c));
+    println!("  resident memory now {:.0} MB, peak {:.0} MB", memory_mb("VmRSS"), memory_mb("VmHWM"));
 }

@@ -285,7 +285,8 @@ async fn ollama(
     });
     let state = state.clone();
     tokio::spawn(async move {
-        match query::ask(&state, ask, Some(tokens)).await {
+        let Some(answered) = http::until_closed(&tx, query::ask(&state, ask, Some(tokens))).await else { return };
+        match answered {
             Ok(a) => {
                 if !a.llm_generated {
                     let mut v = piece(&model, &created(), &a.text);
@@ -421,7 +422,8 @@ async fn chat_completions(state: &Arc<State>, body: &[u8]) -> Result<Resp> {
     });
     let state = state.clone();
     tokio::spawn(async move {
-        match query::ask(&state, ask, Some(tokens)).await {
+        let Some(answered) = http::until_closed(&tx, query::ask(&state, ask, Some(tokens))).await else { return };
+        match answered {
             Ok(a) => {
                 if !a.llm_generated {
                     let _ = tx.send(chunk(delta(json!({ "content": a.text }), Value::Null), None));

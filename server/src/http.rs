@@ -104,9 +104,35 @@ pub fn stream(content_type: &'static str) -> (Resp, mpsc::UnboundedSender<Bytes>
     (with_type(StatusCode::OK, content_type, Body::Stream(rx)), tx)
 }
 
-/// The request body, at most `limit` bytes (413 beyond).
+/// When a request's body must have arrived (set by the connection layer
+/// from `serve.body_read_timeout`), in the request's extensions.
+#[derive(Debug, Clone, Copy)]
+pub struct BodyDeadline(pub tokio::time::Instant);
+
+/// `future`'s output, or `None` once the stream fed by `tx` has no reader
+/// (its client went away; `future` is dropped).
+pub async fn until_closed<F: std::future::Future>(tx: &mpsc::UnboundedSender<Bytes>, future: F) -> Option<F::Output> {
+    tokio::select! {
+        out = future => Some(out),
+        _ = tx.closed() => None,
+    }
+}
+
+/// The request body, at most `limit` bytes (413 beyond), by its
+/// [`BodyDeadline`] (408 past it).
 pub async fn body_bytes(req: Request<Incoming>, limit: usize) -> Result<Bytes> {
-    match Limited::new(req.into_body(), limit).collect().await {
+    let deadline = req.extensions().get::<BodyDeadline>().copied();
+    let collecting = Limited::new(req.into_body(), limit).collect();
+    let collected = match deadline {
+        Some(BodyDeadline(at)) => tokio::time::timeout_at(at, collecting).await.map_err(|_| {
+            ApiError::new(
+                StatusCode::REQUEST_TIMEOUT,
+                "the request body did not arrive in time (settings serve.body_read_timeout)",
+            )
+        })?,
+        None => collecting.await,
+    };
+    match collected {
         Ok(collected) => Ok(collected.to_bytes()),
         Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(ApiError::new(
             StatusCode::PAYLOAD_TOO_LARGE,

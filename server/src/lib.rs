@@ -17,9 +17,11 @@
 
 mod chat;
 pub mod chat_model;
+mod cors;
 mod documents;
 mod graph;
 mod http;
+mod listener;
 mod multipart;
 mod openapi;
 mod query;
@@ -34,7 +36,6 @@ use std::time::Duration;
 use hyper::body::Incoming;
 use hyper::header::{AUTHORIZATION, CONTENT_TYPE};
 use hyper::{Method, Request, StatusCode};
-use hyper_util::rt::TokioIo;
 use serde_json::json;
 
 use crate::http::{ApiError, Resp, Result};
@@ -98,35 +99,17 @@ impl Server {
         let api_key = opts.api_key.clone().filter(|k| !k.is_empty()).or_else(|| configured_key(&opts.root));
         let state = State::new(&opts.root, api_key, opts.max_upload_bytes)?;
         let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().thread_name("graphrag-serve").build()?;
-        let listener = std::net::TcpListener::bind((opts.host.as_str(), opts.port))
+        let socket = std::net::TcpListener::bind((opts.host.as_str(), opts.port))
             .map_err(|e| anyhow::anyhow!("binding {}:{}: {e}", opts.host, opts.port))?;
-        listener.set_nonblocking(true)?;
-        let addr = listener.local_addr()?;
+        socket.set_nonblocking(true)?;
+        let addr = socket.local_addr()?;
         let (stop, stopped) = tokio::sync::oneshot::channel();
         let serving = state.clone();
+        let limits = listener::Limits::from_settings(&state.settings.serve);
         runtime.spawn(async move {
-            let listener = match tokio::net::TcpListener::from_std(listener) {
-                Ok(l) => l,
-                Err(e) => return tracing::error!("listening: {e}"),
-            };
-            tokio::pin!(stopped);
-            loop {
-                tokio::select! {
-                    _ = &mut stopped => break,
-                    accepted = listener.accept() => {
-                        let Ok((stream, _)) = accepted else { continue };
-                        let state = serving.clone();
-                        tokio::spawn(async move {
-                            let svc = hyper::service::service_fn(move |req| {
-                                let state = state.clone();
-                                async move { Ok::<_, std::convert::Infallible>(handle(state, req).await) }
-                            });
-                            let _ = hyper::server::conn::http1::Builder::new()
-                                .serve_connection(TokioIo::new(stream), svc)
-                                .await;
-                        });
-                    }
-                }
+            match tokio::net::TcpListener::from_std(socket) {
+                Ok(socket) => listener::serve(socket, limits, serving, stopped).await,
+                Err(e) => tracing::error!("listening: {e}"),
             }
         });
         let polling = state.clone();
@@ -170,21 +153,24 @@ impl Drop for Server {
     }
 }
 
+/// The token of an `Authorization: Bearer <token>` value (the scheme in any case).
+fn bearer_token(value: &str) -> Option<&str> {
+    let (scheme, token) = value.trim().split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+}
+
 /// Whether the request carries the key (`X-API-Key`, or a bearer token).
 fn authorised(state: &State, req: &Request<Incoming>) -> bool {
     let Some(key) = &state.api_key else { return true };
     let given = req.headers().get("x-api-key").and_then(|v| v.to_str().ok()).map(str::to_string).or_else(|| {
-        req.headers()
-            .get(AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer ").map(|t| t.trim().to_string()))
+        req.headers().get(AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(bearer_token).map(str::to_string)
     });
     // Compared in constant time: the answer's timing says nothing of the key.
     given
         .is_some_and(|g| g.len() == key.len() && g.bytes().zip(key.bytes()).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0)
 }
 
-async fn handle(state: Arc<State>, req: Request<Incoming>) -> Resp {
+pub(crate) async fn handle(state: Arc<State>, req: Request<Incoming>) -> Resp {
     let method = req.method().clone();
     let path = req.uri().path().to_string();
     match route(&state, req).await {
@@ -288,4 +274,18 @@ fn health(state: &State) -> Result<Resp> {
         "core_version": env!("CARGO_PKG_VERSION"),
         "api_version": env!("CARGO_PKG_VERSION"),
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_bearer_scheme_is_read_in_any_case() {
+        for value in ["Bearer k1", "bearer k1", "BEARER  k1 ", " Bearer k1"] {
+            assert_eq!(bearer_token(value), Some("k1"), "{value:?}");
+        }
+        assert_eq!(bearer_token("Basic k1"), None);
+        assert_eq!(bearer_token("Bearerk1"), None);
+    }
 }

@@ -6,6 +6,8 @@ use std::str::FromStr;
 use std::sync::Arc;
 
 use bytes::Bytes;
+use graphrag_engine::cancel::CancelToken;
+use graphrag_engine::settings::ServeConfig;
 use graphrag_query::{Method, QueryRequest, DEFAULT_RESPONSE_TYPE};
 use hyper::StatusCode;
 use serde::Deserialize;
@@ -54,8 +56,10 @@ pub fn method(mode: &str) -> Result<Method> {
 /// Receives the answer piece by piece as the model streams it.
 pub type Tokens = Box<dyn FnMut(&str) + Send>;
 
-/// Answers `ask` on a blocking thread.
+/// Answers `ask` on a blocking thread. Dropping the returned future (a
+/// client that went away) cancels the query's model calls.
 pub async fn ask(state: &Arc<State>, ask: Ask, tokens: Option<Tokens>) -> Result<Answer> {
+    check_history(&state.settings.serve, &ask.history)?;
     if ask.question.trim().is_empty() {
         return Err(ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "the query is empty"));
     }
@@ -66,12 +70,34 @@ pub async fn ask(state: &Arc<State>, ask: Ask, tokens: Option<Tokens>) -> Result
         ));
     }
     let snapshot = state.snapshot();
-    tokio::task::spawn_blocking(move || answer(&snapshot, ask, tokens))
+    let cancel = CancelToken::new();
+    let _cancel_when_dropped = cancel.cancel_on_drop();
+    tokio::task::spawn_blocking(move || answer(&snapshot, ask, tokens, cancel))
         .await
         .map_err(|e| ApiError::from(anyhow::anyhow!("the query stopped: {e}")))?
 }
 
-fn answer(snapshot: &Snapshot, ask: Ask, mut tokens: Option<Tokens>) -> Result<Answer> {
+/// The history a request may carry (settings `serve.max_history_messages`
+/// and `max_history_chars`): every API's messages pass here.
+fn check_history(limits: &ServeConfig, history: &[(String, String)]) -> Result<()> {
+    let chars: usize = history.iter().map(|(_, content)| content.chars().count()).sum();
+    let too_long = if history.len() > limits.max_history_messages {
+        Some(format!("{} earlier messages, more than the {} allowed", history.len(), limits.max_history_messages))
+    } else if chars > limits.max_history_chars {
+        Some(format!("earlier messages of {chars} characters, more than the {} allowed", limits.max_history_chars))
+    } else {
+        None
+    };
+    match too_long {
+        Some(what) => Err(ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("the conversation history is too long: {what} (settings serve.max_history_messages, serve.max_history_chars)"),
+        )),
+        None => Ok(()),
+    }
+}
+
+fn answer(snapshot: &Snapshot, ask: Ask, mut tokens: Option<Tokens>, cancel: CancelToken) -> Result<Answer> {
     let engine = snapshot.engine.as_ref().ok_or_else(|| {
         ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -83,6 +109,7 @@ fn answer(snapshot: &Snapshot, ask: Ask, mut tokens: Option<Tokens>) -> Result<A
     req.context_only = ask.context_only;
     req.community_level = ask.community_level;
     req.response_type = ask.response_type.unwrap_or_else(|| DEFAULT_RESPONSE_TYPE.to_string());
+    req.cancel = cancel;
     let streamed = tokens.is_some();
     let mut send = |piece: &str| {
         if let Some(f) = tokens.as_mut() {
@@ -211,7 +238,10 @@ pub async fn query_stream(state: &Arc<State>, body: &[u8]) -> Result<Resp> {
     });
     let state = state.clone();
     tokio::spawn(async move {
-        match self::ask(&state, ask, Some(tokens)).await {
+        // A client that goes away drops the answer's receiver: the query is
+        // dropped with it, which cancels its model calls.
+        let Some(answered) = http::until_closed(&tx, self::ask(&state, ask, Some(tokens))).await else { return };
+        match answered {
             Ok(a) => {
                 if !a.llm_generated {
                     let _ = tx.send(line(json!({"response": a.text, "llm_generated": a.llm_generated})));

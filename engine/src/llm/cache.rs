@@ -20,6 +20,7 @@ use std::sync::Arc;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
+use super::cache_budget::ByteBudget;
 use crate::store::atomic_write_unsynced;
 use graphrag_operations::ids::sha256_hex;
 
@@ -92,17 +93,33 @@ pub struct ResponseCache {
     fallback: Option<PathBuf>,
     /// Corrupt entries met (the root's and its partitions': one warning).
     corrupt: Arc<AtomicU64>,
+    /// The size bound of `dir`, if it has one (see [`ResponseCache::bounded`]).
+    budget: Option<Arc<ByteBudget>>,
 }
 
 impl ResponseCache {
     pub fn new(dir: &Path) -> Self {
-        ResponseCache { dir: dir.to_path_buf(), fallback: None, corrupt: Arc::default() }
+        ResponseCache { dir: dir.to_path_buf(), fallback: None, corrupt: Arc::default(), budget: None }
     }
 
     /// The cache of one pipeline step (GraphRAG's `model_instance_name`):
     /// entries under `DIR/<name>/`, reading older unpartitioned entries too.
     pub fn partition(&self, name: &str) -> Self {
-        ResponseCache { dir: self.dir.join(name), fallback: Some(self.dir.clone()), corrupt: self.corrupt.clone() }
+        ResponseCache {
+            dir: self.dir.join(name),
+            fallback: Some(self.dir.clone()),
+            corrupt: self.corrupt.clone(),
+            budget: None,
+        }
+    }
+
+    /// The same cache holding at most `max_bytes` of entries in its own
+    /// folder: past that, the least recently used are deleted (for answers
+    /// that keep coming, a server's query answers; an index's are never
+    /// bounded, they are what makes a rerun cheap).
+    pub fn bounded(self, max_bytes: u64) -> Self {
+        let budget = Some(Arc::new(ByteBudget::new(&self.dir, max_bytes)));
+        ResponseCache { budget, ..self }
     }
 
     pub fn key(parts: &[&str]) -> String {
@@ -125,7 +142,12 @@ impl ResponseCache {
         };
         match serde_json::from_slice(&bytes) {
             Ok(stored) => match Checked::new(stored, check) {
-                Ok(hit) => Lookup::Hit(hit),
+                Ok(hit) => {
+                    if let Some(budget) = self.budget.as_ref().filter(|_| path.starts_with(&self.dir)) {
+                        budget.read(&path);
+                    }
+                    Lookup::Hit(hit)
+                }
                 Err((_, e)) => Lookup::Rejected(e),
             },
             Err(e) => {
@@ -147,11 +169,17 @@ impl ResponseCache {
     /// Stores a checked answer; a failure to write only costs a future cache miss.
     pub fn put<S: Serialize, T>(&self, key: &str, value: &Checked<S, T>) {
         let path = self.path(key);
-        let result = serde_json::to_vec(value.stored())
-            .map_err(std::io::Error::other)
-            .and_then(|bytes| atomic_write_unsynced(&path, &bytes));
-        if let Err(e) = result {
-            tracing::warn!("could not write cache entry {}: {e}", path.display());
+        let result = serde_json::to_vec(value.stored()).map_err(std::io::Error::other).and_then(|bytes| {
+            atomic_write_unsynced(&path, &bytes)?;
+            Ok(bytes.len() as u64)
+        });
+        match result {
+            Ok(size) => {
+                if let Some(budget) = &self.budget {
+                    budget.written(&path, size);
+                }
+            }
+            Err(e) => tracing::warn!("could not write cache entry {}: {e}", path.display()),
         }
     }
 }
@@ -197,6 +225,26 @@ mod tests {
         cache.put(&key, &Checked::new(vec![4u32], short).unwrap());
         assert!(matches!(cache.get(&key, short), Lookup::Hit(_)));
         assert_ne!(key, ResponseCache::key(&["chat", "gpt", "{ }"]));
+    }
+
+    #[test]
+    fn a_bounded_cache_deletes_its_least_recently_used_entries() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = ResponseCache::new(dir.path());
+        let any = |v: &String| Ok::<usize, ()>(v.len());
+        let old_key = ResponseCache::key(&["root entry"]);
+        root.put(&old_key, &Checked::new("x".repeat(500), any).unwrap());
+        // Each entry is 102 bytes of JSON: three fit in 350.
+        let bounded = root.partition("query").bounded(350);
+        let keys: Vec<String> = (0..4).map(|i| ResponseCache::key(&[&i.to_string()])).collect();
+        let hit = |key: &str| matches!(bounded.get(key, any), Lookup::Hit(_));
+        for key in &keys[..3] {
+            bounded.put(key, &Checked::new("y".repeat(100), any).unwrap());
+        }
+        assert!(hit(&keys[0]), "read: now the most recently used");
+        bounded.put(&keys[3], &Checked::new("y".repeat(100), any).unwrap());
+        assert_eq!(keys.iter().map(|k| hit(k)).collect::<Vec<_>>(), [true, false, true, true]);
+        assert!(hit(&old_key), "entries of the root (unbounded) are read and never deleted");
     }
 
     #[test]

@@ -12,7 +12,7 @@ use serde_json::Value;
 use super::answer::{self, AnswerCheck, Invalid, InvalidKind};
 use super::cache::{Checked, Lookup, ResponseCache};
 use super::http::Transport;
-use super::retry::Policy;
+use super::retry::{CallScope, Policy};
 use super::{count_prompt_tokens, with_call_args, Completion, LlmError, Message, UsageCounters};
 use crate::settings::ModelConfig;
 use graphrag_operations::tokenizer::Encoding;
@@ -50,6 +50,7 @@ pub struct ChatModel {
     transport: Arc<Transport>,
     policy: Arc<Policy>,
     cache: Option<Arc<ResponseCache>>,
+    scope: CallScope,
 }
 
 impl ChatModel {
@@ -60,6 +61,7 @@ impl ChatModel {
             policy: Arc::new(Policy::new(id, config)),
             config: config.clone(),
             cache,
+            scope: CallScope::default(),
         })
     }
 
@@ -72,7 +74,14 @@ impl ChatModel {
             transport: self.transport.clone(),
             policy: self.policy.clone(),
             cache: self.cache.as_ref().map(|c| Arc::new(c.partition(name))),
+            scope: self.scope.clone(),
         }
+    }
+
+    /// The same model whose calls are bounded by `scope` (one query's
+    /// cancellation and retry budget).
+    pub fn within(&self, scope: &CallScope) -> ChatModel {
+        ChatModel { scope: scope.clone(), ..self.with_options(&CallOptions::default()) }
     }
 
     /// The same model (same limits, circuit breaker and cache) asked with
@@ -88,6 +97,7 @@ impl ChatModel {
             transport: self.transport.clone(),
             policy: self.policy.clone(),
             cache: self.cache.clone(),
+            scope: self.scope.clone(),
         }
     }
 
@@ -142,7 +152,7 @@ impl ChatModel {
             loop {
                 let keep = |completion: Completion| self.keep(&key, completion, usage, check);
                 let (invalid, completion) =
-                    match self.policy.send(usage, tokens, || self.transport.chat(&request), keep).await? {
+                    match self.policy.send(usage, tokens, &self.scope, || self.transport.chat(&request), keep).await? {
                         Ok(answer) => return Ok(answer),
                         Err(unusable) => unusable,
                     };
@@ -269,8 +279,8 @@ impl ChatModel {
         loop {
             attempt += 1;
             let wait = {
-                let _permit = self.policy.permit(tokens).await?;
-                let result = self.transport.chat_stream(&stream_body, on_delta).await;
+                let _permit = self.policy.permit(tokens, &self.scope).await?;
+                let result = self.scope.run(self.transport.chat_stream(&stream_body, on_delta)).await?;
                 let result = result.map(|mut completion| {
                     // Servers that send no usage chunk: estimate it.
                     if completion.prompt_tokens == 0 {
@@ -290,10 +300,10 @@ impl ChatModel {
                 });
                 match result {
                     Ok(completion) => return Ok(completion),
-                    Err(f) => self.policy.after_failure(usage, attempt, started.elapsed(), f)?,
+                    Err(f) => self.policy.after_failure(usage, attempt, started.elapsed(), f, &self.scope)?,
                 }
             };
-            crate::interrupt::sleep(wait).await.map_err(|_| LlmError::Interrupted)?;
+            self.scope.sleep(wait).await?;
         }
     }
 

@@ -10,7 +10,7 @@ use graphrag_local_embed::LocalEmbedder;
 
 use super::cache::{Checked, ResponseCache};
 use super::http::Transport;
-use super::retry::Policy;
+use super::retry::{CallScope, Policy};
 use super::{LlmError, UsageCounters};
 use crate::settings::ModelConfig;
 use graphrag_operations::tokenizer::Encoding;
@@ -25,6 +25,7 @@ pub struct EmbeddingModel {
     config: ModelConfig,
     backend: Arc<Backend>,
     cache: Option<Arc<ResponseCache>>,
+    scope: CallScope,
 }
 
 impl EmbeddingModel {
@@ -34,7 +35,8 @@ impl EmbeddingModel {
         } else {
             Backend::Http { transport: Transport::new(id, config)?, policy: Box::new(Policy::new(id, config)) }
         };
-        Ok(EmbeddingModel { id: id.to_string(), config: config.clone(), backend: Arc::new(backend), cache })
+        let scope = CallScope::default();
+        Ok(EmbeddingModel { id: id.to_string(), config: config.clone(), backend: Arc::new(backend), cache, scope })
     }
 
     /// The same model caching its vectors in the partition `name` of the
@@ -45,6 +47,18 @@ impl EmbeddingModel {
             config: self.config.clone(),
             backend: self.backend.clone(),
             cache: self.cache.as_ref().map(|c| Arc::new(c.partition(name))),
+            scope: self.scope.clone(),
+        }
+    }
+
+    /// The same model whose calls are bounded by `scope` (see `ChatModel::within`).
+    pub fn within(&self, scope: &CallScope) -> EmbeddingModel {
+        EmbeddingModel {
+            id: self.id.clone(),
+            config: self.config.clone(),
+            backend: self.backend.clone(),
+            cache: self.cache.clone(),
+            scope: scope.clone(),
         }
     }
 
@@ -185,7 +199,7 @@ impl EmbeddingModel {
                     self.keep_vectors(batch.iter().map(|(_, key)| *key), vectors)
                 };
                 let call = || transport.embed(&body, batch.len());
-                let result = match policy.send(usage, tokens, call, keep).await {
+                let result = match policy.send(usage, tokens, &self.scope, call, keep).await {
                     Ok(Ok(vectors)) => Ok(vectors),
                     Ok(Err(reason)) => {
                         usage.record_invalid(&self.id, super::InvalidKind::Malformed);

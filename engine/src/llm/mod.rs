@@ -5,6 +5,7 @@
 
 pub mod answer;
 mod cache;
+mod cache_budget;
 mod chat;
 mod embedding;
 mod http;
@@ -20,7 +21,8 @@ pub use cache::{Checked, Lookup, ResponseCache};
 pub use chat::{Answer, CallOptions, ChatModel};
 pub use embedding::EmbeddingModel;
 pub use http::parse_api_base;
-pub use service::LlmService;
+pub use retry::{CallScope, RetryBudget};
+pub use service::{LlmService, QUERY_PARTITION};
 pub use usage::{ModelUsage, UsageCounters};
 
 use serde::{Deserialize, Serialize};
@@ -71,6 +73,9 @@ pub enum LlmError {
     Stopped { model: String, failures: u32, last: String },
     #[error("interrupted")]
     Interrupted,
+    /// The request the call served was cancelled (see `crate::cancel`).
+    #[error("cancelled: the request was abandoned")]
+    Cancelled,
     #[error("{0}")]
     Config(String),
 }

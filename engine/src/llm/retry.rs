@@ -6,7 +6,7 @@
 //! with `-q`.
 
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use tokio::sync::SemaphorePermit;
@@ -14,8 +14,55 @@ use tokio::sync::SemaphorePermit;
 use super::http::Failure;
 use super::limiter::Limiter;
 use super::{LlmError, UsageCounters};
+use crate::cancel::CancelToken;
 use crate::interrupt;
 use crate::settings::ModelConfig;
+
+/// The bounds of one request's model calls (a query's): a token that
+/// cancels them, and a time budget for retrying shared by all of them. The
+/// default (indexing) has neither: each call is bounded by its model's own
+/// `max_retry_time` only.
+#[derive(Debug, Clone, Default)]
+pub struct CallScope {
+    pub cancel: CancelToken,
+    pub retry_budget: Option<RetryBudget>,
+}
+
+/// No retry starts later than `limit` after the first failure of any call
+/// of the scope (counted from there, not from the request's start, so that
+/// a long request that met no failure still retries a late one).
+#[derive(Debug, Clone)]
+pub struct RetryBudget {
+    limit: Duration,
+    /// What set it, named when it ends retrying (`query.max_retry_time is 20 s`).
+    why: String,
+    first_failure: Arc<OnceLock<Instant>>,
+}
+
+impl RetryBudget {
+    pub fn new(limit: Duration, why: impl Into<String>) -> RetryBudget {
+        RetryBudget { limit, why: why.into(), first_failure: Arc::default() }
+    }
+
+    /// Whether a retry after `wait` starts within the budget (a failure
+    /// just happened: the first one starts the clock).
+    fn allows(&self, wait: Duration) -> bool {
+        let first = *self.first_failure.get_or_init(Instant::now);
+        Instant::now() + wait <= first + self.limit
+    }
+}
+
+impl CallScope {
+    /// `future` unless the scope is cancelled first.
+    pub(crate) async fn run<F: std::future::Future>(&self, future: F) -> Result<F::Output, LlmError> {
+        self.cancel.run(future).await.ok_or(LlmError::Cancelled)
+    }
+
+    /// Waits `wait` before a retry, unless the run is stopped or the scope cancelled.
+    pub(crate) async fn sleep(&self, wait: Duration) -> Result<(), LlmError> {
+        self.run(interrupt::sleep(wait)).await?.map_err(|_| LlmError::Interrupted)
+    }
+}
 
 /// Waits at least this long are logged as warnings (shown with `-q`).
 const VISIBLE_WAIT: Duration = Duration::from_secs(5);
@@ -47,10 +94,13 @@ impl Policy {
 
     /// A concurrency slot with the rate limits' allowance for a request of
     /// `tokens` prompt tokens; fails once the run is stopped or the breaker open.
-    pub(crate) async fn permit(&self, tokens: u64) -> Result<SemaphorePermit<'_>, LlmError> {
+    pub(crate) async fn permit(&self, tokens: u64, scope: &CallScope) -> Result<SemaphorePermit<'_>, LlmError> {
         interrupt::check().map_err(|_| LlmError::Interrupted)?;
+        if scope.cancel.is_cancelled() {
+            return Err(LlmError::Cancelled);
+        }
         self.breaker.check(&self.id)?;
-        let permit = self.limiter.acquire(tokens).await;
+        let permit = scope.run(self.limiter.acquire(tokens)).await?;
         // What happened while this request queued: a stop, or the breaker opening.
         interrupt::check().map_err(|_| LlmError::Interrupted)?;
         self.breaker.check(&self.id)?;
@@ -60,11 +110,13 @@ impl Policy {
     /// Runs `call` until it succeeds or its failure is final, and returns
     /// `keep` of its result. `keep` (checking, counting, caching) runs while
     /// the concurrency slot is held, so a process killed at any point has
-    /// cached every answer whose successor request was sent.
+    /// cached every answer whose successor request was sent. A cancelled
+    /// `scope` drops the request in flight.
     pub(crate) async fn send<T, R, F, Fut>(
         &self,
         usage: &UsageCounters,
         tokens: u64,
+        scope: &CallScope,
         mut call: F,
         mut keep: impl FnMut(T) -> R,
     ) -> Result<R, LlmError>
@@ -79,26 +131,27 @@ impl Policy {
             // The failure is judged while the slot is held, so that the next
             // request in line sees the breaker open if this one opened it.
             let wait = {
-                let _permit = self.permit(tokens).await?;
-                match call().await {
+                let _permit = self.permit(tokens, scope).await?;
+                match scope.run(call()).await? {
                     Ok(v) => return Ok(keep(v)),
-                    Err(f) => self.after_failure(usage, attempt, started.elapsed(), f)?,
+                    Err(f) => self.after_failure(usage, attempt, started.elapsed(), f, scope)?,
                 }
             };
-            interrupt::sleep(wait).await.map_err(|_| LlmError::Interrupted)?;
+            scope.sleep(wait).await?;
         }
     }
 
     /// What to do after attempt `attempt` failed, `elapsed` after the
     /// first began: the wait before the next try, or the error to return (not
-    /// retryable, retries or time budget spent). Counts both; a final error
-    /// counts for the circuit breaker.
+    /// retryable, retries or time budget spent, the model's or the scope's).
+    /// Counts both; a final error counts for the circuit breaker.
     pub(crate) fn after_failure(
         &self,
         usage: &UsageCounters,
         attempt: u32,
         elapsed: Duration,
         failure: Failure,
+        scope: &CallScope,
     ) -> Result<Duration, LlmError> {
         let (id, config) = (&self.id, &self.config);
         let max_attempts = config.retry_policy().max_retries + 1;
@@ -114,6 +167,9 @@ impl Policy {
                 elapsed.as_secs_f64(),
                 config.max_retry_time
             );
+            LlmError::Exhausted { model: id.clone(), attempts: attempt, last }
+        } else if let Some(budget) = scope.retry_budget.as_ref().filter(|b| !b.allows(wait)) {
+            let last = format!("{} (retrying stopped: {})", failure.message, budget.why);
             LlmError::Exhausted { model: id.clone(), attempts: attempt, last }
         } else {
             usage.record_retry(id, wait);
@@ -237,13 +293,36 @@ mod tests {
         let cfg = ModelConfig { max_retry_wait: 2.0, max_retry_time: 10.0, max_retries: 100, ..ModelConfig::default() };
         let policy = Policy::new("m", &cfg);
         let usage = UsageCounters::default();
-        let wait = policy.after_failure(&usage, 1, Duration::from_secs(3), failure(Some(Duration::from_secs(600))));
+        let none = CallScope::default();
+        let wait =
+            policy.after_failure(&usage, 1, Duration::from_secs(3), failure(Some(Duration::from_secs(600))), &none);
         assert_eq!(wait.unwrap(), Duration::from_secs(2));
-        let err = policy.after_failure(&usage, 5, Duration::from_secs(9), failure(None)).unwrap_err();
+        let err = policy.after_failure(&usage, 5, Duration::from_secs(9), failure(None), &none).unwrap_err();
         assert!(matches!(err, LlmError::Exhausted { attempts: 5, .. }), "{err}");
         assert!(err.to_string().contains("max_retry_time is 10 s"), "{err}");
         let u = usage.total();
         assert_eq!((u.retries, u.retry_wait_ms, u.failures), (1, 2000, 1));
+    }
+
+    #[test]
+    fn a_scope_s_budget_counts_from_its_first_failure_across_calls() {
+        let cfg =
+            ModelConfig { max_retry_wait: 2.0, max_retry_time: 300.0, max_retries: 100, ..ModelConfig::default() };
+        let policy = Policy::new("m", &cfg);
+        let usage = UsageCounters::default();
+        let why = "query.max_retry_time is 1 s";
+        let scope =
+            CallScope { retry_budget: Some(RetryBudget::new(Duration::from_secs(1), why)), ..CallScope::default() };
+        // However long the request ran before, its first failure may be retried.
+        let soon = Duration::from_millis(10);
+        assert_eq!(
+            policy.after_failure(&usage, 1, Duration::from_secs(60), failure(Some(soon)), &scope).unwrap(),
+            soon
+        );
+        // Another call of the scope: the clock runs from that first failure.
+        let err = policy.after_failure(&usage, 1, Duration::ZERO, failure(Some(Duration::from_secs(2))), &scope);
+        let err = err.unwrap_err();
+        assert!(matches!(err, LlmError::Exhausted { attempts: 1, .. }) && err.to_string().contains(why), "{err}");
     }
 
     /// What a console at `-q` (warnings and errors) shows.
@@ -275,7 +354,13 @@ mod tests {
         tracing::subscriber::with_default(console, || {
             let usage = UsageCounters::default();
             for secs in [10, 1] {
-                let wait = policy.after_failure(&usage, 1, Duration::ZERO, failure(Some(Duration::from_secs(secs))));
+                let wait = policy.after_failure(
+                    &usage,
+                    1,
+                    Duration::ZERO,
+                    failure(Some(Duration::from_secs(secs))),
+                    &CallScope::default(),
+                );
                 assert_eq!(wait.unwrap(), Duration::from_secs(secs));
             }
         });
@@ -289,7 +374,7 @@ mod tests {
         let policy = Policy::new("m", &ModelConfig::default());
         let usage = UsageCounters::default();
         let f = Failure { retryable: false, status: Some(401), message: "HTTP 401: bad key".into(), retry_after: None };
-        let err = policy.after_failure(&usage, 1, Duration::ZERO, f).unwrap_err();
+        let err = policy.after_failure(&usage, 1, Duration::ZERO, f, &CallScope::default()).unwrap_err();
         assert!(matches!(err, LlmError::Rejected { status: 401, .. }), "{err}");
         assert_eq!(usage.total().retries, 0);
     }
@@ -301,7 +386,7 @@ mod tests {
         let usage = UsageCounters::default();
         let request_failed = || {
             let f = Failure { retryable: true, status: Some(503), message: "down".into(), retry_after: None };
-            assert!(policy.after_failure(&usage, 1, Duration::ZERO, f).is_err());
+            assert!(policy.after_failure(&usage, 1, Duration::ZERO, f, &CallScope::default()).is_err());
         };
         let unusable = || -> Result<(), LlmError> {
             Err(LlmError::InvalidAnswer { model: "m".into(), kind: "malformed", reason: "garbage".into(), attempts: 3 })

@@ -10,6 +10,9 @@ use std::sync::Arc;
 use super::{ChatModel, EmbeddingModel, LlmError, ResponseCache};
 use crate::settings::Settings;
 
+/// The cache partition of query answers (size-bounded: see [`LlmService::for_queries`]).
+pub const QUERY_PARTITION: &str = "query";
+
 pub struct LlmService {
     runtime: tokio::runtime::Runtime,
     chat: BTreeMap<String, Result<Arc<ChatModel>, String>>,
@@ -21,6 +24,30 @@ impl LlmService {
     /// unless `cache.type: none`. A model that cannot be built only fails when used.
     pub fn from_settings(settings: &Settings, root: &Path) -> Result<Self, LlmError> {
         let cache = settings.cache.enabled().then(|| Arc::new(ResponseCache::new(&root.join(settings.cache.dir()))));
+        LlmService::build(settings, cache)
+    }
+
+    /// The models as queries call them (settings `query`): each request
+    /// bounded by `query.request_timeout` (a model's own where shorter); no
+    /// circuit breaker, since every query is bounded on its own (its
+    /// `CallScope` stops retrying at `query.max_retry_time`) and a server's
+    /// engine outlives a model's outage; answers cached in the partition
+    /// `query` of the cache, at most `query.cache_max_bytes`.
+    pub fn for_queries(settings: &Settings, root: &Path) -> Result<Self, LlmError> {
+        let q = &settings.query;
+        let mut bounded = settings.clone();
+        for model in bounded.completion_models.values_mut().chain(bounded.embedding_models.values_mut()) {
+            model.request_timeout = model.request_timeout.min(q.request_timeout);
+            model.max_consecutive_failures = u32::MAX;
+        }
+        let cache = (settings.cache.enabled() && q.cache_max_bytes > 0).then(|| {
+            let root_cache = ResponseCache::new(&root.join(settings.cache.dir()));
+            Arc::new(root_cache.partition(QUERY_PARTITION).bounded(q.cache_max_bytes))
+        });
+        LlmService::build(&bounded, cache)
+    }
+
+    fn build(settings: &Settings, cache: Option<Arc<ResponseCache>>) -> Result<Self, LlmError> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()

@@ -421,7 +421,45 @@ fn check_ranges(loaded: &LoadedSettings) -> Result<(), ConfigError> {
     in_range(loaded, "update.material_fraction", update.material_fraction, (0.0, 1.0), false)?;
     at_least_one(loaded, "update.material_degree", update.material_degree.into(), "")?;
     in_range(loaded, "failures.tolerated_fraction", s.failures.tolerated_fraction, (0.0, 1.0), false)?;
-    check_retrieval(loaded)
+    check_retrieval(loaded)?;
+    check_query_and_serve(loaded)
+}
+
+/// The smallest `serve.max_header_bytes` (hyper's smallest read buffer).
+pub const MIN_HEADER_BYTES: usize = 8192;
+
+fn check_query_and_serve(loaded: &LoadedSettings) -> Result<(), ConfigError> {
+    let (q, sv) = (&loaded.settings.query, &loaded.settings.serve);
+    positive(loaded, "query.request_timeout", q.request_timeout)?;
+    positive(loaded, "query.max_retry_time", q.max_retry_time)?;
+    positive(loaded, "serve.header_read_timeout", sv.header_read_timeout)?;
+    positive(loaded, "serve.body_read_timeout", sv.body_read_timeout)?;
+    at_least_one(loaded, "serve.max_connections", sv.max_connections.into(), "")?;
+    if sv.max_header_bytes < MIN_HEADER_BYTES {
+        return Err(loaded.error_at(
+            "serve.max_header_bytes",
+            format!("{} is too small: it must be at least {MIN_HEADER_BYTES}", sv.max_header_bytes),
+        ));
+    }
+    for (i, origin) in sv.cors_origins.iter().enumerate() {
+        if let Err(why) = cors_origin(origin) {
+            return Err(loaded.error_at(&format!("serve.cors_origins[{i}]"), why));
+        }
+    }
+    Ok(())
+}
+
+/// `*`, or an origin as a browser sends it: scheme, host and port only.
+fn cors_origin(origin: &str) -> Result<(), String> {
+    if origin == "*" {
+        return Ok(());
+    }
+    let help = "an origin is `*` or a scheme and host with an optional port, such as `http://localhost:5173` (no path, no trailing slash)";
+    let rest = origin.strip_prefix("http://").or_else(|| origin.strip_prefix("https://"));
+    match rest {
+        Some(host) if !host.is_empty() && !host.contains(['/', '?', '#', ' ', '*']) => Ok(()),
+        _ => Err(format!("`{origin}` is not an origin: {help}")),
+    }
 }
 
 /// basic_search's fusion and ppr_search.

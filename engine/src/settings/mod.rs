@@ -127,6 +127,8 @@ section!(
     keyword_search: KeywordSearchConfig = KeywordSearchConfig::default(),
     ppr_search: PprSearchConfig = PprSearchConfig::default(),
     failures: FailuresConfig = FailuresConfig::default(),
+    query: QueryConfig = QueryConfig::default(),
+    serve: ServeConfig = ServeConfig::default(),
 });
 
 impl Settings {

@@ -426,3 +426,43 @@ section!(
     /// items are named in stats.json either way, and the next run asks them again.
     tolerated_fraction: f64 = 0.0,
 });
+
+section!(
+    /// Model calls at query time (`graphrag-rs query`, `serve`, the Python
+    /// package): bounds of their own, apart from indexing's retry policy
+    /// (graphrag-rs extension).
+    QueryConfig {
+    /// The longest one model request of a query may take, in seconds (the
+    /// model's own request_timeout when that is shorter).
+    request_timeout: f64 = 60.0,
+    /// The longest a query keeps retrying failed model calls, in seconds,
+    /// counted from its first failed call: no retry starts later, so a
+    /// model that fails makes the query fail after about this long.
+    max_retry_time: f64 = 20.0,
+    /// The most bytes of query answers kept in the response cache
+    /// (`<cache folder>/query/`); the least recently used go first. 0: query
+    /// answers are not cached.
+    cache_max_bytes: u64 = 64 << 20,
+});
+
+section!(
+    /// `graphrag-rs serve`'s connections and requests (graphrag-rs extension).
+    ServeConfig {
+    /// Seconds a client has to send a request's headers; also how long a
+    /// kept-alive connection may stay idle before its next request.
+    header_read_timeout: f64 = 10.0,
+    /// Seconds a request's whole body (an upload) may take to arrive.
+    body_read_timeout: f64 = 120.0,
+    /// Connections served at once; more wait in the listen queue.
+    max_connections: u32 = 256,
+    /// The largest request head (request line and headers), bytes (at least 8192).
+    max_header_bytes: usize = 32 << 10,
+    /// The most earlier messages a query or chat request may carry.
+    max_history_messages: usize = 200,
+    /// The most characters those messages may hold together.
+    max_history_chars: usize = 400_000,
+    /// Web origins allowed to call the API from a browser (CORS): `*` (any,
+    /// LightRAG's default) or origins such as `http://localhost:5173`;
+    /// empty: none.
+    cors_origins: Vec<String> = vec![s("*")],
+});

@@ -374,3 +374,28 @@ fn retrieval_settings_are_checked() {
         Some(0.8)
     );
 }
+
+#[test]
+fn query_and_serve_settings_are_checked_with_their_lines() {
+    let s = parse_str("").unwrap().settings;
+    assert_eq!((s.query.request_timeout, s.query.max_retry_time), (60.0, 20.0));
+    assert_eq!(s.serve.cors_origins, ["*"]);
+    let text = "query:\n  max_retry_time: 5\nserve:\n  header_read_timeout: 2\n  cors_origins: [\"http://localhost:5173\", \"https://ui.example.org:8443\"]\n";
+    let s = parse_str(text).unwrap().settings;
+    assert_eq!((s.query.max_retry_time, s.serve.header_read_timeout, s.serve.cors_origins.len()), (5.0, 2.0, 2));
+    for (text, path, line) in [
+        ("query:\n  request_timeout: 0\n", "query.request_timeout", 2),
+        ("query:\n  max_retry_time: -1\n", "query.max_retry_time", 2),
+        ("serve:\n  header_read_timeout: .nan\n", "serve.header_read_timeout", 2),
+        ("serve:\n  body_read_timeout: 0\n", "serve.body_read_timeout", 2),
+        ("serve:\n  max_connections: 0\n", "serve.max_connections", 2),
+        ("serve:\n  max_header_bytes: 1024\n", "serve.max_header_bytes", 2),
+        ("serve:\n  cors_origins:\n    - \"*\"\n    - http://localhost:5173/\n", "serve.cors_origins[1]", 4),
+        ("serve:\n  cors_origins: [localhost]\n", "serve.cors_origins[0]", 2),
+    ] {
+        let err = parse_str(text).unwrap_err();
+        assert_eq!((err.path.as_str(), err.line), (path, Some(line)), "{text}: {err}");
+    }
+    let err = parse_str("serve:\n  max_conections: 3\n").unwrap_err();
+    assert!(err.to_string().contains("max_connections"), "did you mean: {err}");
+}

@@ -1,0 +1,135 @@
+//! The connection layer: accepting and serving HTTP/1.1 connections within
+//! the limits of settings `serve`, before any request reaches a route (so
+//! before the key check: these bounds protect a server open to anyone).
+//!
+//! - At most `max_connections` connections are served at once; the accept
+//!   loop waits for one to close before it accepts more (the rest wait in
+//!   the kernel's listen queue).
+//! - An accept that fails for want of a resource (no descriptor left:
+//!   EMFILE, ENFILE; no memory) pauses the loop, never retried at once: a
+//!   busy loop would starve every connection, `/health` included.
+//! - hyper's own limits: `header_read_timeout` (which hyper also applies to
+//!   the wait for a kept-alive connection's next request, so it is the idle
+//!   timeout as well) and `max_header_size` (431 beyond).
+//! - Request bodies must arrive within `body_read_timeout` of the headers:
+//!   the deadline travels in the request's extensions to
+//!   [`crate::http::body_bytes`], which answers 408 past it.
+//! - CORS: preflights are answered here, before the key check, and
+//!   answers to allowed origins carry the CORS headers.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use graphrag_engine::settings::ServeConfig;
+use hyper::body::Incoming;
+use hyper::header::ORIGIN;
+use hyper::server::conn::http1;
+use hyper::Request;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::net::TcpListener;
+use tokio::sync::{oneshot, Semaphore};
+use tokio::time::Instant;
+
+use crate::cors::Cors;
+use crate::http::BodyDeadline;
+use crate::state::State;
+
+/// The pause after an accept that failed for want of a resource: long
+/// enough to cost no CPU, short enough to resume soon after a connection
+/// closes and frees a descriptor.
+const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
+
+/// What bounds the connections (settings `serve`).
+#[derive(Debug, Clone)]
+pub(crate) struct Limits {
+    pub header_read_timeout: Duration,
+    pub body_read_timeout: Duration,
+    pub max_connections: usize,
+    pub max_header_bytes: usize,
+}
+
+impl Limits {
+    pub(crate) fn from_settings(s: &ServeConfig) -> Limits {
+        Limits {
+            header_read_timeout: Duration::from_secs_f64(s.header_read_timeout),
+            body_read_timeout: Duration::from_secs_f64(s.body_read_timeout),
+            max_connections: s.max_connections as usize,
+            max_header_bytes: s.max_header_bytes,
+        }
+    }
+}
+
+/// Accepts and serves connections until `stopped` fires.
+pub(crate) async fn serve(listener: TcpListener, limits: Limits, state: Arc<State>, stopped: oneshot::Receiver<()>) {
+    let slots = Arc::new(Semaphore::new(limits.max_connections));
+    let mut builder = http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_read_timeout)
+        .max_header_size(limits.max_header_bytes);
+    let cors = Arc::new(Cors::new(&state.settings.serve.cors_origins));
+    let mut paused_since: Option<Instant> = None;
+    tokio::pin!(stopped);
+    loop {
+        let slot = tokio::select! {
+            _ = &mut stopped => return,
+            slot = slots.clone().acquire_owned() => slot.expect("the semaphore is never closed"),
+        };
+        let accepted = tokio::select! {
+            _ = &mut stopped => return,
+            accepted = listener.accept() => accepted,
+        };
+        let stream = match accepted {
+            Ok((stream, _)) => stream,
+            // The client gave up before it was accepted: nothing to wait for.
+            Err(e) if is_connection_error(&e) => continue,
+            Err(e) => {
+                if paused_since.is_none() {
+                    tracing::warn!(
+                        "accepting a connection failed: {e}; pausing accepts until it succeeds again (out of file descriptors? raise `ulimit -n` above serve.max_connections ({}) plus the index's files)",
+                        limits.max_connections
+                    );
+                    paused_since = Some(Instant::now());
+                }
+                drop(slot);
+                tokio::select! {
+                    _ = &mut stopped => return,
+                    _ = tokio::time::sleep(ACCEPT_PAUSE) => continue,
+                }
+            }
+        };
+        if let Some(since) = paused_since.take() {
+            tracing::info!("accepting connections again after {:.1} s", since.elapsed().as_secs_f64());
+        }
+        let _ = stream.set_nodelay(true);
+        let (state, cors, builder) = (state.clone(), cors.clone(), builder.clone());
+        let body_read_timeout = limits.body_read_timeout;
+        tokio::spawn(async move {
+            let _slot = slot;
+            let service = hyper::service::service_fn(move |mut req: Request<Incoming>| {
+                req.extensions_mut().insert(BodyDeadline(Instant::now() + body_read_timeout));
+                let (state, cors) = (state.clone(), cors.clone());
+                async move {
+                    if let Some(preflight) = cors.preflight(&req) {
+                        return Ok::<_, Infallible>(preflight);
+                    }
+                    let origin = req.headers().get(ORIGIN).cloned();
+                    let mut resp = crate::handle(state, req).await;
+                    cors.decorate(origin.as_ref(), &mut resp);
+                    Ok(resp)
+                }
+            });
+            if let Err(e) = builder.serve_connection(TokioIo::new(stream), service).await {
+                tracing::debug!("connection closed: {e}");
+            }
+        });
+    }
+}
+
+/// An accept error about the one connection (its client went away), after
+/// which the next accept may succeed at once.
+fn is_connection_error(e: &std::io::Error) -> bool {
+    use std::io::ErrorKind::*;
+    matches!(e.kind(), ConnectionRefused | ConnectionAborted | ConnectionReset)
+}

@@ -1,0 +1,215 @@
+//! The server on an open network: connections that never finish, idle
+//! kept-alive connections, slow bodies, oversized heads, CORS, the bearer
+//! scheme, and queries whose chat model fails or whose client goes away.
+//! Real servers on loopback (the mock LLM for the models); every timeout
+//! is set small by the test.
+
+mod common;
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use graphrag_mock_llm::{Endpoint, FaultKind, FaultRule, MockConfig, MockServer};
+use graphrag_server::{ServeOptions, Server};
+use serde_json::json;
+
+use common::{carol, get, project, request};
+
+/// Appends `extra` to the project's settings and makes its models retry
+/// (almost) without limit, quickly: only the query policy can end a query.
+fn configure(root: &Path, extra: &str) {
+    let path = root.join("settings.yaml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let text = text.replace("    concurrent_requests: 4\n", "    concurrent_requests: 4\n    max_retries: 100000\n");
+    std::fs::write(&path, format!("{text}{extra}")).unwrap();
+}
+
+fn start(root: &Path, api_key: Option<&str>) -> Server {
+    let opts = ServeOptions { port: 0, api_key: api_key.map(str::to_string), ..ServeOptions::new(root) };
+    Server::start(opts).unwrap()
+}
+
+/// Whether the server closes `stream` before `limit` (reading and dropping
+/// whatever it sends first).
+fn closed_within(stream: &mut TcpStream, limit: Duration) -> bool {
+    stream.set_read_timeout(Some(limit)).unwrap();
+    let mut buf = [0u8; 4096];
+    loop {
+        match stream.read(&mut buf) {
+            Ok(0) => return true,
+            Ok(_) => continue,
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => return false,
+            // A reset is a close too.
+            Err(_) => return true,
+        }
+    }
+}
+
+fn status_of(head: &[u8]) -> u16 {
+    String::from_utf8_lossy(head).split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0)
+}
+
+#[test]
+fn slow_heads_idle_connections_and_slow_bodies_are_cut_off() {
+    let mock = MockServer::start(MockConfig::default()).unwrap();
+    let dir = project(&mock, &[]);
+    configure(dir.path(), "serve:\n  header_read_timeout: 0.5\n  body_read_timeout: 0.5\n  max_header_bytes: 8192\n");
+    let server = start(dir.path(), None);
+    let addr = server.addr();
+    // The server's own bound is 0.5 s; the client waits up to 5 s for the close.
+    let patience = Duration::from_secs(5);
+
+    let mut silent = TcpStream::connect(addr).unwrap();
+    let mut slow_head = TcpStream::connect(addr).unwrap();
+    slow_head.write_all(b"GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: ").unwrap();
+    assert!(closed_within(&mut silent, patience), "a connection that sends nothing is closed");
+    assert!(closed_within(&mut slow_head, patience), "a head that never ends is closed");
+
+    // A kept-alive connection is answered, then closed once idle.
+    let mut kept = TcpStream::connect(addr).unwrap();
+    kept.write_all(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    kept.set_read_timeout(Some(patience)).unwrap();
+    let mut first = [0u8; 12];
+    kept.read_exact(&mut first).unwrap();
+    assert_eq!(status_of(&first), 200);
+    assert!(closed_within(&mut kept, patience), "an idle kept-alive connection is closed");
+
+    // A body that stops arriving: 408.
+    let mut slow_body = TcpStream::connect(addr).unwrap();
+    slow_body
+        .write_all(
+            b"POST /query HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"qu",
+        )
+        .unwrap();
+    slow_body.set_read_timeout(Some(patience)).unwrap();
+    let mut head = [0u8; 12];
+    slow_body.read_exact(&mut head).unwrap();
+    assert_eq!(status_of(&head), 408, "{}", String::from_utf8_lossy(&head));
+
+    // A head over max_header_bytes: 431.
+    let big = format!("GET /health HTTP/1.1\r\nHost: x\r\nX-Big: {}\r\n\r\n", "a".repeat(9000));
+    let answer = common::raw(addr, big.as_bytes()).expect("an answer");
+    assert_eq!(answer.status, 431);
+    // And the server still answers.
+    assert_eq!(get(addr, "/health").status, 200);
+}
+
+#[test]
+fn cors_preflights_need_no_key_and_the_bearer_scheme_is_any_case() {
+    let mock = MockServer::start(MockConfig::default()).unwrap();
+    let dir = project(&mock, &[]);
+    let server = start(dir.path(), Some("secret-key-1"));
+    let addr = server.addr();
+    let preflight = [
+        ("Origin", "http://ui.example"),
+        ("Access-Control-Request-Method", "POST"),
+        ("Access-Control-Request-Headers", "authorization, content-type"),
+    ];
+    let r = request(addr, "OPTIONS", "/query", &preflight, b"");
+    assert_eq!(r.status, 204, "{}", r.text());
+    assert_eq!(r.header("access-control-allow-origin"), Some("*"));
+    assert_eq!(r.header("access-control-allow-headers"), Some("authorization, content-type"));
+    assert!(r.header("access-control-allow-methods").is_some_and(|m| m.contains("DELETE")));
+
+    let with_origin = |auth: &str| {
+        request(addr, "GET", "/documents", &[("Origin", "http://ui.example"), ("Authorization", auth)], b"")
+    };
+    for auth in ["Bearer secret-key-1", "bearer secret-key-1", "BEARER secret-key-1"] {
+        let r = with_origin(auth);
+        assert_eq!(r.status, 200, "{auth}: {}", r.text());
+        assert_eq!(r.header("access-control-allow-origin"), Some("*"));
+    }
+    assert_eq!(with_origin("bearer wrong-key").status, 401);
+    assert_eq!(with_origin("Basic secret-key-1").status, 401);
+    drop(server);
+
+    // A list of origins: only those are allowed, echoed with Vary.
+    let path = dir.path().join("settings.yaml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, format!("{text}serve:\n  cors_origins: [\"http://localhost:5173\"]\n")).unwrap();
+    let server = start(dir.path(), None);
+    let addr = server.addr();
+    let ask = |origin: &str| {
+        request(addr, "OPTIONS", "/health", &[("Origin", origin), ("Access-Control-Request-Method", "GET")], b"")
+    };
+    let r = ask("http://localhost:5173");
+    assert_eq!((r.status, r.header("access-control-allow-origin")), (204, Some("http://localhost:5173")));
+    assert_eq!(r.header("vary"), Some("Origin"));
+    let r = ask("http://evil.example");
+    assert_eq!(r.status, 403, "{}", r.text());
+    assert!(r.text().contains("serve.cors_origins"), "{}", r.text());
+    let r = request(addr, "GET", "/health", &[("Origin", "http://evil.example")], b"");
+    assert_eq!((r.status, r.header("access-control-allow-origin")), (200, None));
+}
+
+/// An indexed project whose chat model then answers 500 to everything.
+fn failing_chat_project(mock: &MockServer, extra: &str) -> tempfile::TempDir {
+    let dir = project(mock, &[("carol.txt", carol("Marley was dead", 3000))]);
+    configure(dir.path(), extra);
+    common::index(dir.path());
+    mock.set_faults(vec![FaultRule::always(FaultKind::ServerError { status: 500 }).on(Endpoint::Chat)]);
+    mock.reset_stats();
+    dir
+}
+
+#[test]
+fn a_failing_chat_model_fails_the_query_within_max_retry_time() {
+    let mock = MockServer::start(MockConfig::default()).unwrap();
+    let dir = failing_chat_project(&mock, "query:\n  max_retry_time: 2\n");
+    let server = start(dir.path(), None);
+    let addr = server.addr();
+    let bound = Duration::from_secs(2 + 1);
+    for mode in ["basic", "mix"] {
+        let started = Instant::now();
+        let r = common::post_json(addr, "/query", &json!({"query": "Who is Marley?", "mode": mode}));
+        let took = started.elapsed();
+        assert_eq!(r.status, 500, "{mode}: {}", r.text());
+        assert!(r.text().contains("query.max_retry_time"), "{mode}: {}", r.text());
+        assert!(took < bound, "{mode}: failed after {took:?}, beyond max_retry_time + 1 s");
+    }
+    assert!(mock.stats().chat_requests > 2, "the model was retried: {:?}", mock.stats());
+
+    // A stream says so within the same bound: an error line, then the end.
+    let started = Instant::now();
+    let r = common::post_json(addr, "/query/stream", &json!({"query": "Who is Marley?", "mode": "basic"}));
+    assert!(started.elapsed() < bound, "the stream ended after {:?}", started.elapsed());
+    assert_eq!(r.status, 200);
+    let lines = r.lines();
+    let last = lines.last().expect("a line");
+    assert!(last["error"].as_str().is_some_and(|e| e.contains("500")), "{lines:?}");
+}
+
+/// Sends `body` to `path` and hangs up once the mock has had 3 chat
+/// requests; then the chat requests that still arrive (at most the one in
+/// flight when the client left).
+fn requests_after_hanging_up(addr: SocketAddr, mock: &MockServer, path: &str) -> u64 {
+    mock.reset_stats();
+    let body = json!({"query": "Who is Marley?", "mode": "basic"}).to_string();
+    let mut client = TcpStream::connect(addr).unwrap();
+    let head = format!(
+        "POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    client.write_all(format!("{head}{body}").as_bytes()).unwrap();
+    assert!(mock.wait_for_requests(3, Duration::from_secs(30)), "the query reached the model");
+    drop(client);
+    // Let a request in flight land, then count what follows: without the
+    // cancellation, the retries (every ~50 ms) would go on for a minute.
+    std::thread::sleep(Duration::from_millis(300));
+    let before = mock.stats().chat_requests;
+    std::thread::sleep(Duration::from_millis(700));
+    mock.stats().chat_requests - before
+}
+
+#[test]
+fn a_client_that_hangs_up_stops_its_query_s_model_calls() {
+    let mock = MockServer::start(MockConfig::default()).unwrap();
+    let dir = failing_chat_project(&mock, "query:\n  max_retry_time: 60\n");
+    let server = start(dir.path(), None);
+    for path in ["/query/stream", "/query"] {
+        let later = requests_after_hanging_up(server.addr(), &mock, path);
+        assert_eq!(later, 0, "{path}: {later} model requests after the client left");
+    }
+}
