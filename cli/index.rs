@@ -30,7 +30,7 @@ pub fn start_logging(root: &Path, verbosity: i8, run: bool) -> anyhow::Result<se
 
 /// How a run shows its progress: bars unless quiet or not on a terminal.
 pub fn run_settings(skip_validation: bool, verbosity: i8) -> RunSettings {
-    RunSettings { skip_validation, progress: progress_bars(verbosity), on_step: None }
+    RunSettings { skip_validation, progress: progress_bars(verbosity), ..RunSettings::default() }
 }
 
 pub fn run(args: &IndexArgs) -> anyhow::Result<()> {

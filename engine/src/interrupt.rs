@@ -2,10 +2,12 @@
 //! sends no new request and waits no more between retries, while answers
 //! already in flight are received, checked and cached; the pipeline starts
 //! no new step, and the run ends with [`Interrupted`]. The CLI installs a
-//! SIGINT handler ([`install_handler`]); a library caller uses [`request`],
-//! and [`reset`] before its next run.
+//! SIGINT handler ([`install_handler`]) that stops every run of the process;
+//! a library caller running several builds at once stops one of them with
+//! its [`StopFlag`] (each run checks its own flag and the process-wide one).
 
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 static REQUESTED: AtomicBool = AtomicBool::new(false);
@@ -48,17 +50,48 @@ pub fn caused(error: &anyhow::Error) -> bool {
     })
 }
 
-/// Sleeps for `wait` unless a stop is requested meanwhile.
-pub async fn sleep(wait: Duration) -> Result<(), Interrupted> {
-    const SLICE: Duration = Duration::from_millis(100);
-    let mut left = wait;
-    while !left.is_zero() {
-        check()?;
-        let step = left.min(SLICE);
-        tokio::time::sleep(step).await;
-        left -= step;
+/// The stop of one run (a build among others in a library caller's
+/// process): requested for this run and its clones only. A run is also
+/// stopped by the process-wide [`request`] (Ctrl-C in the CLI).
+#[derive(Debug, Clone, Default)]
+pub struct StopFlag(Arc<AtomicBool>);
+
+impl StopFlag {
+    pub fn new() -> StopFlag {
+        StopFlag::default()
     }
-    check()
+
+    /// Asks the run this flag was given to stop.
+    pub fn request(&self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether this run, or every run of the process, was asked to stop.
+    pub fn requested(&self) -> bool {
+        self.0.load(Ordering::SeqCst) || requested()
+    }
+
+    /// `Err(Interrupted)` once a stop was requested.
+    pub fn check(&self) -> Result<(), Interrupted> {
+        if self.requested() {
+            Err(Interrupted)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Sleeps for `wait` unless a stop is requested meanwhile.
+    pub async fn sleep(&self, wait: Duration) -> Result<(), Interrupted> {
+        const SLICE: Duration = Duration::from_millis(100);
+        let mut left = wait;
+        while !left.is_zero() {
+            self.check()?;
+            let step = left.min(SLICE);
+            tokio::time::sleep(step).await;
+            left -= step;
+        }
+        self.check()
+    }
 }
 
 const MESSAGE: &[u8] =
@@ -86,5 +119,23 @@ pub fn install_handler() {
         action.sa_flags = libc::SA_RESTART;
         libc::sigemptyset(&mut action.sa_mask);
         libc::sigaction(libc::SIGINT, &action, std::ptr::null_mut());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_flag_stops_its_run_and_clones_only() {
+        let (one, other) = (StopFlag::new(), StopFlag::new());
+        let clone = one.clone();
+        assert!(one.check().is_ok() && !other.requested());
+        clone.request();
+        assert_eq!(one.check(), Err(Interrupted));
+        assert!(!other.requested(), "another run's flag is untouched");
+        let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
+        assert_eq!(rt.block_on(one.sleep(Duration::from_secs(3600))), Err(Interrupted), "no wait once stopped");
+        assert_eq!(rt.block_on(other.sleep(Duration::ZERO)), Ok(()));
     }
 }

@@ -100,6 +100,9 @@ pub struct RunOptions {
     pub tolerated_failures: f64,
     /// Checked beside the steps that call no model; `None`: no check.
     pub startup_check: Option<StartupCheck>,
+    /// This run's stop (no new step starts once requested); the
+    /// process-wide one stops it too.
+    pub stop: interrupt::StopFlag,
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -476,7 +479,7 @@ pub fn run(plan: &Plan, ws: &Workspace, opts: &RunOptions) -> anyhow::Result<Run
             });
         }
         loop {
-            if failure.is_none() && interrupt::requested() {
+            if failure.is_none() && opts.stop.requested() {
                 failure = Some(interrupt::Interrupted.into());
             }
             if failure.is_none() {

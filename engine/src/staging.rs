@@ -12,6 +12,7 @@ use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
+use std::time::SystemTime;
 
 use anyhow::{anyhow, Context};
 
@@ -25,6 +26,23 @@ const LOCK: &str = ".lock";
 /// holder ends (SIGKILL included), so a crash leaves no stale lock.
 pub struct WriterLock {
     _file: File,
+}
+
+/// The file times and sizes of the published tables: changes with every
+/// publication, and costs a few `stat` calls (a reader compares it before
+/// each question to notice a newer index).
+pub fn fingerprint(output_dir: &Path) -> String {
+    let mut parts = Vec::new();
+    for name in ["documents.parquet", "entities.parquet", "relationships.parquet", "text_units.parquet", "stats.json"] {
+        let meta = std::fs::metadata(output_dir.join(name)).ok();
+        let modified = meta
+            .as_ref()
+            .and_then(|m| m.modified().ok())
+            .and_then(|t| t.duration_since(SystemTime::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_nanos());
+        parts.push(format!("{name}:{modified}:{}", meta.map_or(0, |m| m.len())));
+    }
+    parts.join(",")
 }
 
 /// Takes the writer lock of `output_dir` (creating the folder), or fails at

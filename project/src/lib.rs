@@ -19,10 +19,11 @@
 //! Runs block the calling thread. Progress goes to an `indicatif`
 //! `MultiProgress` and/or a per-step callback ([`RunSettings`]); logs go to
 //! `tracing` (install a subscriber to see them). A run is stopped cleanly
-//! with [`stop`] from another thread (or a signal handler): requests in
-//! flight are answered and cached, no new step starts, the previous index is
-//! left as it was, and the run returns a [`RunError`] whose
-//! [`RunError::interrupted`] is true; call [`clear_stop`] before the next run.
+//! with its [`RunSettings::stop`] flag from another thread (or with [`stop`],
+//! every run of the process: a signal handler): requests in flight are
+//! answered and cached, no new step starts, the previous index is left as it
+//! was, and the run returns a [`RunError`] whose [`RunError::interrupted`]
+//! is true; after [`stop`], call [`clear_stop`] before the next run.
 //! One `index` or `update` changes an index at a time (an `flock` on
 //! `output/.lock`): a second one fails at once.
 
@@ -32,6 +33,7 @@ mod init;
 mod project;
 mod run;
 
+pub use graphrag_engine::interrupt::StopFlag;
 pub use graphrag_engine::runner::{StepEstimate, StepEvent, StepObserver};
 pub use init::{init, InitOptions, InitReport};
 pub use project::{log_check, log_file, ModelsCheck, OpenOptions, Project};
@@ -40,7 +42,7 @@ pub use run::{
     UpdateOptions,
 };
 
-/// Asks the run in progress (in this process) to stop; see the crate docs.
+/// Asks every run in progress in this process to stop; see the crate docs.
 pub fn stop() {
     graphrag_engine::interrupt::request();
 }

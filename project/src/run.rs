@@ -43,6 +43,9 @@ pub struct RunSettings {
     pub progress: Option<MultiProgress>,
     /// Called as each step starts and ends.
     pub on_step: Option<StepObserver>,
+    /// Stops this run (and no other run of the process) cleanly when
+    /// requested; [`crate::stop`] stops every run.
+    pub stop: interrupt::StopFlag,
 }
 
 #[derive(Clone, Default)]
@@ -162,6 +165,7 @@ fn run_options(project: &Project, resume: bool, run: &RunSettings) -> RunOptions
         on_step: run.on_step.clone(),
         tolerated_failures: project.settings().failures.tolerated_fraction,
         startup_check,
+        stop: run.stop.clone(),
         ..RunOptions::default()
     }
 }
@@ -176,8 +180,10 @@ pub fn index_dry_run(project: Project, resume: bool) -> DryRun {
 /// Indexes the input folder: the run is staged beside the live index and
 /// published only once every step succeeded (with `resume`, from what an
 /// interrupted run staged, or from the live index; without, from nothing).
-/// Blocks until done; [`interrupt::request`] stops it cleanly.
-pub fn index(project: Project, opts: &IndexOptions) -> Result<RunReport, RunError> {
+/// Blocks until done; `opts.run.stop` (or [`interrupt::request`], every
+/// run) stops it cleanly.
+pub fn index(mut project: Project, opts: &IndexOptions) -> Result<RunReport, RunError> {
+    project.llm.stop_with(&opts.run.stop);
     let output_dir = project.output_dir.clone();
     let settings = project.settings().clone();
     let run_opts = run_options(&project, opts.resume, &opts.run);
@@ -248,9 +254,10 @@ pub fn update_dry_run(root: &Path, opts: &UpdateOptions) -> anyhow::Result<DryRu
 /// removed documents), reusing cached model answers for everything
 /// unchanged; the previous index stays live until it succeeds. Steps an
 /// interrupted update finished are kept (resume). Blocks until done;
-/// [`interrupt::request`] stops it cleanly.
+/// `opts.run.stop` (or [`interrupt::request`], every run) stops it cleanly.
 pub fn update(root: &Path, opts: &UpdateOptions) -> Result<RunReport, RunError> {
-    let (project, _lock) = open_for_update(root, opts, false)?;
+    let (mut project, _lock) = open_for_update(root, opts, false)?;
+    project.llm.stop_with(&opts.run.stop);
     let output_dir = project.output_dir.clone();
     let has_index = project.has_index();
     let settings = project.settings().clone();

@@ -34,22 +34,24 @@ fn index_reports_steps_stops_when_asked_and_updates() {
         .unwrap();
 
     // A stop requested while a step runs ends the run at the next step: no index is published.
+    // (The run's own stop flag: nothing process-wide to clear afterwards.)
     let started = Arc::new(AtomicUsize::new(0));
     let counter = started.clone();
+    let stop = graphrag_engine::interrupt::StopFlag::new();
+    let flag = stop.clone();
     let stop_at_second = Arc::new(move |e: &StepEvent| {
         if e.finished.is_none() && counter.fetch_add(1, Ordering::SeqCst) == 1 {
-            graphrag_project::stop();
+            flag.request();
         }
     });
     let project = Project::open(root, &OpenOptions::default()).unwrap();
     let opts = IndexOptions {
         resume: false,
-        run: RunSettings { skip_validation: true, progress: None, on_step: Some(stop_at_second) },
+        run: RunSettings { skip_validation: true, progress: None, on_step: Some(stop_at_second), stop },
     };
     let err = graphrag_project::index(project, &opts).err().expect("the run stops");
     assert!(err.interrupted(), "{err}");
     assert!(!root.join("output/documents.parquet").exists());
-    graphrag_project::clear_stop();
 
     // Resumed to the end, with every step reported once started and once ended.
     let events = Arc::new(Mutex::new(Vec::new()));
@@ -60,7 +62,7 @@ fn index_reports_steps_stops_when_asked_and_updates() {
     let steps = project.plan.steps.len();
     let opts = IndexOptions {
         resume: true,
-        run: RunSettings { skip_validation: true, progress: None, on_step: Some(record) },
+        run: RunSettings { skip_validation: true, on_step: Some(record), ..RunSettings::default() },
     };
     let report = graphrag_project::index(project, &opts).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(report.plan.name, "standard");

@@ -2,17 +2,22 @@
 //! (`graphrag-project` runs the pipeline, `graphrag-query` answers). No
 //! indexing or query logic lives here: this file converts arguments and
 //! results, releases the GIL while Rust works, turns Ctrl-C
-//! (KeyboardInterrupt) into a clean stop of the run, and maps errors to the
-//! module's exceptions. The Python package (python/graphrag_rs) wraps it with
-//! DataFrames, streaming and logging.
+//! (KeyboardInterrupt) into a clean stop of the run or the query's model
+//! calls, forwards the library's logs to Python's `logging`, and maps errors
+//! to the module's exceptions. The Python package (python/graphrag_rs)
+//! wraps it with DataFrames, streaming, async and progress display.
 
+mod logs;
+
+use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use graphrag_engine::config_error::ConfigError as SettingsError;
+use graphrag_engine::staging;
 use graphrag_project::{
-    IndexOptions, OpenOptions, Project, RunError, RunReport, RunSettings, StepEvent, UpdateOptions,
+    IndexOptions, OpenOptions, Project, RunError, RunReport, RunSettings, StepEvent, StopFlag, UpdateOptions,
 };
 use graphrag_query::{Method, QueryEngine, QueryRequest};
 use pyo3::create_exception;
@@ -20,47 +25,80 @@ use pyo3::exceptions::{PyException, PyKeyboardInterrupt};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-create_exception!(graphrag_rs, GraphragError, PyException, "An error of graphrag-rs (the CLI's message).");
+create_exception!(graphrag_rs, GraphragError, PyException, "An error of graphrag-rs (the library's message).");
 create_exception!(
     graphrag_rs,
     ConfigError,
     GraphragError,
     "settings.yaml (or an argument) is invalid; the message names the file and line."
 );
+create_exception!(
+    graphrag_rs,
+    NoIndexError,
+    GraphragError,
+    "The project has no index yet: run build_index(root) first."
+);
+create_exception!(
+    graphrag_rs,
+    CancelledError,
+    GraphragError,
+    "The query was cancelled (CancelToken.cancel(), or its asyncio task was cancelled)."
+);
 
-/// How often a waiting call looks for a pending signal (Ctrl-C).
+/// How often a waiting call looks for a pending signal (Ctrl-C) and
+/// forwards the library's log records.
 const SIGNAL_POLL: Duration = Duration::from_millis(50);
 
+/// The library's advice names CLI commands and flags; a Python caller is
+/// told the function and argument to use instead.
+const PYTHON_WORDING: &[(&str, &str)] = &[
+    ("`graphrag-rs index --resume`", "`build_index(root, resume=True)`"),
+    ("`graphrag-rs update`", "`update_index(root)`"),
+    ("use --force to overwrite", "use force=True to overwrite"),
+    ("run `graphrag-rs index`", "run `build_index(root)`"),
+    ("`graphrag-rs index --method ", "`build_index(root, method=…)` with "),
+    ("(`--method light` makes none", "(`method=\"light\"` makes none"),
+    ("index with `--method standard`", "index with `method=\"standard\"`"),
+];
+
+fn python_wording(message: String) -> String {
+    PYTHON_WORDING.iter().fold(message, |m, (cli, py)| m.replace(cli, py))
+}
+
 /// The exception for a library error: `ConfigError` when a settings error
-/// is in its chain, else `GraphragError`; the message as the CLI prints it.
+/// is in its chain, `CancelledError` for a cancelled query, else
+/// `GraphragError`; the message worded for Python.
 fn to_py(e: &anyhow::Error) -> PyErr {
     error_with(e, format!("{e:#}"))
 }
 
 /// [`to_py`]'s exception type with another message.
 fn error_with(e: &anyhow::Error, message: String) -> PyErr {
+    let message = python_wording(message);
     if e.chain().any(|c| c.downcast_ref::<SettingsError>().is_some()) {
         ConfigError::new_err(message)
+    } else if e.chain().any(|c| matches!(c.downcast_ref(), Some(graphrag_engine::llm::LlmError::Cancelled))) {
+        CancelledError::new_err(message)
     } else {
         GraphragError::new_err(message)
     }
 }
 
 /// Runs `work` on its own thread with the GIL released, checking for
-/// signals while it runs. On a pending signal (KeyboardInterrupt, or
-/// whatever the handler raised) `on_signal` is called once — it asks the
-/// work to stop — then the work is awaited and the signal's exception
-/// returned (with `on_signal: None`, returned at once, the work left to finish).
+/// signals and forwarding log records while it runs. On a pending signal
+/// (KeyboardInterrupt, or whatever the handler raised) `on_signal` is
+/// called — it asks the work to stop — then the work is awaited and the
+/// signal's exception returned.
 fn interruptible<T: Send + 'static>(
     py: Python<'_>,
     work: impl FnOnce() -> T + Send + 'static,
-    on_signal: Option<fn()>,
+    on_signal: impl FnOnce() + Send,
 ) -> PyResult<T> {
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
         let _ = tx.send(work());
     });
-    py.detach(move || loop {
+    let outcome = py.detach(move || loop {
         match rx.recv_timeout(SIGNAL_POLL) {
             Ok(done) => return Ok(done),
             Err(mpsc::RecvTimeoutError::Disconnected) => {
@@ -68,29 +106,62 @@ fn interruptible<T: Send + 'static>(
             }
             Err(mpsc::RecvTimeoutError::Timeout) => {}
         }
-        if let Err(signal) = Python::attach(|py| py.check_signals()) {
-            if let Some(stop) = on_signal {
-                stop();
-                let _ = rx.recv();
-                graphrag_project::clear_stop();
-            }
+        if let Err(signal) = Python::attach(|py| {
+            logs::forward(py);
+            py.check_signals()
+        }) {
+            on_signal();
+            let _ = rx.recv();
             return Err(signal);
         }
-    })
+    });
+    logs::forward(py);
+    outcome
+}
+
+/// Stops a build or a query: `cancel()` from any thread (or an asyncio
+/// task's cancellation) ends a query's model calls at once, and a build
+/// cleanly (answers in flight are cached; `resume=True` continues).
+#[pyclass(frozen, module = "graphrag_rs._native")]
+#[derive(Default)]
+struct CancelToken {
+    query: graphrag_engine::cancel::CancelToken,
+    build: StopFlag,
+}
+
+#[pymethods]
+impl CancelToken {
+    #[new]
+    fn new() -> CancelToken {
+        CancelToken::default()
+    }
+
+    /// Cancels the query or build this token was given to.
+    fn cancel(&self) {
+        self.query.cancel();
+        self.build.request();
+    }
+
+    /// Whether `cancel()` was called.
+    #[getter]
+    fn cancelled(&self) -> bool {
+        self.query.is_cancelled()
+    }
 }
 
 /// The step observer: `callback(step, index, total, status)` with status
-/// `None` as a step starts. An exception from it stops the run (kept in
+/// `None` as a step starts. An exception from it stops this run (kept in
 /// `raised` for the caller to re-raise).
-fn observer(callback: Py<PyAny>, raised: Arc<Mutex<Option<PyErr>>>) -> graphrag_project::StepObserver {
+fn observer(callback: Py<PyAny>, raised: Arc<Mutex<Option<PyErr>>>, stop: StopFlag) -> graphrag_project::StepObserver {
     Arc::new(move |ev: &StepEvent| {
         Python::attach(|py| {
+            logs::forward(py);
             if let Err(e) = callback.call1(py, (ev.step, ev.index, ev.total, ev.finished)) {
-                let mut slot = raised.lock().unwrap();
+                let mut slot = raised.lock().unwrap_or_else(|e| e.into_inner());
                 if slot.is_none() {
                     *slot = Some(e);
                 }
-                graphrag_project::stop();
+                stop.request();
             }
         })
     })
@@ -102,16 +173,12 @@ fn run_result(
     result: Result<RunReport, RunError>,
     raised: &Arc<Mutex<Option<PyErr>>>,
 ) -> PyResult<Py<PyAny>> {
-    if let Some(e) = raised.lock().unwrap().take() {
-        graphrag_project::clear_stop();
+    if let Some(e) = raised.lock().unwrap_or_else(|e| e.into_inner()).take() {
         return Err(e);
     }
     let report = match result {
         Ok(report) => report,
-        Err(e) if e.interrupted() => {
-            graphrag_project::clear_stop();
-            return Err(PyKeyboardInterrupt::new_err(format!("{e}")));
-        }
+        Err(e) if e.interrupted() => return Err(PyKeyboardInterrupt::new_err(python_wording(format!("{e}")))),
         Err(e) => return Err(error_with(&e.error, format!("{e}"))),
     };
     let d = PyDict::new(py);
@@ -131,86 +198,183 @@ fn run_result(
     Ok(d.into_any().unbind())
 }
 
-fn run_settings(progress: Option<Py<PyAny>>, raised: &Arc<Mutex<Option<PyErr>>>) -> RunSettings {
-    RunSettings { on_step: progress.map(|cb| observer(cb, raised.clone())), ..RunSettings::default() }
+/// The run settings of one build: its own stop flag (the token's when
+/// given), stopped by the progress callback raising.
+fn run_settings(
+    progress: Option<Py<PyAny>>,
+    cancel: Option<&CancelToken>,
+    raised: &Arc<Mutex<Option<PyErr>>>,
+) -> RunSettings {
+    let stop = cancel.map_or_else(StopFlag::new, |t| t.build.clone());
+    RunSettings {
+        on_step: progress.map(|cb| observer(cb, raised.clone(), stop.clone())),
+        stop,
+        ..RunSettings::default()
+    }
 }
 
 /// Writes a new project (settings.yaml, .env, prompts/) at `root`.
 #[pyfunction]
 #[pyo3(signature = (root, force = false))]
-fn init(root: std::path::PathBuf, force: bool) -> PyResult<String> {
+fn init(py: Python<'_>, root: PathBuf, force: bool) -> PyResult<String> {
     let opts = graphrag_project::InitOptions { force, ..Default::default() };
-    let report = graphrag_project::init(&root, &opts).map_err(|e| to_py(&e))?;
-    Ok(report.root.display().to_string())
+    let report = graphrag_project::init(&root, &opts);
+    logs::forward(py);
+    Ok(report.map_err(|e| to_py(&e))?.root.display().to_string())
 }
 
 /// Indexes `root`'s input folder (see `graphrag_rs.build_index`).
 #[pyfunction]
-#[pyo3(signature = (root, method = "auto".to_string(), resume = false, no_cache = false, progress = None))]
+#[pyo3(signature = (root, method = "auto".to_string(), resume = false, no_cache = false, progress = None, cancel = None))]
 fn build_index(
     py: Python<'_>,
-    root: std::path::PathBuf,
+    root: PathBuf,
     method: String,
     resume: bool,
     no_cache: bool,
     progress: Option<Py<PyAny>>,
+    cancel: Option<PyRef<'_, CancelToken>>,
 ) -> PyResult<Py<PyAny>> {
-    let project = Project::open(&root, &OpenOptions { method, no_cache }).map_err(|e| to_py(&e))?;
+    let project = py.detach(|| Project::open(&root, &OpenOptions { method, no_cache }));
+    logs::forward(py);
+    let project = project.map_err(|e| to_py(&e))?;
     let raised = Arc::new(Mutex::new(None));
-    let opts = IndexOptions { resume, run: run_settings(progress, &raised) };
-    let result = interruptible(py, move || graphrag_project::index(project, &opts), Some(graphrag_project::stop))?;
+    let opts = IndexOptions { resume, run: run_settings(progress, cancel.as_deref(), &raised) };
+    let stop = opts.run.stop.clone();
+    let result = interruptible(py, move || graphrag_project::index(project, &opts), move || stop.request())?;
     run_result(py, result, &raised)
 }
 
 /// Updates `root`'s index for the documents added, changed and removed.
 #[pyfunction]
-#[pyo3(signature = (root, method = "auto".to_string(), no_cache = false, progress = None))]
+#[pyo3(signature = (root, method = "auto".to_string(), no_cache = false, progress = None, cancel = None))]
 fn update_index(
     py: Python<'_>,
-    root: std::path::PathBuf,
+    root: PathBuf,
     method: String,
     no_cache: bool,
     progress: Option<Py<PyAny>>,
+    cancel: Option<PyRef<'_, CancelToken>>,
 ) -> PyResult<Py<PyAny>> {
     let raised = Arc::new(Mutex::new(None));
-    let opts = UpdateOptions { method, no_cache, run: run_settings(progress, &raised) };
-    let result = interruptible(py, move || graphrag_project::update(&root, &opts), Some(graphrag_project::stop))?;
+    let opts = UpdateOptions { method, no_cache, run: run_settings(progress, cancel.as_deref(), &raised) };
+    let stop = opts.run.stop.clone();
+    let result = interruptible(py, move || graphrag_project::update(&root, &opts), move || stop.request())?;
     run_result(py, result, &raised)
 }
 
 /// The output folder of `root` (settings' `output_storage.base_dir`).
-#[pyfunction]
-fn output_dir(root: std::path::PathBuf) -> PyResult<String> {
-    let loaded = graphrag_engine::settings::load(&root).map_err(|e| to_py(&e.into()))?;
-    Ok(root.join(&loaded.settings.output_storage.base_dir).display().to_string())
+fn output_path(root: &Path) -> PyResult<PathBuf> {
+    let loaded = graphrag_engine::settings::load(root).map_err(|e| to_py(&e.into()))?;
+    Ok(root.join(&loaded.settings.output_storage.base_dir))
 }
 
-/// Whether a stop was asked of the run in progress (Ctrl-C seen, or the
-/// progress callback raised) and not yet cleared.
-#[pyfunction]
-fn stop_requested() -> bool {
-    graphrag_engine::interrupt::requested()
+/// `NoIndexError` unless `output` holds a published index.
+fn require_index(root: &Path, output: &Path) -> PyResult<()> {
+    if output.join("documents.parquet").is_file() {
+        return Ok(());
+    }
+    Err(NoIndexError::new_err(format!(
+        "no index in {}: run build_index({:?}) first",
+        output.display(),
+        root.display().to_string()
+    )))
 }
 
-/// A project's index, loaded once, answering many questions in-process.
+/// The output folder of `root`, which must hold an index (`NoIndexError`).
+#[pyfunction]
+fn index_dir(root: PathBuf) -> PyResult<String> {
+    let output = output_path(&root)?;
+    require_index(&root, &output)?;
+    Ok(output.display().to_string())
+}
+
+/// One published index, every table read: all methods answer from it.
+struct Loaded {
+    engine: Arc<QueryEngine>,
+    fingerprint: String,
+}
+
+/// Reads the index of `root` whole. `None` while a writer holds the lock
+/// and `previous` is given: the caller keeps it and looks again later
+/// (the publication in progress is then complete).
+fn load(root: &Path, output: &Path, previous: Option<&Loaded>) -> anyhow::Result<Option<Loaded>> {
+    let lock = staging::lock_for_writing(output);
+    if lock.is_err() && previous.is_some() {
+        return Ok(None);
+    }
+    if lock.is_ok() {
+        // A publication a crashed writer left half done is finished first.
+        staging::recover(output)?;
+    }
+    let fingerprint = staging::fingerprint(output);
+    let engine = QueryEngine::open(root)?;
+    engine.load_all()?;
+    Ok(Some(Loaded { engine: Arc::new(engine), fingerprint }))
+}
+
+/// A project's index, loaded whole, answering many questions in-process;
+/// before each one it checks (a few `stat` calls) whether a newer index was
+/// published and reads it if so.
 #[pyclass(frozen, module = "graphrag_rs._native")]
 struct NativeIndex {
-    engine: Arc<QueryEngine>,
+    root: PathBuf,
+    output: PathBuf,
+    loaded: Mutex<Arc<Loaded>>,
+}
+
+impl NativeIndex {
+    /// The index to answer from: the published one, read again when it
+    /// changed since it was loaded.
+    fn current(&self, py: Python<'_>, force: bool) -> PyResult<Arc<Loaded>> {
+        // The lock is taken without the GIL: another thread waiting for it
+        // must not hold the GIL that this one's log forwarding needs.
+        let current = py.detach(|| {
+            let mut slot = self.loaded.lock().unwrap_or_else(|e| e.into_inner());
+            if !force && staging::fingerprint(&self.output) == slot.fingerprint {
+                return Ok(slot.clone());
+            }
+            require_index(&self.root, &self.output)?;
+            if let Some(fresh) = load(&self.root, &self.output, Some(&slot)).map_err(|e| to_py(&e))? {
+                *slot = Arc::new(fresh);
+            }
+            Ok(slot.clone())
+        });
+        logs::forward(py);
+        current
+    }
 }
 
 #[pymethods]
 impl NativeIndex {
     #[new]
-    fn new(py: Python<'_>, root: std::path::PathBuf) -> PyResult<NativeIndex> {
-        let engine = py.detach(|| QueryEngine::open(&root)).map_err(|e| to_py(&e))?;
-        Ok(NativeIndex { engine: Arc::new(engine) })
+    fn new(py: Python<'_>, root: PathBuf) -> PyResult<NativeIndex> {
+        let output = output_path(&root)?;
+        require_index(&root, &output)?;
+        let loaded = py.detach(|| load(&root, &output, None));
+        logs::forward(py);
+        let loaded = loaded.map_err(|e| to_py(&e))?.expect("loaded without a previous index");
+        Ok(NativeIndex { root, output, loaded: Mutex::new(Arc::new(loaded)) })
+    }
+
+    /// Reads the published index again now (each question does when it changed).
+    fn reload(&self, py: Python<'_>) -> PyResult<()> {
+        self.current(py, true).map(drop)
+    }
+
+    /// The fingerprint of the index questions are answered from.
+    #[getter]
+    fn version(&self) -> String {
+        self.loaded.lock().unwrap_or_else(|e| e.into_inner()).fingerprint.clone()
     }
 
     /// Answers `question`; returns `(answer or None, context text,
     /// context records as JSON, stats as JSON, notice or None)`. `on_token`
-    /// gets the answer's text pieces as the model streams them.
+    /// gets the answer's text pieces as the model streams them; `cancel`
+    /// (or Ctrl-C) stops the query's model calls.
     #[pyo3(signature = (question, method = "local", context_only = false, community_level = None,
-        response_type = None, dynamic_community_selection = false, on_token = None))]
+        response_type = None, dynamic_community_selection = false, history = None, max_context_tokens = None,
+        on_token = None, cancel = None))]
     #[allow(clippy::too_many_arguments, clippy::type_complexity)]
     fn query(
         &self,
@@ -221,24 +385,35 @@ impl NativeIndex {
         community_level: Option<u32>,
         response_type: Option<String>,
         dynamic_community_selection: bool,
+        history: Option<Vec<(String, String)>>,
+        max_context_tokens: Option<usize>,
         on_token: Option<Py<PyAny>>,
+        cancel: Option<PyRef<'_, CancelToken>>,
     ) -> PyResult<(Option<String>, String, String, String, Option<String>)> {
         let method: Method = method.parse().map_err(|e| ConfigError::new_err(format!("{e:#}")))?;
         let mut req = QueryRequest::new(method, question);
         req.context_only = context_only;
         req.community_level = community_level;
         req.dynamic_community_selection = dynamic_community_selection;
+        req.history = history.unwrap_or_default();
+        req.max_context_tokens = max_context_tokens;
         if let Some(rt) = response_type {
             req.response_type = rt;
         }
-        let engine = self.engine.clone();
+        if let Some(token) = &cancel {
+            req.cancel = token.query.clone();
+        }
+        let engine = self.current(py, false)?.engine.clone();
         // Retrieval alone is milliseconds of CPU: answered on this thread
         // (GIL released), as the Rust library is, without a worker thread's
         // start and hand-back. A model call can wait for seconds: that runs
-        // on a worker so Ctrl-C is seen at once.
+        // on a worker so Ctrl-C is seen at once, and cancels the calls.
         let result = if context_only {
-            py.detach(move || engine.query(&req, None))
+            let result = py.detach(move || engine.query(&req, None));
+            logs::forward(py);
+            result
         } else {
+            let cancel = req.cancel.clone();
             interruptible(
                 py,
                 move || {
@@ -253,7 +428,7 @@ impl NativeIndex {
                     };
                     engine.query(&req, Some(&mut forward))
                 },
-                None,
+                move || cancel.cancel(),
             )?
         };
         let r = result.map_err(|e| to_py(&e))?;
@@ -264,20 +439,25 @@ impl NativeIndex {
     /// The project folder.
     #[getter]
     fn root(&self) -> String {
-        self.engine.root().display().to_string()
+        self.root.display().to_string()
     }
 }
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    logs::install();
     m.add("GraphragError", m.py().get_type::<GraphragError>())?;
     m.add("ConfigError", m.py().get_type::<ConfigError>())?;
+    m.add("NoIndexError", m.py().get_type::<NoIndexError>())?;
+    m.add("CancelledError", m.py().get_type::<CancelledError>())?;
     m.add_function(wrap_pyfunction!(init, m)?)?;
     m.add_function(wrap_pyfunction!(build_index, m)?)?;
     m.add_function(wrap_pyfunction!(update_index, m)?)?;
-    m.add_function(wrap_pyfunction!(output_dir, m)?)?;
-    m.add_function(wrap_pyfunction!(stop_requested, m)?)?;
+    m.add_function(wrap_pyfunction!(index_dir, m)?)?;
+    m.add_function(wrap_pyfunction!(logs::forward_logs, m)?)?;
     m.add_class::<NativeIndex>()?;
+    m.add_class::<CancelToken>()?;
     m.add("METHODS", Method::NAMES.to_vec())?;
+    m.add("MAX_QUESTION_BYTES", graphrag_query::MAX_QUESTION_BYTES)?;
     Ok(())
 }

@@ -166,6 +166,11 @@ impl QueryRequest {
 
 pub const DEFAULT_RESPONSE_TYPE: &str = "Multiple Paragraphs";
 
+/// The longest question answered (16 K tokens or so): every method repeats
+/// the question in each of its prompts (DRIFT in dozens), so an unbounded
+/// one multiplies into millions of prompt tokens.
+pub const MAX_QUESTION_BYTES: usize = 64 * 1024;
+
 /// Cost and timing of one query.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct QueryStats {
@@ -371,6 +376,12 @@ impl QueryEngine {
         if req.question.trim().is_empty() {
             bail!("the question is empty");
         }
+        if req.question.len() > MAX_QUESTION_BYTES {
+            bail!(
+                "the question is {} bytes long; at most {MAX_QUESTION_BYTES} are accepted (put long text in the input folder and index it, then ask about it)",
+                req.question.len()
+            );
+        }
         if req.cancel.is_cancelled() {
             return Err(graphrag_engine::llm::LlmError::Cancelled.into());
         }
@@ -412,6 +423,7 @@ impl QueryEngine {
         let scope = CallScope {
             cancel: req.cancel.clone(),
             retry_budget: Some(RetryBudget::new(std::time::Duration::from_secs_f64(retry_time), why)),
+            ..CallScope::default()
         };
         let chat = if notice.is_none() { Some(Arc::new(self.llm.chat_model(&chat_id)?.within(&scope))) } else { None };
         let run = Run {

@@ -11,7 +11,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Arc, Mutex, RwLock};
-use std::time::{Instant, SystemTime};
+use std::time::Instant;
 
 use graphrag_engine::settings::{self, Settings};
 use graphrag_engine::staging;
@@ -97,21 +97,6 @@ pub fn now() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }
 
-/// The file times of the published tables: changes with every publication.
-fn fingerprint(output_dir: &Path) -> String {
-    let mut parts = Vec::new();
-    for name in ["documents.parquet", "entities.parquet", "relationships.parquet", "text_units.parquet", "stats.json"] {
-        let meta = std::fs::metadata(output_dir.join(name)).ok();
-        let modified = meta
-            .as_ref()
-            .and_then(|m| m.modified().ok())
-            .and_then(|t| t.duration_since(SystemTime::UNIX_EPOCH).ok())
-            .map_or(0, |d| d.as_nanos());
-        parts.push(format!("{name}:{modified}:{}", meta.map_or(0, |m| m.len())));
-    }
-    parts.join(",")
-}
-
 impl State {
     pub fn new(root: &Path, api_key: Option<String>, max_upload_bytes: usize) -> anyhow::Result<Arc<State>> {
         let settings = settings::load(root)?.settings;
@@ -160,7 +145,7 @@ impl State {
     }
 
     fn reload_locked(&self) -> anyhow::Result<bool> {
-        if fingerprint(&self.output_dir) == self.snapshot().fingerprint {
+        if staging::fingerprint(&self.output_dir) == self.snapshot().fingerprint {
             return Ok(true);
         }
         let Ok(_lock) = staging::lock_for_writing(&self.output_dir) else {
@@ -168,7 +153,7 @@ impl State {
         };
         // A publication a crashed writer left half done is finished first.
         staging::recover(&self.output_dir)?;
-        let fingerprint = fingerprint(&self.output_dir);
+        let fingerprint = staging::fingerprint(&self.output_dir);
         let started = Instant::now();
         let snapshot = if self.output_dir.join("documents.parquet").exists() {
             let engine = QueryEngine::with_settings(&self.root, self.settings.clone())?;
@@ -243,7 +228,7 @@ impl State {
             }
         });
         let opts = UpdateOptions {
-            run: RunSettings { skip_validation: true, progress: None, on_step: Some(on_step) },
+            run: RunSettings { skip_validation: true, on_step: Some(on_step), ..RunSettings::default() },
             ..UpdateOptions::default()
         };
         let started = Instant::now();

@@ -15,17 +15,19 @@ use super::http::Failure;
 use super::limiter::Limiter;
 use super::{LlmError, UsageCounters};
 use crate::cancel::CancelToken;
-use crate::interrupt;
+use crate::interrupt::StopFlag;
 use crate::settings::ModelConfig;
 
 /// The bounds of one request's model calls (a query's): a token that
 /// cancels them, and a time budget for retrying shared by all of them. The
 /// default (indexing) has neither: each call is bounded by its model's own
-/// `max_retry_time` only.
+/// `max_retry_time` only. `stop` is the run's stop (a build's: no new
+/// request, no more waiting, answers in flight still received).
 #[derive(Debug, Clone, Default)]
 pub struct CallScope {
     pub cancel: CancelToken,
     pub retry_budget: Option<RetryBudget>,
+    pub stop: StopFlag,
 }
 
 /// No retry starts later than `limit` after the first failure of any call
@@ -60,7 +62,7 @@ impl CallScope {
 
     /// Waits `wait` before a retry, unless the run is stopped or the scope cancelled.
     pub(crate) async fn sleep(&self, wait: Duration) -> Result<(), LlmError> {
-        self.run(interrupt::sleep(wait)).await?.map_err(|_| LlmError::Interrupted)
+        self.run(self.stop.sleep(wait)).await?.map_err(|_| LlmError::Interrupted)
     }
 }
 
@@ -95,14 +97,14 @@ impl Policy {
     /// A concurrency slot with the rate limits' allowance for a request of
     /// `tokens` prompt tokens; fails once the run is stopped or the breaker open.
     pub(crate) async fn permit(&self, tokens: u64, scope: &CallScope) -> Result<SemaphorePermit<'_>, LlmError> {
-        interrupt::check().map_err(|_| LlmError::Interrupted)?;
+        scope.stop.check().map_err(|_| LlmError::Interrupted)?;
         if scope.cancel.is_cancelled() {
             return Err(LlmError::Cancelled);
         }
         self.breaker.check(&self.id)?;
         let permit = scope.run(self.limiter.acquire(tokens)).await?;
         // What happened while this request queued: a stop, or the breaker opening.
-        interrupt::check().map_err(|_| LlmError::Interrupted)?;
+        scope.stop.check().map_err(|_| LlmError::Interrupted)?;
         self.breaker.check(&self.id)?;
         Ok(permit)
     }

@@ -7,7 +7,8 @@ use std::future::Future;
 use std::path::Path;
 use std::sync::Arc;
 
-use super::{ChatModel, EmbeddingModel, LlmError, ResponseCache};
+use super::{CallScope, ChatModel, EmbeddingModel, LlmError, ResponseCache};
+use crate::interrupt::StopFlag;
 use crate::settings::Settings;
 
 /// The cache partition of query answers (size-bounded: see [`LlmService::for_queries`]).
@@ -117,6 +118,18 @@ impl LlmService {
             Some(name) => Arc::new(model.in_partition(name)),
             None => model,
         })
+    }
+
+    /// Makes every model's calls stop with the run that `stop` belongs to
+    /// (a build's own stop, beside the process-wide one).
+    pub fn stop_with(&mut self, stop: &StopFlag) {
+        let scope = CallScope { stop: stop.clone(), ..CallScope::default() };
+        for model in self.chat.values_mut().flatten() {
+            *model = Arc::new(model.within(&scope));
+        }
+        for model in self.embedding.values_mut().flatten() {
+            *model = Arc::new(model.within(&scope));
+        }
     }
 
     /// Runs a future to completion on the LLM runtime (from a non-async thread).
