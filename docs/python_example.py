@@ -1,5 +1,7 @@
 """Worked example: index the example corpus (A Christmas Carol) from Python,
-ask it with each method, and plot the community sizes.
+ask it with each method, and plot the community sizes. Typed: CI checks it
+with `mypy --strict` against the package's stubs (docs/notebook.ipynb is the
+notebook version, executed by CI).
 
     python3 -m pip install ./python pandas pyarrow   # matplotlib optional
     python3 docs/python_example.py demo-py [--api-base http://127.0.0.1:8765/v1]
@@ -33,7 +35,10 @@ graphrag_rs.init(root)
 book = (REPO / "examples/christmas-carol/a_christmas_carol.txt").read_text(encoding="utf-8")
 (root / "input" / "carol.txt").write_text(book[: args.chars], encoding="utf-8")
 if args.api_base:
-    model = lambda name: f"    model: {name}\n    api_base: {args.api_base}\n    api_key: sk-example\n"  # noqa: E731
+
+    def model(name: str) -> str:
+        return f"    model: {name}\n    api_base: {args.api_base}\n    api_key: sk-example\n"
+
     (root / "settings.yaml").write_text(
         "completion_models:\n  default_completion_model:\n" + model("gpt-4o-mini")
         + "embedding_models:\n  default_embedding_model:\n" + model("text-embedding-3-small")
@@ -50,8 +55,8 @@ for method in ("local", "global", "drift", "basic", "hybrid", "mix", "ppr"):
     except graphrag_rs.GraphragError as e:  # e.g. a method this index cannot answer
         print(f"--- {method}: {e}")
         continue
-    tables = ", ".join(f"{k}: {len(v)} rows" for k, v in result.context.items() if hasattr(v, "columns"))
-    print(f"--- {method} ({result.stats['latency_ms']:.0f} ms; {tables})")
+    rows = ", ".join(f"{k}: {len(v)} rows" for k, v in result.context.items() if hasattr(v, "columns"))
+    print(f"--- {method} ({result.stats['latency_ms']:.0f} ms; {rows})")
     print((result.response or result.context_text)[:300])
 
 tables = graphrag_rs.load_tables(root)

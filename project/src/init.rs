@@ -31,7 +31,7 @@ pub struct InitReport {
 
 /// The example's chat model line, and its embedding model (the local one).
 const CHAT_MODEL_LINE: &str = "    model: gpt-4.1-mini\n";
-const LOCAL_EMBEDDING: &str = "    model_provider: local\n    model: all-MiniLM-L6-v2\n";
+const LOCAL_EMBEDDING: &str = "    model_provider: local\n    model: all-MiniLM-L6-v2\n    api_key: ${GRAPHRAG_API_KEY}  # unused by `local`; GraphRAG's load_config asks every model for one\n";
 
 /// The settings `init` writes: the example, with the models asked for.
 fn settings_text(model: Option<&str>, embedding: Option<&str>) -> String {

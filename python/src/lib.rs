@@ -106,17 +106,16 @@ fn interruptible<T: Send + 'static>(
             }
             Err(mpsc::RecvTimeoutError::Timeout) => {}
         }
-        if let Err(signal) = Python::attach(|py| {
-            logs::forward(py);
-            py.check_signals()
-        }) {
+        // Logging runs Python code, where a pending signal's handler may
+        // raise too: either way the work is asked to stop.
+        if let Err(signal) = Python::attach(|py| py.check_signals().and_then(|()| logs::forward(py))) {
             on_signal();
             let _ = rx.recv();
             return Err(signal);
         }
-    });
-    logs::forward(py);
-    outcome
+    })?;
+    logs::forward(py)?;
+    Ok(outcome)
 }
 
 /// Stops a build or a query: `cancel()` from any thread (or an asyncio
@@ -142,10 +141,10 @@ impl CancelToken {
         self.build.request();
     }
 
-    /// Whether `cancel()` was called.
+    /// Whether `cancel()` was called (or Ctrl-C stopped the build it was given to).
     #[getter]
     fn cancelled(&self) -> bool {
-        self.query.is_cancelled()
+        self.query.is_cancelled() || self.build.requested()
     }
 }
 
@@ -155,8 +154,10 @@ impl CancelToken {
 fn observer(callback: Py<PyAny>, raised: Arc<Mutex<Option<PyErr>>>, stop: StopFlag) -> graphrag_project::StepObserver {
     Arc::new(move |ev: &StepEvent| {
         Python::attach(|py| {
-            logs::forward(py);
-            if let Err(e) = callback.call1(py, (ev.step, ev.index, ev.total, ev.finished)) {
+            let forwarded = logs::forward(py);
+            if let Err(e) =
+                forwarded.and_then(|()| callback.call1(py, (ev.step, ev.index, ev.total, ev.finished)).map(drop))
+            {
                 let mut slot = raised.lock().unwrap_or_else(|e| e.into_inner());
                 if slot.is_none() {
                     *slot = Some(e);
@@ -219,7 +220,7 @@ fn run_settings(
 fn init(py: Python<'_>, root: PathBuf, force: bool) -> PyResult<String> {
     let opts = graphrag_project::InitOptions { force, ..Default::default() };
     let report = graphrag_project::init(&root, &opts);
-    logs::forward(py);
+    logs::forward(py)?;
     Ok(report.map_err(|e| to_py(&e))?.root.display().to_string())
 }
 
@@ -236,7 +237,7 @@ fn build_index(
     cancel: Option<PyRef<'_, CancelToken>>,
 ) -> PyResult<Py<PyAny>> {
     let project = py.detach(|| Project::open(&root, &OpenOptions { method, no_cache }));
-    logs::forward(py);
+    logs::forward(py)?;
     let project = project.map_err(|e| to_py(&e))?;
     let raised = Arc::new(Mutex::new(None));
     let opts = IndexOptions { resume, run: run_settings(progress, cancel.as_deref(), &raised) };
@@ -267,6 +268,14 @@ fn update_index(
 fn output_path(root: &Path) -> PyResult<PathBuf> {
     let loaded = graphrag_engine::settings::load(root).map_err(|e| to_py(&e.into()))?;
     Ok(root.join(&loaded.settings.output_storage.base_dir))
+}
+
+/// The input folder of `root` and the type of file it reads (`text`, `csv`, `json`).
+#[pyfunction]
+fn input_settings(root: PathBuf) -> PyResult<(String, String)> {
+    let loaded = graphrag_engine::settings::load(&root).map_err(|e| to_py(&e.into()))?;
+    let s = &loaded.settings;
+    Ok((root.join(&s.input_storage.base_dir).display().to_string(), s.input.file_type.clone()))
 }
 
 /// `NoIndexError` unless `output` holds a published index.
@@ -340,7 +349,7 @@ impl NativeIndex {
             }
             Ok(slot.clone())
         });
-        logs::forward(py);
+        logs::forward(py)?;
         current
     }
 }
@@ -352,7 +361,7 @@ impl NativeIndex {
         let output = output_path(&root)?;
         require_index(&root, &output)?;
         let loaded = py.detach(|| load(&root, &output, None));
-        logs::forward(py);
+        logs::forward(py)?;
         let loaded = loaded.map_err(|e| to_py(&e))?.expect("loaded without a previous index");
         Ok(NativeIndex { root, output, loaded: Mutex::new(Arc::new(loaded)) })
     }
@@ -410,7 +419,7 @@ impl NativeIndex {
         // on a worker so Ctrl-C is seen at once, and cancels the calls.
         let result = if context_only {
             let result = py.detach(move || engine.query(&req, None));
-            logs::forward(py);
+            logs::forward(py)?;
             result
         } else {
             let cancel = req.cancel.clone();
@@ -454,6 +463,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(build_index, m)?)?;
     m.add_function(wrap_pyfunction!(update_index, m)?)?;
     m.add_function(wrap_pyfunction!(index_dir, m)?)?;
+    m.add_function(wrap_pyfunction!(input_settings, m)?)?;
     m.add_function(wrap_pyfunction!(logs::forward_logs, m)?)?;
     m.add_class::<NativeIndex>()?;
     m.add_class::<CancelToken>()?;

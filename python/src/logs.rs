@@ -9,6 +9,7 @@ use std::collections::VecDeque;
 use std::fmt::Write as _;
 use std::sync::Mutex;
 
+use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use tracing::field::{Field, Visit};
 use tracing::{Event, Level, Metadata, Subscriber};
@@ -89,12 +90,14 @@ pub fn install() {
     let _ = tracing_subscriber::registry().with(PythonLogging).try_init();
 }
 
-/// Hands the queued records to the `graphrag_rs` logger.
-pub fn forward(py: Python<'_>) {
+/// Hands the queued records to the `graphrag_rs` logger. A handler's
+/// error is reported as unraisable; a KeyboardInterrupt (a signal handled
+/// while the records were logged) is returned, for the caller to stop on.
+pub fn forward(py: Python<'_>) -> PyResult<()> {
     let (records, dropped) = {
         let mut queue = QUEUE.lock().unwrap_or_else(|e| e.into_inner());
         if queue.records.is_empty() {
-            return;
+            return Ok(());
         }
         (std::mem::take(&mut queue.records), std::mem::take(&mut queue.dropped))
     };
@@ -111,14 +114,19 @@ pub fn forward(py: Python<'_>) {
         }
         Ok(())
     })();
-    if let Err(e) = logged {
-        e.write_unraisable(py, None);
+    match logged {
+        Err(e) if !e.is_instance_of::<PyException>(py) => Err(e),
+        Err(e) => {
+            e.write_unraisable(py, None);
+            Ok(())
+        }
+        Ok(()) => Ok(()),
     }
 }
 
 /// Delivers the library's queued log records to the `graphrag_rs` logger
 /// now (each call of this module does it too).
 #[pyfunction]
-pub fn forward_logs(py: Python<'_>) {
-    forward(py);
+pub fn forward_logs(py: Python<'_>) -> PyResult<()> {
+    forward(py)
 }

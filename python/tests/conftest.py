@@ -1,9 +1,11 @@
 """Fixtures: the mock OpenAI-compatible server (graphrag-mock-llm, on a free
 loopback port) and projects whose models point at it."""
 
+import json
 import os
 import shutil
 import subprocess
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -28,16 +30,46 @@ def _mock_binary() -> str:
     pytest.fail("graphrag-mock-llm not found: `cargo build -p graphrag-mock-llm` or set GRAPHRAG_MOCK_LLM")
 
 
-@pytest.fixture(scope="session")
-def mock_url():
+def _start_mock(*args: str):
     proc = subprocess.Popen(
-        [_mock_binary(), "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        [_mock_binary(), "--port", "0", *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
     line = proc.stdout.readline().strip()
     assert line.startswith("listening on "), line
-    yield line[len("listening on ") :]
+    return proc, line[len("listening on ") :]
+
+
+@pytest.fixture(scope="session")
+def mock_url():
+    proc, url = _start_mock()
+    yield url
     proc.terminate()
     proc.wait()
+
+
+@pytest.fixture(scope="session")
+def slow_mock_url():
+    """A mock that answers each request after 400 ms: a query's model calls
+    are still in flight when a test cancels it."""
+    proc, url = _start_mock("--latency-ms", "400")
+    yield url
+    proc.terminate()
+    proc.wait()
+
+
+def mock_stats(url: str) -> dict:
+    """The mock's request counters (its `/stats`)."""
+    with urllib.request.urlopen(url.rstrip("/") + "/stats", timeout=10) as r:
+        return json.load(r)
+
+
+def point_models_at(root: Path, url: str) -> None:
+    """Rewrites the project's settings so that both models use `url`."""
+    settings = root / "settings.yaml"
+    text = settings.read_text()
+    start = text.index("api_base: ") + len("api_base: ")
+    old = text[start : text.index("\n", start)]
+    settings.write_text(text.replace(old, url))
 
 
 def passage(start: str, length: int) -> str:

@@ -101,6 +101,7 @@ def test_keyboard_interrupt_leaves_a_resumable_run(mock_url, tmp_path):
     published; the resumed run skips the finished steps and completes."""
     root = make_project(tmp_path, mock_url, {"stave1.txt": passage("MARLEY'S GHOST", 2500)})
     events = []
+    token = graphrag_rs.CancelToken()
 
     def ctrl_c_at_third_step(step, index, total, status):
         events.append((step, status))
@@ -110,12 +111,12 @@ def test_keyboard_interrupt_leaves_a_resumable_run(mock_url, tmp_path):
             # asked the run to stop (no fixed sleep: a bounded wait on it).
             tick = threading.Event()
             for _ in range(3000):
-                if graphrag_rs._native.stop_requested():
+                if token.cancelled:
                     break
                 tick.wait(0.01)
 
     with pytest.raises(KeyboardInterrupt):
-        graphrag_rs.build_index(root, method="fast", progress=ctrl_c_at_third_step)
+        graphrag_rs.build_index(root, method="fast", progress=ctrl_c_at_third_step, cancel=token)
     assert not (root / "output" / "entities.parquet").exists()
     finished = [step for step, status in events if status == "ran"]
     assert finished, events

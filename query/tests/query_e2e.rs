@@ -644,6 +644,13 @@ fn empty_index_and_unmatched_questions() {
     let full = Project::new(true, "");
     let r = ask(&full.engine(), Method::Local, "zzzq xyxyx qqqqv");
     assert!(r.answer.is_some());
+
+    // A question beyond the bound is refused before any model call, naming the bound.
+    let before = full.mock.stats().requests;
+    let huge = "Scrooge ".repeat(graphrag_query::MAX_QUESTION_BYTES / 8 + 1);
+    let err = full.engine().query(&QueryRequest::new(Method::Drift, huge), None).unwrap_err().to_string();
+    assert!(err.contains(&format!("at most {}", graphrag_query::MAX_QUESTION_BYTES)), "{err}");
+    assert_eq!(full.mock.stats().requests, before);
 }
 
 #[test]

@@ -6,39 +6,52 @@
     print(response)
     context["entities"].head()
 
-Indexing and queries run in Rust with the GIL released. Ctrl-C
-(KeyboardInterrupt) stops an index or update run cleanly: the previous index
-stays as it was, and ``build_index(root, resume=True)`` continues from the
-steps that finished. Progress is logged to the ``graphrag_rs`` logger (or
-passed to a ``progress`` callback). Errors raise ``GraphragError`` (settings
-errors: ``ConfigError``, with the file and line) carrying the CLI's message.
+    index = graphrag_rs.Index("my-project")         # many questions, one load
+    result = await index.aquery("Who is Scrooge?")  # from asyncio
 
-pandas and pyarrow are needed only for DataFrames: the search contexts and
-``load_tables``.
+Indexing and queries run in Rust with the GIL released. Ctrl-C
+(KeyboardInterrupt) stops an index or update run cleanly (the previous index
+stays as it was, and ``build_index(root, resume=True)`` continues from the
+steps that finished) and stops a query's model calls; a ``CancelToken``
+does the same from another thread, and cancelling an asyncio task does it
+for ``a*`` functions. The library's warnings and progress go to the
+``graphrag_rs`` logger; a build shows a tqdm bar when tqdm is installed.
+Errors raise ``GraphragError`` (settings errors: ``ConfigError``, naming the
+file and line; no index yet: ``NoIndexError``; a cancelled query:
+``CancelledError``).
+
+pandas and pyarrow are needed only for DataFrames (the search contexts and
+``load_tables``), networkx only for ``Index.to_networkx``.
 """
 
 from __future__ import annotations
 
-import json
-import logging
+import asyncio
+import importlib
 import os
-import queue
-import threading
-from collections.abc import Mapping
-from typing import Any, Callable, Dict, Iterator, Optional, Tuple
+from typing import Any, AsyncIterator, Callable, Dict, Iterator, Optional, Protocol, Tuple
 
-from . import _native
-from ._native import ConfigError, GraphragError
+from . import _native, _progress
+from ._index import History, Index
+from ._native import CancelledError, CancelToken, ConfigError, GraphragError, NoIndexError
+from ._progress import Progress
+from ._results import Context, Result
 
 __all__ = [
     "GraphragError",
     "ConfigError",
+    "NoIndexError",
+    "CancelledError",
+    "CancelToken",
     "Index",
     "Context",
     "Result",
+    "Progress",
     "init",
     "build_index",
     "update_index",
+    "abuild_index",
+    "aupdate_index",
     "load_tables",
     "local_search",
     "global_search",
@@ -54,25 +67,42 @@ __all__ = [
     "hybrid_search_streaming",
     "mix_search_streaming",
     "ppr_search_streaming",
+    "alocal_search",
+    "aglobal_search",
+    "adrift_search",
+    "abasic_search",
+    "ahybrid_search",
+    "amix_search",
+    "appr_search",
+    "alocal_search_streaming",
+    "aglobal_search_streaming",
+    "adrift_search_streaming",
+    "abasic_search_streaming",
+    "ahybrid_search_streaming",
+    "amix_search_streaming",
+    "appr_search_streaming",
     "METHODS",
+    "MAX_QUESTION_BYTES",
 ]
 
-METHODS = tuple(_native.METHODS)
-logger = logging.getLogger("graphrag_rs")
-
-Progress = Callable[[str, int, int, Optional[str]], None]
-
-
-def _log_step(step: str, index: int, total: int, status: Optional[str]) -> None:
-    if status is None:
-        logger.info("step %d/%d %s", index + 1, total, step)
-    else:
-        logger.info("step %d/%d %s: %s", index + 1, total, step, status)
-
+METHODS: Tuple[str, ...] = tuple(_native.METHODS)
+MAX_QUESTION_BYTES: int = _native.MAX_QUESTION_BYTES
 
 def init(root: "os.PathLike[str] | str", force: bool = False) -> str:
-    """Writes a new project at ``root`` (settings.yaml, .env, prompts/, input/)."""
+    """Writes a new project at ``root`` (settings.yaml, .env, prompts/,
+    input/); ``force=True`` overwrites an existing project's files."""
     return _native.init(os.fspath(root), force)
+
+
+def _with_display(run: Callable[[Progress], Dict[str, Any]], progress: Optional[Progress]) -> Dict[str, Any]:
+    display = progress or _progress.default()
+    try:
+        return run(display)
+    finally:
+        close = getattr(display, "close", None)
+        if close is not None:
+            close()
+        _native.forward_logs()
 
 
 def build_index(
@@ -81,19 +111,24 @@ def build_index(
     resume: bool = False,
     no_cache: bool = False,
     progress: Optional[Progress] = None,
+    cancel: Optional[CancelToken] = None,
 ) -> Dict[str, Any]:
-    """Indexes ``root/input`` (as ``graphrag-rs index``).
+    """Indexes ``root/input`` (as ``graphrag-rs index``); returns a summary dict.
 
     ``method``: ``auto`` (standard with a chat model, else fast),
     ``standard`` (GraphRAG's), ``fast`` (no LLM), ``light`` (LightRAG's
     economics: LLM extraction, no community reports), a
-    ``workflows/<name>.yaml`` of the project or a pipeline .yaml path. ``resume``: continue an
-    interrupted run. ``progress(step, index, total, status)`` is called as
-    each step starts (status None) and ends (``ran``/``skipped``/``failed``);
-    by default steps are logged to the ``graphrag_rs`` logger. Raising from
-    it stops the run (resumable). Returns a summary dict.
+    ``workflows/<name>.yaml`` of the project or a pipeline .yaml path.
+    ``resume``: continue an interrupted run. ``no_cache``: neither read nor
+    write the model answer cache. ``progress(step, index, total, status)``
+    is called as each step starts (status None) and ends
+    (``ran``/``skipped``/``failed``); by default a tqdm bar (when tqdm is
+    installed) or log lines. Raising from it stops this run (resumable),
+    as do ``cancel.cancel()`` and Ctrl-C; other builds in the process go on.
     """
-    return _native.build_index(os.fspath(root), method, resume, no_cache, progress or _log_step)
+    return _with_display(
+        lambda display: _native.build_index(os.fspath(root), method, resume, no_cache, display, cancel), progress
+    )
 
 
 def update_index(
@@ -101,22 +136,61 @@ def update_index(
     method: str = "auto",
     no_cache: bool = False,
     progress: Optional[Progress] = None,
+    cancel: Optional[CancelToken] = None,
 ) -> Dict[str, Any]:
     """Updates the index of ``root`` for added, changed and removed documents
-    (as ``graphrag-rs update``). Returns a summary dict with ``changes``."""
-    return _native.update_index(os.fspath(root), method, no_cache, progress or _log_step)
+    (as ``graphrag-rs update``); returns a summary dict with ``changes``. An
+    open ``Index`` of the project answers from the new index at its next
+    question. ``progress`` and ``cancel`` as for ``build_index``."""
+    return _with_display(
+        lambda display: _native.update_index(os.fspath(root), method, no_cache, display, cancel), progress
+    )
+
+
+async def abuild_index(
+    root: "os.PathLike[str] | str",
+    method: str = "auto",
+    resume: bool = False,
+    no_cache: bool = False,
+    progress: Optional[Progress] = None,
+) -> Dict[str, Any]:
+    """``build_index`` from asyncio (on a worker thread); cancelling the task
+    stops the run cleanly (resumable)."""
+    token = CancelToken()
+    try:
+        return await asyncio.to_thread(build_index, root, method, resume, no_cache, progress, token)
+    except asyncio.CancelledError:
+        token.cancel()
+        raise
+
+
+async def aupdate_index(
+    root: "os.PathLike[str] | str",
+    method: str = "auto",
+    no_cache: bool = False,
+    progress: Optional[Progress] = None,
+) -> Dict[str, Any]:
+    """``update_index`` from asyncio (on a worker thread); cancelling the task
+    stops the run cleanly."""
+    token = CancelToken()
+    try:
+        return await asyncio.to_thread(update_index, root, method, no_cache, progress, token)
+    except asyncio.CancelledError:
+        token.cancel()
+        raise
 
 
 def load_tables(root: "os.PathLike[str] | str", format: str = "pandas") -> Dict[str, Any]:
     """The index's output tables by name (``entities``, ``relationships``,
     ``communities``, ``community_reports``, ``text_units``, ``documents``, ...),
     as pandas DataFrames (``format="pandas"``) or pyarrow Tables
-    (``format="arrow"``). Read straight from the parquet files by Arrow."""
+    (``format="arrow"``), read straight from the parquet files by Arrow.
+    ``NoIndexError`` when the project has no index yet."""
     if format not in ("pandas", "arrow"):
         raise ValueError(f"format must be 'pandas' or 'arrow', not {format!r}")
-    import pyarrow.parquet as pq
+    pq: Any = importlib.import_module("pyarrow.parquet")
 
-    out = _native.output_dir(os.fspath(root))
+    out = _native.index_dir(os.fspath(root))
     tables = {}
     for name in sorted(os.listdir(out)):
         if name.endswith(".parquet"):
@@ -125,145 +199,120 @@ def load_tables(root: "os.PathLike[str] | str", format: str = "pandas") -> Dict[
     return tables
 
 
-class Context(Mapping):
-    """A search's context keyed like GraphRAG's (``entities``,
-    ``relationships``, ``reports``, ``sources``, ``claims``, ...): each table
-    becomes a pandas DataFrame when first read (building one costs about as
-    much as a fast query, so a caller that reads one table pays for one);
-    other details (``retrieval``, ``walk``, ...) are given as they are."""
-
-    __slots__ = ("_records", "_frames")
-
-    def __init__(self, records: Dict[str, Any]) -> None:
-        self._records = records
-        self._frames: Dict[str, Any] = {}
-
-    def __getitem__(self, key: str) -> Any:
-        value = self._records[key]
-        if not isinstance(value, list):
-            return value
-        frame = self._frames.get(key)
-        if frame is None:
-            import pandas as pd
-
-            frame = self._frames[key] = pd.DataFrame(value)
-        return frame
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._records)
-
-    def __len__(self) -> int:
-        return len(self._records)
-
-    def __repr__(self) -> str:
-        return f"Context({list(self._records)})"
+# -- one question per call, as GraphRAG's api.*_search --------------------------
 
 
-class Result:
-    """One answer: ``response`` (None when context_only), ``context`` (dict of
-    DataFrames keyed like GraphRAG's: entities, relationships, reports,
-    sources, claims, ...), ``context_text`` (what the model saw), ``stats``."""
-
-    __slots__ = ("response", "context", "context_text", "stats", "notice", "method")
-
-    def __init__(self, method: str, raw: Tuple[Any, ...], frames: bool = True) -> None:
-        answer, text, records, stats, notice = raw
-        self.method = method
-        self.response = answer
-        records = json.loads(records) if records else {}
-        self.context = Context(records) if frames else records
-        self.context_text = text
-        self.stats = json.loads(stats)
-        self.notice = notice
-
-    def __iter__(self):
-        # ``response, context = index.query(...)``, as GraphRAG's API returns.
-        return iter((self.response, self.context))
-
-    def __repr__(self) -> str:
-        head = (self.response or self.notice or "")[:60]
-        return f"Result(method={self.method!r}, response={head!r}..., context={list(self.context)})"
-
-
-class Index:
-    """A project's index loaded once, answering many questions in-process.
-
-        index = graphrag_rs.Index("my-project")
-        response, context = index.query("Who is Scrooge?", method="local")
-    """
-
-    def __init__(self, root: "os.PathLike[str] | str") -> None:
-        self._native = _native.NativeIndex(os.fspath(root))
-
-    @property
-    def root(self) -> str:
-        return self._native.root
-
-    def query(
+class Search(Protocol):
+    def __call__(
         self,
+        root: "os.PathLike[str] | str",
         query: str,
-        method: str = "local",
+        *,
         context_only: bool = False,
         community_level: Optional[int] = None,
         response_type: Optional[str] = None,
         dynamic_community_selection: bool = False,
-        frames: bool = True,
-        on_token: Optional[Callable[[str], None]] = None,
-    ) -> Result:
-        """Answers ``query`` with ``method`` (one of ``METHODS``). With
-        ``context_only`` no chat model is called. ``frames=False`` keeps the
-        context as lists of dicts (no pandas needed)."""
-        raw = self._native.query(
-            query, method, context_only, community_level, response_type, dynamic_community_selection, on_token
-        )
-        return Result(method, raw, frames)
-
-    def query_streaming(self, query: str, method: str = "local", **kwargs: Any) -> Iterator[str]:
-        """Yields the answer's text as the model streams it. The full
-        result is in ``self.last_result`` once the iteration ends."""
-        pieces: "queue.Queue[Any]" = queue.Queue()
-        done = object()
-        outcome: Dict[str, Any] = {}
-
-        def work() -> None:
-            try:
-                outcome["result"] = self.query(query, method, on_token=pieces.put, **kwargs)
-            except BaseException as e:  # re-raised in the caller's thread
-                outcome["error"] = e
-            finally:
-                pieces.put(done)
-
-        worker = threading.Thread(target=work, daemon=True)
-        worker.start()
-        while True:
-            piece = pieces.get()
-            if piece is done:
-                break
-            yield piece
-        worker.join()
-        if "error" in outcome:
-            raise outcome["error"]
-        self.last_result = outcome["result"]
+        history: Optional[History] = None,
+        max_context_tokens: Optional[int] = None,
+        cancel: Optional[CancelToken] = None,
+    ) -> Tuple[Optional[str], Context]:
+        """``(response, context)`` for ``query`` over the index of ``root``,
+        the context a ``Context`` of DataFrames keyed like GraphRAG's; the
+        options as ``Index.query``'s. Loads the index for this one question:
+        keep an ``Index`` for many."""
+        ...
 
 
-def _search(method: str):
-    def search(root: "os.PathLike[str] | str", query: str, **kwargs: Any) -> Tuple[Optional[str], Dict[str, Any]]:
-        return tuple(Index(root).query(query, method=method, **kwargs))  # type: ignore[return-value]
+class SearchStreaming(Protocol):
+    def __call__(
+        self,
+        root: "os.PathLike[str] | str",
+        query: str,
+        *,
+        context_only: bool = False,
+        community_level: Optional[int] = None,
+        response_type: Optional[str] = None,
+        dynamic_community_selection: bool = False,
+        history: Optional[History] = None,
+        max_context_tokens: Optional[int] = None,
+    ) -> Iterator[str]:
+        """The answer's text pieces as the model streams them."""
+        ...
 
-    search.__name__ = f"{method}_search"
-    search.__doc__ = (
-        f"{method} search over the index of ``root``: ``(response, context)`` with the context as a dict of "
-        "DataFrames keyed like GraphRAG's. Loads the index for this one question: keep an ``Index`` for many."
-    )
+
+class AsyncSearch(Protocol):
+    async def __call__(
+        self,
+        root: "os.PathLike[str] | str",
+        query: str,
+        *,
+        context_only: bool = False,
+        community_level: Optional[int] = None,
+        response_type: Optional[str] = None,
+        dynamic_community_selection: bool = False,
+        history: Optional[History] = None,
+        max_context_tokens: Optional[int] = None,
+    ) -> Tuple[Optional[str], Context]:
+        """``await``-able ``(response, context)``: the search on a worker
+        thread; cancelling the task cancels its model calls."""
+        ...
+
+
+class AsyncSearchStreaming(Protocol):
+    def __call__(
+        self,
+        root: "os.PathLike[str] | str",
+        query: str,
+        *,
+        context_only: bool = False,
+        community_level: Optional[int] = None,
+        response_type: Optional[str] = None,
+        dynamic_community_selection: bool = False,
+        history: Optional[History] = None,
+        max_context_tokens: Optional[int] = None,
+    ) -> AsyncIterator[str]:
+        """``async for piece in ...``: the answer's text pieces as they stream."""
+        ...
+
+
+def _search(method: str) -> Search:
+    def search(root: "os.PathLike[str] | str", query: str, **options: Any) -> Tuple[Optional[str], Context]:
+        result = Index(root).query(query, method, **options)
+        return result.response, result.context
+
+    search.__name__ = search.__qualname__ = f"{method}_search"
+    search.__doc__ = f"{method} search over the index of ``root``." + (Search.__call__.__doc__ or "")
     return search
 
 
-def _search_streaming(method: str):
-    def search(root: "os.PathLike[str] | str", query: str, **kwargs: Any) -> Iterator[str]:
-        yield from Index(root).query_streaming(query, method=method, **kwargs)
+def _search_streaming(method: str) -> SearchStreaming:
+    def search(root: "os.PathLike[str] | str", query: str, **options: Any) -> Iterator[str]:
+        yield from Index(root).query_streaming(query, method, **options)
 
-    search.__name__ = f"{method}_search_streaming"
+    search.__name__ = search.__qualname__ = f"{method}_search_streaming"
     search.__doc__ = f"{method} search over ``root``, yielding the answer's text pieces as they stream."
+    return search
+
+
+def _asearch(method: str) -> AsyncSearch:
+    async def search(root: "os.PathLike[str] | str", query: str, **options: Any) -> Tuple[Optional[str], Context]:
+        index = await asyncio.to_thread(Index, root)
+        result = await index.aquery(query, method, **options)
+        return result.response, result.context
+
+    search.__name__ = search.__qualname__ = f"a{method}_search"
+    search.__doc__ = f"{method} search over ``root`` from asyncio." + (AsyncSearch.__call__.__doc__ or "")
+    return search
+
+
+def _asearch_streaming(method: str) -> AsyncSearchStreaming:
+    async def search(root: "os.PathLike[str] | str", query: str, **options: Any) -> AsyncIterator[str]:
+        index = await asyncio.to_thread(Index, root)
+        async for piece in index.aquery_streaming(query, method, **options):
+            yield piece
+
+    search.__name__ = search.__qualname__ = f"a{method}_search_streaming"
+    search.__doc__ = f"{method} search over ``root`` from asyncio: ``async for`` over the answer's text pieces."
     return search
 
 
@@ -281,3 +330,17 @@ basic_search_streaming = _search_streaming("basic")
 hybrid_search_streaming = _search_streaming("hybrid")
 mix_search_streaming = _search_streaming("mix")
 ppr_search_streaming = _search_streaming("ppr")
+alocal_search = _asearch("local")
+aglobal_search = _asearch("global")
+adrift_search = _asearch("drift")
+abasic_search = _asearch("basic")
+ahybrid_search = _asearch("hybrid")
+amix_search = _asearch("mix")
+appr_search = _asearch("ppr")
+alocal_search_streaming = _asearch_streaming("local")
+aglobal_search_streaming = _asearch_streaming("global")
+adrift_search_streaming = _asearch_streaming("drift")
+abasic_search_streaming = _asearch_streaming("basic")
+ahybrid_search_streaming = _asearch_streaming("hybrid")
+amix_search_streaming = _asearch_streaming("mix")
+appr_search_streaming = _asearch_streaming("ppr")

@@ -1,0 +1,67 @@
+"""The compiled module (python/src/lib.rs): see the graphrag_rs package for
+the documented API built on it."""
+
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+METHODS: List[str]
+MAX_QUESTION_BYTES: int
+
+class GraphragError(Exception): ...
+class ConfigError(GraphragError): ...
+class NoIndexError(GraphragError): ...
+class CancelledError(GraphragError): ...
+
+class CancelToken:
+    """Stops a build or a query: ``cancel()`` from any thread ends a query's
+    model calls at once, and a build cleanly (answers in flight are cached;
+    ``resume=True`` continues)."""
+
+    def __init__(self) -> None: ...
+    def cancel(self) -> None:
+        """Cancels the query or build this token was given to."""
+    @property
+    def cancelled(self) -> bool:
+        """Whether ``cancel()`` was called."""
+
+_Progress = Callable[[str, int, int, Optional[str]], None]
+
+def init(root: str, force: bool = False) -> str: ...
+def build_index(
+    root: str,
+    method: str = "auto",
+    resume: bool = False,
+    no_cache: bool = False,
+    progress: Optional[_Progress] = None,
+    cancel: Optional[CancelToken] = None,
+) -> Dict[str, Any]: ...
+def update_index(
+    root: str,
+    method: str = "auto",
+    no_cache: bool = False,
+    progress: Optional[_Progress] = None,
+    cancel: Optional[CancelToken] = None,
+) -> Dict[str, Any]: ...
+def index_dir(root: str) -> str: ...
+def input_settings(root: str) -> Tuple[str, str]: ...
+def forward_logs() -> None: ...
+
+class NativeIndex:
+    def __init__(self, root: str) -> None: ...
+    @property
+    def root(self) -> str: ...
+    @property
+    def version(self) -> str: ...
+    def reload(self) -> None: ...
+    def query(
+        self,
+        question: str,
+        method: str = "local",
+        context_only: bool = False,
+        community_level: Optional[int] = None,
+        response_type: Optional[str] = None,
+        dynamic_community_selection: bool = False,
+        history: Optional[Sequence[Tuple[str, str]]] = None,
+        max_context_tokens: Optional[int] = None,
+        on_token: Optional[Callable[[str], None]] = None,
+        cancel: Optional[CancelToken] = None,
+    ) -> Tuple[Optional[str], str, str, str, Optional[str]]: ...
