@@ -5,6 +5,7 @@ LightRAG's document and graph verbs, and the small things."""
 import asyncio
 import logging
 import os
+import shutil
 import signal
 import threading
 
@@ -52,15 +53,19 @@ def test_an_open_index_answers_from_the_updated_index_on_every_method(updatable)
     assert index.version == graphrag_rs.Index(root).version
 
 
-def test_ctrl_c_and_cancel_stop_a_querys_model_calls(indexed, slow_mock_url):
+@pytest.fixture(scope="module")
+def slow_index(indexed, slow_mock_url):
+    """The shared index, asked through the slow mock (a copy of the project
+    whose models point at it)."""
     root, _ = indexed
     slow = root.parent / "slow"
-    if not slow.exists():
-        import shutil
+    shutil.copytree(root, slow)
+    point_models_at(slow, slow_mock_url)
+    return graphrag_rs.Index(slow)
 
-        shutil.copytree(root, slow)
-        point_models_at(slow, slow_mock_url)
-    index = graphrag_rs.Index(slow)
+
+def test_ctrl_c_and_cancel_stop_a_querys_model_calls(slow_index, slow_mock_url):
+    index = slow_index
 
     def wait_for_requests(at_least):
         tick = threading.Event()
@@ -184,15 +189,8 @@ def test_async_query_and_streaming_under_asyncio_run(indexed):
     assert ticks > 10, "the event loop was blocked while the queries ran"
 
 
-def test_cancelling_an_asyncio_task_cancels_the_query(indexed, slow_mock_url):
-    root, _ = indexed
-    slow = root.parent / "slow-async"
-    if not slow.exists():
-        import shutil
-
-        shutil.copytree(root, slow)
-        point_models_at(slow, slow_mock_url)
-    index = graphrag_rs.Index(slow)
+def test_cancelling_an_asyncio_task_cancels_the_query(slow_index, slow_mock_url):
+    index = slow_index
 
     async def main():
         start = mock_stats(slow_mock_url)["chat_requests"]

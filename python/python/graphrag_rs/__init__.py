@@ -29,13 +29,16 @@ from __future__ import annotations
 import asyncio
 import importlib
 import os
-from typing import Any, AsyncIterator, Callable, Dict, Iterator, Optional, Protocol, Tuple
+from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Dict, Iterator, Optional, Protocol, Tuple
 
 from . import _native, _progress
-from ._index import History, Index
+from ._index import History, Index, QueryOptions
 from ._native import CancelledError, CancelToken, ConfigError, GraphragError, NoIndexError
 from ._progress import Progress
 from ._results import Context, Result
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = [
     "GraphragError",
@@ -47,6 +50,8 @@ __all__ = [
     "Context",
     "Result",
     "Progress",
+    "QueryOptions",
+    "History",
     "init",
     "build_index",
     "update_index",
@@ -208,50 +213,25 @@ class Search(Protocol):
         root: "os.PathLike[str] | str",
         query: str,
         *,
-        context_only: bool = False,
-        community_level: Optional[int] = None,
-        response_type: Optional[str] = None,
-        dynamic_community_selection: bool = False,
-        history: Optional[History] = None,
-        max_context_tokens: Optional[int] = None,
         cancel: Optional[CancelToken] = None,
+        **options: "Unpack[QueryOptions]",
     ) -> Tuple[Optional[str], Context]:
         """``(response, context)`` for ``query`` over the index of ``root``,
-        the context a ``Context`` of DataFrames keyed like GraphRAG's; the
-        options as ``Index.query``'s. Loads the index for this one question:
-        keep an ``Index`` for many."""
+        the context a ``Context`` of DataFrames keyed like GraphRAG's;
+        ``options`` as ``Index.query``'s (``QueryOptions``). Loads the index
+        for this one question: keep an ``Index`` for many."""
         ...
 
 
 class SearchStreaming(Protocol):
-    def __call__(
-        self,
-        root: "os.PathLike[str] | str",
-        query: str,
-        *,
-        context_only: bool = False,
-        community_level: Optional[int] = None,
-        response_type: Optional[str] = None,
-        dynamic_community_selection: bool = False,
-        history: Optional[History] = None,
-        max_context_tokens: Optional[int] = None,
-    ) -> Iterator[str]:
+    def __call__(self, root: "os.PathLike[str] | str", query: str, **options: "Unpack[QueryOptions]") -> Iterator[str]:
         """The answer's text pieces as the model streams them."""
         ...
 
 
 class AsyncSearch(Protocol):
     async def __call__(
-        self,
-        root: "os.PathLike[str] | str",
-        query: str,
-        *,
-        context_only: bool = False,
-        community_level: Optional[int] = None,
-        response_type: Optional[str] = None,
-        dynamic_community_selection: bool = False,
-        history: Optional[History] = None,
-        max_context_tokens: Optional[int] = None,
+        self, root: "os.PathLike[str] | str", query: str, **options: "Unpack[QueryOptions]"
     ) -> Tuple[Optional[str], Context]:
         """``await``-able ``(response, context)``: the search on a worker
         thread; cancelling the task cancels its model calls."""
@@ -260,24 +240,21 @@ class AsyncSearch(Protocol):
 
 class AsyncSearchStreaming(Protocol):
     def __call__(
-        self,
-        root: "os.PathLike[str] | str",
-        query: str,
-        *,
-        context_only: bool = False,
-        community_level: Optional[int] = None,
-        response_type: Optional[str] = None,
-        dynamic_community_selection: bool = False,
-        history: Optional[History] = None,
-        max_context_tokens: Optional[int] = None,
+        self, root: "os.PathLike[str] | str", query: str, **options: "Unpack[QueryOptions]"
     ) -> AsyncIterator[str]:
         """``async for piece in ...``: the answer's text pieces as they stream."""
         ...
 
 
 def _search(method: str) -> Search:
-    def search(root: "os.PathLike[str] | str", query: str, **options: Any) -> Tuple[Optional[str], Context]:
-        result = Index(root).query(query, method, **options)
+    def search(
+        root: "os.PathLike[str] | str",
+        query: str,
+        *,
+        cancel: Optional[CancelToken] = None,
+        **options: "Unpack[QueryOptions]",
+    ) -> Tuple[Optional[str], Context]:
+        result = Index(root).query(query, method, cancel=cancel, **options)
         return result.response, result.context
 
     search.__name__ = search.__qualname__ = f"{method}_search"
@@ -286,7 +263,7 @@ def _search(method: str) -> Search:
 
 
 def _search_streaming(method: str) -> SearchStreaming:
-    def search(root: "os.PathLike[str] | str", query: str, **options: Any) -> Iterator[str]:
+    def search(root: "os.PathLike[str] | str", query: str, **options: "Unpack[QueryOptions]") -> Iterator[str]:
         yield from Index(root).query_streaming(query, method, **options)
 
     search.__name__ = search.__qualname__ = f"{method}_search_streaming"
@@ -295,7 +272,9 @@ def _search_streaming(method: str) -> SearchStreaming:
 
 
 def _asearch(method: str) -> AsyncSearch:
-    async def search(root: "os.PathLike[str] | str", query: str, **options: Any) -> Tuple[Optional[str], Context]:
+    async def search(
+        root: "os.PathLike[str] | str", query: str, **options: "Unpack[QueryOptions]"
+    ) -> Tuple[Optional[str], Context]:
         index = await asyncio.to_thread(Index, root)
         result = await index.aquery(query, method, **options)
         return result.response, result.context
@@ -306,7 +285,9 @@ def _asearch(method: str) -> AsyncSearch:
 
 
 def _asearch_streaming(method: str) -> AsyncSearchStreaming:
-    async def search(root: "os.PathLike[str] | str", query: str, **options: Any) -> AsyncIterator[str]:
+    async def search(
+        root: "os.PathLike[str] | str", query: str, **options: "Unpack[QueryOptions]"
+    ) -> AsyncIterator[str]:
         index = await asyncio.to_thread(Index, root)
         async for piece in index.aquery_streaming(query, method, **options):
             yield piece

@@ -12,14 +12,30 @@ import os
 import queue
 import threading
 from collections import deque
-from typing import Any, AsyncIterator, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, TypedDict
 
 from . import _native
 from ._native import CancelToken, GraphragError
 from ._progress import Progress
 from ._results import Result
 
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
 History = Sequence[Tuple[str, str]]
+
+
+class QueryOptions(TypedDict, total=False):
+    """The options of a question (``Index.query``'s keywords, also taken by
+    ``query_streaming``, ``aquery``, ``aquery_streaming`` and the
+    ``*_search`` functions)."""
+
+    context_only: bool
+    community_level: Optional[int]
+    response_type: Optional[str]
+    dynamic_community_selection: bool
+    history: Optional[History]
+    max_context_tokens: Optional[int]
 
 
 def _check_arguments(query: str, community_level: Optional[int]) -> None:
@@ -112,7 +128,7 @@ class Index:
         self.last_result = result
         return result
 
-    def query_streaming(self, query: str, method: str = "local", **options: Any) -> Iterator[str]:
+    def query_streaming(self, query: str, method: str = "local", **options: "Unpack[QueryOptions]") -> Iterator[str]:
         """Yields the answer's text as the model streams it (``options`` as
         ``query``'s). The full result is in ``self.last_result`` once the
         iteration ends; leaving the loop early cancels the query."""
@@ -144,7 +160,7 @@ class Index:
         if "error" in outcome:
             raise outcome["error"]
 
-    async def aquery(self, query: str, method: str = "local", **options: Any) -> Result:
+    async def aquery(self, query: str, method: str = "local", **options: "Unpack[QueryOptions]") -> Result:
         """``query`` from asyncio: runs on a worker thread, so the event loop
         is never blocked; cancelling the awaiting task cancels the query's
         model calls."""
@@ -156,7 +172,9 @@ class Index:
             token.cancel()
             raise
 
-    async def aquery_streaming(self, query: str, method: str = "local", **options: Any) -> AsyncIterator[str]:
+    async def aquery_streaming(
+        self, query: str, method: str = "local", **options: "Unpack[QueryOptions]"
+    ) -> AsyncIterator[str]:
         """``query_streaming`` from asyncio (``async for piece in ...``): the
         pieces arrive without blocking the event loop; cancelling the task
         or leaving the loop early cancels the query."""
