@@ -30,6 +30,7 @@ pub mod assets;
 pub mod export;
 mod init;
 mod project;
+pub mod prompt_tune;
 mod run;
 
 pub use graphrag_engine::runner::{StepEstimate, StepEvent, StepObserver};
