@@ -209,3 +209,20 @@ fn graphrag_prompt_tune_output_is_indexed_as_is() {
     assert!(!found.is_empty() && found.is_subset(&tuned), "{found:?}");
     assert!(read(&root.join("output/community_reports.parquet")).num_rows() > 0);
 }
+
+/// A dry run sends nothing, not even to a remote embedding model: `auto`
+/// then estimates with the longest candidate chunks, and says so.
+#[test]
+fn a_dry_run_sends_nothing() {
+    let mock = MockServer::start(MockConfig::default()).unwrap();
+    let dir = common::project(&mock, &common::passages(4, 2_000), 4);
+    for method in ["auto", "random"] {
+        let o = prompt_tune(dir.path(), &["--dry-run", "--selection-method", method, "--k", "2", "--limit", "2"]);
+        let out = text(&o);
+        assert!(o.status.success(), "{out}");
+        assert!(out.contains("Would read 2 of "), "{out}");
+        assert_eq!(method == "auto", out.contains("which a dry run does not call"), "{out}");
+        assert!(!out.contains("A run needs a chat model"), "{out}");
+    }
+    assert_eq!(mock.stats().requests, 0);
+}

@@ -356,6 +356,30 @@ mod tests {
         assert_eq!(parse_entity_types(&serde_json::json!({ "entity_types": many })).unwrap().len(), MAX_ENTITY_TYPES);
     }
 
+    proptest::proptest! {
+        /// Whatever the model says, a label is one non-empty, short line, or an error.
+        #[test]
+        fn labels_are_one_short_line_or_an_error(answer in "(?s).{0,200}") {
+            if let Ok(label) = parse_label(&answer, "Domain") {
+                proptest::prop_assert!(!label.is_empty() && !label.contains('\n'));
+                proptest::prop_assert!(label.chars().count() <= MAX_LABEL_CHARS);
+            }
+        }
+
+        /// Entity types are never an empty list, and never break the prompt's list or a record.
+        #[test]
+        fn entity_types_are_usable_or_an_error(items in proptest::collection::vec("(?s).{0,30}", 0..20)) {
+            if let Ok(types) = parse_entity_types(&serde_json::json!({ "entity_types": items })) {
+                proptest::prop_assert!(!types.is_empty() && types.len() <= MAX_ENTITY_TYPES);
+                let breaking = ['<', '>', '|', '#', ',', '{', '}', '\n'];
+                for t in &types {
+                    let usable = !t.is_empty() && !t.contains(breaking);
+                    proptest::prop_assert!(usable, "{:?}", t);
+                }
+            }
+        }
+    }
+
     #[test]
     fn examples_keep_records_of_the_asked_types() {
         let types = vec!["CHARACTER".to_string(), "PLACE".to_string()];

@@ -238,6 +238,15 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        /// Any text — braces, tags, comments, a trailing `{` — reads back as itself.
+        #[test]
+        fn any_text_is_literal(text in "[{}%#a -]{0,40}") {
+            let template = format!("{}{{{{ v }}}}", jinja_literal(&text));
+            proptest::prop_assert_eq!(render(&template, &[("v", "!")]), format!("{text}!"));
+        }
+    }
+
     #[test]
     fn markers_are_filled_once() {
         assert_eq!(fill("<<a>> and <<b>>", &[("a", "<<b>>"), ("b", "B")]), "<<b>> and B");
