@@ -174,8 +174,12 @@ fn every_call_failed(step: &str, failed: Vec<(String, Option<anyhow::Error>)>) -
     if let Some(e) = interrupted {
         return e;
     }
+    // The first few say why; the same cause usually fails them all.
+    const SHOWN: usize = 10;
+    let more = if named.len() > SHOWN { format!("; and {} more", named.len() - SHOWN) } else { String::new() };
+    named.truncate(SHOWN);
     anyhow::anyhow!(
-        "global search failed: none of its {n} {step} call(s) got a usable answer from the chat model, so there is nothing to answer from ({})",
+        "global search failed: none of its {n} {step} call(s) got a usable answer from the chat model, so there is nothing to answer from ({}{more})",
         named.join("; ")
     )
 }
