@@ -1,5 +1,5 @@
-//! A query whose model calls all fail is an error status naming them, never
-//! a 200 whose answer says the index has no data.
+//! A query whose model calls all fail is an error naming them (a 500, or a
+//! streamed `error` line), never an answer saying the index has no data.
 
 mod common;
 
@@ -27,4 +27,11 @@ fn global_search_without_one_usable_map_answer_is_an_error_status() {
     let detail = failed.json()["detail"].as_str().unwrap().to_string();
     assert!(detail.contains("global search failed") && detail.contains("map call 1 of "), "{detail}");
     assert!(!detail.contains("sk-test"), "{detail}");
+
+    // Streamed: an `error` line, no answer.
+    let streamed =
+        post_json(addr, "/query/stream", &json!({"query": "What did Marley's ghost say?", "mode": "global"}));
+    let lines = streamed.lines();
+    assert!(lines.iter().all(|l| l.get("response").is_none()), "{lines:?}");
+    assert!(lines.iter().any(|l| l["error"].as_str().is_some_and(|e| e.contains("map call 1 of "))), "{lines:?}");
 }
