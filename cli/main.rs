@@ -5,6 +5,7 @@ mod export;
 mod index;
 mod init;
 mod logging;
+mod prompt_tune;
 mod query;
 mod serve;
 mod update;
@@ -83,6 +84,17 @@ enum Command {
         /// Neither read nor write the model answer cache for this run.
         #[arg(long)]
         no_cache: bool,
+        #[command(flatten)]
+        models: ModelFlags,
+    },
+    /// Write prompts adapted to the input (GraphRAG's auto templating): domain, language, persona,
+    /// entity types and few-shot examples from selected chunks, into extract_graph.txt,
+    /// summarize_descriptions.txt and community_report_graph.txt. Needs a chat model (--dry-run does not).
+    PromptTune {
+        #[command(flatten)]
+        root: RootArg,
+        #[command(flatten)]
+        flags: prompt_tune::PromptTuneFlags,
         #[command(flatten)]
         models: ModelFlags,
     },
@@ -264,6 +276,10 @@ fn main() -> ExitCode {
                 verbosity,
             })
         }
+        Command::PromptTune { root, flags, models } => {
+            graphrag_engine::interrupt::install_handler();
+            prompt_tune::run(&root.root, flags, models.skip_validation, verbosity)
+        }
         Command::Query {
             root,
             method,
@@ -340,10 +356,10 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if graphrag_engine::interrupt::caused(&e) => {
-            tracing::warn!(target: logging::FILE_ONLY, "interrupted (Ctrl-C)");
+            tracing::warn!(target: logging::FILE_ONLY, "interrupted ({})", graphrag_engine::interrupt::cause());
             eprintln!("{}", graphrag_engine::interrupt::Interrupted);
-            // The shell's code for a process ended by SIGINT.
-            ExitCode::from(130)
+            // The shell's code for a process ended by the signal (130 SIGINT, 143 SIGTERM).
+            ExitCode::from(graphrag_engine::interrupt::exit_code())
         }
         Err(e) => {
             // For the log file; the console gets the plain line below.

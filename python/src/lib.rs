@@ -8,6 +8,7 @@
 //! wraps it with DataFrames, streaming, async and progress display.
 
 mod logs;
+mod prompt_tune;
 
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
@@ -465,6 +466,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(index_dir, m)?)?;
     m.add_function(wrap_pyfunction!(input_settings, m)?)?;
     m.add_function(wrap_pyfunction!(logs::forward_logs, m)?)?;
+    m.add_function(wrap_pyfunction!(prompt_tune::generate_indexing_prompts, m)?)?;
     m.add_class::<NativeIndex>()?;
     m.add_class::<CancelToken>()?;
     m.add("METHODS", Method::NAMES.to_vec())?;

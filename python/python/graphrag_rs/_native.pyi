@@ -41,6 +41,22 @@ def update_index(
     progress: Optional[_Progress] = None,
     cancel: Optional[CancelToken] = None,
 ) -> Dict[str, Any]: ...
+def generate_indexing_prompts(
+    root: str,
+    limit: int = ...,
+    selection_method: str = "random",
+    domain: Optional[str] = None,
+    language: Optional[str] = None,
+    max_tokens: int = ...,
+    discover_entity_types: bool = True,
+    min_examples_required: int = ...,
+    n_subset_max: int = ...,
+    k: int = ...,
+    chunk_size: Optional[int] = None,
+    overlap: Optional[int] = None,
+    output: Optional[str] = None,
+    skip_validation: bool = False,
+) -> Tuple[Tuple[str, str, str], List[str]]: ...
 def index_dir(root: str) -> str: ...
 def input_settings(root: str) -> Tuple[str, str]: ...
 def forward_logs() -> None: ...
