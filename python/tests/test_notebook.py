@@ -273,3 +273,42 @@ def test_arguments_and_errors_speak_python(indexed, tmp_path):
     header = result.context_text.split("-----Entities-----\n", 1)[1].splitlines()[0].split("|")
     assert list(entities.columns[: len(header)]) == header, (list(entities.columns), header)
     assert entities["in_context"].all()
+
+
+def test_cancelling_an_abuild_index_task_stops_the_build(mock_url, tmp_path):
+    root = make_project(tmp_path, mock_url, {"stave1.txt": passage("MARLEY'S GHOST", 2500)})
+    released = threading.Event()
+    started = []  # steps the cancelled run started once its token was cancelled
+
+    async def main():
+        loop = asyncio.get_running_loop()
+        task = None
+
+        def cancel_the_task_at_second_step(step, index, total, status):
+            if status is None and released.is_set():
+                started.append(index)
+            if index == 1 and status is None:
+                loop.call_soon_threadsafe(task.cancel)
+                # The step holds until the cancelled task has cancelled its token.
+                assert released.wait(60)
+
+        task = asyncio.create_task(graphrag_rs.abuild_index(root, method="fast", progress=cancel_the_task_at_second_step))
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        released.set()
+
+    asyncio.run(main())
+    # The stopped run leaves no index; once it has let go of the writer lock
+    # (bounded wait), a resumed build completes.
+    tick = threading.Event()
+    for _ in range(600):
+        try:
+            graphrag_rs.build_index(root, method="fast", resume=True)
+            break
+        except graphrag_rs.GraphragError as e:
+            assert "is changing" in str(e), e
+            assert not (root / "output" / "entities.parquet").exists()
+            tick.wait(0.05)
+    assert len(graphrag_rs.load_tables(root)["entities"]) > 0
+    # The cancelled run (over now: the resumed one took the lock) started no step after its cancellation.
+    assert started == [], started
