@@ -79,12 +79,16 @@ fn record(state: &Arc<State>, edit: GraphEdit, what: &str) -> Result<()> {
     Ok(())
 }
 
-fn applied(message: String, data: Value) -> Result<Resp> {
-    http::json(json!({
+fn applied_json(message: String, data: Value) -> Value {
+    json!({
         "status": "success",
         "message": format!("{message}; kept in graph_edits.yaml and applied by the update now queued"),
         "data": data,
-    }))
+    })
+}
+
+fn applied(message: String, data: Value) -> Result<Resp> {
+    http::json(applied_json(message, data))
 }
 
 /// The entity's title in the loaded graph, or 404.
@@ -145,8 +149,21 @@ pub fn edit_entity(state: &Arc<State>, body: &[u8]) -> Result<Resp> {
     if let Some(n) = &rename {
         out["entity_name"] = json!(n.to_uppercase());
     }
+    // LightRAG's operation summary, which its web UI reads to tell success.
+    let merged_into = rename.as_ref().filter(|n| state.snapshot().graph.find(n).is_some()).map(|n| n.to_uppercase());
+    let summary = json!({
+        "merged": merged_into.is_some(),
+        "merge_status": if merged_into.is_some() { "success" } else { "not_attempted" },
+        "merge_error": null,
+        "operation_status": "success",
+        "target_entity": merged_into,
+        "final_entity": out["entity_name"],
+        "renamed": rename.is_some(),
+    });
     record(state, GraphEdit::EditEntity { name: name.clone(), rename, entity_type, description }, &name)?;
-    applied(format!("Entity `{name}` updated"), out)
+    let mut answer = applied_json(format!("Entity `{name}` updated"), out);
+    answer["operation_summary"] = summary;
+    http::json(answer)
 }
 
 #[derive(Deserialize)]

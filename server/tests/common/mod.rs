@@ -3,6 +3,8 @@
 //! as they are).
 #![allow(dead_code)]
 
+pub mod browser;
+
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
