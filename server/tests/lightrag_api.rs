@@ -218,6 +218,38 @@ fn lightrag_web_ui_and_client_paths() {
     assert_eq!(r.status, 422);
     assert!(r.json()["detail"].as_str().unwrap().contains("color"));
 
+    // Relation edit, merge, relation and entity delete: each checked against the graph
+    // its predecessor's update published.
+    let exists = |name: &str| get(addr, &format!("/graph/entity/exists?name={}", url(name))).json()["exists"] == true;
+    let step = |method: &str, path: &str, body: Value| {
+        let before = runs(addr);
+        let r = send_json(addr, method, path, &body);
+        assert_eq!(r.status, 200, "{path}: {}", r.text());
+        idle_after(addr, before + 1);
+    };
+    step(
+        "POST",
+        "/graph/relation/edit",
+        json!({"source_id": label, "target_id": "TINY TIM'S CRUTCH", "updated_data": {"weight": 5.0}}),
+    );
+    let g = get(addr, &format!("/graphs?label={}&max_depth=1&max_nodes=50", url(&label))).json();
+    let edge = g["edges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["target"] == "TINY TIM'S CRUTCH" || e["source"] == "TINY TIM'S CRUTCH");
+    assert_eq!(edge.expect("the created relationship")["properties"]["weight"], 5.0);
+    step(
+        "POST",
+        "/graph/entities/merge",
+        json!({"entities_to_change": ["Tiny Tim's Crutch"], "entity_to_change_into": "The Crutch"}),
+    );
+    assert!(exists("THE CRUTCH") && !exists("TINY TIM'S CRUTCH"));
+    step("DELETE", "/graph/relation/delete", json!({"source_entity": label, "target_entity": "THE CRUTCH"}));
+    step("DELETE", "/graph/entity/delete", json!({"entity_name": "THE CRUTCH"}));
+    assert!(!exists("THE CRUTCH"));
+    assert_eq!(send_json(addr, "DELETE", "/graph/entity/delete", &json!({"entity_name": "THE CRUTCH"})).status, 404);
+
     // Deleting an unknown id is not an error (LightRAG answers 200).
     let r = send_json(addr, "DELETE", "/documents/delete_document", &json!({"doc_ids": ["no-such-id"]}));
     assert_eq!(r.status, 200, "{}", r.text());
