@@ -27,15 +27,6 @@ fn status_of(addr: SocketAddr, file: &str) -> Option<String> {
     documents(addr).into_iter().find(|d| d["file_path"] == file).map(|d| d["status"].as_str().unwrap().to_string())
 }
 
-fn idle_after(addr: SocketAddr, runs: u64) {
-    wait_for("the update run", || {
-        let p = get(addr, "/documents/pipeline_status").json();
-        (p["busy"] == false && p["runs"].as_u64().unwrap() >= runs).then_some(())
-    });
-    let p = get(addr, "/documents/pipeline_status").json();
-    assert!(p["last_error"].is_null(), "the update failed: {p}");
-}
-
 fn ask(addr: SocketAddr, mode: &str, question: &str, context_only: bool) -> Value {
     let r = post_json(addr, "/query", &json!({"query": question, "mode": mode, "only_need_context": context_only}));
     assert_eq!(r.status, 200, "{}", r.text());

@@ -18,16 +18,6 @@ fn runs(addr: SocketAddr) -> u64 {
     get(addr, "/documents/pipeline_status").json()["runs"].as_u64().unwrap()
 }
 
-/// Waits until `runs` update runs have finished, and checks the last one did not fail.
-fn idle_after(addr: SocketAddr, runs: u64) {
-    wait_for("the update run", || {
-        let p = get(addr, "/documents/pipeline_status").json();
-        (p["busy"] == false && p["runs"].as_u64().unwrap() >= runs).then_some(())
-    });
-    let p = get(addr, "/documents/pipeline_status").json();
-    assert!(p["last_error"].is_null(), "the update failed: {p}");
-}
-
 fn upload(addr: SocketAddr, name: &str, data: &[u8]) -> Response {
     let (ct, body) = multipart(name, data);
     request(addr, "POST", "/documents/upload", &[("Content-Type", &ct)], &body)
