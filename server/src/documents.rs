@@ -3,7 +3,7 @@
 //! or deleting one queues an `update` run (graphrag_project), whose progress
 //! `document_status.parquet` records and these paths report.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::fs;
 use std::sync::Arc;
 
@@ -97,12 +97,12 @@ fn input_file_names(state: &State) -> Result<Vec<String>> {
     Ok(names)
 }
 
-/// The input file (other than `except`) whose bytes are `bytes`: the
+/// The input file among `candidates` whose bytes are `bytes`: the
 /// pipeline would skip a second copy of a content, so it is refused.
-fn duplicate_of(state: &State, bytes: &[u8], except: &str) -> Result<Option<String>> {
+fn duplicate_of(state: &State, bytes: &[u8], candidates: impl Fn(&str) -> bool) -> Result<Option<String>> {
     for name in input_file_names(state)? {
         let path = state.input_dir.join(&name);
-        if name == except || fs::metadata(&path).map_or(true, |m| m.len() != bytes.len() as u64) {
+        if !candidates(&name) || fs::metadata(&path).map_or(true, |m| m.len() != bytes.len() as u64) {
             continue;
         }
         if fs::read(&path).is_ok_and(|b| b == bytes) {
@@ -183,7 +183,7 @@ fn accept(state: &Arc<State>, prefix: &str, docs: Vec<(String, &[u8])>, overwrit
         if !overwrite && state.input_dir.join(&name).exists() {
             return Err(name_taken(&name));
         }
-        if let Some(earlier) = duplicate_of(state, bytes, if overwrite { &name } else { "" })? {
+        if let Some(earlier) = duplicate_of(state, bytes, |other| !overwrite || other != name)? {
             let rows = doc_status::read(&state.output_dir)?;
             let original = document_id(&rows, &earlier);
             let failure = FailedUpload {
@@ -368,30 +368,55 @@ fn doc_json(state: &State, d: &DocStatus, track: Option<&str>) -> Value {
 fn all_documents(state: &State) -> Result<Vec<Value>> {
     let rows = doc_status::read(&state.output_dir)?;
     let uploads = state.uploads.lock().unwrap_or_else(|e| e.into_inner());
-    let known: std::collections::HashSet<&str> = rows.values().map(|d| d.title.as_str()).collect();
+    let known: HashSet<&str> = rows.values().map(|d| d.title.as_str()).collect();
     let mut out: Vec<Value> = rows.values().map(|d| doc_json(state, d, uploads.track_of(&d.title))).collect();
+    let reads = input_files(state)?;
     for name in input_file_names(state)?.into_iter().filter(|n| !known.contains(n.as_str())) {
         let meta = fs::metadata(state.input_dir.join(&name)).ok();
         let created = meta
             .as_ref()
             .and_then(|m| m.modified().ok())
             .map(|t| chrono::DateTime::<chrono::Utc>::from(t).to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
+        let why = left_out(state, &reads, &name, &known)?;
         out.push(json!({
             "id": document_id(&rows, &name),
             "content_summary": "",
             "content_length": meta.map(|m| m.len()),
-            "status": "pending",
+            "status": if why.is_some() { "failed" } else { "pending" },
             "created_at": created,
             "updated_at": created,
             "track_id": uploads.track_of(&name),
             "chunks_count": 0,
-            "error_msg": null,
+            "error_msg": why,
             "metadata": {"in_input_folder": true},
             "file_path": name,
         }));
     }
     out.extend(uploads.failed.iter().map(FailedUpload::json));
     Ok(out)
+}
+
+/// Why an input file no run has indexed never will be, once no update is
+/// running or queued for it (a file put in the folder by hand, or by
+/// another process): a type the input settings skip, or the content of
+/// another input file (a run keeps one copy). `None`: it waits for a run.
+fn left_out(state: &State, reads: &InputFiles, name: &str, indexed: &HashSet<&str>) -> Result<Option<String>> {
+    {
+        let p = state.pipeline.lock().unwrap_or_else(|e| e.into_inner());
+        if p.busy || p.request_pending || p.queued_files.iter().any(|q| q == name) {
+            return Ok(None);
+        }
+    }
+    if !reads.reads(name) {
+        return Ok(Some(format!(
+            "not read by this project ({}): it reads {}",
+            reads.describe(),
+            reads.extensions().join(", ")
+        )));
+    }
+    let Ok(bytes) = fs::read(state.input_dir.join(name)) else { return Ok(None) };
+    let earlier = duplicate_of(state, &bytes, |other| indexed.contains(other))?;
+    Ok(earlier.map(|earlier| format!("duplicate: content already exists as `{earlier}`, which is indexed")))
 }
 
 /// The statuses documents have here (LightRAG's parsing, analyzing and

@@ -248,6 +248,20 @@ fn lightrag_web_ui_and_client_paths() {
     let r = send_json(addr, "DELETE", "/documents/delete_document", &json!({"doc_ids": [failed["id"]]}));
     assert_eq!(r.status, 200);
     assert!(files(&page(addr, json!({"status_filter": "failed"}))).is_empty());
+    // Files put in the folder by hand that no run will index are failed with the reason,
+    // not pending for ever.
+    std::fs::write(root.join("input/hand_copy.txt"), &marley).unwrap();
+    std::fs::write(root.join("input/hand_notes.md"), "# Notes").unwrap();
+    let failed = page(addr, json!({"status_filter": "failed"}));
+    let mut names = files(&failed);
+    names.sort();
+    assert_eq!(names, ["hand_copy.txt", "hand_notes.md"]);
+    let reason = |file: &str| {
+        let d = failed["documents"].as_array().unwrap().iter().find(|d| d["file_path"] == file).unwrap();
+        d["error_msg"].as_str().unwrap().to_string()
+    };
+    assert!(reason("hand_copy.txt").contains("duplicate") && reason("hand_copy.txt").contains("marley.txt"));
+    assert!(reason("hand_notes.md").contains("input.type: text"), "{}", reason("hand_notes.md"));
 
     // Pipeline control, and the paths not offered.
     assert_eq!(post_json(addr, "/documents/cancel_pipeline", &json!({})).json()["status"], "not_busy");
