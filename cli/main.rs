@@ -5,6 +5,7 @@ mod export;
 mod index;
 mod init;
 mod logging;
+mod prompt_tune;
 mod query;
 mod serve;
 mod update;
@@ -83,6 +84,17 @@ enum Command {
         /// Neither read nor write the model answer cache for this run.
         #[arg(long)]
         no_cache: bool,
+        #[command(flatten)]
+        models: ModelFlags,
+    },
+    /// Write prompts adapted to the input (GraphRAG's auto templating): domain, language, persona,
+    /// entity types and few-shot examples from selected chunks, into extract_graph.txt,
+    /// summarize_descriptions.txt and community_report_graph.txt. Needs a chat model (--dry-run does not).
+    PromptTune {
+        #[command(flatten)]
+        root: RootArg,
+        #[command(flatten)]
+        flags: prompt_tune::PromptTuneFlags,
         #[command(flatten)]
         models: ModelFlags,
     },
@@ -238,6 +250,8 @@ enum Command {
         /// LightRAG's (the lightrag/api/webui folder of the lightrag-hku wheel).
         #[arg(long)]
         webui_dir: Option<PathBuf>,
+        #[command(flatten)]
+        models: ModelFlags,
     },
 }
 
@@ -265,6 +279,10 @@ fn main() -> ExitCode {
                 skip_validation: models.skip_validation,
                 verbosity,
             })
+        }
+        Command::PromptTune { root, flags, models } => {
+            graphrag_engine::interrupt::install_handler();
+            prompt_tune::run(&root.root, flags, models.skip_validation, verbosity)
         }
         Command::Query {
             root,
@@ -325,8 +343,17 @@ fn main() -> ExitCode {
         Command::Export { target: ExportTarget::Lancedb, root, db_uri, python } => {
             export::run(&export::ExportArgs { root: root.root, db_uri, python, verbosity })
         }
-        Command::Serve { root, host, port, api_key, max_upload_mb, webui_dir } => {
-            serve::run(serve::ServeArgs { root: root.root, host, port, api_key, max_upload_mb, webui_dir, verbosity })
+        Command::Serve { root, host, port, api_key, max_upload_mb, webui_dir, models } => {
+            serve::run(serve::ServeArgs {
+                root: root.root,
+                host,
+                port,
+                api_key,
+                max_upload_mb,
+                webui_dir,
+                skip_validation: models.skip_validation,
+                verbosity,
+            })
         }
         Command::Verbs => {
             index::print_verbs();

@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use graphrag_server::chat_model::ChatModelStatus;
 use graphrag_server::{ServeOptions, Server};
 
 pub struct ServeArgs {
@@ -11,6 +12,8 @@ pub struct ServeArgs {
     pub api_key: Option<String>,
     pub max_upload_mb: usize,
     pub webui_dir: Option<PathBuf>,
+    /// No start-up check of the chat model.
+    pub skip_validation: bool,
     pub verbosity: i8,
 }
 
@@ -38,6 +41,22 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             server.addr(),
             if server.state().api_key.is_some() { "required" } else { "not set" }
         );
+    }
+    // Without a usable chat model questions are refused: said once, here.
+    let chat = ChatModelStatus::of(&server.state().settings);
+    match &chat.problem {
+        Some(problem) => tracing::warn!(
+            "{problem}: questions to /query, /query/stream, /api/chat, /api/generate and /v1/chat/completions are refused (503); context-only requests are served"
+        ),
+        None => tracing::info!(
+            "chat model: {} (completion_models.{})",
+            chat.model.as_deref().unwrap_or_default(),
+            chat.id
+        ),
+    }
+    // Whether it answers: logged when known, shown by /health.
+    if !args.skip_validation {
+        graphrag_server::chat_model::check_in_background(server.state().clone());
     }
     if open && server.state().api_key.is_none() {
         tracing::warn!(

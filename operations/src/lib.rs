@@ -3,6 +3,7 @@
 //! Nothing here touches the filesystem, the network or an LLM, so every
 //! function is testable in isolation. Verbs and the query engine call these.
 
+pub mod chunk_selection;
 pub mod chunking;
 pub mod community_report;
 pub mod entity_resolution;

@@ -18,6 +18,7 @@
 mod api_docs;
 mod auth;
 mod chat;
+pub mod chat_model;
 mod documents;
 mod graph;
 mod graph_routes;
@@ -296,7 +297,11 @@ async fn route(state: &Arc<State>, req: Request<Incoming>) -> Result<Resp> {
         (&Method::GET, "/api/ps") => chat::ps(),
         (&Method::POST, "/api/chat") => chat::ollama_chat(state, &json_body(req).await?).await,
         (&Method::POST, "/api/generate") => chat::ollama_generate(state, &json_body(req).await?).await,
+        (&Method::POST, "/api/show") => chat::ollama_show(&json_body(req).await?),
         (&Method::GET, "/v1/models") => chat::openai_models(),
+        (&Method::GET, p) if p.starts_with("/v1/models/") => {
+            chat::openai_model(&http::percent_decode(&p["/v1/models/".len()..]))
+        }
         (&Method::POST, "/v1/chat/completions") => chat::openai_chat(state, &json_body(req).await?).await,
         _ if known => Err(method_not_allowed(&method, &path)),
         _ => Err(ApiError::not_found(format!("no such path: {path} (the API is described at /openapi.json)"))),
@@ -308,12 +313,15 @@ fn health(state: &State) -> Result<Resp> {
     let snapshot = state.snapshot();
     let s = &state.settings;
     let busy = state.pipeline.lock().unwrap_or_else(|e| e.into_inner()).busy;
+    let chat = chat_model::ChatModelStatus::of(s);
     http::json(json!({
         "status": "healthy",
         "working_directory": state.root.display().to_string(),
         "input_directory": state.input_dir.display().to_string(),
         "configuration": {
-            "llm_model": s.completion_models.get(&s.extract_graph.completion_model_id).map(|m| m.model.clone()),
+            // The model questions are answered with; null without a usable one.
+            "llm_model": chat.model,
+            "chat_model": chat.to_json(&state.chat_check),
             "embedding_model": s.embedding_models.get(&s.embed_text.embedding_model_id).map(|m| m.model.clone()),
             "max_upload_bytes": state.max_upload_bytes,
             "auth_mode": if state.api_key.is_some() { "api_key" } else { "disabled" },

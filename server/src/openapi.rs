@@ -110,7 +110,10 @@ pub const ROUTES: &[Route] = &[
     r("get", "/api/ps", "ollama", "Ollama: running models", None, (JSON, "OllamaTags")),
     r("post", "/api/chat", "ollama", "Ollama chat over the index (a /local, /global, /naive, /drift, /hybrid or /mix prefix picks the method)", json_body("OllamaChatRequest"), (NDJSON, "OllamaChatResponse")),
     r("post", "/api/generate", "ollama", "Ollama generate: the prompt as a question to the index", json_body("OllamaGenerateRequest"), (NDJSON, "OllamaGenerateResponse")),
+    r("post", "/api/show", "ollama", "Ollama: the model's card ({model}); 404 for another model", json_body("OllamaShowRequest"), (JSON, "OllamaShow")),
     r("get", "/v1/models", "openai", "OpenAI: models", None, (JSON, "OpenAiModels")),
+    p(r("get", "/v1/models/{model}", "openai", "OpenAI: one model; 404 for another", None, (JSON, "OpenAiModel")),
+        &[("path", "model", true, "the model's id")]),
     r("post", "/v1/chat/completions", "openai", "OpenAI chat completions over the index (SSE with stream: true)", json_body("ChatCompletionRequest"), (JSON, "ChatCompletion")),
 ];
 

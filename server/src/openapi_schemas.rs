@@ -448,7 +448,25 @@ pub fn schemas() -> Value {
             "OllamaGenerateResponse",
             obj(&[("model", s()), ("created_at", s()), ("response", s()), ("done", boolean())], &["model", "done"]),
         ),
-        ("OpenAiModels", obj(&[("object", en(&["list"])), ("data", arr(free()))], &["object", "data"])),
+        ("OllamaShowRequest", obj(&[("model", s()), ("name", s())], &[])),
+        (
+            "OllamaShow",
+            obj(
+                &[
+                    ("modelfile", s()),
+                    ("parameters", s()),
+                    ("template", s()),
+                    ("details", free()),
+                    ("model_info", free()),
+                ],
+                &[],
+            ),
+        ),
+        (
+            "OpenAiModel",
+            obj(&[("id", s()), ("object", en(&["model"])), ("created", int()), ("owned_by", s())], &["id", "object"]),
+        ),
+        ("OpenAiModels", obj(&[("object", en(&["list"])), ("data", arr(r("OpenAiModel")))], &["object", "data"])),
         (
             "ChatCompletionRequest",
             obj(&[("model", s()), ("messages", arr(chat_message())), ("stream", boolean())], &["messages"]),

@@ -96,6 +96,8 @@ pub struct State {
     pub writing: Mutex<HashMap<String, Instant>>,
     /// Track ids and refused uploads (see `uploads`).
     pub uploads: Mutex<Uploads>,
+    /// The chat model's start-up check, when `serve` runs it.
+    pub chat_check: crate::chat_model::StartupCheck,
 }
 
 pub fn now() -> String {
@@ -143,6 +145,7 @@ impl State {
             loading: Mutex::new(()),
             writing: Mutex::new(HashMap::new()),
             uploads: Mutex::new(Uploads::default()),
+            chat_check: Default::default(),
         });
         state.reload_if_changed()?;
         Ok(state)
@@ -237,6 +240,10 @@ impl State {
             p.job_name = "update".into();
             p.job_start = Some(now());
             p.last_error = None;
+            // The previous run's step is no part of this one's.
+            p.step = None;
+            p.step_index = 0;
+            p.steps_total = 0;
             p.message("update started".into());
         }
         let state = self.clone();
@@ -306,7 +313,8 @@ impl State {
             "job_start": p.job_start,
             "docs": p.queued_files.len(),
             "batchs": p.steps_total,
-            "cur_batch": if p.busy { p.step_index + 1 } else { 0 },
+            // 0 until the run's plan is known (no "step 1/0").
+            "cur_batch": if p.busy && p.steps_total > 0 { p.step_index + 1 } else { 0 },
             "request_pending": p.request_pending,
             "latest_message": p.latest_message,
             "history_messages": p.history.iter().collect::<Vec<_>>(),

@@ -173,14 +173,20 @@ fn lightrag_web_ui_and_client_paths() {
         &json!({"entity_name": "Tiny Tim's Crutch", "entity_data": {"entity_type": "OBJECT", "description": "A small crutch."}}),
     );
     assert_eq!(r.status, 200, "{}", r.text());
+    // The two edits may be applied by one update or two: wait for the second's result.
     idle_after(addr, before + 1);
+    wait_for("the created entity", || {
+        (get(addr, "/graph/entity/exists?name=Tiny%20Tim%27s%20Crutch").json()["exists"] == true).then_some(())
+    });
+    idle_after(addr, runs(addr));
+    let before = runs(addr);
     let r = post_json(
         addr,
         "/graph/relation/create",
         &json!({"source_entity": label, "target_entity": "TINY TIM'S CRUTCH", "relation_data": {"description": "sees it", "weight": 2.0}}),
     );
     assert_eq!(r.status, 200, "{}", r.text());
-    idle_after(addr, before + 2);
+    idle_after(addr, before + 1);
     assert!(std::fs::read_to_string(root.join("graph_edits.yaml")).unwrap().contains("EDITED BY THE WEB UI"));
     let check = || {
         let detail = get(addr, &format!("/graph/entity/detail?name={}", url(&label))).json();
@@ -324,32 +330,4 @@ fn lightrags_built_web_ui_is_served_from_a_folder() {
     let missing =
         ServeOptions { port: 0, webui_dir: Some(project.path().join("nowhere")), ..ServeOptions::new(project.path()) };
     assert!(Server::start(missing).err().unwrap().to_string().contains("index.html"));
-}
-
-#[test]
-fn cancel_pipeline_stops_the_update_and_the_next_one_runs_clean() {
-    // Slow model answers keep the update busy long enough to cancel it.
-    let mock =
-        MockServer::start(MockConfig { latency: std::time::Duration::from_millis(300), ..MockConfig::default() })
-            .unwrap();
-    let project = project(&mock, &[]);
-    let server = Server::start(ServeOptions { port: 0, ..ServeOptions::new(project.path()) }).unwrap();
-    let addr = server.addr();
-    let r = upload(addr, "marley.txt", carol("MARLEY'S GHOST", 1500).as_bytes());
-    assert_eq!(r.json()["status"], "success");
-    wait_for("the update to start", || (get(addr, "/documents/pipeline_status").json()["busy"] == true).then_some(()));
-    let r = post_json(addr, "/documents/cancel_pipeline", &json!({}));
-    assert_eq!(r.json()["status"], "cancellation_requested", "{}", r.text());
-    wait_for("the cancelled update to end", || {
-        let p = get(addr, "/documents/pipeline_status").json();
-        (p["busy"] == false && p["runs"] == 1).then_some(p)
-    });
-    let p = get(addr, "/documents/pipeline_status").json();
-    assert!(p["last_error"].as_str().is_some_and(|e| e.contains("interrupt")), "{p}");
-    assert!(p["latest_message"].as_str().unwrap().contains("cancelled"), "{p}");
-    assert_ne!(page(addr, json!({}))["status_counts"]["processed"], 1);
-    // The stop was cleared: the next update indexes the document.
-    assert_eq!(post_json(addr, "/documents/scan", &json!({})).status, 200);
-    idle_after(addr, 2);
-    assert_eq!(page(addr, json!({}))["status_counts"]["processed"], 1);
 }

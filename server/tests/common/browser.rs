@@ -126,6 +126,12 @@ impl Cdp {
         r["result"]["value"].clone()
     }
 
+    /// The text of the first element `selector` matches ("" for none).
+    pub fn text(&mut self, selector: &str) -> String {
+        let v = self.eval(&format!("document.querySelector({})?.textContent ?? ''", json!(selector)));
+        v.as_str().unwrap_or_default().to_string()
+    }
+
     pub fn wait_until(&mut self, what: &str, expression: &str) {
         wait_for(what, || (self.eval(expression) == json!(true)).then_some(()));
     }
