@@ -363,10 +363,10 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if graphrag_engine::interrupt::caused(&e) => {
-            tracing::warn!(target: logging::FILE_ONLY, "interrupted (Ctrl-C)");
+            tracing::warn!(target: logging::FILE_ONLY, "interrupted ({})", graphrag_engine::interrupt::cause());
             eprintln!("{}", graphrag_engine::interrupt::Interrupted);
-            // The shell's code for a process ended by SIGINT.
-            ExitCode::from(130)
+            // The shell's code for a process ended by the signal (130 SIGINT, 143 SIGTERM).
+            ExitCode::from(graphrag_engine::interrupt::exit_code())
         }
         Err(e) => {
             // For the log file; the console gets the plain line below.

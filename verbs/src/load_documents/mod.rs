@@ -295,6 +295,13 @@ impl LoadDocuments {
 }
 
 fn csv_rows(text: &str) -> anyhow::Result<Vec<BTreeMap<String, String>>> {
+    // The csv reader ends a quoted field that is never closed at the end of
+    // the file: every record after it would become that field's text.
+    if let Some(line) = unclosed_quote(text) {
+        bail!(
+            "invalid CSV: the quoted field that starts on line {line} is never closed, so every line after it would be read as part of it (close the quote; a quote inside a quoted field is written \"\")"
+        );
+    }
     let mut reader = csv::ReaderBuilder::new().flexible(false).from_reader(text.as_bytes());
     let headers = reader.headers()?.clone();
     reader
@@ -304,6 +311,36 @@ fn csv_rows(text: &str) -> anyhow::Result<Vec<BTreeMap<String, String>>> {
             Ok(headers.iter().zip(r.iter()).map(|(h, v)| (h.to_string(), v.to_string())).collect())
         })
         .collect()
+}
+
+/// The line (1-based) where a quoted field that never ends begins, read
+/// as the csv reader does (RFC 4180: a field starting with `"` is quoted up
+/// to a `"` not followed by another; a `"` inside an unquoted field is a
+/// character), if there is one.
+fn unclosed_quote(text: &str) -> Option<usize> {
+    #[derive(PartialEq)]
+    enum State {
+        FieldStart,
+        Unquoted,
+        Quoted,
+        QuoteInQuoted,
+    }
+    let mut state = State::FieldStart;
+    let mut opened_at = 0;
+    for (i, b) in text.bytes().enumerate() {
+        state = match (state, b) {
+            (State::FieldStart, b'"') => {
+                opened_at = i;
+                State::Quoted
+            }
+            (State::Quoted, b'"') => State::QuoteInQuoted,
+            (State::Quoted, _) => State::Quoted,
+            (State::QuoteInQuoted, b'"') => State::Quoted,
+            (_, b',' | b'\n' | b'\r') => State::FieldStart,
+            _ => State::Unquoted,
+        };
+    }
+    (state == State::Quoted).then(|| text.as_bytes()[..opened_at].iter().filter(|&&b| b == b'\n').count() + 1)
 }
 
 /// A JSON object as column → string (non-string values as compact JSON).
@@ -515,6 +552,37 @@ mod tests {
         let raw = t.column_by_name("raw_data").unwrap().as_any().downcast_ref::<StructArray>().unwrap();
         assert_eq!(raw.fields().len(), 1);
         assert_eq!(raw.fields()[0].name(), "author");
+    }
+
+    #[test]
+    fn a_csv_quote_never_closed_fails_the_file_instead_of_swallowing_the_records_after_it() {
+        let csv = b"title,text\nA,\"first text\nB,second text\nC,third text\n";
+        let err = load(serde_json::json!({"file_type": "csv", "strict": true}), &[("news.csv", csv)]).unwrap_err();
+        let msg = format!("{err:#}");
+        assert!(msg.contains("news.csv") && msg.contains("starts on line 2 is never closed"), "{msg}");
+        // Quotes that are closed, doubled or inside an unquoted field are fine.
+        let fine = b"title,text\nA,\"a \"\"quoted\"\" word,\nand a line\"\nB,5\" tall\n";
+        let (t, _) = load(serde_json::json!({"file_type": "csv"}), &[("ok.csv", fine)]).unwrap();
+        assert_eq!(strings(&t, "d", "text").unwrap(), ["a \"quoted\" word,\nand a line", "5\" tall"]);
+    }
+
+    proptest::proptest! {
+        /// Whatever the csv writer writes has every quote closed; cut inside
+        /// a quoted field, the field's first line is named.
+        #[test]
+        fn quotes_are_read_as_the_csv_reader_reads_them(
+            rows in proptest::collection::vec(proptest::collection::vec("[a-z\",\n ]{0,8}", 2), 1..6),
+        ) {
+            let mut w = csv::Writer::from_writer(Vec::new());
+            for r in &rows {
+                w.write_record(r).unwrap();
+            }
+            let text = String::from_utf8(w.into_inner().unwrap()).unwrap();
+            proptest::prop_assert_eq!(unclosed_quote(&text), None);
+            let cut = format!("{text}x,\"open\nnext,line\n");
+            let line = text.matches('\n').count() + 1;
+            proptest::prop_assert_eq!(unclosed_quote(&cut), Some(line));
+        }
     }
 
     #[test]
