@@ -246,6 +246,10 @@ enum Command {
         /// The largest upload, in megabytes.
         #[arg(long, default_value_t = 100)]
         max_upload_mb: usize,
+        /// Serve this folder's built web UI at /webui/ instead of the built-in one, e.g.
+        /// LightRAG's (the lightrag/api/webui folder of the lightrag-hku wheel).
+        #[arg(long)]
+        webui_dir: Option<PathBuf>,
         #[command(flatten)]
         models: ModelFlags,
     },
@@ -339,15 +343,18 @@ fn main() -> ExitCode {
         Command::Export { target: ExportTarget::Lancedb, root, db_uri, python } => {
             export::run(&export::ExportArgs { root: root.root, db_uri, python, verbosity })
         }
-        Command::Serve { root, host, port, api_key, max_upload_mb, models } => serve::run(serve::ServeArgs {
-            root: root.root,
-            host,
-            port,
-            api_key,
-            max_upload_mb,
-            skip_validation: models.skip_validation,
-            verbosity,
-        }),
+        Command::Serve { root, host, port, api_key, max_upload_mb, webui_dir, models } => {
+            serve::run(serve::ServeArgs {
+                root: root.root,
+                host,
+                port,
+                api_key,
+                max_upload_mb,
+                webui_dir,
+                skip_validation: models.skip_validation,
+                verbosity,
+            })
+        }
         Command::Verbs => {
             index::print_verbs();
             Ok(())

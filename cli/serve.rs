@@ -11,6 +11,7 @@ pub struct ServeArgs {
     pub port: u16,
     pub api_key: Option<String>,
     pub max_upload_mb: usize,
+    pub webui_dir: Option<PathBuf>,
     /// No start-up check of the chat model.
     pub skip_validation: bool,
     pub verbosity: i8,
@@ -28,6 +29,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         port: args.port,
         api_key: args.api_key,
         max_upload_bytes: args.max_upload_mb << 20,
+        webui_dir: args.webui_dir,
     };
     let server = Server::start(opts)?;
     let open = !matches!(args.host.as_str(), "127.0.0.1" | "localhost" | "::1");

@@ -9,6 +9,7 @@ pub mod community_report;
 pub mod entity_resolution;
 pub mod eval_score;
 pub mod extraction_parser;
+pub mod graph_edits;
 pub mod graph_merge;
 pub mod ids;
 pub mod json_repair;

@@ -30,6 +30,7 @@
 
 pub mod assets;
 pub mod export;
+pub mod graph_edits;
 mod init;
 mod project;
 pub mod prompt_tune;
@@ -37,6 +38,8 @@ mod run;
 
 pub use graphrag_engine::interrupt::StopFlag;
 pub use graphrag_engine::runner::{StepEstimate, StepEvent, StepObserver};
+/// Which files the project's input settings read (the server checks uploads against it).
+pub use graphrag_verbs::load_documents::InputFiles;
 pub use init::{init, InitOptions, InitReport};
 pub use project::{log_check, log_file, ModelsCheck, OpenOptions, Project};
 pub use run::{

@@ -155,6 +155,8 @@ impl Project {
         }
         check_folders(root, &loaded)?;
         check_aliases_file(&root.join(&settings.resolve_entities.aliases_file))?;
+        // The graph edits file too (finalize_graph applies it after the model calls).
+        crate::graph_edits::read(root)?;
         let llm = LlmService::from_settings(settings, root)?;
         let chat_id = &settings.extract_graph.completion_model_id;
         let auto_standard = (opts.method == "auto" && llm.has_chat_model(chat_id)).then(|| chat_id.clone());

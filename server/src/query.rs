@@ -183,7 +183,7 @@ fn default_mode() -> String {
     "mix".into()
 }
 
-fn parse_query(body: &[u8]) -> Result<(Ask, bool, bool)> {
+pub(crate) fn parse_query(body: &[u8]) -> Result<(Ask, bool, bool)> {
     let q: QueryBody = http::parse_json(body)?;
     if q.only_need_prompt == Some(true) {
         return Err(ApiError::new(

@@ -20,6 +20,7 @@ use graphrag_query::QueryEngine;
 use serde_json::{json, Value};
 
 use crate::graph::Graph;
+use crate::uploads::Uploads;
 
 /// One published index, loaded.
 pub struct Snapshot {
@@ -59,6 +60,8 @@ pub struct Pipeline {
     pub runs: u64,
     /// Uploaded or written input files the next run will index, by name.
     pub queued_files: Vec<String>,
+    /// `/documents/cancel_pipeline` asked the running update to stop.
+    pub cancel_requested: bool,
 }
 
 const HISTORY: usize = 200;
@@ -82,6 +85,8 @@ pub struct State {
     pub output_dir: PathBuf,
     pub api_key: Option<String>,
     pub max_upload_bytes: usize,
+    /// `serve --webui-dir`: the web UI's folder, if not the built-in one.
+    pub webui_dir: Option<PathBuf>,
     snapshot: RwLock<Arc<Snapshot>>,
     pub pipeline: Mutex<Pipeline>,
     jobs: Mutex<Option<mpsc::Sender<()>>>,
@@ -89,6 +94,8 @@ pub struct State {
     loading: Mutex<()>,
     /// Upload names being written now (two uploads of one name do not race).
     pub writing: Mutex<HashMap<String, Instant>>,
+    /// Track ids and refused uploads (see `uploads`).
+    pub uploads: Mutex<Uploads>,
     /// The chat model's start-up check, when `serve` runs it.
     pub chat_check: crate::chat_model::StartupCheck,
 }
@@ -98,7 +105,12 @@ pub fn now() -> String {
 }
 
 impl State {
-    pub fn new(root: &Path, api_key: Option<String>, max_upload_bytes: usize) -> anyhow::Result<Arc<State>> {
+    pub fn new(
+        root: &Path,
+        api_key: Option<String>,
+        max_upload_bytes: usize,
+        webui_dir: Option<PathBuf>,
+    ) -> anyhow::Result<Arc<State>> {
         let settings = settings::load(root)?.settings;
         let input_dir = root.join(&settings.input_storage.base_dir);
         let output_dir = root.join(&settings.output_storage.base_dir);
@@ -111,11 +123,13 @@ impl State {
             output_dir,
             api_key,
             max_upload_bytes,
+            webui_dir,
             snapshot: RwLock::new(Arc::new(empty)),
             pipeline: Mutex::new(Pipeline::default()),
             jobs: Mutex::new(None),
             loading: Mutex::new(()),
             writing: Mutex::new(HashMap::new()),
+            uploads: Mutex::new(Uploads::default()),
             chat_check: Default::default(),
         });
         state.reload_if_changed()?;
@@ -265,6 +279,12 @@ impl State {
             p.last_error = Some(e);
         }
         p.busy = false;
+        if std::mem::take(&mut p.cancel_requested) {
+            // The stop was this run's (asked under this lock while busy):
+            // the next run, and the queries, start clean.
+            graphrag_project::clear_stop();
+            p.message("update cancelled".into());
+        }
         p.step = None;
         p.runs += 1;
     }

@@ -3,6 +3,8 @@
 //! as they are).
 #![allow(dead_code)]
 
+pub mod browser;
+
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
@@ -174,6 +176,17 @@ pub fn wait_for<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
         assert!(Instant::now() < deadline, "timed out waiting for {what}");
         std::thread::sleep(Duration::from_millis(25));
     }
+}
+
+/// Waits until the server has finished `runs` update runs (at most 120 s),
+/// and checks that the last one did not fail.
+pub fn idle_after(addr: SocketAddr, runs: u64) {
+    wait_for("the update run", || {
+        let p = get(addr, "/documents/pipeline_status").json();
+        (p["busy"] == false && p["runs"].as_u64().unwrap() >= runs).then_some(())
+    });
+    let p = get(addr, "/documents/pipeline_status").json();
+    assert!(p["last_error"].is_null(), "the update failed: {p}");
 }
 
 /// A fast index (no chat model needed) of a project whose completion model

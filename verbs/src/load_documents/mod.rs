@@ -68,6 +68,21 @@ impl FileType {
         }
     }
 
+    /// The extensions (lowercase, no dot) of the files it reads.
+    fn extensions(self) -> &'static [&'static str] {
+        match self {
+            FileType::Text => &["txt"],
+            FileType::Markdown => &["md", "markdown"],
+            FileType::Csv => &["csv"],
+            FileType::Json => &["json"],
+            FileType::Jsonl => &["jsonl"],
+            FileType::Parquet => &["parquet"],
+            FileType::Pdf => &["pdf"],
+            FileType::Docx => &["docx"],
+            FileType::Markitdown => &["pdf", "docx", "md", "markdown", "txt"],
+        }
+    }
+
     /// The type of one file of a `markitdown` input, by its extension.
     fn of_document(path: &str) -> anyhow::Result<FileType> {
         let ext = path.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase()).unwrap_or_default();
@@ -125,6 +140,47 @@ impl VerbDef for LoadDocuments {
 
     fn check(&self) -> Result<(), String> {
         self.pattern().map(|_| ())
+    }
+}
+
+/// Which files the project's `input` settings read: what a server checks
+/// before it accepts an upload (a file the run would not read is refused,
+/// not left pending).
+pub struct InputFiles {
+    file_type: FileType,
+    pattern: Regex,
+    /// `input.file_pattern` as written, if set.
+    custom_pattern: Option<String>,
+}
+
+impl InputFiles {
+    pub fn from_settings(input: &InputConfig) -> anyhow::Result<InputFiles> {
+        use serde::de::IntoDeserializer;
+        let file_type = FileType::deserialize(input.file_type.as_str().into_deserializer())
+            .map_err(|e: serde::de::value::Error| anyhow!("input.type: {e}"))?;
+        let p = input.file_pattern.as_deref().unwrap_or(file_type.default_pattern());
+        let pattern = Regex::new(p)
+            .map_err(|e| anyhow!("input.file_pattern {}", graphrag_engine::settings::regex_error(p, &e)))?;
+        Ok(InputFiles { file_type, pattern, custom_pattern: input.file_pattern.clone() })
+    }
+
+    /// Whether a file of this path (relative to the input folder) is read.
+    pub fn reads(&self, path: &str) -> bool {
+        // A pattern decides, but `markitdown` converts only the types it knows.
+        self.pattern.is_match(path) && (self.file_type != FileType::Markitdown || FileType::of_document(path).is_ok())
+    }
+
+    /// The extensions (dotted, lowercase) of files it reads.
+    pub fn extensions(&self) -> Vec<String> {
+        self.file_type.extensions().iter().filter(|e| self.reads(&format!("x.{e}"))).map(|e| format!(".{e}")).collect()
+    }
+
+    /// `input.type: text` (and the pattern, if one is set): for messages.
+    pub fn describe(&self) -> String {
+        match &self.custom_pattern {
+            None => format!("input.type: {}", self.file_type.name()),
+            Some(p) => format!("input.type: {}, input.file_pattern: {p}", self.file_type.name()),
+        }
     }
 }
 
@@ -585,6 +641,24 @@ mod tests {
         for ft in FileType::all() {
             assert!(Regex::new(ft.default_pattern()).is_ok());
         }
+    }
+
+    #[test]
+    fn input_files_follow_type_and_pattern() {
+        let input = |t: &str, p: Option<&str>| InputConfig {
+            file_type: t.into(),
+            file_pattern: p.map(str::to_string),
+            ..InputConfig::default()
+        };
+        let text = InputFiles::from_settings(&input("text", None)).unwrap();
+        assert!(text.reads("a.txt") && !text.reads("a.md") && !text.reads("a.pdf"));
+        assert_eq!(text.extensions(), [".txt"]);
+        assert_eq!(text.describe(), "input.type: text");
+        let any = InputFiles::from_settings(&input("markitdown", None)).unwrap();
+        assert!(any.reads("A.PDF") && any.reads("b.md") && !any.reads("c.csv"));
+        let logs = InputFiles::from_settings(&input("text", Some(r".*\.(txt|log)$"))).unwrap();
+        assert!(logs.reads("x.log") && logs.describe().contains("file_pattern"));
+        assert!(InputFiles::from_settings(&input("word", None)).is_err());
     }
 
     #[test]
