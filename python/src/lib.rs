@@ -279,6 +279,17 @@ fn input_settings(root: PathBuf) -> PyResult<(String, String)> {
     Ok((root.join(&s.input_storage.base_dir).display().to_string(), s.input.file_type.clone()))
 }
 
+/// Adds a graph edit (`graphrag_project::graph_edits`, the server's LightRAG
+/// graph paths' store) to `root`'s graph_edits.yaml, given as the file's
+/// JSON form (`{"action": "edit_entity", "name": ...}`); every later index
+/// and update applies it. Returns how many edits the file holds.
+#[pyfunction]
+fn add_graph_edit(root: PathBuf, edit_json: &str) -> PyResult<usize> {
+    let edit: graphrag_project::graph_edits::GraphEdit = serde_json::from_str(edit_json)
+        .map_err(|e| pyo3::exceptions::PyValueError::new_err(format!("not a graph edit: {e}")))?;
+    graphrag_project::graph_edits::add(&root, edit).map_err(|e| to_py(&e))
+}
+
 /// `NoIndexError` unless `output` holds a published index.
 fn require_index(root: &Path, output: &Path) -> PyResult<()> {
     if output.join("documents.parquet").is_file() {
@@ -465,6 +476,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(update_index, m)?)?;
     m.add_function(wrap_pyfunction!(index_dir, m)?)?;
     m.add_function(wrap_pyfunction!(input_settings, m)?)?;
+    m.add_function(wrap_pyfunction!(add_graph_edit, m)?)?;
     m.add_function(wrap_pyfunction!(logs::forward_logs, m)?)?;
     m.add_function(wrap_pyfunction!(prompt_tune::generate_indexing_prompts, m)?)?;
     m.add_class::<NativeIndex>()?;

@@ -312,3 +312,30 @@ def test_cancelling_an_abuild_index_task_stops_the_build(mock_url, tmp_path):
     assert len(graphrag_rs.load_tables(root)["entities"]) > 0
     # The cancelled run (over now: the resumed one took the lock) started no step after its cancellation.
     assert started == [], started
+
+
+def test_an_entity_edit_survives_update(mock_url, tmp_path):
+    root = make_project(tmp_path, mock_url, {"stave1.txt": passage("MARLEY'S GHOST", 2500)})
+    graphrag_rs.build_index(root)
+    index = graphrag_rs.Index(root)
+    graph = index.to_networkx()
+    name = max(graph.degree, key=lambda nd: nd[1])[0]
+    index.edit_entity(name, type="GHOSTLY", description="Edited from Python.")
+    index.create_entity("LAMPLIGHTER OF CORNHILL", type="PERSON", description="Created from Python.")
+    index.create_relation("LAMPLIGHTER OF CORNHILL", name, description="lights the way")
+
+    def check():
+        nodes = index.to_networkx().nodes
+        assert nodes[name]["description"] == "Edited from Python." and nodes[name]["type"] == "GHOSTLY", nodes[name]
+        assert nodes["LAMPLIGHTER OF CORNHILL"]["description"] == "Created from Python."
+        assert index.to_networkx().has_edge("LAMPLIGHTER OF CORNHILL", name)
+
+    check()
+    (root / "input" / "stave2.txt").write_text(passage("THE FIRST OF THE THREE SPIRITS", 2500), encoding="utf-8")
+    assert index.update_index()["changes"]["added"] == ["stave2.txt"]
+    check()
+    # The edited description is what a query's context shows.
+    result = index.query(name, "local", context_only=True, frames=False)
+    assert any(row.get("description") == "Edited from Python." for row in result.context["entities"]), result.context_text[:800]
+    with pytest.raises(ValueError, match="not a graph edit"):
+        graphrag_rs._native.add_graph_edit(str(root), '{"action": "rename_everything"}')

@@ -8,6 +8,7 @@ import asyncio
 import functools
 import importlib
 import hashlib
+import json
 import os
 import queue
 import threading
@@ -266,6 +267,79 @@ class Index:
     async def adelete_document(self, name: str) -> Dict[str, Any]:
         """``delete_document`` from asyncio (on a worker thread)."""
         return await asyncio.to_thread(self.delete_document, name)
+
+    # -- LightRAG's verbs: graph edits ---------------------------------------
+
+    def _edit(self, edit: Dict[str, Any], progress: Optional[Progress]) -> Dict[str, Any]:
+        """Stores ``edit`` in the project's graph_edits.yaml (applied by every
+        later index and update, so it survives them) and applies it now with
+        an update."""
+        _native.add_graph_edit(self.root, json.dumps({k: v for k, v in edit.items() if v is not None}))
+        return self.update_index(progress=progress)
+
+    def edit_entity(
+        self,
+        name: str,
+        *,
+        rename: Optional[str] = None,
+        type: Optional[str] = None,
+        description: Optional[str] = None,
+        progress: Optional[Progress] = None,
+    ) -> Dict[str, Any]:
+        """Changes entity ``name`` (LightRAG's ``edit_entity``): a new name,
+        type or description. Kept in graph_edits.yaml: later updates keep it."""
+        edit = {"action": "edit_entity", "name": name, "rename": rename, "type": type, "description": description}
+        return self._edit(edit, progress)
+
+    def create_entity(
+        self, name: str, *, type: str = "", description: str = "", progress: Optional[Progress] = None
+    ) -> Dict[str, Any]:
+        """Adds entity ``name`` (LightRAG's ``create_entity``)."""
+        edit = {"action": "create_entity", "name": name, "type": type, "description": description}
+        return self._edit(edit, progress)
+
+    def delete_entity(self, name: str, *, progress: Optional[Progress] = None) -> Dict[str, Any]:
+        """Removes entity ``name`` and its relationships (LightRAG's ``delete_by_entity``)."""
+        return self._edit({"action": "delete_entity", "name": name}, progress)
+
+    def merge_entities(
+        self, source_entities: Sequence[str], target_entity: str, *, progress: Optional[Progress] = None
+    ) -> Dict[str, Any]:
+        """Merges ``source_entities`` into ``target_entity`` (LightRAG's
+        ``merge_entities``): text units and descriptions joined,
+        relationships re-pointed."""
+        edit = {"action": "merge_entities", "from": list(source_entities), "into": target_entity}
+        return self._edit(edit, progress)
+
+    def create_relation(
+        self,
+        source: str,
+        target: str,
+        *,
+        description: str = "",
+        weight: float = 1.0,
+        progress: Optional[Progress] = None,
+    ) -> Dict[str, Any]:
+        """Adds a relationship (LightRAG's ``create_relation``)."""
+        edit = {"action": "create_relationship", "source": source, "target": target, "description": description, "weight": weight}
+        return self._edit(edit, progress)
+
+    def edit_relation(
+        self,
+        source: str,
+        target: str,
+        *,
+        description: Optional[str] = None,
+        weight: Optional[float] = None,
+        progress: Optional[Progress] = None,
+    ) -> Dict[str, Any]:
+        """Changes the relationship between ``source`` and ``target`` (LightRAG's ``edit_relation``)."""
+        edit = {"action": "edit_relationship", "source": source, "target": target, "description": description, "weight": weight}
+        return self._edit(edit, progress)
+
+    def delete_relation(self, source: str, target: str, *, progress: Optional[Progress] = None) -> Dict[str, Any]:
+        """Removes the relationship between ``source`` and ``target`` (LightRAG's ``delete_by_relation``)."""
+        return self._edit({"action": "delete_relationship", "source": source, "target": target}, progress)
 
     # -- the graph ------------------------------------------------------------
 
