@@ -26,6 +26,10 @@ fn env(name: &str, default: u64) -> u64 {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
 }
 
+/// Numbers the questions of every phase: no question is asked twice, so
+/// neither its answer nor its embedding comes from the cache.
+static QUESTIONS: AtomicU64 = AtomicU64::new(0);
+
 const METHODS: [&str; 6] = ["local", "global", "basic", "hybrid", "mix", "drift"];
 
 struct Outcome {
@@ -51,12 +55,12 @@ fn run(
     during: impl FnOnce() + Send,
 ) -> Outcome {
     let stop = AtomicBool::new(false);
-    let counter = AtomicU64::new(0);
+    let counter = &QUESTIONS;
     let deadline = Instant::now() + Duration::from_secs(seconds);
     let results: Vec<Outcome> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..clients)
             .map(|_| {
-                let (stop, counter) = (&stop, &counter);
+                let stop = &stop;
                 s.spawn(move || {
                     let mut o = Outcome {
                         latencies: Vec::new(),

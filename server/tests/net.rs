@@ -197,9 +197,9 @@ fn requests_after_hanging_up(addr: SocketAddr, mock: &MockServer, path: &str) ->
     drop(client);
     // Let a request in flight land, then count what follows: without the
     // cancellation, the retries (every ~50 ms) would go on for a minute.
-    std::thread::sleep(Duration::from_millis(300));
+    std::thread::sleep(Duration::from_millis(500));
     let before = mock.stats().chat_requests;
-    std::thread::sleep(Duration::from_millis(700));
+    std::thread::sleep(Duration::from_millis(1000));
     mock.stats().chat_requests - before
 }
 
