@@ -213,3 +213,38 @@ fn a_client_that_hangs_up_stops_its_query_s_model_calls() {
         assert_eq!(later, 0, "{path}: {later} model requests after the client left");
     }
 }
+
+fn folder_bytes(dir: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
+    entries
+        .flatten()
+        .map(|e| if e.path().is_dir() { folder_bytes(&e.path()) } else { e.metadata().unwrap().len() })
+        .sum()
+}
+
+#[test]
+fn query_answers_are_cached_within_their_byte_budget() {
+    let mock = MockServer::start(MockConfig::default()).unwrap();
+    let dir = project(&mock, &[("carol.txt", carol("Marley was dead", 3000))]);
+    let budget = 16_000;
+    configure(dir.path(), &format!("query:\n  cache_max_bytes: {budget}\n"));
+    common::index(dir.path());
+    let server = start(dir.path(), None);
+    let folder = dir.path().join("cache").join(graphrag_engine::llm::QUERY_PARTITION);
+    for i in 0..40 {
+        let r = common::post_json(
+            server.addr(),
+            "/query",
+            &json!({"query": format!("Question {i}: who is Marley?"), "mode": "basic"}),
+        );
+        assert_eq!(r.status, 200, "{}", r.text());
+        assert!(folder_bytes(&folder) <= budget, "after {} queries: {} bytes", i + 1, folder_bytes(&folder));
+    }
+    assert!(folder_bytes(&folder) > budget / 2, "answers are cached: {} bytes", folder_bytes(&folder));
+    // The most recent answer is still there: asking again calls no model.
+    mock.reset_stats();
+    let r =
+        common::post_json(server.addr(), "/query", &json!({"query": "Question 39: who is Marley?", "mode": "basic"}));
+    assert_eq!(r.status, 200);
+    assert_eq!(mock.stats().chat_requests, 0, "{:?}", mock.stats());
+}
