@@ -248,3 +248,29 @@ fn query_answers_are_cached_within_their_byte_budget() {
     assert_eq!(r.status, 200);
     assert_eq!(mock.stats().chat_requests, 0, "{:?}", mock.stats());
 }
+
+#[test]
+fn conversation_histories_are_bounded_in_messages_and_characters() {
+    let mock = MockServer::start(MockConfig::default()).unwrap();
+    let dir = project(&mock, &[]);
+    configure(dir.path(), "serve:\n  max_history_messages: 2\n  max_history_chars: 20\n");
+    let server = start(dir.path(), None);
+    let turn = |role: &str, content: &str| json!({"role": role, "content": content});
+    let ask = |history: Vec<serde_json::Value>| {
+        let body = json!({"query": "Who is Marley?", "mode": "basic", "conversation_history": history});
+        common::post_json(server.addr(), "/query", &body)
+    };
+    let r = ask(vec![turn("user", "a"), turn("assistant", "b"), turn("user", "c")]);
+    assert_eq!(r.status, 413, "{}", r.text());
+    assert!(r.text().contains("3 earlier messages") && r.text().contains("max_history_messages"), "{}", r.text());
+    let r = ask(vec![turn("user", &"x".repeat(21))]);
+    assert_eq!(r.status, 413, "{}", r.text());
+    assert!(r.text().contains("21 characters"), "{}", r.text());
+    // Within both bounds the request goes on (to "no index yet").
+    let r = ask(vec![turn("user", "hello"), turn("assistant", "hi")]);
+    assert_eq!(r.status, 503, "{}", r.text());
+    // The OpenAI API's messages pass the same check.
+    let messages: Vec<_> = (0..5).map(|i| turn(if i % 2 == 0 { "user" } else { "assistant" }, "m")).collect();
+    let r = common::post_json(server.addr(), "/v1/chat/completions", &json!({"messages": messages}));
+    assert_eq!(r.status, 413, "{}", r.text());
+}
