@@ -5,6 +5,7 @@ mod export;
 mod index;
 mod init;
 mod logging;
+mod prompt_tune;
 mod query;
 mod serve;
 mod update;
@@ -83,6 +84,17 @@ enum Command {
         /// Neither read nor write the model answer cache for this run.
         #[arg(long)]
         no_cache: bool,
+        #[command(flatten)]
+        models: ModelFlags,
+    },
+    /// Write prompts adapted to the input (GraphRAG's auto templating): domain, language, persona,
+    /// entity types and few-shot examples from selected chunks, into extract_graph.txt,
+    /// summarize_descriptions.txt and community_report_graph.txt. Needs a chat model (--dry-run does not).
+    PromptTune {
+        #[command(flatten)]
+        root: RootArg,
+        #[command(flatten)]
+        flags: prompt_tune::PromptTuneFlags,
         #[command(flatten)]
         models: ModelFlags,
     },
@@ -234,6 +246,12 @@ enum Command {
         /// The largest upload, in megabytes.
         #[arg(long, default_value_t = 100)]
         max_upload_mb: usize,
+        /// Serve this folder's built web UI at /webui/ instead of the built-in one, e.g.
+        /// LightRAG's (the lightrag/api/webui folder of the lightrag-hku wheel).
+        #[arg(long)]
+        webui_dir: Option<PathBuf>,
+        #[command(flatten)]
+        models: ModelFlags,
     },
 }
 
@@ -261,6 +279,10 @@ fn main() -> ExitCode {
                 skip_validation: models.skip_validation,
                 verbosity,
             })
+        }
+        Command::PromptTune { root, flags, models } => {
+            graphrag_engine::interrupt::install_handler();
+            prompt_tune::run(&root.root, flags, models.skip_validation, verbosity)
         }
         Command::Query {
             root,
@@ -321,8 +343,17 @@ fn main() -> ExitCode {
         Command::Export { target: ExportTarget::Lancedb, root, db_uri, python } => {
             export::run(&export::ExportArgs { root: root.root, db_uri, python, verbosity })
         }
-        Command::Serve { root, host, port, api_key, max_upload_mb } => {
-            serve::run(serve::ServeArgs { root: root.root, host, port, api_key, max_upload_mb, verbosity })
+        Command::Serve { root, host, port, api_key, max_upload_mb, webui_dir, models } => {
+            serve::run(serve::ServeArgs {
+                root: root.root,
+                host,
+                port,
+                api_key,
+                max_upload_mb,
+                webui_dir,
+                skip_validation: models.skip_validation,
+                verbosity,
+            })
         }
         Command::Verbs => {
             index::print_verbs();
@@ -332,10 +363,10 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if graphrag_engine::interrupt::caused(&e) => {
-            tracing::warn!(target: logging::FILE_ONLY, "interrupted (Ctrl-C)");
+            tracing::warn!(target: logging::FILE_ONLY, "interrupted ({})", graphrag_engine::interrupt::cause());
             eprintln!("{}", graphrag_engine::interrupt::Interrupted);
-            // The shell's code for a process ended by SIGINT.
-            ExitCode::from(130)
+            // The shell's code for a process ended by the signal (130 SIGINT, 143 SIGTERM).
+            ExitCode::from(graphrag_engine::interrupt::exit_code())
         }
         Err(e) => {
             // For the log file; the console gets the plain line below.

@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use graphrag_server::chat_model::ChatModelStatus;
 use graphrag_server::{ServeOptions, Server};
 
 pub struct ServeArgs {
@@ -10,6 +11,9 @@ pub struct ServeArgs {
     pub port: u16,
     pub api_key: Option<String>,
     pub max_upload_mb: usize,
+    pub webui_dir: Option<PathBuf>,
+    /// No start-up check of the chat model.
+    pub skip_validation: bool,
     pub verbosity: i8,
 }
 
@@ -25,6 +29,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         port: args.port,
         api_key: args.api_key,
         max_upload_bytes: args.max_upload_mb << 20,
+        webui_dir: args.webui_dir,
     };
     let server = Server::start(opts)?;
     let open = !matches!(args.host.as_str(), "127.0.0.1" | "localhost" | "::1");
@@ -36,6 +41,22 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             server.addr(),
             if server.state().api_key.is_some() { "required" } else { "not set" }
         );
+    }
+    // Without a usable chat model questions are refused: said once, here.
+    let chat = ChatModelStatus::of(&server.state().settings);
+    match &chat.problem {
+        Some(problem) => tracing::warn!(
+            "{problem}: questions to /query, /query/stream, /api/chat, /api/generate and /v1/chat/completions are refused (503); context-only requests are served"
+        ),
+        None => tracing::info!(
+            "chat model: {} (completion_models.{})",
+            chat.model.as_deref().unwrap_or_default(),
+            chat.id
+        ),
+    }
+    // Whether it answers: logged when known, shown by /health.
+    if !args.skip_validation {
+        graphrag_server::chat_model::check_in_background(server.state().clone());
     }
     if open && server.state().api_key.is_none() {
         tracing::warn!(

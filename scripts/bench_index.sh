@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Indexing-cost benchmark of graphrag-rs against a mock OpenAI-compatible LLM, as reported in
-# docs/benchmarks.md ("Indexing cost vs Microsoft GraphRAG").
+# docs/benchmarks.md ("Indexing"; earlier runs in docs/benchmarks-history.md).
 #
 # usage: scripts/bench_index.sh CORPUS_DIR WORK_DIR [RUNS...]
 #   CORPUS_DIR  a folder of *.txt documents (e.g. the GraphRAG bench's corpus/main)

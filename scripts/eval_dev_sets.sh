@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Retrieval recall of the embedded default (fast method, local MiniLM embeddings, no chat model) on
-# the dev sets of ../shared/eval, as reported in docs/benchmarks.md ("Retrieval recall"); with
+# the dev sets of ../shared/eval, as reported in docs/benchmarks.md ("Retrieval quality"); with
 # METHOD and MOCK_URL, of the LLM pipelines against a mock server.
 #
 # usage: scripts/eval_dev_sets.sh OUT_DIR [DATASET...]

@@ -18,7 +18,7 @@
 
 Needs the `graphrag` pip package (3.3.0). Offline: tiktoken's encodings come
 from the copy litellm bundles. How it was used: docs/benchmarks.md,
-"GraphRAG's Python API on a graphrag-rs folder".
+"GraphRAG 3.3 compatibility".
 """
 
 import asyncio

@@ -118,10 +118,16 @@ fn fault(kind: FaultKind, every: Option<u32>) -> FaultRule {
 /// completes, and every request it sends is one nobody had a usable answer
 /// to (each becomes one new cache entry).
 fn rerun_asks_only_what_was_not_answered(mock: &MockServer, root: &Path) {
+    rerun_with_asks_only_what_was_not_answered(mock, root, &[]);
+}
+
+/// [`rerun_asks_only_what_was_not_answered`] with more `index` arguments.
+fn rerun_with_asks_only_what_was_not_answered(mock: &MockServer, root: &Path, args: &[&str]) {
     mock.set_faults(Vec::new());
     mock.reset_stats();
     let cached = cached_answers(root);
-    index_ok(root);
+    let o = graphrag(&[&["-q", "index", "--skip-validation", "--root", root.to_str().unwrap()], args].concat());
+    assert!(o.status.success(), "index {args:?}: {}", text(&o));
     assert_eq!(
         mock.stats().chat_requests as usize,
         cached_answers(root) - cached,
@@ -203,37 +209,41 @@ fn a_failed_interrupted_or_disk_full_index_leaves_the_previous_index_byte_identi
     rerun_asks_only_what_was_not_answered(&mock, p.path());
     assert_eq!(tables(p.path()), tables(reference.path()));
 
-    // Ctrl-C while answers are in flight: they are received and cached.
-    let p = copy_project(previous.path(), &docs[..3]);
-    let cached = cached_answers(p.path());
-    mock.reset_stats();
-    mock.set_latency(Duration::from_millis(300));
-    let child = Command::new(env!("CARGO_BIN_EXE_graphrag-rs"))
-        .args(["-q", "index", "--skip-validation", "--root", p.path().to_str().unwrap()])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    assert!(mock.wait_for_requests(2, Duration::from_secs(120)), "index sent its first requests");
-    // SAFETY: signals a child process this test started and still owns.
-    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
-    let o = child.wait_with_output().unwrap();
-    mock.set_latency(Duration::ZERO);
-    assert_eq!(o.status.code(), Some(130), "{}", text(&o));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("interrupted — rerun to resume"), "{}", text(&o));
-    assert_eq!(
-        cached_answers(p.path()) - cached,
-        mock.stats().chat_requests as usize,
-        "every request sent was answered and cached"
-    );
-    assert!(index_files(p.path()) == before, "byte-identical after Ctrl-C");
-    let status = read(&p.path().join("output/document_status.parquet"));
-    let states = strings(&status, "document_status", "status").unwrap();
-    assert!(!states.contains(&"processing"), "{states:?}");
-    assert!(states.contains(&"pending"), "{states:?}");
-    assert_queryable(p.path());
-    rerun_asks_only_what_was_not_answered(&mock, p.path());
-    assert_eq!(tables(p.path()), tables(reference.path()));
+    // Ctrl-C, or SIGTERM (what container runtimes send first), while
+    // answers are in flight: they are received and cached, the documents
+    // are pending again, and the rerun (`--resume` too) asks only the rest.
+    for (signal, code, rerun) in [(libc::SIGINT, 130, &[][..]), (libc::SIGTERM, 143, &["--resume"][..])] {
+        let p = copy_project(previous.path(), &docs[..3]);
+        let cached = cached_answers(p.path());
+        mock.reset_stats();
+        mock.set_latency(Duration::from_millis(300));
+        let child = Command::new(env!("CARGO_BIN_EXE_graphrag-rs"))
+            .args(["-q", "index", "--skip-validation", "--root", p.path().to_str().unwrap()])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        assert!(mock.wait_for_requests(2, Duration::from_secs(120)), "index sent its first requests");
+        // SAFETY: signals a child process this test started and still owns.
+        unsafe { libc::kill(child.id() as libc::pid_t, signal) };
+        let o = child.wait_with_output().unwrap();
+        mock.set_latency(Duration::ZERO);
+        assert_eq!(o.status.code(), Some(code), "signal {signal}: {}", text(&o));
+        assert!(String::from_utf8_lossy(&o.stderr).contains("interrupted — rerun to resume"), "{}", text(&o));
+        assert_eq!(
+            cached_answers(p.path()) - cached,
+            mock.stats().chat_requests as usize,
+            "signal {signal}: every request sent was answered and cached"
+        );
+        assert!(index_files(p.path()) == before, "byte-identical after signal {signal}");
+        let status = read(&p.path().join("output/document_status.parquet"));
+        let states = strings(&status, "document_status", "status").unwrap();
+        assert!(!states.contains(&"processing"), "signal {signal}: {states:?}");
+        assert!(states.contains(&"pending"), "signal {signal}: {states:?}");
+        assert_queryable(p.path());
+        rerun_with_asks_only_what_was_not_answered(&mock, p.path(), rerun);
+        assert_eq!(tables(p.path()), tables(reference.path()), "signal {signal}");
+    }
 
     // A full disk: every write beyond a few KB fails (RLIMIT_FSIZE, EFBIG).
     let p = copy_project(previous.path(), &docs[..3]);
@@ -327,6 +337,40 @@ fn an_api_key_in_the_api_base_query_is_never_shown() {
 }
 
 #[test]
+fn global_search_without_one_usable_model_answer_fails_naming_the_calls() {
+    let mock = MockServer::start(MockConfig::default()).unwrap();
+    let p = project(&mock, &documents()[..2], 4);
+    let r = p.path().to_str().unwrap();
+    index_ok(p.path());
+    let query = |question: &str, extra: &[&str]| {
+        graphrag(&[&["query", "--root", r, "--method", "global"], extra, &[question]].concat())
+    };
+    let sorry = "I am sorry but I am unable to answer";
+    // No community is relevant (no rating reaches the threshold): a genuine
+    // "no data" answer.
+    let o = query("Zebras quantum xylophone?", &["--dynamic-community-selection"]);
+    assert!(o.status.success() && String::from_utf8_lossy(&o.stdout).contains(sorry), "{}", text(&o));
+
+    // No usable answer at all: an error naming the calls, never "sorry".
+    for kind in [FaultKind::Mixed, FaultKind::Huge { bytes: 2 << 20 }] {
+        mock.set_faults(vec![fault(kind.clone(), None)]);
+        for (extra, calls) in [
+            (&[][..], "map call 1 of "),
+            (&["--json"][..], "map call 1 of "),
+            (&["--streaming"][..], "map call 1 of "),
+            (&["--dynamic-community-selection"][..], "community rating of community "),
+        ] {
+            let o = query("Who is Marley, and why does his ghost visit Scrooge?", extra);
+            let case = format!("{kind:?} {extra:?}");
+            assert_eq!(o.status.code(), Some(1), "{case}: {}", text(&o));
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert!(err.contains("global search failed: none of its") && err.contains(calls), "{case}: {err}");
+            assert!(!text(&o).contains(sorry), "{case}: {}", text(&o));
+        }
+    }
+}
+
+#[test]
 fn smaller_defects() {
     let mock = MockServer::start(MockConfig::default()).unwrap();
     let docs = documents();
@@ -381,6 +425,20 @@ fn smaller_defects() {
         assert!(!o.status.success(), "{bad} accepted");
         let err = text(&o);
         assert!(err.contains(&format!("settings.yaml:{line}")) && err.contains(key), "{bad}: {err}");
+    }
+    // Folders a run cannot use stop it, and its dry run, naming file, line and key.
+    let line = settings.lines().count() + 2;
+    for (bad, key) in [
+        ("output_storage:\n  base_dir: settings.yaml/output", "output_storage.base_dir"),
+        ("input_storage:\n  base_dir: no-such-folder", "input_storage.base_dir"),
+    ] {
+        fs::write(root.join("settings.yaml"), format!("{settings}{bad}\n")).unwrap();
+        for args in [&["index", "--dry-run"][..], &["index"], &["update", "--dry-run"], &["update"]] {
+            let o = graphrag(&[args, &["--root", r]].concat());
+            assert!(!o.status.success(), "{key} {args:?}: {}", text(&o));
+            let err = text(&o);
+            assert!(err.contains(&format!("settings.yaml:{line}: `{key}`: the ")), "{key} {args:?}: {err}");
+        }
     }
     fs::write(root.join("settings.yaml"), format!("{settings}input:\n  file_pattern: \"(\"\n")).unwrap();
     let o = graphrag(&["index", "--root", r, "--dry-run"]);

@@ -105,3 +105,54 @@ fn strict_input_stops_before_anything_is_sent() {
     assert!(err.contains("input file `broken.pdf`") && err.contains("input.strict is true"), "{err}");
     assert_eq!(mock.stats().requests, 0, "nothing was sent");
 }
+
+#[test]
+fn odd_names_and_odd_files_are_indexed_apart_named_or_skipped_with_a_warning() {
+    use std::os::unix::ffi::OsStrExt;
+    let mock = MockServer::start(MockConfig::default()).unwrap();
+    let dir = project(&mock, "");
+    let root = dir.path().to_str().unwrap();
+    let input = dir.path().join("input");
+    for f in ["report.pdf", "report.docx", "notes.md", "broken.pdf"] {
+        fs::remove_file(input.join(f)).unwrap();
+    }
+    // A latin-1 name, and the UTF-8 name a lossy listing would give it.
+    fs::write(input.join(std::ffi::OsStr::from_bytes(b"caf\xe9.txt")), "Scrooge met Marley's ghost.").unwrap();
+    fs::write(input.join("caf\u{fffd}.txt"), "Bob Cratchit kept the counting-house fire.").unwrap();
+    // Neither is a file to read: never opened, each named in a warning.
+    let fifo = std::ffi::CString::new(input.join("pipe.txt").as_os_str().as_bytes()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+    std::os::unix::fs::symlink("/dev/zero", input.join("zero.txt")).unwrap();
+    let o = graphrag(&["index", "--root", root, "--method", "fast"]);
+    assert!(o.status.success(), "{}", text(&o));
+    for skipped in ["pipe.txt", "zero.txt"] {
+        assert!(text(&o).lines().any(|l| l.contains(skipped) && l.contains("not a regular file")), "{}", text(&o));
+    }
+    let docs = read(&dir.path().join("output/documents.parquet"));
+    assert_eq!(strings(&docs, "title"), [Some("caf\\xE9.txt".into()), Some("caf\u{fffd}.txt".into())]);
+    let texts = strings(&docs, "text");
+    assert!(texts[0].as_deref().unwrap().contains("Marley") && texts[1].as_deref().unwrap().contains("Cratchit"));
+
+    // A CSV quote never closed: the file is a named failure, not one
+    // document swallowing the records after the quote.
+    let csv = tempfile::tempdir().unwrap();
+    assert!(graphrag(&["init", "--root", csv.path().to_str().unwrap()]).status.success());
+    let settings =
+        fs::read_to_string(dir.path().join("settings.yaml")).unwrap().replace("type: markitdown", "type: csv");
+    fs::write(csv.path().join("settings.yaml"), settings).unwrap();
+    fs::write(csv.path().join("input/good.csv"), "title,text\nA,Scrooge and Marley\n").unwrap();
+    fs::write(csv.path().join("input/bad.csv"), "title,text\nB,\"Fezziwig's ball\nC,Belle\nD,Fred\n").unwrap();
+    let o = graphrag(&["index", "--root", csv.path().to_str().unwrap(), "--method", "fast"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains("bad.csv: invalid CSV: the quoted field that starts on line 2 is never closed"),
+        "{}",
+        text(&o)
+    );
+    let status = document_status(&csv.path().join("output"));
+    assert_eq!(
+        status.iter().map(|(t, s, _)| (t.as_str(), s.as_str())).collect::<Vec<_>>(),
+        [("bad.csv", "failed"), ("good.csv", "processed")]
+    );
+}

@@ -1,5 +1,6 @@
 //! `graphrag-rs update` and crash safety, end to end against the mock LLM
-//! server: an update equals a fresh index of the new input and pays only
+//! server: an update's graph equals a fresh index's of the new input (its
+//! communities are warm-started from the previous ones), and it pays only
 //! for what changed; a process killed mid-run (SIGKILL) and rerun ends
 //! with the outputs of an uninterrupted run and repeats no model call.
 
@@ -22,6 +23,16 @@ fn numbering(communities: &RecordBatch) -> BTreeMap<(i64, BTreeSet<String>), i64
     let numbers = ints(communities, "communities", "community").unwrap();
     let members = string_lists(communities, "communities", "entity_ids").unwrap();
     levels.into_iter().zip(members).map(|(l, m)| (l, m.into_iter().collect())).zip(numbers).collect()
+}
+
+/// The member entity ids of every level-0 community, sorted (an entity in
+/// two communities is there twice).
+fn level0_members(communities: &RecordBatch) -> Vec<String> {
+    let levels = ints(communities, "communities", "level").unwrap();
+    let members = string_lists(communities, "communities", "entity_ids").unwrap();
+    let mut out: Vec<String> = levels.into_iter().zip(members).filter(|(l, _)| *l == 0).flat_map(|(_, m)| m).collect();
+    out.sort_unstable();
+    out
 }
 
 /// The columns of a graph table other than `description`, which an update
@@ -149,6 +160,12 @@ fn an_added_then_removed_document_pays_only_its_share_and_keeps_unchanged_work()
             "{table}: the graph of an update is a fresh index's (descriptions aside)"
         );
     }
+    // Communities are warm-started from the previous ones (README: they may
+    // differ from a fresh index's): the level-0 communities hold the same
+    // entities, each in exactly one.
+    let members = level0_members(&after["communities"]);
+    assert_eq!(members, level0_members(&fresh["communities"]), "level-0 communities: the same entities");
+    assert!(members.windows(2).all(|w| w[0] != w[1]), "an entity in two level-0 communities");
     let lexical_bytes = |root: &Path| fs::read(root.join("output/lexical_index.parquet")).unwrap();
     assert_eq!(lexical_bytes(root), lexical_bytes(fresh_all.path()), "the BM25 terms are byte-identical");
     assert_eq!(after["lexical_index"].num_rows(), after["text_units"].num_rows());

@@ -35,12 +35,15 @@ pub trait FileSource: Send + Sync {
 }
 
 /// Files under a local folder. Symbolic links are followed (a link to a
-/// folder already walked, e.g. a loop, is skipped with a warning); a file
-/// whose name is not UTF-8 is listed under its name with U+FFFD in place of
-/// the bad bytes, and read under its real name.
+/// folder already walked, e.g. a loop, is skipped with a warning); what is
+/// neither a file nor a folder (a FIFO, a socket, a device such as a link to
+/// /dev/zero) is skipped with a warning, never opened. A name that is not
+/// UTF-8 is listed with each byte that is not as `\xNN` (`caf\xE9.txt`: no
+/// other file's name, unlike a lossy `caf\u{FFFD}.txt`), and read under its
+/// real name.
 pub struct LocalFiles {
     pub root: PathBuf,
-    /// Listed names that differ from the real ones (not UTF-8).
+    /// Listed paths that differ from the real ones (a name not UTF-8).
     renamed: Mutex<BTreeMap<String, PathBuf>>,
 }
 
@@ -64,8 +67,14 @@ impl FileSource for LocalFiles {
             Ok(_) => {}
         }
         let mut walk = Walk { out: Vec::new(), seen_dirs: HashSet::new(), renamed: BTreeMap::new() };
-        walk.dir(&self.root, &[])?;
+        walk.dir(&self.root, &[], false)?;
         walk.out.sort_by(|a, b| a.path.cmp(&b.path));
+        if let Some(pair) = walk.out.windows(2).find(|w| w[0].path == w[1].path) {
+            anyhow::bail!(
+                "input: two files are listed as `{}`: one's name is not UTF-8 (its bytes written as \\xNN) and the other's is written that way: rename one",
+                pair[0].path
+            );
+        }
         *self.renamed.lock().unwrap() = walk.renamed;
         Ok(walk.out)
     }
@@ -92,8 +101,9 @@ struct Walk {
 }
 
 impl Walk {
-    /// Lists `dir`, whose path under the input folder is `rel`.
-    fn dir(&mut self, dir: &Path, rel: &[String]) -> anyhow::Result<()> {
+    /// Lists `dir`, whose path under the input folder is `rel` (`escaped`:
+    /// a folder of it has a name that is not UTF-8, listed escaped).
+    fn dir(&mut self, dir: &Path, rel: &[String], escaped: bool) -> anyhow::Result<()> {
         let canonical = std::fs::canonicalize(dir).with_context(|| format!("resolving {}", dir.display()))?;
         if !self.seen_dirs.insert(canonical.clone()) {
             tracing::warn!(
@@ -115,30 +125,49 @@ impl Walk {
                 }
             };
             let os_name = entry.file_name();
-            let name = os_name.to_string_lossy().into_owned();
+            let (name, not_utf8) = match os_name.to_str() {
+                Some(name) => (name.to_string(), false),
+                None => (escape_non_utf8(os_name.as_encoded_bytes()), true),
+            };
             let mut path = rel.to_vec();
             path.push(name);
+            let listed = path.join("/");
+            if not_utf8 {
+                tracing::warn!("input: the name {} is not UTF-8; it is listed as `{listed}`", p.display());
+            }
             if meta.is_dir() {
-                self.dir(&p, &path)?;
+                self.dir(&p, &path, escaped || not_utf8)?;
             } else if meta.is_file() {
-                let listed = path.join("/");
-                if os_name.to_str().is_none() {
-                    tracing::warn!("input: the file name {} is not UTF-8; it is listed as `{listed}`", p.display());
-                    if self.renamed.insert(listed.clone(), p.clone()).is_some() {
-                        anyhow::bail!(
-                            "input: two file names differ only in bytes that are not UTF-8 (`{listed}`): rename one"
-                        );
-                    }
+                if escaped || not_utf8 {
+                    self.renamed.insert(listed.clone(), p.clone());
                 }
                 self.out.push(FileEntry {
                     path: listed,
                     size: meta.len(),
                     modified: meta.modified().unwrap_or(SystemTime::UNIX_EPOCH),
                 });
+            } else {
+                tracing::warn!(
+                    "input: skipping {}: not a regular file (a FIFO, a socket or a device; a link is followed to what it points at)",
+                    p.display()
+                );
             }
         }
         Ok(())
     }
+}
+
+/// A name that is not UTF-8, written without loss: its UTF-8 parts as they
+/// are, every other byte as `\xNN`.
+fn escape_non_utf8(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len() + 8);
+    for chunk in bytes.utf8_chunks() {
+        out.push_str(chunk.valid());
+        for b in chunk.invalid() {
+            out.push_str(&format!("\\x{b:02X}"));
+        }
+    }
+    out
 }
 
 /// A step's model calls (those the cache did not answer) per dependent wave:
@@ -454,13 +483,34 @@ mod tests {
     }
 
     #[test]
-    fn a_name_that_is_not_utf8_is_listed_readably_and_read() {
+    fn a_name_that_is_not_utf8_is_listed_apart_from_every_utf8_name_and_read() {
         let dir = tempfile::tempdir().unwrap();
-        let name = std::ffi::OsStr::from_bytes(b"caf\xe9.txt");
-        std::fs::write(dir.path().join(name), "latin-1 name").unwrap();
+        let os = |b: &[u8]| std::ffi::OsStr::from_bytes(b).to_os_string();
+        std::fs::write(dir.path().join(os(b"caf\xe9.txt")), "latin-1 name").unwrap();
+        // What a lossy listing would have called the first one.
+        std::fs::write(dir.path().join("caf\u{fffd}.txt"), "utf-8 name").unwrap();
+        std::fs::create_dir(dir.path().join(os(b"d\xfcr"))).unwrap();
+        std::fs::write(dir.path().join(os(b"d\xfcr")).join("a.txt"), "in a latin-1 folder").unwrap();
         let files = LocalFiles::new(dir.path());
-        assert_eq!(paths(&files), ["caf\u{fffd}.txt"]);
-        assert_eq!(files.read("caf\u{fffd}.txt").unwrap(), b"latin-1 name");
+        assert_eq!(paths(&files), ["caf\\xE9.txt", "caf\u{fffd}.txt", "d\\xFCr/a.txt"]);
+        assert_eq!(files.read("caf\\xE9.txt").unwrap(), b"latin-1 name");
+        assert_eq!(files.read("caf\u{fffd}.txt").unwrap(), b"utf-8 name");
+        assert_eq!(files.read("d\\xFCr/a.txt").unwrap(), b"in a latin-1 folder");
+        // A UTF-8 name written like the escaped one: a named failure, not a lost file.
+        std::fs::write(dir.path().join("caf\\xE9.txt"), "literally").unwrap();
+        let err = files.list().unwrap_err().to_string();
+        assert!(err.contains("two files are listed as `caf\\xE9.txt`"), "{err}");
+    }
+
+    #[test]
+    fn a_fifo_or_a_device_is_skipped_without_being_opened() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.txt"), "A").unwrap();
+        let fifo = std::ffi::CString::new(dir.path().join("pipe.txt").as_os_str().as_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        symlink("/dev/zero", dir.path().join("zero.txt")).unwrap();
+        assert_eq!(paths(&LocalFiles::new(dir.path())), ["a.txt"]);
     }
 
     #[test]

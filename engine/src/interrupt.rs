@@ -1,14 +1,18 @@
-//! Stopping a run cleanly (Ctrl-C). Once a stop is requested, the LLM layer
+//! Stopping a run cleanly (Ctrl-C, or SIGTERM: what Kubernetes, systemd and
+//! container runtimes send first). Once a stop is requested, the LLM layer
 //! sends no new request and waits no more between retries, while answers
 //! already in flight are received, checked and cached; the pipeline starts
-//! no new step, and the run ends with [`Interrupted`]. The CLI installs a
-//! SIGINT handler ([`install_handler`]); a library caller uses [`request`],
-//! and [`reset`] before its next run.
+//! no new step, and the run ends with [`Interrupted`]. The CLI installs the
+//! SIGINT and SIGTERM handler ([`install_handler`]) and exits with
+//! [`exit_code`]; a library caller uses [`request`], and [`reset`] before
+//! its next run.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::time::Duration;
 
 static REQUESTED: AtomicBool = AtomicBool::new(false);
+/// The signal that requested the stop (0: none, or [`request`]).
+static SIGNAL: AtomicI32 = AtomicI32::new(0);
 
 /// The error a run stopped by [`request`] ends with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -25,6 +29,7 @@ pub fn request() {
 /// only once the stopped run has returned.
 pub fn reset() {
     REQUESTED.store(false, Ordering::SeqCst);
+    SIGNAL.store(0, Ordering::SeqCst);
 }
 
 pub fn requested() -> bool {
@@ -61,30 +66,56 @@ pub async fn sleep(wait: Duration) -> Result<(), Interrupted> {
     check()
 }
 
-const MESSAGE: &[u8] =
-    b"\nCtrl-C: stopping after the requests in flight are answered and cached (Ctrl-C again to quit at once)\n";
-
-extern "C" fn on_sigint(_: libc::c_int) {
-    if REQUESTED.swap(true, Ordering::SeqCst) {
-        // SAFETY: _exit is async-signal-safe; every file the engine writes is
-        // written atomically, so quitting here leaves no partial file.
-        unsafe { libc::_exit(130) };
-    }
-    // SAFETY: write(2) is async-signal-safe; MESSAGE is a static buffer.
-    unsafe {
-        libc::write(libc::STDERR_FILENO, MESSAGE.as_ptr().cast(), MESSAGE.len());
+/// The exit code of a process whose run a stop ended: 128 + the signal's
+/// number, as a shell reports a process that signal ended (130 after
+/// Ctrl-C, 143 after SIGTERM); 130 for a stop that no signal requested.
+pub fn exit_code() -> u8 {
+    match SIGNAL.load(Ordering::SeqCst) {
+        0 => 128 + libc::SIGINT as u8,
+        signal => 128u8.saturating_add(signal as u8),
     }
 }
 
-/// Makes SIGINT (Ctrl-C) request a stop; a second SIGINT exits with 130.
-pub fn install_handler() {
-    // SAFETY: installs a handler that only touches an atomic and calls
-    // async-signal-safe functions.
+/// What requested the stop, for messages.
+pub fn cause() -> &'static str {
+    if SIGNAL.load(Ordering::SeqCst) == libc::SIGTERM {
+        "SIGTERM"
+    } else {
+        "Ctrl-C"
+    }
+}
+
+const SIGINT_MESSAGE: &[u8] =
+    b"\nCtrl-C: stopping after the requests in flight are answered and cached (Ctrl-C again to quit at once)\n";
+const SIGTERM_MESSAGE: &[u8] =
+    b"\nSIGTERM: stopping after the requests in flight are answered and cached (a second SIGTERM quits at once)\n";
+
+extern "C" fn on_signal(signal: libc::c_int) {
+    if REQUESTED.swap(true, Ordering::SeqCst) {
+        // SAFETY: _exit is async-signal-safe; every file the engine writes is
+        // written atomically, so quitting here leaves no partial file.
+        unsafe { libc::_exit(128 + signal) };
+    }
+    SIGNAL.store(signal, Ordering::SeqCst);
+    let message = if signal == libc::SIGTERM { SIGTERM_MESSAGE } else { SIGINT_MESSAGE };
+    // SAFETY: write(2) is async-signal-safe; the message is a static buffer.
     unsafe {
-        let mut action: libc::sigaction = std::mem::zeroed();
-        action.sa_sigaction = on_sigint as extern "C" fn(libc::c_int) as libc::sighandler_t;
-        action.sa_flags = libc::SA_RESTART;
-        libc::sigemptyset(&mut action.sa_mask);
-        libc::sigaction(libc::SIGINT, &action, std::ptr::null_mut());
+        libc::write(libc::STDERR_FILENO, message.as_ptr().cast(), message.len());
+    }
+}
+
+/// Makes SIGINT (Ctrl-C) and SIGTERM request a stop; a second signal exits
+/// at once (128 + its number).
+pub fn install_handler() {
+    for signal in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: installs a handler that only touches atomics and calls
+        // async-signal-safe functions.
+        unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
+            action.sa_flags = libc::SA_RESTART;
+            libc::sigemptyset(&mut action.sa_mask);
+            libc::sigaction(signal, &action, std::ptr::null_mut());
+        }
     }
 }

@@ -11,6 +11,7 @@ pub mod doc_status;
 pub mod embedded_fields;
 pub mod env;
 pub mod failures;
+pub mod graph_edits_file;
 pub mod interrupt;
 pub mod llm;
 pub mod pipeline;

@@ -212,11 +212,20 @@ fn answer_size_is_capped() {
     let usage = UsageCounters::default();
     ask_text(&config(&mock), 1, &usage).unwrap();
     assert_eq!(usage.total().oversized_answers, 1);
-    // A body of megabytes is not read to the end, nor asked again.
+    // A body of megabytes is not read to the end: an oversized answer too,
+    // asked again, not a failed call.
     let mock = server(0, vec![fault(FaultKind::Huge { bytes: 5 << 20 }, 1)]);
-    let err = ask_text(&config(&mock), 1, &UsageCounters::default()).unwrap_err();
-    assert!(err.to_string().contains("larger than 4 MB"), "{err}");
-    assert_eq!(mock.stats().chat_requests, 1);
+    let usage = UsageCounters::default();
+    ask_text(&config(&mock), 1, &usage).unwrap();
+    assert_eq!(mock.stats().chat_requests, 2);
+    let total = usage.total();
+    assert_eq!((total.oversized_answers, total.failures, total.answer_failures), (1, 0, 0), "{total:?}");
+    // Every time: the call fails naming the size, counted as unusable answers.
+    let mock = server(0, vec![FaultRule::always(FaultKind::Huge { bytes: 5 << 20 })]);
+    let usage = UsageCounters::default();
+    let err = ask_text(&config(&mock), 1, &usage).unwrap_err();
+    assert!(matches!(err, LlmError::InvalidAnswer { .. }) && err.to_string().contains("larger than 4 MB"), "{err}");
+    assert_eq!((usage.total().oversized_answers, usage.total().failures), (3, 0));
 }
 
 #[test]
@@ -351,4 +360,42 @@ fn streaming_delivers_the_answer_in_pieces_and_caches_it() {
     let plain = runtime().block_on(m.chat(&ask(7), false, &UsageCounters::default(), &answer::text())).unwrap();
     assert_eq!(plain.completion.content, streamed.content, "a streamed answer is cached like any other");
     assert_eq!(mock.stats().chat_requests, 1);
+}
+
+#[test]
+fn the_start_up_check_asks_again_after_a_dropped_connection_and_names_a_cut_short_body() {
+    use graphrag_engine::llm::preflight::{check, ModelKind};
+    use graphrag_mock_llm::Endpoint;
+    let mock = server(0, vec![FaultRule::always(FaultKind::DropConnection).first(1).on(Endpoint::Chat)]);
+    let dir = tempfile::tempdir().unwrap();
+    let model = |name: &str| format!("    model: {name}\n    api_base: {}\n    api_key: {KEY}\n", mock.base_url());
+    let settings = format!(
+        "completion_models:\n  default_completion_model:\n{}embedding_models:\n  default_embedding_model:\n{}",
+        model("mock-chat"),
+        model("mock-embed")
+    );
+    std::fs::write(dir.path().join("settings.yaml"), settings).unwrap();
+    let loaded = graphrag_engine::settings::load(dir.path()).unwrap();
+    let targets = [
+        (ModelKind::Chat, "default_completion_model".to_string()),
+        (ModelKind::Embedding, "default_embedding_model".to_string()),
+    ];
+
+    // One dropped connection: asked again, and the endpoint is fine.
+    let report = check(&loaded, &targets).unwrap();
+    assert_eq!((report.checked.len(), report.warnings.len()), (2, 0), "{report:?}");
+    assert_eq!(mock.stats().chat_requests, 2, "the dropped probe was asked again");
+
+    // Dropped every time: the run goes on and retries, as after a 500.
+    mock.set_faults(vec![FaultRule::always(FaultKind::DropConnection).on(Endpoint::Chat)]);
+    let report = check(&loaded, &targets).unwrap();
+    assert!(report.warnings.iter().any(|w| w.contains("closed the connection") && w.contains("retries")), "{report:?}");
+
+    // A cut-short or garbled embeddings body is said to be one.
+    for (fault, defect) in [(FaultKind::Truncated, "cut short"), (FaultKind::Malformed, "malformed")] {
+        mock.set_faults(vec![FaultRule::always(fault).on(Endpoint::Embeddings)]);
+        let report = check(&loaded, &targets).unwrap();
+        let warning = report.warnings.join("\n");
+        assert!(warning.contains(defect) && !warning.contains("web page"), "{defect}: {warning}");
+    }
 }

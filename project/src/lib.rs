@@ -1,5 +1,6 @@
 //! graphrag-rs as a library: open a project, index it, update it, scaffold
-//! one, estimate a run, export its vectors for GraphRAG's Python API. The
+//! one, estimate a run, export its vectors for GraphRAG's Python API, tune
+//! its prompts to its corpus ([`prompt_tune`]). The
 //! `graphrag-rs` binary is argument parsing and printing over this crate;
 //! the server and the Python package call it the same way. Questions go to
 //! `graphrag_query::QueryEngine`.
@@ -28,11 +29,15 @@
 
 pub mod assets;
 pub mod export;
+pub mod graph_edits;
 mod init;
 mod project;
+pub mod prompt_tune;
 mod run;
 
 pub use graphrag_engine::runner::{StepEstimate, StepEvent, StepObserver};
+/// Which files the project's input settings read (the server checks uploads against it).
+pub use graphrag_verbs::load_documents::InputFiles;
 pub use init::{init, InitOptions, InitReport};
 pub use project::{log_check, log_file, ModelsCheck, OpenOptions, Project};
 pub use run::{

@@ -3,6 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
+use graphrag_engine::config_error::ConfigError;
 use graphrag_engine::context::{LocalFiles, LocalProject, PreviousIndex};
 use graphrag_engine::llm::preflight::{self, ModelKind};
 use graphrag_engine::llm::LlmService;
@@ -34,6 +35,61 @@ impl Default for OpenOptions {
 /// that logs to it.
 pub fn log_file(root: &Path, settings: &Settings) -> PathBuf {
     root.join(&settings.reporting.base_dir).join("indexing-engine.log")
+}
+
+/// The folders a run reads and writes, checked before anything runs (a dry
+/// run too): the input folder exists, and the output folder is one this
+/// process can write in, or can be made. Errors name the settings key and
+/// its line.
+pub(crate) fn check_folders(root: &Path, loaded: &LoadedSettings) -> Result<(), ConfigError> {
+    let s = &loaded.settings;
+    let input = root.join(&s.input_storage.base_dir);
+    let input_error =
+        |why: String| loaded.error_at("input_storage.base_dir", format!("the input folder {} {why}", input.display()));
+    match std::fs::metadata(&input) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => {
+            return Err(input_error("is a file: point input_storage.base_dir at the folder of the documents".into()))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(input_error(
+            "does not exist: create it and put the documents there, or point input_storage.base_dir at their folder"
+                .into(),
+        )),
+        Err(e) => return Err(input_error(format!("cannot be read: {e}"))),
+    }
+    let output = root.join(&s.output_storage.base_dir);
+    writable_folder(&output).map_err(|why| {
+        loaded.error_at("output_storage.base_dir", format!("the output folder {} {why}", output.display()))
+    })
+}
+
+/// Why `dir` cannot hold the index: it, or else the nearest folder above it
+/// that exists (where it would be made), must be a folder this process can
+/// write in — tried with a file made and removed at once (permissions alone
+/// do not tell: a read-only mount, root's rights).
+fn writable_folder(dir: &Path) -> Result<(), String> {
+    let mut existing = dir;
+    loop {
+        match std::fs::metadata(existing) {
+            Ok(m) if m.is_dir() => break,
+            Ok(_) if existing == dir => return Err("is a file, not a folder".into()),
+            Ok(_) => return Err(format!("cannot be made: {} is a file, not a folder", existing.display())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => match existing.parent() {
+                Some(parent) if !parent.as_os_str().is_empty() => existing = parent,
+                _ => return Err("cannot be made: no folder above it exists".into()),
+            },
+            Err(e) => return Err(format!("cannot be read: {e}")),
+        }
+    }
+    let probe = existing.join(format!(".graphrag-rs-write-check-{}", std::process::id()));
+    match std::fs::File::create(&probe) {
+        Ok(_) => {
+            let _ = std::fs::remove_file(&probe);
+            Ok(())
+        }
+        Err(e) if existing == dir => Err(format!("is not writable: {e}")),
+        Err(e) => Err(format!("cannot be made in {}, which is not writable: {e}", existing.display())),
+    }
 }
 
 /// The pipeline file and text for `method`: a path, the project's
@@ -97,7 +153,10 @@ impl Project {
         if let Some(warning) = loaded.ignored_warning() {
             tracing::warn!("{warning}");
         }
+        check_folders(root, &loaded)?;
         check_aliases_file(&root.join(&settings.resolve_entities.aliases_file))?;
+        // The graph edits file too (finalize_graph applies it after the model calls).
+        crate::graph_edits::read(root)?;
         let llm = LlmService::from_settings(settings, root)?;
         let chat_id = &settings.extract_graph.completion_model_id;
         let auto_standard = (opts.method == "auto" && llm.has_chat_model(chat_id)).then(|| chat_id.clone());

@@ -208,7 +208,10 @@ fn open_for_update(
     opts: &UpdateOptions,
     dry_run: bool,
 ) -> anyhow::Result<(Project, Option<staging::WriterLock>)> {
-    let output_dir = root.join(settings::load(root)?.settings.output_storage.base_dir);
+    let loaded = settings::load(root)?;
+    // Before the writer lock, which makes the output folder.
+    crate::project::check_folders(root, &loaded)?;
+    let output_dir = root.join(&loaded.settings.output_storage.base_dir);
     // A dry run changes nothing: it neither takes the writer lock nor waits for it.
     let lock = if dry_run {
         staging::recover_if_idle(&output_dir)?;

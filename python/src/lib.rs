@@ -6,6 +6,8 @@
 //! module's exceptions. The Python package (python/graphrag_rs) wraps it with
 //! DataFrames, streaming and logging.
 
+mod prompt_tune;
+
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -277,6 +279,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(update_index, m)?)?;
     m.add_function(wrap_pyfunction!(output_dir, m)?)?;
     m.add_function(wrap_pyfunction!(stop_requested, m)?)?;
+    m.add_function(wrap_pyfunction!(prompt_tune::generate_indexing_prompts, m)?)?;
     m.add_class::<NativeIndex>()?;
     m.add("METHODS", Method::NAMES.to_vec())?;
     Ok(())

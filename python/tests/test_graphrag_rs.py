@@ -155,3 +155,18 @@ def test_errors_are_exceptions_with_the_cli_message(tmp_path):
 def test_an_unknown_method_is_a_config_error(indexed):
     with pytest.raises(graphrag_rs.ConfigError, match="unknown query method `nope`"):
         graphrag_rs.Index(indexed[0]).query("x", method="nope")
+
+
+def test_generate_indexing_prompts_tunes_and_writes(mock_url, tmp_path):
+    root = make_project(tmp_path / "tune", mock_url, {"stave1.txt": passage("MARLEY'S GHOST", 6000)})
+    before = (root / "prompts" / "extract_graph.txt").read_text()
+    extract, summarize, report = graphrag_rs.generate_indexing_prompts(root, limit=3, language="English")
+    assert "exactly one of these types: [CHARACTER,PLACE,GROUP," in extract
+    assert "{{ input_text }}" in extract and "Example 1:" in extract
+    assert "{{ description_list }}" in summarize and "{{ max_report_length }}" in report
+    assert (root / "prompts" / "extract_graph.txt").read_text() == before, "nothing written without output="
+    written = graphrag_rs.generate_indexing_prompts(root, limit=3, language="English", output="prompts")
+    assert written == (extract, summarize, report), "the same answers, from the cache"
+    assert (root / "prompts" / "extract_graph.txt").read_text() == extract
+    with pytest.raises(ValueError, match="did you mean `auto`"):
+        graphrag_rs.generate_indexing_prompts(root, selection_method="autoo")

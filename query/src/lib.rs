@@ -293,6 +293,11 @@ impl QueryEngine {
         self.llm.has_chat_model(&self.model_ids(method).0)
     }
 
+    /// The id (in `completion_models`) of the chat model `method` answers with.
+    pub fn chat_model_id(&self, method: Method) -> String {
+        self.model_ids(method).0
+    }
+
     /// The models a query with `method` calls, for the start-up check: the
     /// chat model when the method answers (configured, not context-only),
     /// and the embedding model unless the method needs none (global search

@@ -63,7 +63,7 @@ pub fn fuse(rankings: &[&Ranking], window: usize, k: f64) -> Ranking {
 /// Elasticsearch's `rank_window_size` defaults to the result size (and a
 /// count `k` fuses the top k of each); fusing whole rankings instead lets
 /// middling units that both rankings list push out either ranking's best
-/// (docs/benchmarks.md measures both).
+/// (docs/benchmarks-history.md measures both).
 pub fn budget_window(units: &TextUnits, rankings: &[&Ranking], budget: usize) -> usize {
     rankings.iter().map(|r| units.fitting(r.iter().map(|h| h.0), budget)).max().unwrap_or(0)
 }

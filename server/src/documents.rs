@@ -3,11 +3,12 @@
 //! or deleting one queues an `update` run (graphrag_project), whose progress
 //! `document_status.parquet` records and these paths report.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::fs;
 use std::sync::Arc;
 
 use graphrag_engine::doc_status::{self, DocStatus};
+use graphrag_project::InputFiles;
 use hyper::StatusCode;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -15,14 +16,13 @@ use sha2::{Digest, Sha256};
 
 use crate::http::{self, ApiError, Resp, Result};
 use crate::multipart;
-use crate::state::State;
+use crate::state::{now, State};
+use crate::uploads::FailedUpload;
 
-/// The extensions an upload may have (the formats `load_documents` reads).
-pub const EXTENSIONS: [&str; 9] = ["txt", "md", "markdown", "csv", "json", "jsonl", "parquet", "pdf", "docx"];
 const MAX_NAME_BYTES: usize = 200;
 
 /// A file name safe to create inside the input folder: one plain name (no
-/// folder, no `..`, not hidden), with a readable extension.
+/// folder, no `..`, not hidden, no control or reserved characters).
 pub fn safe_name(raw: &str) -> Result<String> {
     let name = raw.trim();
     if name.is_empty() {
@@ -43,14 +43,29 @@ pub fn safe_name(raw: &str) -> Result<String> {
     if name.len() > MAX_NAME_BYTES {
         return Err(ApiError::bad_request(format!("the file name is longer than {MAX_NAME_BYTES} bytes")));
     }
-    let ext = name.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase()).unwrap_or_default();
-    if !EXTENSIONS.contains(&ext.as_str()) {
-        return Err(ApiError::new(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            format!("unsupported file type `{}`: expected one of {}", name.escape_debug(), EXTENSIONS.join(", ")),
-        ));
-    }
     Ok(name.to_string())
+}
+
+/// The files the project's `input` settings read.
+fn input_files(state: &State) -> Result<InputFiles> {
+    Ok(InputFiles::from_settings(&state.settings.input)?)
+}
+
+/// 415 for a file the project's input settings would not read: accepting
+/// it would leave it `pending` for ever.
+fn readable(files: &InputFiles, name: &str) -> Result<()> {
+    if files.reads(name) {
+        return Ok(());
+    }
+    Err(ApiError::new(
+        StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        format!(
+            "`{}` is not read by this project ({}): upload {} files, or change the project's input settings",
+            name.escape_debug(),
+            files.describe(),
+            files.extensions().join(", ")
+        ),
+    ))
 }
 
 fn track_id(prefix: &str, seed: &[u8]) -> String {
@@ -62,9 +77,61 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Writes a new input document. Same name and same bytes: nothing to do
-/// (`duplicated`); same name, other bytes: 409 unless `overwrite`.
-fn write_document(state: &State, name: &str, bytes: &[u8], overwrite: bool) -> Result<&'static str> {
+/// A request's own track id: its names and the time, so that two requests
+/// never share one.
+fn new_track_id(prefix: &str, names: &[String]) -> String {
+    let seed = format!("{}{:?}", names.join("/"), std::time::SystemTime::now());
+    track_id(prefix, seed.as_bytes())
+}
+
+/// The plain, visible files of the input folder.
+fn input_file_names(state: &State) -> Result<Vec<String>> {
+    let mut names: Vec<String> = fs::read_dir(&state.input_dir)
+        .map_err(|e| anyhow::anyhow!("reading {}: {e}", state.input_dir.display()))?
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| !n.starts_with('.'))
+        .collect();
+    names.sort();
+    Ok(names)
+}
+
+/// The input file among `candidates` whose bytes are `bytes`: the
+/// pipeline would skip a second copy of a content, so it is refused.
+fn duplicate_of(state: &State, bytes: &[u8], candidates: impl Fn(&str) -> bool) -> Result<Option<String>> {
+    for name in input_file_names(state)? {
+        let path = state.input_dir.join(&name);
+        if !candidates(&name) || fs::metadata(&path).map_or(true, |m| m.len() != bytes.len() as u64) {
+            continue;
+        }
+        if fs::read(&path).is_ok_and(|b| b == bytes) {
+            return Ok(Some(name));
+        }
+    }
+    Ok(None)
+}
+
+/// The id the document lists give an input file: its status row's, or one
+/// from its name while no run has seen it.
+fn document_id(rows: &BTreeMap<String, DocStatus>, name: &str) -> String {
+    rows.values()
+        .find(|d| d.title == name)
+        .map(|d| d.id.clone())
+        .unwrap_or_else(|| format!("file-{}", hex(&Sha256::digest(name.as_bytes())[..8])))
+}
+
+/// 409: LightRAG's answer to a name the input folder has already.
+fn name_taken(name: &str) -> ApiError {
+    ApiError::new(
+        StatusCode::CONFLICT,
+        format!("the input folder already contains `{name}`: delete that document first, or upload with ?overwrite=true to replace it"),
+    )
+}
+
+/// Writes a new input document; a document of the same name is a 409
+/// unless `overwrite` (LightRAG: delete it first).
+fn write_document(state: &State, name: &str, bytes: &[u8], overwrite: bool) -> Result<()> {
     let path = state.input_dir.join(name);
     {
         let mut writing = state.writing.lock().unwrap_or_else(|e| e.into_inner());
@@ -74,23 +141,14 @@ fn write_document(state: &State, name: &str, bytes: &[u8], overwrite: bool) -> R
         writing.insert(name.to_string(), std::time::Instant::now());
     }
     let result = (|| {
-        if let Ok(existing) = fs::read(&path) {
-            if existing == bytes {
-                return Ok("duplicated");
-            }
-            if !overwrite {
-                return Err(ApiError::new(
-                    StatusCode::CONFLICT,
-                    format!("a different document named `{name}` exists already: delete it first, or upload with ?overwrite=true to replace it"),
-                ));
-            }
+        if path.exists() && !overwrite {
+            return Err(name_taken(name));
         }
         let temp = state.input_dir.join(format!(".upload-{}.tmp", hex(&Sha256::digest(name.as_bytes())[..8])));
         fs::write(&temp, bytes).and_then(|_| fs::rename(&temp, &path)).map_err(|e| {
             let _ = fs::remove_file(&temp);
             ApiError::from(anyhow::anyhow!("writing {name} into the input folder: {e}"))
-        })?;
-        Ok("success")
+        })
     })();
     state.writing.lock().unwrap_or_else(|e| e.into_inner()).remove(name);
     result
@@ -107,43 +165,91 @@ fn queued(state: &Arc<State>, names: &[String]) {
     state.queue_update(&names.join(", "));
 }
 
-fn insert_response(status: &str, message: String, track: String) -> Result<Resp> {
+/// The first 100 characters of a text (no byte-order mark).
+fn summary(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(&bytes[..bytes.len().min(400)]).trim_start_matches('\u{feff}').chars().take(100).collect()
+}
+
+/// Writes accepted documents (name, bytes), in order: a content another
+/// input file has already is not written but recorded `failed` with the
+/// reason, under the request's track id. Then queues the update; answers
+/// LightRAG's `InsertResponse`.
+fn accept(state: &Arc<State>, prefix: &str, docs: Vec<(String, &[u8])>, overwrite: bool, note: &str) -> Result<Resp> {
+    let names: Vec<String> = docs.iter().map(|(n, _)| n.clone()).collect();
+    let track = new_track_id(prefix, &names);
+    let mut written = Vec::new();
+    let mut duplicates = Vec::new();
+    for (name, bytes) in docs {
+        if !overwrite && state.input_dir.join(&name).exists() {
+            return Err(name_taken(&name));
+        }
+        if let Some(earlier) = duplicate_of(state, bytes, |other| !overwrite || other != name)? {
+            let rows = doc_status::read(&state.output_dir)?;
+            let original = document_id(&rows, &earlier);
+            let failure = FailedUpload {
+                id: format!("dup-{}", hex(&Sha256::digest(format!("{track}/{name}").as_bytes())[..8])),
+                file_path: name.clone(),
+                content_length: bytes.len(),
+                summary: summary(bytes),
+                error: format!("duplicate: content already exists as `{earlier}`. Original doc_id: {original}"),
+                created_at: now(),
+                track_id: track.clone(),
+                metadata: json!({"is_duplicate": true, "original_doc_id": original, "original_file_path": earlier}),
+            };
+            duplicates.push(format!("{name} (same content as {earlier})"));
+            state.uploads.lock().unwrap_or_else(|e| e.into_inner()).fail(failure);
+            continue;
+        }
+        write_document(state, &name, bytes, overwrite)?;
+        written.push(name);
+    }
+    state.uploads.lock().unwrap_or_else(|e| e.into_inner()).track(&track, &written);
+    if !written.is_empty() {
+        queued(state, &written);
+    }
+    let (status, message) = match (written.is_empty(), duplicates.is_empty()) {
+        (false, true) => {
+            ("success", format!("{} accepted; processing continues in the background.{note}", written.join(", ")))
+        }
+        (false, false) => (
+            "partial_success",
+            format!("{} accepted; failed as duplicates: {}.{note}", written.join(", "), duplicates.join(", ")),
+        ),
+        (true, _) => ("failure", format!("failed as duplicates: {}", duplicates.join(", "))),
+    };
     http::json(json!({"status": status, "message": message, "track_id": track}))
 }
 
-/// `POST /documents/upload`: multipart, field `file` (one or more).
+/// `POST /documents/upload`: multipart, field `file` (one or more). A file
+/// the project does not read is refused (415) before anything is written.
 pub fn upload(state: &Arc<State>, content_type: Option<&str>, body: &[u8], overwrite: bool) -> Result<Resp> {
     let files = multipart::files(content_type, body)?;
     if files.is_empty() {
         return Err(ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "no `file` field in the multipart body"));
     }
-    let mut written = Vec::new();
-    let mut duplicated = Vec::new();
-    let checked: Vec<(String, &[u8])> =
-        files.iter().map(|f| Ok((safe_name(&f.filename)?, f.data))).collect::<Result<_>>()?;
-    for (name, data) in checked {
-        if data.is_empty() {
+    let reads = input_files(state)?;
+    let mut docs = Vec::new();
+    for f in &files {
+        let name = safe_name(&f.filename)?;
+        readable(&reads, &name)?;
+        if f.data.is_empty() {
             return Err(ApiError::bad_request(format!("`{name}` is empty")));
         }
-        match write_document(state, &name, data, overwrite)? {
-            "duplicated" => duplicated.push(name),
-            _ => written.push(name),
-        }
+        docs.push((name, f.data));
     }
-    let track = track_id("upload", written.join("/").as_bytes());
-    if written.is_empty() {
-        return insert_response(
-            "duplicated",
-            format!("{} already in the input folder with the same content", duplicated.join(", ")),
-            track,
-        );
-    }
-    queued(state, &written);
-    insert_response(
-        "success",
-        format!("File(s) {} uploaded successfully. Processing will continue in background.", written.join(", ")),
-        track,
-    )
+    accept(state, "upload", docs, overwrite, "")
+}
+
+/// LightRAG's per-request chunking (`{strategy, params}`): accepted, not
+/// applied; the index is chunked by the project's `chunking` settings.
+#[derive(Deserialize)]
+struct Chunking {
+    #[serde(default)]
+    #[allow(dead_code)]
+    strategy: Option<String>,
+    #[serde(default)]
+    #[allow(dead_code)]
+    params: Option<Value>,
 }
 
 #[derive(Deserialize)]
@@ -152,6 +258,8 @@ struct InsertText {
     text: String,
     #[serde(default)]
     file_source: Option<String>,
+    #[serde(default)]
+    chunking: Option<Chunking>,
 }
 
 #[derive(Deserialize)]
@@ -160,54 +268,47 @@ struct InsertTexts {
     texts: Vec<String>,
     #[serde(default)]
     file_sources: Option<Vec<String>>,
+    #[serde(default)]
+    chunking: Option<Chunking>,
 }
 
-/// The input file name of an inserted text: its `file_source` as a .txt,
-/// or one named by its content's hash.
-fn text_name(text: &str, source: Option<&str>) -> Result<String> {
-    match source.map(str::trim).filter(|s| !s.is_empty()) {
-        None => Ok(format!("text-{}.txt", hex(&Sha256::digest(text.as_bytes())[..8]))),
-        Some(s) => {
-            let with_ext = if s.to_ascii_lowercase().ends_with(".txt") || s.to_ascii_lowercase().ends_with(".md") {
-                s.to_string()
-            } else {
-                format!("{s}.txt")
-            };
-            safe_name(&with_ext)
-        }
-    }
+/// The input file name of an inserted text: its `file_source` (given the
+/// project's text extension unless it has one the project reads), or one
+/// named by its content's hash.
+fn text_name(reads: &InputFiles, text: &str, source: Option<&str>) -> Result<String> {
+    let ext = ["txt", "md"].into_iter().find(|e| reads.reads(&format!("x.{e}"))).ok_or_else(|| {
+        ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            format!("texts cannot be inserted: this project ({}) reads no .txt or .md files", reads.describe()),
+        )
+    })?;
+    let name = match source.map(str::trim).filter(|s| !s.is_empty()) {
+        None => format!("text-{}.{ext}", hex(&Sha256::digest(text.as_bytes())[..8])),
+        Some(s) if reads.reads(s) => s.to_string(),
+        Some(s) => format!("{s}.{ext}"),
+    };
+    safe_name(&name)
 }
 
-fn insert(state: &Arc<State>, texts: &[(String, Option<String>)]) -> Result<Resp> {
-    let mut names = Vec::new();
+const CHUNKING_NOTE: &str =
+    " The request's `chunking` is not applied: the index is chunked by the project's `chunking` settings.";
+
+fn insert(state: &Arc<State>, texts: &[(String, Option<String>)], chunking: bool) -> Result<Resp> {
+    let reads = input_files(state)?;
+    let mut docs = Vec::new();
     for (text, source) in texts {
         if text.trim().is_empty() {
             return Err(ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "`text` is empty"));
         }
-        names.push(text_name(text, source.as_deref())?);
+        docs.push((text_name(&reads, text, source.as_deref())?, text.as_bytes()));
     }
-    let mut written = Vec::new();
-    for ((text, _), name) in texts.iter().zip(&names) {
-        if write_document(state, name, text.as_bytes(), false)? == "success" {
-            written.push(name.clone());
-        }
-    }
-    let track = track_id("insert", names.join("/").as_bytes());
-    if written.is_empty() {
-        return insert_response("duplicated", "the text(s) are in the input folder already".into(), track);
-    }
-    queued(state, &written);
-    insert_response(
-        "success",
-        format!("Text(s) saved as {}. Processing will continue in background.", written.join(", ")),
-        track,
-    )
+    accept(state, "insert", docs, false, if chunking { CHUNKING_NOTE } else { "" })
 }
 
 /// `POST /documents/text`.
 pub fn insert_text(state: &Arc<State>, body: &[u8]) -> Result<Resp> {
     let req: InsertText = http::parse_json(body)?;
-    insert(state, &[(req.text, req.file_source)])
+    insert(state, &[(req.text, req.file_source)], req.chunking.is_some())
 }
 
 /// `POST /documents/texts`.
@@ -225,7 +326,7 @@ pub fn insert_texts(state: &Arc<State>, body: &[u8]) -> Result<Resp> {
     }
     let pairs: Vec<(String, Option<String>)> =
         req.texts.into_iter().enumerate().map(|(i, t)| (t, sources.get(i).cloned())).collect();
-    insert(state, &pairs)
+    insert(state, &pairs, req.chunking.is_some())
 }
 
 /// `POST /documents/scan`: index what the input folder holds now.
@@ -239,12 +340,12 @@ pub fn scan(state: &Arc<State>) -> Result<Resp> {
 }
 
 /// One document as LightRAG's `DocStatusResponse`.
-fn doc_json(state: &State, d: &DocStatus) -> Value {
+fn doc_json(state: &State, d: &DocStatus, track: Option<&str>) -> Value {
     let path = state.input_dir.join(&d.title);
     let summary = fs::read(&path)
         .ok()
         .filter(|_| matches!(d.title.rsplit_once('.').map(|(_, e)| e), Some("txt" | "md" | "markdown")))
-        .map(|b| String::from_utf8_lossy(&b[..b.len().min(400)]).chars().take(100).collect::<String>())
+        .map(|b| summary(&b))
         .unwrap_or_default();
     json!({
         "id": d.id,
@@ -253,7 +354,7 @@ fn doc_json(state: &State, d: &DocStatus) -> Value {
         "status": d.status.as_str(),
         "created_at": d.created_at,
         "updated_at": d.updated_at,
-        "track_id": null,
+        "track_id": track,
         "chunks_count": d.text_unit_ids.len(),
         "error_msg": d.error,
         "metadata": {"run_seconds": d.run_seconds, "in_input_folder": path.exists()},
@@ -261,41 +362,78 @@ fn doc_json(state: &State, d: &DocStatus) -> Value {
     })
 }
 
-/// Every document: the status table's rows, and input files no run has
-/// seen yet as `pending`.
+/// Every document: the status table's rows, input files no run has seen
+/// yet as `pending`, and uploads refused after they were accepted
+/// (`failed`).
 fn all_documents(state: &State) -> Result<Vec<Value>> {
     let rows = doc_status::read(&state.output_dir)?;
-    let known: std::collections::HashSet<&str> = rows.values().map(|d| d.title.as_str()).collect();
-    let mut out: Vec<Value> = rows.values().map(|d| doc_json(state, d)).collect();
-    let mut new_files: Vec<String> = fs::read_dir(&state.input_dir)
-        .map_err(|e| anyhow::anyhow!("reading {}: {e}", state.input_dir.display()))?
-        .filter_map(|e| e.ok())
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| !n.starts_with('.') && !known.contains(n.as_str()))
-        .collect();
-    new_files.sort();
-    for name in new_files {
+    let uploads = state.uploads.lock().unwrap_or_else(|e| e.into_inner());
+    let known: HashSet<&str> = rows.values().map(|d| d.title.as_str()).collect();
+    let mut out: Vec<Value> = rows.values().map(|d| doc_json(state, d, uploads.track_of(&d.title))).collect();
+    let reads = input_files(state)?;
+    for name in input_file_names(state)?.into_iter().filter(|n| !known.contains(n.as_str())) {
         let meta = fs::metadata(state.input_dir.join(&name)).ok();
-        let id = format!("file-{}", hex(&Sha256::digest(name.as_bytes())[..8]));
+        let created = meta
+            .as_ref()
+            .and_then(|m| m.modified().ok())
+            .map(|t| chrono::DateTime::<chrono::Utc>::from(t).to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
+        let why = left_out(state, &reads, &name, &known)?;
         out.push(json!({
-            "id": id,
+            "id": document_id(&rows, &name),
             "content_summary": "",
             "content_length": meta.map(|m| m.len()),
-            "status": "pending",
-            "created_at": null,
-            "updated_at": null,
-            "track_id": null,
+            "status": if why.is_some() { "failed" } else { "pending" },
+            "created_at": created,
+            "updated_at": created,
+            "track_id": uploads.track_of(&name),
             "chunks_count": 0,
-            "error_msg": null,
+            "error_msg": why,
             "metadata": {"in_input_folder": true},
             "file_path": name,
         }));
     }
+    out.extend(uploads.failed.iter().map(FailedUpload::json));
     Ok(out)
 }
 
+/// Why an input file no run has indexed never will be, once no update is
+/// running or queued for it (a file put in the folder by hand, or by
+/// another process): a type the input settings skip, or the content of
+/// another input file (a run keeps one copy). `None`: it waits for a run.
+fn left_out(state: &State, reads: &InputFiles, name: &str, indexed: &HashSet<&str>) -> Result<Option<String>> {
+    {
+        let p = state.pipeline.lock().unwrap_or_else(|e| e.into_inner());
+        if p.busy || p.request_pending || p.queued_files.iter().any(|q| q == name) {
+            return Ok(None);
+        }
+    }
+    if !reads.reads(name) {
+        return Ok(Some(format!(
+            "not read by this project ({}): it reads {}",
+            reads.describe(),
+            reads.extensions().join(", ")
+        )));
+    }
+    let Ok(bytes) = fs::read(state.input_dir.join(name)) else { return Ok(None) };
+    let earlier = duplicate_of(state, &bytes, |other| indexed.contains(other))?;
+    Ok(earlier.map(|earlier| format!("duplicate: content already exists as `{earlier}`, which is indexed")))
+}
+
+/// The statuses documents have here (LightRAG's parsing, analyzing and
+/// preprocessed stages do not exist: a filter on them matches nothing).
 const STATUSES: [&str; 4] = ["pending", "processing", "processed", "failed"];
+/// Every status LightRAG 1.5.7 accepts in a filter.
+const LIGHTRAG_STATUSES: [&str; 7] =
+    ["pending", "parsing", "analyzing", "processing", "preprocessed", "processed", "failed"];
+
+fn counts(all: &[Value]) -> BTreeMap<&'static str, usize> {
+    let mut counts: BTreeMap<&str, usize> = STATUSES.iter().map(|s| (*s, 0)).collect();
+    for d in all {
+        *counts.entry(STATUSES.iter().find(|s| d["status"] == **s).copied().unwrap_or("pending")).or_default() += 1;
+    }
+    counts.insert("all", all.len());
+    counts
+}
 
 /// `GET /documents`: `{"statuses": {status: [document]}}`.
 pub fn list(state: &State) -> Result<Resp> {
@@ -309,11 +447,34 @@ pub fn list(state: &State) -> Result<Resp> {
     http::json(json!({ "statuses": statuses }))
 }
 
+/// `GET /documents/status_counts`.
+pub fn status_counts(state: &State) -> Result<Resp> {
+    http::json(json!({"status_counts": counts(&all_documents(state)?)}))
+}
+
+/// `GET /documents/track_status/{track_id}`: the documents one request
+/// added (unknown or forgotten ids: an empty list, as LightRAG).
+pub fn track_status(state: &State, track: &str) -> Result<Resp> {
+    let track = track.trim();
+    if track.is_empty() {
+        return Err(ApiError::bad_request("the track id is empty"));
+    }
+    let docs: Vec<Value> = all_documents(state)?.into_iter().filter(|d| d["track_id"] == track).collect();
+    let mut summary: BTreeMap<String, usize> = BTreeMap::new();
+    for d in &docs {
+        *summary.entry(d["status"].as_str().unwrap_or("pending").to_string()).or_default() += 1;
+    }
+    http::json(json!({"track_id": track, "total_count": docs.len(), "status_summary": summary, "documents": docs}))
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct PageRequest {
+    /// LightRAG's single filter, ignored when `status_filters` is set.
     #[serde(default)]
     status_filter: Option<String>,
+    #[serde(default)]
+    status_filters: Option<Vec<String>>,
     #[serde(default = "one")]
     page: usize,
     #[serde(default = "fifty")]
@@ -344,8 +505,17 @@ pub fn paginated(state: &State, body: &[u8]) -> Result<Resp> {
     if req.page == 0 || !(10..=200).contains(&req.page_size) {
         return Err(unprocessable("`page` must be at least 1 and `page_size` from 10 to 200".into()));
     }
-    if let Some(s) = req.status_filter.as_deref().filter(|s| !STATUSES.contains(s)) {
-        return Err(unprocessable(format!("unknown status_filter `{s}`: expected one of {}", STATUSES.join(", "))));
+    let filters: Option<Vec<String>> = match (req.status_filters, req.status_filter) {
+        (Some(list), _) => Some(list),
+        (None, Some(one)) => Some(vec![one]),
+        (None, None) => None,
+    };
+    let filters: Option<Vec<String>> = filters.map(|l| l.iter().map(|s| s.to_ascii_lowercase()).collect());
+    if let Some(s) = filters.iter().flatten().find(|s| !LIGHTRAG_STATUSES.contains(&s.as_str())) {
+        return Err(unprocessable(format!(
+            "unknown status filter `{s}`: expected one of {}",
+            LIGHTRAG_STATUSES.join(", ")
+        )));
     }
     if !["created_at", "updated_at", "id", "file_path"].contains(&req.sort_field.as_str()) {
         return Err(unprocessable(format!(
@@ -357,12 +527,11 @@ pub fn paginated(state: &State, body: &[u8]) -> Result<Resp> {
         return Err(unprocessable("`sort_direction` must be asc or desc".into()));
     }
     let all = all_documents(state)?;
-    let mut counts: BTreeMap<&str, usize> = STATUSES.iter().map(|s| (*s, 0)).collect();
-    for d in &all {
-        *counts.entry(STATUSES.iter().find(|s| d["status"] == **s).copied().unwrap_or("pending")).or_default() += 1;
-    }
-    let mut docs: Vec<Value> =
-        all.into_iter().filter(|d| req.status_filter.as_deref().is_none_or(|s| d["status"] == s)).collect();
+    let counts = counts(&all);
+    let mut docs: Vec<Value> = all
+        .into_iter()
+        .filter(|d| filters.as_ref().is_none_or(|f| f.iter().any(|s| d["status"] == s.as_str())))
+        .collect();
     let key = |d: &Value| d[req.sort_field.as_str()].as_str().unwrap_or_default().to_string();
     docs.sort_by_key(key);
     if req.sort_direction == "desc" {
@@ -371,7 +540,6 @@ pub fn paginated(state: &State, body: &[u8]) -> Result<Resp> {
     let total = docs.len();
     let pages = total.div_ceil(req.page_size).max(1);
     let page: Vec<Value> = docs.into_iter().skip((req.page - 1) * req.page_size).take(req.page_size).collect();
-    counts.insert("all", total);
     http::json(json!({
         "documents": page,
         "pagination": {
@@ -386,12 +554,25 @@ pub fn paginated(state: &State, body: &[u8]) -> Result<Resp> {
     }))
 }
 
+/// `GET /documents/supported_file_types`: what the project's input
+/// settings read (an upload of anything else is refused with 415).
+pub fn supported_file_types(state: &State) -> Result<Resp> {
+    let reads = input_files(state)?;
+    let extensions = reads.extensions();
+    http::json(json!({
+        "supported_extensions": extensions,
+        "engines": {"graphrag-rs": extensions},
+        "input": reads.describe(),
+    }))
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct DeleteRequest {
     doc_ids: Vec<String>,
-    /// LightRAG's flag; the file is always removed here, as the index is
-    /// what the input folder holds.
+    /// LightRAG's flags; the file is always removed here, as the index is
+    /// what the input folder holds, and the LLM cache is kept (it makes a
+    /// re-index of the same text free).
     #[serde(default)]
     #[allow(dead_code)]
     delete_file: bool,
@@ -400,8 +581,21 @@ struct DeleteRequest {
     delete_llm_cache: bool,
 }
 
+/// Removes input files by name (only plain names of the input folder).
+fn remove_files(state: &State, files: &[String]) -> Result<()> {
+    for name in files {
+        let name = safe_name(name).map_err(|_| ApiError::bad_request(format!("cannot delete `{name}`")))?;
+        let path = state.input_dir.join(&name);
+        if path.exists() {
+            fs::remove_file(&path).map_err(|e| anyhow::anyhow!("removing {name}: {e}"))?;
+        }
+    }
+    Ok(())
+}
+
 /// `DELETE /documents/delete_document`: removes the documents' input files
-/// and queues the update that takes them out of the index.
+/// and queues the update that takes them out of the index. Ids of no
+/// document are named in the message, not an error (LightRAG answers 200).
 pub fn delete(state: &Arc<State>, body: &[u8]) -> Result<Resp> {
     let req: DeleteRequest = http::parse_json(body)?;
     if req.doc_ids.is_empty() {
@@ -409,29 +603,82 @@ pub fn delete(state: &Arc<State>, body: &[u8]) -> Result<Resp> {
     }
     let all = all_documents(state)?;
     let mut files = Vec::new();
+    let mut failed_records = Vec::new();
     let mut unknown = Vec::new();
     for id in &req.doc_ids {
         match all.iter().find(|d| d["id"] == id.as_str()) {
+            Some(d) if id.starts_with("dup-") => failed_records.push(d["id"].as_str().unwrap_or_default().to_string()),
             Some(d) => files.push(d["file_path"].as_str().unwrap_or_default().to_string()),
             None => unknown.push(id.clone()),
         }
     }
+    state.uploads.lock().unwrap_or_else(|e| e.into_inner()).failed.retain(|f| !failed_records.contains(&f.id));
+    remove_files(state, &files)?;
+    if !files.is_empty() {
+        state.queue_update(&format!("deleted {}", files.join(", ")));
+    }
+    let mut message = if files.is_empty() && failed_records.is_empty() {
+        "No document was deleted.".to_string()
+    } else {
+        format!(
+            "Document(s) {} removed; the index drops them in the background.",
+            files.iter().chain(&failed_records).cloned().collect::<Vec<_>>().join(", ")
+        )
+    };
     if !unknown.is_empty() {
-        return Err(ApiError::not_found(format!("no document with id {}", unknown.join(", "))));
+        message.push_str(&format!(" No document has the id {}.", unknown.join(", ")));
     }
-    for name in &files {
-        // Only names that are plain files of the input folder are removed.
-        let name = safe_name(name).map_err(|_| ApiError::bad_request(format!("cannot delete `{name}`")))?;
-        let path = state.input_dir.join(&name);
-        if path.exists() {
-            fs::remove_file(&path).map_err(|e| anyhow::anyhow!("removing {name}: {e}"))?;
-        }
+    http::json(json!({"status": "deletion_started", "message": message, "doc_id": req.doc_ids.join(", ")}))
+}
+
+/// `DELETE /documents`: every document out of the input folder, and an
+/// update that publishes the empty index.
+pub fn clear(state: &Arc<State>) -> Result<Resp> {
+    if state.pipeline.lock().unwrap_or_else(|e| e.into_inner()).busy {
+        return http::json(json!({
+            "status": "busy",
+            "message": "An update is running: cancel it (POST /documents/cancel_pipeline) or wait, then clear.",
+        }));
     }
-    state.queue_update(&format!("deleted {}", files.join(", ")));
+    let files = input_file_names(state)?;
+    remove_files(state, &files)?;
+    state.uploads.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    state.queue_update("every document cleared");
     http::json(json!({
-        "status": "deletion_started",
-        "message": format!("Document(s) {} removed from the input folder; the index drops them in the background.", files.join(", ")),
-        "doc_id": req.doc_ids.join(", "),
+        "status": "success",
+        "message": format!("{} document(s) removed from the input folder; the update publishes the empty index.", files.len()),
+    }))
+}
+
+/// `POST /documents/reprocess_failed`: an update run; documents whose run
+/// failed are indexed again (a file that cannot be read stays failed until
+/// it is replaced).
+pub fn reprocess_failed(state: &Arc<State>) -> Result<Resp> {
+    state.queue_update("reprocess failed documents");
+    http::json(json!({
+        "status": "reprocessing_started",
+        "message": "An update runs: documents whose indexing failed are processed again.",
+        "track_id": track_id("retry", b"retry"),
+    }))
+}
+
+/// `POST /documents/cancel_pipeline`: stops the running update between
+/// steps (the published index stays as it was; documents it had are
+/// `pending` and the next update retries them).
+pub fn cancel_pipeline(state: &Arc<State>) -> Result<Resp> {
+    let mut p = state.pipeline.lock().unwrap_or_else(|e| e.into_inner());
+    if !p.busy {
+        return http::json(json!({"status": "not_busy", "message": "No update is running."}));
+    }
+    p.message("cancellation requested".into());
+    p.cancel_requested = true;
+    // Under the lock: the run's end (which clears the request) cannot pass
+    // between the flag and the stop.
+    graphrag_project::stop();
+    drop(p);
+    http::json(json!({
+        "status": "cancellation_requested",
+        "message": "The update stops after the model calls in flight; the published index stays as it was.",
     }))
 }
 
@@ -440,17 +687,31 @@ mod tests {
     use super::*;
 
     #[test]
-    fn names_are_plain_and_readable() {
+    fn names_are_plain() {
         assert_eq!(safe_name(" notes.txt ").unwrap(), "notes.txt");
         assert_eq!(safe_name("Report 2026 (draft).PDF").unwrap(), "Report 2026 (draft).PDF");
-        for bad in
-            ["", "../x.txt", "a/b.txt", "..\\x.txt", "/etc/passwd", ".env", "x.exe", "x", "a\u{0}.txt", "a:b.txt"]
-        {
+        for bad in ["", "../x.txt", "a/b.txt", "..\\x.txt", "/etc/passwd", ".env", "a\u{0}.txt", "a:b.txt"] {
             assert!(safe_name(bad).is_err(), "{bad:?}");
         }
         assert!(safe_name(&format!("{}.txt", "a".repeat(300))).is_err());
-        assert_eq!(text_name("hello", Some("note")).unwrap(), "note.txt");
-        assert!(text_name("hello", None).unwrap().starts_with("text-"));
-        assert!(text_name("hello", Some("../../x")).is_err());
+    }
+
+    #[test]
+    fn uploads_and_texts_follow_the_input_settings() {
+        let text = InputFiles::from_settings(&Default::default()).unwrap();
+        assert!(readable(&text, "a.txt").is_ok());
+        let refused = readable(&text, "a.md").unwrap_err();
+        assert_eq!(refused.status, StatusCode::UNSUPPORTED_MEDIA_TYPE);
+        assert!(
+            refused.message.contains(".txt") && refused.message.contains("input.type: text"),
+            "{}",
+            refused.message
+        );
+        assert_eq!(text_name(&text, "hello", Some("note")).unwrap(), "note.txt");
+        assert_eq!(text_name(&text, "hello", Some("note.txt")).unwrap(), "note.txt");
+        assert_eq!(text_name(&text, "hello", Some("note.md")).unwrap(), "note.md.txt");
+        assert!(text_name(&text, "hello", None).unwrap().starts_with("text-"));
+        assert!(text_name(&text, "hello", Some("../../x")).is_err());
+        assert_eq!(summary("\u{feff}Hello".as_bytes()), "Hello");
     }
 }

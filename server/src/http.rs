@@ -159,7 +159,8 @@ pub fn query_param(query: Option<&str>, key: &str) -> Option<String> {
     })
 }
 
-fn percent_decode(s: &str) -> String {
+/// `%XX` escapes (and `+`, as in query strings) decoded.
+pub fn percent_decode(s: &str) -> String {
     let bytes = s.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;

@@ -15,17 +15,25 @@
 //! and swapped in. Adding or deleting documents writes the input folder and
 //! queues an `update` (graphrag_project) on the one writer thread.
 
+mod api_docs;
+mod auth;
 mod chat;
+pub mod chat_model;
 mod cors;
 mod documents;
 mod graph;
+mod graph_routes;
 mod http;
 mod listener;
 mod multipart;
 mod openapi;
+mod openapi_schemas;
 mod query;
+mod query_data;
 pub mod state;
+mod uploads;
 mod webui;
+mod webui_dir;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -58,6 +66,9 @@ pub struct ServeOptions {
     pub api_key: Option<String>,
     /// The largest upload (bytes).
     pub max_upload_bytes: usize,
+    /// A built web UI served at `/webui/` instead of the built-in one
+    /// (e.g. LightRAG's, from the lightrag-hku wheel).
+    pub webui_dir: Option<PathBuf>,
 }
 
 impl ServeOptions {
@@ -68,6 +79,7 @@ impl ServeOptions {
             port: 9621,
             api_key: None,
             max_upload_bytes: 100 << 20,
+            webui_dir: None,
         }
     }
 }
@@ -96,7 +108,10 @@ impl Server {
     /// Loads the index (if any), binds, and serves on its own threads.
     pub fn start(opts: ServeOptions) -> anyhow::Result<Server> {
         let api_key = opts.api_key.clone().filter(|k| !k.is_empty()).or_else(|| configured_key(&opts.root));
-        let state = State::new(&opts.root, api_key, opts.max_upload_bytes)?;
+        if let Some(dir) = opts.webui_dir.as_ref().filter(|d| !d.join("index.html").is_file()) {
+            anyhow::bail!("--webui-dir {}: no index.html there (give the folder of a built web UI)", dir.display());
+        }
+        let state = State::new(&opts.root, api_key, opts.max_upload_bytes, opts.webui_dir.clone())?;
         let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().thread_name("graphrag-serve").build()?;
         let socket = std::net::TcpListener::bind((opts.host.as_str(), opts.port))
             .map_err(|e| anyhow::anyhow!("binding {}:{}: {e}", opts.host, opts.port))?;
@@ -152,17 +167,11 @@ impl Drop for Server {
     }
 }
 
-/// The token of an `Authorization: Bearer <token>` value (the scheme in any case).
-fn bearer_token(value: &str) -> Option<&str> {
-    let (scheme, token) = value.trim().split_once(' ')?;
-    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
-}
-
 /// Whether the request carries the key (`X-API-Key`, or a bearer token).
 fn authorised(state: &State, req: &Request<Incoming>) -> bool {
     let Some(key) = &state.api_key else { return true };
     let given = req.headers().get("x-api-key").and_then(|v| v.to_str().ok()).map(str::to_string).or_else(|| {
-        req.headers().get(AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(bearer_token).map(str::to_string)
+        req.headers().get(AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(auth::bearer_token).map(str::to_string)
     });
     // Compared in constant time: the answer's timing says nothing of the key.
     given
@@ -183,6 +192,12 @@ pub(crate) async fn handle(state: Arc<State>, req: Request<Incoming>) -> Resp {
     }
 }
 
+/// A LightRAG path graphrag-rs does not offer: 501 with the reason.
+fn not_offered(method: &str, path: &str) -> ApiError {
+    let reason = openapi::not_offered(method, path).unwrap_or_default();
+    ApiError::new(StatusCode::NOT_IMPLEMENTED, format!("{method} {path} is not offered by graphrag-rs: {reason}"))
+}
+
 fn method_not_allowed(method: &Method, path: &str) -> ApiError {
     ApiError::new(StatusCode::METHOD_NOT_ALLOWED, format!("{method} is not allowed on {path}"))
 }
@@ -196,21 +211,50 @@ async fn route(state: &Arc<State>, req: Request<Incoming>) -> Result<Resp> {
     match path.as_str() {
         "/health" if method == Method::GET => return health(state),
         "/" => return Ok(webui::redirect()),
-        p if p == "/webui" || p.starts_with("/webui/") => return webui::file(p),
+        p if p == "/webui" || p.starts_with("/webui/") => match &state.webui_dir {
+            Some(dir) => return webui_dir::file(dir, p),
+            None => return webui::file(p),
+        },
+        // LightRAG's auth paths, the UI customisation and the API's
+        // description: public as in LightRAG (they hold no data).
+        "/auth-status" if method == Method::GET => return auth::status(state),
+        "/login" if method == Method::POST => return auth::login(state),
+        "/ui/customization" if method == Method::GET => return api_docs::ui_customization(),
+        p if p.starts_with("/ui/customization/assets/") => {
+            return Err(ApiError::not_found("Unknown asset: no UI customisation bundle is configured"))
+        }
+        "/openapi.json" if method == Method::GET => return http::json(openapi::document()),
+        "/docs" if method == Method::GET => return Ok(api_docs::page()),
         _ => {}
     }
     if !authorised(state, &req) {
-        return Err(ApiError::new(
-            StatusCode::UNAUTHORIZED,
-            "an API key is required: send it as the X-API-Key header (or Authorization: Bearer)",
-        ));
+        return Err(auth::refusal(req.headers()));
     }
     let content_type = req.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).map(str::to_string);
     let json_body = |req| http::body_bytes(req, MAX_JSON_BYTES);
-    let known = openapi::ROUTES.iter().any(|r| r.path == path);
+    let known = openapi::ROUTES.iter().any(|r| openapi::template_matches(r.path, &path));
+    if let (&Method::GET, Some(track)) = (&method, path.strip_prefix("/documents/track_status/")) {
+        return documents::track_status(state, &http::percent_decode(track));
+    }
     match (&method, path.as_str()) {
-        (&Method::GET, "/openapi.json") => http::json(openapi::document()),
+        (&Method::GET, "/auth/verify") => auth::verify(),
         (&Method::GET, "/documents") => documents::list(state),
+        (&Method::DELETE, "/documents") => documents::clear(state),
+        (&Method::GET, "/documents/status_counts") => documents::status_counts(state),
+        (&Method::GET, "/documents/supported_file_types") => documents::supported_file_types(state),
+        (&Method::POST, "/documents/reprocess_failed") => documents::reprocess_failed(state),
+        (&Method::POST, "/documents/cancel_pipeline") => documents::cancel_pipeline(state),
+        (&Method::POST, "/query/data") => query_data::query_data(state, &json_body(req).await?).await,
+        (&Method::GET, "/graph/label/popular") => graph_routes::popular(state, q),
+        (&Method::GET, "/graph/label/search") => graph_routes::search(state, q),
+        (&Method::POST, "/graph/entity/edit") => graph_routes::edit_entity(state, &json_body(req).await?),
+        (&Method::POST, "/graph/entity/create") => graph_routes::create_entity(state, &json_body(req).await?),
+        (&Method::DELETE, "/graph/entity/delete") => graph_routes::delete_entity(state, &json_body(req).await?),
+        (&Method::POST, "/graph/entities/merge") => graph_routes::merge_entities(state, &json_body(req).await?),
+        (&Method::POST, "/graph/relation/edit") => graph_routes::edit_relation(state, &json_body(req).await?),
+        (&Method::POST, "/graph/relation/create") => graph_routes::create_relation(state, &json_body(req).await?),
+        (&Method::DELETE, "/graph/relation/delete") => graph_routes::delete_relation(state, &json_body(req).await?),
+        (m, p) if openapi::not_offered(m.as_str(), p).is_some() => Err(not_offered(m.as_str(), p)),
         (&Method::POST, "/documents/paginated") => documents::paginated(state, &json_body(req).await?),
         (&Method::GET, "/documents/pipeline_status") => http::json(state.pipeline_status()),
         (&Method::POST, "/documents/upload") => {
@@ -233,7 +277,11 @@ async fn route(state: &Arc<State>, req: Request<Incoming>) -> Result<Resp> {
         (&Method::GET, "/api/ps") => chat::ps(),
         (&Method::POST, "/api/chat") => chat::ollama_chat(state, &json_body(req).await?).await,
         (&Method::POST, "/api/generate") => chat::ollama_generate(state, &json_body(req).await?).await,
+        (&Method::POST, "/api/show") => chat::ollama_show(&json_body(req).await?),
         (&Method::GET, "/v1/models") => chat::openai_models(),
+        (&Method::GET, p) if p.starts_with("/v1/models/") => {
+            chat::openai_model(&http::percent_decode(&p["/v1/models/".len()..]))
+        }
         (&Method::POST, "/v1/chat/completions") => chat::openai_chat(state, &json_body(req).await?).await,
         _ if known => Err(method_not_allowed(&method, &path)),
         _ => Err(ApiError::not_found(format!("no such path: {path} (the API is described at /openapi.json)"))),
@@ -245,12 +293,15 @@ fn health(state: &State) -> Result<Resp> {
     let snapshot = state.snapshot();
     let s = &state.settings;
     let busy = state.pipeline.lock().unwrap_or_else(|e| e.into_inner()).busy;
+    let chat = chat_model::ChatModelStatus::of(s);
     http::json(json!({
         "status": "healthy",
         "working_directory": state.root.display().to_string(),
         "input_directory": state.input_dir.display().to_string(),
         "configuration": {
-            "llm_model": s.completion_models.get(&s.extract_graph.completion_model_id).map(|m| m.model.clone()),
+            // The model questions are answered with; null without a usable one.
+            "llm_model": chat.model,
+            "chat_model": chat.to_json(&state.chat_check),
             "embedding_model": s.embedding_models.get(&s.embed_text.embedding_model_id).map(|m| m.model.clone()),
             "max_upload_bytes": state.max_upload_bytes,
             "auth_mode": if state.api_key.is_some() { "api_key" } else { "disabled" },
@@ -266,18 +317,4 @@ fn health(state: &State) -> Result<Resp> {
         "core_version": env!("CARGO_PKG_VERSION"),
         "api_version": env!("CARGO_PKG_VERSION"),
     }))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_bearer_scheme_is_read_in_any_case() {
-        for value in ["Bearer k1", "bearer k1", "BEARER  k1 ", " Bearer k1"] {
-            assert_eq!(bearer_token(value), Some("k1"), "{value:?}");
-        }
-        assert_eq!(bearer_token("Basic k1"), None);
-        assert_eq!(bearer_token("Bearerk1"), None);
-    }
 }

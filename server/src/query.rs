@@ -183,7 +183,7 @@ fn default_mode() -> String {
     "mix".into()
 }
 
-fn parse_query(body: &[u8]) -> Result<(Ask, bool, bool)> {
+pub(crate) fn parse_query(body: &[u8]) -> Result<(Ask, bool, bool)> {
     let q: QueryBody = http::parse_json(body)?;
     if q.only_need_prompt == Some(true) {
         return Err(ApiError::new(
@@ -206,6 +206,7 @@ fn parse_query(body: &[u8]) -> Result<(Ask, bool, bool)> {
 /// `POST /query`.
 pub async fn query(state: &Arc<State>, body: &[u8]) -> Result<Resp> {
     let (ask, references, records) = parse_query(body)?;
+    crate::chat_model::require(state, &ask)?;
     let started = std::time::Instant::now();
     let a = self::ask(state, ask, None).await?;
     let mut out = json!({
@@ -228,6 +229,7 @@ pub async fn query(state: &Arc<State>, body: &[u8]) -> Result<Resp> {
 /// they are known once retrieval ends, so they come last), or `{"error": …}`.
 pub async fn query_stream(state: &Arc<State>, body: &[u8]) -> Result<Resp> {
     let (ask, references, records) = parse_query(body)?;
+    crate::chat_model::require(state, &ask)?;
     let (resp, tx) = http::stream("application/x-ndjson");
     let line = |v: Value| Bytes::from(format!("{v}\n"));
     let pieces = tx.clone();

@@ -20,6 +20,7 @@ use graphrag_query::QueryEngine;
 use serde_json::{json, Value};
 
 use crate::graph::Graph;
+use crate::uploads::Uploads;
 
 /// One published index, loaded.
 pub struct Snapshot {
@@ -59,6 +60,8 @@ pub struct Pipeline {
     pub runs: u64,
     /// Uploaded or written input files the next run will index, by name.
     pub queued_files: Vec<String>,
+    /// `/documents/cancel_pipeline` asked the running update to stop.
+    pub cancel_requested: bool,
 }
 
 const HISTORY: usize = 200;
@@ -82,6 +85,8 @@ pub struct State {
     pub output_dir: PathBuf,
     pub api_key: Option<String>,
     pub max_upload_bytes: usize,
+    /// `serve --webui-dir`: the web UI's folder, if not the built-in one.
+    pub webui_dir: Option<PathBuf>,
     snapshot: RwLock<Arc<Snapshot>>,
     pub pipeline: Mutex<Pipeline>,
     jobs: Mutex<Option<mpsc::Sender<()>>>,
@@ -89,6 +94,10 @@ pub struct State {
     loading: Mutex<()>,
     /// Upload names being written now (two uploads of one name do not race).
     pub writing: Mutex<HashMap<String, Instant>>,
+    /// Track ids and refused uploads (see `uploads`).
+    pub uploads: Mutex<Uploads>,
+    /// The chat model's start-up check, when `serve` runs it.
+    pub chat_check: crate::chat_model::StartupCheck,
 }
 
 pub fn now() -> String {
@@ -111,7 +120,12 @@ fn fingerprint(output_dir: &Path) -> String {
 }
 
 impl State {
-    pub fn new(root: &Path, api_key: Option<String>, max_upload_bytes: usize) -> anyhow::Result<Arc<State>> {
+    pub fn new(
+        root: &Path,
+        api_key: Option<String>,
+        max_upload_bytes: usize,
+        webui_dir: Option<PathBuf>,
+    ) -> anyhow::Result<Arc<State>> {
         let settings = settings::load(root)?.settings;
         let input_dir = root.join(&settings.input_storage.base_dir);
         let output_dir = root.join(&settings.output_storage.base_dir);
@@ -124,11 +138,14 @@ impl State {
             output_dir,
             api_key,
             max_upload_bytes,
+            webui_dir,
             snapshot: RwLock::new(Arc::new(empty)),
             pipeline: Mutex::new(Pipeline::default()),
             jobs: Mutex::new(None),
             loading: Mutex::new(()),
             writing: Mutex::new(HashMap::new()),
+            uploads: Mutex::new(Uploads::default()),
+            chat_check: Default::default(),
         });
         state.reload_if_changed()?;
         Ok(state)
@@ -223,6 +240,10 @@ impl State {
             p.job_name = "update".into();
             p.job_start = Some(now());
             p.last_error = None;
+            // The previous run's step is no part of this one's.
+            p.step = None;
+            p.step_index = 0;
+            p.steps_total = 0;
             p.message("update started".into());
         }
         let state = self.clone();
@@ -273,6 +294,12 @@ impl State {
             p.last_error = Some(e);
         }
         p.busy = false;
+        if std::mem::take(&mut p.cancel_requested) {
+            // The stop was this run's (asked under this lock while busy):
+            // the next run, and the queries, start clean.
+            graphrag_project::clear_stop();
+            p.message("update cancelled".into());
+        }
         p.step = None;
         p.runs += 1;
     }
@@ -286,7 +313,8 @@ impl State {
             "job_start": p.job_start,
             "docs": p.queued_files.len(),
             "batchs": p.steps_total,
-            "cur_batch": if p.busy { p.step_index + 1 } else { 0 },
+            // 0 until the run's plan is known (no "step 1/0").
+            "cur_batch": if p.busy && p.steps_total > 0 { p.step_index + 1 } else { 0 },
             "request_pending": p.request_pending,
             "latest_message": p.latest_message,
             "history_messages": p.history.iter().collect::<Vec<_>>(),

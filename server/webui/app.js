@@ -1,6 +1,7 @@
 // graphrag-rs web UI: documents, graph explorer, query panel. Plain
 // JavaScript over the server's JSON API; the graph is drawn on a canvas
-// with a small force layout (only the requested subgraph).
+// with a small force layout (only the requested subgraph). Answers are
+// Markdown, rendered by marked and sanitised by DOMPurify (vendor/).
 "use strict";
 
 const $ = (sel) => document.querySelector(sel);
@@ -61,11 +62,18 @@ async function refreshDocuments() {
           el("td", {}, el("button", { onclick: () => deleteDocument(d) }, "Delete"))));
       }
     }
-    $("#pipeline").textContent = (pipe.busy ? "Updating: step " + pipe.cur_batch + "/" + pipe.batchs + " " + (pipe.step || "") : "Idle") +
+    $("#pipeline").textContent = pipelineLine(pipe) +
       (pipe.request_pending ? " (another update queued)" : "") + "\n" + (pipe.latest_message || "");
   } catch (e) {
     $("#pipeline").textContent = "Error: " + e.message;
   }
+}
+
+// The run's step is known once its plan is: before that it is starting.
+function pipelineLine(pipe) {
+  if (!pipe.busy) return "Idle";
+  if (!pipe.batchs) return "Updating: starting";
+  return "Updating: step " + pipe.cur_batch + "/" + pipe.batchs + " " + (pipe.step || "");
 }
 
 async function deleteDocument(d) {
@@ -110,14 +118,23 @@ function resizeCanvas() {
   canvas.width = w; canvas.height = 600; draw();
 }
 
-$("#entity-search").addEventListener("input", async (e) => {
+// Suggestions: one request once typing pauses, the previous one cancelled.
+const SEARCH_PAUSE_MS = 250;
+let searchTimer = null, searchRequest = null;
+$("#entity-search").addEventListener("input", (e) => {
+  clearTimeout(searchTimer);
   const q = e.target.value.trim();
   if (q.length < 1) return;
-  try {
-    const names = await api("/graph/label/list?limit=20&q=" + encodeURIComponent(q));
-    $("#entity-list").replaceChildren(...names.map((n) => el("option", { value: n })));
-  } catch (_) { /* shown when Show is pressed */ }
+  searchTimer = setTimeout(() => suggestEntities(q), SEARCH_PAUSE_MS);
 });
+async function suggestEntities(q) {
+  if (searchRequest) searchRequest.abort();
+  const request = searchRequest = new AbortController();
+  try {
+    const names = await api("/graph/label/list?limit=20&q=" + encodeURIComponent(q), { signal: request.signal });
+    $("#entity-list").replaceChildren(...names.map((n) => el("option", { value: n })));
+  } catch (_) { /* aborted, or shown when Show is pressed */ }
+}
 $("#entity-search").addEventListener("keydown", (e) => { if (e.key === "Enter") showGraph(); });
 $("#show-graph").addEventListener("click", () => showGraph());
 
@@ -127,11 +144,25 @@ async function showGraph(label) {
   try {
     const g = await api("/graphs?label=" + encodeURIComponent(label) + "&max_depth=" + depth + "&max_nodes=" + max);
     layout(g, label);
-    $("#graph-info").textContent = g.nodes.length + " nodes, " + g.edges.length + " edges" + (g.is_truncated ? " (truncated)" : "");
-    if (g.nodes.length && label !== "*") selectNode(g.nodes.find((n) => n.id.toLowerCase() === label.toLowerCase()) || g.nodes[0]);
+    const info = $("#graph-info");
+    info.classList.toggle("notice", !g.nodes.length);
+    if (!g.nodes.length) {
+      selected = null;
+      info.textContent = emptyGraphMessage(label);
+      $("#node-details").replaceChildren(el("p", { class: "notice" }, info.textContent));
+      return;
+    }
+    info.textContent = g.nodes.length + " nodes, " + g.edges.length + " edges" + (g.is_truncated ? " (truncated)" : "");
+    if (label !== "*") selectNode(g.nodes.find((n) => n.id.toLowerCase() === label.toLowerCase()) || g.nodes[0]);
   } catch (e) {
     $("#graph-info").textContent = "Error: " + e.message;
   }
+}
+
+function emptyGraphMessage(label) {
+  if (label === "*") return "The index has no entities yet: upload documents and wait until they are processed.";
+  return "No entity named \u201c" + label + "\u201d in the graph. Check the spelling (the suggestions list the names); " +
+    "it may also have been merged into another entity or pruned as too rare.";
 }
 
 // A force layout: spring edges, repelling nodes, run for a fixed number of steps.
@@ -229,10 +260,27 @@ async function selectNode(n) {
 
 // Query
 $("#query-run").addEventListener("click", runQuery);
+
+// Without a usable chat model the server refuses questions: say so up front
+// and ask for the context instead.
+async function checkChatModel() {
+  try {
+    const chat = (await api("/health")).configuration.chat_model;
+    if (!chat || chat.configured) return;
+    $("#query-context-only").checked = true;
+    $("#query-notice").textContent = chat.detail.charAt(0).toUpperCase() + chat.detail.slice(1) +
+      ". Questions are refused; the retrieved context is shown (context only).";
+  } catch (_) { /* the query itself reports a server that is down */ }
+}
+checkChatModel();
 async function runQuery() {
   const answer = $("#query-answer"), refs = $("#query-references"), records = $("#query-records");
-  answer.textContent = ""; refs.replaceChildren(); records.replaceChildren();
+  answer.replaceChildren(); refs.replaceChildren(); records.replaceChildren();
   answer.classList.remove("error");
+  delete answer.dataset.done;
+  // Pieces are rendered at most once a frame: a long answer is not re-parsed per token.
+  let text = "", frame = 0;
+  const render = () => { frame = 0; if (!answer.classList.contains("error")) answer.innerHTML = markdown(text); };
   const body = {
     query: $("#query-text").value, mode: $("#query-method").value,
     only_need_context: $("#query-context-only").checked, include_context_records: true,
@@ -251,16 +299,30 @@ async function runQuery() {
         const line = buf.slice(0, nl); buf = buf.slice(nl + 1);
         if (!line.trim()) continue;
         const m = JSON.parse(line);
-        if (m.response) answer.textContent += m.response;
+        if (m.response && m.llm_generated === false) showContext(answer, m.response);
+        else if (m.response) { text += m.response; if (!frame) frame = requestAnimationFrame(render); }
         if (m.error) { answer.textContent = "Error: " + m.error; answer.classList.add("error"); }
         if (m.references) refs.replaceChildren(el("b", {}, "References: "), m.references.map((x) => "[" + x.reference_id + "] " + x.file_path).join("  "));
         if (m.context_records) showRecords(m.context_records);
       }
     }
+    if (frame) { cancelAnimationFrame(frame); render(); }
     answer.dataset.done = "1";
   } catch (e) {
+    if (frame) cancelAnimationFrame(frame);
     answer.textContent = "Error: " + e.message; answer.classList.add("error"); answer.dataset.done = "1";
   }
+}
+
+// A model's answer as HTML: Markdown rendered, then sanitised (the text
+// comes from documents and a model, neither trusted with the page).
+function markdown(text) {
+  return DOMPurify.sanitize(marked.parse(text));
+}
+
+// The retrieved context (context only: no model was asked), labelled as such.
+function showContext(answer, context) {
+  answer.replaceChildren(el("p", { class: "notice" }, "Retrieved context (no model was asked):"), el("pre", { class: "context" }, context));
 }
 
 function showRecords(rec) {

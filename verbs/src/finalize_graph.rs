@@ -9,11 +9,13 @@ use arrow_array::{ArrayRef, RecordBatch};
 use serde::Deserialize;
 
 use graphrag_engine::context::VerbContext;
+use graphrag_engine::graph_edits_file;
 use graphrag_engine::schema;
-use graphrag_engine::table::{floats, ints, string_column, strings, StringLists};
+use graphrag_engine::table::{floats, ints, string_column, string_lists, strings, StringLists};
 use graphrag_engine::verb::{Verb, VerbDef, VerbInfo};
+use graphrag_operations::graph_edits::{self, Entity, GraphEdit, Relationship};
 use graphrag_operations::graph_merge::{MergedEntity, MergedRelationship};
-use graphrag_operations::ids::{entity_id, stable_uuid};
+use graphrag_operations::ids::{entity_id, sha256_hex, stable_uuid};
 
 use crate::graph_tables::{joined_descriptions, read_merged_entities, read_merged_relationships};
 
@@ -23,6 +25,88 @@ pub struct FinalizeGraph {
     /// Also write output/graph.graphml.
     #[serde(default)]
     pub graphml: bool,
+    /// The project's graph edits file, relative to its root (see
+    /// `graphrag_engine::graph_edits_file`), applied before anything else.
+    #[serde(default = "edits_file")]
+    pub edits_file: String,
+}
+
+fn edits_file() -> String {
+    graph_edits_file::FILE.to_string()
+}
+
+impl FinalizeGraph {
+    /// The edits file's edits and its text's hash ("none" without one).
+    fn edits(&self, ctx: &VerbContext) -> anyhow::Result<(Vec<GraphEdit>, String)> {
+        let Some(text) = ctx.project_file(&self.edits_file)? else {
+            return Ok((Vec::new(), "none".into()));
+        };
+        let parsed = graph_edits_file::parse(&text, std::path::Path::new(&self.edits_file))?;
+        Ok((parsed.edits, sha256_hex(&[text.as_bytes()])))
+    }
+}
+
+/// The entity and relationship tables with the edits applied, in the
+/// summarised graph's schema (one description per element).
+fn edited(
+    edits: &[GraphEdit],
+    ents: &RecordBatch,
+    rels: &RecordBatch,
+    ctx: &VerbContext,
+    file: &str,
+) -> anyhow::Result<(RecordBatch, RecordBatch)> {
+    let (titles, types) = (strings(ents, "entities", "title")?, strings(ents, "entities", "type")?);
+    let mut entities: Vec<Entity> = joined_descriptions(ents, "entities")?
+        .into_iter()
+        .zip(string_lists(ents, "entities", "text_unit_ids")?)
+        .zip(ints(ents, "entities", "frequency")?)
+        .enumerate()
+        .map(|(i, ((description, text_unit_ids), frequency))| Entity {
+            title: titles[i].to_string(),
+            entity_type: types[i].to_string(),
+            description,
+            text_unit_ids,
+            frequency,
+        })
+        .collect();
+    let (sources, targets) = (strings(rels, "relationships", "source")?, strings(rels, "relationships", "target")?);
+    let weights = floats(rels, "relationships", "weight")?;
+    let mut relationships: Vec<Relationship> = joined_descriptions(rels, "relationships")?
+        .into_iter()
+        .zip(string_lists(rels, "relationships", "text_unit_ids")?)
+        .enumerate()
+        .map(|(i, (description, text_unit_ids))| Relationship {
+            source: sources[i].to_string(),
+            target: targets[i].to_string(),
+            description,
+            weight: weights[i],
+            text_unit_ids,
+        })
+        .collect();
+    for note in graph_edits::apply(edits, &mut entities, &mut relationships) {
+        ctx.warn(format!("{file}: {note}"));
+    }
+    let entities_table = RecordBatch::try_new(
+        schema::summarized_entities(),
+        vec![
+            schema::text_col(entities.iter().map(|e| &e.title)),
+            schema::text_col(entities.iter().map(|e| &e.entity_type)),
+            schema::text_col(entities.iter().map(|e| &e.description)),
+            schema::id_list_col(entities.iter().map(|e| &e.text_unit_ids)),
+            schema::int_col(entities.iter().map(|e| e.frequency)),
+        ],
+    )?;
+    let relationships_table = RecordBatch::try_new(
+        schema::summarized_relationships(),
+        vec![
+            schema::text_col(relationships.iter().map(|r| &r.source)),
+            schema::text_col(relationships.iter().map(|r| &r.target)),
+            schema::text_col(relationships.iter().map(|r| &r.description)),
+            schema::float_col(relationships.iter().map(|r| r.weight)),
+            schema::id_list_col(relationships.iter().map(|r| &r.text_unit_ids)),
+        ],
+    )?;
+    Ok((entities_table, relationships_table))
 }
 
 impl VerbDef for FinalizeGraph {
@@ -54,10 +138,20 @@ fn degrees<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> HashMap<&
 }
 
 impl Verb for FinalizeGraph {
+    fn external_fingerprint(&self, ctx: &VerbContext) -> anyhow::Result<Option<String>> {
+        Ok(Some(self.edits(ctx)?.1))
+    }
+
     fn run(&self, inputs: &[Arc<RecordBatch>], ctx: &VerbContext) -> anyhow::Result<Vec<RecordBatch>> {
+        let (edits, _) = self.edits(ctx)?;
+        let edited_tables =
+            if edits.is_empty() { None } else { Some(edited(&edits, &inputs[0], &inputs[1], ctx, &self.edits_file)?) };
         // Columns are read borrowed from the input tables: an owned copy of
         // every title and text unit id list costs gigabytes on large graphs.
-        let (ents, rels) = (&inputs[0], &inputs[1]);
+        let (ents, rels) = match &edited_tables {
+            Some((e, r)) => (e, r),
+            None => (&*inputs[0], &*inputs[1]),
+        };
         let e_title = strings(ents, "entities", "title")?;
         let e_units = StringLists::new(ents, "entities", "text_unit_ids")?;
         let (r_source, r_target) =

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use super::answer::{self, AnswerCheck, Invalid, InvalidKind};
 use super::cache::{Checked, Lookup, ResponseCache};
-use super::http::Transport;
+use super::http::{ChatReply, Transport};
 use super::retry::{CallScope, Policy};
 use super::{count_prompt_tokens, with_call_args, Completion, LlmError, Message, UsageCounters};
 use crate::settings::ModelConfig;
@@ -150,7 +150,14 @@ impl ChatModel {
             let mut request = body;
             let mut attempt = 1;
             loop {
-                let keep = |completion: Completion| self.keep(&key, completion, usage, check);
+                let keep = |reply: ChatReply| match reply {
+                    ChatReply::Completion(completion) => self.keep(&key, completion, usage, check),
+                    ChatReply::Oversized { limit } => {
+                        usage.record_call(&self.id, 0, 0);
+                        let reason = format!("the response is larger than {} MB, the most read", limit >> 20);
+                        Err((Invalid { kind: InvalidKind::Oversized, reason }, Completion::default()))
+                    }
+                };
                 let (invalid, completion) =
                     match self.policy.send(usage, tokens, &self.scope, || self.transport.chat(&request), keep).await? {
                         Ok(answer) => return Ok(answer),

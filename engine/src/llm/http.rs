@@ -21,6 +21,17 @@ const MAX_CHAT_BODY_BYTES: usize = 4 * MAX_ANSWER_BYTES;
 /// Per embedded text: 65,536 dimensions written out as JSON numbers.
 const MAX_EMBEDDING_BODY_BYTES_PER_TEXT: usize = 2 << 20;
 
+/// What a chat request got.
+#[derive(Debug)]
+pub(crate) enum ChatReply {
+    Completion(Completion),
+    /// A body longer than `limit` bytes (a runaway generation), read no
+    /// further: an oversized answer, asked again like any unusable one.
+    Oversized {
+        limit: usize,
+    },
+}
+
 /// A failed attempt.
 #[derive(Debug)]
 pub(crate) struct Failure {
@@ -170,8 +181,11 @@ impl Transport {
         Ok(Transport { client, chat_url, embeddings_url, secrets })
     }
 
-    pub(crate) async fn chat(&self, body: &Value) -> Result<Completion, Failure> {
-        let json = self.post(&self.chat_url, body, MAX_CHAT_BODY_BYTES).await?;
+    pub(crate) async fn chat(&self, body: &Value) -> Result<ChatReply, Failure> {
+        let Some(bytes) = self.post_bytes(&self.chat_url, body, MAX_CHAT_BODY_BYTES).await? else {
+            return Ok(ChatReply::Oversized { limit: MAX_CHAT_BODY_BYTES });
+        };
+        let json = json(&bytes)?;
         let content = json
             .pointer("/choices/0/message/content")
             .and_then(Value::as_str)
@@ -183,18 +197,24 @@ impl Transport {
             })?
             .to_string();
         let usage = |k: &str| json.pointer(&format!("/usage/{k}")).and_then(Value::as_u64);
-        Ok(Completion {
+        Ok(ChatReply::Completion(Completion {
             prompt_tokens: usage("prompt_tokens").unwrap_or(0),
             completion_tokens: usage("completion_tokens").unwrap_or(0),
             content,
             finish_reason: json.pointer("/choices/0/finish_reason").and_then(Value::as_str).map(str::to_string),
-        })
+        }))
     }
 
     /// Embeddings of `texts` in order, and the prompt tokens the server reports.
     pub(crate) async fn embed(&self, body: &Value, expected: usize) -> Result<(Vec<Vec<f32>>, u64), Failure> {
         let limit = expected.max(1).saturating_mul(MAX_EMBEDDING_BODY_BYTES_PER_TEXT);
-        let bytes = self.post_bytes(&self.embeddings_url, body, limit).await?;
+        let bytes = self.post_bytes(&self.embeddings_url, body, limit).await?.ok_or_else(|| Failure {
+            // Not retried: a server that answers this much will again.
+            retryable: false,
+            status: None,
+            message: format!("the response is larger than {} MB, the most read", limit >> 20),
+            retry_after: None,
+        })?;
         let bad = |m: &str| Failure { retryable: true, status: None, message: m.to_string(), retry_after: None };
         // Read straight into vectors (megabytes of numbers at 3072 dimensions);
         // an answer of another shape is read again as JSON to say what is wrong.
@@ -213,12 +233,9 @@ impl Transport {
         Ok((out, tokens))
     }
 
-    async fn post(&self, url: &Url, body: &Value, limit: usize) -> Result<Value, Failure> {
-        json(&self.post_bytes(url, body, limit).await?)
-    }
-
-    /// The body of the answer to `body`, at most `limit` bytes.
-    async fn post_bytes(&self, url: &Url, body: &Value, limit: usize) -> Result<Vec<u8>, Failure> {
+    /// The body of the answer to `body`; `None` when it is longer than
+    /// `limit` bytes (read no further).
+    async fn post_bytes(&self, url: &Url, body: &Value, limit: usize) -> Result<Option<Vec<u8>>, Failure> {
         let mut response = self.send(url, body).await?;
         let status = Some(response.status().as_u16());
         let mut bytes: Vec<u8> = Vec::new();
@@ -231,17 +248,11 @@ impl Transport {
             })?;
             let Some(chunk) = chunk else { break };
             if bytes.len() + chunk.len() > limit {
-                // Not retried: a server that answers this much will again.
-                return Err(Failure {
-                    retryable: false,
-                    status,
-                    message: format!("the response is larger than {} MB, the most read", limit >> 20),
-                    retry_after: None,
-                });
+                return Ok(None);
             }
             bytes.extend_from_slice(&chunk);
         }
-        Ok(bytes)
+        Ok(Some(bytes))
     }
 
     /// Sends a request; a non-success status becomes a classified failure.
@@ -335,6 +346,8 @@ impl Transport {
                     SendFailure::Dns
                 } else if io_kind(&e) == Some(std::io::ErrorKind::ConnectionRefused) {
                     SendFailure::Refused
+                } else if dropped(&e) {
+                    SendFailure::Dropped
                 } else {
                     SendFailure::Other
                 };
@@ -343,8 +356,14 @@ impl Transport {
         };
         let status = response.status().as_u16();
         let content_type = response.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
-        let body = response.text().await.unwrap_or_default();
-        Probe::Answer { url: shown, status, content_type, body: self.scrub(&body) }
+        match response.text().await {
+            Ok(body) => Probe::Answer { url: shown, status, content_type, body: self.scrub(&body) },
+            Err(e) => Probe::NoAnswer {
+                url: shown,
+                cause: if e.is_timeout() { SendFailure::Timeout } else { SendFailure::Dropped },
+                detail: self.scrub(&format!("HTTP {status}, then reading the body failed: {}", error_chain(&e))),
+            },
+        }
     }
 
     /// Removes the API key and api_base's query values from text that may echo them.
@@ -404,6 +423,8 @@ pub(crate) enum SendFailure {
     Refused,
     Dns,
     Timeout,
+    /// The connection closed (or was reset) before the whole answer came.
+    Dropped,
     Other,
 }
 
@@ -436,6 +457,14 @@ fn io_kind(e: &reqwest::Error) -> Option<std::io::ErrorKind> {
         source = s.source();
     }
     None
+}
+
+/// Whether the server (or something between) closed the connection before
+/// answering: a dropped connection, as opposed to one never made.
+fn dropped(e: &reqwest::Error) -> bool {
+    use std::io::ErrorKind::{BrokenPipe, ConnectionAborted, ConnectionReset, UnexpectedEof};
+    matches!(io_kind(e), Some(ConnectionReset | ConnectionAborted | BrokenPipe | UnexpectedEof))
+        || error_chain(e).contains("connection closed before message completed")
 }
 
 fn describe_send_error(e: &reqwest::Error) -> String {

@@ -91,7 +91,7 @@ pub fn check(loaded: &LoadedSettings, targets: &[(ModelKind, String)]) -> Result
         probes.push((path, *kind, config, transport, body(*kind, config)));
     }
     let answers = runtime.block_on(futures_util::future::join_all(
-        probes.iter().map(|(_, kind, _, transport, body)| transport.probe(*kind == ModelKind::Embedding, body)),
+        probes.iter().map(|(_, kind, _, transport, body)| probe(transport, *kind == ModelKind::Embedding, body)),
     ));
     let mut report = Report::default();
     for ((path, kind, config, _, _), answer) in probes.iter().zip(answers) {
@@ -105,6 +105,25 @@ pub fn check(loaded: &LoadedSettings, targets: &[(ModelKind, String)]) -> Result
         }
     }
     Ok(report)
+}
+
+/// Probes asked again after a dropped connection (a proxy's or a server's
+/// restart, a stale keep-alive): the run retries those, so one must not
+/// stop it.
+const DROPPED_RETRIES: u32 = 2;
+
+/// One endpoint's probe, asked again (after a short pause) while the
+/// connection drops without an answer.
+async fn probe(transport: &Transport, embeddings: bool, body: &Value) -> Probe {
+    let mut attempt = 0;
+    loop {
+        let probe = transport.probe(embeddings, body).await;
+        if attempt == DROPPED_RETRIES || !matches!(probe, Probe::NoAnswer { cause: SendFailure::Dropped, .. }) {
+            return probe;
+        }
+        attempt += 1;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 /// The check's request body: the run's parameters (model, call_args), one token.
@@ -178,6 +197,12 @@ fn server_message(body: &str) -> String {
 fn judge(kind: ModelKind, config: &ModelConfig, probe: Probe) -> Verdict {
     let key = address_key(config);
     let (url, status, content_type, body) = match probe {
+        Probe::NoAnswer { url, cause: SendFailure::Dropped, detail } => {
+            return Verdict::Warn(format!(
+                "{url} closed the connection without an answer at start-up, {} times ({detail}); the run retries",
+                DROPPED_RETRIES + 1
+            ));
+        }
         Probe::NoAnswer { url, cause, detail } => {
             let host = url.split("://").nth(1).unwrap_or(&url).split('/').next().unwrap_or("").to_string();
             return fail(
@@ -193,7 +218,7 @@ fn judge(kind: ModelKind, config: &ModelConfig, probe: Probe) -> Verdict {
                         "no answer from {url} within {} s: is the server up, and is this its address?",
                         TIMEOUT.as_secs()
                     ),
-                    SendFailure::Other => format!("cannot reach {url}: {detail}"),
+                    SendFailure::Dropped | SendFailure::Other => format!("cannot reach {url}: {detail}"),
                 },
             );
         }
@@ -210,6 +235,22 @@ fn judge(kind: ModelKind, config: &ModelConfig, probe: Probe) -> Verdict {
             String::new()
         }
     };
+    let looks_like_json = content_type.contains("json") || body.trim_start().starts_with(['{', '[']);
+    if let (None, true) = (&json, looks_like_json) {
+        // The API's kind of answer, broken on the way or by the server: not
+        // a wrong address.
+        let defect = match serde_json::from_str::<Value>(&body) {
+            Err(e) if e.is_eof() => format!("cut short: it ends after {} bytes", body.len()),
+            Err(e) => format!("malformed: {e}"),
+            Ok(_) => "unreadable".to_string(),
+        };
+        let what = format!("{url} answered HTTP {status} with a JSON body that is {defect}");
+        return if (200..300).contains(&status) || status >= 500 {
+            Verdict::Warn(format!("{what}; the run retries such answers"))
+        } else {
+            fail(key, what)
+        };
+    }
     if json.is_none() {
         let what = if content_type.is_empty() { "a non-JSON answer".to_string() } else { format!("`{content_type}`") };
         let hint = v1_hint(config);
@@ -359,6 +400,34 @@ mod tests {
         );
         let still = judge(ModelKind::Embedding, &float, answer(422, "application/json", refused));
         assert!(matches!(still, Verdict::Ok(_)), "already asking for numbers: the run reports the server's words");
+    }
+
+    #[test]
+    fn a_cut_short_or_malformed_json_body_is_reported_as_such() {
+        let cfg = with_base("http://h:1/v1");
+        let full = r#"{"object":"list","data":[{"index":0,"embedding":[0.1,0.2]}]}"#;
+        let cut = judge(ModelKind::Embedding, &cfg, answer(200, "application/json", &full[..full.len() / 2]));
+        assert!(matches!(&cut, Verdict::Warn(w) if w.contains("cut short") && w.contains("retries")), "{cut:?}");
+        let garbled = format!("{}\n<!-- garbled -->", &full[..full.len() - 1]);
+        let bad = judge(ModelKind::Embedding, &cfg, answer(200, "application/json", &garbled));
+        assert!(matches!(&bad, Verdict::Warn(w) if w.contains("malformed")), "{bad:?}");
+        for v in [&cut, &bad] {
+            assert!(!format!("{v:?}").contains("web page"), "{v:?}");
+        }
+    }
+
+    #[test]
+    fn a_dropped_connection_is_retried_by_the_run_like_a_server_error() {
+        let dropped = Probe::NoAnswer {
+            url: "http://127.0.0.1:9/v1/x".into(),
+            cause: SendFailure::Dropped,
+            detail: "connection closed before message completed".into(),
+        };
+        let v = judge(ModelKind::Chat, &with_base("http://127.0.0.1:9/v1"), dropped);
+        assert!(
+            matches!(&v, Verdict::Warn(w) if w.contains("closed the connection") && w.contains("retries")),
+            "{v:?}"
+        );
     }
 
     #[test]

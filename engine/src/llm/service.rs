@@ -8,7 +8,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::{ChatModel, EmbeddingModel, LlmError, ResponseCache};
-use crate::settings::{ModelConfig, Settings};
+use crate::settings::Settings;
 
 /// The cache partition of query answers (size-bounded: see [`LlmService::for_queries`]).
 pub const QUERY_PARTITION: &str = "query";
@@ -17,12 +17,6 @@ pub struct LlmService {
     runtime: tokio::runtime::Runtime,
     chat: BTreeMap<String, Result<Arc<ChatModel>, String>>,
     embedding: BTreeMap<String, Result<Arc<EmbeddingModel>, String>>,
-}
-
-/// A chat model counts as configured when it can reach a server: an API key,
-/// or an explicit api_base (local servers need no key).
-fn chat_configured(config: &ModelConfig) -> bool {
-    !config.api_key.is_empty() || config.api_base.is_some()
 }
 
 impl LlmService {
@@ -64,7 +58,7 @@ impl LlmService {
             .completion_models
             .iter()
             .map(|(id, cfg)| {
-                let model = if chat_configured(cfg) {
+                let model = if cfg.chat_configured() {
                     ChatModel::new(id, cfg, cache.clone()).map(Arc::new).map_err(|e| e.to_string())
                 } else {
                     Err(format!(

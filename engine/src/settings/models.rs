@@ -149,6 +149,13 @@ pub struct RateLimit {
 }
 
 impl ModelConfig {
+    /// Whether a chat model can reach a server: an API key, or an explicit
+    /// api_base (local servers need no key). Without either, queries are
+    /// retrieval-only and the fast pipeline is the one that indexes.
+    pub fn chat_configured(&self) -> bool {
+        !self.api_key.is_empty() || self.api_base.is_some()
+    }
+
     /// Requests in flight at once.
     pub fn concurrency(&self) -> u32 {
         self.concurrent_requests.unwrap_or(DEFAULT_CONCURRENCY).max(1)

@@ -64,14 +64,16 @@ pub(super) fn read_delims(prompt: &str) -> Delims {
 /// section, up to the template's final `Output:`.
 pub(super) fn extraction_input(prompt: &str) -> &str {
     let rd = after(prompt, "-Real Data-").unwrap_or(prompt);
-    let t = after(rd, "Text:").unwrap_or(rd);
-    let t = before_last(t, "Output:");
+    // GraphRAG's prompt tuning writes the labels in lower case.
+    let t = after(rd, "Text:").or_else(|| after(rd, "text:")).unwrap_or(rd);
+    let t = before_last(t, if t.contains("Output:") { "Output:" } else { "output:" });
     t.trim().trim_end_matches('#').trim()
 }
 
 pub(super) fn entity_types(prompt: &str) -> Vec<String> {
     let rd = after(prompt, "-Real Data-").unwrap_or(prompt);
     let line = after(rd, "Entity_types:")
+        .or_else(|| after(rd, "entity_types:"))
         .map(|r| r.lines().next().unwrap_or(""))
         .or_else(|| between(prompt, "exactly one of these types: [", "]"))
         .unwrap_or("");

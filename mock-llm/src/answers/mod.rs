@@ -6,6 +6,7 @@ mod query;
 mod reports;
 #[cfg(test)]
 mod tests;
+mod tuning;
 
 use serde_json::{json, Map, Value};
 
@@ -83,6 +84,40 @@ pub const CLASSIFICATION: &[ClassRule] = &[
         scope: Scope::LastUser,
         phrases: &["left out MANY claims", "MANY entities were missed"],
     },
+    // Prompt tuning's questions (project/src/prompt_tune/templates/, GraphRAG's prompt_tune/prompt/).
+    ClassRule {
+        class: "tune_domain",
+        scope: Scope::Prompt,
+        phrases: &["name the domain of the sample text", "assigning a descriptive domain"],
+    },
+    ClassRule {
+        class: "tune_language",
+        scope: Scope::Prompt,
+        phrases: &["Name the language the sample text", "primary language of the provided texts"],
+    },
+    ClassRule {
+        class: "tune_persona",
+        scope: Scope::Prompt,
+        phrases: &["Write a persona for an expert assistant", "description of an expert who could help solve"],
+    },
+    ClassRule {
+        class: "tune_rating",
+        scope: Scope::Prompt,
+        phrases: &["Describe how to rate the importance of a community", "rating the importance of a given text"],
+    },
+    ClassRule {
+        class: "tune_entity_types",
+        scope: Scope::Prompt,
+        phrases: &["List the entity types worth extracting", "identify the entity types present in the following text"],
+    },
+    ClassRule {
+        class: "tune_role",
+        scope: Scope::Prompt,
+        phrases: &[
+            "Write the role of the analyst who will report on communities",
+            "creating a role definition that will be tasked with community analysis",
+        ],
+    },
     ClassRule { class: "extract_claims", scope: Scope::Prompt, phrases: &["Claim description:"] },
     ClassRule {
         class: "extract_graph",
@@ -98,7 +133,12 @@ pub const CLASSIFICATION: &[ClassRule] = &[
         ],
     },
     ClassRule { class: "resolve_entities", scope: Scope::Prompt, phrases: &["refer to the same real-world entity"] },
-    ClassRule { class: "community_report_graph", scope: Scope::Prompt, phrases: &["IMPACT SEVERITY RATING"] },
+    ClassRule {
+        class: "community_report_graph",
+        scope: Scope::Prompt,
+        // GraphRAG's prompt tuning writes a report prompt with "REPORT RATING" in its place.
+        phrases: &["IMPACT SEVERITY RATING", "Write a comprehensive assessment report of a community"],
+    },
     ClassRule { class: "community_report_text", scope: Scope::Prompt, phrases: &["IMPORTANCE RATING"] },
     ClassRule {
         class: "drift_expand",
@@ -232,6 +272,12 @@ pub fn answer(messages: &[Message], response_format: Option<&Value>) -> ChatAnsw
         "extract_claims" => extract_claims(prompt),
         "extract_claims_continue" => extract_claims_glean(messages),
         "extract_claims_loop" => gleaning_loop(messages, class),
+        "tune_domain" => tuning::domain(prompt),
+        "tune_language" => tuning::language(prompt),
+        "tune_persona" => tuning::persona(prompt),
+        "tune_rating" => tuning::rating(prompt),
+        "tune_entity_types" => tuning::entity_types(prompt),
+        "tune_role" => tuning::role(prompt),
         "summarize_descriptions" => summarize(prompt),
         "resolve_entities" => resolve_entities(prompt),
         "community_report_graph" => community_report_graph(prompt),

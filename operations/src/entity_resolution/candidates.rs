@@ -371,6 +371,51 @@ fn compatible_expansions(x: &NameForm, y: &NameForm, tx: &str, ty: &str) -> bool
     x.key() == y.key() || extension(x, y).is_some() || extension(y, x).is_some() || initials_of_person(x, y)
 }
 
+/// A shorter name meets the thing a longer name names, not only that
+/// spelling of it: `EBENEZER` never shares a text unit with `EBENEZER
+/// SCROOGE`, but does with `SCROOGE` and `MR SCROOGE`, which the rules make
+/// the same person. A name extension that failed only for want of meeting
+/// (or of shared documents) is judged again with the text units of every
+/// name the rules merge the longer name with.
+fn meet_as_merged(entities: &[Entity], forms: &[NameForm], ev: &Evidence, out: &mut [Candidate]) {
+    let mut parent: Vec<usize> = (0..entities.len()).collect();
+    fn root(parent: &mut [usize], mut x: usize) -> usize {
+        while parent[x] != x {
+            parent[x] = parent[parent[x]];
+            x = parent[x];
+        }
+        x
+    }
+    for c in out.iter().filter(|c| c.merge) {
+        let (ra, rb) = (root(&mut parent, c.a), root(&mut parent, c.b));
+        parent[ra.max(rb)] = ra.min(rb);
+    }
+    let mut groups: HashMap<usize, Vec<usize>> = HashMap::new();
+    for e in 0..entities.len() {
+        let r = root(&mut parent, e);
+        groups.entry(r).or_default().push(e);
+    }
+    for c in out.iter_mut().filter(|c| c.method == Method::NameExtension && !c.merge && !c.supported) {
+        let (short, long) = if forms[c.a].tokens.len() < forms[c.b].tokens.len() { (c.a, c.b) } else { (c.b, c.a) };
+        let group = &groups[&root(&mut parent, long)];
+        if group.len() < 2 || group.contains(&short) {
+            continue;
+        }
+        let mut units: Vec<u32> = group.iter().flat_map(|&e| entities[e].units.iter().copied()).collect();
+        units.sort_unstable();
+        units.dedup();
+        let as_merged = Entity { units: &units, ..entities[long] };
+        let Some(v) = judge(&entities[short], &as_merged, &forms[short], &forms[long], ev) else { continue };
+        if v.supported {
+            let others: Vec<&str> = group.iter().filter(|&&e| e != long).map(|&e| entities[e].title).collect();
+            c.merge = v.merge;
+            c.supported = true;
+            c.score = if v.merge { 0.85 } else { c.score };
+            c.evidence = format!("{}, counting the names the rules merge it with ({})", v.evidence, others.join(", "));
+        }
+    }
+}
+
 /// Candidate pairs and the rules' verdicts; `unit_doc` gives the document
 /// number of each text unit number (empty: one document). A name that is
 /// part, or the initials, of several names that cannot be one (`SMITH`:
@@ -385,6 +430,7 @@ pub fn candidates(entities: &[Entity], forms: &[NameForm], unit_doc: &[u32]) -> 
             Some(Candidate { a, b, ..c })
         })
         .collect();
+    meet_as_merged(entities, forms, &ev, &mut out);
     // Expansions the shorter name may stand for (longer names, initials'
     // full names), by the shorter name.
     let mut expanded: HashMap<usize, Vec<(usize, usize)>> = HashMap::new();
@@ -417,4 +463,56 @@ pub fn candidates(entities: &[Entity], forms: &[NameForm], unit_doc: &[u32]) -> 
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn resolve(names: &[(&str, &[u32])]) -> Vec<(String, String, bool)> {
+        let entities: Vec<Entity> = names.iter().map(|(t, u)| Entity { title: t, entity_type: "", units: u }).collect();
+        let forms: Vec<NameForm> = names.iter().map(|(t, _)| NameForm::parse(t)).collect();
+        candidates(&entities, &forms, &[])
+            .into_iter()
+            .map(|c| (names[c.a].0.to_string(), names[c.b].0.to_string(), c.merge))
+            .collect()
+    }
+
+    fn merged(found: &[(String, String, bool)], a: &str, b: &str) -> bool {
+        found.iter().any(|(x, y, m)| *m && ((x == a && y == b) || (x == b && y == a)))
+    }
+
+    #[test]
+    fn a_given_name_joins_the_full_name_where_it_meets_any_name_of_that_person() {
+        // The example corpus: `EBENEZER` (Fezziwig's warehouse) never shares
+        // a text unit with `EBENEZER SCROOGE` (the opening, the gravestone),
+        // but does with `SCROOGE`, which is him; `JACOB` meets `JACOB MARLEY`.
+        let found = resolve(&[
+            ("EBENEZER", &[10, 11]),
+            ("EBENEZER SCROOGE", &[0, 30]),
+            ("SCROOGE", &[0, 5, 10, 11, 30]),
+            ("JACOB", &[2, 3]),
+            ("JACOB MARLEY", &[2]),
+            ("MARLEY", &[1, 2]),
+        ]);
+        assert!(merged(&found, "EBENEZER SCROOGE", "SCROOGE"), "{found:?}");
+        assert!(merged(&found, "JACOB", "JACOB MARLEY"), "{found:?}");
+        assert!(merged(&found, "EBENEZER", "EBENEZER SCROOGE"), "{found:?}");
+    }
+
+    #[test]
+    fn a_given_name_that_never_meets_the_person_or_names_two_people_stays_apart() {
+        // Never where any name of the person is.
+        let found = resolve(&[("EBENEZER", &[10]), ("EBENEZER SCROOGE", &[0]), ("SCROOGE", &[0, 5])]);
+        assert!(!merged(&found, "EBENEZER", "EBENEZER SCROOGE"), "{found:?}");
+        // Two people with that given name: merged with neither.
+        let found = resolve(&[
+            ("JOHN", &[10]),
+            ("JOHN SMITH", &[0]),
+            ("SMITH", &[0, 10]),
+            ("JOHN BROWN", &[20]),
+            ("BROWN", &[10, 20]),
+        ]);
+        assert!(!merged(&found, "JOHN", "JOHN SMITH") && !merged(&found, "JOHN", "JOHN BROWN"), "{found:?}");
+    }
 }

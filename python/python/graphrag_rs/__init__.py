@@ -39,6 +39,7 @@ __all__ = [
     "init",
     "build_index",
     "update_index",
+    "generate_indexing_prompts",
     "load_tables",
     "local_search",
     "global_search",
@@ -105,6 +106,51 @@ def update_index(
     """Updates the index of ``root`` for added, changed and removed documents
     (as ``graphrag-rs update``). Returns a summary dict with ``changes``."""
     return _native.update_index(os.fspath(root), method, no_cache, progress or _log_step)
+
+
+def generate_indexing_prompts(
+    root: "os.PathLike[str] | str",
+    limit: int = 15,
+    selection_method: str = "random",
+    domain: Optional[str] = None,
+    language: Optional[str] = None,
+    max_tokens: int = 2000,
+    discover_entity_types: bool = True,
+    min_examples_required: int = 2,
+    n_subset_max: int = 300,
+    k: int = 15,
+    chunk_size: Optional[int] = None,
+    overlap: Optional[int] = None,
+    output: "os.PathLike[str] | str | None" = None,
+    skip_validation: bool = False,
+) -> Tuple[str, str, str]:
+    """Prompts adapted to the corpus of ``root`` (as ``graphrag-rs prompt-tune``;
+    GraphRAG's ``api.generate_indexing_prompts`` with the project's root in
+    place of its config): ``(extract_graph, summarize_descriptions,
+    community_report_graph)``. The parameters are GraphRAG's, with its
+    defaults; ``selection_method``: ``random``, ``top``, ``all`` or ``auto``;
+    ``chunk_size`` / ``overlap`` replace the settings' chunking. Nothing is
+    written unless ``output`` (a folder, relative to ``root``) is given.
+    Needs a chat model; Ctrl-C stops it (answers so far are cached)."""
+    prompts, warnings = _native.generate_indexing_prompts(
+        os.fspath(root),
+        limit,
+        selection_method,
+        domain,
+        language,
+        max_tokens,
+        discover_entity_types,
+        min_examples_required,
+        n_subset_max,
+        k,
+        chunk_size,
+        overlap,
+        None if output is None else os.fspath(output),
+        skip_validation,
+    )
+    for warning in warnings:
+        logger.warning("%s", warning)
+    return tuple(prompts)
 
 
 def load_tables(root: "os.PathLike[str] | str", format: str = "pandas") -> Dict[str, Any]:

@@ -114,29 +114,28 @@ pub fn run(run: &Run) -> anyhow::Result<Outcome> {
             .ok_or_else(|| "it has no `points` list".to_string())
     });
     let results = run.chat_json_all_with(calls, &check)?;
+    let total = results.len();
     let mut points: Vec<Point> = Vec::new();
-    let mut first_error = None;
-    let mut failed = 0;
+    // Calls without a usable answer: skipped while others answered, the
+    // query's error when none did (no answer is not "no relevant data").
+    let mut failed: Vec<(String, Option<anyhow::Error>)> = Vec::new();
     for (i, r) in results.into_iter().enumerate() {
-        match r {
+        let what = format!("global search map call {} of {total}", i + 1);
+        let why = match r {
             Ok(v) => match parse_points(&v, i + 1) {
-                Some(p) => points.extend(p),
-                None => run.skip(&format!("global search map batch {}", i + 1), "the answer has no `points` list"),
+                Some(p) => {
+                    points.extend(p);
+                    continue;
+                }
+                None => ("the answer has no `points` list".to_string(), None),
             },
-            Err(e) if super::is_bad_json(&e) => {
-                run.skip(&format!("global search map batch {}", i + 1), format!("{e:#}"));
-            }
-            Err(e) => {
-                failed += 1;
-                run.skip(&format!("global search map batch {}", i + 1), format!("{e:#}"));
-                first_error.get_or_insert(e);
-            }
-        }
+            Err(e) => (format!("{e:#}"), Some(e)),
+        };
+        run.skip(&what, &why.0);
+        failed.push((format!("{what}: {}", why.0), why.1));
     }
-    if failed == batches.len() {
-        if let Some(e) = first_error {
-            return Err(e.context("every global search map call failed"));
-        }
+    if failed.len() == total {
+        return Err(every_call_failed("map", failed));
     }
 
     // Reduce.
@@ -157,6 +156,32 @@ pub fn run(run: &Run) -> anyhow::Result<Outcome> {
     )?;
     let answer = run.chat(&run.messages(system, question))?;
     Ok(Outcome { answer: Some(answer), context, records, context_ms })
+}
+
+/// The error of a step whose every model call (`failed`: what each was and
+/// why it failed) went without a usable answer: an interruption stays one
+/// (the caller exits as after Ctrl-C), anything else names every call.
+fn every_call_failed(step: &str, failed: Vec<(String, Option<anyhow::Error>)>) -> anyhow::Error {
+    let n = failed.len();
+    let mut interrupted = None;
+    let mut named = Vec::with_capacity(n);
+    for (what, error) in failed {
+        match error {
+            Some(e) if graphrag_engine::interrupt::caused(&e) => interrupted = Some(e),
+            _ => named.push(what),
+        }
+    }
+    if let Some(e) = interrupted {
+        return e;
+    }
+    // The first few say why; the same cause usually fails them all.
+    const SHOWN: usize = 10;
+    let more = if named.len() > SHOWN { format!("; and {} more", named.len() - SHOWN) } else { String::new() };
+    named.truncate(SHOWN);
+    anyhow::anyhow!(
+        "global search failed: none of its {n} {step} call(s) got a usable answer from the chat model, so there is nothing to answer from ({}{more})",
+        named.join("; ")
+    )
 }
 
 /// GraphRAG's `occurrence weight` of each selected report: how many distinct
@@ -227,6 +252,8 @@ fn dynamic_selection(run: &Run, reports: &Reports) -> anyhow::Result<Vec<usize>>
     let mut relevant: BTreeSet<usize> = BTreeSet::new();
     let mut level = 0;
     let repeats = gs.dynamic_search_num_repeats.max(1) as usize;
+    let mut rated = 0;
+    let mut failed: Vec<(String, Option<anyhow::Error>)> = Vec::new();
     while !queue.is_empty() {
         let mut calls = Vec::new();
         for &r in &queue {
@@ -237,18 +264,25 @@ fn dynamic_selection(run: &Run, reports: &Reports) -> anyhow::Result<Vec<usize>>
                 calls.push(run.messages(system.clone(), &run.req.question));
             }
         }
-        let results = run.chat_json_all(calls)?;
+        let mut results = run.chat_json_all(calls)?;
         let mut next = Vec::new();
-        for (qi, &r) in queue.iter().enumerate() {
+        for &r in &queue {
             let mut votes: HashMap<i64, usize> = HashMap::new();
-            for res in &results[qi * repeats..(qi + 1) * repeats] {
-                match res {
+            for res in results.drain(..repeats) {
+                let what = format!("community rating of community {}", reports.community[r]);
+                let (why, error) = match res {
                     Ok(v) => match super::number_of(v.get("rating")) {
-                        Some(x) => *votes.entry(x.round() as i64).or_default() += 1,
-                        None => run.skip("community rating", "the answer has no `rating`"),
+                        Some(x) => {
+                            *votes.entry(x.round() as i64).or_default() += 1;
+                            rated += 1;
+                            continue;
+                        }
+                        None => ("the answer has no `rating`".to_string(), None),
                     },
-                    Err(e) => run.skip("community rating", format!("{e:#}")),
-                }
+                    Err(e) => (format!("{e:#}"), Some(e)),
+                };
+                run.skip(&what, &why);
+                failed.push((format!("{what}: {why}"), error));
             }
             // Majority vote; ties go to the higher rating.
             let rating = votes.iter().max_by_key(|(rating, n)| (**n, **rating)).map_or(0, |(rating, _)| *rating);
@@ -271,6 +305,9 @@ fn dynamic_selection(run: &Run, reports: &Reports) -> anyhow::Result<Vec<usize>>
         if queue.is_empty() && relevant.is_empty() && level <= max_level {
             queue = at_level(level);
         }
+    }
+    if rated == 0 && !failed.is_empty() {
+        return Err(every_call_failed("community rating", failed));
     }
     Ok(relevant.into_iter().collect())
 }

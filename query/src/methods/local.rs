@@ -1,8 +1,8 @@
 //! GraphRAG local search: the entities closest to the question, their
 //! relationships, claims, community reports and source text units, packed
 //! into `local_search.max_context_tokens` with GraphRAG's proportions.
-//! Three graphrag-rs departures, measured in docs/benchmarks.md ("Retrieval
-//! recall"): entities the question names are selected first; the text
+//! Three graphrag-rs departures, measured in docs/benchmarks-history.md ("Retrieval
+//! recall on the dev sets"): entities the question names are selected first; the text
 //! units (of the selected entities and their relationships' other ends) are
 //! ordered by similarity to the question when text unit vectors exist; and
 //! on an index whose entities have no descriptions (the fast method: its

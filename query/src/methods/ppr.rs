@@ -20,7 +20,7 @@
 //!   weighted by the facts' similarity to the question; without a chat
 //!   model the names in the question and the entities of the best passages
 //!   stand in. (Weighting those by their own vector's similarity to the
-//!   question measured worse on every dev set: docs/benchmarks.md.)
+//!   question measured worse on every dev set: docs/benchmarks-history.md.)
 //!
 //! `ppr_search.walk` picks the walk: `ppr` (Personalized PageRank,
 //! HippoRAG 2), `nhop` (RAGFlow: the seeds and their neighbours up to two
@@ -28,7 +28,7 @@
 //! units) or `paths` (MiniRAG-style: paths of one and two relationships from
 //! each seed, scored by the seed weight and the question-similarity of the
 //! entities on them, credited to the units where consecutive entities of
-//! the path meet). docs/benchmarks.md compares them.
+//! the path meet). docs/benchmarks-history.md compares them.
 
 use std::collections::HashMap;
 
@@ -150,7 +150,7 @@ pub fn passage_scores(units: usize, dense: &Ranking, lexical: &Ranking) -> Vec<f
 /// five units 1/61 … 1/65, nearly one weight for all, so the rarest
 /// entities of the fifth unit outweighed the first unit's; HippoRAG 2
 /// weights its seeds by similarity scores, which say how far ahead the
-/// first is (docs/benchmarks.md, "Fourth round").
+/// first is (docs/benchmarks-history.md, "Fourth round").
 pub fn seed_units(hybrid: &Ranking, passage: &[f64], top_k: usize) -> Vec<(usize, f64)> {
     let top: Vec<usize> = hybrid.iter().take(top_k).map(|h| h.0).collect();
     let best = top.iter().map(|&u| passage[u]).fold(0.0, f64::max);
@@ -192,7 +192,7 @@ pub fn seed_entities(
 /// the names left out of the seeds were the bridges (a novel named by its
 /// characters' paragraphs), the ones kept abbreviations and common words of
 /// two paragraphs. Measured against 1 / units on every dev set:
-/// docs/benchmarks.md, "Fifth round".
+/// docs/benchmarks-history.md, "Fifth round".
 pub fn specificity(units: usize, total: usize) -> f64 {
     let total = total.max(2) as f64;
     (total / units.max(1) as f64).ln().max(0.0) / total.ln()

@@ -3,6 +3,8 @@
 //! as they are).
 #![allow(dead_code)]
 
+pub mod browser;
+
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
@@ -174,4 +176,33 @@ pub fn wait_for<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
         assert!(Instant::now() < deadline, "timed out waiting for {what}");
         std::thread::sleep(Duration::from_millis(25));
     }
+}
+
+/// Waits until the server has finished `runs` update runs (at most 120 s),
+/// and checks that the last one did not fail.
+pub fn idle_after(addr: SocketAddr, runs: u64) {
+    wait_for("the update run", || {
+        let p = get(addr, "/documents/pipeline_status").json();
+        (p["busy"] == false && p["runs"].as_u64().unwrap() >= runs).then_some(())
+    });
+    let p = get(addr, "/documents/pipeline_status").json();
+    assert!(p["last_error"].is_null(), "the update failed: {p}");
+}
+
+/// A fast index (no chat model needed) of a project whose completion model
+/// has neither a key nor a base; embeddings from the mock server.
+pub fn project_without_chat_model(mock: &MockServer) -> tempfile::TempDir {
+    let dir = project(mock, &[("fezziwig.txt", carol("Old Fezziwig", 1500))]);
+    let embed = format!(
+        "    model: mock-embed\n    api_base: {}\n    api_key: sk-test\n    retry_base_delay: 0.001\n    max_retry_wait: 0.05\n",
+        mock.base_url()
+    );
+    let settings = format!(
+        "completion_models:\n  default_completion_model:\n    model: gpt-4.1-mini\nembedding_models:\n  default_embedding_model:\n{embed}chunking:\n  size: 300\n  overlap: 30\n"
+    );
+    std::fs::write(dir.path().join("settings.yaml"), settings).unwrap();
+    let project = Project::open(dir.path(), &OpenOptions { method: "fast".into(), no_cache: false }).unwrap();
+    let opts = IndexOptions { resume: false, run: RunSettings { skip_validation: true, ..RunSettings::default() } };
+    graphrag_project::index(project, &opts).unwrap_or_else(|e| panic!("{e}"));
+    dir
 }

@@ -68,6 +68,21 @@ impl FileType {
         }
     }
 
+    /// The extensions (lowercase, no dot) of the files it reads.
+    fn extensions(self) -> &'static [&'static str] {
+        match self {
+            FileType::Text => &["txt"],
+            FileType::Markdown => &["md", "markdown"],
+            FileType::Csv => &["csv"],
+            FileType::Json => &["json"],
+            FileType::Jsonl => &["jsonl"],
+            FileType::Parquet => &["parquet"],
+            FileType::Pdf => &["pdf"],
+            FileType::Docx => &["docx"],
+            FileType::Markitdown => &["pdf", "docx", "md", "markdown", "txt"],
+        }
+    }
+
     /// The type of one file of a `markitdown` input, by its extension.
     fn of_document(path: &str) -> anyhow::Result<FileType> {
         let ext = path.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase()).unwrap_or_default();
@@ -125,6 +140,47 @@ impl VerbDef for LoadDocuments {
 
     fn check(&self) -> Result<(), String> {
         self.pattern().map(|_| ())
+    }
+}
+
+/// Which files the project's `input` settings read: what a server checks
+/// before it accepts an upload (a file the run would not read is refused,
+/// not left pending).
+pub struct InputFiles {
+    file_type: FileType,
+    pattern: Regex,
+    /// `input.file_pattern` as written, if set.
+    custom_pattern: Option<String>,
+}
+
+impl InputFiles {
+    pub fn from_settings(input: &InputConfig) -> anyhow::Result<InputFiles> {
+        use serde::de::IntoDeserializer;
+        let file_type = FileType::deserialize(input.file_type.as_str().into_deserializer())
+            .map_err(|e: serde::de::value::Error| anyhow!("input.type: {e}"))?;
+        let p = input.file_pattern.as_deref().unwrap_or(file_type.default_pattern());
+        let pattern = Regex::new(p)
+            .map_err(|e| anyhow!("input.file_pattern {}", graphrag_engine::settings::regex_error(p, &e)))?;
+        Ok(InputFiles { file_type, pattern, custom_pattern: input.file_pattern.clone() })
+    }
+
+    /// Whether a file of this path (relative to the input folder) is read.
+    pub fn reads(&self, path: &str) -> bool {
+        // A pattern decides, but `markitdown` converts only the types it knows.
+        self.pattern.is_match(path) && (self.file_type != FileType::Markitdown || FileType::of_document(path).is_ok())
+    }
+
+    /// The extensions (dotted, lowercase) of files it reads.
+    pub fn extensions(&self) -> Vec<String> {
+        self.file_type.extensions().iter().filter(|e| self.reads(&format!("x.{e}"))).map(|e| format!(".{e}")).collect()
+    }
+
+    /// `input.type: text` (and the pattern, if one is set): for messages.
+    pub fn describe(&self) -> String {
+        match &self.custom_pattern {
+            None => format!("input.type: {}", self.file_type.name()),
+            Some(p) => format!("input.type: {}, input.file_pattern: {p}", self.file_type.name()),
+        }
     }
 }
 
@@ -239,6 +295,13 @@ impl LoadDocuments {
 }
 
 fn csv_rows(text: &str) -> anyhow::Result<Vec<BTreeMap<String, String>>> {
+    // The csv reader ends a quoted field that is never closed at the end of
+    // the file: every record after it would become that field's text.
+    if let Some(line) = unclosed_quote(text) {
+        bail!(
+            "invalid CSV: the quoted field that starts on line {line} is never closed, so every line after it would be read as part of it (close the quote; a quote inside a quoted field is written \"\")"
+        );
+    }
     let mut reader = csv::ReaderBuilder::new().flexible(false).from_reader(text.as_bytes());
     let headers = reader.headers()?.clone();
     reader
@@ -248,6 +311,36 @@ fn csv_rows(text: &str) -> anyhow::Result<Vec<BTreeMap<String, String>>> {
             Ok(headers.iter().zip(r.iter()).map(|(h, v)| (h.to_string(), v.to_string())).collect())
         })
         .collect()
+}
+
+/// The line (1-based) where a quoted field that never ends begins, read
+/// as the csv reader does (RFC 4180: a field starting with `"` is quoted up
+/// to a `"` not followed by another; a `"` inside an unquoted field is a
+/// character), if there is one.
+fn unclosed_quote(text: &str) -> Option<usize> {
+    #[derive(PartialEq)]
+    enum State {
+        FieldStart,
+        Unquoted,
+        Quoted,
+        QuoteInQuoted,
+    }
+    let mut state = State::FieldStart;
+    let mut opened_at = 0;
+    for (i, b) in text.bytes().enumerate() {
+        state = match (state, b) {
+            (State::FieldStart, b'"') => {
+                opened_at = i;
+                State::Quoted
+            }
+            (State::Quoted, b'"') => State::QuoteInQuoted,
+            (State::Quoted, _) => State::Quoted,
+            (State::QuoteInQuoted, b'"') => State::Quoted,
+            (_, b',' | b'\n' | b'\r') => State::FieldStart,
+            _ => State::Unquoted,
+        };
+    }
+    (state == State::Quoted).then(|| text.as_bytes()[..opened_at].iter().filter(|&&b| b == b'\n').count() + 1)
 }
 
 /// A JSON object as column → string (non-string values as compact JSON).
@@ -462,6 +555,37 @@ mod tests {
     }
 
     #[test]
+    fn a_csv_quote_never_closed_fails_the_file_instead_of_swallowing_the_records_after_it() {
+        let csv = b"title,text\nA,\"first text\nB,second text\nC,third text\n";
+        let err = load(serde_json::json!({"file_type": "csv", "strict": true}), &[("news.csv", csv)]).unwrap_err();
+        let msg = format!("{err:#}");
+        assert!(msg.contains("news.csv") && msg.contains("starts on line 2 is never closed"), "{msg}");
+        // Quotes that are closed, doubled or inside an unquoted field are fine.
+        let fine = b"title,text\nA,\"a \"\"quoted\"\" word,\nand a line\"\nB,5\" tall\n";
+        let (t, _) = load(serde_json::json!({"file_type": "csv"}), &[("ok.csv", fine)]).unwrap();
+        assert_eq!(strings(&t, "d", "text").unwrap(), ["a \"quoted\" word,\nand a line", "5\" tall"]);
+    }
+
+    proptest::proptest! {
+        /// Whatever the csv writer writes has every quote closed; cut inside
+        /// a quoted field, the field's first line is named.
+        #[test]
+        fn quotes_are_read_as_the_csv_reader_reads_them(
+            rows in proptest::collection::vec(proptest::collection::vec("[a-z\",\n ]{0,8}", 2), 1..6),
+        ) {
+            let mut w = csv::Writer::from_writer(Vec::new());
+            for r in &rows {
+                w.write_record(r).unwrap();
+            }
+            let text = String::from_utf8(w.into_inner().unwrap()).unwrap();
+            proptest::prop_assert_eq!(unclosed_quote(&text), None);
+            let cut = format!("{text}x,\"open\nnext,line\n");
+            let line = text.matches('\n').count() + 1;
+            proptest::prop_assert_eq!(unclosed_quote(&cut), Some(line));
+        }
+    }
+
+    #[test]
     fn id_column_gives_the_ids_and_must_be_unique() {
         let csv = b"doc_id,text\nd-1,first text\nd-2,second text\n";
         let args = serde_json::json!({"file_type": "csv", "id_column": "doc_id"});
@@ -517,6 +641,24 @@ mod tests {
         for ft in FileType::all() {
             assert!(Regex::new(ft.default_pattern()).is_ok());
         }
+    }
+
+    #[test]
+    fn input_files_follow_type_and_pattern() {
+        let input = |t: &str, p: Option<&str>| InputConfig {
+            file_type: t.into(),
+            file_pattern: p.map(str::to_string),
+            ..InputConfig::default()
+        };
+        let text = InputFiles::from_settings(&input("text", None)).unwrap();
+        assert!(text.reads("a.txt") && !text.reads("a.md") && !text.reads("a.pdf"));
+        assert_eq!(text.extensions(), [".txt"]);
+        assert_eq!(text.describe(), "input.type: text");
+        let any = InputFiles::from_settings(&input("markitdown", None)).unwrap();
+        assert!(any.reads("A.PDF") && any.reads("b.md") && !any.reads("c.csv"));
+        let logs = InputFiles::from_settings(&input("text", Some(r".*\.(txt|log)$"))).unwrap();
+        assert!(logs.reads("x.log") && logs.describe().contains("file_pattern"));
+        assert!(InputFiles::from_settings(&input("word", None)).is_err());
     }
 
     #[test]

@@ -1,0 +1,59 @@
+//! The project's graph edits (`graph_edits.yaml`, see
+//! `graphrag_engine::graph_edits_file`): read them, and add one. The server's
+//! LightRAG graph paths and the Python package call this; the next index or
+//! update applies the edits (`finalize_graph`).
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use graphrag_engine::graph_edits_file::{self, GraphEditsFile};
+pub use graphrag_operations::graph_edits::GraphEdit;
+
+/// One writer at a time in this process (the file is replaced whole).
+static WRITING: Mutex<()> = Mutex::new(());
+
+pub fn path(root: &Path) -> PathBuf {
+    root.join(graph_edits_file::FILE)
+}
+
+/// The project's edits, in the order they apply (none without the file).
+pub fn read(root: &Path) -> anyhow::Result<GraphEditsFile> {
+    let path = path(root);
+    match std::fs::read_to_string(&path) {
+        Ok(text) => Ok(graph_edits_file::parse(&text, Path::new(graph_edits_file::FILE))?),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(GraphEditsFile::default()),
+        Err(e) => Err(anyhow::anyhow!("reading {}: {e}", path.display())),
+    }
+}
+
+/// Appends an edit (written to a temporary file and renamed, so a run
+/// reads the old file or the new one); returns how many edits there are.
+pub fn add(root: &Path, edit: GraphEdit) -> anyhow::Result<usize> {
+    let _one = WRITING.lock().unwrap_or_else(|e| e.into_inner());
+    let mut file = read(root)?;
+    file.edits.push(edit);
+    let path = path(root);
+    let temp = path.with_extension("yaml.tmp");
+    std::fs::write(&temp, graph_edits_file::render(&file)?)
+        .and_then(|_| std::fs::rename(&temp, &path))
+        .map_err(|e| anyhow::anyhow!("writing {}: {e}", path.display()))?;
+    Ok(file.edits.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn edits_accumulate_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(read(dir.path()).unwrap().edits.is_empty());
+        add(dir.path(), GraphEdit::DeleteEntity { name: "A".into() }).unwrap();
+        let n = add(dir.path(), GraphEdit::DeleteRelationship { source: "B".into(), target: "C".into() }).unwrap();
+        assert_eq!(n, 2);
+        let edits = read(dir.path()).unwrap().edits;
+        assert_eq!(edits[0], GraphEdit::DeleteEntity { name: "A".into() });
+        std::fs::write(path(dir.path()), "edits: [oops: 1]\n").unwrap();
+        assert!(read(dir.path()).unwrap_err().to_string().contains("graph_edits.yaml"));
+    }
+}
