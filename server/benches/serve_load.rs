@@ -204,13 +204,7 @@ fn main() {
             .find(|d| d["file_path"] == "quillfeather.txt")
             .map(|d| d["id"].clone())
             .expect("the uploaded document is listed");
-        let r = request(
-            addr,
-            "DELETE",
-            "/documents/delete_document",
-            &[("Content-Type", "application/json")],
-            json!({"doc_ids": [id]}).to_string().as_bytes(),
-        );
+        let r = delete_json(addr, "/documents/delete_document", &json!({"doc_ids": [id]}));
         assert_eq!(r.status, 200, "{}", r.text());
         let error = updated(addr, 2);
         assert!(error.is_null(), "the delete's update failed: {error}");
