@@ -26,6 +26,10 @@ fn env(name: &str, default: u64) -> u64 {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
 }
 
+/// Numbers the questions of every phase: no question is asked twice, so
+/// neither its answer nor its embedding comes from the cache.
+static QUESTIONS: AtomicU64 = AtomicU64::new(0);
+
 const METHODS: [&str; 6] = ["local", "global", "basic", "hybrid", "mix", "drift"];
 
 struct Outcome {
@@ -51,12 +55,12 @@ fn run(
     during: impl FnOnce() + Send,
 ) -> Outcome {
     let stop = AtomicBool::new(false);
-    let counter = AtomicU64::new(0);
+    let counter = &QUESTIONS;
     let deadline = Instant::now() + Duration::from_secs(seconds);
     let results: Vec<Outcome> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..clients)
             .map(|_| {
-                let (stop, counter) = (&stop, &counter);
+                let stop = &stop;
                 s.spawn(move || {
                     let mut o = Outcome {
                         latencies: Vec::new(),
@@ -200,13 +204,7 @@ fn main() {
             .find(|d| d["file_path"] == "quillfeather.txt")
             .map(|d| d["id"].clone())
             .expect("the uploaded document is listed");
-        let r = request(
-            addr,
-            "DELETE",
-            "/documents/delete_document",
-            &[("Content-Type", "application/json")],
-            json!({"doc_ids": [id]}).to_string().as_bytes(),
-        );
+        let r = delete_json(addr, "/documents/delete_document", &json!({"doc_ids": [id]}));
         assert_eq!(r.status, 200, "{}", r.text());
         let error = updated(addr, 2);
         assert!(error.is_null(), "the delete's update failed: {error}");

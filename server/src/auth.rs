@@ -49,11 +49,13 @@ fn is_guest_token(token: &str) -> bool {
 /// web UI (a guest token and no valid key), 401 for every other client.
 pub fn refusal(headers: &HeaderMap) -> ApiError {
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
-    let bearer = header("authorization")
-        .and_then(|v| v.split_once(' '))
-        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
-        .map(|(_, token)| token.trim());
-    refusal_of(bearer, header("x-api-key"))
+    refusal_of(header("authorization").and_then(bearer_token), header("x-api-key"))
+}
+
+/// The token of an `Authorization: Bearer <token>` value (the scheme in any case).
+pub(crate) fn bearer_token(value: &str) -> Option<&str> {
+    let (scheme, token) = value.trim().split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
 }
 
 fn refusal_of(bearer: Option<&str>, x_api_key: Option<&str>) -> ApiError {
@@ -108,6 +110,15 @@ pub fn verify() -> Result<Resp> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_bearer_scheme_is_read_in_any_case() {
+        for value in ["Bearer k1", "bearer k1", "BEARER  k1 ", " Bearer k1"] {
+            assert_eq!(bearer_token(value), Some("k1"), "{value:?}");
+        }
+        assert_eq!(bearer_token("Basic k1"), None);
+        assert_eq!(bearer_token("Bearerk1"), None);
+    }
 
     #[test]
     fn guest_tokens_are_recognised_and_grant_nothing() {

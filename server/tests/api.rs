@@ -154,13 +154,7 @@ fn upload_query_delete_and_chat_end_to_end() {
 
     // Delete: gone from the tables and from answers.
     let id = documents(addr).into_iter().find(|d| d["file_path"] == "fezziwig.txt").unwrap()["id"].clone();
-    let r = request(
-        addr,
-        "DELETE",
-        "/documents/delete_document",
-        &[("Content-Type", "application/json")],
-        json!({"doc_ids": [id]}).to_string().as_bytes(),
-    );
+    let r = delete_json(addr, "/documents/delete_document", &json!({"doc_ids": [id]}));
     assert_eq!(r.status, 200, "{}", r.text());
     assert_eq!(r.json()["status"], "deletion_started");
     assert!(!root.join("input/fezziwig.txt").exists());

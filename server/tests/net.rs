@@ -197,9 +197,9 @@ fn requests_after_hanging_up(addr: SocketAddr, mock: &MockServer, path: &str) ->
     drop(client);
     // Let a request in flight land, then count what follows: without the
     // cancellation, the retries (every ~50 ms) would go on for a minute.
-    std::thread::sleep(Duration::from_millis(300));
+    std::thread::sleep(Duration::from_millis(500));
     let before = mock.stats().chat_requests;
-    std::thread::sleep(Duration::from_millis(700));
+    std::thread::sleep(Duration::from_millis(1000));
     mock.stats().chat_requests - before
 }
 
@@ -212,4 +212,65 @@ fn a_client_that_hangs_up_stops_its_query_s_model_calls() {
         let later = requests_after_hanging_up(server.addr(), &mock, path);
         assert_eq!(later, 0, "{path}: {later} model requests after the client left");
     }
+}
+
+fn folder_bytes(dir: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
+    entries
+        .flatten()
+        .map(|e| if e.path().is_dir() { folder_bytes(&e.path()) } else { e.metadata().unwrap().len() })
+        .sum()
+}
+
+#[test]
+fn query_answers_are_cached_within_their_byte_budget() {
+    let mock = MockServer::start(MockConfig::default()).unwrap();
+    let dir = project(&mock, &[("carol.txt", carol("Marley was dead", 3000))]);
+    let budget = 16_000;
+    configure(dir.path(), &format!("query:\n  cache_max_bytes: {budget}\n"));
+    common::index(dir.path());
+    let server = start(dir.path(), None);
+    let folder = dir.path().join("cache").join(graphrag_engine::llm::QUERY_PARTITION);
+    for i in 0..40 {
+        let r = common::post_json(
+            server.addr(),
+            "/query",
+            &json!({"query": format!("Question {i}: who is Marley?"), "mode": "basic"}),
+        );
+        assert_eq!(r.status, 200, "{}", r.text());
+        assert!(folder_bytes(&folder) <= budget, "after {} queries: {} bytes", i + 1, folder_bytes(&folder));
+    }
+    assert!(folder_bytes(&folder) > budget / 2, "answers are cached: {} bytes", folder_bytes(&folder));
+    // The most recent answer is still there: asking again calls no model.
+    mock.reset_stats();
+    let r =
+        common::post_json(server.addr(), "/query", &json!({"query": "Question 39: who is Marley?", "mode": "basic"}));
+    assert_eq!(r.status, 200);
+    assert_eq!(mock.stats().chat_requests, 0, "{:?}", mock.stats());
+}
+
+#[test]
+fn conversation_histories_are_bounded_in_messages_and_characters() {
+    let mock = MockServer::start(MockConfig::default()).unwrap();
+    let dir = project(&mock, &[]);
+    configure(dir.path(), "serve:\n  max_history_messages: 2\n  max_history_chars: 20\n");
+    let server = start(dir.path(), None);
+    let turn = |role: &str, content: &str| json!({"role": role, "content": content});
+    let ask = |history: Vec<serde_json::Value>| {
+        let body = json!({"query": "Who is Marley?", "mode": "basic", "conversation_history": history});
+        common::post_json(server.addr(), "/query", &body)
+    };
+    let r = ask(vec![turn("user", "a"), turn("assistant", "b"), turn("user", "c")]);
+    assert_eq!(r.status, 413, "{}", r.text());
+    assert!(r.text().contains("3 earlier messages") && r.text().contains("max_history_messages"), "{}", r.text());
+    let r = ask(vec![turn("user", &"x".repeat(21))]);
+    assert_eq!(r.status, 413, "{}", r.text());
+    assert!(r.text().contains("21 characters"), "{}", r.text());
+    // Within both bounds the request goes on (to "no index yet").
+    let r = ask(vec![turn("user", "hello"), turn("assistant", "hi")]);
+    assert_eq!(r.status, 503, "{}", r.text());
+    // The OpenAI API's messages pass the same check.
+    let messages: Vec<_> = (0..5).map(|i| turn(if i % 2 == 0 { "user" } else { "assistant" }, "m")).collect();
+    let r = common::post_json(server.addr(), "/v1/chat/completions", &json!({"messages": messages}));
+    assert_eq!(r.status, 413, "{}", r.text());
 }

@@ -434,6 +434,7 @@ fn check_query_and_serve(loaded: &LoadedSettings) -> Result<(), ConfigError> {
     positive(loaded, "query.max_retry_time", q.max_retry_time)?;
     positive(loaded, "serve.header_read_timeout", sv.header_read_timeout)?;
     positive(loaded, "serve.body_read_timeout", sv.body_read_timeout)?;
+    positive(loaded, "serve.send_timeout", sv.send_timeout)?;
     at_least_one(loaded, "serve.max_connections", sv.max_connections.into(), "")?;
     if sv.max_header_bytes < MIN_HEADER_BYTES {
         return Err(loaded.error_at(

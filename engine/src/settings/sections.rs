@@ -453,6 +453,9 @@ section!(
     header_read_timeout: f64 = 10.0,
     /// Seconds a request's whole body (an upload) may take to arrive.
     body_read_timeout: f64 = 120.0,
+    /// Seconds a response may wait for a client that reads none of it
+    /// before the connection is closed.
+    send_timeout: f64 = 60.0,
     /// Connections served at once; more wait in the listen queue.
     max_connections: u32 = 256,
     /// The largest request head (request line and headers), bytes (at least 8192).

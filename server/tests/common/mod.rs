@@ -112,6 +112,10 @@ pub fn post_json(addr: SocketAddr, path: &str, body: &Value) -> Response {
     request(addr, "POST", path, &[("Content-Type", "application/json")], body.to_string().as_bytes())
 }
 
+pub fn delete_json(addr: SocketAddr, path: &str, body: &Value) -> Response {
+    request(addr, "DELETE", path, &[("Content-Type", "application/json")], body.to_string().as_bytes())
+}
+
 /// A multipart body with one file part, and its Content-Type.
 pub fn multipart(filename: &str, data: &[u8]) -> (String, Vec<u8>) {
     let boundary = "graphragTestBoundary7MA4YWxk";
