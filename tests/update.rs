@@ -329,12 +329,44 @@ fn hanging(mock: &MockServer, command: &str, root: &Path, answered: u32) -> Chil
     child
 }
 
+/// Answers in the project's cache (one file each).
+fn cache_entries(root: &Path) -> u64 {
+    fn count(dir: &Path) -> u64 {
+        let Ok(entries) = fs::read_dir(dir) else { return 0 };
+        entries
+            .flatten()
+            .map(|e| {
+                let path = e.path();
+                if path.is_dir() {
+                    count(&path)
+                } else {
+                    u64::from(path.extension().is_some_and(|x| x == "json"))
+                }
+            })
+            .sum()
+    }
+    count(&root.join("cache"))
+}
+
 /// Requests of the start-up check before a run (one chat, one embedding).
 const CHECKS: u32 = 2;
 
-/// [`hanging`], then killed (SIGKILL).
+/// [`hanging`], then killed (SIGKILL) once every answer it received is in
+/// its cache. The chat and the embedding model each have a slot of their
+/// own, so the request that hangs may be the embedding model's while the
+/// chat model's last answer is still being written: killed at that instant,
+/// an answer in flight is lost, which is no repeated call of a cached one.
 fn kill_after(mock: &MockServer, command: &str, root: &Path, answered: u32) {
+    let cached_before = cache_entries(root);
     let mut child = hanging(mock, command, root, answered);
+    // Every chat answer and every embedded text is one entry; the start-up
+    // check's (one chat, one text) are not cached.
+    let stats = mock.stats();
+    let received = stats.by_kind.values().sum::<u64>() + stats.embedded_texts - u64::from(CHECKS);
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while cache_entries(root) < cached_before + received && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
     child.kill().unwrap();
     child.wait().unwrap();
     mock.set_faults(Vec::new());
