@@ -135,15 +135,18 @@ impl QuantLinear {
         debug_assert_eq!(x.len(), n * self.n_in);
         debug_assert_eq!(out.len(), n * self.n_out);
         self.quantize_rows(kernel, x, n, s);
+        #[cfg(target_arch = "x86_64")]
+        if kernel == Int8Kernel::Avx512Vnni {
+            // SAFETY: `Int8Kernel::available` only offers the VNNI kernels on CPUs that have them.
+            return unsafe { x86::forward_avx512(self, s, n, out) };
+        }
         // Every element is written by the kernels: grow, never clear.
         if s.dots.len() < n * self.n_pad {
             s.dots.resize(n * self.n_pad, 0);
         }
         match kernel {
             #[cfg(target_arch = "x86_64")]
-            // SAFETY: `Int8Kernel::available` only offers the VNNI kernels on CPUs that have them.
-            Int8Kernel::Avx512Vnni => unsafe { x86::dots_avx512(self, &s.x, n, &mut s.dots) },
-            #[cfg(target_arch = "x86_64")]
+            // SAFETY: as above.
             Int8Kernel::AvxVnni => unsafe { x86::dots_avxvnni(self, &s.x, n, &mut s.dots) },
             _ => dots_portable(self, &s.x, n, &mut s.dots),
         }
@@ -208,9 +211,9 @@ multiversion! {
         for (((out_row, dot_row), &rs), &rm) in
             out.chunks_exact_mut(l.n_out).zip(s.dots.chunks_exact(l.n_pad)).zip(&s.row_scales).zip(&s.row_mins)
         {
-            for j in 0..l.n_out {
-                let row_dot = rs * dot_row[j] as f32 + rm * col_sums[j];
-                out_row[j] = scales[j] * row_dot + bias[j];
+            let channels = scales.iter().zip(col_sums).zip(bias);
+            for ((o, &d), ((&sw, &cs), &b)) in out_row.iter_mut().zip(&dot_row[..l.n_out]).zip(channels) {
+                *o = sw * (rs * d as f32 + rm * cs) + b;
             }
         }
     }
@@ -254,14 +257,16 @@ fn dots_loop(l: &QuantLinear, x: &[u8], n: usize, dots: &mut [i32]) {
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
-    use super::{QuantLinear, GROUP, PANEL, PANELS, ROWS};
+    use super::{QuantLinear, QuantScratch, GROUP, PANEL, PANELS, ROWS};
     use std::arch::x86_64::*;
 
-    /// Σ u·q for every row and output channel, AVX-512 VNNI: blocks of four
-    /// rows by four 16-channel panels (16 accumulators; per step of four
-    /// inputs, four weight loads and four broadcasts feed 16 `vpdpbusd`).
+    /// The whole product with AVX-512 VNNI: blocks of four rows by four
+    /// 16-channel panels (16 accumulators; per step of four inputs, four
+    /// weight loads and four broadcasts feed 16 `vpdpbusd`), each block's
+    /// epilogue applied in registers (no buffer of integer sums, which for
+    /// the wide layers would not stay in cache).
     #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
-    pub(super) unsafe fn dots_avx512(l: &QuantLinear, x: &[u8], n: usize, dots: &mut [i32]) {
+    pub(super) unsafe fn forward_avx512(l: &QuantLinear, s: &QuantScratch, n: usize, out: &mut [f32]) {
         let panels = l.n_pad / PANEL;
         let mut p = 0;
         while p < panels {
@@ -270,10 +275,10 @@ mod x86 {
             while i < n {
                 let rows = if i + ROWS <= n { ROWS } else { 1 };
                 match (rows, width) {
-                    (ROWS, PANELS) => block_avx512::<ROWS, PANELS>(l, x, i, p, dots),
-                    (ROWS, _) => block_avx512::<ROWS, 1>(l, x, i, p, dots),
-                    (_, PANELS) => block_avx512::<1, PANELS>(l, x, i, p, dots),
-                    _ => block_avx512::<1, 1>(l, x, i, p, dots),
+                    (ROWS, PANELS) => block_avx512::<ROWS, PANELS>(l, s, i, p, out),
+                    (ROWS, _) => block_avx512::<ROWS, 1>(l, s, i, p, out),
+                    (_, PANELS) => block_avx512::<1, PANELS>(l, s, i, p, out),
+                    _ => block_avx512::<1, 1>(l, s, i, p, out),
                 }
                 i += rows;
             }
@@ -285,14 +290,14 @@ mod x86 {
     #[inline]
     unsafe fn block_avx512<const R: usize, const P: usize>(
         l: &QuantLinear,
-        x: &[u8],
+        s: &QuantScratch,
         row0: usize,
         p0: usize,
-        dots: &mut [i32],
+        out: &mut [f32],
     ) {
         let groups = l.k_pad / GROUP;
         let mut acc = [[_mm512_setzero_si512(); P]; R];
-        let xs: [*const u8; R] = std::array::from_fn(|r| x.as_ptr().add((row0 + r) * l.k_pad));
+        let xs: [*const u8; R] = std::array::from_fn(|r| s.x.as_ptr().add((row0 + r) * l.k_pad));
         let ws: [*const i8; P] = std::array::from_fn(|q| l.packed.as_ptr().add((p0 + q) * groups * PANEL * GROUP));
         for g in 0..groups {
             let wv: [__m512i; P] =
@@ -304,9 +309,21 @@ mod x86 {
                 }
             }
         }
+        // `epilogue`'s operations in the same order: sw · (rs · d + rm · cs) + b.
         for (r, row) in acc.iter().enumerate() {
+            let rs = _mm512_set1_ps(s.row_scales[row0 + r]);
+            let rm = _mm512_set1_ps(s.row_mins[row0 + r]);
             for (q, a) in row.iter().enumerate() {
-                _mm512_storeu_si512(dots.as_mut_ptr().add((row0 + r) * l.n_pad + (p0 + q) * PANEL) as *mut _, *a);
+                let c0 = (p0 + q) * PANEL;
+                let valid = l.n_out.saturating_sub(c0).min(PANEL);
+                let mask: __mmask16 = ((1u32 << valid) - 1) as __mmask16;
+                let sw = _mm512_loadu_ps(l.scales.as_ptr().add(c0));
+                let cs = _mm512_loadu_ps(l.col_sums.as_ptr().add(c0));
+                let b = _mm512_loadu_ps(l.bias.as_ptr().add(c0));
+                let d = _mm512_cvtepi32_ps(*a);
+                let row_dot = _mm512_add_ps(_mm512_mul_ps(rs, d), _mm512_mul_ps(rm, cs));
+                let o = _mm512_add_ps(_mm512_mul_ps(sw, row_dot), b);
+                _mm512_mask_storeu_ps(out.as_mut_ptr().add((row0 + r) * l.n_out + c0), mask, o);
             }
         }
     }
@@ -344,7 +361,8 @@ mod x86 {
         (s, lo)
     }
 
-    /// The same with AVX-VNNI on 256-bit registers (a panel is two halves).
+    /// Σ u·q for every row and output channel with AVX-VNNI on 256-bit
+    /// registers: blocks of four rows by one panel (two halves).
     #[target_feature(enable = "avx2,avxvnni")]
     pub(super) unsafe fn dots_avxvnni(l: &QuantLinear, x: &[u8], n: usize, dots: &mut [i32]) {
         let groups = l.k_pad / GROUP;
