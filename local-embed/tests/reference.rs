@@ -78,6 +78,23 @@ fn token_ids_match_reference_tokenizer() {
     }
 }
 
+/// Splitting a text at whitespace splits its word-pieces: the embed step
+/// counts a long text word by word and relies on the sum.
+#[test]
+fn word_counts_add_up() {
+    let Some(e) = embedder() else { return };
+    let r = reference();
+    let mut all = String::new();
+    for s in &r.sentences {
+        all.push_str(&s.text);
+        all.push(' ');
+        let sum: usize = s.text.split_inclusive(char::is_whitespace).map(|w| e.count_tokens(w)).sum();
+        assert_eq!(sum, e.count_tokens(&s.text), "{:?}", s.text);
+    }
+    let sum: usize = all.split_inclusive(char::is_whitespace).map(|w| e.count_tokens(w)).sum();
+    assert_eq!(sum, e.count_tokens(&all));
+}
+
 #[test]
 fn vectors_match_sentence_transformers() {
     let Some(e) = embedder() else { return };

@@ -120,15 +120,24 @@ impl EmbeddingModel {
         if count(text) <= limit {
             return Ok(vec![text.to_string()]);
         }
+        // Words are counted one by one, not the growing piece again per word
+        // (that was quadratic in the length: about half the embed step of
+        // 1,200-token units). WordPiece never joins tokens across whitespace,
+        // so for the local model the sum is exactly the piece's count (see
+        // local-embed's `word_counts_add_up`); for BPE it is close (a word's
+        // trailing space may count as its own token), and the 8,000 limit
+        // leaves 191 tokens of margin to the endpoints' 8,191.
         let mut pieces = Vec::new();
         let mut current = String::new();
+        let mut used = 0;
         for word in text.split_inclusive(char::is_whitespace) {
-            current.push_str(word);
-            if count(&current) > limit && current.len() > word.len() {
-                current.truncate(current.len() - word.len());
+            let n = count(word);
+            if used + n > limit && !current.is_empty() {
                 pieces.push(std::mem::take(&mut current));
-                current.push_str(word);
+                used = 0;
             }
+            current.push_str(word);
+            used += n;
         }
         if !current.trim().is_empty() {
             pieces.push(current);
