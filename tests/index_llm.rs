@@ -313,11 +313,54 @@ fn fast_method_needs_no_llm() {
         assert!(list.len() >= 2, "unit {row} has {} piece vectors", list.len());
         assert_eq!(list.as_fixed_size_list().value_length(), 384);
     }
+    // stats.json names the kernel that computed the vectors (`precision: auto`).
+    let auto = graphrag_engine::settings::Precision::Auto.kernel();
+    assert_eq!(embedding_kernels(dir.path()), [auto.name()]);
+
+    // A change of precision is a change of model: `update` re-embeds every
+    // text (no cached vector of the other precision is reused) and the
+    // vectors stay within int8's tolerance of f32's (cosine ≥ 0.99).
+    let settings = fs::read_to_string(dir.path().join("settings.yaml")).unwrap();
+    let other = if auto.name() == "f32" { "int8" } else { "f32" };
+    let settings = settings.replace("    precision: auto\n", &format!("    precision: {other}\n"));
+    assert!(settings.contains(&format!("precision: {other}")));
+    fs::write(dir.path().join("settings.yaml"), settings).unwrap();
+    let o = graphrag(&["-q", "update", "--root", root]);
+    assert!(o.status.success(), "{}", text(&o));
+    use graphrag_engine::settings::Precision;
+    let kernel = if other == "f32" { Precision::F32 } else { Precision::Int8 }.kernel();
+    assert_eq!(embedding_kernels(dir.path()), [kernel.name()]);
+    let usage = &stats(dir.path())["llm"]["default_embedding_model"];
+    assert_eq!(usage["cache_hits"], 0, "{usage}");
+    let after = read(&dir.path().join("output/embeddings.text_unit_text.parquet"));
+    let (a, b) = (unit_vectors(&vectors), unit_vectors(&after));
+    assert_eq!(a.len(), b.len());
+    for (x, y) in a.iter().zip(&b) {
+        assert_ne!(x, y, "re-embedded at the other precision");
+        let cosine: f32 = x.iter().zip(y).map(|(p, q)| p * q).sum();
+        assert!(cosine >= 0.99, "cosine {cosine} between f32 and int8 vectors");
+    }
 
     let o = index(dir.path(), &["--method", "standard"]);
     assert!(!o.status.success());
     let err = text(&o);
     assert!(err.contains("no chat model configured") && err.contains("--method fast"), "{err}");
+}
+
+/// The `embedding_kernel` of every step of stats.json that embedded texts.
+fn embedding_kernels(root: &Path) -> Vec<String> {
+    let s = stats(root);
+    let steps = s["workflows"].as_object().unwrap().values();
+    let kernels = steps.filter_map(|w| w["llm"]["default_embedding_model"]["embedding_kernel"].as_str());
+    let mut kernels: Vec<String> = kernels.map(String::from).collect();
+    kernels.dedup();
+    kernels
+}
+
+/// The `vector` column of an embeddings table.
+fn unit_vectors(batch: &RecordBatch) -> Vec<Vec<f32>> {
+    let list = batch.column_by_name("vector").unwrap().as_fixed_size_list();
+    (0..list.len()).map(|i| list.value(i).as_primitive::<arrow_array::types::Float32Type>().values().to_vec()).collect()
 }
 
 fn walk(dir: &Path) -> Vec<std::path::PathBuf> {

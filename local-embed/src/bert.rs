@@ -1,5 +1,7 @@
-//! The BERT encoder forward pass (inference only, f32, CPU) and the weights
-//! it needs, read from a `model.safetensors` file.
+//! The BERT encoder forward pass (inference only, CPU) and the weights it
+//! needs, read from a `model.safetensors` file. The dense layers run in f32
+//! or, dynamically quantized, in int8 (`int8` module); embeddings,
+//! attention, softmax, GELU and LayerNorm always run in f32.
 //!
 //! Sequences of one batch are packed one after another (no padding): the
 //! dense layers run over all tokens of the batch at once, attention runs per
@@ -8,6 +10,9 @@
 
 use anyhow::{bail, Context, Result};
 use std::collections::HashMap;
+
+use crate::int8::{Int8Kernel, QuantLinear, QuantScratch};
+use crate::Kernel;
 
 /// The part of `config.json` the forward pass needs.
 #[derive(Debug, Clone, serde::Deserialize)]
@@ -48,6 +53,23 @@ struct Linear {
     n_out: usize,
 }
 
+/// A dense layer as the forward pass runs it.
+enum Dense {
+    F32(Linear),
+    Int8(QuantLinear, Int8Kernel),
+}
+
+impl Dense {
+    fn new(l: Linear, kernel: Kernel) -> Dense {
+        match kernel {
+            Kernel::F32 => Dense::F32(l),
+            Kernel::Int8(k) => {
+                Dense::Int8(QuantLinear::new(&transpose(&l.w_t, l.n_in, l.n_out), &l.b, l.n_in, l.n_out), k)
+            }
+        }
+    }
+}
+
 struct LayerNorm {
     w: Vec<f32>,
     b: Vec<f32>,
@@ -55,11 +77,11 @@ struct LayerNorm {
 
 struct Layer {
     /// Query, key and value fused into one `[hidden, 3 * hidden]` layer.
-    qkv: Linear,
-    attn_out: Linear,
+    qkv: Dense,
+    attn_out: Dense,
     attn_ln: LayerNorm,
-    inter: Linear,
-    out: Linear,
+    inter: Dense,
+    out: Dense,
     out_ln: LayerNorm,
 }
 
@@ -71,6 +93,7 @@ pub struct BertModel {
     emb_ln: LayerNorm,
     layers: Vec<Layer>,
     eps: f32,
+    kernel: Kernel,
 }
 
 /// One entry of a safetensors header.
@@ -185,8 +208,9 @@ fn f16_to_f32(h: u16) -> f32 {
 }
 
 impl BertModel {
-    /// Builds the model from the bytes of `model.safetensors`.
-    pub fn from_safetensors(cfg: BertConfig, bytes: &[u8]) -> Result<BertModel> {
+    /// Builds the model from the bytes of `model.safetensors`, its dense
+    /// layers prepared for `kernel`.
+    pub fn from_safetensors(cfg: BertConfig, bytes: &[u8], kernel: Kernel) -> Result<BertModel> {
         if cfg.hidden_act != "gelu" {
             bail!("unsupported hidden_act {:?} (only exact \"gelu\" BERT models are supported)", cfg.hidden_act);
         }
@@ -208,29 +232,42 @@ impl BertModel {
             let q = t.linear(&format!("{p}.attention.self.query"), h, h)?;
             let k = t.linear(&format!("{p}.attention.self.key"), h, h)?;
             let v = t.linear(&format!("{p}.attention.self.value"), h, h)?;
+            let dense = |l: Linear| Dense::new(l, kernel);
             layers.push(Layer {
-                qkv: fuse(&[q, k, v]),
-                attn_out: t.linear(&format!("{p}.attention.output.dense"), h, h)?,
+                qkv: dense(fuse(&[q, k, v])),
+                attn_out: dense(t.linear(&format!("{p}.attention.output.dense"), h, h)?),
                 attn_ln: t.layer_norm(&format!("{p}.attention.output.LayerNorm"), h)?,
-                inter: t.linear(&format!("{p}.intermediate.dense"), h, cfg.intermediate_size)?,
-                out: t.linear(&format!("{p}.output.dense"), cfg.intermediate_size, h)?,
+                inter: dense(t.linear(&format!("{p}.intermediate.dense"), h, cfg.intermediate_size)?),
+                out: dense(t.linear(&format!("{p}.output.dense"), cfg.intermediate_size, h)?),
                 out_ln: t.layer_norm(&format!("{p}.output.LayerNorm"), h)?,
             });
         }
         let eps = cfg.layer_norm_eps as f32;
-        Ok(BertModel { cfg, word, position, token_type, emb_ln, layers, eps })
+        Ok(BertModel { cfg, word, position, token_type, emb_ln, layers, eps, kernel })
     }
 
     pub fn config(&self) -> &BertConfig {
         &self.cfg
     }
 
+    pub fn kernel(&self) -> Kernel {
+        self.kernel
+    }
+
+    /// `out = x · W + b` for `n` rows, in the layer's precision.
+    fn dense(l: &Dense, x: &[f32], n: usize, out: &mut [f32], s: &mut QuantScratch) {
+        match l {
+            Dense::Int8(q, kernel) => q.forward(*kernel, x, n, out, s),
+            Dense::F32(l) => linear(x, n, l, out),
+        }
+    }
+
     /// Runs the encoder over a batch of token-id sequences (each already
     /// `[CLS] … [SEP]` and at most `max_position_embeddings` long) and
     /// returns, per sequence, the mean of its last hidden states.
-    pub fn mean_pooled(&self, seqs: &[Vec<u32>]) -> Vec<Vec<f32>> {
+    pub fn mean_pooled(&self, seqs: &[&[u32]]) -> Vec<Vec<f32>> {
         let h = self.cfg.hidden_size;
-        let total: usize = seqs.iter().map(Vec::len).sum();
+        let total: usize = seqs.iter().map(|s| s.len()).sum();
         let mut x = vec![0.0f32; total * h];
         // Embeddings: word + position + token type 0, then LayerNorm.
         let mut row = 0;
@@ -249,7 +286,7 @@ impl BertModel {
         }
         layer_norm(&mut x, &self.emb_ln, h, self.eps);
 
-        let lens: Vec<usize> = seqs.iter().map(Vec::len).collect();
+        let lens: Vec<usize> = seqs.iter().map(|s| s.len()).collect();
         let mut scratch = Scratch::new(total, h, self.cfg.intermediate_size, &lens);
         for layer in &self.layers {
             self.layer_forward(layer, &mut x, &lens, &mut scratch);
@@ -281,7 +318,7 @@ impl BertModel {
         let scale = 1.0 / (dh as f32).sqrt();
 
         // Q | K | V for all tokens: [n, 3h].
-        linear(x, n, &l.qkv, &mut s.qkv);
+        Self::dense(&l.qkv, x, n, &mut s.qkv, &mut s.quant);
         // Attention per sequence and head, written into ctx: [n, h].
         let qkv = &s.qkv;
         let mut start = 0;
@@ -336,12 +373,12 @@ impl BertModel {
             start += len;
         }
         // Output projection, residual, LayerNorm.
-        linear(&s.ctx, n, &l.attn_out, &mut s.proj);
+        Self::dense(&l.attn_out, &s.ctx, n, &mut s.proj, &mut s.quant);
         add_layer_norm(x, &s.proj, &l.attn_ln, h, self.eps);
         // Feed-forward: GELU(x W1 + b1) W2 + b2, residual, LayerNorm.
-        linear(x, n, &l.inter, &mut s.inter);
+        Self::dense(&l.inter, x, n, &mut s.inter, &mut s.quant);
         gelu_all(&mut s.inter);
-        linear(&s.inter, n, &l.out, &mut s.proj);
+        Self::dense(&l.out, &s.inter, n, &mut s.proj, &mut s.quant);
         add_layer_norm(x, &s.proj, &l.out_ln, h, self.eps);
     }
 }
@@ -353,6 +390,7 @@ struct Scratch {
     proj: Vec<f32>,
     inter: Vec<f32>,
     scores: Vec<f32>,
+    quant: QuantScratch,
 }
 
 impl Scratch {
@@ -364,6 +402,7 @@ impl Scratch {
             proj: vec![0.0; n * h],
             inter: vec![0.0; n * inter],
             scores: vec![0.0; longest * longest],
+            quant: QuantScratch::default(),
         }
     }
 }
@@ -414,32 +453,6 @@ fn linear(x: &[f32], n: usize, l: &Linear, out: &mut [f32]) {
             1,
         );
     }
-}
-
-/// Element-wise kernels, compiled twice: for the baseline target and, on
-/// x86-64, with AVX2 + FMA enabled (chosen at run time), so that their loops
-/// vectorise 8 wide. Both versions do the same operations in the same order.
-macro_rules! multiversion {
-    ($(
-        $(#[$meta:meta])*
-        fn $name:ident($($arg:ident: $ty:ty),*) $body:block
-    )*) => {$(
-        $(#[$meta])*
-        fn $name($($arg: $ty),*) {
-            #[cfg(target_arch = "x86_64")]
-            {
-                #[target_feature(enable = "avx2,fma")]
-                unsafe fn avx2($($arg: $ty),*) $body
-                if std::arch::is_x86_feature_detected!("avx2")
-                    && std::arch::is_x86_feature_detected!("fma")
-                {
-                    // SAFETY: the CPU supports the enabled features.
-                    return unsafe { avx2($($arg),*) };
-                }
-            }
-            $body
-        }
-    )*};
 }
 
 multiversion! {

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
 use futures_util::stream::{self, StreamExt};
-use graphrag_local_embed::LocalEmbedder;
+use graphrag_local_embed::{Kernel, LocalEmbedder, Precision};
 
 use super::cache::{Checked, ResponseCache};
 use super::http::Transport;
@@ -16,8 +16,16 @@ use crate::settings::ModelConfig;
 use graphrag_operations::tokenizer::Encoding;
 
 enum Backend {
-    Http { transport: Transport, policy: Box<Policy> },
-    Local { dir: Option<PathBuf>, model: OnceLock<Result<Arc<LocalEmbedder>, String>> },
+    Http {
+        transport: Transport,
+        policy: Box<Policy>,
+    },
+    /// `kernel`: the setting's precision resolved for this CPU, once.
+    Local {
+        dir: Option<PathBuf>,
+        kernel: Kernel,
+        model: OnceLock<Result<Arc<LocalEmbedder>, String>>,
+    },
 }
 
 pub struct EmbeddingModel {
@@ -31,7 +39,11 @@ pub struct EmbeddingModel {
 impl EmbeddingModel {
     pub fn new(id: &str, config: &ModelConfig, cache: Option<Arc<ResponseCache>>) -> Result<Self, LlmError> {
         let backend = if config.model_provider == "local" {
-            Backend::Local { dir: config.model_path.as_ref().map(PathBuf::from), model: OnceLock::new() }
+            Backend::Local {
+                dir: config.model_path.as_ref().map(PathBuf::from),
+                kernel: config.precision.kernel(),
+                model: OnceLock::new(),
+            }
         } else {
             Backend::Http { transport: Transport::new(id, config)?, policy: Box::new(Policy::new(id, config)) }
         };
@@ -66,25 +78,43 @@ impl EmbeddingModel {
         &self.id
     }
 
-    /// What the vectors depend on (provider, model, local model folder), for step hashes.
+    /// What the vectors depend on (provider, model, local model folder and
+    /// precision), for step hashes: a change of precision re-embeds.
     pub fn fingerprint(&self) -> String {
         let dir = match self.backend.as_ref() {
             Backend::Local { dir, .. } => dir.as_ref().map(|d| d.display().to_string()).unwrap_or_default(),
             Backend::Http { .. } => String::new(),
         };
-        format!("{}|{}|{}", self.config.model_provider, self.config.model, dir)
+        format!("{}|{}|{}{}", self.config.model_provider, self.config.model, dir, self.precision_suffix())
+    }
+
+    /// Empty for f32 and remote models (their cache keys and fingerprints
+    /// are those of before precisions existed, so existing caches and
+    /// indexes stay valid); `@int8` for int8 vectors, which must never be
+    /// mixed with f32 ones. Every int8 kernel gives the same bits, so the
+    /// kernel itself is not part of the identity.
+    fn precision_suffix(&self) -> &'static str {
+        match self.backend.as_ref() {
+            Backend::Local { kernel, .. } => match kernel.precision() {
+                Precision::Int8 => "@int8",
+                Precision::F32 | Precision::Auto => "",
+            },
+            Backend::Http { .. } => "",
+        }
     }
 
     /// The local model, loaded on first use.
     fn local(&self) -> Result<Arc<LocalEmbedder>, LlmError> {
-        let Backend::Local { dir, model } = self.backend.as_ref() else { unreachable!("only called for local models") };
+        let Backend::Local { dir, kernel, model } = self.backend.as_ref() else {
+            unreachable!("only called for local models")
+        };
         model
             .get_or_init(|| {
                 let dir = dir
                     .clone()
                     .or_else(LocalEmbedder::find_default_model)
                     .ok_or_else(LocalEmbedder::missing_model_help)?;
-                LocalEmbedder::load(&dir).map(Arc::new).map_err(|e| format!("{e:#}"))
+                LocalEmbedder::load_with(&dir, *kernel).map(Arc::new).map_err(|e| format!("{e:#}"))
             })
             .clone()
             .map_err(|e| LlmError::Config(format!("embedding model `{}`: {e}", self.id)))
@@ -104,15 +134,24 @@ impl EmbeddingModel {
         if count(text) <= limit {
             return Ok(vec![text.to_string()]);
         }
+        // Words are counted one by one, not the growing piece again per word
+        // (that was quadratic in the length: about half the embed step of
+        // 1,200-token units). WordPiece never joins tokens across whitespace,
+        // so for the local model the sum is exactly the piece's count (see
+        // local-embed's `word_counts_add_up`); for BPE it is close (a word's
+        // trailing space may count as its own token), and the 8,000 limit
+        // leaves 191 tokens of margin to the endpoints' 8,191.
         let mut pieces = Vec::new();
         let mut current = String::new();
+        let mut used = 0;
         for word in text.split_inclusive(char::is_whitespace) {
-            current.push_str(word);
-            if count(&current) > limit && current.len() > word.len() {
-                current.truncate(current.len() - word.len());
+            let n = count(word);
+            if used + n > limit && !current.is_empty() {
                 pieces.push(std::mem::take(&mut current));
-                current.push_str(word);
+                used = 0;
             }
+            current.push_str(word);
+            used += n;
         }
         if !current.trim().is_empty() {
             pieces.push(current);
@@ -123,8 +162,8 @@ impl EmbeddingModel {
     /// Embeds `texts` (same order). Cached vectors are reused; the rest go to
     /// the model in batches.
     pub async fn embed(&self, texts: &[String], usage: &UsageCounters) -> Result<Vec<Vec<f32>>, LlmError> {
-        let keys: Vec<String> =
-            texts.iter().map(|t| ResponseCache::key(&["embedding", &self.config.model, t])).collect();
+        let model_id = format!("{}{}", self.config.model, self.precision_suffix());
+        let keys: Vec<String> = texts.iter().map(|t| ResponseCache::key(&["embedding", &model_id, t])).collect();
         let mut out: Vec<Option<Vec<f32>>> = keys.iter().map(|k| self.cached(k, usage)).collect();
         let missing: Vec<usize> = (0..texts.len()).filter(|&i| out[i].is_none()).collect();
         for _ in 0..texts.len() - missing.len() {
@@ -140,6 +179,7 @@ impl EmbeddingModel {
                 let vectors = tokio::task::block_in_place(|| model.embed(&batch))
                     .map_err(|e| LlmError::Config(format!("embedding model `{}`: {e:#}", self.id)))?;
                 usage.record_call(&self.id, 0, 0);
+                usage.record_embedding_kernel(&self.id, &model.kernel().name());
                 self.keep_vectors(missing.iter().map(|&i| keys[i].as_str()), vectors)
                     .map_err(|e| LlmError::Config(format!("embedding model `{}`: {e}", self.id)))?
             }

@@ -35,6 +35,10 @@ pub struct ModelUsage {
     pub cache_rejected: u64,
     pub cache_corrupt: u64,
     pub embedded_texts: u64,
+    /// How the in-process embedding model computed its vectors (e.g.
+    /// `int8-avx512vnni`, `f32`); absent when it embedded nothing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub embedding_kernel: Option<String>,
 }
 
 impl ModelUsage {
@@ -54,6 +58,9 @@ impl ModelUsage {
         self.cache_rejected += o.cache_rejected;
         self.cache_corrupt += o.cache_corrupt;
         self.embedded_texts += o.embedded_texts;
+        if o.embedding_kernel.is_some() {
+            self.embedding_kernel.clone_from(&o.embedding_kernel);
+        }
     }
 
     pub fn is_empty(&self) -> bool {
@@ -113,6 +120,9 @@ impl UsageCounters {
     }
     pub fn record_embedded(&self, model: &str, texts: u64) {
         self.with(model, |u| u.embedded_texts += texts);
+    }
+    pub fn record_embedding_kernel(&self, model: &str, kernel: &str) {
+        self.with(model, |u| u.embedding_kernel = Some(kernel.to_string()));
     }
 
     pub fn by_model(&self) -> BTreeMap<String, ModelUsage> {

@@ -349,6 +349,12 @@ fn check_model_values(
     if let Some(base) = &m.api_base {
         crate::llm::parse_api_base(base).map_err(|e| loaded.error_at(&key("api_base"), e))?;
     }
+    if provider != "local" && m.precision != super::Precision::Auto {
+        return Err(loaded.error_at(
+            &key("precision"),
+            "applies only to the in-process embedding model (model_provider: local); remove it",
+        ));
+    }
     let inf = f64::INFINITY;
     in_range(loaded, &key("temperature"), m.temperature, (0.0, 2.0), false)?;
     in_range(loaded, &key("top_p"), m.top_p, (0.0, 1.0), false)?;

@@ -77,7 +77,9 @@ mod sections;
 
 pub use check::regex_error;
 pub use compat::IgnoredKey;
-pub use models::{Jitter, ModelConfig, RateLimit, RateLimitConfig, RetryConfig, RetryPolicy, DEFAULT_CONCURRENCY};
+pub use models::{
+    Jitter, ModelConfig, Precision, RateLimit, RateLimitConfig, RetryConfig, RetryPolicy, DEFAULT_CONCURRENCY,
+};
 pub use sections::*;
 
 fn default_completion_models() -> BTreeMap<String, ModelConfig> {

@@ -5,6 +5,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+pub use graphrag_local_embed::Precision;
+
 use super::{s, Secret, Unused};
 
 /// Concurrent requests per model when neither the model nor the top-level
@@ -29,6 +31,10 @@ section!(
         deployment_name: Option<String> = None,
         /// Directory of a local embedding model (model_provider: local).
         model_path: Option<String> = None,
+        /// Arithmetic of a local embedding model's dense layers: f32 | int8 |
+        /// auto (int8 where the CPU has VNNI int8 instructions, else f32).
+        /// A change of precision is a change of model: vectors are re-embedded.
+        precision: Precision = Precision::Auto,
         encoding_model: String = s("o200k_base"),
         max_tokens: Option<u32> = None,
         temperature: f64 = 0.0,
