@@ -42,24 +42,7 @@ fn index_files(root: &Path) -> BTreeMap<String, Vec<u8>> {
 
 /// Cached chat answers (one file per request answered usably).
 fn cached_answers(root: &Path) -> usize {
-    fn walk(dir: &Path) -> usize {
-        fs::read_dir(dir)
-            .map(|entries| {
-                entries
-                    .flatten()
-                    .map(|e| {
-                        let p = e.path();
-                        if p.is_dir() {
-                            walk(&p)
-                        } else {
-                            fs::read_to_string(&p).is_ok_and(|t| t.starts_with("{\"content\"")) as usize
-                        }
-                    })
-                    .sum()
-            })
-            .unwrap_or(0)
-    }
-    walk(&root.join("cache"))
+    common::cache_files(root, |p| fs::read_to_string(p).is_ok_and(|t| t.starts_with("{\"content\""))) as usize
 }
 
 /// `index` without the start-up check (its one request per endpoint,

@@ -331,21 +331,7 @@ fn hanging(mock: &MockServer, command: &str, root: &Path, answered: u32) -> Chil
 
 /// Answers in the project's cache (one file each).
 fn cache_entries(root: &Path) -> u64 {
-    fn count(dir: &Path) -> u64 {
-        let Ok(entries) = fs::read_dir(dir) else { return 0 };
-        entries
-            .flatten()
-            .map(|e| {
-                let path = e.path();
-                if path.is_dir() {
-                    count(&path)
-                } else {
-                    u64::from(path.extension().is_some_and(|x| x == "json"))
-                }
-            })
-            .sum()
-    }
-    count(&root.join("cache"))
+    common::cache_files(root, |p| p.extension().is_some_and(|x| x == "json"))
 }
 
 /// Requests of the start-up check before a run (one chat, one embedding).

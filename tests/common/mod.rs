@@ -131,3 +131,23 @@ pub fn carol_passage(from: &str, len: usize) -> String {
     }
     full[start..end].to_string()
 }
+
+/// Files in the project's cache (every folder below `cache/`) for which
+/// `keep` holds: each cached answer is one file.
+pub fn cache_files(root: &Path, keep: impl Fn(&Path) -> bool + Copy) -> u64 {
+    fn walk(dir: &Path, keep: impl Fn(&Path) -> bool + Copy) -> u64 {
+        let Ok(entries) = fs::read_dir(dir) else { return 0 };
+        entries
+            .flatten()
+            .map(|e| {
+                let path = e.path();
+                if path.is_dir() {
+                    walk(&path, keep)
+                } else {
+                    u64::from(keep(&path))
+                }
+            })
+            .sum()
+    }
+    walk(&root.join("cache"), keep)
+}
