@@ -672,9 +672,8 @@ pub fn cancel_pipeline(state: &Arc<State>) -> Result<Resp> {
     }
     p.message("cancellation requested".into());
     p.cancel_requested = true;
-    // Under the lock: the run's end (which clears the request) cannot pass
-    // between the flag and the stop.
-    graphrag_project::stop();
+    // This run's own flag: queries and later runs are untouched.
+    p.run_stop.request();
     drop(p);
     http::json(json!({
         "status": "cancellation_requested",

@@ -15,7 +15,7 @@ use std::time::Instant;
 
 use graphrag_engine::settings::{self, Settings};
 use graphrag_engine::staging;
-use graphrag_project::{RunSettings, StepEvent, UpdateOptions};
+use graphrag_project::{RunSettings, StepEvent, StopFlag, UpdateOptions};
 use graphrag_query::QueryEngine;
 use serde_json::{json, Value};
 
@@ -62,6 +62,9 @@ pub struct Pipeline {
     pub queued_files: Vec<String>,
     /// `/documents/cancel_pipeline` asked the running update to stop.
     pub cancel_requested: bool,
+    /// The running update's own stop flag (a new one per run): cancelling
+    /// it stops that update and nothing else of the process.
+    pub run_stop: StopFlag,
 }
 
 const HISTORY: usize = 200;
@@ -229,6 +232,7 @@ impl State {
             p.step = None;
             p.step_index = 0;
             p.steps_total = 0;
+            p.run_stop = StopFlag::new();
             p.message("update started".into());
         }
         let state = self.clone();
@@ -242,7 +246,12 @@ impl State {
             }
         });
         let opts = UpdateOptions {
-            run: RunSettings { skip_validation: true, on_step: Some(on_step), ..RunSettings::default() },
+            run: RunSettings {
+                skip_validation: true,
+                on_step: Some(on_step),
+                stop: self.pipeline.lock().unwrap_or_else(|e| e.into_inner()).run_stop.clone(),
+                ..RunSettings::default()
+            },
             ..UpdateOptions::default()
         };
         let started = Instant::now();
@@ -280,9 +289,6 @@ impl State {
         }
         p.busy = false;
         if std::mem::take(&mut p.cancel_requested) {
-            // The stop was this run's (asked under this lock while busy):
-            // the next run, and the queries, start clean.
-            graphrag_project::clear_stop();
             p.message("update cancelled".into());
         }
         p.step = None;

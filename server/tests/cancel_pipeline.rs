@@ -1,7 +1,5 @@
-//! `POST /documents/cancel_pipeline` stops a running update, and the next
-//! update runs clean. In a test binary of its own: the stop is
-//! process-wide (`graphrag_project::stop`), so it would interrupt the runs
-//! of tests running beside it.
+//! `POST /documents/cancel_pipeline` stops a running update (through the
+//! run's own stop flag), and the next update runs clean.
 
 mod common;
 
@@ -37,7 +35,7 @@ fn cancel_pipeline_stops_the_update_and_the_next_one_runs_clean() {
     assert!(p["last_error"].as_str().is_some_and(|e| e.contains("interrupt")), "{p}");
     assert!(p["latest_message"].as_str().unwrap().contains("cancelled"), "{p}");
     assert_ne!(processed(addr), 1);
-    // The stop was cleared: the next update indexes the document.
+    // The next run has a flag of its own: it indexes the document.
     assert_eq!(post_json(addr, "/documents/scan", &json!({})).status, 200);
     idle_after(addr, 2);
     assert_eq!(processed(addr), 1);
