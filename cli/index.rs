@@ -17,6 +17,7 @@ pub struct IndexArgs {
     pub no_cache: bool,
     pub skip_validation: bool,
     pub verbosity: i8,
+    pub shards: crate::shard::ShardFlags,
 }
 
 /// Loads the project's settings and starts logging: to the console, and to
@@ -44,7 +45,15 @@ pub fn run(args: &IndexArgs) -> anyhow::Result<()> {
         return print_plan(&graphrag_project::index_dry_run(project, args.resume));
     }
     let opts = IndexOptions { resume: args.resume, run: run_settings(args.skip_validation, args.verbosity) };
-    let report = graphrag_project::index(project, &opts).map_err(shown)?;
+    if let Some(spec) = args.shards.shard {
+        return crate::shard::run_shard(project, spec, &opts, args.verbosity);
+    }
+    let report = if args.shards.merge {
+        graphrag_project::index_merge(project, args.shards.shards.map(|n| n as usize), &opts)
+    } else {
+        graphrag_project::index(project, &opts)
+    }
+    .map_err(shown)?;
     if args.verbosity >= 0 {
         println!("Indexed with pipeline `{}` in {:.2} s:", report.plan.name, report.stats.total_runtime);
         print_steps(&report.plan, &report.stats);

@@ -8,6 +8,7 @@ mod logging;
 mod prompt_tune;
 mod query;
 mod serve;
+mod shard;
 mod update;
 
 use std::path::PathBuf;
@@ -84,6 +85,8 @@ enum Command {
         /// Neither read nor write the model answer cache for this run.
         #[arg(long)]
         no_cache: bool,
+        #[command(flatten)]
+        shards: shard::ShardFlags,
         #[command(flatten)]
         models: ModelFlags,
     },
@@ -268,9 +271,10 @@ fn main() -> ExitCode {
             root: root.root,
             options: graphrag_project::InitOptions { force, model, embedding },
         }),
-        Command::Index { root, method, resume, dry_run, no_cache, models } => {
+        Command::Index { root, method, resume, dry_run, no_cache, shards, models } => {
             graphrag_engine::interrupt::install_handler();
             index::run(&index::IndexArgs {
+                shards,
                 root: root.root,
                 method,
                 resume,

@@ -35,6 +35,7 @@ mod init;
 mod project;
 pub mod prompt_tune;
 mod run;
+mod shard;
 
 pub use graphrag_engine::interrupt::StopFlag;
 pub use graphrag_engine::runner::{StepEstimate, StepEvent, StepObserver};
@@ -46,6 +47,7 @@ pub use run::{
     index, index_dry_run, update, update_dry_run, Changes, DryRun, IndexOptions, RunError, RunReport, RunSettings,
     UpdateOptions,
 };
+pub use shard::{index_merge, index_shard, shard_of, shard_status, ShardReport, ShardSpec};
 
 /// Asks every run in progress in this process to stop; see the crate docs.
 pub fn stop() {

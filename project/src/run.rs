@@ -154,7 +154,7 @@ impl DryRun {
 /// The run options of a project's settings, with the start-up check of its
 /// models unless `run.skip_validation` (it runs beside the steps that call no
 /// model, and those that do wait for it: [`runner::StartupCheck`]).
-fn run_options(project: &Project, resume: bool, run: &RunSettings) -> RunOptions {
+pub(crate) fn run_options(project: &Project, resume: bool, run: &RunSettings) -> RunOptions {
     let startup_check: Option<runner::StartupCheck> = (!run.skip_validation).then(|| {
         let check = project.models_check();
         Arc::new(move || check.run()) as runner::StartupCheck
@@ -182,7 +182,17 @@ pub fn index_dry_run(project: Project, resume: bool) -> DryRun {
 /// interrupted run staged, or from the live index; without, from nothing).
 /// Blocks until done; `opts.run.stop` (or [`interrupt::request`], every
 /// run) stops it cleanly.
-pub fn index(mut project: Project, opts: &IndexOptions) -> Result<RunReport, RunError> {
+pub fn index(project: Project, opts: &IndexOptions) -> Result<RunReport, RunError> {
+    index_with(project, opts, |_| {})
+}
+
+/// [`index`] with the plan adapted first (the merge of shards gives some
+/// steps their outputs from the shards' fragments: `crate::shard`).
+pub(crate) fn index_with(
+    mut project: Project,
+    opts: &IndexOptions,
+    adapt: impl FnOnce(&mut Plan),
+) -> Result<RunReport, RunError> {
     project.llm.stop_with(&opts.run.stop);
     let output_dir = project.output_dir.clone();
     let settings = project.settings().clone();
@@ -198,7 +208,8 @@ pub fn index(mut project: Project, opts: &IndexOptions) -> Result<RunReport, Run
     }
     let had_index = has_index(&output_dir);
     let root = project.root.clone();
-    let (plan, ws) = project.workspace(&staging_dir, None);
+    let (mut plan, ws) = project.workspace(&staging_dir, None);
+    adapt(&mut plan);
     tracing::info!(pipeline = %plan.name, steps = plan.steps.len(), "indexing {}", root.display());
     let (stats, documents) =
         doc_status::run_tracked(&plan, &ws, &run_opts, &output_dir, || staging::commit(&output_dir))

@@ -1,0 +1,457 @@
+//! Sharded indexing: `index --shard K/N` (map) and `index --merge` (reduce).
+//!
+//! A shard loads the input, keeps the documents whose id hashes to it
+//! ([`shard_of`]), chunks them, and runs the steps that work one text unit at
+//! a time: graph extraction (LLM with gleaning), claims, the text units'
+//! embeddings. It writes the per-unit steps' outputs as fragment tables
+//! (Parquet) under `output/.shards/<key>/K-of-N/` and a `done.json` marker;
+//! its model answers go to the project's cache like any run's. The merge
+//! loads and chunks the whole input again (cheap, and what fixes the text
+//! units' corpus-wide order and `human_readable_id`s), takes the per-unit
+//! steps' outputs from the fragments, put back in the single run's row order
+//! (the order of the text units), and runs every other step — resolution,
+//! summaries, clustering, reports, the other embeddings, the lexical index —
+//! as `index` does, publishing through the same staging and commit. So the
+//! published tables are those of a single-process `index`: a per-unit step
+//! gives each unit the same rows whatever else it ran with, and every model
+//! call's cache key is its request alone, never the shard count.
+//!
+//! What is not sharded, and why: claims' ids and numbers count claims over
+//! the whole corpus, so the shards make the claim calls and the merge asks
+//! the cache again (no model call); the fast method's noun-phrase graph
+//! settles capitalised words by their case in the whole corpus and prunes
+//! the whole graph, so it runs in the merge.
+//!
+//! Shards never take the writer lock (they do not touch the live index) and
+//! run in their own folders, so any number run at once, on one machine or on
+//! several sharing the project folder. A shard is resumable: its folder is a
+//! run's output folder, rerun with `--resume`, so a shard run twice, or
+//! killed and rerun, recomputes nothing it finished and asks the model
+//! nothing it answered.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use anyhow::{anyhow, bail, ensure, Context};
+use arrow_array::{BooleanArray, RecordBatch, UInt32Array};
+use graphrag_engine::context::VerbContext;
+use graphrag_engine::pipeline::{Plan, Step};
+use graphrag_engine::runner;
+use graphrag_engine::table::strings;
+use graphrag_engine::verb::Verb;
+use graphrag_engine::{schema, store};
+use graphrag_operations::ids::sha256_hex;
+use serde::{Deserialize, Serialize};
+
+use crate::project::Project;
+use crate::run::{index_with, IndexOptions, RunError, RunReport, RunSettings};
+
+/// Shard `index` of `count` (0-based), as `K/N` on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShardSpec {
+    pub index: usize,
+    pub count: usize,
+}
+
+impl FromStr for ShardSpec {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<ShardSpec, String> {
+        let bad = || format!("`{s}` is not a shard: write K/N, the shard K (0 to N-1) of N, e.g. 0/4");
+        let (k, n) = s.split_once('/').ok_or_else(bad)?;
+        let (index, count): (usize, usize) =
+            (k.trim().parse().map_err(|_| bad())?, n.trim().parse().map_err(|_| bad())?);
+        if count == 0 || index >= count {
+            return Err(format!("shard {index}/{count}: K must be 0 to N-1 and N at least 1"));
+        }
+        Ok(ShardSpec { index, count })
+    }
+}
+
+impl fmt::Display for ShardSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.index, self.count)
+    }
+}
+
+/// The shard (0 to `count` - 1) of a document, from its stable id alone.
+pub fn shard_of(document_id: &str, count: usize) -> usize {
+    let digest = sha256_hex(&[document_id.as_bytes()]);
+    let head = u64::from_str_radix(&digest[..16], 16).expect("hex digest");
+    (head % count as u64) as usize
+}
+
+/// What a step of the pipeline is in a sharded run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    /// Loading and chunking: run by every shard (on its documents) and by the merge.
+    Prefix,
+    /// One text unit at a time: run by the shards; the merge takes its outputs from their fragments.
+    PerUnit,
+    /// One text unit at a time, but numbered corpus-wide (claims): run by
+    /// the shards for its model calls, and again by the merge from the cache.
+    PerUnitCached,
+    /// Over the whole corpus: the merge's.
+    Global,
+}
+
+fn role(step: &Step) -> Role {
+    let single_input = step.inputs.len() == 1;
+    match step.info.name {
+        "load_documents" | "chunk" => Role::Prefix,
+        "entity_extract" if single_input => Role::PerUnit,
+        "embed" if single_input && step.args.get("field").and_then(|f| f.as_str()) == Some("text_unit_text") => {
+            Role::PerUnit
+        }
+        "extract_claims" if single_input => Role::PerUnitCached,
+        _ => Role::Global,
+    }
+}
+
+/// The name of the text units table the chunk step writes.
+fn chunk_units(plan: &Plan) -> anyhow::Result<String> {
+    plan.steps
+        .iter()
+        .find(|s| s.info.name == "chunk")
+        .and_then(|s| s.outputs.first().cloned())
+        .ok_or_else(|| anyhow!("pipeline `{}` has no `chunk` step: it cannot be sharded", plan.name))
+}
+
+/// The folder of every shard of this pipeline and these settings: a hash of
+/// the shard steps' verbs, args and tables (the input files are checked by
+/// each shard's resume and by the merge).
+fn shards_dir(output_dir: &Path, plan: &Plan) -> PathBuf {
+    let described: Vec<serde_json::Value> = plan
+        .steps
+        .iter()
+        .filter(|s| role(s) != Role::Global)
+        .map(|s| serde_json::json!([s.id, s.info.name, s.args, s.inputs, s.outputs]))
+        .collect();
+    let text = serde_json::to_string(&described).expect("json");
+    let key = sha256_hex(&[plan.name.as_bytes(), text.as_bytes()]);
+    output_dir.join(".shards").join(&key[..16])
+}
+
+fn shard_dir(base: &Path, spec: ShardSpec) -> PathBuf {
+    base.join(format!("{}-of-{}", spec.index, spec.count))
+}
+
+const DONE: &str = "done.json";
+/// The ids of a shard's text units, for the merge's check that the shards
+/// cover the input exactly.
+const UNITS: &str = "shard_text_units";
+
+/// What a finished shard did (its `done.json`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ShardReport {
+    pub shard: usize,
+    pub shards: usize,
+    pub documents: usize,
+    pub text_units: usize,
+    pub seconds: f64,
+    /// Requests the model servers answered (cache hits not counted).
+    pub model_calls: u64,
+    pub cache_hits: u64,
+    #[serde(skip)]
+    pub dir: PathBuf,
+}
+
+/// Keeps the documents of one shard from the load step's output.
+struct ShardFilter {
+    inner: Box<dyn Verb>,
+    spec: ShardSpec,
+    /// The titles of the shard's documents, for its errors.
+    titles: Arc<Mutex<Vec<String>>>,
+}
+
+impl Verb for ShardFilter {
+    fn run(&self, inputs: &[Arc<RecordBatch>], ctx: &VerbContext) -> anyhow::Result<Vec<RecordBatch>> {
+        let mut outputs = self.inner.run(inputs, ctx)?;
+        let docs = &outputs[0];
+        let ids = strings(docs, "documents", "id")?;
+        let keep: BooleanArray = ids.iter().map(|id| Some(shard_of(id, self.spec.count) == self.spec.index)).collect();
+        let kept = arrow_select::filter::filter_record_batch(docs, &keep)?;
+        *self.titles.lock().unwrap() = strings(&kept, "documents", "title")?.iter().map(|t| t.to_string()).collect();
+        outputs[0] = kept;
+        Ok(outputs)
+    }
+
+    fn external_fingerprint(&self, ctx: &VerbContext) -> anyhow::Result<Option<String>> {
+        let inner = self.inner.external_fingerprint(ctx)?.unwrap_or_default();
+        Ok(Some(format!("{inner} shard {}", self.spec)))
+    }
+}
+
+/// The plan of one shard: loading (its documents only), chunking, and the
+/// per-unit steps reading the chunks; the per-unit steps' outputs are its
+/// fragments (published in its folder).
+fn shard_plan(plan: Plan, spec: ShardSpec, titles: Arc<Mutex<Vec<String>>>) -> anyhow::Result<Plan> {
+    let units = chunk_units(&plan)?;
+    let mut steps: Vec<Step> = Vec::new();
+    let mut published = std::collections::BTreeSet::new();
+    for mut step in plan.steps {
+        match role(&step) {
+            Role::Global => continue,
+            Role::Prefix if step.info.name == "load_documents" => {
+                let inner = std::mem::replace(&mut step.verb, Box::new(NoVerb));
+                step.verb = Box::new(ShardFilter { inner, spec, titles: titles.clone() });
+            }
+            Role::Prefix => {}
+            // In the fast pipeline the text units' embeddings read the final
+            // text units, whose ids and texts are the chunks'.
+            Role::PerUnit => {
+                step.inputs = vec![units.clone()];
+                published.extend(step.outputs.iter().cloned());
+            }
+            Role::PerUnitCached => step.inputs = vec![units.clone()],
+        }
+        steps.push(step);
+    }
+    // Each step's producers, by position in the shard's own list.
+    let producer: HashMap<String, usize> =
+        steps.iter().enumerate().flat_map(|(i, s)| s.outputs.iter().map(move |o| (o.clone(), i))).collect();
+    for step in &mut steps {
+        step.deps = step
+            .inputs
+            .iter()
+            .map(|t| {
+                producer
+                    .get(t)
+                    .copied()
+                    .ok_or_else(|| anyhow!("shard step `{}` reads `{t}`, which no shard step writes", step.id))
+            })
+            .collect::<anyhow::Result<_>>()?;
+    }
+    Ok(Plan { name: plan.name, description: plan.description, file: plan.file, steps, published })
+}
+
+/// A placeholder while a step's verb is being wrapped; never run.
+struct NoVerb;
+
+impl Verb for NoVerb {
+    fn run(&self, _: &[Arc<RecordBatch>], _: &VerbContext) -> anyhow::Result<Vec<RecordBatch>> {
+        unreachable!("a verb being wrapped is never run")
+    }
+}
+
+/// Runs shard `spec` of the project's input (see the module docs) and
+/// returns what it did; a shard that finished before with the same input
+/// and settings is not run again (only checked). Errors name the shard and
+/// its documents.
+pub fn index_shard(mut project: Project, spec: ShardSpec, run: &RunSettings) -> anyhow::Result<ShardReport> {
+    project.llm.stop_with(&run.stop);
+    let began = Instant::now();
+    let base = shards_dir(&project.output_dir, &project.plan);
+    let dir = shard_dir(&base, spec);
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    // Done again only once this run succeeded (the input may have changed).
+    remove_if_present(&dir.join(DONE))?;
+    let run_opts = crate::run::run_options(&project, true, run);
+    let titles = Arc::new(Mutex::new(Vec::new()));
+    let (plan, ws) = project.workspace(&dir, None);
+    let plan = shard_plan(plan, spec, titles.clone())?;
+    let units = chunk_units(&plan)?;
+    let named = |e: anyhow::Error| {
+        let titles = titles.lock().unwrap();
+        let which = if titles.is_empty() { "documents not loaded yet".to_string() } else { titles.join(", ") };
+        e.context(format!("shard {spec} failed (its documents: {which})"))
+    };
+    let stats = runner::run(&plan, &ws, &run_opts).map_err(named)?;
+    let text_units = store::read_table(&store::table_path(&dir, &units, false)).map_err(named)?;
+    let ids = strings(&text_units, "text_units", "id")?;
+    let ids_table = RecordBatch::try_new(
+        Arc::new(arrow_schema::Schema::new(vec![schema::text_field("id")])),
+        vec![schema::text_col(&ids)],
+    )?;
+    store::write_table(&store::table_path(&dir, UNITS, true), &ids_table)?;
+    let report = ShardReport {
+        shard: spec.index,
+        shards: spec.count,
+        documents: titles.lock().unwrap().len(),
+        text_units: ids.len(),
+        seconds: began.elapsed().as_secs_f64(),
+        model_calls: stats.llm.values().map(|u| u.calls).sum(),
+        cache_hits: stats.llm.values().map(|u| u.cache_hits).sum(),
+        dir: dir.clone(),
+    };
+    store::atomic_write(&dir.join(DONE), &serde_json::to_vec_pretty(&report)?)?;
+    Ok(report)
+}
+
+fn remove_if_present(path: &Path) -> anyhow::Result<()> {
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(e).with_context(|| format!("removing {}", path.display()))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The finished shards of `count`, by index (`None`: not finished).
+fn finished_shards(base: &Path, count: usize) -> Vec<Option<ShardReport>> {
+    (0..count)
+        .map(|index| {
+            let dir = shard_dir(base, ShardSpec { index, count });
+            let report: ShardReport = serde_json::from_slice(&std::fs::read(dir.join(DONE)).ok()?).ok()?;
+            Some(ShardReport { dir, ..report })
+        })
+        .collect()
+}
+
+/// Which shards of `count` have finished, for a driver that reruns only the
+/// others.
+pub fn shard_status(project: &Project, count: usize) -> Vec<Option<ShardReport>> {
+    finished_shards(&shards_dir(&project.output_dir, &project.plan), count)
+}
+
+/// The shard counts that have fragments for this pipeline and settings.
+fn shard_counts(base: &Path) -> Vec<usize> {
+    let mut counts: Vec<usize> = std::fs::read_dir(base)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.split_once("-of-")?.1.parse().ok())
+        .collect();
+    counts.sort_unstable();
+    counts.dedup();
+    counts
+}
+
+/// A per-unit step's outputs, from the fragments, in the order of the text
+/// units it reads (the single run's order).
+struct FromFragments {
+    step: String,
+    /// Per output, the shards' fragments.
+    fragments: Vec<Vec<RecordBatch>>,
+    /// Every shard's text unit ids.
+    shard_units: HashSet<String>,
+}
+
+impl Verb for FromFragments {
+    fn run(&self, inputs: &[Arc<RecordBatch>], _ctx: &VerbContext) -> anyhow::Result<Vec<RecordBatch>> {
+        let ids = strings(&inputs[0], "text_units", "id")?;
+        let position: HashMap<&str, u32> = ids.iter().enumerate().map(|(i, id)| (*id, i as u32)).collect();
+        let missing = ids.iter().filter(|id| !self.shard_units.contains(**id)).count();
+        let extra = self.shard_units.iter().filter(|id| !position.contains_key(id.as_str())).count();
+        ensure!(
+            missing == 0 && extra == 0,
+            "the shards' fragments do not match the input ({missing} text units of the input in no shard, {extra} shard text units not in the input): the input or the settings changed after the shards ran; run the shards again"
+        );
+        self.fragments.iter().map(|parts| self.ordered(parts, &position)).collect()
+    }
+}
+
+impl FromFragments {
+    fn ordered(&self, parts: &[RecordBatch], position: &HashMap<&str, u32>) -> anyhow::Result<RecordBatch> {
+        // An empty shard's embeddings have no dimension: its schema differs.
+        let non_empty: Vec<&RecordBatch> = parts.iter().filter(|p| p.num_rows() > 0).collect();
+        let Some(first) = non_empty.first().copied().or(parts.first()) else {
+            bail!("step `{}` has no fragments", self.step)
+        };
+        let all = arrow_select::concat::concat_batches(&first.schema(), non_empty.iter().copied())?;
+        let key = if all.schema().index_of("text_unit_id").is_ok() { "text_unit_id" } else { "id" };
+        let keys = strings(&all, &self.step, key)?;
+        let mut rows: Vec<(u32, u32)> = Vec::with_capacity(keys.len());
+        for (row, unit) in keys.iter().enumerate() {
+            let pos = position.get(unit).ok_or_else(|| {
+                anyhow!("step `{}`: a fragment row names text unit {unit}, which the input does not have", self.step)
+            })?;
+            rows.push((*pos, row as u32));
+        }
+        // A unit's rows keep the order its shard wrote them in (one unit is in one shard).
+        rows.sort_by_key(|&(pos, row)| (pos, row));
+        let take = UInt32Array::from_iter_values(rows.into_iter().map(|(_, row)| row));
+        Ok(arrow_select::take::take_record_batch(&all, &take)?)
+    }
+}
+
+/// Merges the fragments of every shard of one count (`count`, or the only
+/// count that has fragments) into the index, as `index` would publish it
+/// (see the module docs). Fails, naming them, when shards are missing.
+pub fn index_merge(project: Project, count: Option<usize>, opts: &IndexOptions) -> Result<RunReport, RunError> {
+    let base = shards_dir(&project.output_dir, &project.plan);
+    let count = match count {
+        Some(n) => n,
+        None => match shard_counts(&base)[..] {
+            [n] => n,
+            [] => {
+                return Err(anyhow!(
+                    "no shards to merge in {} for these settings and pipeline: run `graphrag-rs index --shard K/N` for K = 0 to N-1 first",
+                    base.display()
+                )
+                .into())
+            }
+            ref several => {
+                return Err(anyhow!(
+                    "shards of several counts ({several:?}) in {}: name the one to merge (--shards N)",
+                    base.display()
+                )
+                .into())
+            }
+        },
+    };
+    let finished = finished_shards(&base, count);
+    let missing: Vec<String> =
+        finished.iter().enumerate().filter(|(_, r)| r.is_none()).map(|(k, _)| format!("{k}/{count}")).collect();
+    if !missing.is_empty() {
+        return Err(anyhow!(
+            "shards {} have not finished: run them (`graphrag-rs index --shard K/N`), then merge",
+            missing.join(", ")
+        )
+        .into());
+    }
+    let dirs: Vec<PathBuf> = finished.into_iter().flatten().map(|r| r.dir).collect();
+    let mut shard_units = HashSet::new();
+    for dir in &dirs {
+        let table = store::read_table(&store::table_path(dir, UNITS, true))?;
+        shard_units.extend(strings(&table, UNITS, "id")?.into_iter().map(str::to_string));
+    }
+    let mut per_step: BTreeMap<usize, FromFragments> = BTreeMap::new();
+    for (i, step) in project.plan.steps.iter().enumerate().filter(|(_, s)| role(s) == Role::PerUnit) {
+        let fragments = step
+            .outputs
+            .iter()
+            .map(|out| dirs.iter().map(|d| store::read_table(&store::table_path(d, out, true))).collect())
+            .collect::<anyhow::Result<_>>()?;
+        per_step.insert(i, FromFragments { step: step.id.clone(), fragments, shard_units: shard_units.clone() });
+    }
+    tracing::info!(shards = count, "merging {} shards' fragments from {}", count, base.display());
+    index_with(project, opts, move |plan: &mut Plan| {
+        for (i, verb) in per_step {
+            plan.steps[i].verb = Box::new(verb);
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shard_specs_parse_and_refuse() {
+        assert_eq!("1/4".parse::<ShardSpec>().unwrap(), ShardSpec { index: 1, count: 4 });
+        assert_eq!("0/1".parse::<ShardSpec>().unwrap(), ShardSpec { index: 0, count: 1 });
+        for bad in ["4/4", "1/0", "x/2", "3", "-1/2", ""] {
+            assert!(bad.parse::<ShardSpec>().is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn every_document_has_one_shard_that_depends_on_its_id_alone() {
+        let ids: Vec<String> = (0..400).map(|i| format!("doc{i}")).collect();
+        for n in [1, 2, 3, 4, 7] {
+            let mut sizes = vec![0; n];
+            for id in &ids {
+                let k = shard_of(id, n);
+                assert_eq!(k, shard_of(id, n));
+                sizes[k] += 1;
+            }
+            // A hash spreads them: no shard is empty or holds most of them.
+            assert!(sizes.iter().all(|&s| s > 0 && s < 400 * 2 / n.max(2)), "{n}: {sizes:?}");
+        }
+    }
+}

@@ -1,0 +1,192 @@
+//! `index --shard K/N` + `index --merge` against a single `index`: every
+//! published table byte for byte, fast and standard method (the mock LLM),
+//! N = 1, 2, 4; shards rerun or killed mid-run change nothing and repeat
+//! no model call.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use common::{graphrag, kind, passages, project, text};
+use graphrag_mock_llm::{FaultKind, FaultRule, MockConfig, MockServer};
+
+/// Runs `graphrag-rs -q index --skip-validation ARGS --root ROOT` (no
+/// start-up check, so that the mock counts model calls alone).
+fn index(root: &Path, args: &[&str]) {
+    let mut all = vec!["-q", "index", "--skip-validation", "--root", root.to_str().unwrap()];
+    all.extend_from_slice(args);
+    let o = graphrag(&all);
+    assert!(o.status.success(), "index {args:?}: {}", text(&o));
+}
+
+/// The bytes of every published file (the Parquet tables, vector indexes),
+/// but the run records: document_status.parquet (run times) and
+/// stats.json (timings, calls).
+fn published(root: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    fn walk(dir: &Path, base: &Path, out: &mut BTreeMap<PathBuf, Vec<u8>>) {
+        for entry in fs::read_dir(dir).unwrap().flatten() {
+            let path = entry.path();
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.starts_with('.') || name == "document_status.parquet" || name == "stats.json" {
+                continue;
+            }
+            if path.is_dir() {
+                walk(&path, base, out);
+            } else {
+                out.insert(path.strip_prefix(base).unwrap().to_path_buf(), fs::read(&path).unwrap());
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(&root.join("output"), &root.join("output"), &mut out);
+    assert!(out.keys().any(|p| p.ends_with("entities.parquet")), "no index in {}", root.display());
+    out
+}
+
+fn assert_same_index(sharded: &Path, single: &Path, what: &str) {
+    let (a, b) = (published(sharded), published(single));
+    assert_eq!(a.keys().collect::<Vec<_>>(), b.keys().collect::<Vec<_>>(), "{what}: the same files");
+    for (file, bytes) in &a {
+        assert!(bytes == &b[file], "{what}: {} differs from the single run's", file.display());
+    }
+}
+
+/// Eight documents, so that every shard of four has some.
+fn docs() -> Vec<(String, String)> {
+    passages(8, 1_200)
+}
+
+/// The fragment files of every shard of a project.
+fn fragments(root: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![root.join("output/.shards")];
+    while let Some(dir) = stack.pop() {
+        for entry in fs::read_dir(&dir).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|x| x == "parquet") {
+                out.insert(path.clone(), fs::read(&path).unwrap());
+            }
+        }
+    }
+    out
+}
+
+fn sharded_equals_single(method: &str) {
+    let mock = MockServer::start(MockConfig::default()).unwrap();
+    let single = project(&mock, &docs(), 4);
+    mock.reset_stats();
+    index(single.path(), &["--method", method]);
+    let single_stats = mock.stats();
+
+    for n in [1, 2, 4] {
+        let p = project(&mock, &docs(), 4);
+        mock.reset_stats();
+        for k in 0..n {
+            index(p.path(), &["--method", method, "--shard", &format!("{k}/{n}")]);
+        }
+        let shards = mock.stats();
+        mock.reset_stats();
+        index(p.path(), &["--method", method, "--merge"]);
+        let merge = mock.stats();
+        assert_same_index(p.path(), single.path(), &format!("{method}, {n} shards"));
+        // Every call once: the shards' and the merge's together are the
+        // single run's (embedding requests are batches; their texts count).
+        assert_eq!(shards.chat_requests + merge.chat_requests, single_stats.chat_requests, "{method}, {n} shards");
+        assert_eq!(shards.embedded_texts + merge.embedded_texts, single_stats.embedded_texts);
+        assert_eq!(kind(&merge, "extract_graph"), 0, "the merge extracts nothing itself");
+
+        // A shard run again: nothing asked, nothing rewritten.
+        let before = fragments(p.path());
+        mock.reset_stats();
+        index(p.path(), &["--method", method, "--shard", &format!("0/{n}")]);
+        assert_eq!(mock.stats().requests, 0, "a finished shard asks nothing");
+        assert_eq!(fragments(p.path()), before, "a finished shard rewrites nothing");
+    }
+}
+
+#[test]
+fn sharded_fast_index_equals_a_single_run() {
+    sharded_equals_single("fast");
+}
+
+#[test]
+fn sharded_standard_index_equals_a_single_run() {
+    sharded_equals_single("standard");
+}
+
+#[test]
+fn a_shard_killed_mid_run_reruns_without_repeated_calls() {
+    // One request at a time, so that every answer before the hanging one is cached.
+    let mock = MockServer::start(MockConfig::default()).unwrap();
+    let docs = passages(8, 3_000);
+    let single = project(&mock, &docs, 1);
+    index(single.path(), &["--method", "standard"]);
+
+    let p = project(&mock, &docs, 1);
+    index(p.path(), &["--method", "standard", "--shard", "0/2"]);
+    mock.reset_stats();
+    index(p.path(), &["--method", "standard", "--shard", "1/2"]);
+    let shard1 = mock.stats();
+    assert!(shard1.chat_requests > 6, "shard 1/2 has work to interrupt ({} chat requests)", shard1.chat_requests);
+
+    // Shard 1 again in a fresh project, killed (SIGKILL) after 5 answers, rerun.
+    let killed = project(&mock, &docs, 1);
+    index(killed.path(), &["--method", "standard", "--shard", "0/2"]);
+    let cached = |root: &Path| common::cache_files(root, |f| f.extension().is_some_and(|x| x == "json"));
+    let cached_before = cached(killed.path());
+    mock.reset_stats();
+    mock.set_faults(vec![FaultRule::always(FaultKind::Hang).after(5)]);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_graphrag-rs"))
+        .args(["-q", "index", "--skip-validation", "--method", "standard", "--shard", "1/2", "--root"])
+        .arg(killed.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    assert!(mock.wait_for_requests(6, Duration::from_secs(120)), "the shard never sent its 6th request");
+    // Every answer is cached before its slot is released; wait for the
+    // files, then kill (an answer of the other model in flight at that
+    // instant is lost, never asked twice).
+    let answered = mock.stats();
+    let received = answered.by_kind.values().sum::<u64>() + answered.embedded_texts;
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while cached(killed.path()) < cached_before + received && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let answered_chat = mock.stats().by_kind.values().sum::<u64>();
+    mock.set_faults(Vec::new());
+    mock.reset_stats();
+    index(killed.path(), &["--method", "standard", "--shard", "1/2"]);
+    let rerun = mock.stats();
+    assert_eq!(
+        answered_chat + rerun.chat_requests,
+        shard1.chat_requests,
+        "the rerun asks only what the killed shard had not"
+    );
+    assert!(rerun.embedded_texts <= shard1.embedded_texts);
+
+    let o = graphrag(&["-q", "index", "--merge", "--shards", "3", "--root", p.path().to_str().unwrap()]);
+    assert!(!o.status.success());
+    assert!(text(&o).contains("shards 0/3, 1/3, 2/3 have not finished"), "{}", text(&o));
+    for root in [killed.path(), p.path()] {
+        index(root, &["--method", "standard", "--merge"]);
+        assert_same_index(root, single.path(), "standard, a shard killed and rerun");
+    }
+}
+
+#[test]
+fn shard_flags_are_checked() {
+    let o = graphrag(&["index", "--shard", "2/2"]);
+    assert!(!o.status.success());
+    assert!(text(&o).contains("K must be 0 to N-1"), "{}", text(&o));
+    let o = graphrag(&["index", "--shard", "0/2", "--merge"]);
+    assert!(!o.status.success());
+}
