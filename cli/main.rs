@@ -210,6 +210,8 @@ enum Command {
         #[arg(long)]
         no_cache: bool,
         #[command(flatten)]
+        shards: shard::ShardFlags,
+        #[command(flatten)]
         models: ModelFlags,
     },
     /// Write the index's vectors where other tools read them. `lancedb`: Microsoft GraphRAG 3.3's
@@ -333,9 +335,10 @@ fn main() -> ExitCode {
                 verbosity,
             })
         }
-        Command::Update { root, method, dry_run, no_cache, models } => {
+        Command::Update { root, method, dry_run, no_cache, shards, models } => {
             graphrag_engine::interrupt::install_handler();
             update::run(&update::UpdateArgs {
+                shards,
                 root: root.root,
                 method,
                 dry_run,

@@ -9,6 +9,7 @@ use graphrag_project::{RunReport, UpdateOptions};
 use crate::index::{print_lancedb, print_plan, print_steps, run_settings, shown, start_logging};
 
 pub struct UpdateArgs {
+    pub shards: crate::shard::ShardFlags,
     pub root: PathBuf,
     pub method: String,
     pub dry_run: bool,
@@ -27,7 +28,17 @@ pub fn run(args: &UpdateArgs) -> anyhow::Result<()> {
     if args.dry_run {
         return print_plan(&graphrag_project::update_dry_run(&args.root, &opts)?);
     }
-    let report = graphrag_project::update(&args.root, &opts).map_err(shown)?;
+    if let Some(spec) = args.shards.shard {
+        let report = graphrag_project::update_shard(&args.root, spec, &opts)?;
+        crate::shard::print_shard(&report, args.verbosity);
+        return Ok(());
+    }
+    let report = if args.shards.merge {
+        graphrag_project::update_merge(&args.root, args.shards.shards.map(|n| n as usize), &opts)
+    } else {
+        graphrag_project::update(&args.root, &opts)
+    }
+    .map_err(shown)?;
     if args.verbosity >= 0 {
         print_summary(&report);
     }

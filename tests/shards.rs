@@ -182,6 +182,52 @@ fn a_shard_killed_mid_run_reruns_without_repeated_calls() {
     }
 }
 
+/// Runs `graphrag-rs -q update --skip-validation ARGS --root ROOT`.
+fn update(root: &Path, args: &[&str]) {
+    let mut all = vec!["-q", "update", "--skip-validation", "--root", root.to_str().unwrap()];
+    all.extend_from_slice(args);
+    let o = graphrag(&all);
+    assert!(o.status.success(), "update {args:?}: {}", text(&o));
+}
+
+#[test]
+fn a_sharded_update_equals_a_single_update() {
+    let mock = MockServer::start(MockConfig::default()).unwrap();
+    let all = docs();
+    let (first, added) = all.split_at(6);
+    let single = project(&mock, first, 4);
+    let sharded = project(&mock, first, 4);
+    index(single.path(), &["--method", "standard"]);
+    for k in 0..2 {
+        index(sharded.path(), &["--method", "standard", "--shard", &format!("{k}/2")]);
+    }
+    index(sharded.path(), &["--method", "standard", "--merge"]);
+    assert_same_index(sharded.path(), single.path(), "standard index before the update");
+    for p in [&single, &sharded] {
+        for doc in added {
+            common::put(p.path(), doc);
+        }
+    }
+    mock.reset_stats();
+    update(single.path(), &[]);
+    let single_update = mock.stats();
+    mock.reset_stats();
+    for k in 0..2 {
+        update(sharded.path(), &["--shard", &format!("{k}/2")]);
+    }
+    let shards = mock.stats();
+    mock.reset_stats();
+    update(sharded.path(), &["--merge"]);
+    let merge = mock.stats();
+    assert_eq!(kind(&merge, "extract_graph"), 0, "the merge extracts nothing itself");
+    assert_eq!(
+        shards.chat_requests + merge.chat_requests,
+        single_update.chat_requests,
+        "only the new documents' calls"
+    );
+    assert_same_index(sharded.path(), single.path(), "standard, after a sharded update");
+}
+
 #[test]
 fn shard_flags_are_checked() {
     let o = graphrag(&["index", "--shard", "2/2"]);

@@ -47,7 +47,7 @@ pub use run::{
     index, index_dry_run, update, update_dry_run, Changes, DryRun, IndexOptions, RunError, RunReport, RunSettings,
     UpdateOptions,
 };
-pub use shard::{index_merge, index_shard, shard_of, shard_status, ShardReport, ShardSpec};
+pub use shard::{index_merge, index_shard, shard_of, shard_status, update_merge, update_shard, ShardReport, ShardSpec};
 
 /// Asks every run in progress in this process to stop; see the crate docs.
 pub fn stop() {

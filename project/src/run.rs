@@ -183,15 +183,18 @@ pub fn index_dry_run(project: Project, resume: bool) -> DryRun {
 /// Blocks until done; `opts.run.stop` (or [`interrupt::request`], every
 /// run) stops it cleanly.
 pub fn index(project: Project, opts: &IndexOptions) -> Result<RunReport, RunError> {
-    index_with(project, opts, |_| {})
+    index_with(project, opts, |_, _| Ok(()))
 }
+
+/// Adapts a run's plan before it runs (given the output folder).
+pub(crate) type AdaptPlan<'a> = &'a dyn Fn(&mut Plan, &Path) -> anyhow::Result<()>;
 
 /// [`index`] with the plan adapted first (the merge of shards gives some
 /// steps their outputs from the shards' fragments: `crate::shard`).
 pub(crate) fn index_with(
     mut project: Project,
     opts: &IndexOptions,
-    adapt: impl FnOnce(&mut Plan),
+    adapt: impl FnOnce(&mut Plan, &Path) -> anyhow::Result<()>,
 ) -> Result<RunReport, RunError> {
     project.llm.stop_with(&opts.run.stop);
     let output_dir = project.output_dir.clone();
@@ -209,7 +212,7 @@ pub(crate) fn index_with(
     let had_index = has_index(&output_dir);
     let root = project.root.clone();
     let (mut plan, ws) = project.workspace(&staging_dir, None);
-    adapt(&mut plan);
+    adapt(&mut plan, &output_dir)?;
     tracing::info!(pipeline = %plan.name, steps = plan.steps.len(), "indexing {}", root.display());
     let (stats, documents) =
         doc_status::run_tracked(&plan, &ws, &run_opts, &output_dir, || staging::commit(&output_dir))
@@ -220,7 +223,7 @@ pub(crate) fn index_with(
 }
 
 /// Output folder, writer lock (none for a dry run) and project of an update.
-fn open_for_update(
+pub(crate) fn open_for_update(
     root: &Path,
     opts: &UpdateOptions,
     dry_run: bool,
@@ -270,6 +273,11 @@ pub fn update_dry_run(root: &Path, opts: &UpdateOptions) -> anyhow::Result<DryRu
 /// interrupted update finished are kept (resume). Blocks until done;
 /// `opts.run.stop` (or [`interrupt::request`], every run) stops it cleanly.
 pub fn update(root: &Path, opts: &UpdateOptions) -> Result<RunReport, RunError> {
+    update_with(root, opts, &|_, _| Ok(()))
+}
+
+/// [`update`] with the plan adapted first (`crate::shard`'s merge).
+pub(crate) fn update_with(root: &Path, opts: &UpdateOptions, adapt: AdaptPlan) -> Result<RunReport, RunError> {
     let (mut project, _lock) = open_for_update(root, opts, false)?;
     project.llm.stop_with(&opts.run.stop);
     let output_dir = project.output_dir.clone();
@@ -277,7 +285,8 @@ pub fn update(root: &Path, opts: &UpdateOptions) -> Result<RunReport, RunError> 
     let settings = project.settings().clone();
     let run_opts = run_options(&project, true, &opts.run);
     let previous = has_index.then(|| Box::new(PublishedTables { output_dir: output_dir.clone() }) as _);
-    let (plan, ws) = project.workspace(&staging::dir(&output_dir), previous);
+    let (mut plan, ws) = project.workspace(&staging::dir(&output_dir), previous);
+    adapt(&mut plan, &output_dir)?;
     if !has_index {
         tracing::info!("no index in {} yet: indexing every document", output_dir.display());
     }

@@ -29,7 +29,7 @@
 //! killed and rerun, recomputes nothing it finished and asks the model
 //! nothing it answered.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
@@ -48,7 +48,9 @@ use graphrag_operations::ids::sha256_hex;
 use serde::{Deserialize, Serialize};
 
 use crate::project::Project;
-use crate::run::{index_with, IndexOptions, RunError, RunReport, RunSettings};
+use crate::run::{
+    index_with, open_for_update, update_with, IndexOptions, RunError, RunReport, RunSettings, UpdateOptions,
+};
 
 /// Shard `index` of `count` (0-based), as `K/N` on the command line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -328,7 +330,7 @@ struct FromFragments {
     /// Per output, the shards' fragments.
     fragments: Vec<Vec<RecordBatch>>,
     /// Every shard's text unit ids.
-    shard_units: HashSet<String>,
+    shard_units: Arc<HashSet<String>>,
 }
 
 impl Verb for FromFragments {
@@ -373,58 +375,64 @@ impl FromFragments {
 /// count that has fragments) into the index, as `index` would publish it
 /// (see the module docs). Fails, naming them, when shards are missing.
 pub fn index_merge(project: Project, count: Option<usize>, opts: &IndexOptions) -> Result<RunReport, RunError> {
-    let base = shards_dir(&project.output_dir, &project.plan);
-    let count = match count {
-        Some(n) => n,
-        None => match shard_counts(&base)[..] {
-            [n] => n,
-            [] => {
-                return Err(anyhow!(
-                    "no shards to merge in {} for these settings and pipeline: run `graphrag-rs index --shard K/N` for K = 0 to N-1 first",
-                    base.display()
-                )
-                .into())
-            }
-            ref several => {
-                return Err(anyhow!(
-                    "shards of several counts ({several:?}) in {}: name the one to merge (--shards N)",
-                    base.display()
-                )
-                .into())
-            }
-        },
+    index_with(project, opts, |plan, output_dir| from_fragments(plan, output_dir, count))
+}
+
+/// Runs shard `spec` of an update (`update --shard K/N`): the shard of
+/// [`index_shard`] with the pipeline the index was built with. Its
+/// documents are all mapped again; the unchanged ones' model answers come
+/// from the cache.
+pub fn update_shard(root: &Path, spec: ShardSpec, opts: &UpdateOptions) -> anyhow::Result<ShardReport> {
+    let (project, _) = open_for_update(root, opts, true)?;
+    index_shard(project, spec, &opts.run)
+}
+
+/// The update of the published index from the shards' fragments
+/// (`update --merge`): [`crate::update`] with the per-unit steps' outputs
+/// taken from the fragments.
+pub fn update_merge(root: &Path, count: Option<usize>, opts: &UpdateOptions) -> Result<RunReport, RunError> {
+    update_with(root, opts, &|plan, output_dir| from_fragments(plan, output_dir, count))
+}
+
+/// Gives the plan's per-unit steps their outputs from the fragments of
+/// every shard of `count` (or of the only count there is).
+fn from_fragments(plan: &mut Plan, output_dir: &Path, count: Option<usize>) -> anyhow::Result<()> {
+    let base = shards_dir(output_dir, plan);
+    let count = match (count, &shard_counts(&base)[..]) {
+        (Some(n), _) | (None, &[n]) => n,
+        (None, []) => bail!(
+            "no shards to merge in {} for these settings and pipeline: run `--shard K/N` for K = 0 to N-1 first",
+            base.display()
+        ),
+        (None, several) => {
+            bail!("shards of several counts ({several:?}) in {}: name the one to merge (--shards N)", base.display())
+        }
     };
     let finished = finished_shards(&base, count);
     let missing: Vec<String> =
         finished.iter().enumerate().filter(|(_, r)| r.is_none()).map(|(k, _)| format!("{k}/{count}")).collect();
-    if !missing.is_empty() {
-        return Err(anyhow!(
-            "shards {} have not finished: run them (`graphrag-rs index --shard K/N`), then merge",
-            missing.join(", ")
-        )
-        .into());
-    }
+    ensure!(
+        missing.is_empty(),
+        "shards {} have not finished: run them (`--shard K/N`), then merge",
+        missing.join(", ")
+    );
     let dirs: Vec<PathBuf> = finished.into_iter().flatten().map(|r| r.dir).collect();
     let mut shard_units = HashSet::new();
     for dir in &dirs {
         let table = store::read_table(&store::table_path(dir, UNITS, true))?;
         shard_units.extend(strings(&table, UNITS, "id")?.into_iter().map(str::to_string));
     }
-    let mut per_step: BTreeMap<usize, FromFragments> = BTreeMap::new();
-    for (i, step) in project.plan.steps.iter().enumerate().filter(|(_, s)| role(s) == Role::PerUnit) {
+    let shard_units = Arc::new(shard_units);
+    for step in plan.steps.iter_mut().filter(|s| role(s) == Role::PerUnit) {
         let fragments = step
             .outputs
             .iter()
             .map(|out| dirs.iter().map(|d| store::read_table(&store::table_path(d, out, true))).collect())
             .collect::<anyhow::Result<_>>()?;
-        per_step.insert(i, FromFragments { step: step.id.clone(), fragments, shard_units: shard_units.clone() });
+        step.verb = Box::new(FromFragments { step: step.id.clone(), fragments, shard_units: shard_units.clone() });
     }
-    tracing::info!(shards = count, "merging {} shards' fragments from {}", count, base.display());
-    index_with(project, opts, move |plan: &mut Plan| {
-        for (i, verb) in per_step {
-            plan.steps[i].verb = Box::new(verb);
-        }
-    })
+    tracing::info!(shards = count, "merging the fragments of {count} shards from {}", base.display());
+    Ok(())
 }
 
 #[cfg(test)]

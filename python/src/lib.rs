@@ -9,6 +9,7 @@
 
 mod logs;
 mod prompt_tune;
+mod shards;
 
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
@@ -479,6 +480,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(add_graph_edit, m)?)?;
     m.add_function(wrap_pyfunction!(logs::forward_logs, m)?)?;
     m.add_function(wrap_pyfunction!(prompt_tune::generate_indexing_prompts, m)?)?;
+    m.add_function(wrap_pyfunction!(shards::index_shard, m)?)?;
+    m.add_function(wrap_pyfunction!(shards::shard_status, m)?)?;
+    m.add_function(wrap_pyfunction!(shards::merge_shards, m)?)?;
     m.add_class::<NativeIndex>()?;
     m.add_class::<CancelToken>()?;
     m.add("METHODS", Method::NAMES.to_vec())?;

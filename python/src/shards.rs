@@ -1,0 +1,78 @@
+//! Sharded indexing for a driver (`graphrag_rs.ray`): one shard, the
+//! shards' status, the merge — the library functions `graphrag-rs index
+//! --shard K/N` and `--merge` call.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use graphrag_project::{IndexOptions, OpenOptions, Project, ShardReport, ShardSpec};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use crate::{interruptible, logs, run_result, run_settings, to_py};
+
+fn report_dict<'py>(py: Python<'py>, r: &ShardReport) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("shard", r.shard)?;
+    d.set_item("shards", r.shards)?;
+    d.set_item("documents", r.documents)?;
+    d.set_item("text_units", r.text_units)?;
+    d.set_item("seconds", r.seconds)?;
+    d.set_item("model_calls", r.model_calls)?;
+    d.set_item("cache_hits", r.cache_hits)?;
+    d.set_item("dir", r.dir.display().to_string())?;
+    Ok(d)
+}
+
+fn open(py: Python<'_>, root: &std::path::Path, method: String) -> PyResult<Project> {
+    let project = py.detach(|| Project::open(root, &OpenOptions { method, no_cache: false }));
+    logs::forward(py)?;
+    project.map_err(|e| to_py(&e))
+}
+
+/// Runs shard `shard` of `shards` of `root`'s input (as `graphrag-rs index
+/// --shard K/N`) and returns its report (documents, text_units, seconds,
+/// model_calls, cache_hits, dir).
+#[pyfunction]
+#[pyo3(signature = (root, shard, shards, method = "auto".to_string()))]
+pub fn index_shard(py: Python<'_>, root: PathBuf, shard: usize, shards: usize, method: String) -> PyResult<Py<PyAny>> {
+    let spec: ShardSpec = format!("{shard}/{shards}").parse().map_err(pyo3::exceptions::PyValueError::new_err)?;
+    let project = open(py, &root, method)?;
+    let raised = Arc::new(Mutex::new(None));
+    let run = run_settings(None, None, &raised);
+    let stop = run.stop.clone();
+    let report = interruptible(py, move || graphrag_project::index_shard(project, spec, &run), move || stop.request())?
+        .map_err(|e| to_py(&e))?;
+    Ok(report_dict(py, &report)?.into_any().unbind())
+}
+
+/// The finished shards of `shards` (their reports; None: not finished).
+#[pyfunction]
+#[pyo3(signature = (root, shards, method = "auto".to_string()))]
+pub fn shard_status(py: Python<'_>, root: PathBuf, shards: usize, method: String) -> PyResult<Vec<Option<Py<PyAny>>>> {
+    let project = open(py, &root, method)?;
+    graphrag_project::shard_status(&project, shards)
+        .iter()
+        .map(|r| r.as_ref().map(|r| report_dict(py, r).map(|d| d.into_any().unbind())).transpose())
+        .collect()
+}
+
+/// Merges the finished shards into the published index (as `graphrag-rs
+/// index --merge`); the result is `build_index`'s.
+#[pyfunction]
+#[pyo3(signature = (root, shards = None, method = "auto".to_string(), progress = None))]
+pub fn merge_shards(
+    py: Python<'_>,
+    root: PathBuf,
+    shards: Option<usize>,
+    method: String,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<Py<PyAny>> {
+    let project = open(py, &root, method)?;
+    let raised = Arc::new(Mutex::new(None));
+    let opts = IndexOptions { resume: false, run: run_settings(progress, None, &raised) };
+    let stop = opts.run.stop.clone();
+    let result =
+        interruptible(py, move || graphrag_project::index_merge(project, shards, &opts), move || stop.request())?;
+    run_result(py, result, &raised)
+}
