@@ -77,6 +77,19 @@ fn fragments(root: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
     out
 }
 
+/// The documents the finished shards' markers (done.json) count.
+fn done_documents(root: &Path) -> usize {
+    let mut total = 0;
+    for shard_set in fs::read_dir(root.join("output/.shards")).unwrap().flatten() {
+        for shard in fs::read_dir(shard_set.path()).unwrap().flatten() {
+            let done: serde_json::Value =
+                serde_json::from_slice(&fs::read(shard.path().join("done.json")).unwrap()).unwrap();
+            total += done["documents"].as_u64().unwrap() as usize;
+        }
+    }
+    total
+}
+
 fn sharded_equals_single(method: &str) {
     let mock = MockServer::start(MockConfig::default()).unwrap();
     let single = project(&mock, &docs(), 4);
@@ -107,6 +120,7 @@ fn sharded_equals_single(method: &str) {
         index(p.path(), &["--method", method, "--shard", &format!("0/{n}")]);
         assert_eq!(mock.stats().requests, 0, "a finished shard asks nothing");
         assert_eq!(fragments(p.path()), before, "a finished shard rewrites nothing");
+        assert_eq!(done_documents(p.path()), docs().len(), "{n} shards: every document in one shard");
     }
 }
 

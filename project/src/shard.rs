@@ -123,6 +123,15 @@ fn chunk_units(plan: &Plan) -> anyhow::Result<String> {
         .ok_or_else(|| anyhow!("pipeline `{}` has no `chunk` step: it cannot be sharded", plan.name))
 }
 
+/// The name of the documents table the chunk step writes (with its text unit ids).
+fn chunk_documents(plan: &Plan) -> anyhow::Result<String> {
+    plan.steps
+        .iter()
+        .find(|s| s.info.name == "chunk")
+        .and_then(|s| s.outputs.get(1).cloned())
+        .ok_or_else(|| anyhow!("pipeline `{}` has no `chunk` step writing documents: it cannot be sharded", plan.name))
+}
+
 /// The folder of every shard of this pipeline and these settings: a hash of
 /// the shard steps' verbs, args and tables (the input files are checked by
 /// each shard's resume and by the merge).
@@ -263,6 +272,9 @@ pub fn index_shard(mut project: Project, spec: ShardSpec, run: &RunSettings) -> 
         e.context(format!("shard {spec} failed (its documents: {which})"))
     };
     let stats = runner::run(&plan, &ws, &run_opts).map_err(named)?;
+    // The shard's documents, also when its steps were all done before.
+    let documents = store::read_table(&store::table_path(&dir, &chunk_documents(&plan)?, false))?;
+    *titles.lock().unwrap() = strings(&documents, "documents", "title")?.iter().map(|t| t.to_string()).collect();
     let text_units = store::read_table(&store::table_path(&dir, &units, false)).map_err(named)?;
     let ids = strings(&text_units, "text_units", "id")?;
     let ids_table = RecordBatch::try_new(

@@ -1,0 +1,226 @@
+#!/usr/bin/env python3
+"""Sharded indexing on a real Ray cluster (issue #35), end to end.
+
+Starts a Ray cluster on loopback (a head node and a second node process on
+this machine, in a temporary folder) and the project's mock LLM server, then:
+  1. indexes eight documents of the example with the standard method once
+     with `graphrag-rs index` (the reference);
+  2. for N = 1, 2, 4: `python -m graphrag_rs.ray index --shards N` on a fresh
+     project; every published file must equal the reference's byte for byte,
+     and the mock must have answered the same model calls (plus each
+     process's start-up check);
+  3. kills (SIGKILL) the worker process of a shard mid-run: Ray retries the
+     task, the result equals the reference and no answered call is asked
+     again (at most the one request in flight at the kill);
+  4. reruns the driver on a finished project: no shard runs again.
+
+Run with a Python that has `ray` and `graphrag_rs` installed, from the
+repository, after `cargo build` (the graphrag-rs and graphrag-mock-llm
+binaries):  PYTHON=/path/to/venv/bin/python; $PYTHON scripts/ray_shards_test.py
+It stops its cluster and mock server however it ends.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+CAROL = (REPO / "examples/christmas-carol/a_christmas_carol.txt").read_text(encoding="utf-8")
+BIN = Path(os.environ.get("GRAPHRAG_RS", REPO / "target/debug/graphrag-rs"))
+MOCK = Path(os.environ.get("GRAPHRAG_MOCK_LLM", REPO / "target/debug/graphrag-mock-llm"))
+RAY = Path(sys.executable).parent / "ray"
+FIXED_MTIME = 1_767_225_600
+
+
+def docs() -> dict[str, str]:
+    at = CAROL.index("MARLEY'S GHOST")
+    out = {}
+    for i in range(8):
+        out[f"part{i}.txt"] = CAROL[at : at + 3000]
+        at += 3000
+    return out
+
+
+def start_mock(*args: str) -> tuple[subprocess.Popen, str]:
+    proc = subprocess.Popen([str(MOCK), "--port", "0", *args], stdout=subprocess.PIPE, text=True)
+    line = proc.stdout.readline().strip()
+    assert line.startswith("listening on "), line
+    return proc, line[len("listening on ") :]
+
+
+def stats(url: str) -> dict:
+    with urllib.request.urlopen(url.rstrip("/") + "/stats", timeout=10) as r:
+        return json.load(r)
+
+
+def chat_calls(url: str) -> int:
+    return stats(url)["chat_requests"]
+
+
+def project(root: Path, url: str) -> Path:
+    subprocess.run([str(BIN), "-q", "init", "--root", str(root)], check=True)
+    model = lambda name: (  # noqa: E731
+        f"    model: {name}\n    api_base: {url}\n    api_key: sk-test\n"
+        "    retry_base_delay: 0.001\n    max_retry_wait: 0.05\n    concurrent_requests: 1\n"
+    )
+    (root / "settings.yaml").write_text(
+        "completion_models:\n  default_completion_model:\n"
+        + model("mock-gpt")
+        + "embedding_models:\n  default_embedding_model:\n"
+        + model("mock-embed")
+        + "chunking:\n  size: 300\n  overlap: 30\n"
+    )
+    for name, body in docs().items():
+        path = root / "input" / name
+        path.write_text(body, encoding="utf-8")
+        os.utime(path, (FIXED_MTIME, FIXED_MTIME))
+    return root
+
+
+def published(root: Path) -> dict[str, bytes]:
+    out = {}
+    for path in sorted((root / "output").rglob("*")):
+        rel = path.relative_to(root / "output")
+        if path.is_file() and not any(p.startswith(".") for p in rel.parts) and rel.name not in (
+            "document_status.parquet",
+            "stats.json",
+        ):
+            out[str(rel)] = path.read_bytes()
+    assert "entities.parquet" in out, f"no index in {root}"
+    return out
+
+
+def same_index(root: Path, reference: Path, what: str) -> None:
+    a, b = published(root), published(reference)
+    assert sorted(a) == sorted(b), f"{what}: files {sorted(a)} vs {sorted(b)}"
+    differ = [name for name in a if a[name] != b[name]]
+    assert not differ, f"{what}: {differ} differ from the single run's"
+    print(f"ok: {what}: {len(a)} published files byte-identical to a single `graphrag-rs index`", flush=True)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for_nodes(address: str, count: int) -> None:
+    """Until the cluster at `address` has `count` live nodes (at most 120 s)."""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        probe = subprocess.run([str(RAY), "status", "--address", address], capture_output=True, text=True)
+        if probe.returncode == 0 and probe.stdout.count(" node_") >= count:
+            return
+        time.sleep(1)
+    raise AssertionError(f"the Ray cluster at {address} never had {count} nodes")
+
+
+def driver(root: Path, shards: int, address: str, **popen) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "graphrag_rs.ray", "index", "--root", str(root), "--shards", str(shards),
+         "--method", "standard", "--address", address],
+        **popen,
+    )
+
+
+def shard_workers() -> list[int]:
+    """Ray worker processes running a shard task (Ray names them `ray::_shard`)."""
+    out = subprocess.run(["ps", "-eo", "pid=,args="], capture_output=True, text=True, check=True).stdout
+    return [int(line.split(None, 1)[0]) for line in out.splitlines() if "ray::_shard" in line]
+
+
+def main() -> None:
+    work = Path(tempfile.mkdtemp(prefix="ray-shards-"))
+    port = free_port()
+    address = f"127.0.0.1:{port}"
+    mock, url = start_mock()
+    slow_mock, slow_url = start_mock("--latency-ms", "150")
+    env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0")
+    common = ["--node-ip-address", "127.0.0.1", "--num-cpus", "2", "--disable-usage-stats", "--block"]
+    # `ray start --block` stays in the foreground and stops its node's
+    # processes when terminated: the nodes are ended by their own ids.
+    nodes: list[subprocess.Popen] = []
+    log = open(work / "ray-nodes.log", "w")
+    try:
+        head = [str(RAY), "start", "--head", "--port", str(port), "--include-dashboard", "false",
+                "--temp-dir", str(work / "ray"), *common]
+        nodes.append(subprocess.Popen(head, env=env, stdout=log, stderr=log, start_new_session=True))
+        wait_for_nodes(address, 1)
+        second = [str(RAY), "start", "--address", address, *common]
+        nodes.append(subprocess.Popen(second, env=env, stdout=log, stderr=log, start_new_session=True))
+        wait_for_nodes(address, 2)
+        print(f"ray cluster: head + second node on {address}", flush=True)
+
+        reference = project(work / "single", url)
+        before = chat_calls(url)
+        subprocess.run([str(BIN), "-q", "index", "--method", "standard", "--root", str(reference)], check=True)
+        single_calls = chat_calls(url) - before  # its start-up check included
+
+        for n in (1, 2, 4):
+            root = project(work / f"ray{n}", url)
+            before = chat_calls(url)
+            assert driver(root, n, address).wait(timeout=600) == 0, f"the driver failed with {n} shards"
+            calls = chat_calls(url) - before
+            same_index(root, reference, f"Ray, {n} shards")
+            # Each shard and the merge make one start-up check of their own.
+            assert calls == single_calls + n, f"{n} shards: {calls} chat calls, single run {single_calls} + {n} checks"
+            print(f"ok: Ray, {n} shards: every model call made once ({calls} chat requests)", flush=True)
+
+        # Rerun on a finished project: no shard runs again (only the merge).
+        before = chat_calls(url)
+        rerun = driver(work / "ray4", 4, address, stdout=subprocess.PIPE, text=True)
+        out, _ = rerun.communicate(timeout=600)
+        assert rerun.returncode == 0, out
+        assert out.count("(finished before)") == 4, out
+        same_index(work / "ray4", reference, "Ray, driver rerun")
+        print("ok: a rerun of the driver ran no shard again", flush=True)
+
+        # A shard's worker killed mid-run (a slow mock keeps the shards busy).
+        root = project(work / "killed", slow_url)
+        before_slow = chat_calls(slow_url)
+        proc = driver(root, 2, address)
+        deadline = time.monotonic() + 300
+        killed = None
+        while killed is None:
+            assert time.monotonic() < deadline, "no shard worker seen running"
+            workers = shard_workers()
+            if workers and chat_calls(slow_url) - before_slow >= 6:
+                killed = workers[0]
+                os.kill(killed, signal.SIGKILL)
+            time.sleep(0.05)
+        print(f"killed shard worker {killed} (SIGKILL) after {chat_calls(slow_url) - before_slow} answers", flush=True)
+        assert proc.wait(timeout=600) == 0, "the driver failed after a worker was killed"
+        same_index(root, reference, "Ray, a shard worker killed and retried")
+        calls = chat_calls(slow_url) - before_slow
+        # The retried shard makes its start-up check again, and the request in
+        # flight at the kill (answered, never cached) may be asked again.
+        assert single_calls + 2 + 1 <= calls <= single_calls + 2 + 1 + 1, f"{calls} chat calls vs {single_calls}"
+        print(f"ok: after the kill, {calls} chat requests: no cached answer asked again", flush=True)
+        print("all Ray shard checks passed", flush=True)
+    finally:
+        for node in reversed(nodes):
+            os.killpg(node.pid, signal.SIGTERM)
+            try:
+                node.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(node.pid, signal.SIGKILL)
+                node.wait()
+        log.close()
+        for proc in (mock, slow_mock):
+            proc.terminate()
+            proc.wait()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
