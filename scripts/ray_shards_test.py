@@ -6,7 +6,8 @@ this machine, in a temporary folder) and the project's mock LLM server, then:
   1. indexes eight documents of the example with the standard method once
      with `graphrag-rs index` (the reference);
   2. for N = 1, 2, 4: `python -m graphrag_rs.ray index --shards N` on a fresh
-     project; every published file must equal the reference's byte for byte,
+     project (N = 2 through `ray job submit` when the dashboard's job server
+     is installed: `pip install "ray[default]"`); every published file must equal the reference's byte for byte,
      and the mock must have answered the same model calls (plus each
      process's start-up check);
   3. kills (SIGKILL) the worker process of a shard mid-run: Ray retries the
@@ -22,6 +23,7 @@ It stops its cluster and mock server however it ends.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
@@ -40,6 +42,9 @@ BIN = Path(os.environ.get("GRAPHRAG_RS", REPO / "target/debug/graphrag-rs"))
 MOCK = Path(os.environ.get("GRAPHRAG_MOCK_LLM", REPO / "target/debug/graphrag-mock-llm"))
 RAY = Path(sys.executable).parent / "ray"
 FIXED_MTIME = 1_767_225_600
+# `ray job submit` needs the dashboard's job server (`pip install "ray[default]"`); with plain `ray`
+# the N = 2 run goes through the driver directly.
+JOBS = importlib.util.find_spec("aiohttp") is not None and importlib.util.find_spec("ray.dashboard") is not None
 
 
 def docs() -> dict[str, str]:
@@ -141,7 +146,7 @@ def shard_workers() -> list[int]:
 
 def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="ray-shards-"))
-    port = free_port()
+    port, dashboard = free_port(), free_port()
     address = f"127.0.0.1:{port}"
     mock, url = start_mock()
     slow_mock, slow_url = start_mock("--latency-ms", "150")
@@ -152,8 +157,9 @@ def main() -> None:
     nodes: list[subprocess.Popen] = []
     log = open(work / "ray-nodes.log", "w")
     try:
-        head = [str(RAY), "start", "--head", "--port", str(port), "--include-dashboard", "false",
-                "--temp-dir", str(work / "ray"), *common]
+        head = [str(RAY), "start", "--head", "--port", str(port), "--temp-dir", str(work / "ray"), *common]
+        head += ["--include-dashboard", "true", "--dashboard-host", "127.0.0.1", "--dashboard-port", str(dashboard)] \
+            if JOBS else ["--include-dashboard", "false"]
         nodes.append(subprocess.Popen(head, env=env, stdout=log, stderr=log, start_new_session=True))
         wait_for_nodes(address, 1)
         second = [str(RAY), "start", "--address", address, *common]
@@ -169,7 +175,17 @@ def main() -> None:
         for n in (1, 2, 4):
             root = project(work / f"ray{n}", url)
             before = chat_calls(url)
-            assert driver(root, n, address).wait(timeout=600) == 0, f"the driver failed with {n} shards"
+            if n == 2 and JOBS:
+                # As a job on the cluster: the driver runs on the head node.
+                job = [str(RAY), "job", "submit", "--address", f"http://127.0.0.1:{dashboard}", "--",
+                       sys.executable, "-m", "graphrag_rs.ray", "index", "--root", str(root), "--shards", "2",
+                       "--method", "standard"]
+                submitted = subprocess.run(job, capture_output=True, text=True, timeout=600, env=env)
+                assert submitted.returncode == 0, submitted.stdout + submitted.stderr
+                assert "succeeded" in submitted.stdout, submitted.stdout
+                print("ok: `ray job submit` ran the driver on the cluster", flush=True)
+            else:
+                assert driver(root, n, address).wait(timeout=600) == 0, f"the driver failed with {n} shards"
             calls = chat_calls(url) - before
             same_index(root, reference, f"Ray, {n} shards")
             # Each shard and the merge make one start-up check of their own.
