@@ -13,7 +13,8 @@ this machine, in a temporary folder) and the project's mock LLM server, then:
   3. kills (SIGKILL) the worker process of a shard mid-run: Ray retries the
      task, the result equals the reference and no answered call is asked
      again (at most the one request in flight at the kill);
-  4. reruns the driver on a finished project: no shard runs again.
+  4. reruns the driver on a finished project: no shard runs again;
+  5. a shard that fails for good fails the run, named with its documents.
 
 Run with a Python that has `ray` and `graphrag_rs` installed, from the
 repository, after `cargo build` (the graphrag-rs and graphrag-mock-llm
@@ -150,6 +151,7 @@ def main() -> None:
     address = f"127.0.0.1:{port}"
     mock, url = start_mock()
     slow_mock, slow_url = start_mock("--latency-ms", "150")
+    bad_mock, bad_url = start_mock("--fault", "400:every=2:chat")
     env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0")
     common = ["--node-ip-address", "127.0.0.1", "--num-cpus", "2", "--disable-usage-stats", "--block"]
     # `ray start --block` stays in the foreground and stops its node's
@@ -222,6 +224,16 @@ def main() -> None:
         # flight at the kill (answered, never cached) may be asked again.
         assert single_calls + 2 + 1 <= calls <= single_calls + 2 + 1 + 1, f"{calls} chat calls vs {single_calls}"
         print(f"ok: after the kill, {calls} chat requests: no cached answer asked again", flush=True)
+
+        # A shard that fails for good (the model refuses its requests: 400s are not retried)
+        # fails the run, naming the shard and its documents, and nothing is merged.
+        failing = project(work / "failing", bad_url)
+        proc = driver(failing, 2, address, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        out, _ = proc.communicate(timeout=600)
+        assert proc.returncode == 1, out
+        assert "shards failed; the index was not merged" in out and "its documents: part" in out, out
+        assert not (failing / "output" / "entities.parquet").exists()
+        print("ok: a failed shard fails the run, named with its documents", flush=True)
         print("all Ray shard checks passed", flush=True)
     finally:
         for node in reversed(nodes):
@@ -232,7 +244,7 @@ def main() -> None:
                 os.killpg(node.pid, signal.SIGKILL)
                 node.wait()
         log.close()
-        for proc in (mock, slow_mock):
+        for proc in (mock, slow_mock, bad_mock):
             proc.terminate()
             proc.wait()
         shutil.rmtree(work, ignore_errors=True)
