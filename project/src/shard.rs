@@ -261,7 +261,11 @@ pub fn index_shard(mut project: Project, spec: ShardSpec, run: &RunSettings) -> 
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     // Done again only once this run succeeded (the input may have changed).
     remove_if_present(&dir.join(DONE))?;
-    let run_opts = crate::run::run_options(&project, true, run);
+    let mut run_opts = crate::run::run_options(&project, true, run);
+    // A unit whose model call failed would be missing from the fragments,
+    // and the merge cannot tell it from a unit with nothing in it: a shard
+    // tolerates no failed item (the error names them; a rerun asks only those).
+    run_opts.tolerated_failures = 0.0;
     let titles = Arc::new(Mutex::new(Vec::new()));
     let (plan, ws) = project.workspace(&dir, None);
     let plan = shard_plan(plan, spec, titles.clone())?;
