@@ -4,8 +4,10 @@
 # METHOD and MOCK_URL, of the LLM pipelines against a mock server.
 #
 # usage: scripts/eval_dev_sets.sh OUT_DIR [DATASET...]
-#   OUT_DIR   projects go to OUT_DIR/projects/<dataset>/, results to OUT_DIR/results/<dataset>.*
-#   DATASET   any of: kag-musique-100 kag-hotpotqa-100 twowiki-101 lihua-world (default: all four),
+#   OUT_DIR   projects go to OUT_DIR/projects/<corpus>/, results to OUT_DIR/results/<dataset>.*
+#   DATASET   any of: kag-musique-100 kag-hotpotqa-100 twowiki-101 lihua-world hipporag-2wiki-1000
+#             migres-musique-200 migres-hotpotqa-200 (default: all seven; hipporag-2wiki-1000 asks its
+#             questions of twowiki-101's corpus and project, indexed once for both),
 #             and graphrag-bench (GraphRAG-Bench's medical corpus: answers without gold evidence, so
 #             scored with `eval --gold answer`, the answer's words in the context)
 # env:
@@ -21,14 +23,16 @@
 #             serves both the chat and the embedding model (then the projects have an API key)
 #   CACHE_FROM the projects folder of an earlier run (OUT_DIR/projects): each project starts with its
 #             dataset's cache/ (e.g. a standard index reuses a light index's extraction answers)
-# Per dataset: <dataset>.index.time (/usr/bin/time -v of the indexing), <dataset>.json (eval
+# Per dataset: <corpus>.index.time (/usr/bin/time -v of the indexing), <dataset>.json (eval
 # --output), <dataset>.txt (the printed table).
 set -euo pipefail
-[ $# -ge 1 ] || { sed -n 2,25p "$0"; exit 2; }
+[ $# -ge 1 ] || { sed -n 2,27p "$0"; exit 2; }
 out=$(mkdir -p "$1" && cd "$1" && pwd)
 shift
 datasets=("$@")
-[ ${#datasets[@]} -gt 0 ] || datasets=(kag-musique-100 kag-hotpotqa-100 twowiki-101 lihua-world)
+[ ${#datasets[@]} -gt 0 ] ||
+  datasets=(kag-musique-100 kag-hotpotqa-100 twowiki-101 lihua-world hipporag-2wiki-1000 migres-musique-200
+    migres-hotpotqa-200)
 repo=$(cd "$(dirname "$0")/.." && pwd)
 bin=${BIN:-$repo/target/release}/graphrag-rs
 eval_dir=$(cd "${EVAL_DIR:-$repo/../shared/eval}" && pwd)
@@ -82,8 +86,19 @@ use_mock() {
   echo "GRAPHRAG_API_KEY=sk-eval" >"$1/.env"
 }
 
+# The project (and corpus) a dataset's questions are asked of: HippoRAG's 2Wiki questions share
+# twowiki-101's corpus.
+corpus_of() {
+  case $1 in
+    hipporag-2wiki-1000) echo twowiki-101 ;;
+    *) echo "$1" ;;
+  esac
+}
+
+indexed=" "
 for ds in "${datasets[@]}"; do
-  project=$out/projects/$ds
+  corpus=$(corpus_of "$ds")
+  project=$out/projects/$corpus
   questions=$eval_dir/$ds/dev/questions.json
   gold=evidence
   if [ "$ds" = graphrag-bench ]; then
@@ -91,15 +106,17 @@ for ds in "${datasets[@]}"; do
     gold=answer
   fi
   [ -f "$questions" ] || { echo "no $questions" >&2; exit 1; }
-  if [ "${REINDEX:-0}" = 1 ] || [ ! -d "$project/output" ]; then
+  # REINDEX indexes each corpus once per run, not once per dataset asking of it.
+  if { [ "${REINDEX:-0}" = 1 ] && [[ $indexed != *" $corpus "* ]]; } || [ ! -d "$project/output" ]; then
+    indexed+="$corpus "
     rm -rf "$project"
     "$bin" -q init --root "$project"
-    prepare_input "$ds" "$project"
+    prepare_input "$corpus" "$project"
     [ -z "${MOCK_URL:-}" ] || use_mock "$project"
-    [ -z "${CACHE_FROM:-}" ] || [ ! -d "$CACHE_FROM/$ds/cache" ] || cp -r "$CACHE_FROM/$ds/cache" "$project/cache"
-    echo "== $ds: indexing (${METHOD:-fast} method)" >&2
-    /usr/bin/time -v -o "$res/$ds.index.time" "$bin" -q index --root "$project" --method "${METHOD:-fast}"
-    grep -E "Elapsed|Maximum resident" "$res/$ds.index.time" >&2
+    [ -z "${CACHE_FROM:-}" ] || [ ! -d "$CACHE_FROM/$corpus/cache" ] || cp -r "$CACHE_FROM/$corpus/cache" "$project/cache"
+    echo "== $corpus: indexing (${METHOD:-fast} method)" >&2
+    /usr/bin/time -v -o "$res/$corpus.index.time" "$bin" -q index --root "$project" --method "${METHOD:-fast}"
+    grep -E "Elapsed|Maximum resident" "$res/$corpus.index.time" >&2
   fi
   echo "== $ds: eval ($methods)" >&2
   "$bin" -q eval --root "$project" --questions "$questions" --method "$methods" ${K:+--k "$K"} ${BUDGET:+--budget "$BUDGET"} \

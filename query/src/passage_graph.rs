@@ -37,7 +37,6 @@ fn edge_weight(w: f64) -> f64 {
 
 impl PassageGraph {
     pub fn build(g: &Graph, units: &TextUnits) -> PassageGraph {
-        let entities = g.title.len();
         let row_of: Vec<Option<u32>> = g.unit_ids.iter().map(|id| units.by_id.get(id).map(|&r| r as u32)).collect();
         let entity_units: Vec<Vec<u32>> = g
             .entity_units
@@ -51,11 +50,19 @@ impl PassageGraph {
             .collect();
         let entity_edges: Vec<(u32, u32, f64)> =
             g.ends.iter().zip(&g.weight).filter_map(|(&(s, t), &w)| Some((s?, t?, edge_weight(w)))).collect();
+        PassageGraph::from_lists(entity_units, units.hrid.len(), entity_edges)
+    }
+
+    /// The graph of `units` text unit rows and one entity per list of
+    /// `entity_units` (each entity's sorted, distinct rows), with the
+    /// `entity_edges` (source, target, weight) between entities.
+    pub fn from_lists(entity_units: Vec<Vec<u32>>, units: usize, entity_edges: Vec<(u32, u32, f64)>) -> PassageGraph {
+        let entities = entity_units.len();
         let mut edges = entity_edges.clone();
         for (e, rows) in entity_units.iter().enumerate() {
             edges.extend(rows.iter().map(|&r| (e as u32, (entities + r as usize) as u32, 1.0)));
         }
-        let graph = WeightedGraph::new(entities + units.hrid.len(), &edges);
+        let graph = WeightedGraph::new(entities + units, &edges);
         PassageGraph { graph, entities, entity_units, entity_edges, entity_pagerank: OnceLock::new() }
     }
 

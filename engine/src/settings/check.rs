@@ -488,6 +488,9 @@ fn check_retrieval(loaded: &LoadedSettings) -> Result<(), ConfigError> {
     if let Some(t) = ps.synonym_threshold {
         in_range(loaded, "ppr_search.synonym_threshold", t, (0.0, 1.0), true)?;
     }
+    if let Some(t) = ps.link_threshold {
+        in_range(loaded, "ppr_search.link_threshold", t, (0.0, 1.0), true)?;
+    }
     in_range(loaded, "ppr_search.fusion_k", ps.fusion_k, (0.0, inf), true)
 }
 

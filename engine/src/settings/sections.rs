@@ -395,6 +395,12 @@ section!(
     /// Seed entities kept (HippoRAG's linking_top_k): the most specific of
     /// those the question names and those of the best-ranked text units.
     linking_top_k: usize = 5,
+    /// Entities whose names' vectors have at least this cosine similarity
+    /// with a noun phrase of the question are named by it (HippoRAG links
+    /// the query's entities to nodes by their embeddings), e.g. 0.7; null:
+    /// names matched as strings only (measured better on 2Wiki:
+    /// docs/benchmarks-history.md, "Ninth round").
+    link_threshold: Option<f64> = None,
     /// Entities whose vectors have at least this cosine similarity with a
     /// seed's join the seeds (HippoRAG 2's synonym edges, 0.8 there,
     /// followed from the seeds only); null: none.

@@ -388,12 +388,18 @@ fn retrieval_settings_are_checked() {
         ("basic_search:\n  k: 0\n", "basic_search.k"),
         ("ppr_search:\n  passage_node_weight: -1\n", "ppr_search.passage_node_weight"),
         ("ppr_search:\n  synonym_threshold: 1.5\n", "ppr_search.synonym_threshold"),
+        ("ppr_search:\n  link_threshold: 0\n", "ppr_search.link_threshold"),
     ] {
         assert_eq!(parse_str(text).unwrap_err().path, path, "{text}");
     }
     assert_eq!(
         parse_str("ppr_search:\n  synonym_threshold: 0.8\n").unwrap().settings.ppr_search.synonym_threshold,
         Some(0.8)
+    );
+    assert_eq!(parse_str("").unwrap().settings.ppr_search.link_threshold, None);
+    assert_eq!(
+        parse_str("ppr_search:\n  link_threshold: 0.7\n").unwrap().settings.ppr_search.link_threshold,
+        Some(0.7)
     );
 }
 

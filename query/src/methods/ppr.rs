@@ -10,8 +10,13 @@
 //! - **passages**: every text unit, weighted by the mean of its min-max
 //!   normalised dense similarity (HippoRAG 2) and BM25 score, times
 //!   `passage_node_weight`;
-//! - **seed entities**: those the question names (weight 1) and those of the
-//!   `linking_top_k` best hybrid-ranked units (weight: the unit's passage
+//! - **seed entities**: those the question names (weight 1), with
+//!   `link_threshold` set those whose names are close to a noun phrase of
+//!   the question by the embedding model (weight: the cosine similarity —
+//!   [`linked_entities`]; HippoRAG links the query's named entities to graph
+//!   nodes by their embeddings; off by default: it lost questions on 2Wiki,
+//!   docs/benchmarks-history.md), and those of the `linking_top_k` best
+//!   hybrid-ranked units (weight: the unit's passage
 //!   score, as above, over the best of theirs — [`seed_units`]), each
 //!   times its [`specificity`] (inverse document frequency, where HippoRAG
 //!   divides by the number of text units), the `linking_top_k` heaviest
@@ -33,6 +38,7 @@
 use std::collections::HashMap;
 
 use anyhow::bail;
+use graphrag_operations::nlp_graph::{PhraseExtractor, RegexEnglishExtractor};
 use graphrag_operations::pagerank::{MAX_ITERATIONS, TOLERANCE};
 use serde_json::json;
 
@@ -45,6 +51,11 @@ use crate::{Outcome, Run};
 /// Neighbours followed per entity by the `nhop` and `paths` walks (the
 /// heaviest edges first): RAGFlow and MiniRAG keep a few per node too.
 const FANOUT: usize = 10;
+
+/// Entities looked up per noun phrase of the question by
+/// [`linked_entities`]: a phrase names one thing, so its few nearest names
+/// are its candidates (its spelling variants, its longer or shorter forms).
+const LINKS_PER_PHRASE: usize = 3;
 
 /// The graph walks of `ppr_search.walk`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -107,8 +118,12 @@ pub fn rank_units(run: &Run, question: &str, query: &[f32], budget: usize) -> an
     let lexical = retrieval::lexical(run, question)?;
     let hybrid = retrieval::fuse(&[&dense, &lexical], budget_window(&units, &[&dense, &lexical], budget), ps.fusion_k);
     let passage = passage_scores(n, &dense, &lexical);
-    let mut seeds =
-        seed_entities(&g, &pg, question, &seed_units(&hybrid, &passage, ps.linking_top_k), ps.linking_top_k);
+    let linked = match ps.link_threshold {
+        Some(threshold) => linked_entities(run, &g, question, threshold)?,
+        None => Vec::new(),
+    };
+    let units_seeding = seed_units(&hybrid, &passage, ps.linking_top_k);
+    let mut seeds = seed_entities(&g, &pg, question, &linked, &units_seeding, ps.linking_top_k);
     if let Some(threshold) = ps.synonym_threshold {
         seeds = with_synonyms(run, &g, seeds, threshold)?;
     }
@@ -158,11 +173,13 @@ pub fn seed_units(hybrid: &Ranking, passage: &[f64], top_k: usize) -> Vec<(usize
 }
 
 /// The seed entities (see the module docs), heaviest first: those the
-/// question names, and those of the weighted `units` ([`seed_units`]).
+/// question names, those `linked` to its phrases ([`linked_entities`]), and
+/// those of the weighted `units` ([`seed_units`]).
 pub fn seed_entities(
     g: &Graph,
     pg: &PassageGraph,
     question: &str,
+    linked: &[(usize, f64)],
     units: &[(usize, f64)],
     top_k: usize,
 ) -> Vec<(usize, f64)> {
@@ -174,6 +191,9 @@ pub fn seed_entities(
     for e in entities_named_in(question, &g.entity_by_key, g.max_key_words, |e| g.entity_units[e].len()) {
         offer(e, 1.0);
     }
+    for &(e, similarity) in linked {
+        offer(e, similarity);
+    }
     for &(u, w) in units {
         for (e, _) in pg.graph.neighbours(pg.unit_node(u)) {
             offer(e, w);
@@ -183,6 +203,50 @@ pub fn seed_entities(
     seeds.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
     seeds.truncate(top_k);
     seeds
+}
+
+/// Entities whose names the embedding model puts within `threshold` cosine
+/// similarity of a noun phrase of `question`, with that similarity (the
+/// best over the phrases). String matching ([`entities_named_in`]) misses a
+/// name the question spells otherwise ("Shelly's Manne-Hole" for SHELLY
+/// MANNE); HippoRAG links the query's entities to nodes by embedding them. The phrases are the fast
+/// graph's own (the rule-based extractor, [`question_phrases`]), embedded
+/// as its entity names are (`TITLE:description`, empty description). No
+/// entity vectors (an index without entity_description embeddings): none.
+fn linked_entities(run: &Run, g: &Graph, question: &str, threshold: f64) -> anyhow::Result<Vec<(usize, f64)>> {
+    let Some(vectors) = run.index().vectors_opt(Field::EntityDescription) else { return Ok(Vec::new()) };
+    let texts: Vec<String> = question_phrases(question).into_iter().map(|p| format!("{p}:")).collect();
+    let mut hits = Vec::with_capacity(texts.len());
+    for v in run.embed(&texts)? {
+        let near = run.search(&vectors, &v, LINKS_PER_PHRASE, None)?;
+        hits.push(near.into_iter().filter_map(|(id, s)| Some((*g.entity_by_id.get(&id)?, f64::from(s)))).collect());
+    }
+    Ok(strongest_links(&hits, threshold))
+}
+
+/// The noun phrases of a question, each once, in order, as the fast
+/// graph's extractor finds them in a text unit (upper-case).
+pub fn question_phrases(question: &str) -> Vec<String> {
+    let mut phrases: Vec<String> = Vec::new();
+    for m in RegexEnglishExtractor::default().extract(question).mentions {
+        if !phrases.contains(&m.phrase) {
+            phrases.push(m.phrase);
+        }
+    }
+    phrases
+}
+
+/// From each phrase's nearest entities with their similarities, those at
+/// `threshold` or above, each with its best similarity, strongest first.
+pub fn strongest_links(hits: &[Vec<(usize, f64)>], threshold: f64) -> Vec<(usize, f64)> {
+    let mut best: HashMap<usize, f64> = HashMap::new();
+    for &(e, s) in hits.iter().flatten().filter(|h| h.1 >= threshold) {
+        let slot = best.entry(e).or_insert(s);
+        *slot = slot.max(s);
+    }
+    let mut out: Vec<(usize, f64)> = best.into_iter().collect();
+    out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    out
 }
 
 /// How specific an entity named in `units` of `total` text units is: its
@@ -344,6 +408,71 @@ mod tests {
         // Degenerate indexes: no division by zero, never negative.
         assert_eq!(specificity(0, 0), 1.0);
         assert_eq!(specificity(3, 1), 0.0);
+    }
+
+    /// Five units: 0 names the film and its director, 1 is the director's
+    /// own paragraph (named by the title), 2 and 3 share a common phrase with
+    /// unit 0, 4 is unrelated. Entities: 0 FILM, 1 DIRECTOR, 2 COUNTRY.
+    fn film_graph() -> PassageGraph {
+        PassageGraph::from_lists(vec![vec![0], vec![0, 1], vec![0, 2, 3]], 5, vec![(0, 1, 1.0), (1, 2, 1.0)])
+    }
+
+    /// The walk over [`film_graph`] with HippoRAG's damping and passage weight.
+    fn walk_film(seeds: &[(usize, f64)], passage: &[f64]) -> Vec<f64> {
+        personalized_pagerank(&film_graph(), seeds, passage, 0.5, 0.05)
+    }
+
+    fn ranked(scores: &[f64]) -> Vec<usize> {
+        let mut r: Vec<usize> = (0..scores.len()).filter(|&u| scores[u] > 0.0).collect();
+        r.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]).then(a.cmp(&b)));
+        r
+    }
+
+    #[test]
+    fn the_walk_reaches_the_bridge_paragraph_from_a_named_seed() {
+        // The question names the film; the passage scores favour a paragraph
+        // sharing only the common phrase (unit 2) over the director's (unit 1).
+        let passage = [1.0, 0.1, 0.5, 0.0, 0.0];
+        let scores = walk_film(&[(0, 1.0)], &passage);
+        assert_eq!(ranked(&scores)[..2], [0, 1], "{scores:?}");
+        // Without seeds the walk ranks by the passage scores and their neighbours.
+        let flat = walk_film(&[], &passage);
+        assert_eq!(ranked(&flat)[0], 0);
+        assert!(flat[2] > flat[1], "{flat:?}");
+        // Unit 4 has no entity and no score: nothing reaches it.
+        assert_eq!(scores[4], 0.0);
+    }
+
+    #[test]
+    fn a_linked_entity_seeds_its_own_paragraph() {
+        // Seeded at DIRECTOR (as a phrase of the question linked to it), the
+        // director's paragraph comes before the ones that only share COUNTRY.
+        let scores = walk_film(&[(1, 0.8)], &[0.2, 0.0, 0.2, 0.2, 0.0]);
+        assert_eq!(ranked(&scores)[..2], [0, 1], "{scores:?}");
+        assert!(scores[1] > scores[2] && scores[1] > scores[3], "{scores:?}");
+    }
+
+    #[test]
+    fn question_phrases_are_the_extractors_noun_phrases_once() {
+        assert_eq!(
+            question_phrases("Which 2009 animated film is from Japan, Summer Wars or The Secret of Kells?"),
+            ["JAPAN", "SUMMER WARS", "SECRET OF KELLS"]
+        );
+        assert_eq!(
+            // Each phrase once; a lone common noun ("wife") is not a phrase.
+            question_phrases("Is Roman Polanski older than Emmanuelle Seigner, the wife of Roman Polanski?"),
+            ["ROMAN POLANSKI", "EMMANUELLE SEIGNER"]
+        );
+        assert!(question_phrases("Who is he?").is_empty());
+    }
+
+    #[test]
+    fn strongest_links_keep_each_entity_once_above_the_threshold() {
+        // Phrase 1 near entities 4 (0.95) and 7 (0.72); phrase 2 near 7 (0.81) and 2 (0.6).
+        let hits = vec![vec![(4, 0.95), (7, 0.72)], vec![(7, 0.81), (2, 0.6)]];
+        assert_eq!(strongest_links(&hits, 0.7), vec![(4, 0.95), (7, 0.81)]);
+        assert_eq!(strongest_links(&hits, 0.9), vec![(4, 0.95)]);
+        assert!(strongest_links(&[], 0.7).is_empty());
     }
 
     #[test]
