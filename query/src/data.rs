@@ -231,6 +231,8 @@ impl Graph {
     pub fn view(&self) -> crate::context::RelView<'_> {
         crate::context::RelView {
             ends: &self.ends,
+            source: &self.source,
+            target: &self.target,
             weight: &self.weight,
             rank: &self.combined_degree,
             adjacency: &self.adjacency,
