@@ -132,7 +132,10 @@ async def api(root, question):
             response, context = await run()
             sizes = {k: len(v) for k, v in context.items()} if isinstance(context, dict) else type(context).__name__
             ok = isinstance(response, str) and response.strip() != ""
-            print(json.dumps({"method": name, "ok": ok, "answer_chars": len(str(response)), "context": sizes}))
+            line = {"method": name, "ok": ok, "answer_chars": len(str(response)), "context": sizes}
+            if isinstance(context, dict) and "relationships" in context:
+                line["relationship_columns"] = list(context["relationships"].columns)
+            print(json.dumps(line))
             if not ok:
                 failed.append(name)
         except Exception as e:  # noqa: BLE001 - report every method
