@@ -277,7 +277,6 @@ pub struct RelView<'a> {
     /// Entity titles at each end (a dangling end has its name, not an index).
     pub source: &'a [String],
     pub target: &'a [String],
-    pub weight: &'a [f64],
     /// GraphRAG's relationship rank: combined_degree.
     pub rank: &'a [i64],
     /// Relationship indexes of each entity.
@@ -898,23 +897,39 @@ mod tests {
         assert_eq!(history_text(&[], 2), "");
     }
 
+    /// The columns a test's [`RelView`] borrows.
+    struct Rels {
+        ends: Vec<(Option<u32>, Option<u32>)>,
+        source: Vec<String>,
+        target: Vec<String>,
+        rank: Vec<i64>,
+        adjacency: Vec<Vec<u32>>,
+    }
+
+    impl Rels {
+        fn view(&self) -> RelView<'_> {
+            RelView {
+                ends: &self.ends,
+                source: &self.source,
+                target: &self.target,
+                rank: &self.rank,
+                adjacency: &self.adjacency,
+            }
+        }
+    }
+
     #[test]
     fn relationships_in_network_first_then_linked_out_of_network() {
         // entities 0,1 selected; 2,3 outside. rels: 0: 0-1 (in), 1: 0-2, 2: 1-2 (2 links twice), 3: 0-3 (rank high)
-        let ends = vec![(Some(0), Some(1)), (Some(0), Some(2)), (Some(1), Some(2)), (Some(0), Some(3))];
         let names = |ids: [usize; 4]| ids.map(|i| ["A", "B", "C", "D"][i].to_string()).to_vec();
-        let (source, target) = (names([0, 0, 1, 0]), names([1, 2, 2, 3]));
-        let weight = vec![1.0, 1.0, 1.0, 5.0];
-        let rank = vec![2, 3, 3, 9];
-        let adjacency = vec![vec![0, 1, 3], vec![0, 2], vec![1, 2], vec![3]];
-        let g = RelView {
-            ends: &ends,
-            source: &source,
-            target: &target,
-            weight: &weight,
-            rank: &rank,
-            adjacency: &adjacency,
+        let rels = Rels {
+            ends: vec![(Some(0), Some(1)), (Some(0), Some(2)), (Some(1), Some(2)), (Some(0), Some(3))],
+            source: names([0, 0, 1, 0]),
+            target: names([1, 2, 2, 3]),
+            rank: vec![2, 3, 3, 9],
+            adjacency: vec![vec![0, 1, 3], vec![0, 2], vec![1, 2], vec![3]],
         };
+        let g = rels.view();
         let mut links = HashMap::new();
         assert_eq!(rank_relationships(&[0, 1], &g, 10, &mut links), vec![0, 1, 2, 3]);
         // C is related to both selected entities, D to one; the in-network relationship has none.
@@ -956,19 +971,14 @@ mod tests {
     #[test]
     fn links_count_each_selected_entity_once_and_name_dangling_ends() {
         // 0 selected; relationships 0 and 1 end at the same missing entity X, 2 at entity 1.
-        let ends = vec![(Some(0), None), (None, Some(0)), (Some(0), Some(1))];
-        let source = ["A", "X", "A"].map(String::from).to_vec();
-        let target = ["X", "A", "B"].map(String::from).to_vec();
-        let (weight, rank) = (vec![1.0; 3], vec![1, 1, 5]);
-        let adjacency = vec![vec![0, 1, 2], vec![2]];
-        let g = RelView {
-            ends: &ends,
-            source: &source,
-            target: &target,
-            weight: &weight,
-            rank: &rank,
-            adjacency: &adjacency,
+        let rels = Rels {
+            ends: vec![(Some(0), None), (None, Some(0)), (Some(0), Some(1))],
+            source: ["A", "X", "A"].map(String::from).to_vec(),
+            target: ["X", "A", "B"].map(String::from).to_vec(),
+            rank: vec![1, 1, 5],
+            adjacency: vec![vec![0, 1, 2], vec![2]],
         };
+        let g = rels.view();
         let mut links = HashMap::new();
         // X relates to A twice, which is one selected entity: rank decides.
         assert_eq!(rank_relationships(&[0], &g, 10, &mut links), vec![2, 0, 1]);

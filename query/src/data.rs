@@ -233,7 +233,6 @@ impl Graph {
             ends: &self.ends,
             source: &self.source,
             target: &self.target,
-            weight: &self.weight,
             rank: &self.combined_degree,
             adjacency: &self.adjacency,
         }
