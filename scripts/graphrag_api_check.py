@@ -8,6 +8,16 @@
         per level. Compare with
         `graphrag-rs query --method global --context-only --json --community-level N`.
 
+    python graphrag_api_check.py relationships OUTPUT_DIR MAX_TOKENS CONTEXT_JSON
+        GraphRAG's local search Relationships table against graphrag-rs's:
+        CONTEXT_JSON is `graphrag-rs query --method local --context-only
+        --json` on OUTPUT_DIR's project; GraphRAG's table is built for the
+        entities of its Entities table, in that order
+        (LocalSearchMixedContext._build_local_context, with the parameters
+        graphrag.api.local_search gives it, under MAX_TOKENS: the local share
+        of max_context_tokens, 4200 of the default 12000). Prints both and
+        exits non-zero if they differ.
+
     python graphrag_api_check.py api GRAPHRAG_ROOT QUESTION
         graphrag.api.global_search, local_search, basic_search and
         drift_search on the folder that GRAPHRAG_ROOT/settings.yaml names
@@ -50,6 +60,41 @@ def reports(output_dir, levels):
         print(json.dumps({"level": int(level), "reports": len(ids), "ids": ids}))
 
 
+def relationships(output_dir, max_tokens, context_json):
+    import pandas as pd
+    from graphrag.query.indexer_adapters import read_indexer_entities, read_indexer_relationships
+    from graphrag.query.structured_search.local_search.mixed_context import LocalSearchMixedContext
+    from graphrag.tokenizer.get_tokenizer import get_tokenizer
+
+    ours = json.loads(Path(context_json).read_text())
+    titles = [row["entity"] for row in ours["context_records"]["entities"]]
+    out = Path(output_dir)
+    entities = read_indexer_entities(
+        pd.read_parquet(out / "entities.parquet"), pd.read_parquet(out / "communities.parquet"), None
+    )
+    by_title = {e.title: e for e in entities}
+    builder = LocalSearchMixedContext(
+        entities=entities,
+        entity_text_embeddings=None,  # not read by the table building below
+        text_embedder=None,
+        relationships=read_indexer_relationships(pd.read_parquet(out / "relationships.parquet")),
+        tokenizer=get_tokenizer(encoding_model="o200k_base"),
+    )
+    text, _ = builder._build_local_context(
+        selected_entities=[by_title[t] for t in titles],
+        max_context_tokens=int(max_tokens),
+        include_entity_rank=True,
+        rank_description="number of relationships",
+        include_relationship_weight=True,
+        top_k_relationships=10,
+    )
+    table = lambda context: context.split("-----Relationships-----\n")[1].split("\n\n")[0].strip("\n")
+    theirs, mine = table(text), table(ours["context"])
+    print(f"{len(titles)} entities; GraphRAG 3.3:\n{theirs}\n\ngraphrag-rs:\n{mine}")
+    print("identical" if theirs == mine else "DIFFERENT")
+    return [] if theirs == mine else ["relationships"]
+
+
 async def api(root, question):
     import pandas as pd
     import graphrag.api as graphrag_api
@@ -87,7 +132,10 @@ async def api(root, question):
             response, context = await run()
             sizes = {k: len(v) for k, v in context.items()} if isinstance(context, dict) else type(context).__name__
             ok = isinstance(response, str) and response.strip() != ""
-            print(json.dumps({"method": name, "ok": ok, "answer_chars": len(str(response)), "context": sizes}))
+            line = {"method": name, "ok": ok, "answer_chars": len(str(response)), "context": sizes}
+            if isinstance(context, dict) and "relationships" in context:
+                line["relationship_columns"] = list(context["relationships"].columns)
+            print(json.dumps(line))
             if not ok:
                 failed.append(name)
         except Exception as e:  # noqa: BLE001 - report every method
@@ -97,12 +145,14 @@ async def api(root, question):
 
 
 def main():
-    if len(sys.argv) < 3 or sys.argv[1] not in ("reports", "api"):
+    if len(sys.argv) < 3 or sys.argv[1] not in ("reports", "relationships", "api"):
         sys.exit(__doc__)
     offline_tokenizers()
     if sys.argv[1] == "reports":
         reports(sys.argv[2], sys.argv[3:] or ["2"])
         failed = []
+    elif sys.argv[1] == "relationships":
+        failed = relationships(sys.argv[2], sys.argv[3], sys.argv[4])
     else:
         failed = asyncio.run(api(sys.argv[2], " ".join(sys.argv[3:]) or "What are the main themes?"))
     # lancedb's threads can abort the interpreter's shutdown (see export_lancedb.py).

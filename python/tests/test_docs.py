@@ -5,6 +5,7 @@ that `init` writes read the way GraphRAG's load_config reads it."""
 
 import json
 import os
+import re
 import subprocess
 import sys
 from string import Template
@@ -51,3 +52,60 @@ def test_graphrag_load_config_can_read_the_settings_init_writes(tmp_path):
     for kind in ("completion_models", "embedding_models"):
         for name, model in data[kind].items():
             assert model.get("api_key") == "sk-test", (kind, name, model)
+
+
+def _graphrag_python() -> str:
+    """An interpreter with Microsoft GraphRAG 3.3.0: GRAPHRAG_PYTHON, else the
+    venv .ci/run makes (target/venv-graphrag; GraphRAG's pins differ from
+    this package's test dependencies). Missing: a failure under CI, a skip
+    elsewhere."""
+    candidates = [os.environ.get("GRAPHRAG_PYTHON"), str(REPO / "target" / "venv-graphrag" / "bin" / "python")]
+    for python in filter(None, candidates):
+        probe = [python, "-c", "import importlib.metadata as m; assert m.version('graphrag') == '3.3.0'"]
+        if os.path.exists(python) and subprocess.run(probe, capture_output=True).returncode == 0:
+            return python
+    fix = "python3 -m venv target/venv-graphrag && target/venv-graphrag/bin/pip install graphrag==3.3.0"
+    if os.environ.get("CI"):
+        pytest.fail(f"no interpreter with graphrag 3.3.0 (GRAPHRAG_PYTHON or target/venv-graphrag): {fix}")
+    pytest.skip(f"graphrag 3.3.0 not installed: {fix}, or set GRAPHRAG_PYTHON")
+
+
+# Run by GraphRAG's interpreter: its load_config on a project root, the values
+# that matter printed as JSON.
+_LOAD_CONFIG = """
+import json, sys
+from graphrag.config.load_config import load_config
+config = load_config(sys.argv[1])
+models = {**config.completion_models, **config.embedding_models}
+print(json.dumps({
+    "models": {name: [m.model_provider, m.model, m.api_key, m.api_version] for name, m in models.items()},
+    "file_pattern": config.input.file_pattern,
+}))
+"""
+
+
+@pytest.mark.parametrize("options", ["as_written", "every_commented_option_set"])
+def test_graphrag_3_3_s_own_load_config_reads_the_settings_init_writes(tmp_path, options):
+    """The real graphrag.config.load_config (3.3.0) on the settings.yaml that
+    `init` writes, and on the same file with every commented-out option
+    (`# key: value`) set, GraphRAG's retry/rate_limit forms included."""
+    python = _graphrag_python()
+    graphrag_rs.init(tmp_path)
+    settings = tmp_path / "settings.yaml"
+    if options == "every_commented_option_set":
+        lines = settings.read_text().splitlines()
+        set_lines = [re.sub(r"^(\s*)# ([a-z_]+): ", r"\1\2: ", line) for line in lines]
+        assert sum(a != b for a, b in zip(lines, set_lines)) >= 10, "the template's commented options changed"
+        settings.write_text("\n".join(set_lines) + "\n")
+    # A user's key (init's .env leaves it empty: the local model needs none).
+    env = dict(os.environ, GRAPHRAG_API_KEY="sk-test")
+    run = subprocess.run(
+        [python, "-c", _LOAD_CONFIG, str(tmp_path)], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert run.returncode == 0, run.stderr[-4000:]
+    config = json.loads(run.stdout.strip().splitlines()[-1])
+    assert config["models"]["default_completion_model"][:3] == ["openai", "gpt-4.1-mini", "sk-test"]
+    assert config["models"]["default_embedding_model"][:3] == ["local", "all-MiniLM-L6-v2", "sk-test"]
+    if options == "every_commented_option_set":
+        assert config["models"]["default_completion_model"][3] == "2024-10-21"
+        assert config["file_pattern"] == ".*\\.txt$"

@@ -273,6 +273,8 @@ def test_arguments_and_errors_speak_python(indexed, tmp_path):
     header = result.context_text.split("-----Entities-----\n", 1)[1].splitlines()[0].split("|")
     assert list(entities.columns[: len(header)]) == header, (list(entities.columns), header)
     assert entities["in_context"].all()
+    # As GraphRAG's local search: reports and sources carry no in_context.
+    assert "in_context" not in result.context["sources"].columns
 
 
 def test_cancelling_an_abuild_index_task_stops_the_build(mock_url, tmp_path):

@@ -274,7 +274,9 @@ pub fn history_text(history: &[(String, String)], max_turns: usize) -> String {
 /// relationships table; ends are entity indexes, `None` for a dangling end).
 pub struct RelView<'a> {
     pub ends: &'a [(Option<u32>, Option<u32>)],
-    pub weight: &'a [f64],
+    /// Entity titles at each end (a dangling end has its name, not an index).
+    pub source: &'a [String],
+    pub target: &'a [String],
     /// GraphRAG's relationship rank: combined_degree.
     pub rank: &'a [i64],
     /// Relationship indexes of each entity.
@@ -285,43 +287,95 @@ fn cmp_desc_f64(a: f64, b: f64) -> std::cmp::Ordering {
     b.partial_cmp(&a).unwrap_or(std::cmp::Ordering::Equal)
 }
 
+/// A float as Python's `str` writes it (what GraphRAG's context tables hold):
+/// `2.0`, `0.25`, `1e-05`, `1e+16`, `nan`, `inf`.
+pub fn python_float(x: f64) -> String {
+    if x.is_nan() {
+        return "nan".into();
+    }
+    if x.is_infinite() {
+        return if x > 0.0 { "inf" } else { "-inf" }.into();
+    }
+    let magnitude = x.abs();
+    if magnitude != 0.0 && !(1e-4..1e16).contains(&magnitude) {
+        // Rust writes `1e-5`, Python `1e-05`: a signed exponent of two digits at least.
+        let sci = format!("{x:e}");
+        let (mantissa, exponent) = sci.split_once('e').unwrap_or((&sci, "0"));
+        let exponent: i32 = exponent.parse().unwrap_or(0);
+        let sign = if exponent < 0 { '-' } else { '+' };
+        return format!("{mantissa}e{sign}{:02}", exponent.abs());
+    }
+    if x.fract() == 0.0 {
+        format!("{x:.1}")
+    } else {
+        format!("{x}")
+    }
+}
+
 /// GraphRAG local search's relationship selection for `selected` entities:
-/// in-network relationships (both ends selected) first, by rank then weight;
-/// then out-of-network ones (one end selected), preferring those whose outside
-/// entity links to more selected entities, then rank, then weight, at most
-/// `top_k × |selected|` of them.
-pub fn rank_relationships(selected: &[usize], g: &RelView, top_k: usize) -> Vec<usize> {
+/// in-network relationships (both ends selected) first, by rank; then
+/// out-of-network ones (one end selected), preferring those whose outside
+/// entity links to more selected entities, then rank, at most
+/// `top_k × |selected|` of them. Ties keep GraphRAG's order (its sorts are
+/// stable): table order, and out of the network those whose source is
+/// selected before those whose target is.
+///
+/// `links` receives GraphRAG's `links` of every out-of-network relationship
+/// (how many selected entities its outside entity is related to) when there
+/// are two or more of them, overwriting earlier values: GraphRAG writes it
+/// into the relationship's attributes, where it stays for the rest of the
+/// question (its context grows one entity at a time, and a relationship that
+/// later joins the network keeps the value it had), so the caller keeps one
+/// map per question.
+pub fn rank_relationships(
+    selected: &[usize],
+    g: &RelView,
+    top_k: usize,
+    links: &mut HashMap<usize, usize>,
+) -> Vec<usize> {
     let sel: HashSet<usize> = selected.iter().copied().collect();
     let mut seen: HashSet<u32> = HashSet::new();
     let mut inside: Vec<usize> = Vec::new();
-    let mut outside: Vec<(usize, usize)> = Vec::new(); // (relationship, outside entity)
+    // (relationship, outside entity's name, selected entity's name, whether the target is the selected end)
+    let mut outside: Vec<(usize, &str, &str, bool)> = Vec::new();
     for &e in selected {
         let Some(adj) = g.adjacency.get(e) else { continue };
         for &r in adj {
             if !seen.insert(r) {
                 continue;
             }
-            let (s, t) = g.ends[r as usize];
+            let r = r as usize;
+            let (s, t) = g.ends[r];
             let s_in = s.is_some_and(|x| sel.contains(&(x as usize)));
             let t_in = t.is_some_and(|x| sel.contains(&(x as usize)));
             match (s_in, t_in) {
-                (true, true) => inside.push(r as usize),
-                (true, false) => outside.push((r as usize, t.map_or(usize::MAX, |x| x as usize))),
-                (false, true) => outside.push((r as usize, s.map_or(usize::MAX, |x| x as usize))),
+                (true, true) => inside.push(r),
+                (true, false) => outside.push((r, &g.target[r], &g.source[r], false)),
+                (false, true) => outside.push((r, &g.source[r], &g.target[r], true)),
                 (false, false) => {}
             }
         }
     }
-    let by_rank =
-        |a: usize, b: usize| g.rank[b].cmp(&g.rank[a]).then(cmp_desc_f64(g.weight[a], g.weight[b])).then(a.cmp(&b));
-    inside.sort_by(|&a, &b| by_rank(a, b));
-    let mut links: HashMap<usize, usize> = HashMap::new();
-    for &(_, other) in &outside {
-        *links.entry(other).or_default() += 1;
+    inside.sort_by_key(|&r| (std::cmp::Reverse(g.rank[r]), r));
+    let by_rank = |&(a, _, _, a_target): &(usize, &str, &str, bool),
+                   &(b, _, _, b_target): &(usize, &str, &str, bool)| {
+        g.rank[b].cmp(&g.rank[a]).then(a_target.cmp(&b_target)).then(a.cmp(&b))
+    };
+    if outside.len() <= 1 {
+        // GraphRAG returns a lone out-of-network relationship as it is: no
+        // `links`, no budget.
+        return inside.into_iter().chain(outside.into_iter().map(|(r, ..)| r)).collect();
     }
-    outside.sort_by(|&(a, oa), &(b, ob)| links[&ob].cmp(&links[&oa]).then(by_rank(a, b)));
+    let mut linked: HashMap<&str, HashSet<&str>> = HashMap::new();
+    for &(_, other, own, _) in &outside {
+        linked.entry(other).or_default().insert(own);
+    }
+    for &(r, other, ..) in &outside {
+        links.insert(r, linked[other].len());
+    }
+    outside.sort_by(|a, b| linked[b.1].len().cmp(&linked[a.1].len()).then(by_rank(a, b)));
     let budget = top_k.saturating_mul(selected.len());
-    inside.into_iter().chain(outside.into_iter().take(budget).map(|(r, _)| r)).collect()
+    inside.into_iter().chain(outside.into_iter().take(budget).map(|(r, ..)| r)).collect()
 }
 
 /// Text units ranked for a context: by how many of the selected entities
@@ -843,19 +897,92 @@ mod tests {
         assert_eq!(history_text(&[], 2), "");
     }
 
+    /// The columns a test's [`RelView`] borrows.
+    struct Rels {
+        ends: Vec<(Option<u32>, Option<u32>)>,
+        source: Vec<String>,
+        target: Vec<String>,
+        rank: Vec<i64>,
+        adjacency: Vec<Vec<u32>>,
+    }
+
+    impl Rels {
+        fn view(&self) -> RelView<'_> {
+            RelView {
+                ends: &self.ends,
+                source: &self.source,
+                target: &self.target,
+                rank: &self.rank,
+                adjacency: &self.adjacency,
+            }
+        }
+    }
+
     #[test]
     fn relationships_in_network_first_then_linked_out_of_network() {
         // entities 0,1 selected; 2,3 outside. rels: 0: 0-1 (in), 1: 0-2, 2: 1-2 (2 links twice), 3: 0-3 (rank high)
-        let ends = vec![(Some(0), Some(1)), (Some(0), Some(2)), (Some(1), Some(2)), (Some(0), Some(3))];
-        let weight = vec![1.0, 1.0, 1.0, 5.0];
-        let rank = vec![2, 3, 3, 9];
-        let adjacency = vec![vec![0, 1, 3], vec![0, 2], vec![1, 2], vec![3]];
-        let g = RelView { ends: &ends, weight: &weight, rank: &rank, adjacency: &adjacency };
-        assert_eq!(rank_relationships(&[0, 1], &g, 10), vec![0, 1, 2, 3]);
+        let names = |ids: [usize; 4]| ids.map(|i| ["A", "B", "C", "D"][i].to_string()).to_vec();
+        let rels = Rels {
+            ends: vec![(Some(0), Some(1)), (Some(0), Some(2)), (Some(1), Some(2)), (Some(0), Some(3))],
+            source: names([0, 0, 1, 0]),
+            target: names([1, 2, 2, 3]),
+            rank: vec![2, 3, 3, 9],
+            adjacency: vec![vec![0, 1, 3], vec![0, 2], vec![1, 2], vec![3]],
+        };
+        let g = rels.view();
+        let mut links = HashMap::new();
+        assert_eq!(rank_relationships(&[0, 1], &g, 10, &mut links), vec![0, 1, 2, 3]);
+        // C is related to both selected entities, D to one; the in-network relationship has none.
+        assert_eq!(links, HashMap::from([(1, 2), (2, 2), (3, 1)]));
         // budget: top_k 1 × 2 selected = 2 out-of-network
-        assert_eq!(rank_relationships(&[0, 1], &g, 1), vec![0, 1, 2]);
-        assert_eq!(rank_relationships(&[3], &g, 10), vec![3]);
-        assert!(rank_relationships(&[], &g, 10).is_empty());
+        assert_eq!(rank_relationships(&[0, 1], &g, 1, &mut links), vec![0, 1, 2]);
+        // A lone out-of-network relationship gets no links; earlier values stay (GraphRAG's attributes).
+        let mut lone = HashMap::from([(3, 7)]);
+        assert_eq!(rank_relationships(&[3], &g, 10, &mut lone), vec![3]);
+        assert_eq!(lone, HashMap::from([(3, 7)]));
+        // Out of the network again: the value is overwritten.
+        assert_eq!(rank_relationships(&[0], &g, 10, &mut lone), vec![3, 1, 0]);
+        assert_eq!(lone, HashMap::from([(0, 1), (1, 1), (3, 1)]));
+        assert!(rank_relationships(&[], &g, 10, &mut links).is_empty());
+    }
+
+    #[test]
+    fn floats_are_written_as_python_writes_them() {
+        let cases = [
+            (2.0, "2.0"),
+            (-3.0, "-3.0"),
+            (0.0, "0.0"),
+            (0.25, "0.25"),
+            (0.1 + 0.2, "0.30000000000000004"),
+            (1e-4, "0.0001"),
+            (1e-5, "1e-05"),
+            (1.5e-7, "1.5e-07"),
+            (1e15, "1000000000000000.0"),
+            (1e16, "1e+16"),
+            (1.25e100, "1.25e+100"),
+            (f64::NAN, "nan"),
+            (f64::NEG_INFINITY, "-inf"),
+        ];
+        for (x, python) in cases {
+            assert_eq!(python_float(x), python, "{x}");
+        }
+    }
+
+    #[test]
+    fn links_count_each_selected_entity_once_and_name_dangling_ends() {
+        // 0 selected; relationships 0 and 1 end at the same missing entity X, 2 at entity 1.
+        let rels = Rels {
+            ends: vec![(Some(0), None), (None, Some(0)), (Some(0), Some(1))],
+            source: ["A", "X", "A"].map(String::from).to_vec(),
+            target: ["X", "A", "B"].map(String::from).to_vec(),
+            rank: vec![1, 1, 5],
+            adjacency: vec![vec![0, 1, 2], vec![2]],
+        };
+        let g = rels.view();
+        let mut links = HashMap::new();
+        // X relates to A twice, which is one selected entity: rank decides.
+        assert_eq!(rank_relationships(&[0], &g, 10, &mut links), vec![2, 0, 1]);
+        assert_eq!(links, HashMap::from([(0, 1), (1, 1), (2, 1)]));
     }
 
     #[test]

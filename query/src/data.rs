@@ -231,7 +231,8 @@ impl Graph {
     pub fn view(&self) -> crate::context::RelView<'_> {
         crate::context::RelView {
             ends: &self.ends,
-            weight: &self.weight,
+            source: &self.source,
+            target: &self.target,
             rank: &self.combined_degree,
             adjacency: &self.adjacency,
         }

@@ -316,7 +316,26 @@ fn local_search_answers_with_citations_of_real_records() {
     let answer = r.answer.as_deref().unwrap();
     assert!(r.notice.is_none());
     assert!(r.context.contains("-----Entities-----\nid|entity|description|number of relationships\n"), "{}", r.context);
-    assert!(r.context.contains("-----Relationships-----\nid|source|target|description|weight\n"));
+    // GraphRAG's `links` (selected entities the outside end is related to),
+    // as its loop over the entities leaves it: set while a relationship was
+    // out of the network (the question's entities, one at a time: TINY TIM,
+    // BOB CRATCHIT, OSLO, HALVARD PORT AUTHORITY, LONDON, NORTHERN SHIPPING
+    // BANK, JACOB MARLEY, SCROOGE), kept once both ends are in, empty for the
+    // one that never was out with another. Weights as Python writes floats.
+    let relationships = r.context.split("-----Relationships-----\n").nth(1).unwrap().split("\n\n").next().unwrap();
+    assert_eq!(
+        relationships,
+        "id|source|target|description|weight|links\n\
+         0|SCROOGE|BOB CRATCHIT|Bob Cratchit works as Scrooge's clerk|2.0|3\n\
+         1|SCROOGE|JACOB MARLEY|Marley was Scrooge's business partner and haunts him|3.0|3\n\
+         3|SCROOGE|LONDON|Scrooge's counting house is in London|1.0|3\n\
+         2|BOB CRATCHIT|TINY TIM|Tiny Tim is Bob Cratchit's son|2.0|\n\
+         4|HALVARD PORT AUTHORITY|NORTHERN SHIPPING BANK|The bank financed the authority's terminal expansion|2.0|2\n\
+         5|NORTHERN SHIPPING BANK|OSLO|The bank is headquartered in Oslo|1.0|2",
+        "{}",
+        r.context
+    );
+    assert_eq!(record_column(&r, "relationships", "links"), ["3", "3", "3", "", "2", "2"]);
     assert!(r.context.contains("-----Sources-----\nid|text\n"));
     assert!(r.context.contains("-----Reports-----\nid|title|content\n"));
     assert!(r.context.contains("-----Claims-----"), "claims of SCROOGE are in context: {}", r.context);

@@ -15,6 +15,10 @@ _SECTIONS = {
     "Claims": "claims",
 }
 
+# The tables GraphRAG's local context builder gives an ``in_context`` column
+# (its reports and sources, and global and basic search's tables, have none).
+_IN_CONTEXT_TABLES = ("entities", "relationships", "claims")
+
 
 def _column_orders(context_text: str) -> Dict[str, List[str]]:
     """The column order of each context table, as the model saw it: the
@@ -34,8 +38,9 @@ class Context(Mapping[str, Any]):
     ``relationships``, ``reports``, ``sources``, ``claims``, ...): each table
     becomes a pandas DataFrame when first read (building one costs about as
     much as a fast query, so a caller that reads one table pays for one),
-    with its columns in the order the model saw them and GraphRAG's
-    ``in_context`` column (every row given is in the context); other details
+    with its columns in the order the model saw them and, on entities,
+    relationships and claims, GraphRAG's ``in_context`` column (every row
+    given is in the context); other details
     (``retrieval``, ``walk``, ...) are given as they are."""
 
     __slots__ = ("_records", "_frames", "_orders")
@@ -56,7 +61,7 @@ class Context(Mapping[str, Any]):
             frame = pd.DataFrame(value)
             order = [c for c in self._orders.get(key, []) if c in frame.columns]
             frame = frame[order + [c for c in frame.columns if c not in order]]
-            if key in _SECTIONS.values() and "in_context" not in frame.columns:
+            if key in _IN_CONTEXT_TABLES and "in_context" not in frame.columns:
                 frame["in_context"] = True
             self._frames[key] = frame
         return frame

@@ -265,6 +265,7 @@ pub fn run(run: &Run, mix: bool) -> anyhow::Result<Outcome> {
         &["id", "source", "target", "description", "weight", "rank"],
         relations.iter().map(|&r| {
             let mut row = super::local::relationship_row(&g, r);
+            row.push(format!("{}", g.weight[r]));
             row.push(g.combined_degree[r].to_string());
             row
         }),

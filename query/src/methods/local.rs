@@ -16,7 +16,7 @@ use anyhow::bail;
 use serde_json::{json, Value};
 
 use crate::context::{
-    entities_named_in, history_table, join_parts, neighbour_entities, order_by_similarity, pack_table,
+    entities_named_in, history_table, join_parts, neighbour_entities, order_by_similarity, pack_table, python_float,
     rank_relationships, rank_text_units, reports_up_to_level, MemoCounter, PackedTable,
 };
 use crate::data::{Field, Graph};
@@ -106,18 +106,16 @@ fn entity_row(g: &Graph, e: usize) -> Vec<String> {
     vec![g.entity_hrid[e].to_string(), g.title[e].clone(), g.entity_description[e].clone(), g.degree[e].to_string()]
 }
 
+/// A relationship's id, source, target and description cells.
 pub(super) fn relationship_row(g: &Graph, r: usize) -> Vec<String> {
-    vec![
-        g.rel_hrid[r].to_string(),
-        g.source[r].clone(),
-        g.target[r].clone(),
-        g.rel_description[r].clone(),
-        format!("{}", g.weight[r]),
-    ]
+    vec![g.rel_hrid[r].to_string(), g.source[r].clone(), g.target[r].clone(), g.rel_description[r].clone()]
 }
 
 const ENTITY_HEADER: [&str; 4] = ["id", "entity", "description", "number of relationships"];
 const RELATIONSHIP_HEADER: [&str; 5] = ["id", "source", "target", "description", "weight"];
+/// GraphRAG's relationship table once the first relationship has `links`
+/// (its header takes the attribute columns of the first row).
+const RELATIONSHIP_HEADER_WITH_LINKS: [&str; 6] = ["id", "source", "target", "description", "weight", "links"];
 const CLAIM_HEADER: [&str; 8] =
     ["id", "entity", "object_id", "type", "status", "start_date", "end_date", "description"];
 
@@ -175,14 +173,27 @@ pub fn build(
     let mut relationships = PackedTable::default();
     let mut claim_table = PackedTable::default();
     let mut rels_in_context: Vec<usize> = Vec::new();
+    let mut links: HashMap<usize, usize> = HashMap::new();
     for n in 1..=selected.len() {
         let prefix = &selected[..n];
         let e = pack_table("Entities", &ENTITY_HEADER, prefix.iter().map(|&e| entity_row(&g, e)), local_tokens, &count);
-        let ranked = rank_relationships(prefix, &g.view(), s.top_k_relationships);
+        let ranked = rank_relationships(prefix, &g.view(), s.top_k_relationships, &mut links);
+        let with_links = ranked.first().is_some_and(|r| links.contains_key(r));
+        let header: &[&str] = if with_links { &RELATIONSHIP_HEADER_WITH_LINKS } else { &RELATIONSHIP_HEADER };
+        let links = &links;
         let r = pack_table(
             "Relationships",
-            &RELATIONSHIP_HEADER,
-            ranked.iter().map(|&r| relationship_row(&g, r)),
+            header,
+            ranked.iter().map(|&r| {
+                let mut row = relationship_row(&g, r);
+                // GraphRAG: `str(weight)` of a float, empty when it is 0.
+                row.push(if g.weight[r] == 0.0 { String::new() } else { python_float(g.weight[r]) });
+                if with_links {
+                    // GraphRAG writes an empty cell for a relationship without the attribute.
+                    row.push(links.get(&r).map(usize::to_string).unwrap_or_default());
+                }
+                row
+            }),
             local_tokens,
             &count,
         );
