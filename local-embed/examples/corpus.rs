@@ -19,17 +19,21 @@ struct Passage {
     text: String,
 }
 
-/// Pieces of at most `limit` word-pieces, cut at whitespace.
+/// Pieces of at most `limit` word-pieces, cut at whitespace, as the embed
+/// step's `split_to_fit` cuts them (words counted one by one: WordPiece
+/// counts add up over whitespace).
 fn split(e: &LocalEmbedder, text: &str, limit: usize) -> Vec<String> {
     let mut pieces = Vec::new();
     let mut current = String::new();
+    let mut used = 0;
     for word in text.split_inclusive(char::is_whitespace) {
-        current.push_str(word);
-        if e.count_tokens(&current) > limit && current.len() > word.len() {
-            current.truncate(current.len() - word.len());
+        let n = e.count_tokens(word);
+        if used + n > limit && !current.is_empty() {
             pieces.push(std::mem::take(&mut current));
-            current.push_str(word);
+            used = 0;
         }
+        current.push_str(word);
+        used += n;
     }
     if !current.trim().is_empty() {
         pieces.push(current);

@@ -70,7 +70,7 @@ const MAX_BATCH: usize = 32;
 const MAX_BATCH_TOKENS: usize = 1024;
 
 /// The arithmetic of the dense layers (`embedding_models.<id>.precision`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Precision {
     /// f32 throughout (the reference; sentence-transformers' numbers).
@@ -82,6 +82,33 @@ pub enum Precision {
     /// AVX-VNNI), else f32.
     #[default]
     Auto,
+}
+
+/// The settings value, read in place so that an error points at it;
+/// `bf16`, which the issue names as an option, says plainly that it is not
+/// built.
+impl<'de> serde::Deserialize<'de> for Precision {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Precision, D::Error> {
+        struct Name;
+        impl serde::de::Visitor<'_> for Name {
+            type Value = Precision;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("one of `f32`, `int8`, `auto`")
+            }
+
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Precision, E> {
+                match v {
+                    "f32" => Ok(Precision::F32),
+                    "int8" => Ok(Precision::Int8),
+                    "auto" => Ok(Precision::Auto),
+                    "bf16" => Err(E::custom("`bf16` is not built in this version: use `f32`, `int8` or `auto`")),
+                    other => Err(E::unknown_variant(other, &["f32", "int8", "auto"])),
+                }
+            }
+        }
+        d.deserialize_str(Name)
+    }
 }
 
 impl Precision {

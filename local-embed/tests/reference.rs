@@ -238,4 +238,7 @@ fn precision_picks_a_kernel_this_cpu_has() {
     let parsed: Vec<Precision> = serde_json::from_str(r#"["f32", "int8", "auto"]"#).unwrap();
     assert_eq!(parsed, [Precision::F32, Precision::Int8, Precision::Auto]);
     assert!(serde_json::from_str::<Precision>(r#""fp16""#).is_err());
+    let err = serde_json::from_str::<Precision>(r#""bf16""#).unwrap_err().to_string();
+    assert!(err.contains("not built"), "{err}");
+    assert_eq!(serde_json::to_string(&Precision::Int8).unwrap(), r#""int8""#);
 }

@@ -81,6 +81,7 @@ fn embedding_precision_parses_into_an_enum_and_refuses_the_rest() {
         assert_eq!(err.line, Some(4), "{err}");
         assert_eq!(err.path, "embedding_models.default_embedding_model.precision", "{err}");
         assert!(err.to_string().contains("f32") && err.to_string().contains("int8"), "{err}");
+        assert_eq!(bad == "bf16", err.to_string().contains("not built"), "{err}");
     }
     let remote = "embedding_models:\n  e:\n    model_provider: openai\n    model: text-embedding-3-small\n    api_key: k\n    precision: int8\n";
     let err = parse_str(remote).unwrap_err();
