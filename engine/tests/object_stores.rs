@@ -18,11 +18,14 @@ use object_servers::{ObjectServer, MOTO_KEY_ID, MOTO_SECRET};
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, UpdateVersion};
 
 /// moto takes any key; every test sets the same values (the environment is
-/// the process's, shared by the tests' threads).
+/// the process's, shared by the tests' threads). The environment's endpoints
+/// point nowhere: each test's `endpoint_url` setting must win over them.
 fn aws_environment() {
     std::env::set_var("AWS_ACCESS_KEY_ID", MOTO_KEY_ID);
     std::env::set_var("AWS_SECRET_ACCESS_KEY", MOTO_SECRET);
     std::env::set_var("AWS_REGION", "us-east-1");
+    std::env::set_var("AWS_ENDPOINT_URL", "http://127.0.0.1:9");
+    std::env::set_var("AWS_ENDPOINT_URL_S3", "http://127.0.0.1:9");
 }
 
 fn s3(server: &ObjectServer, bucket: &str, prefix: &str) -> RemoteStorage {

@@ -85,14 +85,17 @@ pub fn open(setting: &str, remote: &RemoteStorage) -> Result<RemoteStore, Remote
     let (store, endpoint): (Arc<dyn ObjectStore>, String) = match &remote.service {
         RemoteService::S3 { bucket, endpoint_url, region } => {
             let mut builder = AmazonS3Builder::from_env().with_bucket_name(bucket);
+            // The setting's endpoint over the environment's (AWS_ENDPOINT_URL_S3, which
+            // object_store prefers to AWS_ENDPOINT_URL, included).
             if let Some(url) = endpoint_url {
-                builder = builder.with_endpoint(url);
+                builder = builder.with_endpoint(url).with_config(AmazonS3ConfigKey::S3Endpoint, url);
             }
             if let Some(region) = region {
                 builder = builder.with_region(region);
             }
             let endpoint = builder
-                .get_config_value(&AmazonS3ConfigKey::Endpoint)
+                .get_config_value(&AmazonS3ConfigKey::S3Endpoint)
+                .or_else(|| builder.get_config_value(&AmazonS3ConfigKey::Endpoint))
                 .unwrap_or_else(|| "https://s3.amazonaws.com".to_string());
             let store = builder
                 .with_client_options(client_options(&endpoint))
@@ -441,6 +444,20 @@ mod tests {
             assert!(err.contains(want), "{text}: {err}");
             assert!(!err.contains("sekrit"), "{err}");
         }
+    }
+
+    /// No GCS server runs in the tests (object_store has no public GCS test
+    /// double): the store is built from the typed setting without a request.
+    #[test]
+    fn a_gcs_setting_builds_its_store_without_a_request() {
+        let remote = RemoteStorage { service: RemoteService::Gcs { bucket: "b".into() }, prefix: "p/q".into() };
+        let store = open("cache.storage", &remote).unwrap();
+        assert_eq!(store.prefix.as_ref(), "p/q");
+        let shown = format!("{store:?}");
+        assert_eq!(
+            shown,
+            "RemoteStore(cache.storage: GCS bucket `b` (prefix `p/q`) at https://storage.googleapis.com)"
+        );
     }
 
     #[test]
