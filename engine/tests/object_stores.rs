@@ -11,7 +11,7 @@ mod object_servers;
 use std::time::{Duration, Instant};
 
 use futures_util::TryStreamExt;
-use graphrag_engine::settings::{AzureAccount, RemoteService, RemoteStorage, Secret};
+use graphrag_engine::settings::{AzureAccount, RemoteService, RemoteStorage, Secret, Settings, StorageTarget};
 use graphrag_engine::storage::counting::CountingStore;
 use graphrag_engine::storage::remote::{connect, RemoteError, RemoteStore};
 use object_servers::{ObjectServer, MOTO_KEY_ID, MOTO_SECRET};
@@ -152,4 +152,44 @@ async fn an_endpoint_that_is_down_is_named_within_seconds() {
     assert!(start.elapsed() < Duration::from_secs(15), "{:?}", start.elapsed());
     assert!(matches!(err, RemoteError::EndpointDown { .. }), "{err:?}");
     assert!(err.to_string().contains(&format!("127.0.0.1:{port}")), "{err}");
+}
+
+/// `graphrag init` 3.3's settings.yaml with input, output and cache switched
+/// to blob storage the way its comment says (type, connection_string and
+/// container_name; base_dir kept): each section reaches its own prefix of one
+/// Azurite container.
+#[tokio::test]
+async fn graphrag_init_blob_settings_reach_azurite() {
+    let Some(azurite) = object_servers::azurite() else { return };
+    azurite.create_container("graphrag");
+    let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/graphrag-3.3.0-init/settings.yaml");
+    let init = std::fs::read_to_string(fixture).unwrap();
+    let blob_keys = format!(
+        "type: blob\n{indent}connection_string: \"{}\"\n{indent}container_name: graphrag",
+        azurite.azurite_connection_string(),
+        indent = "  "
+    );
+    let text =
+        init.replace("type: file # [file, blob, cosmosdb]\n  base_dir:", &format!("{blob_keys}\n  base_dir:")).replace(
+            "type: file # [file, blob, cosmosdb]\n    base_dir:",
+            &format!("{}\n    base_dir:", blob_keys.replace("\n  ", "\n    ")),
+        );
+    assert_eq!(text.matches("type: blob").count(), 3, "{text}");
+    let settings: Settings = serde_yaml_ng::from_str(&text).unwrap();
+    let cache = settings.cache.storage.as_ref().unwrap();
+    for (setting, section) in [
+        ("input_storage", &settings.input_storage),
+        ("output_storage", &settings.output_storage),
+        ("cache.storage", cache),
+    ] {
+        let StorageTarget::Remote(remote) = section.target().unwrap() else { panic!("{setting}: not remote") };
+        let store = connect(setting, &remote).await.unwrap();
+        store.store.put(&store.prefix.clone().join("probe.txt"), setting.into()).await.unwrap();
+    }
+    let container =
+        connect("output_storage", &blob(azurite.azurite_connection_string(), "graphrag", "")).await.unwrap();
+    let mut names: Vec<String> =
+        container.store.list(None).map_ok(|m| m.location.to_string()).try_collect().await.unwrap();
+    names.sort();
+    assert_eq!(names, ["cache/probe.txt", "input/probe.txt", "output/probe.txt"]);
 }

@@ -82,7 +82,20 @@ pub async fn connect(setting: &str, remote: &RemoteStorage) -> Result<RemoteStor
 /// resolved; nothing is checked against the server).
 pub fn open(setting: &str, remote: &RemoteStorage) -> Result<RemoteStore, RemoteError> {
     let settings_error = |message: String| RemoteError::Settings { setting: setting.to_string(), message };
-    let (store, endpoint): (Arc<dyn ObjectStore>, String) = match &remote.service {
+    // The three builders share these settings but no trait: timeouts, retries,
+    // the shared-TLS client, and a build error that names the setting.
+    macro_rules! build {
+        ($builder:expr, $endpoint:expr) => {
+            $builder
+                .with_client_options(client_options(&$endpoint))
+                .with_retry(retry_config())
+                .with_http_connector(SharedTlsConnector)
+                .build()
+                .map(|store| Arc::new(store) as Arc<dyn ObjectStore>)
+                .map_err(|e| settings_error(format!("cannot use {}: {e}", remote.describe())))?
+        };
+    }
+    let (store, endpoint) = match &remote.service {
         RemoteService::S3 { bucket, endpoint_url, region } => {
             let mut builder = AmazonS3Builder::from_env().with_bucket_name(bucket);
             // The setting's endpoint over the environment's (AWS_ENDPOINT_URL_S3, which
@@ -97,13 +110,7 @@ pub fn open(setting: &str, remote: &RemoteStorage) -> Result<RemoteStore, Remote
                 .get_config_value(&AmazonS3ConfigKey::S3Endpoint)
                 .or_else(|| builder.get_config_value(&AmazonS3ConfigKey::Endpoint))
                 .unwrap_or_else(|| "https://s3.amazonaws.com".to_string());
-            let store = builder
-                .with_client_options(client_options(&endpoint))
-                .with_retry(retry_config())
-                .with_http_connector(SharedTlsConnector)
-                .build()
-                .map_err(|e| settings_error(format!("cannot use {}: {e}", remote.describe())))?;
-            (Arc::new(store), endpoint)
+            (build!(builder, endpoint), endpoint)
         }
         RemoteService::AzureBlob { container, account } => {
             let builder = azure_builder(setting, account)?;
@@ -114,25 +121,11 @@ pub fn open(setting: &str, remote: &RemoteStorage) -> Result<RemoteStore, Remote
                     Some(format!("https://{account}.blob.core.windows.net"))
                 })
                 .unwrap_or_else(|| "http://127.0.0.1:10000 (Azurite)".to_string());
-            let store = builder
-                .with_container_name(container)
-                .with_client_options(client_options(&endpoint))
-                .with_retry(retry_config())
-                .with_http_connector(SharedTlsConnector)
-                .build()
-                .map_err(|e| settings_error(format!("cannot use {}: {e}", remote.describe())))?;
-            (Arc::new(store), endpoint)
+            (build!(builder.with_container_name(container), endpoint), endpoint)
         }
         RemoteService::Gcs { bucket } => {
             let endpoint = "https://storage.googleapis.com".to_string();
-            let store = GoogleCloudStorageBuilder::from_env()
-                .with_bucket_name(bucket)
-                .with_client_options(client_options(&endpoint))
-                .with_retry(retry_config())
-                .with_http_connector(SharedTlsConnector)
-                .build()
-                .map_err(|e| settings_error(format!("cannot use {}: {e}", remote.describe())))?;
-            (Arc::new(store), endpoint)
+            (build!(GoogleCloudStorageBuilder::from_env().with_bucket_name(bucket), endpoint), endpoint)
         }
     };
     Ok(RemoteStore {
