@@ -2,6 +2,8 @@
 //! LLM server (each test crate uses some of them).
 #![allow(dead_code)]
 
+pub mod object_servers;
+
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
