@@ -21,6 +21,7 @@ pub mod schema;
 pub mod settings;
 pub mod staging;
 pub mod stats;
+pub mod storage;
 pub mod store;
 pub mod table;
 #[cfg(test)]

@@ -10,6 +10,7 @@ use graphrag_engine::llm::LlmService;
 use graphrag_engine::pipeline::{self, Plan};
 use graphrag_engine::runner::Workspace;
 use graphrag_engine::settings::{self, LoadedSettings, Settings};
+use graphrag_engine::storage::{Location, Storage};
 use graphrag_operations::suggest::did_you_mean;
 
 use crate::assets::WORKFLOWS;
@@ -43,10 +44,11 @@ pub fn log_file(root: &Path, settings: &Settings) -> PathBuf {
 /// its line.
 pub(crate) fn check_folders(root: &Path, loaded: &LoadedSettings) -> Result<(), ConfigError> {
     let s = &loaded.settings;
-    let input = root.join(&s.input_storage.base_dir);
+    let storage = Storage::open(root, s);
+    let input = storage.input.dir();
     let input_error =
         |why: String| loaded.error_at("input_storage.base_dir", format!("the input folder {} {why}", input.display()));
-    match std::fs::metadata(&input) {
+    match std::fs::metadata(input) {
         Ok(m) if m.is_dir() => {}
         Ok(_) => {
             return Err(input_error("is a file: point input_storage.base_dir at the folder of the documents".into()))
@@ -57,8 +59,8 @@ pub(crate) fn check_folders(root: &Path, loaded: &LoadedSettings) -> Result<(), 
         )),
         Err(e) => return Err(input_error(format!("cannot be read: {e}"))),
     }
-    let output = root.join(&s.output_storage.base_dir);
-    writable_folder(&output).map_err(|why| {
+    let output = storage.output.dir();
+    writable_folder(output).map_err(|why| {
         loaded.error_at("output_storage.base_dir", format!("the output folder {} {why}", output.display()))
     })
 }
@@ -172,7 +174,7 @@ impl Project {
         };
         let (pipeline_file, text) = pipeline_source(root, method)?;
         let plan = pipeline::load(&pipeline_file, &text, settings, &graphrag_verbs::registry())?;
-        let output_dir = root.join(&settings.output_storage.base_dir);
+        let output_dir = Storage::open(root, settings).output.dir().to_path_buf();
         Ok(Project { root: root.to_path_buf(), loaded, llm, plan, output_dir, auto_standard })
     }
 
@@ -217,7 +219,7 @@ impl Project {
     pub fn workspace(self, output_dir: &Path, previous: Option<Box<dyn PreviousIndex>>) -> (Plan, Workspace) {
         let ws = Workspace {
             output_dir: output_dir.to_path_buf(),
-            files: Box::new(LocalFiles::new(self.root.join(&self.loaded.settings.input_storage.base_dir))),
+            files: Box::new(LocalFiles::new(Storage::open(&self.root, self.settings()).input.dir())),
             project: Some(Box::new(LocalProject { root: self.root.clone(), output_dir: output_dir.to_path_buf() })),
             llm: Some(self.llm),
             previous,
@@ -250,7 +252,7 @@ impl ModelsCheck {
 }
 
 pub(crate) fn has_index(output_dir: &Path) -> bool {
-    output_dir.join("documents.parquet").exists()
+    Location::folder(output_dir).has_index()
 }
 
 /// Logs what a start-up check found.

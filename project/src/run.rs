@@ -26,8 +26,9 @@ use graphrag_engine::pipeline::Plan;
 use graphrag_engine::runner::{self, RunOptions, StepEstimate, StepObserver, Workspace};
 use graphrag_engine::settings;
 use graphrag_engine::stats::RunStats;
+use graphrag_engine::storage::{Location, Storage};
 use graphrag_engine::table::strings;
-use graphrag_engine::{doc_status, interrupt, staging, store};
+use graphrag_engine::{doc_status, interrupt, staging};
 use indicatif::MultiProgress;
 
 use crate::export::{self, LanceDbExport};
@@ -217,7 +218,7 @@ fn open_for_update(
     let loaded = settings::load(root)?;
     // Before the writer lock, which makes the output folder.
     crate::project::check_folders(root, &loaded)?;
-    let output_dir = root.join(&loaded.settings.output_storage.base_dir);
+    let output_dir = Storage::open(root, &loaded.settings).output.dir().to_path_buf();
     // A dry run changes nothing: it neither takes the writer lock nor waits for it.
     let lock = if dry_run {
         staging::recover_if_idle(&output_dir)?;
@@ -270,7 +271,7 @@ pub fn update(root: &Path, opts: &UpdateOptions) -> Result<RunReport, RunError> 
     if !has_index {
         tracing::info!("no index in {} yet: indexing every document", output_dir.display());
     }
-    let before = if has_index { Some(store::read_table(&output_dir.join("documents.parquet"))?) } else { None };
+    let before = if has_index { Location::folder(&output_dir).read_table("documents")? } else { None };
     let (stats, documents) =
         doc_status::run_tracked(&plan, &ws, &run_opts, &output_dir, || staging::commit(&output_dir))
             .map_err(|e| failed(e, &output_dir, has_index, "graphrag-rs update"))?;

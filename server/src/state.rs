@@ -15,6 +15,7 @@ use std::time::Instant;
 
 use graphrag_engine::settings::{self, Settings};
 use graphrag_engine::staging;
+use graphrag_engine::storage::{Location, Storage};
 use graphrag_project::{RunSettings, StepEvent, StopFlag, UpdateOptions};
 use graphrag_query::QueryEngine;
 use serde_json::{json, Value};
@@ -115,8 +116,9 @@ impl State {
         webui_dir: Option<PathBuf>,
     ) -> anyhow::Result<Arc<State>> {
         let settings = settings::load(root)?.settings;
-        let input_dir = root.join(&settings.input_storage.base_dir);
-        let output_dir = root.join(&settings.output_storage.base_dir);
+        let storage = Storage::open(root, &settings);
+        let input_dir = storage.input.dir().to_path_buf();
+        let output_dir = storage.output.dir().to_path_buf();
         std::fs::create_dir_all(&input_dir)?;
         let empty = Snapshot { engine: None, graph: Graph::default(), fingerprint: String::new(), loaded_at: now() };
         let state = Arc::new(State {
@@ -172,7 +174,7 @@ impl State {
         staging::recover(&self.output_dir)?;
         let fingerprint = staging::fingerprint(&self.output_dir);
         let started = Instant::now();
-        let snapshot = if self.output_dir.join("documents.parquet").exists() {
+        let snapshot = if Location::folder(&self.output_dir).has_index() {
             let engine = QueryEngine::with_settings(&self.root, self.settings.clone())?;
             engine.load_all()?;
             let graph = Graph::load(&self.output_dir)?;

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use super::{CallScope, ChatModel, EmbeddingModel, LlmError, ResponseCache};
 use crate::interrupt::StopFlag;
 use crate::settings::Settings;
+use crate::storage::Storage;
 
 /// The cache partition of query answers (size-bounded: see [`LlmService::for_queries`]).
 pub const QUERY_PARTITION: &str = "query";
@@ -24,7 +25,8 @@ impl LlmService {
     /// Builds every model of `settings`; the cache lives under `ROOT/<cache folder>`
     /// unless `cache.type: none`. A model that cannot be built only fails when used.
     pub fn from_settings(settings: &Settings, root: &Path) -> Result<Self, LlmError> {
-        let cache = settings.cache.enabled().then(|| Arc::new(ResponseCache::new(&root.join(settings.cache.dir()))));
+        let cache =
+            settings.cache.enabled().then(|| Arc::new(ResponseCache::new(Storage::open(root, settings).cache.dir())));
         LlmService::build(settings, cache)
     }
 
@@ -42,7 +44,7 @@ impl LlmService {
             model.max_consecutive_failures = u32::MAX;
         }
         let cache = (settings.cache.enabled() && q.cache_max_bytes > 0).then(|| {
-            let root_cache = ResponseCache::new(&root.join(settings.cache.dir()));
+            let root_cache = ResponseCache::new(Storage::open(root, settings).cache.dir());
             Arc::new(root_cache.partition(QUERY_PARTITION).bounded(q.cache_max_bytes))
         });
         LlmService::build(&bounded, cache)

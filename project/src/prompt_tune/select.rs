@@ -9,6 +9,7 @@ use anyhow::Context;
 use arrow_array::RecordBatch;
 use graphrag_engine::context::{LocalFiles, StepCounters, VerbContext};
 use graphrag_engine::llm::UsageCounters;
+use graphrag_engine::storage::Storage;
 use graphrag_operations::chunk_selection::{self, SelectionMethod, SEED};
 
 use super::PromptTuneOptions;
@@ -33,7 +34,7 @@ pub(super) fn chunk_corpus(project: &Project) -> anyhow::Result<Vec<String>> {
             }
         }
     }
-    let files = LocalFiles::new(project.root.join(&project.settings().input_storage.base_dir));
+    let files = LocalFiles::new(Storage::open(&project.root, project.settings()).input.dir());
     let mut tables: std::collections::HashMap<&str, Arc<RecordBatch>> = std::collections::HashMap::new();
     for (i, step) in steps.iter().enumerate().filter(|(i, _)| needed[*i]) {
         let inputs: Vec<Arc<RecordBatch>> = step
@@ -90,7 +91,7 @@ pub(super) fn select(
     if n == 0 {
         anyhow::bail!(
             "no text in the input folder {}: prompt tuning needs documents to read",
-            project.root.join(&project.settings().input_storage.base_dir).display()
+            Storage::open(&project.root, project.settings()).input.describe()
         );
     }
     let mut notes = Vec::new();
