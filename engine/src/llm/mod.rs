@@ -13,7 +13,7 @@ mod limiter;
 pub mod preflight;
 mod retry;
 mod service;
-mod tls;
+pub(crate) mod tls;
 mod usage;
 
 pub use answer::{AnswerCheck, Invalid, InvalidKind};

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use graphrag_operations::suggest::did_you_mean;
 
-use super::{LoadedSettings, ModelConfig, StorageConfig};
+use super::{LoadedSettings, ModelConfig, StorageConfig, StorageTarget};
 use crate::config_error::ConfigError;
 use crate::embedded_fields::FIELDS;
 
@@ -57,14 +57,21 @@ fn positive(loaded: &LoadedSettings, path: &str, value: f64) -> Result<(), Confi
     Err(loaded.error_at(path, format!("must be a positive number of seconds, not {value}")))
 }
 
+/// Remote storage types parse and are checked key by key, and stop here until
+/// the storage layer reads them (never a silent fallback to a local folder).
+const REMOTE_NOT_WIRED: &str =
+    "is not implemented in graphrag-rs yet: index, update and query read local folders only (use type: file)";
+
 fn storage(loaded: &LoadedSettings, path: &str, st: &StorageConfig) -> Result<(), ConfigError> {
-    backend(
-        loaded,
-        &format!("{path}.type"),
-        &st.kind,
-        &["file"],
-        "graphrag-rs reads and writes local folders: mount the container (e.g. with blobfuse2) and set base_dir to that folder",
-    )?;
+    let target = st.target().map_err(|e| loaded.error_at(&format!("{path}.{}", e.key), e.message))?;
+    if let StorageTarget::Remote(_) = target {
+        let message = if path == "reporting" {
+            format!("`{}` is not implemented for reporting in graphrag-rs; supported: file (the run's logs are local files)", st.kind.name())
+        } else {
+            format!("`{}` {REMOTE_NOT_WIRED}", st.kind.name())
+        };
+        return Err(loaded.error_at(&format!("{path}.type"), message));
+    }
     if let Some(enc) = &st.encoding {
         utf8(loaded, &format!("{path}.encoding"), enc)?;
     }

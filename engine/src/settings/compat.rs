@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use super::{Settings, StorageConfig};
+use super::{Settings, StorageType};
 
 /// A GraphRAG key present in the settings file that has no effect here.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,8 +70,10 @@ pub(super) fn ignored_keys(s: &Settings) -> Vec<IgnoredKey> {
         Some(("reporting", &s.reporting)),
         s.cache.storage.as_ref().map(|st| ("cache.storage", st)),
     ];
-    for (prefix, st) in storages.into_iter().flatten() {
-        note(prefix, &remote_storage_keys(st), REMOTE_STORAGE);
+    // Under a remote type, a key of another backend is an error (`check`).
+    for (prefix, st) in storages.into_iter().flatten().filter(|(_, st)| st.kind == StorageType::File) {
+        let keys: Vec<(&str, bool)> = st.remote_keys().into_iter().map(|k| (k, true)).collect();
+        note(prefix, &keys, REMOTE_STORAGE);
     }
     note("update_output_storage", &[("", s.update_output_storage.is_some())], UPDATE_OUTPUT);
     let tp = &s.table_provider;
@@ -92,16 +94,6 @@ pub(super) fn ignored_keys(s: &Settings) -> Vec<IgnoredKey> {
     ];
     note("vector_store", &remote_vectors, REMOTE_VECTORS);
     out
-}
-
-fn remote_storage_keys(st: &StorageConfig) -> [(&'static str, bool); 5] {
-    [
-        ("connection_string", st.connection_string.is_some()),
-        ("container_name", st.container_name.is_some()),
-        ("account_url", st.account_url.is_some()),
-        ("storage_account_blob_url", st.storage_account_blob_url.is_some()),
-        ("database_name", st.database_name.is_some()),
-    ]
 }
 
 /// One warning listing every ignored key with its line, grouped by reason.

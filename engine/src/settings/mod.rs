@@ -74,6 +74,7 @@ mod check;
 mod compat;
 mod models;
 mod sections;
+mod storage;
 
 pub use check::regex_error;
 pub use compat::IgnoredKey;
@@ -81,6 +82,9 @@ pub use models::{
     Jitter, ModelConfig, Precision, RateLimit, RateLimitConfig, RetryConfig, RetryPolicy, DEFAULT_CONCURRENCY,
 };
 pub use sections::*;
+pub use storage::{
+    AzureAccount, ProjectRoot, RemoteService, RemoteStorage, StorageConfig, StorageKeyError, StorageTarget, StorageType,
+};
 
 fn default_completion_models() -> BTreeMap<String, ModelConfig> {
     BTreeMap::from([(s("default_completion_model"), ModelConfig::default())])

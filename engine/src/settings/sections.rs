@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use graphrag_operations::nlp_graph::{NlpGraphConfig, RegexEnglishExtractor};
 
-use super::{s, Secret, Unused};
+use super::{s, Secret, StorageConfig, Unused};
 
 fn prompt(name: &str) -> String {
     format!("prompts/{name}.txt")
@@ -32,30 +32,6 @@ section!(InputConfig {
     /// run goes on with the others).
     strict: bool = false,
 });
-
-section!(
-    /// `input_storage`, `output_storage`, `update_output_storage`,
-    /// `reporting`, `cache.storage`: only `type: file` is implemented.
-    StorageConfig {
-    #[serde(rename = "type")]
-    kind: String = s("file"),
-    base_dir: String = s("output"),
-    /// Text encoding of files (UTF-8 only).
-    encoding: Option<String> = None,
-    /// Remote storage keys (blob, cosmosdb): rejected with those types, ignored with `file`.
-    connection_string: Option<Secret> = None,
-    container_name: Option<Unused> = None,
-    account_url: Option<Unused> = None,
-    database_name: Option<Unused> = None,
-    /// Older GraphRAG name of account_url.
-    storage_account_blob_url: Option<Unused> = None,
-});
-
-impl StorageConfig {
-    pub(super) fn under(base_dir: &str) -> Self {
-        StorageConfig { base_dir: s(base_dir), ..StorageConfig::default() }
-    }
-}
 
 section!(
     /// GraphRAG's table provider: Parquet files (the only kind here).

@@ -221,10 +221,8 @@ fn graphrag_keys_with_a_meaning_change_what_runs() {
 #[test]
 fn unimplemented_backends_are_errors_that_name_key_and_alternatives() {
     for (text, path, line) in [
-        ("output_storage:\n  type: blob\n  container_name: c\n", "output_storage.type", 2),
         ("input_storage:\n  type: cosmosdb\n", "input_storage.type", 2),
-        ("cache:\n  type: json\n  storage:\n    type: blob\n", "cache.storage.type", 4),
-        ("reporting:\n  type: blob\n", "reporting.type", 2),
+        ("reporting:\n  type: blob\n  container_name: logs\n", "reporting.type", 2),
         ("vector_store:\n  type: cosmosdb\n", "vector_store.type", 2),
         ("vector_store:\n  type: azure_ai_search\n  url: https://x\n", "vector_store.type", 2),
         ("table_provider:\n  type: cosmosdb\n", "table_provider.type", 2),
@@ -421,4 +419,41 @@ fn query_and_serve_settings_are_checked_with_their_lines() {
     }
     let err = parse_str("serve:\n  max_conections: 3\n").unwrap_err();
     assert!(err.to_string().contains("max_connections"), "did you mean: {err}");
+}
+
+#[test]
+fn storage_sections_are_checked_key_by_key() {
+    for (text, path, line, want) in [
+        ("output_storage:\n  type: blob\n  base_dir: output\n", "output_storage.container_name", 1, "is required"),
+        ("cache:\n  storage:\n    type: s3\n    container_name: c\n", "cache.storage.container_name", 4, "`type: s3`"),
+        ("input_storage:\n  type: gcs\n  bucket: b\n  region: x\n", "input_storage.region", 4, "base_dir, bucket"),
+        (
+            "update_output_storage:\n  type: s3\n  bucket: b\n  endpoint_url: minio:9000\n",
+            "update_output_storage.endpoint_url",
+            4,
+            "not an http:// or https:// URL",
+        ),
+        ("output_storage:\n  type: bob\n", "output_storage.type", 2, "did you mean `blob`"),
+    ] {
+        let err = parse_str(text).unwrap_err();
+        let msg = err.to_string();
+        assert_eq!((err.path.as_str(), err.line), (path, Some(line)), "{msg}");
+        assert!(msg.contains(want), "{msg}");
+    }
+    // Complete remote sections (graphrag init's blob keys; S3's) are checked, then refused
+    // plainly until the storage layer reads them: never a silent local folder.
+    for (text, line) in [
+        ("output_storage:\n  type: blob\n  connection_string: \"AccountName=a;AccountKey=k\"\n  container_name: c\n  base_dir: output\n", 2),
+        ("input_storage:\n  base_dir: input\n  type: s3\n  bucket: b\n  region: eu-west-1\n", 3),
+    ] {
+        let err = parse_str(text).unwrap_err();
+        assert!(err.path.ends_with("storage.type") && err.line == Some(line), "{err}");
+        assert!(err.message.contains("not implemented in graphrag-rs yet"), "{err}");
+        assert!(!err.to_string().contains("AccountKey=k"), "{err}");
+    }
+    // Remote keys under `type: file` are listed as ignored, secrets included (by name only).
+    let loaded = parse_str("output_storage:\n  type: file\n  connection_string: s3kr1t\n  bucket: b\n").unwrap();
+    let warning = loaded.ignored_warning().unwrap();
+    assert!(warning.contains("`output_storage.connection_string`") && warning.contains("`output_storage.bucket`"));
+    assert!(!warning.contains("s3kr1t") && !format!("{:?}", loaded.settings).contains("s3kr1t"), "{warning}");
 }

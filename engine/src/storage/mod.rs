@@ -8,6 +8,9 @@
 //! symbolic links), the runner stages and publishes in it (flock, commit
 //! marker, renames: `staging`), the answer cache keeps one file per answer.
 
+pub mod counting;
+pub mod remote;
+
 use std::path::{Path, PathBuf};
 
 use arrow_array::RecordBatch;

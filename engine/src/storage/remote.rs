@@ -1,0 +1,460 @@
+//! Connecting to a bucket or container: a typed storage setting (or a
+//! `s3://` / `az://` / `gs://` URL) becomes an `Arc<dyn ObjectStore>` and
+//! the prefix of every object under it, checked with one cheap request.
+//!
+//! Credentials come from the environment as the cloud SDKs read them
+//! (`AWS_*`, `AZURE_STORAGE_*`, `GOOGLE_APPLICATION_CREDENTIALS`), or from a
+//! blob section's `connection_string`; none of them is ever put in a message,
+//! a log line or a cache. Every request has a connect and a total timeout and
+//! a bounded number of retries, so an endpoint that is down is named within
+//! seconds, not minutes.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
+use object_store::azure::{AzureConfigKey, MicrosoftAzureBuilder};
+use object_store::client::{HttpClient, HttpConnector, HttpError, HttpErrorKind};
+use object_store::gcp::GoogleCloudStorageBuilder;
+use object_store::path::Path;
+use object_store::{BackoffConfig, ClientConfigKey, ClientOptions, ObjectStore, RetryConfig};
+
+use crate::settings::{AzureAccount, RemoteService, RemoteStorage, Secret};
+
+/// Time to open a TCP (and TLS) connection.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// Time for a whole request, body included (tables are read and written
+/// whole; a 64 MiB Parquet file at 10 MB/s fits).
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
+/// Retries of a failed request (5xx, connection reset, timeout), with
+/// exponential backoff from 100 ms, all within `RETRY_TIMEOUT`.
+const MAX_RETRIES: usize = 4;
+const RETRY_TIMEOUT: Duration = Duration::from_secs(20);
+/// The first request's bound: a missing bucket, a refused credential or an
+/// endpoint that does not answer is reported within this.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A connected bucket or container and the prefix under which this storage's
+/// objects live.
+#[derive(Clone)]
+pub struct RemoteStore {
+    pub store: Arc<dyn ObjectStore>,
+    pub prefix: Path,
+    /// The setting it came from (`output_storage`, `--root`), for messages.
+    pub setting: String,
+    /// The bucket or container, for messages (no secrets).
+    pub what: String,
+    endpoint: String,
+}
+
+impl fmt::Debug for RemoteStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "RemoteStore({}: {} at {})", self.setting, self.what, self.endpoint)
+    }
+}
+
+/// Why a bucket or container cannot be used. Each names the setting and the
+/// cause; none carries a credential.
+#[derive(Debug, thiserror::Error)]
+pub enum RemoteError {
+    #[error("{setting}: {what} does not exist (create it, or correct the name)")]
+    NoSuchBucket { setting: String, what: String },
+    #[error("{setting}: access to {what} was denied: check the credentials ({cause})")]
+    AccessDenied { setting: String, what: String, cause: String },
+    #[error("{setting}: the storage endpoint {endpoint} cannot be reached ({cause})")]
+    EndpointDown { setting: String, endpoint: String, cause: String },
+    #[error("{setting}: {message}")]
+    Settings { setting: String, message: String },
+    #[error("{setting}: {what}: {cause}")]
+    Other { setting: String, what: String, cause: String },
+}
+
+/// Builds the store for `remote` and makes one LIST under its prefix, so
+/// that what is wrong is said now, naming `setting`.
+pub async fn connect(setting: &str, remote: &RemoteStorage) -> Result<RemoteStore, RemoteError> {
+    let store = open(setting, remote)?;
+    store.probe().await?;
+    Ok(store)
+}
+
+/// Builds the store without any request (credentials and endpoint are
+/// resolved; nothing is checked against the server).
+pub fn open(setting: &str, remote: &RemoteStorage) -> Result<RemoteStore, RemoteError> {
+    let settings_error = |message: String| RemoteError::Settings { setting: setting.to_string(), message };
+    let (store, endpoint): (Arc<dyn ObjectStore>, String) = match &remote.service {
+        RemoteService::S3 { bucket, endpoint_url, region } => {
+            let mut builder = AmazonS3Builder::from_env().with_bucket_name(bucket);
+            if let Some(url) = endpoint_url {
+                builder = builder.with_endpoint(url);
+            }
+            if let Some(region) = region {
+                builder = builder.with_region(region);
+            }
+            let endpoint = builder
+                .get_config_value(&AmazonS3ConfigKey::Endpoint)
+                .unwrap_or_else(|| "https://s3.amazonaws.com".to_string());
+            let store = builder
+                .with_client_options(client_options(&endpoint))
+                .with_retry(retry_config())
+                .with_http_connector(SharedTlsConnector)
+                .build()
+                .map_err(|e| settings_error(format!("cannot use {}: {e}", remote.describe())))?;
+            (Arc::new(store), endpoint)
+        }
+        RemoteService::AzureBlob { container, account } => {
+            let builder = azure_builder(setting, account)?;
+            let endpoint = builder
+                .get_config_value(&AzureConfigKey::Endpoint)
+                .or_else(|| {
+                    let account = builder.get_config_value(&AzureConfigKey::AccountName)?;
+                    Some(format!("https://{account}.blob.core.windows.net"))
+                })
+                .unwrap_or_else(|| "http://127.0.0.1:10000 (Azurite)".to_string());
+            let store = builder
+                .with_container_name(container)
+                .with_client_options(client_options(&endpoint))
+                .with_retry(retry_config())
+                .with_http_connector(SharedTlsConnector)
+                .build()
+                .map_err(|e| settings_error(format!("cannot use {}: {e}", remote.describe())))?;
+            (Arc::new(store), endpoint)
+        }
+        RemoteService::Gcs { bucket } => {
+            let endpoint = "https://storage.googleapis.com".to_string();
+            let store = GoogleCloudStorageBuilder::from_env()
+                .with_bucket_name(bucket)
+                .with_client_options(client_options(&endpoint))
+                .with_retry(retry_config())
+                .with_http_connector(SharedTlsConnector)
+                .build()
+                .map_err(|e| settings_error(format!("cannot use {}: {e}", remote.describe())))?;
+            (Arc::new(store), endpoint)
+        }
+    };
+    Ok(RemoteStore {
+        store,
+        prefix: Path::from(remote.prefix.as_str()),
+        setting: setting.to_string(),
+        what: remote.describe(),
+        endpoint,
+    })
+}
+
+impl RemoteStore {
+    /// One LIST (at most one page, one level) under the prefix, bounded by
+    /// `PROBE_TIMEOUT`: the bucket exists, the credentials are accepted, the
+    /// endpoint answers.
+    pub async fn probe(&self) -> Result<(), RemoteError> {
+        let prefix = (!self.prefix.as_ref().is_empty()).then_some(&self.prefix);
+        match tokio::time::timeout(PROBE_TIMEOUT, self.store.list_with_delimiter(prefix)).await {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(e)) => Err(self.classify_probe(e)),
+            Err(_) => Err(RemoteError::EndpointDown {
+                setting: self.setting.clone(),
+                endpoint: self.endpoint.clone(),
+                cause: format!("no answer within {} s", PROBE_TIMEOUT.as_secs()),
+            }),
+        }
+    }
+
+    /// The typed error for any failed request on this store. A `NotFound`
+    /// of one object is not a missing bucket: callers that expect absent
+    /// objects match `object_store::Error::NotFound` before calling this.
+    pub fn classify(&self, err: object_store::Error) -> RemoteError {
+        self.classify_as(err, false)
+    }
+
+    fn classify_probe(&self, err: object_store::Error) -> RemoteError {
+        self.classify_as(err, true)
+    }
+
+    fn classify_as(&self, err: object_store::Error, listing: bool) -> RemoteError {
+        let setting = self.setting.clone();
+        let what = self.what.clone();
+        let cause = short_cause(&err);
+        match kind_of(&err, listing) {
+            Failure::EndpointDown => RemoteError::EndpointDown { setting, endpoint: self.endpoint.clone(), cause },
+            Failure::NoSuchBucket => RemoteError::NoSuchBucket { setting, what },
+            Failure::AccessDenied => RemoteError::AccessDenied { setting, what, cause },
+            Failure::Other => RemoteError::Other { setting, what, cause },
+        }
+    }
+}
+
+#[derive(Debug, PartialEq, Eq)]
+enum Failure {
+    EndpointDown,
+    NoSuchBucket,
+    AccessDenied,
+    Other,
+}
+
+/// The error codes the three services answer with, for the failures that are
+/// not told apart by object_store's variants (a failed LIST is `Generic`).
+const NO_SUCH_BUCKET_CODES: [&str; 3] = ["NoSuchBucket", "ContainerNotFound", "The specified bucket does not exist"];
+const ACCESS_DENIED_CODES: [&str; 8] = [
+    "AccessDenied",
+    "InvalidAccessKeyId",
+    "SignatureDoesNotMatch",
+    "AuthenticationFailed",
+    "AuthorizationFailure",
+    "InvalidAuthenticationInfo",
+    "403 Forbidden",
+    "401 Unauthorized",
+];
+
+fn kind_of(err: &object_store::Error, listing: bool) -> Failure {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(err);
+    while let Some(e) = source {
+        if let Some(http) = e.downcast_ref::<HttpError>() {
+            if matches!(http.kind(), HttpErrorKind::Connect | HttpErrorKind::Timeout) {
+                return Failure::EndpointDown;
+            }
+        }
+        source = e.source();
+    }
+    let text = err.to_string();
+    match err {
+        object_store::Error::PermissionDenied { .. } | object_store::Error::Unauthenticated { .. } => {
+            Failure::AccessDenied
+        }
+        _ if NO_SUCH_BUCKET_CODES.iter().any(|c| text.contains(c)) => Failure::NoSuchBucket,
+        _ if ACCESS_DENIED_CODES.iter().any(|c| text.contains(c)) => Failure::AccessDenied,
+        object_store::Error::NotFound { .. } if listing => Failure::NoSuchBucket,
+        _ if listing && text.contains("404 Not Found") => Failure::NoSuchBucket,
+        _ => Failure::Other,
+    }
+}
+
+/// The first line of an error, bounded: servers' error bodies can be long.
+/// (object_store redacts signed URLs and never prints credentials.)
+fn short_cause(err: &object_store::Error) -> String {
+    let text = err.to_string();
+    let line = text.lines().next().unwrap_or("");
+    if line.chars().count() > 300 {
+        format!("{}…", line.chars().take(300).collect::<String>())
+    } else {
+        line.to_string()
+    }
+}
+
+fn retry_config() -> RetryConfig {
+    RetryConfig {
+        backoff: BackoffConfig {
+            init_backoff: Duration::from_millis(100),
+            max_backoff: Duration::from_secs(5),
+            base: 2.0,
+        },
+        max_retries: MAX_RETRIES,
+        retry_timeout: RETRY_TIMEOUT,
+    }
+}
+
+/// Timeouts, and plain HTTP only where the endpoint says so (a local S3
+/// server or Azurite): a cloud endpoint stays https-only.
+fn client_options(endpoint: &str) -> ClientOptions {
+    ClientOptions::new()
+        .with_connect_timeout(CONNECT_TIMEOUT)
+        .with_timeout(REQUEST_TIMEOUT)
+        .with_allow_http(endpoint.starts_with("http://"))
+}
+
+/// The Azure builder for one account: a connection string (the setting's or
+/// AZURE_STORAGE_CONNECTION_STRING), an account URL, or the environment's
+/// AZURE_STORAGE_ACCOUNT_NAME and credentials.
+fn azure_builder(setting: &str, account: &AzureAccount) -> Result<MicrosoftAzureBuilder, RemoteError> {
+    let settings_error = |message: String| RemoteError::Settings { setting: setting.to_string(), message };
+    let from_env_string = std::env::var("AZURE_STORAGE_CONNECTION_STRING").ok().map(|s| Secret::from(s.as_str()));
+    match account {
+        AzureAccount::ConnectionString(cs) => {
+            let parsed =
+                AzureConnection::parse(cs.expose()).map_err(|e| settings_error(format!("connection_string: {e}")))?;
+            Ok(parsed.builder())
+        }
+        AzureAccount::FromEnvironment if from_env_string.is_some() => {
+            let cs = from_env_string.unwrap_or_default();
+            let parsed = AzureConnection::parse(cs.expose())
+                .map_err(|e| settings_error(format!("AZURE_STORAGE_CONNECTION_STRING: {e}")))?;
+            Ok(parsed.builder())
+        }
+        AzureAccount::FromEnvironment => {
+            let builder = MicrosoftAzureBuilder::from_env();
+            if builder.get_config_value(&AzureConfigKey::AccountName).is_none() {
+                return Err(settings_error(
+                    "no storage account: set connection_string or account_url, or AZURE_STORAGE_CONNECTION_STRING or AZURE_STORAGE_ACCOUNT_NAME in the environment".to_string(),
+                ));
+            }
+            Ok(builder)
+        }
+        AzureAccount::AccountUrl(url) => {
+            let mut builder = MicrosoftAzureBuilder::from_env().with_endpoint(url.clone());
+            // https://<account>.blob.core.windows.net names its account; another
+            // endpoint (a proxy, Azurite) takes AZURE_STORAGE_ACCOUNT_NAME.
+            let host = url.split("://").nth(1).unwrap_or("").split(['/', ':']).next().unwrap_or("");
+            if let Some((account, _)) = host.split_once(".blob.") {
+                builder = builder.with_account(account);
+            }
+            if builder.get_config_value(&AzureConfigKey::AccountName).is_none() {
+                return Err(settings_error(format!(
+                    "account_url `{url}` does not name a storage account (https://<account>.blob.core.windows.net): set AZURE_STORAGE_ACCOUNT_NAME"
+                )));
+            }
+            Ok(builder)
+        }
+    }
+}
+
+/// An Azure Storage connection string's parts that matter for blobs.
+#[derive(Default, PartialEq, Eq)]
+struct AzureConnection {
+    development: bool,
+    account: Option<String>,
+    key: Option<String>,
+    sas: Option<String>,
+    blob_endpoint: Option<String>,
+    protocol: Option<String>,
+    suffix: Option<String>,
+}
+
+impl fmt::Debug for AzureConnection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "AzureConnection(account: {:?}, endpoint: {:?}, secrets hidden)", self.account, self.blob_endpoint)
+    }
+}
+
+impl AzureConnection {
+    /// `Key=Value;` pairs (keys as Azure's SDKs accept them, any case; values
+    /// may contain `=`). Errors name keys, never values.
+    fn parse(text: &str) -> Result<AzureConnection, String> {
+        let mut c = AzureConnection::default();
+        for part in text.split(';').map(str::trim).filter(|p| !p.is_empty()) {
+            let Some((key, value)) = part.split_once('=') else {
+                return Err("is not a list of Key=Value; pairs".to_string());
+            };
+            let value = value.trim().to_string();
+            match key.trim().to_ascii_lowercase().as_str() {
+                "usedevelopmentstorage" => c.development = value.eq_ignore_ascii_case("true"),
+                "accountname" => c.account = Some(value),
+                "accountkey" => c.key = Some(value),
+                "sharedaccesssignature" => c.sas = Some(value),
+                "blobendpoint" => c.blob_endpoint = Some(value.trim_end_matches('/').to_string()),
+                "defaultendpointsprotocol" => c.protocol = Some(value),
+                "endpointsuffix" => c.suffix = Some(value),
+                // Other services' endpoints and the emulator's proxy do not apply to blobs.
+                "queueendpoint" | "tableendpoint" | "fileendpoint" | "developmentstorageproxyuri" => {}
+                other => return Err(format!("unknown key `{other}`")),
+            }
+        }
+        if !c.development && c.account.is_none() {
+            return Err("has no AccountName (nor UseDevelopmentStorage=true)".to_string());
+        }
+        if c.key.is_some() && c.sas.is_some() {
+            return Err("has both AccountKey and SharedAccessSignature".to_string());
+        }
+        Ok(c)
+    }
+
+    fn endpoint(&self) -> Option<String> {
+        if let Some(e) = &self.blob_endpoint {
+            return Some(e.clone());
+        }
+        let account = self.account.as_ref()?;
+        let protocol = self.protocol.as_deref().unwrap_or("https");
+        let suffix = self.suffix.as_deref().unwrap_or("core.windows.net");
+        Some(format!("{protocol}://{account}.blob.{suffix}"))
+    }
+
+    fn builder(&self) -> MicrosoftAzureBuilder {
+        let mut builder = MicrosoftAzureBuilder::new();
+        if self.development && self.blob_endpoint.is_none() {
+            builder = builder.with_use_emulator(true);
+        } else if let Some(endpoint) = self.endpoint() {
+            builder = builder.with_endpoint(endpoint);
+        }
+        if let Some(account) = &self.account {
+            builder = builder.with_account(account);
+        }
+        if let Some(key) = &self.key {
+            builder = builder.with_access_key(key);
+        }
+        if let Some(sas) = &self.sas {
+            builder = builder.with_config(AzureConfigKey::SasKey, sas);
+        }
+        builder
+    }
+}
+
+/// object_store's HTTP client on the process's shared TLS configuration
+/// (ring, the platform's roots read once, on the first TLS handshake; see
+/// `llm::tls`), with the timeouts and scheme policy of the store's options.
+#[derive(Debug)]
+struct SharedTlsConnector;
+
+impl HttpConnector for SharedTlsConnector {
+    fn connect(&self, options: &ClientOptions) -> object_store::Result<HttpClient> {
+        let duration =
+            |key: ClientConfigKey| options.get_config_value(&key).and_then(|v| humantime::parse_duration(&v).ok());
+        let allow_http = options.get_config_value(&ClientConfigKey::AllowHttp).is_some_and(|v| v == "true");
+        let mut builder = reqwest::Client::builder()
+            .tls_backend_preconfigured(crate::llm::tls::client_config())
+            .https_only(!allow_http);
+        if let Some(t) = duration(ClientConfigKey::ConnectTimeout) {
+            builder = builder.connect_timeout(t);
+        }
+        if let Some(t) = duration(ClientConfigKey::Timeout) {
+            builder = builder.timeout(t);
+        }
+        let client =
+            builder.build().map_err(|e| object_store::Error::Generic { store: "HTTP client", source: Box::new(e) })?;
+        Ok(HttpClient::new(client))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn connection_strings_name_account_endpoint_and_credential() {
+        let azurite = "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=Eby8vdM02xNO==;BlobEndpoint=http://127.0.0.1:10000/devstoreaccount1/;";
+        let c = AzureConnection::parse(azurite).unwrap();
+        assert_eq!(c.account.as_deref(), Some("devstoreaccount1"));
+        assert_eq!(c.key.as_deref(), Some("Eby8vdM02xNO=="), "values keep their `=`");
+        assert_eq!(c.endpoint().as_deref(), Some("http://127.0.0.1:10000/devstoreaccount1"));
+        let cloud =
+            AzureConnection::parse("AccountName=acct;AccountKey=k;EndpointSuffix=core.chinacloudapi.cn").unwrap();
+        assert_eq!(cloud.endpoint().as_deref(), Some("https://acct.blob.core.chinacloudapi.cn"));
+        assert!(AzureConnection::parse("UseDevelopmentStorage=true").unwrap().development);
+        assert!(!format!("{c:?}").contains("Eby8"), "Debug hides the key");
+    }
+
+    #[test]
+    fn bad_connection_strings_name_the_problem_never_the_value() {
+        for (text, want) in [
+            ("AccountKey=sekrit", "no AccountName"),
+            ("AccountName=a;sekrit", "Key=Value"),
+            ("AccountName=a;Pasword=sekrit", "unknown key `pasword`"),
+            ("AccountName=a;AccountKey=sekrit;SharedAccessSignature=sv=1", "both"),
+        ] {
+            let err = AzureConnection::parse(text).unwrap_err();
+            assert!(err.contains(want), "{text}: {err}");
+            assert!(!err.contains("sekrit"), "{err}");
+        }
+    }
+
+    #[test]
+    fn list_failures_are_classified_from_the_service_answer() {
+        let generic = |text: &str| object_store::Error::Generic { store: "S3", source: text.to_string().into() };
+        let listing = |text: &str| kind_of(&generic(text), true);
+        assert_eq!(
+            listing("Server returned non-2xx status code: 404 Not Found: <Code>NoSuchBucket</Code>"),
+            Failure::NoSuchBucket
+        );
+        assert_eq!(listing("status code: 404 Not Found: <Code>ContainerNotFound</Code>"), Failure::NoSuchBucket);
+        assert_eq!(listing("status code: 403 Forbidden: <Code>InvalidAccessKeyId</Code>"), Failure::AccessDenied);
+        assert_eq!(listing("status code: 500 Internal Server Error"), Failure::Other);
+        let missing_object = object_store::Error::NotFound { path: "a".into(), source: "404".into() };
+        assert_eq!(kind_of(&missing_object, false), Failure::Other, "a missing object is not a missing bucket");
+    }
+}
