@@ -37,9 +37,10 @@ pub fn project_settings(root: &Path, data: Option<&Path>) -> anyhow::Result<Load
         Some(_) => settings::load(root)?,
         None => {
             let defaults = LoadedSettings::defaults(&root.join(settings::SETTINGS_FILE));
-            let output = data
-                .map(Path::to_path_buf)
-                .unwrap_or_else(|| Storage::open(root, &defaults.settings).output.dir().to_path_buf());
+            let output = match data {
+                Some(data) => data.to_path_buf(),
+                None => Storage::open(root, &defaults.settings)?.output.dir().to_path_buf(),
+            };
             if !output.is_dir() {
                 bail!("no index in {}: run `graphrag-rs index --root {}` first", output.display(), root.display());
             }

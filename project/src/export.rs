@@ -83,7 +83,7 @@ pub fn lancedb(
     db_uri: &Path,
     python: Option<&Path>,
 ) -> anyhow::Result<Vec<Exported>> {
-    let output = Storage::open(root, settings).output;
+    let output = Storage::open(root, settings)?.output;
     let present: Vec<&str> =
         GRAPHRAG_FIELDS.into_iter().filter(|f| output.has_table(&format!("embeddings.{f}"))).collect();
     if present.is_empty() {

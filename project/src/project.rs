@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use graphrag_engine::config_error::ConfigError;
-use graphrag_engine::context::{LocalFiles, LocalProject, PreviousIndex};
+use graphrag_engine::context::{LocalProject, PreviousIndex};
 use graphrag_engine::llm::preflight::{self, ModelKind};
 use graphrag_engine::llm::LlmService;
 use graphrag_engine::pipeline::{self, Plan};
@@ -44,8 +44,11 @@ pub fn log_file(root: &Path, settings: &Settings) -> PathBuf {
 /// its line.
 pub(crate) fn check_folders(root: &Path, loaded: &LoadedSettings) -> Result<(), ConfigError> {
     let s = &loaded.settings;
-    let storage = Storage::open(root, s);
+    let storage = Storage::open(root, s).map_err(|e| loaded.error_at("input_storage", format!("{e:#}")))?;
     let input = storage.input.dir();
+    if storage.input.remote().is_some() {
+        return Ok(());
+    }
     let input_error =
         |why: String| loaded.error_at("input_storage.base_dir", format!("the input folder {} {why}", input.display()));
     match std::fs::metadata(input) {
@@ -122,7 +125,8 @@ pub struct Project {
     pub loaded: LoadedSettings,
     pub llm: LlmService,
     pub plan: Plan,
-    pub output_dir: PathBuf,
+    /// Where the documents, the index and the answers are.
+    pub storage: Storage,
     /// The chat model for which `auto` chose the standard pipeline.
     auto_standard: Option<String>,
 }
@@ -174,17 +178,22 @@ impl Project {
         };
         let (pipeline_file, text) = pipeline_source(root, method)?;
         let plan = pipeline::load(&pipeline_file, &text, settings, &graphrag_verbs::registry())?;
-        let output_dir = Storage::open(root, settings).output.dir().to_path_buf();
-        Ok(Project { root: root.to_path_buf(), loaded, llm, plan, output_dir, auto_standard })
+        let storage = Storage::open(root, settings)?;
+        Ok(Project { root: root.to_path_buf(), loaded, llm, plan, storage, auto_standard })
     }
 
     pub fn settings(&self) -> &Settings {
         &self.loaded.settings
     }
 
+    /// The index's local folder (on an object store, its working copy).
+    pub fn output_dir(&self) -> &Path {
+        self.storage.output.dir()
+    }
+
     /// Whether the output folder holds a published index.
     pub fn has_index(&self) -> bool {
-        has_index(&self.output_dir)
+        has_index(self.output_dir())
     }
 
     /// The start-up check of the model endpoints the pipeline's steps name
@@ -219,7 +228,7 @@ impl Project {
     pub fn workspace(self, output_dir: &Path, previous: Option<Box<dyn PreviousIndex>>) -> (Plan, Workspace) {
         let ws = Workspace {
             output_dir: output_dir.to_path_buf(),
-            files: Box::new(LocalFiles::new(Storage::open(&self.root, self.settings()).input.dir())),
+            files: self.storage.input.files(),
             project: Some(Box::new(LocalProject { root: self.root.clone(), output_dir: output_dir.to_path_buf() })),
             llm: Some(self.llm),
             previous,

@@ -269,7 +269,7 @@ fn update_index(
 /// The output folder of `root` (settings' `output_storage.base_dir`).
 fn output_path(root: &Path) -> PyResult<PathBuf> {
     let loaded = graphrag_engine::settings::load(root).map_err(|e| to_py(&e.into()))?;
-    Ok(Storage::open(root, &loaded.settings).output.dir().to_path_buf())
+    Ok(Storage::open(root, &loaded.settings).map_err(|e| to_py(&e))?.output.dir().to_path_buf())
 }
 
 /// The input folder of `root` and the type of file it reads (`text`, `csv`, `json`).
@@ -277,7 +277,7 @@ fn output_path(root: &Path) -> PyResult<PathBuf> {
 fn input_settings(root: PathBuf) -> PyResult<(String, String)> {
     let loaded = graphrag_engine::settings::load(&root).map_err(|e| to_py(&e.into()))?;
     let s = &loaded.settings;
-    Ok((Storage::open(&root, s).input.describe(), s.input.file_type.clone()))
+    Ok((Storage::open(&root, s).map_err(|e| to_py(&e))?.input.describe(), s.input.file_type.clone()))
 }
 
 /// Adds a graph edit (`graphrag_project::graph_edits`, the server's LightRAG
