@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::bail;
 use graphrag_engine::llm::preflight;
 use graphrag_engine::settings::{self, LoadedSettings};
+use graphrag_engine::storage::Storage;
 use graphrag_query::{Method, QueryEngine, QueryRequest, QueryResult, QueryStats};
 
 pub struct QueryArgs {
@@ -36,8 +37,10 @@ pub fn project_settings(root: &Path, data: Option<&Path>) -> anyhow::Result<Load
         Some(_) => settings::load(root)?,
         None => {
             let defaults = LoadedSettings::defaults(&root.join(settings::SETTINGS_FILE));
-            let output =
-                data.map(Path::to_path_buf).unwrap_or_else(|| root.join(&defaults.settings.output_storage.base_dir));
+            let output = match data {
+                Some(data) => data.to_path_buf(),
+                None => Storage::open(root, &defaults.settings)?.output.dir().to_path_buf(),
+            };
             if !output.is_dir() {
                 bail!("no index in {}: run `graphrag-rs index --root {}` first", output.display(), root.display());
             }

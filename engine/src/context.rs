@@ -245,7 +245,7 @@ impl ProjectFiles for LocalProject {
     }
 
     fn write_table(&self, name: &str, table: &RecordBatch) -> anyhow::Result<()> {
-        crate::store::write_table(&self.output_dir.join(format!("{name}.parquet")), table).map(|_| ())
+        crate::store::write_table(&crate::store::table_path(&self.output_dir, name, true), table).map(|_| ())
     }
 }
 
@@ -264,11 +264,7 @@ pub struct PublishedTables {
 
 impl PreviousIndex for PublishedTables {
     fn table(&self, name: &str) -> anyhow::Result<Option<RecordBatch>> {
-        let path = crate::store::table_path(&self.output_dir, name, true);
-        if !path.exists() {
-            return Ok(None);
-        }
-        crate::store::read_table(&path).map(Some)
+        crate::storage::Location::folder(&self.output_dir).read_table(name)
     }
 
     fn fingerprint(&self, name: &str) -> Option<String> {

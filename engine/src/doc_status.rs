@@ -20,6 +20,7 @@ use crate::pipeline::Plan;
 use crate::runner::{self, RunOptions, Workspace};
 use crate::schema::{float_col, float_field, id_list_col, id_list_field, opt_text_col, text_col, text_field};
 use crate::stats::RunStats;
+use crate::storage::Location;
 use crate::store;
 use crate::table::{floats, string_lists, strings};
 
@@ -301,8 +302,7 @@ pub fn run_tracked(
     let mut tracker = tracker.lock().unwrap();
     match outcome {
         Ok(stats) => {
-            let path = output_dir.join("documents.parquet");
-            let documents = if path.exists() { Some(store::read_table(&path)?) } else { None };
+            let documents = Location::folder(output_dir).read_table("documents")?;
             if let Some(documents) = &documents {
                 tracker.succeeded(documents, &stats.failed_items, stats.unreadable_inputs())?;
             }
@@ -330,7 +330,7 @@ fn own_failures(units: &[String], failed_items: &[FailedItem]) -> Option<String>
 /// Status rows for the documents of the index in `output_dir`: `processed`.
 fn rebuilt_from_index(output_dir: &Path) -> BTreeMap<String, DocStatus> {
     let now = now_rfc3339();
-    let Ok(documents) = store::read_table(&output_dir.join("documents.parquet")) else {
+    let Ok(documents) = store::read_table(&store::table_path(output_dir, "documents", true)) else {
         return BTreeMap::new();
     };
     document_rows(&documents)

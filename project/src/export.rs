@@ -12,6 +12,7 @@ use std::process::{Command, Stdio};
 
 use anyhow::{bail, Context};
 use graphrag_engine::settings::Settings;
+use graphrag_engine::storage::Storage;
 
 use crate::assets::EXPORT_LANCEDB_SCRIPT;
 
@@ -82,13 +83,13 @@ pub fn lancedb(
     db_uri: &Path,
     python: Option<&Path>,
 ) -> anyhow::Result<Vec<Exported>> {
-    let output = root.join(&settings.output_storage.base_dir);
+    let output = Storage::open(root, settings)?.output;
     let present: Vec<&str> =
-        GRAPHRAG_FIELDS.into_iter().filter(|f| output.join(format!("embeddings.{f}.parquet")).exists()).collect();
+        GRAPHRAG_FIELDS.into_iter().filter(|f| output.has_table(&format!("embeddings.{f}"))).collect();
     if present.is_empty() {
         bail!(
             "no vectors to export in {}: it has none of embeddings.{{{}}}.parquet (run `graphrag-rs index --root {}` first)",
-            output.display(),
+            output.describe(),
             GRAPHRAG_FIELDS.join(","),
             root.display()
         );
@@ -96,14 +97,14 @@ pub fn lancedb(
     for missing in GRAPHRAG_FIELDS.iter().filter(|f| !present.contains(f)) {
         tracing::warn!(
             "{} has no embeddings.{missing}.parquet (embed_text.names): GraphRAG's table `{missing}` is not written",
-            output.display()
+            output.describe()
         );
     }
     let python = python_interpreter(python);
     let mut child = Command::new(&python)
         .arg("-")
         .arg("--output")
-        .arg(&output)
+        .arg(output.dir())
         .arg("--db-uri")
         .arg(db_uri)
         .args(present.iter().map(|f| table_spec(settings, f)))

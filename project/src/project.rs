@@ -4,12 +4,13 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use graphrag_engine::config_error::ConfigError;
-use graphrag_engine::context::{LocalFiles, LocalProject, PreviousIndex};
+use graphrag_engine::context::{LocalProject, PreviousIndex};
 use graphrag_engine::llm::preflight::{self, ModelKind};
 use graphrag_engine::llm::LlmService;
 use graphrag_engine::pipeline::{self, Plan};
 use graphrag_engine::runner::Workspace;
 use graphrag_engine::settings::{self, LoadedSettings, Settings};
+use graphrag_engine::storage::{Location, Storage};
 use graphrag_operations::suggest::did_you_mean;
 
 use crate::assets::WORKFLOWS;
@@ -43,10 +44,14 @@ pub fn log_file(root: &Path, settings: &Settings) -> PathBuf {
 /// its line.
 pub(crate) fn check_folders(root: &Path, loaded: &LoadedSettings) -> Result<(), ConfigError> {
     let s = &loaded.settings;
-    let input = root.join(&s.input_storage.base_dir);
+    let storage = Storage::open(root, s).map_err(|e| loaded.error_at("input_storage", format!("{e:#}")))?;
+    let input = storage.input.dir();
+    if storage.input.remote().is_some() {
+        return Ok(());
+    }
     let input_error =
         |why: String| loaded.error_at("input_storage.base_dir", format!("the input folder {} {why}", input.display()));
-    match std::fs::metadata(&input) {
+    match std::fs::metadata(input) {
         Ok(m) if m.is_dir() => {}
         Ok(_) => {
             return Err(input_error("is a file: point input_storage.base_dir at the folder of the documents".into()))
@@ -57,8 +62,8 @@ pub(crate) fn check_folders(root: &Path, loaded: &LoadedSettings) -> Result<(), 
         )),
         Err(e) => return Err(input_error(format!("cannot be read: {e}"))),
     }
-    let output = root.join(&s.output_storage.base_dir);
-    writable_folder(&output).map_err(|why| {
+    let output = storage.output.dir();
+    writable_folder(output).map_err(|why| {
         loaded.error_at("output_storage.base_dir", format!("the output folder {} {why}", output.display()))
     })
 }
@@ -120,7 +125,8 @@ pub struct Project {
     pub loaded: LoadedSettings,
     pub llm: LlmService,
     pub plan: Plan,
-    pub output_dir: PathBuf,
+    /// Where the documents, the index and the answers are.
+    pub storage: Storage,
     /// The chat model for which `auto` chose the standard pipeline.
     auto_standard: Option<String>,
 }
@@ -172,17 +178,22 @@ impl Project {
         };
         let (pipeline_file, text) = pipeline_source(root, method)?;
         let plan = pipeline::load(&pipeline_file, &text, settings, &graphrag_verbs::registry())?;
-        let output_dir = root.join(&settings.output_storage.base_dir);
-        Ok(Project { root: root.to_path_buf(), loaded, llm, plan, output_dir, auto_standard })
+        let storage = Storage::open(root, settings)?;
+        Ok(Project { root: root.to_path_buf(), loaded, llm, plan, storage, auto_standard })
     }
 
     pub fn settings(&self) -> &Settings {
         &self.loaded.settings
     }
 
+    /// The index's local folder (on an object store, its working copy).
+    pub fn output_dir(&self) -> &Path {
+        self.storage.output.dir()
+    }
+
     /// Whether the output folder holds a published index.
     pub fn has_index(&self) -> bool {
-        has_index(&self.output_dir)
+        has_index(self.output_dir())
     }
 
     /// The start-up check of the model endpoints the pipeline's steps name
@@ -217,7 +228,7 @@ impl Project {
     pub fn workspace(self, output_dir: &Path, previous: Option<Box<dyn PreviousIndex>>) -> (Plan, Workspace) {
         let ws = Workspace {
             output_dir: output_dir.to_path_buf(),
-            files: Box::new(LocalFiles::new(self.root.join(&self.loaded.settings.input_storage.base_dir))),
+            files: self.storage.input.files(),
             project: Some(Box::new(LocalProject { root: self.root.clone(), output_dir: output_dir.to_path_buf() })),
             llm: Some(self.llm),
             previous,
@@ -250,7 +261,7 @@ impl ModelsCheck {
 }
 
 pub(crate) fn has_index(output_dir: &Path) -> bool {
-    output_dir.join("documents.parquet").exists()
+    Location::folder(output_dir).has_index()
 }
 
 /// Logs what a start-up check found.

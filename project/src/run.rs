@@ -19,6 +19,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use anyhow::Context;
 use arrow_array::RecordBatch;
 use graphrag_engine::context::PublishedTables;
 use graphrag_engine::failures::{plural, write_list, FailedItems};
@@ -26,8 +27,9 @@ use graphrag_engine::pipeline::Plan;
 use graphrag_engine::runner::{self, RunOptions, StepEstimate, StepObserver, Workspace};
 use graphrag_engine::settings;
 use graphrag_engine::stats::RunStats;
+use graphrag_engine::storage::{Location, Storage, Writer};
 use graphrag_engine::table::strings;
-use graphrag_engine::{doc_status, interrupt, staging, store};
+use graphrag_engine::{doc_status, interrupt, staging};
 use indicatif::MultiProgress;
 
 use crate::export::{self, LanceDbExport};
@@ -172,7 +174,7 @@ pub(crate) fn run_options(project: &Project, resume: bool, run: &RunSettings) ->
 
 /// The plan `index` would run, without running it.
 pub fn index_dry_run(project: Project, resume: bool) -> DryRun {
-    let output_dir = project.output_dir.clone();
+    let output_dir = project.output_dir().to_path_buf();
     let (plan, workspace) = project.workspace(&output_dir, None);
     DryRun { plan, workspace, resume }
 }
@@ -197,10 +199,11 @@ pub(crate) fn index_with(
     adapt: impl FnOnce(&mut Plan, &Path) -> anyhow::Result<()>,
 ) -> Result<RunReport, RunError> {
     project.llm.stop_with(&opts.run.stop);
-    let output_dir = project.output_dir.clone();
+    let output_dir = project.output_dir().to_path_buf();
     let settings = project.settings().clone();
     let run_opts = run_options(&project, opts.resume, &opts.run);
-    let _lock = staging::lock_for_writing(&output_dir)?;
+    let output = project.storage.output.clone();
+    let writer = output.lock_for_writing()?;
     // A finished publication is completed first.
     staging::recover(&output_dir)?;
     let staging_dir = staging::dir(&output_dir);
@@ -214,9 +217,8 @@ pub(crate) fn index_with(
     let (mut plan, ws) = project.workspace(&staging_dir, None);
     adapt(&mut plan, &output_dir)?;
     tracing::info!(pipeline = %plan.name, steps = plan.steps.len(), "indexing {}", root.display());
-    let (stats, documents) =
-        doc_status::run_tracked(&plan, &ws, &run_opts, &output_dir, || staging::commit(&output_dir))
-            .map_err(|e| failed(e, &output_dir, had_index, "graphrag-rs index --resume"))?;
+    let (stats, documents) = doc_status::run_tracked(&plan, &ws, &run_opts, &output_dir, || publish(&output, &writer))
+        .map_err(|e| failed(e, &output_dir, had_index, "graphrag-rs index --resume"))?;
     warn_about_tolerated_failures(&stats);
     let lancedb = export::after_run(&root, &settings);
     Ok(RunReport { plan, stats, output_dir, documents, changes: None, lancedb })
@@ -227,17 +229,18 @@ pub(crate) fn open_for_update(
     root: &Path,
     opts: &UpdateOptions,
     dry_run: bool,
-) -> anyhow::Result<(Project, Option<staging::WriterLock>)> {
+) -> anyhow::Result<(Project, Option<Writer>)> {
     let loaded = settings::load(root)?;
     // Before the writer lock, which makes the output folder.
     crate::project::check_folders(root, &loaded)?;
-    let output_dir = root.join(&loaded.settings.output_storage.base_dir);
+    let output = Storage::open(root, &loaded.settings)?.output;
+    let output_dir = output.dir().to_path_buf();
     // A dry run changes nothing: it neither takes the writer lock nor waits for it.
     let lock = if dry_run {
         staging::recover_if_idle(&output_dir)?;
         None
     } else {
-        let lock = staging::lock_for_writing(&output_dir)?;
+        let lock = output.lock_for_writing()?;
         staging::recover(&output_dir)?;
         Some(lock)
     };
@@ -261,7 +264,7 @@ pub(crate) fn open_for_update(
 /// make), without running it.
 pub fn update_dry_run(root: &Path, opts: &UpdateOptions) -> anyhow::Result<DryRun> {
     let (project, _) = open_for_update(root, opts, true)?;
-    let output_dir = project.output_dir.clone();
+    let output_dir = project.output_dir().to_path_buf();
     let previous = project.has_index().then(|| Box::new(PublishedTables { output_dir: output_dir.clone() }) as _);
     let (plan, workspace) = project.workspace(&staging::dir(&output_dir), previous);
     Ok(DryRun { plan, workspace, resume: true })
@@ -278,9 +281,11 @@ pub fn update(root: &Path, opts: &UpdateOptions) -> Result<RunReport, RunError> 
 
 /// [`update`] with the plan adapted first (`crate::shard`'s merge).
 pub(crate) fn update_with(root: &Path, opts: &UpdateOptions, adapt: AdaptPlan) -> Result<RunReport, RunError> {
-    let (mut project, _lock) = open_for_update(root, opts, false)?;
+    let (mut project, writer) = open_for_update(root, opts, false)?;
+    let writer = writer.context("an update holds the writer lock")?;
+    let output = project.storage.output.clone();
     project.llm.stop_with(&opts.run.stop);
-    let output_dir = project.output_dir.clone();
+    let output_dir = project.output_dir().to_path_buf();
     let has_index = project.has_index();
     let settings = project.settings().clone();
     let run_opts = run_options(&project, true, &opts.run);
@@ -290,14 +295,20 @@ pub(crate) fn update_with(root: &Path, opts: &UpdateOptions, adapt: AdaptPlan) -
     if !has_index {
         tracing::info!("no index in {} yet: indexing every document", output_dir.display());
     }
-    let before = if has_index { Some(store::read_table(&output_dir.join("documents.parquet"))?) } else { None };
-    let (stats, documents) =
-        doc_status::run_tracked(&plan, &ws, &run_opts, &output_dir, || staging::commit(&output_dir))
-            .map_err(|e| failed(e, &output_dir, has_index, "graphrag-rs update"))?;
+    let before = if has_index { Location::folder(&output_dir).read_table("documents")? } else { None };
+    let (stats, documents) = doc_status::run_tracked(&plan, &ws, &run_opts, &output_dir, || publish(&output, &writer))
+        .map_err(|e| failed(e, &output_dir, has_index, "graphrag-rs update"))?;
     warn_about_tolerated_failures(&stats);
     let changes = documents.as_ref().map(|after| changes(before.as_ref(), after)).transpose()?;
     let lancedb = export::after_run(root, &settings);
     Ok(RunReport { plan, stats, output_dir, documents, changes, lancedb })
+}
+
+/// Publishes a finished run: the staged files into the output folder, and
+/// (on an object store) that folder as the next version.
+fn publish(output: &Location, writer: &Writer) -> anyhow::Result<()> {
+    staging::commit(output.dir())?;
+    output.publish(writer)
 }
 
 /// The pipeline the previous index was built with (from its stats.json),

@@ -254,9 +254,17 @@ impl Verb for NoVerb {
 /// and settings is not run again (only checked). Errors name the shard and
 /// its documents.
 pub fn index_shard(mut project: Project, spec: ShardSpec, run: &RunSettings) -> anyhow::Result<ShardReport> {
+    if let Some(remote) = project.storage.output.remote() {
+        // Fragments go to a folder every worker and the merge share; an
+        // object store's output is mirrored into a folder of one machine.
+        anyhow::bail!(
+            "`--shard` is not built for an object-store output_storage ({}) yet: put output_storage on a file system every worker mounts (type: file)",
+            remote.url()
+        );
+    }
     project.llm.stop_with(&run.stop);
     let began = Instant::now();
-    let base = shards_dir(&project.output_dir, &project.plan);
+    let base = shards_dir(&project.output_dir(), &project.plan);
     let dir = shard_dir(&base, spec);
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     // Done again only once this run succeeded (the input may have changed).
@@ -323,7 +331,7 @@ fn finished_shards(base: &Path, count: usize) -> Vec<Option<ShardReport>> {
 /// Which shards of `count` have finished, for a driver that reruns only the
 /// others.
 pub fn shard_status(project: &Project, count: usize) -> Vec<Option<ShardReport>> {
-    finished_shards(&shards_dir(&project.output_dir, &project.plan), count)
+    finished_shards(&shards_dir(&project.output_dir(), &project.plan), count)
 }
 
 /// The shard counts that have fragments for this pipeline and settings.

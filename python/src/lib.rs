@@ -18,6 +18,7 @@ use std::time::Duration;
 
 use graphrag_engine::config_error::ConfigError as SettingsError;
 use graphrag_engine::staging;
+use graphrag_engine::storage::{Location, Storage};
 use graphrag_project::{
     IndexOptions, OpenOptions, Project, RunError, RunReport, RunSettings, StepEvent, StopFlag, UpdateOptions,
 };
@@ -269,7 +270,7 @@ fn update_index(
 /// The output folder of `root` (settings' `output_storage.base_dir`).
 fn output_path(root: &Path) -> PyResult<PathBuf> {
     let loaded = graphrag_engine::settings::load(root).map_err(|e| to_py(&e.into()))?;
-    Ok(root.join(&loaded.settings.output_storage.base_dir))
+    Ok(Storage::open(root, &loaded.settings).map_err(|e| to_py(&e))?.output.dir().to_path_buf())
 }
 
 /// The input folder of `root` and the type of file it reads (`text`, `csv`, `json`).
@@ -277,7 +278,7 @@ fn output_path(root: &Path) -> PyResult<PathBuf> {
 fn input_settings(root: PathBuf) -> PyResult<(String, String)> {
     let loaded = graphrag_engine::settings::load(&root).map_err(|e| to_py(&e.into()))?;
     let s = &loaded.settings;
-    Ok((root.join(&s.input_storage.base_dir).display().to_string(), s.input.file_type.clone()))
+    Ok((Storage::open(&root, s).map_err(|e| to_py(&e))?.input.describe(), s.input.file_type.clone()))
 }
 
 /// Adds a graph edit (`graphrag_project::graph_edits`, the server's LightRAG
@@ -293,7 +294,7 @@ fn add_graph_edit(root: PathBuf, edit_json: &str) -> PyResult<usize> {
 
 /// `NoIndexError` unless `output` holds a published index.
 fn require_index(root: &Path, output: &Path) -> PyResult<()> {
-    if output.join("documents.parquet").is_file() {
+    if Location::folder(output).has_index() {
         return Ok(());
     }
     Err(NoIndexError::new_err(format!(

@@ -517,7 +517,7 @@ impl Index {
     }
 
     pub fn table_path(&self, name: &str) -> PathBuf {
-        self.output.join(format!("{name}.parquet"))
+        graphrag_engine::store::table_path(&self.output, name, true)
     }
 
     /// A published table; a missing file is an error saying how to build it.
@@ -655,7 +655,7 @@ impl Index {
     /// The vectors file of `field` as it is (read once), empty or not.
     fn read_vectors(&self, field: Field) -> anyhow::Result<Arc<Vectors>> {
         cached(&self.vectors[field.slot()], || {
-            let path = self.output.join(format!("embeddings.{}.parquet", field.name()));
+            let path = self.table_path(&format!("embeddings.{}", field.name()));
             if !path.exists() {
                 bail!(
                     "{} not found: this index has no `{}` vectors; add `{}` to embed_text.names in settings.yaml (a project created by an older graphrag-rs may also lack the embed steps in workflows/*.yaml: `graphrag-rs init --force` refreshes them) and re-run `graphrag-rs index --root {}`",
@@ -678,12 +678,12 @@ impl Index {
         field: Field,
         embed: impl FnOnce(&[String]) -> anyhow::Result<Vec<Vec<f32>>>,
     ) -> anyhow::Result<Arc<Vectors>> {
-        let path = self.output.join(format!("embeddings.{}.parquet", field.name()));
+        let path = self.table_path(&format!("embeddings.{}", field.name()));
         if path.exists() || !self.output.join("lancedb").is_dir() {
             return self.vectors(field);
         }
         cached(&self.vectors[field.slot()], || {
-            let table = read_table(&self.output.join(format!("{}.parquet", field.table())))?;
+            let table = read_table(&self.table_path(field.table()))?;
             let (ids, texts) = graphrag_engine::embedded_fields::embeddable(field.name(), &table)?;
             tracing::info!(
                 "no {} (a Microsoft GraphRAG index keeps its vectors in LanceDB): embedding {} texts of {} now",
@@ -733,7 +733,7 @@ impl Index {
             // Read as they are: a field that was not embedded (the fast
             // method's relationships have no descriptions, so their file is
             // empty) is an error only for a query that needs it.
-            if self.output.join(format!("embeddings.{}.parquet", field.name())).exists() {
+            if self.table_path(&format!("embeddings.{}", field.name())).exists() {
                 self.read_vectors(field)?;
             }
             self.source_rows(field);

@@ -39,6 +39,7 @@ use graphrag_engine::llm::preflight::ModelKind;
 use graphrag_engine::llm::{CallOptions, CallScope, ChatModel, LlmService, Message, RetryBudget, UsageCounters};
 use graphrag_engine::prompts::PromptTemplate;
 use graphrag_engine::settings::{self, Settings};
+use graphrag_engine::storage::Storage;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -242,16 +243,20 @@ impl QueryEngine {
     /// Like [`QueryEngine::open`] with settings built by the caller.
     pub fn with_settings(root: impl AsRef<Path>, settings: Settings) -> anyhow::Result<QueryEngine> {
         let root = root.as_ref().to_path_buf();
-        let output = root.join(&settings.output_storage.base_dir);
-        if !output.is_dir() {
-            bail!("no index in {}: run `graphrag-rs index --root {}` first", output.display(), root.display());
-        }
-        // An update that crashed while publishing is finished before reading
-        // (one that is publishing now finishes it itself).
-        graphrag_engine::staging::recover_if_idle(&output)?;
-        let llm = LlmService::for_queries(&settings, &root)?;
-        let index = Index::new(&root, &output, &settings.vector_store);
-        Ok(QueryEngine { root, settings, llm, index })
+        let output = Storage::open(&root, &settings)?.output;
+        // On an object store, a local copy of the published version.
+        let Some((published, _)) = output.published()? else {
+            bail!("no index in {}: run `graphrag-rs index --root {}` first", output.describe(), root.display());
+        };
+        QueryEngine::at(&root, settings, &published)
+    }
+
+    /// Like [`QueryEngine::with_settings`] on the published index in the
+    /// local folder `published` (a server's copy of one version).
+    pub fn at(root: &Path, settings: Settings, published: &Path) -> anyhow::Result<QueryEngine> {
+        let llm = LlmService::for_queries(&settings, root)?;
+        let index = Index::new(root, published, &settings.vector_store);
+        Ok(QueryEngine { root: root.to_path_buf(), settings, llm, index })
     }
 
     pub fn settings(&self) -> &Settings {

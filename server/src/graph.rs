@@ -6,7 +6,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::Path;
 
 use arrow_array::RecordBatch;
-use graphrag_engine::store::read_table;
+use graphrag_engine::storage::Location;
 use graphrag_engine::table::{floats, ints, string_lists, strings};
 use serde_json::{json, Value};
 
@@ -41,11 +41,7 @@ pub struct Edge {
 }
 
 fn table(output_dir: &Path, name: &str) -> anyhow::Result<Option<RecordBatch>> {
-    let path = output_dir.join(format!("{name}.parquet"));
-    if !path.exists() {
-        return Ok(None);
-    }
-    Ok(Some(read_table(&path)?))
+    Location::folder(output_dir).read_table(name)
 }
 
 impl Graph {

@@ -15,6 +15,7 @@ use std::time::Instant;
 
 use graphrag_engine::settings::{self, Settings};
 use graphrag_engine::staging;
+use graphrag_engine::storage::{Location, Storage};
 use graphrag_project::{RunSettings, StepEvent, StopFlag, UpdateOptions};
 use graphrag_query::QueryEngine;
 use serde_json::{json, Value};
@@ -86,6 +87,8 @@ pub struct State {
     pub settings: Settings,
     pub input_dir: PathBuf,
     pub output_dir: PathBuf,
+    /// Where the index is published (`output_dir`, or an object store).
+    pub output: Location,
     pub api_key: Option<String>,
     pub max_upload_bytes: usize,
     /// `serve --webui-dir`: the web UI's folder, if not the built-in one.
@@ -115,8 +118,10 @@ impl State {
         webui_dir: Option<PathBuf>,
     ) -> anyhow::Result<Arc<State>> {
         let settings = settings::load(root)?.settings;
-        let input_dir = root.join(&settings.input_storage.base_dir);
-        let output_dir = root.join(&settings.output_storage.base_dir);
+        let storage = Storage::open(root, &settings)?;
+        let input_dir = storage.input.dir().to_path_buf();
+        let output_dir = storage.output.dir().to_path_buf();
+        let output = storage.output;
         std::fs::create_dir_all(&input_dir)?;
         let empty = Snapshot { engine: None, graph: Graph::default(), fingerprint: String::new(), loaded_at: now() };
         let state = Arc::new(State {
@@ -124,6 +129,7 @@ impl State {
             settings,
             input_dir,
             output_dir,
+            output,
             api_key,
             max_upload_bytes,
             webui_dir,
@@ -162,6 +168,9 @@ impl State {
     }
 
     fn reload_locked(&self) -> anyhow::Result<bool> {
+        if self.output.remote().is_some() {
+            return self.reload_published();
+        }
         if staging::fingerprint(&self.output_dir) == self.snapshot().fingerprint {
             return Ok(true);
         }
@@ -172,7 +181,7 @@ impl State {
         staging::recover(&self.output_dir)?;
         let fingerprint = staging::fingerprint(&self.output_dir);
         let started = Instant::now();
-        let snapshot = if self.output_dir.join("documents.parquet").exists() {
+        let snapshot = if Location::folder(&self.output_dir).has_index() {
             let engine = QueryEngine::with_settings(&self.root, self.settings.clone())?;
             engine.load_all()?;
             let graph = Graph::load(&self.output_dir)?;
@@ -184,6 +193,32 @@ impl State {
             entities = snapshot.graph.nodes.len(),
             "index loaded from {} in {:.2} s",
             self.output_dir.display(),
+            started.elapsed().as_secs_f64()
+        );
+        *self.snapshot.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(snapshot);
+        Ok(true)
+    }
+
+    /// [`State::reload_locked`] for an index on an object store: the
+    /// published version, noticed by its manifest, loaded from a local copy
+    /// of it (whole: a later publication does not change that copy).
+    fn reload_published(&self) -> anyhow::Result<bool> {
+        if self.output.published_token()? == self.snapshot().fingerprint {
+            return Ok(true);
+        }
+        let started = Instant::now();
+        let snapshot = match self.output.published()? {
+            Some((dir, token)) => {
+                let engine = QueryEngine::at(&self.root, self.settings.clone(), &dir)?;
+                engine.load_all()?;
+                Snapshot { engine: Some(engine), graph: Graph::load(&dir)?, fingerprint: token, loaded_at: now() }
+            }
+            None => Snapshot { engine: None, graph: Graph::default(), fingerprint: String::new(), loaded_at: now() },
+        };
+        tracing::info!(
+            entities = snapshot.graph.nodes.len(),
+            "index loaded from {} in {:.2} s",
+            self.output.describe(),
             started.elapsed().as_secs_f64()
         );
         *self.snapshot.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(snapshot);

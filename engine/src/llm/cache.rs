@@ -21,6 +21,8 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use super::cache_budget::ByteBudget;
+use crate::storage::object::ObjectLocation;
+use crate::storage::Location;
 use crate::store::atomic_write_unsynced;
 use graphrag_operations::ids::sha256_hex;
 
@@ -95,11 +97,21 @@ pub struct ResponseCache {
     corrupt: Arc<AtomicU64>,
     /// The size bound of `dir`, if it has one (see [`ResponseCache::bounded`]).
     budget: Option<Arc<ByteBudget>>,
+    /// On an object store: the entries' prefix (this partition's) and the
+    /// root's, instead of `dir` and `fallback`.
+    objects: Option<(ObjectLocation, Option<ObjectLocation>)>,
 }
 
 impl ResponseCache {
     pub fn new(dir: &Path) -> Self {
-        ResponseCache { dir: dir.to_path_buf(), fallback: None, corrupt: Arc::default(), budget: None }
+        ResponseCache { dir: dir.to_path_buf(), fallback: None, corrupt: Arc::default(), budget: None, objects: None }
+    }
+
+    /// The cache at a storage location: its folder, or its object store
+    /// prefix (one object per answer, like the files).
+    pub fn at(location: &Location) -> Self {
+        let objects = location.remote().map(|remote| (remote.clone(), None));
+        ResponseCache { objects, ..ResponseCache::new(location.dir()) }
     }
 
     /// The cache of one pipeline step (GraphRAG's `model_instance_name`):
@@ -110,6 +122,7 @@ impl ResponseCache {
             fallback: Some(self.dir.clone()),
             corrupt: self.corrupt.clone(),
             budget: None,
+            objects: self.objects.as_ref().map(|(at, _)| (at.join(name), Some(at.clone()))),
         }
     }
 
@@ -117,7 +130,12 @@ impl ResponseCache {
     /// folder: past that, the least recently used are deleted (for answers
     /// that keep coming, a server's query answers; an index's are never
     /// bounded, they are what makes a rerun cheap).
+    /// On an object store the bound is not kept here (a bucket's lifecycle
+    /// rule expires old entries).
     pub fn bounded(self, max_bytes: u64) -> Self {
+        if self.objects.is_some() {
+            return self;
+        }
         let budget = Some(Arc::new(ByteBudget::new(&self.dir, max_bytes)));
         ResponseCache { budget, ..self }
     }
@@ -135,9 +153,19 @@ impl ResponseCache {
     pub fn get<S: DeserializeOwned, T, E>(&self, key: &str, check: impl FnOnce(&S) -> Result<T, E>) -> Lookup<S, T, E> {
         let path = self.path(key);
         let older = self.fallback.as_ref().map(|root| entry_path(root, key));
-        let Some((path, bytes)) =
-            [Some(path), older].into_iter().flatten().find_map(|p| std::fs::read(&p).ok().map(|b| (p, b)))
-        else {
+        let found = match &self.objects {
+            Some((at, root)) => {
+                [Some(at), root.as_ref()].into_iter().flatten().find_map(|o| match o.get(&entry_key(key)) {
+                    Ok(found) => found.map(|b| (PathBuf::from(format!("{}/{}", o.url(), entry_key(key))), b.to_vec())),
+                    Err(e) => {
+                        tracing::warn!("cache entry {key}: {e:#}; its request is sent again");
+                        None
+                    }
+                })
+            }
+            None => [Some(path), older].into_iter().flatten().find_map(|p| std::fs::read(&p).ok().map(|b| (p, b))),
+        };
+        let Some((path, bytes)) = found else {
             return Lookup::Miss;
         };
         match serde_json::from_slice(&bytes) {
@@ -168,6 +196,15 @@ impl ResponseCache {
 
     /// Stores a checked answer; a failure to write only costs a future cache miss.
     pub fn put<S: Serialize, T>(&self, key: &str, value: &Checked<S, T>) {
+        if let Some((at, _)) = &self.objects {
+            let written = serde_json::to_vec(value.stored())
+                .map_err(anyhow::Error::from)
+                .and_then(|bytes| at.put(&entry_key(key), bytes.into()));
+            if let Err(e) = written {
+                tracing::warn!("could not write cache entry {}/{}: {e:#}", at.url(), entry_key(key));
+            }
+            return;
+        }
         let path = self.path(key);
         let result = serde_json::to_vec(value.stored()).map_err(std::io::Error::other).and_then(|bytes| {
             atomic_write_unsynced(&path, &bytes)?;
@@ -186,6 +223,11 @@ impl ResponseCache {
 
 fn entry_path(dir: &Path, key: &str) -> PathBuf {
     dir.join(&key[..2]).join(format!("{key}.json"))
+}
+
+/// [`entry_path`]'s form as an object key.
+fn entry_key(key: &str) -> String {
+    format!("{}/{key}.json", &key[..2])
 }
 
 #[cfg(test)]
@@ -225,6 +267,23 @@ mod tests {
         cache.put(&key, &Checked::new(vec![4u32], short).unwrap());
         assert!(matches!(cache.get(&key, short), Lookup::Hit(_)));
         assert_ne!(key, ResponseCache::key(&["chat", "gpt", "{ }"]));
+    }
+
+    #[test]
+    fn answers_are_kept_on_an_object_store() {
+        let Some(moto) = crate::storage::object::testing::moto() else { return };
+        let dir = tempfile::tempdir().unwrap();
+        let cache = ResponseCache::at(&Location::object(moto.location("cache", "p/cache"), dir.path()));
+        let key = ResponseCache::key(&["chat", "gpt", "{}"]);
+        assert!(matches!(cache.get(&key, short), Lookup::Miss));
+        cache.put(&key, &Checked::new(vec![1u32, 2], short).unwrap());
+        assert!(matches!(cache.get(&key, short), Lookup::Hit(_)));
+        let partition = cache.partition("extract_graph");
+        assert!(matches!(partition.get(&key, short), Lookup::Hit(_)), "a partition reads the root's entries");
+        let other = ResponseCache::key(&["other"]);
+        partition.put(&other, &Checked::new(vec![3u32], short).unwrap());
+        assert!(matches!(cache.get(&other, short), Lookup::Miss), "the root does not read a partition's");
+        assert!(!dir.path().exists() || std::fs::read_dir(dir.path()).unwrap().count() == 0, "nothing written locally");
     }
 
     #[test]

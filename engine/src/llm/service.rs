@@ -10,6 +10,7 @@ use std::sync::Arc;
 use super::{CallScope, ChatModel, EmbeddingModel, LlmError, ResponseCache};
 use crate::interrupt::StopFlag;
 use crate::settings::Settings;
+use crate::storage::{Location, Storage};
 
 /// The cache partition of query answers (size-bounded: see [`LlmService::for_queries`]).
 pub const QUERY_PARTITION: &str = "query";
@@ -20,11 +21,19 @@ pub struct LlmService {
     embedding: BTreeMap<String, Result<Arc<EmbeddingModel>, String>>,
 }
 
+/// The answer cache's location (`cache.storage`): a folder, or a bucket.
+fn cache_location(settings: &Settings, root: &Path) -> Result<Location, LlmError> {
+    Storage::cache(root, settings).map_err(|e| LlmError::Config(format!("{e:#}")))
+}
+
 impl LlmService {
     /// Builds every model of `settings`; the cache lives under `ROOT/<cache folder>`
     /// unless `cache.type: none`. A model that cannot be built only fails when used.
     pub fn from_settings(settings: &Settings, root: &Path) -> Result<Self, LlmError> {
-        let cache = settings.cache.enabled().then(|| Arc::new(ResponseCache::new(&root.join(settings.cache.dir()))));
+        let cache = match settings.cache.enabled() {
+            true => Some(Arc::new(ResponseCache::at(&cache_location(settings, root)?))),
+            false => None,
+        };
         LlmService::build(settings, cache)
     }
 
@@ -41,10 +50,13 @@ impl LlmService {
             model.request_timeout = model.request_timeout.min(q.request_timeout);
             model.max_consecutive_failures = u32::MAX;
         }
-        let cache = (settings.cache.enabled() && q.cache_max_bytes > 0).then(|| {
-            let root_cache = ResponseCache::new(&root.join(settings.cache.dir()));
-            Arc::new(root_cache.partition(QUERY_PARTITION).bounded(q.cache_max_bytes))
-        });
+        let cache = match settings.cache.enabled() && q.cache_max_bytes > 0 {
+            true => {
+                let root_cache = ResponseCache::at(&cache_location(settings, root)?);
+                Some(Arc::new(root_cache.partition(QUERY_PARTITION).bounded(q.cache_max_bytes)))
+            }
+            false => None,
+        };
         LlmService::build(&bounded, cache)
     }
 

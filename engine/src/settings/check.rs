@@ -57,18 +57,20 @@ fn positive(loaded: &LoadedSettings, path: &str, value: f64) -> Result<(), Confi
     Err(loaded.error_at(path, format!("must be a positive number of seconds, not {value}")))
 }
 
-/// Remote storage types parse and are checked key by key, and stop here until
-/// the storage layer reads them (never a silent fallback to a local folder).
-const REMOTE_NOT_WIRED: &str =
-    "is not implemented in graphrag-rs yet: index, update and query read local folders only (use type: file)";
+/// Sections the storage layer reads from an object store (`storage::Storage`);
+/// a remote type elsewhere is refused, never a silent local folder.
+const REMOTE_READ: [&str; 3] = ["input_storage", "output_storage", "cache.storage"];
 
 fn storage(loaded: &LoadedSettings, path: &str, st: &StorageConfig) -> Result<(), ConfigError> {
     let target = st.target().map_err(|e| loaded.error_at(&format!("{path}.{}", e.key), e.message))?;
-    if let StorageTarget::Remote(_) = target {
+    if let (StorageTarget::Remote(_), false) = (target, REMOTE_READ.contains(&path)) {
         let message = if path == "reporting" {
             format!("`{}` is not implemented for reporting in graphrag-rs; supported: file (the run's logs are local files)", st.kind.name())
         } else {
-            format!("`{}` {REMOTE_NOT_WIRED}", st.kind.name())
+            format!(
+                "`{}` is not implemented for {path} in graphrag-rs; supported: file (the index is written where output_storage says)",
+                st.kind.name()
+            )
         };
         return Err(loaded.error_at(&format!("{path}.type"), message));
     }

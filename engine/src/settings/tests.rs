@@ -447,17 +447,15 @@ fn storage_sections_are_checked_key_by_key() {
         assert_eq!((err.path.as_str(), err.line), (path, Some(line)), "{msg}");
         assert!(msg.contains(want), "{msg}");
     }
-    // Complete remote sections (graphrag init's blob keys; S3's) are checked, then refused
-    // plainly until the storage layer reads them: never a silent local folder.
-    for (text, line) in [
-        ("output_storage:\n  type: blob\n  connection_string: \"AccountName=a;AccountKey=k\"\n  container_name: c\n  base_dir: output\n", 2),
-        ("input_storage:\n  base_dir: input\n  type: s3\n  bucket: b\n  region: eu-west-1\n", 3),
-    ] {
-        let err = parse_str(text).unwrap_err();
-        assert!(err.path.ends_with("storage.type") && err.line == Some(line), "{err}");
-        assert!(err.message.contains("not implemented in graphrag-rs yet"), "{err}");
-        assert!(!err.to_string().contains("AccountKey=k"), "{err}");
-    }
+    // Complete remote sections (graphrag init's blob keys; S3's) are read by the storage
+    // layer; where it does not read them (update_output_storage), they are refused plainly:
+    // never a silent local folder.
+    parse_str("output_storage:\n  type: blob\n  connection_string: \"AccountName=a;AccountKey=k\"\n  container_name: c\n  base_dir: output\n").unwrap();
+    parse_str("input_storage:\n  base_dir: input\n  type: s3\n  bucket: b\n  region: eu-west-1\n").unwrap();
+    let err = parse_str("update_output_storage:\n  type: blob\n  connection_string: \"AccountName=a;AccountKey=k\"\n  container_name: c\n").unwrap_err();
+    assert!(err.path.ends_with("storage.type") && err.line == Some(2), "{err}");
+    assert!(err.message.contains("not implemented for update_output_storage"), "{err}");
+    assert!(!err.to_string().contains("AccountKey=k"), "{err}");
     // Remote keys under `type: file` are listed as ignored, secrets included (by name only).
     let loaded = parse_str("output_storage:\n  type: file\n  connection_string: s3kr1t\n  bucket: b\n").unwrap();
     let warning = loaded.ignored_warning().unwrap();

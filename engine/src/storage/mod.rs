@@ -1,5 +1,297 @@
-//! Where a project's input, output and cache live: local folders or a prefix
-//! in a bucket (S3, Azure Blob, GCS).
+//! Where a project's documents, index and model answers live: one
+//! [`Storage`] of three [`Location`]s, opened once from the project root and
+//! its settings. This is the only place that joins the root with a settings
+//! `base_dir`, and (with [`crate::store::table_path`]) the only place that
+//! knows a table's file name; callers name tables, never files.
+//!
+//! A location is a local folder: the input reader walks it (non-UTF-8 names,
+//! symbolic links), the runner stages and publishes in it (flock, commit
+//! marker, renames: `staging`), the answer cache keeps one file per answer.
 
 pub mod counting;
+pub mod object;
+pub mod publish;
 pub mod remote;
+
+use std::path::{Path, PathBuf};
+
+use arrow_array::RecordBatch;
+
+use crate::context::{FileEntry, FileSource, LocalFiles};
+use crate::settings::{RemoteService, RemoteStorage, Settings, StorageConfig, StorageTarget};
+use crate::store;
+use object::ObjectLocation;
+
+/// The input, output (index) and cache locations of a project.
+#[derive(Debug, Clone)]
+pub struct Storage {
+    pub input: Location,
+    pub output: Location,
+    pub cache: Location,
+}
+
+/// Where a project keeps the local copies of its object store locations.
+const LOCAL_COPIES: &str = ".graphrag-rs";
+
+impl Storage {
+    /// The locations `settings` name: folders relative to the project
+    /// `root`, or object store prefixes, each connected and checked with one
+    /// request (an error names the setting and the cause).
+    pub fn open(root: &Path, settings: &Settings) -> anyhow::Result<Storage> {
+        let (input, output) = (&settings.input_storage, &settings.output_storage);
+        Ok(Storage {
+            input: location(root, "input_storage", input, root.join(&input.base_dir))?,
+            output: location(root, "output_storage", output, root.join(&output.base_dir))?,
+            cache: Storage::cache(root, settings)?,
+        })
+    }
+
+    /// The cache location alone (the LLM layer's).
+    pub fn cache(root: &Path, settings: &Settings) -> anyhow::Result<Location> {
+        let dir = root.join(settings.cache.dir());
+        match &settings.cache.storage {
+            Some(config) => location(root, "cache.storage", config, dir),
+            None => Ok(Location::folder(dir)),
+        }
+    }
+}
+
+/// The location the storage setting `key` names: `folder`, or its object
+/// store prefix, connected (with a local copy under the root).
+fn location(root: &Path, key: &str, config: &StorageConfig, folder: PathBuf) -> anyhow::Result<Location> {
+    let target = config.target().map_err(|e| anyhow::anyhow!("{key}.{}: {}", e.key, e.message))?;
+    match target {
+        StorageTarget::Folder(_) => Ok(Location::folder(folder)),
+        StorageTarget::Remote(remote) => {
+            let url = url_of(&remote);
+            let (key, copy) = (key.to_string(), root.join(LOCAL_COPIES).join(key));
+            let connected = object::run(async move { remote::connect(&key, &remote).await })??;
+            Ok(Location::object(ObjectLocation::at(connected.store, connected.prefix, url), copy))
+        }
+    }
+}
+
+/// `s3://bucket/prefix` and the like, for messages.
+fn url_of(remote: &RemoteStorage) -> String {
+    let (scheme, name) = match &remote.service {
+        RemoteService::S3 { bucket, .. } => ("s3", bucket),
+        RemoteService::AzureBlob { container, .. } => ("az", container),
+        RemoteService::Gcs { bucket } => ("gs", bucket),
+    };
+    format!("{scheme}://{name}/{}", remote.prefix).trim_end_matches('/').to_string()
+}
+
+/// One place files are kept: a local folder, or a prefix of an object
+/// store with a local copy (the working copy a writer runs in; a reader's
+/// copies of published versions beside it).
+#[derive(Debug, Clone)]
+pub struct Location {
+    dir: PathBuf,
+    remote: Option<ObjectLocation>,
+}
+
+/// The table every published index has.
+const INDEX_TABLE: &str = "documents";
+
+/// Versions kept before the published one, for readers that still hold them.
+const KEEP_PREVIOUS_VERSIONS: u64 = 1;
+
+/// How long a writer's lease lasts unless renewed (it is renewed every
+/// third of this while the writer runs).
+const LEASE_SECONDS: u64 = 120;
+
+/// The right to change an index: the local folder's lock, and on an object
+/// store the writer lease. Held until dropped.
+pub struct Writer {
+    _lock: crate::staging::WriterLock,
+    lease: Option<publish::Lease>,
+}
+
+impl Location {
+    /// A local folder (made when first written to).
+    pub fn folder(dir: impl Into<PathBuf>) -> Location {
+        Location { dir: dir.into(), remote: None }
+    }
+
+    /// A prefix of an object store, worked on in the local folder `copy`.
+    pub fn object(remote: ObjectLocation, copy: impl Into<PathBuf>) -> Location {
+        Location { dir: copy.into(), remote: Some(remote) }
+    }
+
+    /// The local folder the location's files are read from and written to
+    /// (for an object store, its working copy).
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The object store prefix, when the location is one.
+    pub fn remote(&self) -> Option<&ObjectLocation> {
+        self.remote.as_ref()
+    }
+
+    /// Where the published table `name` is kept.
+    pub fn table_file(&self, name: &str) -> PathBuf {
+        store::table_path(&self.dir, name, true)
+    }
+
+    /// Whether the published table `name` exists.
+    pub fn has_table(&self, name: &str) -> bool {
+        self.table_file(name).is_file()
+    }
+
+    /// The published table `name`, or `None` when there is none.
+    pub fn read_table(&self, name: &str) -> anyhow::Result<Option<RecordBatch>> {
+        let path = self.table_file(name);
+        if !path.exists() {
+            return Ok(None);
+        }
+        store::read_table(&path).map(Some)
+    }
+
+    /// Whether the location holds a published index.
+    pub fn has_index(&self) -> bool {
+        self.has_table(INDEX_TABLE)
+    }
+
+    /// The location for messages.
+    pub fn describe(&self) -> String {
+        match &self.remote {
+            Some(remote) => remote.url().to_string(),
+            None => self.dir.display().to_string(),
+        }
+    }
+
+    /// Takes the right to change the index (or fails at once naming who has
+    /// it) and, on an object store, brings the working copy to the published
+    /// version, which the run then starts from.
+    pub fn lock_for_writing(&self) -> anyhow::Result<Writer> {
+        let lock = crate::staging::lock_for_writing(&self.dir)?;
+        let lease = match &self.remote {
+            None => None,
+            Some(remote) => {
+                let lease = publish::Lease::acquire(remote, std::time::Duration::from_secs(LEASE_SECONDS))?;
+                crate::staging::recover(&self.dir)?;
+                publish::mirror(remote, &self.dir)?;
+                Some(lease)
+            }
+        };
+        Ok(Writer { _lock: lock, lease })
+    }
+
+    /// After the local publication (`staging::commit`): on an object store,
+    /// uploads the published files as the next version and points the
+    /// manifest at it.
+    pub fn publish(&self, writer: &Writer) -> anyhow::Result<()> {
+        let (Some(remote), Some(lease)) = (&self.remote, &writer.lease) else { return Ok(()) };
+        lease.check()?;
+        let version = publish::publish(&self.dir, remote, KEEP_PREVIOUS_VERSIONS)?;
+        tracing::info!("published version {version} of {}", remote.url());
+        Ok(())
+    }
+
+    /// The local folder a reader reads the published index from (for an
+    /// object store, its copy of the published version, downloaded once),
+    /// with a token that changes with every publication. None when nothing
+    /// is published there.
+    pub fn published(&self) -> anyhow::Result<Option<(PathBuf, String)>> {
+        match &self.remote {
+            None => {
+                // A publication a crashed writer left half done is finished
+                // first (one publishing now finishes it itself).
+                crate::staging::recover_if_idle(&self.dir)?;
+                Ok(self.dir.is_dir().then(|| (self.dir.clone(), crate::staging::fingerprint(&self.dir))))
+            }
+            Some(remote) => Ok(publish::fetch(remote, &self.dir.join(READER_COPIES))?
+                .map(|(dir, version)| (dir, format!("{}#{version}", remote.url())))),
+        }
+    }
+
+    /// The token [`Location::published`] gives, without downloading.
+    pub fn published_token(&self) -> anyhow::Result<String> {
+        match &self.remote {
+            None => Ok(crate::staging::fingerprint(&self.dir)),
+            Some(remote) => {
+                Ok(publish::manifest(remote)?.map(|m| format!("{}#{}", remote.url(), m.version)).unwrap_or_default())
+            }
+        }
+    }
+
+    /// The documents of an input location.
+    pub fn files(&self) -> Box<dyn FileSource> {
+        match &self.remote {
+            None => Box::new(LocalFiles::new(&self.dir)),
+            Some(remote) => Box::new(ObjectFiles { remote: remote.clone() }),
+        }
+    }
+}
+
+/// Where a reader's copies of published versions are kept, in the local copy.
+const READER_COPIES: &str = ".versions";
+
+/// The documents under an object store prefix.
+struct ObjectFiles {
+    remote: ObjectLocation,
+}
+
+impl FileSource for ObjectFiles {
+    fn list(&self) -> anyhow::Result<Vec<FileEntry>> {
+        Ok(self
+            .remote
+            .list("")?
+            .into_iter()
+            .map(|l| FileEntry { path: l.key, size: l.size, modified: l.modified })
+            .collect())
+    }
+
+    fn read(&self, path: &str) -> anyhow::Result<Vec<u8>> {
+        match self.remote.get(path)? {
+            Some(bytes) => Ok(bytes.to_vec()),
+            None => anyhow::bail!("{}/{path} is gone (deleted while the run read the input)", self.remote.url()),
+        }
+    }
+
+    fn describe(&self) -> String {
+        self.remote.url().to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn locations_follow_the_settings_base_dirs() {
+        let mut settings = Settings::default();
+        settings.input_storage.base_dir = "docs".into();
+        settings.output_storage.base_dir = "/abs/index".into();
+        let storage = Storage::open(Path::new("/p"), &settings).unwrap();
+        assert_eq!(storage.input.dir(), Path::new("/p/docs"));
+        assert_eq!(storage.output.dir(), Path::new("/abs/index"), "an absolute base_dir is kept");
+        assert_eq!(storage.cache.dir(), Path::new("/p/cache"));
+        assert_eq!(storage.output.table_file("entities"), Path::new("/abs/index/entities.parquet"));
+    }
+
+    #[test]
+    fn tables_are_read_by_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = Location::folder(dir.path());
+        assert!(!out.has_index());
+        assert!(out.read_table("documents").unwrap().is_none());
+        let t = RecordBatch::try_new(
+            crate::schema::documents(arrow_schema::DataType::LargeUtf8),
+            vec![
+                crate::schema::text_col(["d1"]),
+                crate::schema::int_col([0]),
+                crate::schema::text_col(["a.txt"]),
+                crate::schema::text_col(["text"]),
+                crate::schema::id_list_col([Vec::<String>::new()]),
+                crate::schema::text_col(["2026"]),
+                crate::schema::opt_text_col([None::<String>]),
+            ],
+        )
+        .unwrap();
+        store::write_table(&out.table_file("documents"), &t).unwrap();
+        assert!(out.has_index());
+        assert_eq!(out.read_table("documents").unwrap().unwrap().num_rows(), 1);
+    }
+}

@@ -385,7 +385,7 @@ impl AzureConnection {
 /// (ring, the platform's roots read once, on the first TLS handshake; see
 /// `llm::tls`), with the timeouts and scheme policy of the store's options.
 #[derive(Debug)]
-struct SharedTlsConnector;
+pub(crate) struct SharedTlsConnector;
 
 impl HttpConnector for SharedTlsConnector {
     fn connect(&self, options: &ClientOptions) -> object_store::Result<HttpClient> {

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use arrow_array::RecordBatch;
-use graphrag_engine::context::{LocalFiles, StepCounters, VerbContext};
+use graphrag_engine::context::{StepCounters, VerbContext};
 use graphrag_engine::llm::UsageCounters;
 use graphrag_operations::chunk_selection::{self, SelectionMethod, SEED};
 
@@ -33,7 +33,7 @@ pub(super) fn chunk_corpus(project: &Project) -> anyhow::Result<Vec<String>> {
             }
         }
     }
-    let files = LocalFiles::new(project.root.join(&project.settings().input_storage.base_dir));
+    let files = project.storage.input.files();
     let mut tables: std::collections::HashMap<&str, Arc<RecordBatch>> = std::collections::HashMap::new();
     for (i, step) in steps.iter().enumerate().filter(|(i, _)| needed[*i]) {
         let inputs: Vec<Arc<RecordBatch>> = step
@@ -42,7 +42,7 @@ pub(super) fn chunk_corpus(project: &Project) -> anyhow::Result<Vec<String>> {
             .map(|t| tables.get(t.as_str()).cloned().with_context(|| format!("step `{}`: no table `{t}`", step.id)))
             .collect::<anyhow::Result<_>>()?;
         let counters = StepCounters::default();
-        let ctx = VerbContext::new(&step.id, &files, &counters);
+        let ctx = VerbContext::new(&step.id, &*files, &counters);
         let outputs = step.verb.run(&inputs, &ctx).with_context(|| format!("step `{}`", step.id))?;
         for (name, table) in step.outputs.iter().zip(outputs) {
             tables.insert(name, Arc::new(table));
@@ -90,7 +90,7 @@ pub(super) fn select(
     if n == 0 {
         anyhow::bail!(
             "no text in the input folder {}: prompt tuning needs documents to read",
-            project.root.join(&project.settings().input_storage.base_dir).display()
+            project.storage.input.describe()
         );
     }
     let mut notes = Vec::new();

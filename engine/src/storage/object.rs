@@ -1,0 +1,320 @@
+//! A [`super::Location`]'s objects in an object store (S3, Azure Blob, GCS
+//! through the `object_store` crate): a prefix of a bucket or container.
+//!
+//! The engine is synchronous (steps run on threads, verbs `block_on` the
+//! LLM layer's runtime), so this is too: each call is spawned on one small
+//! runtime of this module's own and its answer waited for over a channel.
+//! That works from any thread — a worker of another tokio runtime included,
+//! where `block_on` would panic — and keeps object_store's types inside this
+//! file. Every request is bounded by the store's client options (timeouts,
+//! retries), which the connector sets.
+
+use std::future::Future;
+use std::path::Path;
+use std::sync::{Arc, OnceLock};
+use std::time::SystemTime;
+
+use anyhow::{anyhow, Context};
+use bytes::Bytes;
+use futures_util::TryStreamExt;
+use object_store::path::Path as Key;
+use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, UpdateVersion};
+
+/// A prefix of an object store.
+#[derive(Clone)]
+pub struct ObjectLocation {
+    store: Arc<dyn ObjectStore>,
+    prefix: Key,
+    /// `s3://bucket/prefix` or the like, for messages (no credentials).
+    url: String,
+}
+
+impl std::fmt::Debug for ObjectLocation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ObjectLocation({})", self.url)
+    }
+}
+
+/// An object's contents with the version a conditional write must name.
+pub(crate) struct Versioned {
+    pub bytes: Bytes,
+    pub version: UpdateVersion,
+}
+
+/// How a conditional write ended.
+pub(crate) enum Conditional {
+    Written,
+    /// Someone else wrote (or created) the object first.
+    Lost,
+}
+
+/// One listed object: its key under the location and its size and time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listed {
+    pub key: String,
+    pub size: u64,
+    pub modified: SystemTime,
+}
+
+/// Runs `fut` on this module's runtime and waits for its answer.
+pub(crate) fn run<T: Send + 'static>(fut: impl Future<Output = T> + Send + 'static) -> anyhow::Result<T> {
+    static RUNTIME: OnceLock<Result<tokio::runtime::Runtime, String>> = OnceLock::new();
+    let runtime = RUNTIME
+        .get_or_init(|| {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .thread_name("object-store")
+                .enable_all()
+                .build()
+                .map_err(|e| e.to_string())
+        })
+        .as_ref()
+        .map_err(|e| anyhow!("starting the object store client's runtime: {e}"))?;
+    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+    runtime.spawn(async move {
+        let _ = tx.send(fut.await);
+    });
+    rx.recv().map_err(|_| anyhow!("an object store request ended without an answer (it panicked)"))
+}
+
+impl ObjectLocation {
+    /// The objects of `store` under `prefix`; `url` names them in messages.
+    pub fn new(store: Arc<dyn ObjectStore>, prefix: &str, url: impl Into<String>) -> anyhow::Result<ObjectLocation> {
+        let prefix = Key::parse(prefix).with_context(|| format!("`{prefix}` is not an object key prefix"))?;
+        Ok(ObjectLocation { store, prefix, url: url.into() })
+    }
+
+    /// The objects of `store` under the key `prefix`.
+    pub(crate) fn at(store: Arc<dyn ObjectStore>, prefix: Key, url: String) -> ObjectLocation {
+        ObjectLocation { store, prefix, url }
+    }
+
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The location `sub` (a `/`-separated key prefix) under this one.
+    pub fn join(&self, sub: &str) -> ObjectLocation {
+        let mut prefix = self.prefix.clone();
+        for part in sub.split('/').filter(|p| !p.is_empty()) {
+            prefix = prefix.join(part);
+        }
+        ObjectLocation { store: self.store.clone(), prefix, url: format!("{}/{sub}", self.url.trim_end_matches('/')) }
+    }
+
+    fn key(&self, rel: &str) -> Key {
+        rel.split('/').filter(|p| !p.is_empty()).fold(self.prefix.clone(), |k, part| k.join(part))
+    }
+
+    fn name(&self, rel: &str) -> String {
+        format!("{}/{rel}", self.url.trim_end_matches('/'))
+    }
+
+    /// The object `rel`, or `None` when there is none.
+    pub fn get(&self, rel: &str) -> anyhow::Result<Option<Bytes>> {
+        Ok(self.get_versioned(rel)?.map(|v| v.bytes))
+    }
+
+    pub(crate) fn get_versioned(&self, rel: &str) -> anyhow::Result<Option<Versioned>> {
+        let (store, key) = (self.store.clone(), self.key(rel));
+        let got = run(async move {
+            match store.get(&key).await {
+                Ok(found) => {
+                    let version =
+                        UpdateVersion { e_tag: found.meta.e_tag.clone(), version: found.meta.version.clone() };
+                    found.bytes().await.map(|bytes| Some(Versioned { bytes, version }))
+                }
+                Err(object_store::Error::NotFound { .. }) => Ok(None),
+                Err(e) => Err(e),
+            }
+        })?;
+        got.with_context(|| format!("reading {}", self.name(rel)))
+    }
+
+    /// Writes the object `rel` whole (a reader sees the old or the new one).
+    pub fn put(&self, rel: &str, bytes: Bytes) -> anyhow::Result<()> {
+        let (store, key) = (self.store.clone(), self.key(rel));
+        run(async move { store.put(&key, PutPayload::from(bytes)).await })?
+            .map(|_| ())
+            .with_context(|| format!("writing {}", self.name(rel)))
+    }
+
+    /// Writes `rel` only if it is still at `expected` (`None`: only if it
+    /// does not exist): the store's conditional put.
+    pub(crate) fn put_if(
+        &self,
+        rel: &str,
+        bytes: Bytes,
+        expected: Option<UpdateVersion>,
+    ) -> anyhow::Result<Conditional> {
+        let (store, key) = (self.store.clone(), self.key(rel));
+        let mode = expected.map_or(PutMode::Create, PutMode::Update);
+        let opts = PutOptions { mode, ..PutOptions::default() };
+        let result = run(async move { store.put_opts(&key, PutPayload::from(bytes), opts).await })?;
+        match result {
+            Ok(_) => Ok(Conditional::Written),
+            Err(object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. }) => {
+                Ok(Conditional::Lost)
+            }
+            Err(e) => Err(e).with_context(|| format!("writing {} conditionally", self.name(rel))),
+        }
+    }
+
+    /// Every object under `sub` (`""`: the whole location), sorted by key.
+    pub fn list(&self, sub: &str) -> anyhow::Result<Vec<Listed>> {
+        let (store, base, prefix) = (self.store.clone(), self.prefix.clone(), self.key(sub));
+        let listed = run(async move {
+            let metas: Vec<object_store::ObjectMeta> = store.list(Some(&prefix)).try_collect().await?;
+            Ok::<_, object_store::Error>(
+                metas
+                    .into_iter()
+                    .filter_map(|m| {
+                        let rel: Vec<String> =
+                            m.location.prefix_match(&base)?.map(|p| p.as_ref().to_string()).collect();
+                        Some(Listed { key: rel.join("/"), size: m.size, modified: m.last_modified.into() })
+                    })
+                    .collect::<Vec<_>>(),
+            )
+        })?;
+        let mut listed = listed.with_context(|| format!("listing {}", self.name(sub)))?;
+        listed.sort_by(|a, b| a.key.cmp(&b.key));
+        Ok(listed)
+    }
+
+    /// Deletes `rel` (nothing when it is already gone).
+    pub fn delete(&self, rel: &str) -> anyhow::Result<()> {
+        let (store, key) = (self.store.clone(), self.key(rel));
+        match run(async move { store.delete(&key).await })? {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+            Err(e) => Err(e).with_context(|| format!("deleting {}", self.name(rel))),
+        }
+    }
+
+    /// Copies the local file `path` to the object `rel`.
+    pub fn upload(&self, path: &Path, rel: &str) -> anyhow::Result<()> {
+        let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+        self.put(rel, Bytes::from(bytes))
+    }
+
+    /// Copies the object `rel` to the local file `path` (atomically); false
+    /// when there is no such object.
+    pub fn download(&self, rel: &str, path: &Path) -> anyhow::Result<bool> {
+        let Some(bytes) = self.get(rel)? else { return Ok(false) };
+        crate::store::atomic_write(path, &bytes).with_context(|| format!("writing {}", path.display()))?;
+        Ok(true)
+    }
+}
+
+/// Starting moto's S3 server on loopback for the tests of this crate.
+#[cfg(test)]
+pub(crate) mod testing {
+    use std::net::TcpListener;
+    use std::process::{Child, Command, Stdio};
+    use std::time::{Duration, Instant};
+
+    use object_store::aws::{AmazonS3Builder, S3ConditionalPut};
+
+    use super::*;
+
+    /// A moto server, killed on drop.
+    pub struct Moto {
+        child: Child,
+        pub endpoint: String,
+    }
+
+    impl Drop for Moto {
+        fn drop(&mut self) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+
+    /// moto on a free loopback port, or None (with a loud message) when
+    /// `moto_server` is not installed outside CI; under CI that is a failure.
+    pub fn moto() -> Option<Moto> {
+        let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let child = match Command::new("moto_server")
+            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+        {
+            Ok(child) => child,
+            Err(e) if std::env::var("CI").is_err() => {
+                eprintln!("SKIPPED: moto_server not found ({e}): pip install \"moto[server]\"");
+                return None;
+            }
+            Err(e) => panic!("moto_server not found under CI: {e}"),
+        };
+        let moto = Moto { child, endpoint: format!("http://127.0.0.1:{port}") };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "moto did not listen on port {port} within 20 s");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Some(moto)
+    }
+
+    impl Moto {
+        /// A new bucket `name` on this server, as an object store.
+        pub fn bucket(&self, name: &str) -> Arc<dyn ObjectStore> {
+            let url = format!("{}/{name}", self.endpoint);
+            let status = Command::new("curl").args(["-s", "-o", "/dev/null", "-X", "PUT", &url]).status().unwrap();
+            assert!(status.success(), "creating bucket {name}");
+            Arc::new(
+                AmazonS3Builder::new()
+                    .with_endpoint(&self.endpoint)
+                    .with_allow_http(true)
+                    .with_bucket_name(name)
+                    .with_region("us-east-1")
+                    .with_access_key_id("test")
+                    .with_secret_access_key("test")
+                    .with_conditional_put(S3ConditionalPut::ETagMatch)
+                    .with_http_connector(crate::storage::remote::SharedTlsConnector)
+                    .build()
+                    .unwrap(),
+            )
+        }
+
+        pub fn location(&self, bucket: &str, prefix: &str) -> ObjectLocation {
+            ObjectLocation::new(self.bucket(bucket), prefix, format!("s3://{bucket}/{prefix}")).unwrap()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testing::moto;
+    use super::*;
+
+    #[test]
+    fn objects_round_trip_list_and_conditional_writes_on_moto() {
+        let Some(moto) = moto() else { return };
+        let loc = moto.location("round-trip", "project/output");
+        assert!(loc.get("a.json").unwrap().is_none());
+        loc.put("a.json", Bytes::from_static(b"one")).unwrap();
+        loc.put("v-1/t.parquet", Bytes::from_static(b"table")).unwrap();
+        assert_eq!(loc.get("a.json").unwrap().unwrap(), Bytes::from_static(b"one"));
+        let keys: Vec<String> = loc.list("").unwrap().into_iter().map(|l| l.key).collect();
+        assert_eq!(keys, ["a.json", "v-1/t.parquet"]);
+        assert_eq!(loc.join("v-1").list("").unwrap()[0].key, "t.parquet");
+        // Create only once; update only from the version read.
+        assert!(matches!(loc.put_if("m", Bytes::from_static(b"1"), None).unwrap(), Conditional::Written));
+        assert!(matches!(loc.put_if("m", Bytes::from_static(b"2"), None).unwrap(), Conditional::Lost));
+        let first = loc.get_versioned("m").unwrap().unwrap();
+        let stale = first.version.clone();
+        assert!(matches!(
+            loc.put_if("m", Bytes::from_static(b"2"), Some(first.version)).unwrap(),
+            Conditional::Written
+        ));
+        assert!(matches!(loc.put_if("m", Bytes::from_static(b"3"), Some(stale)).unwrap(), Conditional::Lost));
+        assert_eq!(loc.get("m").unwrap().unwrap(), Bytes::from_static(b"2"));
+        loc.delete("a.json").unwrap();
+        loc.delete("a.json").unwrap();
+        assert!(loc.get("a.json").unwrap().is_none());
+        let dir = tempfile::tempdir().unwrap();
+        assert!(loc.download("v-1/t.parquet", &dir.path().join("t.parquet")).unwrap());
+        assert!(!loc.download("nothing", &dir.path().join("n")).unwrap());
+        assert_eq!(std::fs::read(dir.path().join("t.parquet")).unwrap(), b"table");
+    }
+}
