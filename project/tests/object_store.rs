@@ -3,60 +3,50 @@
 //! as a version behind a manifest, equal byte for byte to the same index
 //! built in a local folder; a reader's copy of the published version.
 
-use std::net::TcpListener;
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+#[path = "../../tests/common/object_servers.rs"]
+mod object_servers;
 
+use std::path::Path;
+use std::sync::Once;
+
+use graphrag_engine::settings::LoadedSettings;
 use graphrag_engine::storage::{publish, Storage};
 use graphrag_mock_llm::{MockConfig, MockServer};
-use graphrag_project::{IndexOptions, OpenOptions, Project, RunSettings};
+use graphrag_project::{IndexOptions, OpenOptions, Project, RunSettings, UpdateOptions};
+use object_servers::{ObjectServer, MOTO_KEY_ID, MOTO_SECRET};
 
-struct Moto(Child, String);
-
-impl Drop for Moto {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// moto on a free loopback port; None (loudly) when not installed outside CI.
-fn moto() -> Option<Moto> {
-    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let spawned = Command::new("moto_server")
-        .args(["-H", "127.0.0.1", "-p", &port.to_string()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn();
-    let child = match spawned {
-        Ok(child) => child,
-        Err(e) if std::env::var("CI").is_err() => {
-            eprintln!("SKIPPED: moto_server not found ({e}): pip install \"moto[server]\"");
-            return None;
-        }
-        Err(e) => panic!("moto_server not found under CI: {e}"),
-    };
-    let moto = Moto(child, format!("http://127.0.0.1:{port}"));
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "moto did not listen within 20 s");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    Some(moto)
-}
-
-fn create_bucket(moto: &Moto, name: &str) {
-    let url = format!("{}/{name}", moto.1);
-    let created = Command::new("curl").args(["-sf", "-o", "/dev/null", "-X", "PUT", &url]).status().unwrap();
-    assert!(created.success(), "creating bucket {name}");
+/// Credentials as the AWS SDKs read them (moto accepts any); set once, before
+/// any test of this binary makes a client.
+fn aws_credentials() {
+    static SET: Once = Once::new();
+    SET.call_once(|| {
+        std::env::set_var("AWS_ACCESS_KEY_ID", MOTO_KEY_ID);
+        std::env::set_var("AWS_SECRET_ACCESS_KEY", MOTO_SECRET);
+    });
 }
 
 /// A storage section on moto's bucket `bucket` under `prefix`.
-fn s3(moto: &Moto, bucket: &str, prefix: &str) -> String {
+fn s3(moto: &ObjectServer, bucket: &str, prefix: &str) -> String {
     format!(
         "\n    type: s3\n    bucket: {bucket}\n    base_dir: {prefix}\n    endpoint_url: {}\n    region: us-east-1\n",
-        moto.1
+        moto.endpoint()
+    )
+}
+
+/// The storage sections `graphrag init` writes, with blob chosen and only the
+/// connection string and container filled in.
+fn blob_init_sections(azurite: &ObjectServer, container: &str) -> String {
+    let blob = |base_dir: &str, indent: &str| {
+        format!(
+            "{indent}type: blob # [file, blob, cosmosdb]\n{indent}connection_string: \"{}\"\n{indent}container_name: \"{container}\"\n{indent}base_dir: \"{base_dir}\"\n",
+            azurite.azurite_connection_string()
+        )
+    };
+    format!(
+        "input_storage:\n{}\noutput_storage:\n{}\nreporting:\n  type: file # [file, blob]\n  base_dir: \"logs\"\n\ncache:\n  type: json # [json, memory, sqlite, none]\n  storage:\n{}",
+        blob("input", "  "),
+        blob("output", "  "),
+        blob("cache", "    ")
     )
 }
 
@@ -93,67 +83,91 @@ fn published(dir: &Path) -> Vec<(String, Vec<u8>)> {
     files
 }
 
+const DOCS: [(&str, &str); 2] = [
+    ("a.txt", "Ebenezer Scrooge kept the counting-house with Jacob Marley. "),
+    ("sub/b.txt", "Bob Cratchit and Tiny Tim sat by the fire with Scrooge. "),
+];
+
+/// A project whose storage is `sections` (its documents put in its input
+/// store) and its twin in local folders (the same files, carrying the
+/// objects' times: documents' creation_date), both indexed with `method`.
+struct Twins {
+    remote: tempfile::TempDir,
+    local: tempfile::TempDir,
+    loaded: LoadedSettings,
+    storage: Storage,
+}
+
+fn index_twins(mock: &MockServer, sections: &str, method: &str) -> Twins {
+    let remote = tempfile::tempdir().unwrap();
+    std::fs::write(remote.path().join("settings.yaml"), format!("{}{sections}", settings(mock))).unwrap();
+    let loaded = graphrag_engine::settings::load(remote.path()).unwrap_or_else(|e| panic!("{e}"));
+    let storage = Storage::open(remote.path(), &loaded.settings).unwrap();
+    let local = tempfile::tempdir().unwrap();
+    std::fs::write(local.path().join("settings.yaml"), settings(mock)).unwrap();
+    for (name, sentence) in DOCS {
+        add_document(&storage, local.path(), name, &sentence.repeat(20));
+    }
+    let opts = OpenOptions { method: method.into(), no_cache: false };
+    index(Project::open(local.path(), &opts).unwrap());
+    index(Project::open(remote.path(), &opts).unwrap());
+    Twins { remote, local, loaded, storage }
+}
+
+/// Puts a document in the remote input store and the same file, with the
+/// object's time, in the local project's input folder.
+fn add_document(storage: &Storage, local: &Path, name: &str, text: &str) {
+    let input = storage.input.remote().unwrap();
+    input.put(name, text.to_string().into_bytes().into()).unwrap();
+    let listed = input.list("").unwrap().into_iter().find(|o| o.key == name).unwrap();
+    let path = local.join("input").join(name);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(&path, text).unwrap();
+    std::fs::File::options().write(true).open(&path).unwrap().set_modified(listed.modified).unwrap();
+}
+
+/// The version published on the remote output equals the local index byte
+/// for byte; returns the readers' folder, the fetched copy and the local files.
+fn assert_published_equals_local(twins: &Twins, version: u64) -> (tempfile::TempDir, std::path::PathBuf, Published) {
+    let readers = tempfile::tempdir().unwrap();
+    let (copy, fetched) = publish::fetch(twins.storage.output.remote().unwrap(), readers.path()).unwrap().unwrap();
+    assert_eq!(fetched, version);
+    let expected = published(&twins.local.path().join("output"));
+    assert!(expected.iter().any(|(name, _)| name == "entities.parquet"), "{:?}", expected.iter().map(|f| &f.0));
+    assert_eq!(published(&copy), expected, "the published version is the local index, byte for byte");
+    assert!(
+        !twins.remote.path().join("output").exists() && !twins.remote.path().join("cache").exists(),
+        "nothing in local folders"
+    );
+    let answers = Storage::cache(twins.remote.path(), &twins.loaded.settings).unwrap();
+    assert!(!answers.remote().unwrap().list("").unwrap().is_empty(), "the model's answers are cached remotely");
+    (readers, copy, expected)
+}
+
+type Published = Vec<(String, Vec<u8>)>;
+
 #[test]
 fn an_index_on_s3_equals_the_local_one_byte_for_byte() {
-    let Some(moto) = moto() else { return };
-    // Credentials as the AWS SDKs read them (moto accepts any); this test binary's only test.
-    std::env::set_var("AWS_ACCESS_KEY_ID", "testing");
-    std::env::set_var("AWS_SECRET_ACCESS_KEY", "testing-secret");
+    let Some(moto) = object_servers::moto(&[]) else { return };
+    aws_credentials();
     let mock = MockServer::start(MockConfig::default()).unwrap();
     for bucket in ["docs", "index", "answers"] {
-        create_bucket(&moto, bucket);
+        moto.create_bucket(bucket);
     }
-    let remote = tempfile::tempdir().unwrap();
-    let on_s3 = format!(
-        "{}input_storage:{}output_storage:{}cache:\n  type: json\n  storage:{}",
-        settings(&mock),
+    let sections = format!(
+        "input_storage:{}output_storage:{}cache:\n  type: json\n  storage:{}",
         s3(&moto, "docs", "project/input"),
         s3(&moto, "index", "project/output"),
         s3(&moto, "answers", "project/cache").replace("\n    ", "\n      ")
     );
-    std::fs::write(remote.path().join("settings.yaml"), on_s3).unwrap();
-    let loaded = graphrag_engine::settings::load(remote.path()).unwrap_or_else(|e| panic!("{e}"));
-    let storage = Storage::open(remote.path(), &loaded.settings).unwrap();
-    let (input, output) = (storage.input.remote().unwrap(), storage.output.remote().unwrap());
-    let docs = [
-        ("a.txt", "Ebenezer Scrooge kept the counting-house with Jacob Marley. ".repeat(20)),
-        ("sub/b.txt", "Bob Cratchit and Tiny Tim sat by the fire with Scrooge. ".repeat(20)),
-    ];
-    for (name, text) in &docs {
-        input.put(name, text.clone().into_bytes().into()).unwrap();
-    }
-    // The local project's files carry the objects' times (documents' creation_date).
-    let local = tempfile::tempdir().unwrap();
-    std::fs::write(local.path().join("settings.yaml"), settings(&mock)).unwrap();
-    for listed in input.list("").unwrap() {
-        let path = local.path().join("input").join(&listed.key);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(&path, input.get(&listed.key).unwrap().unwrap()).unwrap();
-        std::fs::File::options().write(true).open(&path).unwrap().set_modified(listed.modified).unwrap();
-    }
-    let fast = OpenOptions { method: "fast".into(), no_cache: false };
-    index(Project::open(local.path(), &fast).unwrap());
-    index(Project::open(remote.path(), &fast).unwrap());
-
-    let readers = tempfile::tempdir().unwrap();
-    let (copy, version) = publish::fetch(output, readers.path()).unwrap().unwrap();
-    assert_eq!(version, 1);
-    let expected = published(&local.path().join("output"));
-    assert!(expected.iter().any(|(name, _)| name == "entities.parquet"), "{:?}", expected.iter().map(|f| &f.0));
-    assert_eq!(published(&copy), expected, "the version on S3 is the local index, byte for byte");
-    assert!(
-        !remote.path().join("output").exists() && !remote.path().join("cache").exists(),
-        "nothing in local folders"
-    );
-    let answers = Storage::cache(remote.path(), &loaded.settings).unwrap();
-    assert!(
-        !answers.remote().unwrap().list("").unwrap().is_empty(),
-        "the embeddings' answers are cached in the bucket"
-    );
+    let twins = index_twins(&mock, &sections, "fast");
+    let (readers, copy, expected) = assert_published_equals_local(&twins, 1);
+    let output = twins.storage.output.remote().unwrap();
 
     // A second run publishes version 2 from the cached answers; version 1 stays readable.
     let calls = mock.stats().requests;
-    index(Project::open(remote.path(), &fast).unwrap());
+    let fast = OpenOptions { method: "fast".into(), no_cache: false };
+    index(Project::open(twins.remote.path(), &fast).unwrap());
     assert_eq!(mock.stats().requests, calls, "the rerun asked the model nothing");
     assert_eq!(publish::manifest(output).unwrap().unwrap().version, 2);
     assert_eq!(published(&copy), expected, "the reader's copy of version 1 is untouched");
@@ -161,6 +175,43 @@ fn an_index_on_s3_equals_the_local_one_byte_for_byte() {
     assert_eq!(published(&copy2), expected);
 
     // What a query engine or a server reads: the local copy of the published version.
-    let (dir, token) = storage.output.published().unwrap().unwrap();
+    let (dir, token) = twins.storage.output.published().unwrap().unwrap();
     assert_eq!((published(&dir), token), (expected, "s3://index/project/output#2".to_string()));
+}
+
+#[test]
+fn an_index_on_azurite_with_graphrag_init_blob_settings_equals_the_local_one() {
+    let Some(azurite) = object_servers::azurite() else { return };
+    let mock = MockServer::start(MockConfig::default()).unwrap();
+    azurite.create_container("graphrag");
+    let twins = index_twins(&mock, &blob_init_sections(&azurite, "graphrag"), "fast");
+    assert_published_equals_local(&twins, 1);
+}
+
+#[test]
+fn a_standard_index_and_update_on_s3_equal_the_local_ones() {
+    let Some(moto) = object_servers::moto(&[]) else { return };
+    aws_credentials();
+    let mock = MockServer::start(MockConfig::default()).unwrap();
+    moto.create_bucket("graphrag");
+    let sections = format!(
+        "input_storage:{}output_storage:{}cache:\n  type: json\n  storage:{}",
+        s3(&moto, "graphrag", "input"),
+        s3(&moto, "graphrag", "output"),
+        s3(&moto, "graphrag", "cache").replace("\n    ", "\n      ")
+    );
+    let twins = index_twins(&mock, &sections, "standard");
+    let (_readers, copy, expected) = assert_published_equals_local(&twins, 1);
+
+    // `update` with one more document, on both; version 1 stays as it was.
+    let text = "Fezziwig danced with his apprentices at the Christmas ball. ".repeat(20);
+    add_document(&twins.storage, twins.local.path(), "c.txt", &text);
+    let opts = UpdateOptions {
+        run: RunSettings { skip_validation: true, ..RunSettings::default() },
+        ..UpdateOptions::default()
+    };
+    graphrag_project::update(twins.local.path(), &opts).unwrap_or_else(|e| panic!("{e}"));
+    graphrag_project::update(twins.remote.path(), &opts).unwrap_or_else(|e| panic!("{e}"));
+    assert_published_equals_local(&twins, 2);
+    assert_eq!(published(&copy), expected, "the reader's copy of version 1 is untouched");
 }
