@@ -1,0 +1,225 @@
+//! An index and an update on S3 (moto on loopback) killed (SIGKILL) at
+//! random moments: the version published before stays readable and whole
+//! (manifest and tables) throughout, the rerun completes, equals the same
+//! project indexed uninterrupted in a local folder, and asks the model
+//! nothing it had answered before the kill.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant, SystemTime};
+
+use common::object_servers::{self, ObjectServer, MOTO_KEY_ID, MOTO_SECRET};
+use common::{documents, project, put, run_ok, text};
+use graphrag_engine::storage::{publish, Storage};
+use graphrag_mock_llm::{FaultKind, FaultRule, MockConfig, MockServer, MockStats};
+
+/// Requests of the start-up check before a run (one chat, one embedding).
+const CHECKS: u32 = 2;
+
+/// Answers a run received: every chat answer and every embedded text is one
+/// cache entry.
+fn answers(stats: &MockStats) -> u64 {
+    stats.by_kind.values().sum::<u64>() + stats.embedded_texts
+}
+
+/// A storage section on moto's bucket under `prefix` (`indent`: its depth).
+fn s3(moto: &ObjectServer, prefix: &str, indent: &str) -> String {
+    ["type: s3", "bucket: graphrag", &format!("base_dir: {prefix}"), &format!("endpoint_url: {}", moto.endpoint())]
+        .iter()
+        .map(|line| format!("{indent}{line}\n"))
+        .collect()
+}
+
+/// Files by name, sorted.
+type Files = Vec<(String, Vec<u8>)>;
+
+/// The published files of an output folder but the run's record (stats.json:
+/// timings; document_status: wall-clock times).
+fn published(dir: &Path) -> Files {
+    let mut files: Files = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_file() && !p.file_name().unwrap().to_string_lossy().starts_with('.'))
+        .map(|p| (p.file_name().unwrap().to_string_lossy().into_owned(), std::fs::read(&p).unwrap()))
+        .filter(|(name, _)| name != "stats.json" && name != "document_status.parquet")
+        .collect();
+    files.sort();
+    files
+}
+
+struct OnS3 {
+    root: tempfile::TempDir,
+    storage: Storage,
+}
+
+impl OnS3 {
+    /// The model's answers cached in the bucket (one object each).
+    fn cache_entries(&self) -> u64 {
+        self.storage.cache.remote().unwrap().list("").unwrap().len() as u64
+    }
+}
+
+/// What a reader sees now: the published version and its files (fetched
+/// afresh), or None before the first publication.
+fn published_on_s3(s3: &OnS3, readers: &Path) -> Option<(u64, Files)> {
+    let output = s3.storage.output.remote().unwrap();
+    let manifest = publish::manifest(output).unwrap()?;
+    let fresh = tempfile::tempdir_in(readers).unwrap();
+    let (copy, version) = publish::fetch(output, fresh.path()).unwrap().unwrap();
+    assert!(version >= manifest.version, "a fetch after reading version {} got {version}", manifest.version);
+    Some((version, published(&copy)))
+}
+
+/// `graphrag-rs <command>` on the S3 project, killed (SIGKILL) while its
+/// request `answered + 1` hangs, once every answer it received is in the
+/// bucket's cache; `during` runs while it hangs. Returns the answers it cached.
+fn kill_at(mock: &MockServer, s3: &OnS3, command: &str, answered: u32, during: impl Fn()) -> u64 {
+    let cached_before = s3.cache_entries();
+    mock.reset_stats();
+    mock.set_faults(vec![FaultRule::always(FaultKind::Hang).after(answered)]);
+    let mut child: Child = Command::new(env!("CARGO_BIN_EXE_graphrag-rs"))
+        .args(["-q", command, "--root", s3.root.path().to_str().unwrap()])
+        .env("AWS_ACCESS_KEY_ID", MOTO_KEY_ID)
+        .env("AWS_SECRET_ACCESS_KEY", MOTO_SECRET)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !mock.wait_for_requests(u64::from(answered) + 1, Duration::from_millis(100)) {
+        let exited = child.try_wait().unwrap();
+        assert!(
+            exited.is_none() && Instant::now() < deadline,
+            "{command} never sent request {} ({exited:?})",
+            answered + 1
+        );
+    }
+    // The start-up check's answers (one chat, one text) are not cached.
+    let received = answers(&mock.stats()) - u64::from(CHECKS);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while s3.cache_entries() < cached_before + received && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    during();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    mock.set_faults(Vec::new());
+    mock.reset_stats();
+    s3.cache_entries() - cached_before
+}
+
+/// Kill moments (request numbers past the start-up check), each within the
+/// first half of what is left of a run of `total` requests once the runs
+/// before it were killed, from a seed printed so that a failure can be replayed.
+struct Moments {
+    state: u64,
+    left: u64,
+}
+
+impl Moments {
+    fn new(seed: u64, total: u64) -> Moments {
+        Moments { state: seed | 1, left: total - u64::from(CHECKS) }
+    }
+
+    fn next(&mut self) -> u32 {
+        self.state ^= self.state << 13;
+        self.state ^= self.state >> 7;
+        self.state ^= self.state << 17;
+        let answered = 1 + self.state % (self.left / 2).max(1);
+        self.left -= answered;
+        CHECKS + answered as u32
+    }
+}
+
+#[test]
+fn a_killed_index_or_update_on_s3_keeps_the_published_version_and_resumes_without_repeated_calls() {
+    let Some(moto) = object_servers::moto(&[]) else { return };
+    // This binary's only test: the clients below read the same credentials as the children.
+    std::env::set_var("AWS_ACCESS_KEY_ID", MOTO_KEY_ID);
+    std::env::set_var("AWS_SECRET_ACCESS_KEY", MOTO_SECRET);
+    moto.create_bucket("graphrag");
+    let mock = MockServer::start(MockConfig::default()).unwrap();
+    let docs = documents();
+    let seed = std::env::var("KILL_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap().subsec_nanos().into());
+    eprintln!("kill moments from KILL_SEED={seed}");
+
+    // The S3 project: the same model settings, input, output and cache in the bucket.
+    let root = project(&mock, &[], 1);
+    let settings = root.path().join("settings.yaml");
+    let sections = format!(
+        "input_storage:\n{}output_storage:\n{}cache:\n  type: json\n  storage:\n{}",
+        s3(&moto, "input", "  "),
+        s3(&moto, "output", "  "),
+        s3(&moto, "cache", "    ")
+    );
+    std::fs::write(&settings, std::fs::read_to_string(&settings).unwrap() + &sections).unwrap();
+    let loaded = graphrag_engine::settings::load(root.path()).unwrap_or_else(|e| panic!("{e}"));
+    let storage = Storage::open(root.path(), &loaded.settings).unwrap();
+    let s3 = OnS3 { root, storage };
+    let input = s3.storage.input.remote().unwrap();
+    for (name, body) in &docs[..4] {
+        input.put(name, body.clone().into_bytes().into()).unwrap();
+    }
+
+    // The reference: the same documents in a local folder, carrying the
+    // objects' times (documents' creation_date), indexed uninterrupted.
+    let reference = project(&mock, &docs[..4], 1);
+    let same_times = |reference: &Path| {
+        for listed in input.list("").unwrap() {
+            let file = std::fs::File::options().write(true).open(reference.join("input").join(&listed.key));
+            file.unwrap().set_modified(listed.modified).unwrap();
+        }
+    };
+    same_times(reference.path());
+    mock.reset_stats();
+    run_ok("index", reference.path());
+    let index_answers = answers(&mock.stats());
+    let index_requests = mock.stats().requests;
+    let readers = tempfile::tempdir().unwrap();
+
+    // The first index, killed at random moments: nothing is published meanwhile.
+    let mut cached = 0;
+    let mut moments = Moments::new(seed, index_requests);
+    for answered in (0..3).map(|_| moments.next()) {
+        cached += kill_at(&mock, &s3, "index", answered, || {
+            assert_eq!(published_on_s3(&s3, readers.path()), None, "nothing published by a killed first index");
+        });
+    }
+    let resumed = Command::new(env!("CARGO_BIN_EXE_graphrag-rs"))
+        .args(["-q", "index", "--resume", "--root", s3.root.path().to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(resumed.status.success(), "index --resume: {}", text(&resumed));
+    assert_eq!(answers(&mock.stats()), index_answers - cached, "the resumed index asks only what no killed run had");
+    let (version, first) = published_on_s3(&s3, readers.path()).unwrap();
+    assert_eq!(version, 1);
+
+    // The update (+1 document), killed at random moments: version 1 stays whole.
+    input.put(&docs[4].0, docs[4].1.clone().into_bytes().into()).unwrap();
+    put(reference.path(), &docs[4]);
+    same_times(reference.path());
+    mock.reset_stats();
+    run_ok("update", reference.path());
+    let update_answers = answers(&mock.stats());
+    let update_requests = mock.stats().requests;
+    let mut cached = 0;
+    let mut moments = Moments::new(seed.rotate_left(17), update_requests);
+    for answered in (0..3).map(|_| moments.next()) {
+        let still_first = || {
+            let seen = published_on_s3(&s3, readers.path());
+            assert!(seen == Some((1, first.clone())), "version 1, whole, while an update runs");
+        };
+        cached += kill_at(&mock, &s3, "update", answered, still_first);
+        still_first();
+    }
+    run_ok("update", s3.root.path());
+    assert_eq!(answers(&mock.stats()), update_answers - cached, "the update asks only what no killed run had");
+    let (version, second) = published_on_s3(&s3, readers.path()).unwrap();
+    assert_eq!(version, 2);
+    assert_eq!(second, published(&reference.path().join("output")), "the S3 index is the local one, byte for byte");
+}
