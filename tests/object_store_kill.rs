@@ -11,6 +11,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
 use common::object_servers::{self, ObjectServer, MOTO_KEY_ID, MOTO_SECRET};
+use common::published::{published, Files};
 use common::{documents, project, put, run_ok, text};
 use graphrag_engine::storage::{publish, Storage};
 use graphrag_mock_llm::{FaultKind, FaultRule, MockConfig, MockServer, MockStats};
@@ -30,23 +31,6 @@ fn s3(moto: &ObjectServer, prefix: &str, indent: &str) -> String {
         .iter()
         .map(|line| format!("{indent}{line}\n"))
         .collect()
-}
-
-/// Files by name, sorted.
-type Files = Vec<(String, Vec<u8>)>;
-
-/// The published files of an output folder but the run's record (stats.json:
-/// timings; document_status: wall-clock times).
-fn published(dir: &Path) -> Files {
-    let mut files: Files = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.is_file() && !p.file_name().unwrap().to_string_lossy().starts_with('.'))
-        .map(|p| (p.file_name().unwrap().to_string_lossy().into_owned(), std::fs::read(&p).unwrap()))
-        .filter(|(name, _)| name != "stats.json" && name != "document_status.parquet")
-        .collect();
-    files.sort();
-    files
 }
 
 struct OnS3 {

@@ -5,6 +5,8 @@
 
 #[path = "../../tests/common/object_servers.rs"]
 mod object_servers;
+#[path = "../../tests/common/published.rs"]
+mod published;
 
 use std::path::Path;
 use std::sync::Once;
@@ -14,6 +16,7 @@ use graphrag_engine::storage::{publish, Storage};
 use graphrag_mock_llm::{MockConfig, MockServer};
 use graphrag_project::{IndexOptions, OpenOptions, Project, RunSettings, UpdateOptions};
 use object_servers::{ObjectServer, MOTO_KEY_ID, MOTO_SECRET};
+use published::{published, Files};
 
 /// Credentials as the AWS SDKs read them (moto accepts any); set once, before
 /// any test of this binary makes a client.
@@ -30,6 +33,16 @@ fn s3(moto: &ObjectServer, bucket: &str, prefix: &str) -> String {
     format!(
         "\n    type: s3\n    bucket: {bucket}\n    base_dir: {prefix}\n    endpoint_url: {}\n    region: us-east-1\n",
         moto.endpoint()
+    )
+}
+
+/// Input, output and cache on S3: (bucket, prefix) of each.
+fn s3_sections(moto: &ObjectServer, [input, output, cache]: [(&str, &str); 3]) -> String {
+    format!(
+        "input_storage:{}output_storage:{}cache:\n  type: json\n  storage:{}",
+        s3(moto, input.0, input.1),
+        s3(moto, output.0, output.1),
+        s3(moto, cache.0, cache.1).replace("\n    ", "\n      ")
     )
 }
 
@@ -67,20 +80,6 @@ fn settings(mock: &MockServer) -> String {
 fn index(project: Project) {
     let opts = IndexOptions { resume: false, run: RunSettings { skip_validation: true, ..RunSettings::default() } };
     graphrag_project::index(project, &opts).unwrap_or_else(|e| panic!("{e}"));
-}
-
-/// The published files of an output folder but the run's record (stats.json:
-/// timings; document_status: wall-clock times).
-fn published(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.is_file() && !p.file_name().unwrap().to_string_lossy().starts_with('.'))
-        .map(|p| (p.file_name().unwrap().to_string_lossy().into_owned(), std::fs::read(&p).unwrap()))
-        .filter(|(name, _)| name != "stats.json" && name != "document_status.parquet")
-        .collect();
-    files.sort();
-    files
 }
 
 const DOCS: [(&str, &str); 2] = [
@@ -128,7 +127,7 @@ fn add_document(storage: &Storage, local: &Path, name: &str, text: &str) {
 
 /// The version published on the remote output equals the local index byte
 /// for byte; returns the readers' folder, the fetched copy and the local files.
-fn assert_published_equals_local(twins: &Twins, version: u64) -> (tempfile::TempDir, std::path::PathBuf, Published) {
+fn assert_published_equals_local(twins: &Twins, version: u64) -> (tempfile::TempDir, std::path::PathBuf, Files) {
     let readers = tempfile::tempdir().unwrap();
     let (copy, fetched) = publish::fetch(twins.storage.output.remote().unwrap(), readers.path()).unwrap().unwrap();
     assert_eq!(fetched, version);
@@ -144,8 +143,6 @@ fn assert_published_equals_local(twins: &Twins, version: u64) -> (tempfile::Temp
     (readers, copy, expected)
 }
 
-type Published = Vec<(String, Vec<u8>)>;
-
 #[test]
 fn an_index_on_s3_equals_the_local_one_byte_for_byte() {
     let Some(moto) = object_servers::moto(&[]) else { return };
@@ -154,12 +151,8 @@ fn an_index_on_s3_equals_the_local_one_byte_for_byte() {
     for bucket in ["docs", "index", "answers"] {
         moto.create_bucket(bucket);
     }
-    let sections = format!(
-        "input_storage:{}output_storage:{}cache:\n  type: json\n  storage:{}",
-        s3(&moto, "docs", "project/input"),
-        s3(&moto, "index", "project/output"),
-        s3(&moto, "answers", "project/cache").replace("\n    ", "\n      ")
-    );
+    let sections =
+        s3_sections(&moto, [("docs", "project/input"), ("index", "project/output"), ("answers", "project/cache")]);
     let twins = index_twins(&mock, &sections, "fast");
     let (readers, copy, expected) = assert_published_equals_local(&twins, 1);
     let output = twins.storage.output.remote().unwrap();
@@ -194,12 +187,7 @@ fn a_standard_index_and_update_on_s3_equal_the_local_ones() {
     aws_credentials();
     let mock = MockServer::start(MockConfig::default()).unwrap();
     moto.create_bucket("graphrag");
-    let sections = format!(
-        "input_storage:{}output_storage:{}cache:\n  type: json\n  storage:{}",
-        s3(&moto, "graphrag", "input"),
-        s3(&moto, "graphrag", "output"),
-        s3(&moto, "graphrag", "cache").replace("\n    ", "\n      ")
-    );
+    let sections = s3_sections(&moto, [("graphrag", "input"), ("graphrag", "output"), ("graphrag", "cache")]);
     let twins = index_twins(&mock, &sections, "standard");
     let (_readers, copy, expected) = assert_published_equals_local(&twins, 1);
 

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod object_servers;
+pub mod published;
 
 use std::collections::BTreeMap;
 use std::fs;
