@@ -94,27 +94,33 @@ fn kill_at(mock: &MockServer, s3: &OnS3, command: &str, answered: u32, during: i
     s3.cache_entries() - cached_before
 }
 
-/// Kill moments (request numbers past the start-up check), each within the
-/// first half of what is left of a run of `total` requests once the runs
-/// before it were killed, from a seed printed so that a failure can be replayed.
-struct Moments {
-    state: u64,
-    left: u64,
-}
+/// Kills per run (the 20, fewer where a run has fewer requests).
+const KILLS: usize = 20;
 
-impl Moments {
-    fn new(seed: u64, total: u64) -> Moments {
-        Moments { state: seed | 1, left: total - u64::from(CHECKS) }
+/// Up to [`KILLS`] kill moments at distinct random requests of the first
+/// four fifths of a run of `total` requests, from a seed printed so that a
+/// failure can be replayed. Each is given as the request number in the run
+/// that resumes after the kills before it (which asks only what they had
+/// not had answered): the distance from the previous moment.
+fn moments(seed: u64, total: u64) -> Vec<u32> {
+    let span = (total - u64::from(CHECKS)) * 4 / 5;
+    let mut state = seed | 1;
+    let mut picked = std::collections::BTreeSet::new();
+    while picked.len() < KILLS.min(span as usize) {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        picked.insert(1 + state % span);
     }
-
-    fn next(&mut self) -> u32 {
-        self.state ^= self.state << 13;
-        self.state ^= self.state >> 7;
-        self.state ^= self.state << 17;
-        let answered = 1 + self.state % (self.left / 2).max(1);
-        self.left -= answered;
-        CHECKS + answered as u32
-    }
+    let mut previous = 0;
+    picked
+        .into_iter()
+        .map(|at| {
+            let answered = at - previous;
+            previous = at;
+            CHECKS + answered as u32
+        })
+        .collect()
 }
 
 #[test]
@@ -168,8 +174,7 @@ fn a_killed_index_or_update_on_s3_keeps_the_published_version_and_resumes_withou
 
     // The first index, killed at random moments: nothing is published meanwhile.
     let mut cached = 0;
-    let mut moments = Moments::new(seed, index_requests);
-    for answered in (0..3).map(|_| moments.next()) {
+    for answered in moments(seed, index_requests) {
         cached += kill_at(&mock, &s3, "index", answered, || {
             assert_eq!(published_on_s3(&s3, readers.path()), None, "nothing published by a killed first index");
         });
@@ -192,8 +197,8 @@ fn a_killed_index_or_update_on_s3_keeps_the_published_version_and_resumes_withou
     let update_answers = answers(&mock.stats());
     let update_requests = mock.stats().requests;
     let mut cached = 0;
-    let mut moments = Moments::new(seed.rotate_left(17), update_requests);
-    for answered in (0..3).map(|_| moments.next()) {
+    eprintln!("{index_requests} requests to index, {update_requests} to update");
+    for answered in moments(seed.rotate_left(17), update_requests) {
         let still_first = || {
             let seen = published_on_s3(&s3, readers.path());
             assert!(seen == Some((1, first.clone())), "version 1, whole, while an update runs");
