@@ -264,7 +264,7 @@ pub fn index_shard(mut project: Project, spec: ShardSpec, run: &RunSettings) -> 
     }
     project.llm.stop_with(&run.stop);
     let began = Instant::now();
-    let base = shards_dir(&project.output_dir(), &project.plan);
+    let base = shards_dir(project.output_dir(), &project.plan);
     let dir = shard_dir(&base, spec);
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     // Done again only once this run succeeded (the input may have changed).
@@ -331,7 +331,7 @@ fn finished_shards(base: &Path, count: usize) -> Vec<Option<ShardReport>> {
 /// Which shards of `count` have finished, for a driver that reruns only the
 /// others.
 pub fn shard_status(project: &Project, count: usize) -> Vec<Option<ShardReport>> {
-    finished_shards(&shards_dir(&project.output_dir(), &project.plan), count)
+    finished_shards(&shards_dir(project.output_dir(), &project.plan), count)
 }
 
 /// The shard counts that have fragments for this pipeline and settings.
