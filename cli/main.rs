@@ -255,6 +255,10 @@ enum Command {
         /// LightRAG's (the lightrag/api/webui folder of the lightrag-hku wheel).
         #[arg(long)]
         webui_dir: Option<PathBuf>,
+        /// A replica: answer queries from the published index (reloaded every
+        /// serve.poll_seconds) and refuse every write with 403; the writer is another serve.
+        #[arg(long)]
+        read_only: bool,
         #[command(flatten)]
         models: ModelFlags,
     },
@@ -350,7 +354,7 @@ fn main() -> ExitCode {
         Command::Export { target: ExportTarget::Lancedb, root, db_uri, python } => {
             export::run(&export::ExportArgs { root: root.root, db_uri, python, verbosity })
         }
-        Command::Serve { root, host, port, api_key, max_upload_mb, webui_dir, models } => {
+        Command::Serve { root, host, port, api_key, max_upload_mb, webui_dir, read_only, models } => {
             serve::run(serve::ServeArgs {
                 root: root.root,
                 host,
@@ -358,6 +362,7 @@ fn main() -> ExitCode {
                 api_key,
                 max_upload_mb,
                 webui_dir,
+                read_only,
                 skip_validation: models.skip_validation,
                 verbosity,
             })

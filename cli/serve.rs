@@ -12,6 +12,7 @@ pub struct ServeArgs {
     pub api_key: Option<String>,
     pub max_upload_mb: usize,
     pub webui_dir: Option<PathBuf>,
+    pub read_only: bool,
     /// No start-up check of the chat model.
     pub skip_validation: bool,
     pub verbosity: i8,
@@ -30,11 +31,13 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         api_key: args.api_key,
         max_upload_bytes: args.max_upload_mb << 20,
         webui_dir: args.webui_dir,
+        read_only: args.read_only,
     };
     let server = Server::start(opts)?;
     let open = !matches!(args.host.as_str(), "127.0.0.1" | "localhost" | "::1");
     if args.verbosity >= 0 {
-        println!("graphrag-rs serving {} on http://{}", args.root.display(), server.addr());
+        let role = if args.read_only { " (read-only replica)" } else { "" };
+        println!("graphrag-rs serving {}{role} on http://{}", args.root.display(), server.addr());
         println!("  web UI: http://{}/webui/   API: http://{}/openapi.json", server.addr(), server.addr());
         println!(
             "  Ollama model graphrag-rs:latest at http://{}; API key {}",

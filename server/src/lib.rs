@@ -50,8 +50,9 @@ use crate::state::State;
 
 /// The largest JSON request body (bytes).
 const MAX_JSON_BYTES: usize = 4 << 20;
-/// How often the server looks for an index published by another process.
-const POLL: Duration = Duration::from_secs(2);
+
+/// The longest a dropped [`Server`] waits for its runtime's threads.
+const SHUTDOWN_WAIT: Duration = Duration::from_secs(5);
 
 /// How `serve` runs.
 #[derive(Debug, Clone)]
@@ -69,6 +70,10 @@ pub struct ServeOptions {
     /// A built web UI served at `/webui/` instead of the built-in one
     /// (e.g. LightRAG's, from the lightrag-hku wheel).
     pub webui_dir: Option<PathBuf>,
+    /// `serve --read-only`: a replica that answers queries from the
+    /// published index and refuses every write (403); the project's writer
+    /// is another `serve`.
+    pub read_only: bool,
 }
 
 impl ServeOptions {
@@ -80,6 +85,7 @@ impl ServeOptions {
             api_key: None,
             max_upload_bytes: 100 << 20,
             webui_dir: None,
+            read_only: false,
         }
     }
 }
@@ -111,7 +117,7 @@ impl Server {
         if let Some(dir) = opts.webui_dir.as_ref().filter(|d| !d.join("index.html").is_file()) {
             anyhow::bail!("--webui-dir {}: no index.html there (give the folder of a built web UI)", dir.display());
         }
-        let state = State::new(&opts.root, api_key, opts.max_upload_bytes, opts.webui_dir.clone())?;
+        let state = State::new(&opts, api_key)?;
         let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().thread_name("graphrag-serve").build()?;
         let socket = std::net::TcpListener::bind((opts.host.as_str(), opts.port))
             .map_err(|e| anyhow::anyhow!("binding {}:{}: {e}", opts.host, opts.port))?;
@@ -127,9 +133,11 @@ impl Server {
             }
         });
         let polling = state.clone();
+        // A setting too large for a Duration waits as long as one can.
+        let poll = Duration::try_from_secs_f64(state.settings.serve.poll_seconds).unwrap_or(Duration::MAX);
         runtime.spawn(async move {
             loop {
-                tokio::time::sleep(POLL).await;
+                tokio::time::sleep(poll).await;
                 let state = polling.clone();
                 let result = tokio::task::spawn_blocking(move || state.reload_if_idle()).await;
                 if let Ok(Err(e)) = result {
@@ -162,7 +170,11 @@ impl Drop for Server {
             let _ = stop.send(());
         }
         if let Some(rt) = self.runtime.take() {
-            rt.shutdown_background();
+            // Waits (bounded) for the runtime's threads to drop their tasks
+            // while `self.state` still holds the index: its last reference
+            // then goes here, not on a runtime thread, where dropping the
+            // LLM layer's own runtime panics.
+            rt.shutdown_timeout(SHUTDOWN_WAIT);
         }
     }
 }
@@ -230,6 +242,14 @@ async fn route(state: &Arc<State>, req: Request<Incoming>) -> Result<Resp> {
     if !authorised(state, &req) {
         return Err(auth::refusal(req.headers()));
     }
+    if state.read_only && writes(&method, &path) {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            format!(
+                "this server is a read-only replica (serve --read-only): {method} {path} changes the index; send writes to the project's writer (its serve without --read-only)"
+            ),
+        ));
+    }
     let content_type = req.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).map(str::to_string);
     let json_body = |req| http::body_bytes(req, MAX_JSON_BYTES);
     let known = openapi::ROUTES.iter().any(|r| openapi::template_matches(r.path, &path));
@@ -288,6 +308,29 @@ async fn route(state: &Arc<State>, req: Request<Incoming>) -> Result<Resp> {
     }
 }
 
+/// Whether a request changes the input or the index (refused by a
+/// read-only replica).
+fn writes(method: &Method, path: &str) -> bool {
+    const WRITES: &[(Method, &str)] = &[
+        (Method::DELETE, "/documents"),
+        (Method::POST, "/documents/reprocess_failed"),
+        (Method::POST, "/documents/cancel_pipeline"),
+        (Method::POST, "/documents/upload"),
+        (Method::POST, "/documents/text"),
+        (Method::POST, "/documents/texts"),
+        (Method::POST, "/documents/scan"),
+        (Method::DELETE, "/documents/delete_document"),
+        (Method::POST, "/graph/entity/edit"),
+        (Method::POST, "/graph/entity/create"),
+        (Method::DELETE, "/graph/entity/delete"),
+        (Method::POST, "/graph/entities/merge"),
+        (Method::POST, "/graph/relation/edit"),
+        (Method::POST, "/graph/relation/create"),
+        (Method::DELETE, "/graph/relation/delete"),
+    ];
+    WRITES.iter().any(|(m, p)| m == method && *p == path)
+}
+
 /// `GET /health`: status and configuration, no secret.
 fn health(state: &State) -> Result<Resp> {
     let snapshot = state.snapshot();
@@ -305,6 +348,7 @@ fn health(state: &State) -> Result<Resp> {
             "embedding_model": s.embedding_models.get(&s.embed_text.embedding_model_id).map(|m| m.model.clone()),
             "max_upload_bytes": state.max_upload_bytes,
             "auth_mode": if state.api_key.is_some() { "api_key" } else { "disabled" },
+            "poll_seconds": s.serve.poll_seconds,
         },
         "index": {
             "loaded": snapshot.engine.is_some(),
@@ -313,6 +357,8 @@ fn health(state: &State) -> Result<Resp> {
             "entities": snapshot.graph.nodes.len(),
             "relationships": snapshot.graph.edges.len(),
         },
+        // A replica answers queries only; the writer also takes documents.
+        "role": if state.read_only { "read-only replica" } else { "writer" },
         "pipeline_busy": busy,
         "core_version": env!("CARGO_PKG_VERSION"),
         "api_version": env!("CARGO_PKG_VERSION"),

@@ -9,7 +9,7 @@
 //! to the end, so it answers from one index, old or new, never a mix.
 
 use std::collections::{HashMap, VecDeque};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{mpsc, Arc, Mutex, RwLock};
 use std::time::Instant;
 
@@ -22,6 +22,7 @@ use serde_json::{json, Value};
 
 use crate::graph::Graph;
 use crate::uploads::Uploads;
+use crate::ServeOptions;
 
 /// One published index, loaded.
 pub struct Snapshot {
@@ -93,6 +94,8 @@ pub struct State {
     pub max_upload_bytes: usize,
     /// `serve --webui-dir`: the web UI's folder, if not the built-in one.
     pub webui_dir: Option<PathBuf>,
+    /// `serve --read-only`: writes are refused (see `ServeOptions::read_only`).
+    pub read_only: bool,
     snapshot: RwLock<Arc<Snapshot>>,
     pub pipeline: Mutex<Pipeline>,
     jobs: Mutex<Option<mpsc::Sender<()>>>,
@@ -111,12 +114,8 @@ pub fn now() -> String {
 }
 
 impl State {
-    pub fn new(
-        root: &Path,
-        api_key: Option<String>,
-        max_upload_bytes: usize,
-        webui_dir: Option<PathBuf>,
-    ) -> anyhow::Result<Arc<State>> {
+    pub fn new(opts: &ServeOptions, api_key: Option<String>) -> anyhow::Result<Arc<State>> {
+        let root = opts.root.as_path();
         let settings = settings::load(root)?.settings;
         let storage = Storage::open(root, &settings)?;
         let input_dir = storage.input.dir().to_path_buf();
@@ -131,8 +130,9 @@ impl State {
             output_dir,
             output,
             api_key,
-            max_upload_bytes,
-            webui_dir,
+            max_upload_bytes: opts.max_upload_bytes,
+            webui_dir: opts.webui_dir.clone(),
+            read_only: opts.read_only,
             snapshot: RwLock::new(Arc::new(empty)),
             pipeline: Mutex::new(Pipeline::default()),
             jobs: Mutex::new(None),

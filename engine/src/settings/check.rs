@@ -450,6 +450,7 @@ fn check_query_and_serve(loaded: &LoadedSettings) -> Result<(), ConfigError> {
     positive(loaded, "serve.header_read_timeout", sv.header_read_timeout)?;
     positive(loaded, "serve.body_read_timeout", sv.body_read_timeout)?;
     positive(loaded, "serve.send_timeout", sv.send_timeout)?;
+    positive(loaded, "serve.poll_seconds", sv.poll_seconds)?;
     at_least_one(loaded, "serve.max_connections", sv.max_connections.into(), "")?;
     if sv.max_header_bytes < MIN_HEADER_BYTES {
         return Err(loaded.error_at(

@@ -450,4 +450,7 @@ section!(
     /// LightRAG's default) or origins such as `http://localhost:5173`;
     /// empty: none.
     cors_origins: Vec<String> = vec![s("*")],
+    /// Seconds between two looks for an index published by another process
+    /// (`graphrag-rs update`, or the writer of a replicated project).
+    poll_seconds: f64 = 2.0,
 });

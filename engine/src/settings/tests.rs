@@ -416,6 +416,7 @@ fn query_and_serve_settings_are_checked_with_their_lines() {
         ("serve:\n  header_read_timeout: .nan\n", "serve.header_read_timeout", 2),
         ("serve:\n  body_read_timeout: 0\n", "serve.body_read_timeout", 2),
         ("serve:\n  send_timeout: -2\n", "serve.send_timeout", 2),
+        ("serve:\n  poll_seconds: 0\n", "serve.poll_seconds", 2),
         ("serve:\n  max_connections: 0\n", "serve.max_connections", 2),
         ("serve:\n  max_header_bytes: 1024\n", "serve.max_header_bytes", 2),
         ("serve:\n  cors_origins:\n    - \"*\"\n    - http://localhost:5173/\n", "serve.cors_origins[1]", 4),
