@@ -36,8 +36,19 @@ struct Cli {
 #[derive(Args)]
 struct RootArg {
     /// The project folder.
-    #[arg(short, long, default_value = ".")]
+    #[arg(short, long, default_value = ".", value_parser = project_folder)]
     root: PathBuf,
+}
+
+/// A `--root` that is a folder: a storage URL (`s3://`, `az://`, `gs://`)
+/// is refused by name rather than taken for a folder called `s3:`.
+fn project_folder(text: &str) -> Result<PathBuf, String> {
+    match graphrag_engine::settings::ProjectRoot::parse(text)? {
+        graphrag_engine::settings::ProjectRoot::Folder(dir) => Ok(dir),
+        graphrag_engine::settings::ProjectRoot::Remote(_) => Err(
+            "a project root on object storage is not built yet: keep the project's settings.yaml in a local folder and set input_storage, output_storage and cache.storage to `type: s3`, `blob` or `gcs` there (README, Object storage)".into(),
+        ),
+    }
 }
 
 /// Flags of the commands that call models.
