@@ -2,25 +2,15 @@
 //! callback, stop a run from the callback (as a notebook's KeyboardInterrupt
 //! would), then update after clearing the stop.
 
+#[path = "common/mock_settings.rs"]
+mod mock_settings;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use graphrag_mock_llm::{MockConfig, MockServer};
 use graphrag_project::{IndexOptions, InitOptions, OpenOptions, Project, RunSettings, StepEvent, UpdateOptions};
-
-fn settings(mock: &MockServer) -> String {
-    let model = |name: &str| {
-        format!(
-            "    model: {name}\n    api_base: {}\n    api_key: sk-test\n    retry_base_delay: 0.001\n",
-            mock.base_url()
-        )
-    };
-    format!(
-        "completion_models:\n  default_completion_model:\n{}embedding_models:\n  default_embedding_model:\n{}chunking:\n  size: 300\n  overlap: 30\n",
-        model("mock-gpt"),
-        model("mock-embed")
-    )
-}
+use mock_settings::settings;
 
 #[test]
 fn index_reports_steps_stops_when_asked_and_updates() {

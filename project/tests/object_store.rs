@@ -3,6 +3,8 @@
 //! as a version behind a manifest, equal byte for byte to the same index
 //! built in a local folder; a reader's copy of the published version.
 
+#[path = "common/mock_settings.rs"]
+mod mock_settings;
 #[path = "../../tests/common/object_servers.rs"]
 mod object_servers;
 #[path = "../../tests/common/published.rs"]
@@ -15,6 +17,7 @@ use graphrag_engine::settings::LoadedSettings;
 use graphrag_engine::storage::{publish, Storage};
 use graphrag_mock_llm::{MockConfig, MockServer};
 use graphrag_project::{IndexOptions, OpenOptions, Project, RunSettings, UpdateOptions};
+use mock_settings::settings;
 use object_servers::{ObjectServer, MOTO_KEY_ID, MOTO_SECRET};
 use published::{published, Files};
 
@@ -60,20 +63,6 @@ fn blob_init_sections(azurite: &ObjectServer, container: &str) -> String {
         blob("input", "  "),
         blob("output", "  "),
         blob("cache", "    ")
-    )
-}
-
-fn settings(mock: &MockServer) -> String {
-    let model = |name: &str| {
-        format!(
-            "    model: {name}\n    api_base: {}\n    api_key: sk-test\n    retry_base_delay: 0.001\n",
-            mock.base_url()
-        )
-    };
-    format!(
-        "completion_models:\n  default_completion_model:\n{}embedding_models:\n  default_embedding_model:\n{}chunking:\n  size: 300\n  overlap: 30\n",
-        model("mock-gpt"),
-        model("mock-embed")
     )
 }
 
