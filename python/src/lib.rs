@@ -267,10 +267,11 @@ fn update_index(
     run_result(py, result, &raised)
 }
 
-/// The output folder of `root` (settings' `output_storage.base_dir`).
-fn output_path(root: &Path) -> PyResult<PathBuf> {
+/// The output location of `root` (settings' `output_storage`: a folder or
+/// an object store prefix).
+fn output_location(root: &Path) -> PyResult<Location> {
     let loaded = graphrag_engine::settings::load(root).map_err(|e| to_py(&e.into()))?;
-    Ok(Storage::open(root, &loaded.settings).map_err(|e| to_py(&e))?.output.dir().to_path_buf())
+    Ok(Storage::open(root, &loaded.settings).map_err(|e| to_py(&e))?.output)
 }
 
 /// The input folder of `root` and the type of file it reads (`text`, `csv`, `json`).
@@ -292,24 +293,42 @@ fn add_graph_edit(root: PathBuf, edit_json: &str) -> PyResult<usize> {
     graphrag_project::graph_edits::add(&root, edit).map_err(|e| to_py(&e))
 }
 
-/// `NoIndexError` unless `output` holds a published index.
-fn require_index(root: &Path, output: &Path) -> PyResult<()> {
-    if Location::folder(output).has_index() {
+/// `NoIndexError` unless `output` holds a published index (on an object
+/// store: a manifest names a version).
+fn require_index(root: &Path, output: &Location) -> PyResult<()> {
+    let published = match output.remote() {
+        None => output.has_index(),
+        Some(_) => !output.published_token().map_err(|e| to_py(&e))?.is_empty(),
+    };
+    if published {
         return Ok(());
     }
-    Err(NoIndexError::new_err(format!(
-        "no index in {}: run build_index({:?}) first",
-        output.display(),
-        root.display().to_string()
-    )))
+    Err(no_index(root, output))
 }
 
-/// The output folder of `root`, which must hold an index (`NoIndexError`).
+fn no_index(root: &Path, output: &Location) -> PyErr {
+    NoIndexError::new_err(format!(
+        "no index in {}: run build_index({:?}) first",
+        output.describe(),
+        root.display().to_string()
+    ))
+}
+
+/// The folder the published index of `root` is read from (on an object
+/// store, the local copy of its published version), which must exist
+/// (`NoIndexError`).
 #[pyfunction]
 fn index_dir(root: PathBuf) -> PyResult<String> {
-    let output = output_path(&root)?;
+    let output = output_location(&root)?;
     require_index(&root, &output)?;
-    Ok(output.display().to_string())
+    let dir = match output.remote() {
+        None => output.dir().to_path_buf(),
+        Some(_) => match output.published().map_err(|e| to_py(&e))? {
+            Some((dir, _)) => dir,
+            None => return Err(no_index(&root, &output)),
+        },
+    };
+    Ok(dir.display().to_string())
 }
 
 /// One published index, every table read: all methods answer from it.
@@ -321,28 +340,34 @@ struct Loaded {
 /// Reads the index of `root` whole. `None` while a writer holds the lock
 /// and `previous` is given: the caller keeps it and looks again later
 /// (the publication in progress is then complete).
-fn load(root: &Path, output: &Path, previous: Option<&Loaded>) -> anyhow::Result<Option<Loaded>> {
-    let lock = staging::lock_for_writing(output);
-    if lock.is_err() && previous.is_some() {
-        return Ok(None);
+fn load(root: &Path, output: &Location, previous: Option<&Loaded>) -> anyhow::Result<Option<Loaded>> {
+    // A local folder is published by renames: while its writer holds the
+    // lock the tables may be half moved. An object store's manifest names a
+    // whole version at every moment (and its writer's lock is elsewhere).
+    if output.remote().is_none() {
+        let lock = staging::lock_for_writing(output.dir());
+        if lock.is_err() && previous.is_some() {
+            return Ok(None);
+        }
+        if lock.is_ok() {
+            // A publication a crashed writer left half done is finished first.
+            staging::recover(output.dir())?;
+        }
     }
-    if lock.is_ok() {
-        // A publication a crashed writer left half done is finished first.
-        staging::recover(output)?;
-    }
-    let fingerprint = staging::fingerprint(output);
+    let fingerprint = output.published_token()?;
     let engine = QueryEngine::open(root)?;
     engine.load_all()?;
     Ok(Some(Loaded { engine: Arc::new(engine), fingerprint }))
 }
 
 /// A project's index, loaded whole, answering many questions in-process;
-/// before each one it checks (a few `stat` calls) whether a newer index was
-/// published and reads it if so.
+/// before each one it checks (a few `stat` calls; on an object store, one
+/// read of the manifest) whether a newer index was published and reads it
+/// if so.
 #[pyclass(frozen, module = "graphrag_rs._native")]
 struct NativeIndex {
     root: PathBuf,
-    output: PathBuf,
+    output: Location,
     loaded: Mutex<Arc<Loaded>>,
 }
 
@@ -354,7 +379,8 @@ impl NativeIndex {
         // must not hold the GIL that this one's log forwarding needs.
         let current = py.detach(|| {
             let mut slot = self.loaded.lock().unwrap_or_else(|e| e.into_inner());
-            if !force && staging::fingerprint(&self.output) == slot.fingerprint {
+            let token = self.output.published_token().map_err(|e| to_py(&e))?;
+            if !force && token == slot.fingerprint {
                 return Ok(slot.clone());
             }
             require_index(&self.root, &self.output)?;
@@ -372,7 +398,7 @@ impl NativeIndex {
 impl NativeIndex {
     #[new]
     fn new(py: Python<'_>, root: PathBuf) -> PyResult<NativeIndex> {
-        let output = output_path(&root)?;
+        let output = output_location(&root)?;
         require_index(&root, &output)?;
         let loaded = py.detach(|| load(&root, &output, None));
         logs::forward(py)?;

@@ -1,0 +1,79 @@
+"""An `Index` over a project whose index lives in an S3 bucket (moto's real
+S3 server on loopback): it answers from the published version and follows a
+new one that `update_index` publishes."""
+
+import os
+import shutil
+import socket
+import subprocess
+import time
+import urllib.request
+
+import pytest
+
+import graphrag_rs
+from conftest import make_project, passage
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def moto_endpoint(monkeypatch):
+    binary = shutil.which("moto_server")
+    if binary is None:
+        if os.environ.get("CI"):
+            pytest.fail('moto_server not found: python3 -m pip install "moto[server]"')
+        pytest.skip('moto_server not found (python3 -m pip install "moto[server]")')
+    port = _free_port()
+    proc = subprocess.Popen(
+        [binary, "-H", "127.0.0.1", "-p", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    endpoint = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            urllib.request.urlopen(endpoint, timeout=2).close()
+            break
+        except OSError:
+            if time.monotonic() > deadline or proc.poll() is not None:
+                proc.kill()
+                pytest.fail("moto_server did not start within 60 s")
+            time.sleep(0.1)
+    # Credentials as the AWS SDKs read them (moto accepts any).
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing-secret")
+    request = urllib.request.Request(endpoint + "/python-index", method="PUT")
+    urllib.request.urlopen(request, timeout=10).close()
+    yield endpoint
+    proc.terminate()
+    proc.wait()
+
+
+def test_index_on_a_bucket_follows_its_published_versions(mock_url, moto_endpoint, tmp_path):
+    root = make_project(tmp_path / "p", mock_url, {"stave1.txt": passage("MARLEY'S GHOST", 3000)})
+    with open(root / "settings.yaml", "a") as f:
+        f.write(
+            "output_storage:\n  type: s3\n  bucket: python-index\n  base_dir: index\n"
+            f"  endpoint_url: {moto_endpoint}\n  region: us-east-1\n"
+        )
+    graphrag_rs.build_index(root, method="fast")
+    # Nothing of the index in the project's output folder: it is in the bucket.
+    assert not (root / "output" / "documents.parquet").exists()
+
+    index = graphrag_rs.Index(root)
+    first = index.version
+    assert first.endswith("#1"), first
+    hits = index.query("Who is Marley?", method="basic", context_only=True)
+    assert "MARLEY" in hits.context_text.upper()
+
+    (root / "input" / "stave3.txt").write_text(passage("Awaking in the middle", 3000), encoding="utf-8")
+    graphrag_rs.update_index(root)
+    # The open Index notices the new manifest before its next question.
+    hits = index.query("Which berries were gleaming on the walls?", method="basic", context_only=True)
+    assert index.version.endswith("#2"), index.version
+    assert "berries" in hits.context_text
+    assert len(graphrag_rs.load_tables(root)["documents"]) == 2
