@@ -205,70 +205,38 @@ impl ObjectLocation {
     }
 }
 
-/// Starting moto's S3 server on loopback for the tests of this crate.
+/// The real object-storage servers the workspace's tests start (moto, Azurite).
+#[cfg(test)]
+#[path = "../../../tests/common/object_servers.rs"]
+#[allow(dead_code)] // Azurite's starter and some helpers serve other test crates only
+pub(crate) mod object_servers;
+
+/// Object stores on moto's S3 server for the tests of this crate.
 #[cfg(test)]
 pub(crate) mod testing {
-    use std::net::TcpListener;
-    use std::process::{Child, Command, Stdio};
-    use std::time::{Duration, Instant};
-
     use object_store::aws::{AmazonS3Builder, S3ConditionalPut};
 
+    use super::object_servers::{ObjectServer, MOTO_KEY_ID, MOTO_SECRET};
     use super::*;
 
-    /// A moto server, killed on drop.
-    pub struct Moto {
-        child: Child,
-        pub endpoint: String,
+    /// moto on a free loopback port, or None (skipped) where it is not
+    /// installed outside CI.
+    pub fn moto() -> Option<ObjectServer> {
+        super::object_servers::moto(&[])
     }
 
-    impl Drop for Moto {
-        fn drop(&mut self) {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
-    }
-
-    /// moto on a free loopback port, or None (with a loud message) when
-    /// `moto_server` is not installed outside CI; under CI that is a failure.
-    pub fn moto() -> Option<Moto> {
-        let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let child = match Command::new("moto_server")
-            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-        {
-            Ok(child) => child,
-            Err(e) if std::env::var("CI").is_err() => {
-                eprintln!("SKIPPED: moto_server not found ({e}): pip install \"moto[server]\"");
-                return None;
-            }
-            Err(e) => panic!("moto_server not found under CI: {e}"),
-        };
-        let moto = Moto { child, endpoint: format!("http://127.0.0.1:{port}") };
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "moto did not listen on port {port} within 20 s");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        Some(moto)
-    }
-
-    impl Moto {
-        /// A new bucket `name` on this server, as an object store.
+    impl ObjectServer {
+        /// A new bucket `name` on this moto server, as an object store.
         pub fn bucket(&self, name: &str) -> Arc<dyn ObjectStore> {
-            let url = format!("{}/{name}", self.endpoint);
-            let status = Command::new("curl").args(["-s", "-o", "/dev/null", "-X", "PUT", &url]).status().unwrap();
-            assert!(status.success(), "creating bucket {name}");
+            self.create_bucket(name);
             Arc::new(
                 AmazonS3Builder::new()
-                    .with_endpoint(&self.endpoint)
+                    .with_endpoint(self.endpoint())
                     .with_allow_http(true)
                     .with_bucket_name(name)
                     .with_region("us-east-1")
-                    .with_access_key_id("test")
-                    .with_secret_access_key("test")
+                    .with_access_key_id(MOTO_KEY_ID)
+                    .with_secret_access_key(MOTO_SECRET)
                     .with_conditional_put(S3ConditionalPut::ETagMatch)
                     .with_http_connector(crate::storage::remote::SharedTlsConnector)
                     .build()
