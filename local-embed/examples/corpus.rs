@@ -19,28 +19,6 @@ struct Passage {
     text: String,
 }
 
-/// Pieces of at most `limit` word-pieces, cut at whitespace, as the embed
-/// step's `split_to_fit` cuts them (words counted one by one: WordPiece
-/// counts add up over whitespace).
-fn split(e: &LocalEmbedder, text: &str, limit: usize) -> Vec<String> {
-    let mut pieces = Vec::new();
-    let mut current = String::new();
-    let mut used = 0;
-    for word in text.split_inclusive(char::is_whitespace) {
-        let n = e.count_tokens(word);
-        if used + n > limit && !current.is_empty() {
-            pieces.push(std::mem::take(&mut current));
-            used = 0;
-        }
-        current.push_str(word);
-        used += n;
-    }
-    if !current.trim().is_empty() {
-        pieces.push(current);
-    }
-    pieces
-}
-
 /// CPU seconds of this process (user + system; 100 ticks per second).
 fn cpu_seconds() -> Result<f64> {
     let stat = std::fs::read_to_string("/proc/self/stat")?;
@@ -70,7 +48,8 @@ fn main() -> Result<()> {
     let mut texts: Vec<String> = if path.ends_with(".json") {
         serde_json::from_str::<Vec<Passage>>(&raw)?.into_iter().map(|p| p.text).collect()
     } else {
-        split(&probe, &raw, probe.max_tokens())
+        // As the embed step's `split_to_fit` cuts a text unit.
+        graphrag_operations::chunking::pack_words(&raw, probe.max_tokens(), |w| probe.count_tokens(w))
     };
     texts.truncate(max);
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();

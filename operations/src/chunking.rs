@@ -193,6 +193,29 @@ fn sentence_packs(text: &str, cfg: &ChunkConfig) -> Vec<Range<usize>> {
     out
 }
 
+/// `text` cut at whitespace into pieces of at most `limit` tokens, words
+/// counted one by one with `count` (not the growing piece again per word,
+/// which is quadratic in the length). A single word longer than `limit` is
+/// a piece of its own; pieces of whitespace alone are dropped at the end.
+pub fn pack_words(text: &str, limit: usize, count: impl Fn(&str) -> usize) -> Vec<String> {
+    let mut pieces = Vec::new();
+    let mut current = String::new();
+    let mut used = 0;
+    for word in text.split_inclusive(char::is_whitespace) {
+        let n = count(word);
+        if used + n > limit && !current.is_empty() {
+            pieces.push(std::mem::take(&mut current));
+            used = 0;
+        }
+        current.push_str(word);
+        used += n;
+    }
+    if !current.trim().is_empty() {
+        pieces.push(current);
+    }
+    pieces
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -205,6 +228,17 @@ mod tests {
         The register of his burial was signed by the clergyman, the clerk, the undertaker, and the \
         chief mourner. Scrooge signed it. And Scrooge's name was good upon 'Change, for anything he \
         chose to put his hand to. Old Marley was as dead as a door-nail.";
+
+    #[test]
+    fn packed_words_rebuild_the_text_within_the_limit() {
+        let words = |t: &str| t.split_whitespace().count();
+        let pieces = pack_words(PROSE, 7, words);
+        assert_eq!(pieces.concat(), PROSE);
+        assert!(pieces.iter().all(|p| words(p) <= 7), "{pieces:?}");
+        assert_eq!(pieces.len(), PROSE.split_whitespace().count().div_ceil(7));
+        // A word longer than the limit is a piece of its own.
+        assert_eq!(pack_words("a bbbbbbbb c", 3, |w| w.trim().len()), ["a ", "bbbbbbbb ", "c"]);
+    }
 
     /// The chunks, minus their overlap with the previous chunk, rebuild the
     /// text (only whitespace-only pieces may be left out).

@@ -141,22 +141,7 @@ impl EmbeddingModel {
         // local-embed's `word_counts_add_up`); for BPE it is close (a word's
         // trailing space may count as its own token), and the 8,000 limit
         // leaves 191 tokens of margin to the endpoints' 8,191.
-        let mut pieces = Vec::new();
-        let mut current = String::new();
-        let mut used = 0;
-        for word in text.split_inclusive(char::is_whitespace) {
-            let n = count(word);
-            if used + n > limit && !current.is_empty() {
-                pieces.push(std::mem::take(&mut current));
-                used = 0;
-            }
-            current.push_str(word);
-            used += n;
-        }
-        if !current.trim().is_empty() {
-            pieces.push(current);
-        }
-        Ok(pieces)
+        Ok(graphrag_operations::chunking::pack_words(text, limit, count))
     }
 
     /// Embeds `texts` (same order). Cached vectors are reused; the rest go to
