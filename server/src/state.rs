@@ -9,7 +9,7 @@
 //! to the end, so it answers from one index, old or new, never a mix.
 
 use std::collections::{HashMap, VecDeque};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Arc, Mutex, RwLock};
 use std::time::Instant;
 
@@ -180,23 +180,8 @@ impl State {
         // A publication a crashed writer left half done is finished first.
         staging::recover(&self.output_dir)?;
         let fingerprint = staging::fingerprint(&self.output_dir);
-        let started = Instant::now();
-        let snapshot = if Location::folder(&self.output_dir).has_index() {
-            let engine = QueryEngine::with_settings(&self.root, self.settings.clone())?;
-            engine.load_all()?;
-            let graph = Graph::load(&self.output_dir)?;
-            Snapshot { engine: Some(engine), graph, fingerprint, loaded_at: now() }
-        } else {
-            Snapshot { engine: None, graph: Graph::default(), fingerprint, loaded_at: now() }
-        };
-        tracing::info!(
-            entities = snapshot.graph.nodes.len(),
-            "index loaded from {} in {:.2} s",
-            self.output_dir.display(),
-            started.elapsed().as_secs_f64()
-        );
-        *self.snapshot.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(snapshot);
-        Ok(true)
+        let published = self.output.has_index().then_some(self.output_dir.as_path());
+        self.install(published, fingerprint)
     }
 
     /// [`State::reload_locked`] for an index on an object store: the
@@ -206,14 +191,23 @@ impl State {
         if self.output.published_token()? == self.snapshot().fingerprint {
             return Ok(true);
         }
+        match self.output.published()? {
+            Some((dir, token)) => self.install(Some(&dir), token),
+            None => self.install(None, String::new()),
+        }
+    }
+
+    /// Reads the published index in the local folder `published` (None: no
+    /// index yet) whole and makes it the snapshot that queries answer from.
+    fn install(&self, published: Option<&Path>, fingerprint: String) -> anyhow::Result<bool> {
         let started = Instant::now();
-        let snapshot = match self.output.published()? {
-            Some((dir, token)) => {
-                let engine = QueryEngine::at(&self.root, self.settings.clone(), &dir)?;
+        let snapshot = match published {
+            Some(dir) => {
+                let engine = QueryEngine::at(&self.root, self.settings.clone(), dir)?;
                 engine.load_all()?;
-                Snapshot { engine: Some(engine), graph: Graph::load(&dir)?, fingerprint: token, loaded_at: now() }
+                Snapshot { engine: Some(engine), graph: Graph::load(dir)?, fingerprint, loaded_at: now() }
             }
-            None => Snapshot { engine: None, graph: Graph::default(), fingerprint: String::new(), loaded_at: now() },
+            None => Snapshot { engine: None, graph: Graph::default(), fingerprint, loaded_at: now() },
         };
         tracing::info!(
             entities = snapshot.graph.nodes.len(),
