@@ -10,7 +10,7 @@ use graphrag_engine::llm::LlmService;
 use graphrag_engine::pipeline::{self, Plan};
 use graphrag_engine::runner::Workspace;
 use graphrag_engine::settings::{self, LoadedSettings, Settings};
-use graphrag_engine::storage::{Location, Storage};
+use graphrag_engine::storage::{Location, OpenError, Storage};
 use graphrag_operations::suggest::did_you_mean;
 
 use crate::assets::WORKFLOWS;
@@ -44,7 +44,11 @@ pub fn log_file(root: &Path, settings: &Settings) -> PathBuf {
 /// its line.
 pub(crate) fn check_folders(root: &Path, loaded: &LoadedSettings) -> Result<(), ConfigError> {
     let s = &loaded.settings;
-    let storage = Storage::open(root, s).map_err(|e| loaded.error_at("input_storage", format!("{e:#}")))?;
+    let storage = Storage::open(root, s).map_err(|e| {
+        // The line of the setting that failed (its message names the cause).
+        let key = e.downcast_ref::<OpenError>().map_or("input_storage", |open| open.key);
+        loaded.error_at(key, format!("{e:#}"))
+    })?;
     let input = storage.input.dir();
     if storage.input.remote().is_some() {
         return Ok(());

@@ -192,3 +192,25 @@ fn a_standard_index_and_update_on_s3_equal_the_local_ones() {
     assert_published_equals_local(&twins, 2);
     assert_eq!(published(&copy), expected, "the reader's copy of version 1 is untouched");
 }
+
+#[test]
+fn a_missing_output_bucket_is_named_at_its_own_setting() {
+    let Some(moto) = object_servers::moto(&[]) else { return };
+    aws_credentials();
+    let mock = MockServer::start(MockConfig::default()).unwrap();
+    for bucket in ["docs", "answers"] {
+        moto.create_bucket(bucket);
+    }
+    let sections = s3_sections(
+        &moto,
+        [("docs", "project/input"), ("no-such-index", "project/output"), ("answers", "project/cache")],
+    );
+    let root = tempfile::tempdir().unwrap();
+    let text = format!("{}{sections}", settings(&mock));
+    std::fs::write(root.path().join("settings.yaml"), &text).unwrap();
+    let line = text.lines().position(|l| l.starts_with("output_storage:")).unwrap() + 1;
+    let opts = OpenOptions { method: "fast".into(), no_cache: false };
+    let err = format!("{:#}", Project::open(root.path(), &opts).err().expect("a missing bucket is an error"));
+    assert!(err.contains(&format!("settings.yaml:{line}: `output_storage`")), "{err}");
+    assert!(err.contains("no-such-index"), "{err}");
+}

@@ -50,25 +50,38 @@ impl Storage {
     pub fn cache(root: &Path, settings: &Settings) -> anyhow::Result<Location> {
         let dir = root.join(settings.cache.dir());
         match &settings.cache.storage {
-            Some(config) => location(root, "cache.storage", config, dir),
+            Some(config) => Ok(location(root, "cache.storage", config, dir)?),
             None => Ok(Location::folder(dir)),
         }
     }
 }
 
+/// A storage setting that could not be opened: which one (for the settings
+/// file's line), and why.
+#[derive(Debug, thiserror::Error)]
+#[error("{cause:#}")]
+pub struct OpenError {
+    /// The settings key: `input_storage`, `output_storage`, `cache.storage`.
+    pub key: &'static str,
+    cause: anyhow::Error,
+}
+
 /// The location the storage setting `key` names: `folder`, or its object
 /// store prefix, connected (with a local copy under the root).
-fn location(root: &Path, key: &str, config: &StorageConfig, folder: PathBuf) -> anyhow::Result<Location> {
-    let target = config.target().map_err(|e| anyhow::anyhow!("{key}.{}: {}", e.key, e.message))?;
-    match target {
-        StorageTarget::Folder(_) => Ok(Location::folder(folder)),
-        StorageTarget::Remote(remote) => {
-            let url = url_of(&remote);
-            let (key, copy) = (key.to_string(), root.join(LOCAL_COPIES).join(key));
-            let connected = object::run(async move { remote::connect(&key, &remote).await })??;
-            Ok(Location::object(ObjectLocation::at(connected.store, connected.prefix, url), copy))
+fn location(root: &Path, key: &'static str, config: &StorageConfig, folder: PathBuf) -> Result<Location, OpenError> {
+    let open = || -> anyhow::Result<Location> {
+        let target = config.target().map_err(|e| anyhow::anyhow!("{key}.{}: {}", e.key, e.message))?;
+        match target {
+            StorageTarget::Folder(_) => Ok(Location::folder(folder)),
+            StorageTarget::Remote(remote) => {
+                let url = url_of(&remote);
+                let copy = root.join(LOCAL_COPIES).join(key);
+                let connected = object::run(async move { remote::connect(key, &remote).await })??;
+                Ok(Location::object(ObjectLocation::at(connected.store, connected.prefix, url), copy))
+            }
         }
-    }
+    };
+    open().map_err(|cause| OpenError { key, cause })
 }
 
 /// `s3://bucket/prefix` and the like, for messages.
