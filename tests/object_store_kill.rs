@@ -1,13 +1,15 @@
-//! An index and an update on S3 (moto on loopback) killed (SIGKILL) at
-//! random moments: the version published before stays readable and whole
-//! (manifest and tables) throughout, the rerun completes, equals the same
-//! project indexed uninterrupted in a local folder, and asks the model
-//! nothing it had answered before the kill.
+//! An index and an update on S3 (moto on loopback) and on Azure Blob
+//! (Azurite, fewer kills) killed (SIGKILL) at random moments: the version
+//! published before stays readable and whole (manifest and tables)
+//! throughout, the rerun completes, equals the same project indexed
+//! uninterrupted in a local folder, and asks the model nothing it had
+//! answered before the kill.
 
 mod common;
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
+use std::sync::Once;
 use std::time::{Duration, Instant, SystemTime};
 
 use common::object_servers::{self, ObjectServer, MOTO_KEY_ID, MOTO_SECRET};
@@ -25,20 +27,55 @@ fn answers(stats: &MockStats) -> u64 {
     stats.by_kind.values().sum::<u64>() + stats.embedded_texts
 }
 
-/// A storage section on moto's bucket under `prefix` (`indent`: its depth).
-fn s3(moto: &ObjectServer, prefix: &str, indent: &str) -> String {
-    ["type: s3", "bucket: graphrag", &format!("base_dir: {prefix}"), &format!("endpoint_url: {}", moto.endpoint())]
-        .iter()
-        .map(|line| format!("{indent}{line}\n"))
-        .collect()
+/// The keys of a storage section on a test server's bucket or container
+/// (all but `base_dir`), and the environment its clients need.
+struct Backend {
+    keys: Vec<String>,
+    env: Vec<(&'static str, &'static str)>,
 }
 
-struct OnS3 {
+/// moto's bucket `graphrag`; credentials as the AWS SDKs read them.
+fn on_moto(moto: &ObjectServer) -> Backend {
+    moto.create_bucket("graphrag");
+    let keys = vec!["type: s3".into(), "bucket: graphrag".into(), format!("endpoint_url: {}", moto.endpoint())];
+    Backend { keys, env: vec![("AWS_ACCESS_KEY_ID", MOTO_KEY_ID), ("AWS_SECRET_ACCESS_KEY", MOTO_SECRET)] }
+}
+
+/// Azurite's container `graphrag`, reached by `graphrag init`'s blob keys.
+fn on_azurite(azurite: &ObjectServer) -> Backend {
+    azurite.create_container("graphrag");
+    let keys = vec![
+        "type: blob".into(),
+        format!("connection_string: \"{}\"", azurite.azurite_connection_string()),
+        "container_name: graphrag".into(),
+    ];
+    Backend { keys, env: Vec::new() }
+}
+
+impl Backend {
+    /// The storage section under `prefix` (`indent`: its depth).
+    fn section(&self, prefix: &str, indent: &str) -> String {
+        self.keys.iter().chain([&format!("base_dir: {prefix}")]).map(|line| format!("{indent}{line}\n")).collect()
+    }
+}
+
+/// moto's credentials in this process too (its clients read the bucket),
+/// set once, before either test starts a client.
+fn aws_credentials() {
+    static SET: Once = Once::new();
+    SET.call_once(|| {
+        std::env::set_var("AWS_ACCESS_KEY_ID", MOTO_KEY_ID);
+        std::env::set_var("AWS_SECRET_ACCESS_KEY", MOTO_SECRET);
+    });
+}
+
+struct OnStore {
     root: tempfile::TempDir,
     storage: Storage,
+    env: Vec<(&'static str, &'static str)>,
 }
 
-impl OnS3 {
+impl OnStore {
     /// The model's answers cached in the bucket (one object each).
     fn cache_entries(&self) -> u64 {
         self.storage.cache.remote().unwrap().list("").unwrap().len() as u64
@@ -47,7 +84,7 @@ impl OnS3 {
 
 /// What a reader sees now: the published version and its files (fetched
 /// afresh), or None before the first publication.
-fn published_on_s3(s3: &OnS3, readers: &Path) -> Option<(u64, Files)> {
+fn published_on_store(s3: &OnStore, readers: &Path) -> Option<(u64, Files)> {
     let output = s3.storage.output.remote().unwrap();
     let manifest = publish::manifest(output).unwrap()?;
     let fresh = tempfile::tempdir_in(readers).unwrap();
@@ -59,14 +96,13 @@ fn published_on_s3(s3: &OnS3, readers: &Path) -> Option<(u64, Files)> {
 /// `graphrag-rs <command>` on the S3 project, killed (SIGKILL) while its
 /// request `answered + 1` hangs, once every answer it received is in the
 /// bucket's cache; `during` runs while it hangs. Returns the answers it cached.
-fn kill_at(mock: &MockServer, s3: &OnS3, command: &str, answered: u32, during: impl Fn()) -> u64 {
+fn kill_at(mock: &MockServer, s3: &OnStore, command: &str, answered: u32, during: impl Fn()) -> u64 {
     let cached_before = s3.cache_entries();
     mock.reset_stats();
     mock.set_faults(vec![FaultRule::always(FaultKind::Hang).after(answered)]);
     let mut child: Child = Command::new(env!("CARGO_BIN_EXE_graphrag-rs"))
         .args(["-q", command, "--root", s3.root.path().to_str().unwrap()])
-        .env("AWS_ACCESS_KEY_ID", MOTO_KEY_ID)
-        .env("AWS_SECRET_ACCESS_KEY", MOTO_SECRET)
+        .envs(s3.env.iter().copied())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -94,19 +130,22 @@ fn kill_at(mock: &MockServer, s3: &OnS3, command: &str, answered: u32, during: i
     s3.cache_entries() - cached_before
 }
 
-/// Kills per run (the 20, fewer where a run has fewer requests).
+/// Kills per run on S3 (the 20, fewer where a run has fewer requests).
 const KILLS: usize = 20;
 
-/// Up to [`KILLS`] kill moments at distinct random requests of the first
+/// Kills per run on Azurite: the same code path, a few moments keep CI short.
+const AZURITE_KILLS: usize = 4;
+
+/// Up to `kills` kill moments at distinct random requests of the first
 /// four fifths of a run of `total` requests, from a seed printed so that a
 /// failure can be replayed. Each is given as the request number in the run
 /// that resumes after the kills before it (which asks only what they had
 /// not had answered): the distance from the previous moment.
-fn moments(seed: u64, total: u64) -> Vec<u32> {
+fn moments(seed: u64, total: u64, kills: usize) -> Vec<u32> {
     let span = (total - u64::from(CHECKS)) * 4 / 5;
     let mut state = seed | 1;
     let mut picked = std::collections::BTreeSet::new();
-    while picked.len() < KILLS.min(span as usize) {
+    while picked.len() < kills.min(span as usize) {
         state ^= state << 13;
         state ^= state >> 7;
         state ^= state << 17;
@@ -125,11 +164,20 @@ fn moments(seed: u64, total: u64) -> Vec<u32> {
 
 #[test]
 fn a_killed_index_or_update_on_s3_keeps_the_published_version_and_resumes_without_repeated_calls() {
+    aws_credentials();
     let Some(moto) = object_servers::moto(&[]) else { return };
-    // This binary's only test: the clients below read the same credentials as the children.
-    std::env::set_var("AWS_ACCESS_KEY_ID", MOTO_KEY_ID);
-    std::env::set_var("AWS_SECRET_ACCESS_KEY", MOTO_SECRET);
-    moto.create_bucket("graphrag");
+    killed_runs_keep_the_published_version(&on_moto(&moto), KILLS);
+}
+
+#[test]
+fn a_killed_index_or_update_on_azurite_keeps_the_published_version_and_resumes_without_repeated_calls() {
+    aws_credentials();
+    let Some(azurite) = object_servers::azurite() else { return };
+    killed_runs_keep_the_published_version(&on_azurite(&azurite), AZURITE_KILLS);
+}
+
+/// Index and update on `backend`, each killed at `kills` random moments.
+fn killed_runs_keep_the_published_version(backend: &Backend, kills: usize) {
     let mock = MockServer::start(MockConfig::default()).unwrap();
     let docs = documents();
     let seed = std::env::var("KILL_SEED")
@@ -138,19 +186,19 @@ fn a_killed_index_or_update_on_s3_keeps_the_published_version_and_resumes_withou
         .unwrap_or_else(|| SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap().subsec_nanos().into());
     eprintln!("kill moments from KILL_SEED={seed}");
 
-    // The S3 project: the same model settings, input, output and cache in the bucket.
+    // The project on the store: the same model settings, input, output and cache there.
     let root = project(&mock, &[], 1);
     let settings = root.path().join("settings.yaml");
     let sections = format!(
         "input_storage:\n{}output_storage:\n{}cache:\n  type: json\n  storage:\n{}",
-        s3(&moto, "input", "  "),
-        s3(&moto, "output", "  "),
-        s3(&moto, "cache", "    ")
+        backend.section("input", "  "),
+        backend.section("output", "  "),
+        backend.section("cache", "    ")
     );
     std::fs::write(&settings, std::fs::read_to_string(&settings).unwrap() + &sections).unwrap();
     let loaded = graphrag_engine::settings::load(root.path()).unwrap_or_else(|e| panic!("{e}"));
     let storage = Storage::open(root.path(), &loaded.settings).unwrap();
-    let s3 = OnS3 { root, storage };
+    let s3 = OnStore { root, storage, env: backend.env.clone() };
     let input = s3.storage.input.remote().unwrap();
     for (name, body) in &docs[..4] {
         input.put(name, body.clone().into_bytes().into()).unwrap();
@@ -174,18 +222,19 @@ fn a_killed_index_or_update_on_s3_keeps_the_published_version_and_resumes_withou
 
     // The first index, killed at random moments: nothing is published meanwhile.
     let mut cached = 0;
-    for answered in moments(seed, index_requests) {
+    for answered in moments(seed, index_requests, kills) {
         cached += kill_at(&mock, &s3, "index", answered, || {
-            assert_eq!(published_on_s3(&s3, readers.path()), None, "nothing published by a killed first index");
+            assert_eq!(published_on_store(&s3, readers.path()), None, "nothing published by a killed first index");
         });
     }
     let resumed = Command::new(env!("CARGO_BIN_EXE_graphrag-rs"))
         .args(["-q", "index", "--resume", "--root", s3.root.path().to_str().unwrap()])
+        .envs(s3.env.iter().copied())
         .output()
         .unwrap();
     assert!(resumed.status.success(), "index --resume: {}", text(&resumed));
     assert_eq!(answers(&mock.stats()), index_answers - cached, "the resumed index asks only what no killed run had");
-    let (version, first) = published_on_s3(&s3, readers.path()).unwrap();
+    let (version, first) = published_on_store(&s3, readers.path()).unwrap();
     assert_eq!(version, 1);
 
     // The update (+1 document), killed at random moments: version 1 stays whole.
@@ -198,9 +247,9 @@ fn a_killed_index_or_update_on_s3_keeps_the_published_version_and_resumes_withou
     let update_requests = mock.stats().requests;
     let mut cached = 0;
     eprintln!("{index_requests} requests to index, {update_requests} to update");
-    for answered in moments(seed.rotate_left(17), update_requests) {
+    for answered in moments(seed.rotate_left(17), update_requests, kills) {
         let still_first = || {
-            let seen = published_on_s3(&s3, readers.path());
+            let seen = published_on_store(&s3, readers.path());
             assert!(seen == Some((1, first.clone())), "version 1, whole, while an update runs");
         };
         cached += kill_at(&mock, &s3, "update", answered, still_first);
@@ -208,7 +257,11 @@ fn a_killed_index_or_update_on_s3_keeps_the_published_version_and_resumes_withou
     }
     run_ok("update", s3.root.path());
     assert_eq!(answers(&mock.stats()), update_answers - cached, "the update asks only what no killed run had");
-    let (version, second) = published_on_s3(&s3, readers.path()).unwrap();
+    let (version, second) = published_on_store(&s3, readers.path()).unwrap();
     assert_eq!(version, 2);
-    assert_eq!(second, published(&reference.path().join("output")), "the S3 index is the local one, byte for byte");
+    assert_eq!(
+        second,
+        published(&reference.path().join("output")),
+        "the index on the store is the local one, byte for byte"
+    );
 }

@@ -16,7 +16,7 @@ use std::time::Duration;
 use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
 use object_store::azure::{AzureConfigKey, MicrosoftAzureBuilder};
 use object_store::client::{HttpClient, HttpConnector, HttpError, HttpErrorKind};
-use object_store::gcp::GoogleCloudStorageBuilder;
+use object_store::gcp::{GoogleCloudStorageBuilder, GoogleConfigKey};
 use object_store::path::Path;
 use object_store::{BackoffConfig, ClientConfigKey, ClientOptions, ObjectStore, RetryConfig};
 
@@ -124,8 +124,12 @@ pub fn open(setting: &str, remote: &RemoteStorage) -> Result<RemoteStore, Remote
             (build!(builder.with_container_name(container), endpoint), endpoint)
         }
         RemoteService::Gcs { bucket } => {
-            let endpoint = "https://storage.googleapis.com".to_string();
-            (build!(GoogleCloudStorageBuilder::from_env().with_bucket_name(bucket), endpoint), endpoint)
+            let builder = GoogleCloudStorageBuilder::from_env().with_bucket_name(bucket);
+            // GOOGLE_BASE_URL (an emulator's, say) over Google's.
+            let endpoint = builder
+                .get_config_value(&GoogleConfigKey::BaseUrl)
+                .unwrap_or_else(|| "https://storage.googleapis.com".to_string());
+            (build!(builder, endpoint), endpoint)
         }
     };
     Ok(RemoteStore {
