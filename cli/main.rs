@@ -50,12 +50,24 @@ struct RootArg {
 impl RootArg {
     /// The folder the command runs in (a bucket root checked out first).
     fn folder(&self) -> anyhow::Result<PathBuf> {
+        self.work_dir_only_for_buckets()?;
         graphrag_engine::storage::root::local_root(&self.root, self.work_dir.as_deref())
+    }
+
+    fn work_dir_only_for_buckets(&self) -> anyhow::Result<()> {
+        match (&self.root, &self.work_dir) {
+            (ProjectRoot::Folder(dir), Some(_)) => anyhow::bail!(
+                "--work-dir is the working copy of a root in a bucket; {} is a folder, which is its own",
+                dir.display()
+            ),
+            _ => Ok(()),
+        }
     }
 
     /// The folder of a command that writes project files (prompts, exports)
     /// and has no way yet to put them back into a bucket root.
     fn local_only(&self, command: &str) -> anyhow::Result<PathBuf> {
+        self.work_dir_only_for_buckets()?;
         match &self.root {
             ProjectRoot::Folder(dir) => Ok(dir.clone()),
             ProjectRoot::Remote(remote) => anyhow::bail!(
@@ -300,11 +312,14 @@ fn main() -> ExitCode {
     let verbosity = if cli.quiet { -1 } else { cli.verbose as i8 };
     // A closure, so that resolving --root can fail with `?` in any arm.
     let result = (move || match cli.command {
-        Command::Init { root, force, model, embedding } => init::run(&init::InitArgs {
-            root: root.root,
-            work_dir: root.work_dir,
-            options: graphrag_project::InitOptions { force, model, embedding },
-        }),
+        Command::Init { root, force, model, embedding } => {
+            root.work_dir_only_for_buckets()?;
+            init::run(&init::InitArgs {
+                root: root.root,
+                work_dir: root.work_dir,
+                options: graphrag_project::InitOptions { force, model, embedding },
+            })
+        }
         Command::Index { root, method, resume, dry_run, no_cache, shards, models } => {
             graphrag_engine::interrupt::install_handler();
             root.folder().and_then(|root| {

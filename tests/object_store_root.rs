@@ -6,8 +6,11 @@
 
 mod common;
 
-use std::process::{Command, Output};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Output, Stdio};
 use std::sync::Once;
+use std::time::Duration;
 
 use common::object_servers::{self, ObjectServer, MOTO_KEY_ID, MOTO_SECRET};
 use common::published::published;
@@ -29,6 +32,16 @@ fn graphrag_on(moto: &ObjectServer, cache: &std::path::Path, args: &[&str]) -> O
         .env("XDG_CACHE_HOME", cache)
         .output()
         .unwrap()
+}
+
+/// Kills the server when the test ends, passed or not.
+struct Serving(Child);
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
 
 /// The objects under `prefix` of moto's bucket `bucket`.
@@ -111,9 +124,37 @@ fn a_project_root_in_a_bucket_indexes_like_a_local_folder_and_answers() {
     let question = ["query", "--method", "basic", "--root", url];
     let o = graphrag_on(&moto, cache.path(), &[&question[..], &["--context-only", "Who is Marley?"]].concat());
     assert!(o.status.success(), "{}", text(&o));
-    assert!(String::from_utf8_lossy(&o.stdout).contains("Marley"), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("Scrooge"), "{}", text(&o));
     let o = graphrag_on(&moto, cache.path(), &[&question[..], &["Who is Marley?"]].concat());
     assert!(o.status.success() && !o.stdout.is_empty(), "{}", text(&o));
+    // Served from the bucket: the published version, read through the working copy.
+    let mut serve = Command::new(env!("CARGO_BIN_EXE_graphrag-rs"));
+    serve
+        .args(["serve", "--port", "0", "--skip-validation", "--root", url])
+        .env("AWS_ENDPOINT_URL", moto.endpoint())
+        .env("AWS_REGION", "us-east-1")
+        .env("XDG_CACHE_HOME", cache.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    let mut server = Serving(serve.spawn().unwrap());
+    // "graphrag-rs serving DIR on http://ADDR" (stdout kept open while it runs).
+    let mut stdout = BufReader::new(server.0.stdout.take().unwrap());
+    let mut first = String::new();
+    stdout.read_line(&mut first).unwrap();
+    let addr = first.trim().rsplit("http://").next().unwrap().to_string();
+    let body = r#"{"query": "Who is Marley?", "mode": "naive", "only_need_context": true}"#;
+    let mut http = TcpStream::connect(&addr).unwrap_or_else(|e| panic!("{first}: {e}"));
+    http.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let request = format!(
+        "POST /query HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    http.write_all(request.as_bytes()).unwrap();
+    let mut answer = String::new();
+    http.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 200") && answer.contains("Scrooge"), "{answer}");
+    drop(server);
+
     // The working copy is in the user's cache, named by the URL's hash.
     let copies: Vec<_> =
         std::fs::read_dir(cache.path().join("graphrag-rs")).unwrap().map(|e| e.unwrap().path()).collect();

@@ -61,7 +61,7 @@ pub fn init(
             );
         }
     }
-    prepare(remote, &dir)?;
+    prepare(remote, &dir, &[])?;
     scaffold(&dir)?;
     for rel in project_files(&dir)? {
         location.upload(&dir.join(&rel), &rel)?;
@@ -123,23 +123,26 @@ fn checkout(location: &ObjectLocation, remote: &RemoteStorage, dir: &Path) -> an
             remote.url()
         );
     }
-    prepare(remote, dir)?;
     let mut keys: Vec<String> = top.into_iter().map(|o| o.key).collect();
     for folder in PROJECT_FOLDERS {
         keys.extend(location.list(folder)?.into_iter().map(|o| o.key));
     }
-    for key in keys {
-        if key.split('/').any(|seg| seg.is_empty() || seg == "." || seg == "..") {
-            bail!("{}/{key}: not a plain object name; rename it", remote.url());
-        }
-        location.download(&key, &dir.join(&key))?;
+    if let Some(key) = keys.iter().find(|key| key.split('/').any(|seg| seg.is_empty() || seg == "." || seg == "..")) {
+        bail!("{}/{key}: not a plain object name; rename it", remote.url());
+    }
+    // Files still in the bucket are replaced in place (atomically), not
+    // removed first: a server running in this copy never misses one.
+    prepare(remote, dir, &keys)?;
+    for key in &keys {
+        location.download(key, &dir.join(key))?;
     }
     mark(remote, dir)
 }
 
 /// Makes `dir` ready to receive the root's project files: new, or a working
-/// copy of this root (never someone's other folder), cleared of them.
-fn prepare(remote: &RemoteStorage, dir: &Path) -> anyhow::Result<()> {
+/// copy of this root (never someone's other folder), cleared of those not
+/// in `keep`.
+fn prepare(remote: &RemoteStorage, dir: &Path, keep: &[String]) -> anyhow::Result<()> {
     let marker = dir.join(REMOTE_ROOT_FILE);
     match std::fs::read_to_string(&marker) {
         Ok(url) if url.trim() == remote.url() => {}
@@ -165,7 +168,7 @@ fn prepare(remote: &RemoteStorage, dir: &Path) -> anyhow::Result<()> {
             }
         }
     }
-    for rel in project_files(dir)? {
+    for rel in project_files(dir)?.into_iter().filter(|rel| !keep.contains(rel)) {
         std::fs::remove_file(dir.join(&rel)).with_context(|| format!("removing {}", dir.join(&rel).display()))?;
     }
     Ok(())
@@ -235,12 +238,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("notes.txt"), "mine").unwrap();
         let remote = RemoteStorage::parse_url("s3://b/p").unwrap();
-        let err = prepare(&remote, dir.path()).unwrap_err().to_string();
+        let err = prepare(&remote, dir.path(), &[]).unwrap_err().to_string();
         assert!(err.contains("not a working copy of s3://b/p"), "{err}");
         assert!(dir.path().join("notes.txt").exists());
         let other = tempfile::tempdir().unwrap();
         mark(&RemoteStorage::parse_url("s3://b/other").unwrap(), other.path()).unwrap();
-        let err = prepare(&remote, other.path()).unwrap_err().to_string();
+        let err = prepare(&remote, other.path(), &[]).unwrap_err().to_string();
         assert!(err.contains("working copy of s3://b/other, not of s3://b/p"), "{err}");
     }
 
