@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use common::object_servers::{self, ObjectServer, MOTO_KEY_ID, MOTO_SECRET};
 use common::published::published;
-use common::{documents, project, text};
+use common::{documents, passages, project, text};
 use graphrag_engine::settings::{RemoteService, RemoteStorage};
 use graphrag_engine::storage::object::ObjectLocation;
 use graphrag_engine::storage::{publish, remote};
@@ -119,6 +119,21 @@ fn a_project_root_in_a_bucket_indexes_like_a_local_folder_and_answers() {
         .map(|o| String::from_utf8_lossy(&root.join("logs").get(&o.key).unwrap().unwrap()).into_owned())
         .collect();
     assert_eq!(texts.iter().filter(|t| t.contains("unknown method `no-such-method`")).count(), 1, "{texts:?}");
+
+    // `update --root` with one more document in the bucket equals the local update.
+    let (name, body) = passages(6, 2_000).pop().unwrap();
+    root.put(&format!("input/{name}"), body.clone().into_bytes().into()).unwrap();
+    let added = root.join("input").list("").unwrap().into_iter().find(|o| o.key == name).unwrap();
+    let file = local.path().join("input").join(&name);
+    std::fs::write(&file, &body).unwrap();
+    std::fs::File::options().write(true).open(&file).unwrap().set_modified(added.modified).unwrap();
+    let o = graphrag_on(&moto, cache.path(), &["-q", "update", "--root", url]);
+    assert!(o.status.success(), "update --root {url}: {}", text(&o));
+    let o = common::graphrag(&["-q", "update", "--root", local.path().to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    let (copy, version) = publish::fetch(&root.join("output"), readers.path()).unwrap().expect("published");
+    assert_eq!(version, 2);
+    assert_eq!(published(&copy), published(&local.path().join("output")), "the update in the bucket is the local one");
 
     // Asked from the bucket: the context is the documents', the answer the model's.
     let question = ["query", "--method", "basic", "--root", url];
