@@ -64,14 +64,14 @@ impl RootArg {
         }
     }
 
-    /// The folder of a command that writes project files (prompts, exports)
-    /// and has no way yet to put them back into a bucket root.
+    /// The folder of a command that writes files outside the project's own
+    /// (LanceDB exports) and has no way yet to put them into a bucket root.
     fn local_only(&self, command: &str) -> anyhow::Result<PathBuf> {
         self.work_dir_only_for_buckets()?;
         match &self.root {
             ProjectRoot::Folder(dir) => Ok(dir.clone()),
             ProjectRoot::Remote(remote) => anyhow::bail!(
-                "`{command}` with a root in a bucket ({}) is not built: it writes files into the project folder; run it on a local copy of the project and upload what it writes",
+                "`{command}` with a root in a bucket ({}) is not built: it writes files into a local folder; run it on a local copy of the project",
                 remote.url()
             ),
         }
@@ -337,8 +337,7 @@ fn main() -> ExitCode {
         }
         Command::PromptTune { root, flags, models } => {
             graphrag_engine::interrupt::install_handler();
-            root.local_only("prompt-tune")
-                .and_then(|root| prompt_tune::run(&root, flags, models.skip_validation, verbosity))
+            prompt_tune::run(&root.folder()?, flags, models.skip_validation, verbosity)
         }
         Command::Query {
             root,

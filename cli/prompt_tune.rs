@@ -83,6 +83,14 @@ pub fn run(root: &Path, flags: PromptTuneFlags, skip_validation: bool, verbosity
     let tuned = prompt_tune::generate_prompts(root, &opts)?;
     let dir = flags.output.map_or_else(|| prompt_tune::default_output_dir(root), |o| root.join(o));
     let written = prompt_tune::write_prompts(root, &tuned, &dir)?;
+    // A root in a bucket gets the prompts (and the backup of those replaced).
+    let mut files = written.files.clone();
+    if let Some(backup) = &written.backup {
+        for entry in std::fs::read_dir(backup)? {
+            files.push(entry?.path());
+        }
+    }
+    graphrag_engine::storage::root::write_back(root, &files)?;
     for w in &written.warnings {
         tracing::warn!("{w}");
     }

@@ -142,6 +142,21 @@ fn a_project_root_in_a_bucket_indexes_like_a_local_folder_and_answers() {
     assert!(String::from_utf8_lossy(&o.stdout).contains("Scrooge"), "{}", text(&o));
     let o = graphrag_on(&moto, cache.path(), &[&question[..], &["Who is Marley?"]].concat());
     assert!(o.status.success() && !o.stdout.is_empty(), "{}", text(&o));
+    // prompt-tune writes its prompts (and the backup of those it replaced) back into the bucket.
+    let before = root.get("prompts/extract_graph.txt").unwrap().unwrap();
+    let o = graphrag_on(
+        &moto,
+        cache.path(),
+        &["-q", "prompt-tune", "--selection-method", "top", "--limit", "2", "--root", url],
+    );
+    assert!(o.status.success(), "prompt-tune --root {url}: {}", text(&o));
+    assert_ne!(root.get("prompts/extract_graph.txt").unwrap().unwrap(), before, "the tuned prompt is in the bucket");
+    let backups = root.join("prompts").list("").unwrap();
+    assert!(
+        backups.iter().any(|o| o.key.starts_with("prompt-tune-backup-") && o.key.ends_with("/extract_graph.txt")),
+        "{backups:?}"
+    );
+
     // Served from the bucket: the published version, read through the working copy.
     let mut serve = Command::new(env!("CARGO_BIN_EXE_graphrag-rs"));
     serve
@@ -198,7 +213,7 @@ fn init_writes_the_scaffold_into_the_bucket_once() {
     let again = graphrag_on(&moto, cache.path(), &["init", "--root", url]);
     assert!(!again.status.success());
     assert!(text(&again).contains("s3://fresh/new/settings.yaml already exists"), "{}", text(&again));
-    // A command that would write project files locally says it is not built for a bucket.
-    let tune = graphrag_on(&moto, cache.path(), &["prompt-tune", "--root", url]);
-    assert!(!tune.status.success() && text(&tune).contains("is not built"), "{}", text(&tune));
+    // A command that would write files outside the project's own says it is not built for a bucket.
+    let export = graphrag_on(&moto, cache.path(), &["export", "lancedb", "--root", url]);
+    assert!(!export.status.success() && text(&export).contains("is not built"), "{}", text(&export));
 }

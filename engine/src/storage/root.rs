@@ -70,14 +70,26 @@ pub fn init(
     Ok(dir)
 }
 
-/// After a command wrote the project file `rel` (e.g. graph_edits.yaml) in
-/// `root`: when `root` is the working copy of a root in a bucket, the file
-/// is uploaded there, where the next checkout reads it (else it would be
-/// dropped). Nothing for a project folder.
-pub fn write_back(root: &Path, rel: &str) -> anyhow::Result<()> {
+/// After a command wrote project files in `root` (graph_edits.yaml, tuned
+/// prompts): when `root` is the working copy of a root in a bucket, each of
+/// `files` (under `root`) is uploaded there, where the next checkout reads
+/// it (else it would be dropped). Nothing for a project folder.
+pub fn write_back(root: &Path, files: &[PathBuf]) -> anyhow::Result<()> {
     let Some(remote) = crate::settings::remote_root(root)? else { return Ok(()) };
     let (location, _) = connect(&remote)?;
-    location.upload(&root.join(rel), rel)
+    for file in files {
+        let rel = file.strip_prefix(root).map_err(|_| {
+            anyhow!(
+                "{} is outside the working copy {} of {}: not uploaded",
+                file.display(),
+                root.display(),
+                remote.url()
+            )
+        })?;
+        let parts: Vec<String> = rel.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
+        location.upload(file, &parts.join("/"))?;
+    }
+    Ok(())
 }
 
 /// `$XDG_CACHE_HOME/graphrag-rs/<hash>/` (`~/.cache` without it): one per
