@@ -15,7 +15,7 @@ use std::time::Duration;
 use common::object_servers::{self, ObjectServer, MOTO_KEY_ID, MOTO_SECRET};
 use common::published::published;
 use common::{documents, passages, project, text};
-use graphrag_engine::settings::{RemoteService, RemoteStorage};
+use graphrag_engine::settings::{AzureAccount, RemoteService, RemoteStorage, Secret};
 use graphrag_engine::storage::object::ObjectLocation;
 use graphrag_engine::storage::{publish, remote};
 use graphrag_mock_llm::{MockConfig, MockServer};
@@ -216,4 +216,37 @@ fn init_writes_the_scaffold_into_the_bucket_once() {
     // A command that would write files outside the project's own says it is not built for a bucket.
     let export = graphrag_on(&moto, cache.path(), &["export", "lancedb", "--root", url]);
     assert!(!export.status.success() && text(&export).contains("is not built"), "{}", text(&export));
+}
+
+#[test]
+fn a_project_root_in_an_azure_container_is_indexed_there() {
+    let Some(azurite) = object_servers::azurite() else { return };
+    azurite.create_container("projects");
+    let connection = azurite.azurite_connection_string();
+    let account = AzureAccount::ConnectionString(Secret::from(connection.as_str()));
+    let service = RemoteService::AzureBlob { container: "projects".into(), account };
+    let store = remote::open("test", &RemoteStorage { service, prefix: "carol".into() }).unwrap();
+    let root = ObjectLocation::new(store.store, "carol", "az://projects/carol").unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let url = "az://projects/carol";
+    let az = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_graphrag-rs"))
+            .args(args)
+            .env("AZURE_STORAGE_CONNECTION_STRING", &connection)
+            .env("XDG_CACHE_HOME", cache.path())
+            .output()
+            .unwrap()
+    };
+    // The scaffold `init` writes into the container, and one document.
+    let o = az(&["init", "--root", url]);
+    assert!(o.status.success(), "{}", text(&o));
+    let (name, body) = &documents()[0];
+    root.put(&format!("input/{name}"), body.clone().into_bytes().into()).unwrap();
+    let o = az(&["-q", "index", "--method", "fast", "--root", url]);
+    assert!(o.status.success(), "index --root {url}: {}", text(&o));
+    let readers = tempfile::tempdir().unwrap();
+    let (copy, version) = publish::fetch(&root.join("output"), readers.path()).unwrap().expect("published");
+    assert_eq!(version, 1);
+    assert!(published(&copy).iter().any(|(name, _)| name == "entities.parquet"));
+    assert_eq!(root.join("logs").list("").unwrap().len(), 1, "the run's log is in the container");
 }
