@@ -110,3 +110,8 @@ def test_a_project_root_in_a_bucket_is_indexed_and_queried(mock_url, moto_endpoi
 
     with pytest.raises(graphrag_rs.GraphragError, match="s3://python-index/nothing-here has no settings.yaml"):
         graphrag_rs.build_index("s3://python-index/nothing-here")
+
+    # init writes the scaffold into the bucket, once.
+    assert graphrag_rs.init("s3://python-index/fresh") == "s3://python-index/fresh"
+    with pytest.raises(graphrag_rs.GraphragError, match="s3://python-index/fresh/settings.yaml already exists"):
+        graphrag_rs.init("s3://python-index/fresh")

@@ -20,6 +20,12 @@ Errors raise ``GraphragError`` (settings errors: ``ConfigError``, naming the
 file and line; no index yet: ``NoIndexError``; a cancelled query:
 ``CancelledError``).
 
+A ``root`` may also be a project in a bucket, ``"s3://bucket/prefix"``,
+``"az://container/prefix"`` or ``"gs://bucket/prefix"`` (``init``,
+``build_index``, ``update_index``, ``Index``, ``load_tables``): its settings,
+prompts, documents and index stay there, worked on through a local copy in
+the user's cache (``Index(...).root`` is that copy).
+
 pandas and pyarrow are needed only for DataFrames (the search contexts and
 ``load_tables``), networkx only for ``Index.to_networkx``.
 """
