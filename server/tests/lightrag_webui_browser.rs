@@ -71,6 +71,36 @@ fn posted(page: &Cdp, path: &str) -> Vec<String> {
         .collect()
 }
 
+/// The server's and the page's view of the documents, for a wait that
+/// timed out: what the pipeline did, what the list says, and the page's
+/// failed requests and console messages.
+fn explain_documents(addr: std::net::SocketAddr, page: &mut Cdp) -> String {
+    let listed = post_json(addr, "/documents/paginated", &json!({"page": 1, "page_size": 10})).text();
+    let text = page.eval("document.body?.innerText ?? ''");
+    let noted: Vec<String> = page
+        .events
+        .iter()
+        .filter_map(|e| {
+            let p = &e["params"];
+            match e["method"].as_str()? {
+                "Runtime.consoleAPICalled" => Some(format!("console {}: {}", p["type"], p["args"][0]["value"])),
+                "Log.entryAdded" => Some(format!("log {}: {}", p["entry"]["level"], p["entry"]["text"])),
+                "Network.loadingFailed" => Some(format!("request failed: {}", p["errorText"])),
+                "Network.responseReceived" if p["response"]["status"].as_u64().is_some_and(|s| s >= 400) => {
+                    Some(format!("{} {}", p["response"]["status"], p["response"]["url"]))
+                }
+                _ => None,
+            }
+        })
+        .collect();
+    format!(
+        "pipeline: {}\nhealth: {}\ndocuments: {listed}\npage text: {text}\npage events:\n{}",
+        get(addr, "/documents/pipeline_status").text(),
+        get(addr, "/health").text(),
+        noted.join("\n")
+    )
+}
+
 #[test]
 fn lightrags_web_ui_works_against_graphrag_rs() {
     let Some(chromium) = chromium_or_skip() else { return };
@@ -118,7 +148,13 @@ fn lightrags_web_ui_works_against_graphrag_rs() {
         json!({"nodeId": doc["root"]["nodeId"], "selector": "[role=dialog] input[type=file]"}),
     );
     page.call("DOM.setFileInputFiles", json!({"nodeId": input["nodeId"], "files": [upload.display().to_string()]}));
-    page.wait_until("the upload to be processed", &body_has("Completed (2)"));
+    let processed = body_has("Completed (2)");
+    wait_or_explain(
+        &mut page,
+        "the upload to be processed",
+        |page| (page.eval(&processed) == json!(true)).then_some(()),
+        |page| explain_documents(addr, page),
+    );
     page.screenshot("lightrag-1-documents");
     click(
         &mut page,
