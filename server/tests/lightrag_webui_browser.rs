@@ -142,12 +142,34 @@ fn lightrags_web_ui_works_against_graphrag_rs() {
     // Upload through the dialog's file input; the document ends processed.
     click(&mut page, &button("Upload"));
     page.wait_until("the upload dialog", "!!document.querySelector('[role=dialog] input[type=file]')");
-    let doc = page.call("DOM.getDocument", json!({}));
-    let input = page.call(
-        "DOM.querySelector",
-        json!({"nodeId": doc["root"]["nodeId"], "selector": "[role=dialog] input[type=file]"}),
+    // The dialog may still be rendering its input when it is first found: a
+    // file given to an input that React has since replaced is never sent, so
+    // it is given again (to the input now there) until the page posts it.
+    let mut given = None;
+    wait_or_explain(
+        &mut page,
+        "the page to post the upload",
+        |page| {
+            if !posted(page, "/documents/upload").is_empty() {
+                return Some(());
+            }
+            if given.is_none_or(|at: std::time::Instant| at.elapsed() > std::time::Duration::from_secs(5)) {
+                let doc = page.call("DOM.getDocument", json!({}));
+                let input = page.call(
+                    "DOM.querySelector",
+                    json!({"nodeId": doc["root"]["nodeId"], "selector": "[role=dialog] input[type=file]"}),
+                );
+                page.call(
+                    "DOM.setFileInputFiles",
+                    json!({"nodeId": input["nodeId"], "files": [upload.display().to_string()]}),
+                );
+                given = Some(std::time::Instant::now());
+            }
+            page.eval("true");
+            None
+        },
+        |page| explain_documents(addr, page),
     );
-    page.call("DOM.setFileInputFiles", json!({"nodeId": input["nodeId"], "files": [upload.display().to_string()]}));
     let processed = body_has("Completed (2)");
     wait_or_explain(
         &mut page,
