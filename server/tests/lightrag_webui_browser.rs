@@ -153,7 +153,7 @@ fn lightrags_web_ui_works_against_graphrag_rs() {
             if !posted(page, "/documents/upload").is_empty() {
                 return Some(());
             }
-            if given.is_none_or(|at: std::time::Instant| at.elapsed() > std::time::Duration::from_secs(5)) {
+            if given.is_none_or(|at: std::time::Instant| at.elapsed() > std::time::Duration::from_secs(10)) {
                 let doc = page.call("DOM.getDocument", json!({}));
                 let input = page.call(
                     "DOM.querySelector",
