@@ -19,6 +19,10 @@
 //! answers a process writes stay in its memory (they are what it reads
 //! back), as do the segments it read.
 //!
+//! A writer that lives long (a server answering queries) writes a segment
+//! per second it is asked: a reader that finds [`FOLD_SEGMENTS`] or more in
+//! a partition folds them into one.
+//!
 //! One object per answer (`<partition>/ab/<key>.json`, written before
 //! segments) is still read: one GET for each key the listing shows, only
 //! when no segment has the key.
@@ -42,6 +46,10 @@ pub const FLUSH_INTERVAL: Duration = Duration::from_secs(1);
 pub const FLUSH_ANSWERS: usize = 2_000;
 /// Bytes of answers of one partition written at once when that many wait.
 pub const FLUSH_BYTES: usize = 16 << 20;
+
+/// Segments of a partition a reader folds into one (a long-lived writer,
+/// a server's query answers, writes one per second it is asked).
+pub const FOLD_SEGMENTS: usize = 64;
 
 /// Where a partition keeps its segments.
 const SEGMENTS: &str = "segments";
@@ -206,14 +214,7 @@ impl Shared {
         if waiting.is_empty() {
             return;
         }
-        let mut segment = Vec::with_capacity(waiting.iter().map(|(k, a)| k.len() + a.len() + 2).sum());
-        for (key, answer) in &waiting {
-            segment.extend_from_slice(key.as_bytes());
-            segment.push(b'\t');
-            segment.extend_from_slice(answer);
-            segment.push(b'\n');
-        }
-        let segment = Bytes::from(segment);
+        let segment = segment_of(waiting.iter().map(|(key, answer)| (key.as_str(), answer)));
         let written = loop {
             let n = self.next_segment.fetch_add(1, Ordering::Relaxed);
             let name = format!("{SEGMENTS}/{}-{n:08}{SEGMENT_SUFFIX}", self.writer);
@@ -283,37 +284,81 @@ impl Partition {
     }
 
     fn try_read_stored(&self) -> anyhow::Result<Stored> {
-        let mut segments = Vec::new();
-        let mut stored = Stored::default();
-        for listed in self.at.list("")? {
-            match listed.key.split('/').collect::<Vec<_>>()[..] {
-                [SEGMENTS, name] if name.ends_with(SEGMENT_SUFFIX) => segments.push(listed.key.clone()),
-                [dir, file] => {
-                    if let Some(key) = file.strip_suffix(".json").filter(|k| is_key(k) && k.starts_with(dir)) {
-                        stored.singles.insert(key.to_string());
+        let mut listing_again = false;
+        loop {
+            let mut segments = Vec::new();
+            let mut stored = Stored::default();
+            for listed in self.at.list("")? {
+                match listed.key.split('/').collect::<Vec<_>>()[..] {
+                    [SEGMENTS, name] if name.ends_with(SEGMENT_SUFFIX) => segments.push(listed.key.clone()),
+                    [dir, file] => {
+                        if let Some(key) = file.strip_suffix(".json").filter(|k| is_key(k) && k.starts_with(dir)) {
+                            stored.singles.insert(key.to_string());
+                        }
                     }
+                    _ => {}
                 }
-                _ => {}
             }
-        }
-        // Listed in name order: later segments replace earlier answers.
-        let mut damaged = 0;
-        for (name, bytes) in segments.iter().zip(self.at.get_all(&segments)?) {
-            let Some(bytes) = bytes else { continue }; // deleted since listed
-            damaged += read_segment(&bytes, &mut stored.answers);
+            // Listed in name order: later segments replace earlier answers.
+            let (mut damaged, mut gone) = (0, false);
+            for bytes in self.at.get_all(&segments)? {
+                match bytes {
+                    Some(bytes) => damaged += read_segment(&bytes, &mut stored.answers),
+                    None => gone = true,
+                }
+            }
+            if gone && !listing_again {
+                // Folded by another reader since listed: its folded segment holds them.
+                listing_again = true;
+                continue;
+            }
             if damaged > 0 {
-                tracing::debug!("{}/{name}: {damaged} damaged line(s) so far", self.at.url());
+                tracing::warn!(
+                    "{damaged} damaged line(s) in the cache segments of {}: their requests are sent again",
+                    self.at.url()
+                );
             }
+            if segments.len() >= FOLD_SEGMENTS {
+                self.fold(&segments, &stored.answers);
+            }
+            return Ok(stored);
         }
-        if damaged > 0 {
-            tracing::warn!(
-                "{} damaged line(s) in the cache segments of {}: their requests are sent again",
-                damaged,
-                self.at.url()
-            );
-        }
-        Ok(stored)
     }
+
+    /// Replaces the segments `folded` (in name order) by one holding
+    /// `answers`, theirs: written first, then they are deleted, so a reader
+    /// finds every answer in one or the other (one that read the listing
+    /// before and finds a segment gone lists again). Its name sorts where the
+    /// last folded one did, so answers written later still replace its own.
+    fn fold(&self, folded: &[String], answers: &HashMap<String, Bytes>) {
+        let Some(last) = folded.last() else { return };
+        let name = format!("{}-folded{SEGMENT_SUFFIX}", last.trim_end_matches(SEGMENT_SUFFIX));
+        let mut keys: Vec<&String> = answers.keys().collect();
+        keys.sort();
+        let segment = segment_of(keys.into_iter().map(|k| (k.as_str(), &answers[k])));
+        let written = match self.at.put_if(&name, segment, None) {
+            Ok(Conditional::Written) => folded.iter().try_for_each(|old| self.at.delete(old)),
+            // Folded by another reader at the same moment: it deletes them.
+            Ok(Conditional::Lost) => Ok(()),
+            Err(e) => Err(e),
+        };
+        match written {
+            Ok(()) => tracing::info!("folded {} cache segments of {} into one", folded.len(), self.at.url()),
+            Err(e) => tracing::warn!("could not fold the cache segments of {}: {e:#}", self.at.url()),
+        }
+    }
+}
+
+/// A segment of `answers` (key, answer JSON).
+fn segment_of<'a>(answers: impl Iterator<Item = (&'a str, &'a Bytes)>) -> Bytes {
+    let mut segment = Vec::new();
+    for (key, answer) in answers {
+        segment.extend_from_slice(key.as_bytes());
+        segment.push(b'\t');
+        segment.extend_from_slice(answer);
+        segment.push(b'\n');
+    }
+    Bytes::from(segment)
 }
 
 /// Adds a segment's answers to `answers`; returns how many lines do not read.
@@ -433,6 +478,33 @@ mod tests {
         assert_eq!(written.counts().puts, 1);
         let (reader, _) = cache_on(&bucket);
         assert!(answer(reader.get(&key(0))).is_some());
+    }
+
+    #[test]
+    fn many_segments_are_folded_into_one_keeping_the_later_answers() {
+        let Some(moto) = crate::storage::object::testing::moto() else { return };
+        let bucket = moto.bucket("folded");
+        let (writer, _) = cache_on(&bucket);
+        for n in 0..FOLD_SEGMENTS as u32 {
+            writer.put(&key(n), Bytes::from(format!("[{n}]")));
+            writer.flush();
+        }
+        writer.put(&key(0), Bytes::from_static(b"[\"again\"]"));
+        drop(writer);
+        let segments = |store: &Arc<CountingStore>| {
+            let at = ObjectLocation::new(store.clone(), "project/cache", "s3://folded").unwrap();
+            at.list("").unwrap().into_iter().filter(|o| o.key.ends_with(SEGMENT_SUFFIX)).count()
+        };
+        let (folder, folder_store) = cache_on(&bucket);
+        assert_eq!(segments(&folder_store), FOLD_SEGMENTS + 1);
+        assert_eq!(answer(folder.get(&key(5))), Some(Bytes::from_static(b"[5]")));
+        assert_eq!(segments(&folder_store), 1, "folded");
+        let (reader, read) = cache_on(&bucket);
+        for n in 1..FOLD_SEGMENTS as u32 {
+            assert_eq!(answer(reader.get(&key(n))), Some(Bytes::from(format!("[{n}]"))));
+        }
+        assert_eq!(answer(reader.get(&key(0))), Some(Bytes::from_static(b"[\"again\"]")), "the later answer");
+        assert_eq!(read.counts().gets, 1);
     }
 
     #[test]
