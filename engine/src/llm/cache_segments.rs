@@ -21,7 +21,8 @@
 //!
 //! A writer that lives long (a server answering queries) writes a segment
 //! per second it is asked: a reader that finds [`FOLD_SEGMENTS`] or more in
-//! a partition folds them into one.
+//! a partition folds the small ones, consecutive, into segments of up to
+//! [`FLUSH_BYTES`].
 //!
 //! One object per answer (`<partition>/ab/<key>.json`, written before
 //! segments) is still read: one GET for each key the listing shows, only
@@ -286,11 +287,14 @@ impl Partition {
     fn try_read_stored(&self) -> anyhow::Result<Stored> {
         let mut listing_again = false;
         loop {
-            let mut segments = Vec::new();
+            let (mut names, mut sizes) = (Vec::new(), Vec::new());
             let mut stored = Stored::default();
             for listed in self.at.list("")? {
                 match listed.key.split('/').collect::<Vec<_>>()[..] {
-                    [SEGMENTS, name] if name.ends_with(SEGMENT_SUFFIX) => segments.push(listed.key.clone()),
+                    [SEGMENTS, name] if name.ends_with(SEGMENT_SUFFIX) => {
+                        names.push(listed.key.clone());
+                        sizes.push(listed.size);
+                    }
                     [dir, file] => {
                         if let Some(key) = file.strip_suffix(".json").filter(|k| is_key(k) && k.starts_with(dir)) {
                             stored.singles.insert(key.to_string());
@@ -300,53 +304,77 @@ impl Partition {
                 }
             }
             // Listed in name order: later segments replace earlier answers.
-            let (mut damaged, mut gone) = (0, false);
-            for bytes in self.at.get_all(&segments)? {
-                match bytes {
-                    Some(bytes) => damaged += read_segment(&bytes, &mut stored.answers),
-                    None => gone = true,
-                }
-            }
-            if gone && !listing_again {
+            let segments = self.at.get_all(&names)?;
+            if segments.iter().any(Option::is_none) && !listing_again {
                 // Folded by another reader since listed: its folded segment holds them.
                 listing_again = true;
                 continue;
             }
+            let damaged: usize = segments.iter().flatten().map(|s| read_segment(s, &mut stored.answers)).sum();
             if damaged > 0 {
                 tracing::warn!(
                     "{damaged} damaged line(s) in the cache segments of {}: their requests are sent again",
                     self.at.url()
                 );
             }
-            if segments.len() >= FOLD_SEGMENTS {
-                self.fold(&segments, &stored.answers);
+            if names.len() >= FOLD_SEGMENTS {
+                for group in fold_groups(&sizes) {
+                    self.fold(&names[group.clone()], &segments[group]);
+                }
             }
             return Ok(stored);
         }
     }
 
-    /// Replaces the segments `folded` (in name order) by one holding
-    /// `answers`, theirs: written first, then they are deleted, so a reader
-    /// finds every answer in one or the other (one that read the listing
-    /// before and finds a segment gone lists again). Its name sorts where the
-    /// last folded one did, so answers written later still replace its own.
-    fn fold(&self, folded: &[String], answers: &HashMap<String, Bytes>) {
-        let Some(last) = folded.last() else { return };
+    /// Replaces the segments `names` (consecutive in name order, read as
+    /// `segments`) by one holding their answers: written first, then they
+    /// are deleted, so a reader finds every answer in one or the other (one
+    /// that listed before and finds a segment gone lists again). Its name
+    /// sorts where the last folded one's did, so answers of the segments
+    /// after it still replace its own.
+    fn fold(&self, names: &[String], segments: &[Option<Bytes>]) {
+        let Some(last) = names.last() else { return };
+        let mut answers = HashMap::new();
+        for segment in segments.iter().flatten() {
+            read_segment(segment, &mut answers);
+        }
         let name = format!("{}-folded{SEGMENT_SUFFIX}", last.trim_end_matches(SEGMENT_SUFFIX));
         let mut keys: Vec<&String> = answers.keys().collect();
         keys.sort();
         let segment = segment_of(keys.into_iter().map(|k| (k.as_str(), &answers[k])));
         let written = match self.at.put_if(&name, segment, None) {
-            Ok(Conditional::Written) => folded.iter().try_for_each(|old| self.at.delete(old)),
+            Ok(Conditional::Written) => names.iter().try_for_each(|old| self.at.delete(old)),
             // Folded by another reader at the same moment: it deletes them.
             Ok(Conditional::Lost) => Ok(()),
             Err(e) => Err(e),
         };
         match written {
-            Ok(()) => tracing::info!("folded {} cache segments of {} into one", folded.len(), self.at.url()),
+            Ok(()) => tracing::info!("folded {} cache segments of {} into one", names.len(), self.at.url()),
             Err(e) => tracing::warn!("could not fold the cache segments of {}: {e:#}", self.at.url()),
         }
     }
+}
+
+/// The runs of consecutive segments (of these sizes, in name order) to fold
+/// into one each: small ones, together at most [`FLUSH_BYTES`] (a reader
+/// then reads a large cache in segments of about that size, not in one
+/// object), two or more to a run.
+fn fold_groups(sizes: &[u64]) -> Vec<std::ops::Range<usize>> {
+    let limit = FLUSH_BYTES as u64;
+    let mut groups = Vec::new();
+    let (mut start, mut bytes) = (0, 0);
+    for (i, &size) in sizes.iter().enumerate() {
+        if bytes + size > limit || size > limit / 2 {
+            groups.push(start..i);
+            (start, bytes) = if size > limit / 2 { (i + 1, 0) } else { (i, 0) };
+        }
+        if i >= start {
+            bytes += size;
+        }
+    }
+    groups.push(start..sizes.len());
+    groups.retain(|g| g.len() >= 2);
+    groups
 }
 
 /// A segment of `answers` (key, answer JSON).
@@ -505,6 +533,18 @@ mod tests {
         }
         assert_eq!(answer(reader.get(&key(0))), Some(Bytes::from_static(b"[\"again\"]")), "the later answer");
         assert_eq!(read.counts().gets, 1);
+    }
+
+    #[test]
+    fn small_consecutive_segments_are_folded_in_runs_of_at_most_a_flush() {
+        let mb = 1 << 20;
+        assert_eq!(fold_groups(&[1, 2, 3]), [0..3]);
+        assert_eq!(fold_groups(&[1]), Vec::<std::ops::Range<usize>>::new());
+        // A large segment is left alone and splits the runs.
+        assert_eq!(fold_groups(&[1, 1, 9 * mb, 1, 1, 1]), [0..2, 3..6]);
+        // Runs close before they pass FLUSH_BYTES (16 MiB).
+        assert_eq!(fold_groups(&[6 * mb, 6 * mb, 6 * mb, 6 * mb, 1]), [0..2, 2..5]);
+        assert_eq!(fold_groups(&[1, 9 * mb, 1]), Vec::<std::ops::Range<usize>>::new());
     }
 
     #[test]
