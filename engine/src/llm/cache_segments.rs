@@ -538,7 +538,7 @@ mod tests {
     #[test]
     fn small_consecutive_segments_are_folded_in_runs_of_at_most_a_flush() {
         let mb = 1 << 20;
-        assert_eq!(fold_groups(&[1, 2, 3]), [0..3]);
+        assert_eq!(fold_groups(&[1, 2, 3]), vec![(0..3)]);
         assert_eq!(fold_groups(&[1]), Vec::<std::ops::Range<usize>>::new());
         // A large segment is left alone and splits the runs.
         assert_eq!(fold_groups(&[1, 1, 9 * mb, 1, 1, 1]), [0..2, 3..6]);
