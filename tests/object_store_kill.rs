@@ -1,12 +1,15 @@
 //! An index and an update on S3 (moto on loopback) and on Azure Blob
 //! (Azurite, fewer kills) killed (SIGKILL) at random moments: the version
-//! published before stays readable and whole (manifest and tables)
-//! throughout, the rerun completes, equals the same project indexed
-//! uninterrupted in a local folder, and asks the model nothing it had
-//! answered before the kill.
+//! published before stays readable and whole
+//! (manifest and tables) throughout, the rerun completes, equals the same
+//! project indexed uninterrupted in a local folder, and asks the model
+//! nothing whose answer the killed run had written to the cache (which it
+//! does within a second; answers of that last second are asked again).
 
 mod common;
 
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::Once;
@@ -73,12 +76,28 @@ struct OnStore {
     root: tempfile::TempDir,
     storage: Storage,
     env: Vec<(&'static str, &'static str)>,
+    /// Answers per cache segment read so far (a segment never changes).
+    segments: RefCell<HashMap<String, u64>>,
 }
 
 impl OnStore {
-    /// The model's answers cached in the bucket (one object each).
+    /// The model's answers cached in the bucket: the lines of its segments
+    /// (a line per answer) and any answer kept as an object of its own.
     fn cache_entries(&self) -> u64 {
-        self.storage.cache.remote().unwrap().list("").unwrap().len() as u64
+        let cache = self.storage.cache.remote().unwrap();
+        let mut segments = self.segments.borrow_mut();
+        let mut answers = 0;
+        for listed in cache.list("").unwrap() {
+            if !listed.key.ends_with(".answers") {
+                answers += 1;
+                continue;
+            }
+            answers += *segments.entry(listed.key.clone()).or_insert_with(|| {
+                let segment = cache.get(&listed.key).unwrap().unwrap();
+                segment.iter().filter(|&&b| b == b'\n').count() as u64
+            });
+        }
+        answers
     }
 }
 
@@ -95,7 +114,8 @@ fn published_on_store(s3: &OnStore, readers: &Path) -> Option<(u64, Files)> {
 
 /// `graphrag-rs <command>` on the S3 project, killed (SIGKILL) while its
 /// request `answered + 1` hangs, once every answer it received is in the
-/// bucket's cache; `during` runs while it hangs. Returns the answers it cached.
+/// bucket's cache (a run writes its answers in segments, within a second of
+/// receiving them); `during` runs while it hangs. Returns the answers it cached.
 fn kill_at(mock: &MockServer, s3: &OnStore, command: &str, answered: u32, during: impl Fn()) -> u64 {
     let cached_before = s3.cache_entries();
     mock.reset_stats();
@@ -198,7 +218,7 @@ fn killed_runs_keep_the_published_version(backend: &Backend, kills: usize) {
     std::fs::write(&settings, std::fs::read_to_string(&settings).unwrap() + &sections).unwrap();
     let loaded = graphrag_engine::settings::load(root.path()).unwrap_or_else(|e| panic!("{e}"));
     let storage = Storage::open(root.path(), &loaded.settings).unwrap();
-    let s3 = OnStore { root, storage, env: backend.env.clone() };
+    let s3 = OnStore { root, storage, env: backend.env.clone(), segments: RefCell::default() };
     let input = s3.storage.input.remote().unwrap();
     for (name, body) in &docs[..4] {
         input.put(name, body.clone().into_bytes().into()).unwrap();

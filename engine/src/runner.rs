@@ -21,6 +21,7 @@ use crate::interrupt;
 use crate::llm::LlmService;
 use crate::pipeline::{Plan, Step};
 use crate::stats::{peak_rss_mb, RunStats, StepStats};
+use crate::storage::counting::{self, RequestsBySetting};
 use crate::store;
 use crate::verb::LlmEstimate;
 use graphrag_operations::ids::sha256_hex;
@@ -103,6 +104,10 @@ pub struct RunOptions {
     /// This run's stop (no new step starts once requested); the
     /// process-wide one stops it too.
     pub stop: interrupt::StopFlag,
+    /// This process's object store requests when the run began (before its
+    /// writer lease and working copy), from which stats.json counts the
+    /// run's; `None`: from when the steps begin.
+    pub storage_requests_since: Option<RequestsBySetting>,
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -442,6 +447,7 @@ fn overall_bar(multi: &MultiProgress, steps: usize) -> ProgressBar {
 /// stats.json is written in either case (`status`, `error`, `failed_items`).
 pub fn run(plan: &Plan, ws: &Workspace, opts: &RunOptions) -> anyhow::Result<RunStats> {
     let began = Instant::now();
+    let requests_before = opts.storage_requests_since.clone().unwrap_or_else(counting::requests_by_setting);
     std::fs::create_dir_all(ws.output_dir.join(".steps"))
         .with_context(|| format!("creating {}", ws.output_dir.display()))?;
     store::remove_stale_temp_files(&ws.output_dir);
@@ -524,6 +530,10 @@ pub fn run(plan: &Plan, ws: &Workspace, opts: &RunOptions) -> anyhow::Result<Run
                 Event::Step(i, step_stats, result) => (i, step_stats, result),
             };
             let step = &plan.steps[i];
+            // The step's answers are kept before the next steps start.
+            if let Some(llm) = &ws.llm {
+                llm.flush_cache();
+            }
             running_ids.retain(|id| *id != step.id);
             stats.failed_items.extend(step_stats.failed_items.iter().cloned());
             stats.workflows.insert(step.id.clone(), *step_stats);
@@ -559,6 +569,10 @@ pub fn run(plan: &Plan, ws: &Workspace, opts: &RunOptions) -> anyhow::Result<Run
     if failure.is_none() && plan.is_published("documents") {
         stats.num_documents = shared.table("documents").map(|t| t.num_rows() as u64).unwrap_or(0);
     }
+    if let Some(llm) = &ws.llm {
+        llm.flush_cache();
+    }
+    stats.storage_requests = counting::requests_since(&requests_before);
     let written = store::atomic_write(&ws.output_dir.join("stats.json"), &serde_json::to_vec_pretty(&stats)?);
     if let Some(e) = failure {
         return Err(e);

@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use crate::failures::FailedItem;
 use crate::llm::ModelUsage;
+use crate::storage::counting::RequestsBySetting;
 
 #[derive(Debug, Clone, Serialize, Default)]
 pub struct RunStats {
@@ -27,6 +28,13 @@ pub struct RunStats {
     /// LLM usage of the whole run, per model.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub llm: BTreeMap<String, ModelUsage>,
+    /// Object store requests of the run per storage setting (`input_storage`,
+    /// `output_storage`, `cache.storage`), from its start (the writer lease
+    /// and working copy included) to this file's writing: the publication
+    /// that follows (one PUT per published file, the manifest, the deletion
+    /// of old versions) is not in it. Absent when nothing is on an object store.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub storage_requests: RequestsBySetting,
     /// Items whose model call failed (tolerated ones included), named.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub failed_items: Vec<FailedItem>,

@@ -161,6 +161,24 @@ fn an_index_on_s3_equals_the_local_one_byte_for_byte() {
     assert_eq!((published(&dir), token), (expected, "s3://index/project/output#2".to_string()));
 }
 
+/// The requests of a rerun from the cache (stats.json of the version it
+/// published, in `copy`): some on each storage, and on the cache one GET per
+/// segment at most, not one per answer.
+fn assert_cached_rerun_reads_segments(twins: &Twins, copy: &Path) {
+    let stats: serde_json::Value = serde_json::from_slice(&std::fs::read(copy.join("stats.json")).unwrap()).unwrap();
+    let requests = &stats["storage_requests"];
+    let count = |key: &str, kind: &str| requests[key][kind].as_u64().unwrap_or_else(|| panic!("{key}: {requests}"));
+    for key in ["input_storage", "output_storage", "cache.storage"] {
+        assert!(count(key, "gets") > 0 && count(key, "bytes_read") > 0, "{key}: {requests}");
+    }
+    assert_eq!(count("cache.storage", "puts"), 0, "nothing new to cache: {requests}");
+    let cache = Storage::cache(twins.remote.path(), &twins.loaded.settings).unwrap();
+    let segments = cache.remote().unwrap().list("").unwrap().iter().filter(|o| o.key.ends_with(".answers")).count();
+    let hits: u64 = stats["llm"].as_object().unwrap().values().map(|m| m["cache_hits"].as_u64().unwrap()).sum();
+    assert!(count("cache.storage", "gets") <= segments as u64, "{segments} segments: {requests}");
+    assert!(hits > segments as u64, "{hits} cached answers in {segments} segments");
+}
+
 #[test]
 fn an_index_on_azurite_with_graphrag_init_blob_settings_equals_the_local_one() {
     let Some(azurite) = object_servers::azurite() else { return };
@@ -178,7 +196,15 @@ fn a_standard_index_and_update_on_s3_equal_the_local_ones() {
     moto.create_bucket("graphrag");
     let sections = s3_sections(&moto, [("graphrag", "input"), ("graphrag", "output"), ("graphrag", "cache")]);
     let twins = index_twins(&mock, &sections, "standard");
-    let (_readers, copy, expected) = assert_published_equals_local(&twins, 1);
+    let (readers, copy, expected) = assert_published_equals_local(&twins, 1);
+
+    // Indexed again from the cache: the model is asked nothing, the cache read by segment.
+    let calls = mock.stats().requests;
+    index(Project::open(twins.remote.path(), &OpenOptions { method: "standard".into(), no_cache: false }).unwrap());
+    assert_eq!(mock.stats().requests, calls, "the rerun asked the model nothing");
+    let (copy2, version) = publish::fetch(twins.storage.output.remote().unwrap(), readers.path()).unwrap().unwrap();
+    assert_eq!((version, published(&copy2)), (2, expected.clone()));
+    assert_cached_rerun_reads_segments(&twins, &copy2);
 
     // `update` with one more document, on both; version 1 stays as it was.
     let text = "Fezziwig danced with his apprentices at the Christmas ball. ".repeat(20);
@@ -189,7 +215,7 @@ fn a_standard_index_and_update_on_s3_equal_the_local_ones() {
     };
     graphrag_project::update(twins.local.path(), &opts).unwrap_or_else(|e| panic!("{e}"));
     graphrag_project::update(twins.remote.path(), &opts).unwrap_or_else(|e| panic!("{e}"));
-    assert_published_equals_local(&twins, 2);
+    assert_published_equals_local(&twins, 3);
     assert_eq!(published(&copy), expected, "the reader's copy of version 1 is untouched");
 }
 

@@ -1,6 +1,7 @@
 //! Persistent response cache: one file per request under DIR/cache (or a
 //! step's partition of it), keyed by a hash of the model, parameters and
-//! messages (never the API key). Writes are atomic but not synced to disk
+//! messages (never the API key); on an object store, many answers to an
+//! object ([`super::cache_segments`]). Writes are atomic but not synced to disk
 //! (a sync per answer cost milliseconds on the request path): an entry a
 //! machine crash left torn is unreadable, which counts as a miss and is
 //! rewritten.
@@ -21,7 +22,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use super::cache_budget::ByteBudget;
-use crate::storage::object::ObjectLocation;
+use super::cache_segments::ObjectAnswers;
 use crate::storage::Location;
 use crate::store::atomic_write_unsynced;
 use graphrag_operations::ids::sha256_hex;
@@ -97,9 +98,9 @@ pub struct ResponseCache {
     corrupt: Arc<AtomicU64>,
     /// The size bound of `dir`, if it has one (see [`ResponseCache::bounded`]).
     budget: Option<Arc<ByteBudget>>,
-    /// On an object store: the entries' prefix (this partition's) and the
-    /// root's, instead of `dir` and `fallback`.
-    objects: Option<(ObjectLocation, Option<ObjectLocation>)>,
+    /// On an object store: this partition's answers (falling back to the
+    /// root's), instead of `dir` and `fallback`.
+    objects: Option<ObjectAnswers>,
 }
 
 impl ResponseCache {
@@ -107,10 +108,10 @@ impl ResponseCache {
         ResponseCache { dir: dir.to_path_buf(), fallback: None, corrupt: Arc::default(), budget: None, objects: None }
     }
 
-    /// The cache at a storage location: its folder, or its object store
-    /// prefix (one object per answer, like the files).
+    /// The cache at a storage location: its folder (one file per answer),
+    /// or its object store prefix (segments of answers).
     pub fn at(location: &Location) -> Self {
-        let objects = location.remote().map(|remote| (remote.clone(), None));
+        let objects = location.remote().map(|remote| ObjectAnswers::new(remote.clone()));
         ResponseCache { objects, ..ResponseCache::new(location.dir()) }
     }
 
@@ -122,7 +123,15 @@ impl ResponseCache {
             fallback: Some(self.dir.clone()),
             corrupt: self.corrupt.clone(),
             budget: None,
-            objects: self.objects.as_ref().map(|(at, _)| (at.join(name), Some(at.clone()))),
+            objects: self.objects.as_ref().map(|answers| answers.partition(name)),
+        }
+    }
+
+    /// Writes the answers an object store cache keeps in memory (a step's,
+    /// when it ends); a folder's are written as they come.
+    pub fn flush(&self) {
+        if let Some(answers) = &self.objects {
+            answers.flush();
         }
     }
 
@@ -154,16 +163,11 @@ impl ResponseCache {
         let path = self.path(key);
         let older = self.fallback.as_ref().map(|root| entry_path(root, key));
         let found = match &self.objects {
-            Some((at, root)) => {
-                [Some(at), root.as_ref()].into_iter().flatten().find_map(|o| match o.get(&entry_key(key)) {
-                    Ok(found) => found.map(|b| (PathBuf::from(format!("{}/{}", o.url(), entry_key(key))), b.to_vec())),
-                    Err(e) => {
-                        tracing::warn!("cache entry {key}: {e:#}; its request is sent again");
-                        None
-                    }
-                })
-            }
-            None => [Some(path), older].into_iter().flatten().find_map(|p| std::fs::read(&p).ok().map(|b| (p, b))),
+            Some(answers) => answers.get(key).map(|found| (PathBuf::from(found.name), found.bytes)),
+            None => [Some(path), older]
+                .into_iter()
+                .flatten()
+                .find_map(|p| std::fs::read(&p).ok().map(|b| (p, bytes::Bytes::from(b)))),
         };
         let Some((path, bytes)) = found else {
             return Lookup::Miss;
@@ -196,12 +200,10 @@ impl ResponseCache {
 
     /// Stores a checked answer; a failure to write only costs a future cache miss.
     pub fn put<S: Serialize, T>(&self, key: &str, value: &Checked<S, T>) {
-        if let Some((at, _)) = &self.objects {
-            let written = serde_json::to_vec(value.stored())
-                .map_err(anyhow::Error::from)
-                .and_then(|bytes| at.put(&entry_key(key), bytes.into()));
-            if let Err(e) = written {
-                tracing::warn!("could not write cache entry {}/{}: {e:#}", at.url(), entry_key(key));
+        if let Some(answers) = &self.objects {
+            match serde_json::to_vec(value.stored()) {
+                Ok(bytes) => answers.put(key, bytes.into()),
+                Err(e) => tracing::warn!("could not write cache entry {key} to {}: {e}", answers.url()),
             }
             return;
         }
@@ -226,7 +228,7 @@ fn entry_path(dir: &Path, key: &str) -> PathBuf {
 }
 
 /// [`entry_path`]'s form as an object key.
-fn entry_key(key: &str) -> String {
+pub(super) fn entry_key(key: &str) -> String {
     format!("{}/{key}.json", &key[..2])
 }
 

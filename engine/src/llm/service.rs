@@ -19,6 +19,7 @@ pub struct LlmService {
     runtime: tokio::runtime::Runtime,
     chat: BTreeMap<String, Result<Arc<ChatModel>, String>>,
     embedding: BTreeMap<String, Result<Arc<EmbeddingModel>, String>>,
+    cache: Option<Arc<ResponseCache>>,
 }
 
 /// The answer cache's location (`cache.storage`): a folder, or a bucket.
@@ -89,7 +90,15 @@ impl LlmService {
                 (id.clone(), model)
             })
             .collect();
-        Ok(LlmService { runtime, chat, embedding })
+        Ok(LlmService { runtime, chat, embedding, cache })
+    }
+
+    /// Writes the answers the cache keeps in memory (on an object store, at
+    /// the end of a step: see [`ResponseCache::flush`]).
+    pub fn flush_cache(&self) {
+        if let Some(cache) = &self.cache {
+            cache.flush();
+        }
     }
 
     pub fn chat_model(&self, id: &str) -> Result<Arc<ChatModel>, LlmError> {

@@ -1,11 +1,15 @@
 //! Request counts of an object store: a decorator over the real store that
 //! counts each request by kind and the bytes it moved (what an index, a
-//! cached re-index or an update costs in GETs, PUTs and LISTs).
+//! cached re-index or an update costs in GETs, PUTs and LISTs). The stores
+//! [`super::Storage`] opens count into this process's counters of their
+//! setting ([`CountingStore::for_setting`]), which a run reports in
+//! stats.json (`storage_requests`).
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -33,6 +37,52 @@ pub struct RequestCounts {
     pub copies: u64,
     pub bytes_read: u64,
     pub bytes_written: u64,
+}
+
+impl RequestCounts {
+    /// The requests made after `before` was taken (of the same counters).
+    pub fn since(&self, before: &RequestCounts) -> RequestCounts {
+        let d = |now: u64, then: u64| now.saturating_sub(then);
+        RequestCounts {
+            gets: d(self.gets, before.gets),
+            heads: d(self.heads, before.heads),
+            puts: d(self.puts, before.puts),
+            lists: d(self.lists, before.lists),
+            listed: d(self.listed, before.listed),
+            deletes: d(self.deletes, before.deletes),
+            copies: d(self.copies, before.copies),
+            bytes_read: d(self.bytes_read, before.bytes_read),
+            bytes_written: d(self.bytes_written, before.bytes_written),
+        }
+    }
+}
+
+/// This process's requests per storage setting (`input_storage`,
+/// `output_storage`, `cache.storage`), of every store opened for it.
+pub type RequestsBySetting = BTreeMap<String, RequestCounts>;
+
+/// The counters of each setting a store was opened for in this process.
+fn by_setting() -> &'static Mutex<BTreeMap<&'static str, Arc<Counters>>> {
+    static COUNTERS: OnceLock<Mutex<BTreeMap<&'static str, Arc<Counters>>>> = OnceLock::new();
+    COUNTERS.get_or_init(Mutex::default)
+}
+
+/// The requests this process has made so far, per storage setting (only
+/// settings that name an object store appear).
+pub fn requests_by_setting() -> RequestsBySetting {
+    let counters = by_setting().lock().unwrap_or_else(|e| e.into_inner());
+    counters.iter().map(|(key, c)| (key.to_string(), c.snapshot())).collect()
+}
+
+/// The requests made after the snapshot `before` (of [`requests_by_setting`]).
+pub fn requests_since(before: &RequestsBySetting) -> RequestsBySetting {
+    requests_by_setting()
+        .into_iter()
+        .map(|(key, now)| {
+            let since = before.get(&key).map_or(now, |then| now.since(then));
+            (key, since)
+        })
+        .collect()
 }
 
 #[derive(Debug, Default)]
@@ -79,6 +129,13 @@ pub struct CountingStore {
 impl CountingStore {
     pub fn new(inner: Arc<dyn ObjectStore>) -> Self {
         CountingStore { inner, counters: Arc::default() }
+    }
+
+    /// `inner`, counting into this process's counters of the storage
+    /// setting `key` (see [`requests_by_setting`]).
+    pub fn for_setting(key: &'static str, inner: Arc<dyn ObjectStore>) -> Self {
+        let mut counters = by_setting().lock().unwrap_or_else(|e| e.into_inner());
+        CountingStore { inner, counters: counters.entry(key).or_default().clone() }
     }
 
     /// The requests made so far.
@@ -228,6 +285,23 @@ mod tests {
             bytes_written: 10,
         };
         assert_eq!(counts, want);
+    }
+
+    #[tokio::test]
+    async fn stores_of_one_setting_count_together_and_runs_take_the_difference() {
+        let key = "counting_test_storage";
+        let before = requests_by_setting();
+        let (one, two) = (Arc::new(InMemory::new()), Arc::new(InMemory::new()));
+        let (one, two) = (CountingStore::for_setting(key, one), CountingStore::for_setting(key, two));
+        one.put(&Path::from("a"), PutPayload::from_static(b"abc")).await.unwrap();
+        two.put(&Path::from("b"), PutPayload::from_static(b"de")).await.unwrap();
+        let mid = requests_by_setting();
+        two.get(&Path::from("b")).await.unwrap().bytes().await.unwrap();
+        let whole = requests_since(&before)[key];
+        assert_eq!((whole.puts, whole.gets, whole.bytes_written, whole.bytes_read), (2, 1, 5, 2));
+        let after_mid = requests_since(&mid)[key];
+        assert_eq!((after_mid.puts, after_mid.gets), (0, 1));
+        assert_eq!(one.counts(), two.counts(), "one setting's counters");
     }
 
     #[tokio::test]

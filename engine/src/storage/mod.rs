@@ -85,7 +85,8 @@ fn location(root: &Path, key: &'static str, config: &StorageConfig, folder: Path
                 let url = remote.url();
                 let copy = root.join(LOCAL_COPIES).join(key);
                 let connected = object::run(async move { remote::connect(key, &remote).await })??;
-                Ok(Location::object(ObjectLocation::at(connected.store, connected.prefix, url), copy))
+                let store = std::sync::Arc::new(counting::CountingStore::for_setting(key, connected.store));
+                Ok(Location::object(ObjectLocation::at(store, connected.prefix, url), copy))
             }
         }
     };

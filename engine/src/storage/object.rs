@@ -16,7 +16,7 @@ use std::time::SystemTime;
 
 use anyhow::{anyhow, Context};
 use bytes::Bytes;
-use futures_util::TryStreamExt;
+use futures_util::{StreamExt, TryStreamExt};
 use object_store::path::Path as Key;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, UpdateVersion};
 
@@ -113,6 +113,31 @@ impl ObjectLocation {
     /// The object `rel`, or `None` when there is none.
     pub fn get(&self, rel: &str) -> anyhow::Result<Option<Bytes>> {
         Ok(self.get_versioned(rel)?.map(|v| v.bytes))
+    }
+
+    /// The objects `rels` (same order; `None` for one that is gone), a few
+    /// requests at a time.
+    pub fn get_all(&self, rels: &[String]) -> anyhow::Result<Vec<Option<Bytes>>> {
+        /// Requests in flight at once.
+        const CONCURRENT_GETS: usize = 16;
+        let store = self.store.clone();
+        let keys: Vec<Key> = rels.iter().map(|rel| self.key(rel)).collect();
+        let got = run(async move {
+            futures_util::stream::iter(keys.into_iter().map(|key| {
+                let store = store.clone();
+                async move {
+                    match store.get(&key).await {
+                        Ok(found) => found.bytes().await.map(Some),
+                        Err(object_store::Error::NotFound { .. }) => Ok(None),
+                        Err(e) => Err(e),
+                    }
+                }
+            }))
+            .buffered(CONCURRENT_GETS)
+            .try_collect::<Vec<_>>()
+            .await
+        })?;
+        got.with_context(|| format!("reading {} objects under {}", rels.len(), self.url))
     }
 
     pub(crate) fn get_versioned(&self, rel: &str) -> anyhow::Result<Option<Versioned>> {
