@@ -127,8 +127,16 @@ fn a_project_root_in_a_bucket_indexes_like_a_local_folder_and_answers() {
     let file = local.path().join("input").join(&name);
     std::fs::write(&file, &body).unwrap();
     std::fs::File::options().write(true).open(&file).unwrap().set_modified(added.modified).unwrap();
+    let logged = moto.log().len();
     let o = graphrag_on(&moto, cache.path(), &["-q", "update", "--root", url]);
     assert!(o.status.success(), "update --root {url}: {}", text(&o));
+    // One connection (one probing LIST) per storage for the whole run.
+    let requests = moto.log()[logged..].to_string();
+    for storage in ["input", "output"] {
+        let probe = format!("delimiter=/&list-type=2&prefix=team/carol/{storage}/ ");
+        let probes = requests.lines().filter(|l| l.contains(&probe)).count();
+        assert_eq!(probes, 1, "{storage} opened once by update:\n{requests}");
+    }
     let o = common::graphrag(&["-q", "update", "--root", local.path().to_str().unwrap()]);
     assert!(o.status.success(), "{}", text(&o));
     let (copy, version) = publish::fetch(&root.join("output"), readers.path()).unwrap().expect("published");

@@ -31,7 +31,7 @@ const READY_WITHIN: Duration = Duration::from_secs(60);
 pub struct ObjectServer {
     child: Child,
     pub port: u16,
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
 }
 
 impl Drop for ObjectServer {
@@ -42,6 +42,11 @@ impl Drop for ObjectServer {
 }
 
 impl ObjectServer {
+    /// The server's log so far (moto logs one line per request).
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("server.log")).unwrap_or_default()
+    }
+
     pub fn endpoint(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
     }
@@ -125,7 +130,7 @@ fn start_in(
         }
         Err(e) => panic!("cannot start {name}: {e}"),
     };
-    let mut server = ObjectServer { child, port, _dir: dir };
+    let mut server = ObjectServer { child, port, dir };
     let start = Instant::now();
     while TcpStream::connect(("127.0.0.1", port)).is_err() {
         if let Ok(Some(status)) = server.child.try_wait() {
