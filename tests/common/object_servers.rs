@@ -43,6 +43,7 @@ impl Drop for ObjectServer {
 
 impl ObjectServer {
     /// The server's log so far (moto logs one line per request).
+    #[allow(dead_code)] // read by the root package's tests only
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("server.log")).unwrap_or_default()
     }
