@@ -355,36 +355,16 @@ fn shard_flags_are_checked() {
 fn an_embed_shard_needs_a_staged_graph_and_the_cache() {
     let mock = MockServer::start(MockConfig::default()).unwrap();
     let p = project(&mock, &docs(), 4);
-    let root = p.path().to_str().unwrap();
-    let o = graphrag(&[
-        "-q",
-        "index",
-        "--skip-validation",
-        "--method",
-        "fast",
-        "--shard",
-        "0/2",
-        "--phase",
-        "embed",
-        "--root",
-        root,
-    ]);
+    let embed_shard = || {
+        let mut args = vec!["-q", "index", "--skip-validation", "--method", "fast", "--root"];
+        args.extend([p.path().to_str().unwrap(), "--shard", "0/2", "--phase", "embed"]);
+        graphrag(&args)
+    };
+    let o = embed_shard();
     assert!(!o.status.success());
     assert!(text(&o).contains("no staged graph to embed"), "{}", text(&o));
     let mut f = fs::OpenOptions::new().append(true).open(p.path().join("settings.yaml")).unwrap();
     std::io::Write::write_all(&mut f, b"cache:\n  type: none\n").unwrap();
-    let o = graphrag(&[
-        "-q",
-        "index",
-        "--skip-validation",
-        "--method",
-        "fast",
-        "--shard",
-        "0/2",
-        "--phase",
-        "embed",
-        "--root",
-        root,
-    ]);
+    let o = embed_shard();
     assert!(text(&o).contains("through the model cache, and cache.type is `none`"), "{}", text(&o));
 }

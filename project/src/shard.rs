@@ -57,6 +57,7 @@ use arrow_array::{Array, BooleanArray, RecordBatch, UInt32Array};
 use graphrag_engine::context::VerbContext;
 use graphrag_engine::pipeline::{Plan, Step};
 use graphrag_engine::runner;
+use graphrag_engine::stats::RunStats;
 use graphrag_engine::table::strings;
 use graphrag_engine::verb::Verb;
 use graphrag_engine::{schema, store};
@@ -346,20 +347,37 @@ pub fn index_shard(mut project: Project, spec: ShardSpec, run: &RunSettings) -> 
         vec![schema::text_col(&ids)],
     )?;
     store::write_table(&store::table_path(&dir, UNITS, true), &ids_table)?;
-    let report = ShardReport {
-        phase: ShardPhase::Units,
-        embedded_texts: 0,
-        shard: spec.index,
-        shards: spec.count,
-        documents: titles.lock().unwrap().len(),
+    let documents = titles.lock().unwrap().len();
+    ShardReport {
+        documents,
         text_units: ids.len(),
-        seconds: began.elapsed().as_secs_f64(),
-        model_calls: stats.llm.values().map(|u| u.calls).sum(),
-        cache_hits: stats.llm.values().map(|u| u.cache_hits).sum(),
-        dir: dir.clone(),
-    };
-    store::atomic_write(&dir.join(DONE), &serde_json::to_vec_pretty(&report)?)?;
-    Ok(report)
+        ..ShardReport::finished(ShardPhase::Units, spec, began, &stats, &dir)
+    }
+    .save()
+}
+
+impl ShardReport {
+    /// The report of a shard that just finished, its counts zero.
+    fn finished(phase: ShardPhase, spec: ShardSpec, began: Instant, stats: &RunStats, dir: &Path) -> ShardReport {
+        ShardReport {
+            phase,
+            shard: spec.index,
+            shards: spec.count,
+            documents: 0,
+            text_units: 0,
+            embedded_texts: 0,
+            seconds: began.elapsed().as_secs_f64(),
+            model_calls: stats.llm.values().map(|u| u.calls).sum(),
+            cache_hits: stats.llm.values().map(|u| u.cache_hits).sum(),
+            dir: dir.to_path_buf(),
+        }
+    }
+
+    /// Writes the report as its shard's `done.json`: the shard is finished.
+    fn save(self) -> anyhow::Result<ShardReport> {
+        store::atomic_write(&self.dir.join(DONE), &serde_json::to_vec_pretty(&self)?)?;
+        Ok(self)
+    }
 }
 
 /// Fragments go to a folder every worker and the merge share; an object

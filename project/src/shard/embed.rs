@@ -236,20 +236,7 @@ pub fn embed_shard(mut project: Project, spec: ShardSpec, run: &RunSettings) -> 
     for table in &outputs {
         embedded_texts += store::read_table(&store::table_path(&dir, table, false))?.num_rows();
     }
-    let report = ShardReport {
-        phase: ShardPhase::Embed,
-        shard: spec.index,
-        shards: spec.count,
-        documents: 0,
-        text_units: 0,
-        embedded_texts,
-        seconds: began.elapsed().as_secs_f64(),
-        model_calls: stats.llm.values().map(|u| u.calls).sum(),
-        cache_hits: stats.llm.values().map(|u| u.cache_hits).sum(),
-        dir: dir.clone(),
-    };
-    store::atomic_write(&dir.join(DONE), &serde_json::to_vec_pretty(&report)?)?;
-    Ok(report)
+    ShardReport { embedded_texts, ..ShardReport::finished(ShardPhase::Embed, spec, began, &stats, &dir) }.save()
 }
 
 /// `update --shard K/N --phase embed`: [`embed_shard`] with the pipeline
