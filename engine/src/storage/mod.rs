@@ -46,6 +46,15 @@ impl Storage {
         })
     }
 
+    /// The object store locations of the project, by setting (what a run's
+    /// `storage_requests` counts).
+    pub fn remote_locations(&self) -> Vec<(&'static str, String)> {
+        [("input_storage", &self.input), ("output_storage", &self.output), ("cache.storage", &self.cache)]
+            .into_iter()
+            .filter_map(|(setting, location)| Some((setting, location.remote()?.url().to_string())))
+            .collect()
+    }
+
     /// The cache location alone (the LLM layer's).
     pub fn cache(root: &Path, settings: &Settings) -> anyhow::Result<Location> {
         let dir = root.join(settings.cache.dir());
@@ -77,7 +86,7 @@ fn location(root: &Path, key: &'static str, config: &StorageConfig, folder: Path
                 let url = url_of(&remote);
                 let copy = root.join(LOCAL_COPIES).join(key);
                 let connected = object::run(async move { remote::connect(key, &remote).await })??;
-                let store = std::sync::Arc::new(counting::CountingStore::for_setting(key, connected.store));
+                let store = std::sync::Arc::new(counting::CountingStore::for_setting(key, &url, connected.store));
                 Ok(Location::object(ObjectLocation::at(store, connected.prefix, url), copy))
             }
         }
