@@ -24,8 +24,13 @@ pub struct IndexArgs {
 /// the project's log file when `run` (not for a dry run).
 pub fn start_logging(root: &Path, verbosity: i8, run: bool) -> anyhow::Result<settings::LoadedSettings> {
     let loaded = settings::load(root)?;
-    let log_file = graphrag_project::log_file(root, &loaded.settings);
-    crate::logging::init(verbosity, run.then_some(log_file.as_path()))?;
+    if !run {
+        crate::logging::init(verbosity, None)?;
+        return Ok(loaded);
+    }
+    let log = graphrag_project::RunLog::open(root, &loaded)?;
+    crate::logging::init(verbosity, Some(log.file.as_path()))?;
+    crate::logging::upload_at_exit(log);
     Ok(loaded)
 }
 

@@ -38,6 +38,19 @@ impl Write for AboveBars {
     }
 }
 
+/// The log of this run, uploaded by [`finish`] when reporting is in a bucket.
+static RUN_LOG: OnceLock<graphrag_project::RunLog> = OnceLock::new();
+
+pub fn upload_at_exit(log: graphrag_project::RunLog) {
+    let _ = RUN_LOG.set(log);
+}
+
+/// At the end of the command, whether it succeeded or not: the run's log to
+/// the reporting bucket.
+pub fn finish() -> anyhow::Result<()> {
+    RUN_LOG.get().map_or(Ok(()), graphrag_project::RunLog::upload)
+}
+
 pub fn init(verbosity: i8, log_file: Option<&Path>) -> anyhow::Result<()> {
     let console = match verbosity {
         i8::MIN..=-1 => LevelFilter::WARN,

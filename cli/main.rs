@@ -15,6 +15,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
+use graphrag_engine::settings::ProjectRoot;
 
 #[derive(Parser)]
 #[command(
@@ -35,19 +36,33 @@ struct Cli {
 
 #[derive(Args)]
 struct RootArg {
-    /// The project folder.
-    #[arg(short, long, default_value = ".", value_parser = project_folder)]
-    root: PathBuf,
+    /// The project folder, or a project in a bucket: s3://bucket/prefix, az://container/prefix,
+    /// gs://bucket/prefix (its settings.yaml, .env, prompts/ and workflows/ there; the `file`
+    /// storages of its settings become folders under that prefix).
+    #[arg(short, long, default_value = ".", value_parser = ProjectRoot::parse)]
+    root: ProjectRoot,
+    /// With a root in a bucket: the local working copy of its settings, prompts and of the
+    /// index being written (default: $XDG_CACHE_HOME/graphrag-rs/<hash of the URL>/).
+    #[arg(long, value_name = "DIR")]
+    work_dir: Option<PathBuf>,
 }
 
-/// A `--root` that is a folder: a storage URL (`s3://`, `az://`, `gs://`)
-/// is refused by name rather than taken for a folder called `s3:`.
-fn project_folder(text: &str) -> Result<PathBuf, String> {
-    match graphrag_engine::settings::ProjectRoot::parse(text)? {
-        graphrag_engine::settings::ProjectRoot::Folder(dir) => Ok(dir),
-        graphrag_engine::settings::ProjectRoot::Remote(_) => Err(
-            "a project root on object storage is not built yet: keep the project's settings.yaml in a local folder and set input_storage, output_storage and cache.storage to `type: s3`, `blob` or `gcs` there (README, Object storage)".into(),
-        ),
+impl RootArg {
+    /// The folder the command runs in (a bucket root checked out first).
+    fn folder(&self) -> anyhow::Result<PathBuf> {
+        graphrag_engine::storage::root::local_root(&self.root, self.work_dir.as_deref())
+    }
+
+    /// The folder of a command that writes project files (prompts, exports)
+    /// and has no way yet to put them back into a bucket root.
+    fn local_only(&self, command: &str) -> anyhow::Result<PathBuf> {
+        match &self.root {
+            ProjectRoot::Folder(dir) => Ok(dir.clone()),
+            ProjectRoot::Remote(remote) => anyhow::bail!(
+                "`{command}` with a root in a bucket ({}) is not built: it writes files into the project folder; run it on a local copy of the project and upload what it writes",
+                remote.url()
+            ),
+        }
     }
 }
 
@@ -283,27 +298,32 @@ enum ExportTarget {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let verbosity = if cli.quiet { -1 } else { cli.verbose as i8 };
-    let result = match cli.command {
+    // A closure, so that resolving --root can fail with `?` in any arm.
+    let result = (move || match cli.command {
         Command::Init { root, force, model, embedding } => init::run(&init::InitArgs {
             root: root.root,
+            work_dir: root.work_dir,
             options: graphrag_project::InitOptions { force, model, embedding },
         }),
         Command::Index { root, method, resume, dry_run, no_cache, shards, models } => {
             graphrag_engine::interrupt::install_handler();
-            index::run(&index::IndexArgs {
-                shards,
-                root: root.root,
-                method,
-                resume,
-                dry_run,
-                no_cache,
-                skip_validation: models.skip_validation,
-                verbosity,
+            root.folder().and_then(|root| {
+                index::run(&index::IndexArgs {
+                    shards,
+                    root,
+                    method,
+                    resume,
+                    dry_run,
+                    no_cache,
+                    skip_validation: models.skip_validation,
+                    verbosity,
+                })
             })
         }
         Command::PromptTune { root, flags, models } => {
             graphrag_engine::interrupt::install_handler();
-            prompt_tune::run(&root.root, flags, models.skip_validation, verbosity)
+            root.local_only("prompt-tune")
+                .and_then(|root| prompt_tune::run(&root, flags, models.skip_validation, verbosity))
         }
         Command::Query {
             root,
@@ -322,7 +342,7 @@ fn main() -> ExitCode {
             question,
         } => query::question(question, question_file.as_deref()).and_then(|question| {
             query::run(query::QueryArgs {
-                root: root.root,
+                root: root.folder()?,
                 method,
                 data,
                 community_level,
@@ -338,7 +358,7 @@ fn main() -> ExitCode {
         }),
         Command::Eval { root, questions, method, k, budget, output, limit, answers, gold } => {
             eval::run(eval::EvalArgs {
-                root: root.root,
+                root: root.folder()?,
                 questions,
                 methods: method,
                 k,
@@ -354,7 +374,7 @@ fn main() -> ExitCode {
             graphrag_engine::interrupt::install_handler();
             update::run(&update::UpdateArgs {
                 shards,
-                root: root.root,
+                root: root.folder()?,
                 method,
                 dry_run,
                 no_cache,
@@ -362,12 +382,12 @@ fn main() -> ExitCode {
                 verbosity,
             })
         }
-        Command::Export { target: ExportTarget::Lancedb, root, db_uri, python } => {
-            export::run(&export::ExportArgs { root: root.root, db_uri, python, verbosity })
-        }
+        Command::Export { target: ExportTarget::Lancedb, root, db_uri, python } => root
+            .local_only("export")
+            .and_then(|root| export::run(&export::ExportArgs { root, db_uri, python, verbosity })),
         Command::Serve { root, host, port, api_key, max_upload_mb, webui_dir, read_only, models } => {
             serve::run(serve::ServeArgs {
-                root: root.root,
+                root: root.folder()?,
                 host,
                 port,
                 api_key,
@@ -382,8 +402,8 @@ fn main() -> ExitCode {
             index::print_verbs();
             Ok(())
         }
-    };
-    match result {
+    })();
+    let code = match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if graphrag_engine::interrupt::caused(&e) => {
             tracing::warn!(target: logging::FILE_ONLY, "interrupted ({})", graphrag_engine::interrupt::cause());
@@ -397,5 +417,11 @@ fn main() -> ExitCode {
             eprintln!("error: {e:#}");
             ExitCode::FAILURE
         }
+    };
+    // The log is uploaded after the run's last line (its error too) was written to it.
+    if let Err(upload) = logging::finish() {
+        eprintln!("error: {upload:#}");
+        return ExitCode::FAILURE;
     }
+    code
 }

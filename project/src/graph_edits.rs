@@ -37,6 +37,7 @@ pub fn add(root: &Path, edit: GraphEdit) -> anyhow::Result<usize> {
     std::fs::write(&temp, graph_edits_file::render(&file)?)
         .and_then(|_| std::fs::rename(&temp, &path))
         .map_err(|e| anyhow::anyhow!("writing {}: {e}", path.display()))?;
+    graphrag_engine::storage::root::write_back(root, graph_edits_file::FILE)?;
     Ok(file.edits.len())
 }
 

@@ -42,7 +42,7 @@ pub use graphrag_engine::runner::{StepEstimate, StepEvent, StepObserver};
 /// Which files the project's input settings read (the server checks uploads against it).
 pub use graphrag_verbs::load_documents::InputFiles;
 pub use init::{init, InitOptions, InitReport};
-pub use project::{log_check, log_file, ModelsCheck, OpenOptions, Project};
+pub use project::{log_check, ModelsCheck, OpenOptions, Project, RunLog};
 pub use run::{
     index, index_dry_run, update, update_dry_run, Changes, DryRun, IndexOptions, RunError, RunReport, RunSettings,
     UpdateOptions,

@@ -10,6 +10,7 @@ use graphrag_engine::llm::LlmService;
 use graphrag_engine::pipeline::{self, Plan};
 use graphrag_engine::runner::Workspace;
 use graphrag_engine::settings::{self, LoadedSettings, Settings};
+use graphrag_engine::storage::object::ObjectLocation;
 use graphrag_engine::storage::{Location, OpenError, Storage};
 use graphrag_operations::suggest::did_you_mean;
 
@@ -32,23 +33,64 @@ impl Default for OpenOptions {
     }
 }
 
-/// The log file of a project's runs (`reporting.base_dir`), for a caller
-/// that logs to it.
-pub fn log_file(root: &Path, settings: &Settings) -> PathBuf {
-    root.join(&settings.reporting.base_dir).join("indexing-engine.log")
+/// Where a run logs, for a caller that logs to a file: the reporting
+/// folder's `indexing-engine.log`; with `reporting` in a bucket, a file of
+/// this run's own in its local copy, uploaded at the end ([`RunLog::upload`])
+/// as one object per run, as GraphRAG's blob reporting does.
+pub struct RunLog {
+    pub file: PathBuf,
+    upload: Option<(ObjectLocation, String)>,
+}
+
+/// The local log file's name.
+const LOG_FILE: &str = "indexing-engine.log";
+
+impl RunLog {
+    /// The run log of `root`'s settings (connecting to a reporting bucket:
+    /// an error names the setting and its line).
+    pub fn open(root: &Path, loaded: &LoadedSettings) -> Result<RunLog, ConfigError> {
+        let location =
+            Storage::reporting(root, &loaded.settings).map_err(|e| loaded.error_at("reporting", format!("{e:#}")))?;
+        Ok(match location.remote() {
+            None => RunLog { file: location.dir().join(LOG_FILE), upload: None },
+            Some(remote) => {
+                let started = chrono::Utc::now().format("%Y%m%dT%H%M%SZ");
+                let name = format!("indexing-engine-{started}-{}.log", std::process::id());
+                RunLog { file: location.dir().join(&name), upload: Some((remote.clone(), name)) }
+            }
+        })
+    }
+
+    /// Uploads the log of a run whose reporting is in a bucket, then removes
+    /// the local file (a folder's log stays where it is). On failure the
+    /// file is kept and the error names both places.
+    pub fn upload(&self) -> anyhow::Result<()> {
+        let Some((remote, name)) = &self.upload else { return Ok(()) };
+        if !self.file.exists() {
+            return Ok(());
+        }
+        remote.upload(&self.file, name).with_context(|| {
+            format!("uploading the run's log to {}/{name} (it is kept in {})", remote.url(), self.file.display())
+        })?;
+        std::fs::remove_file(&self.file).with_context(|| format!("removing {}", self.file.display()))
+    }
+}
+
+/// The storage `loaded` names, opened once for a run (each object store
+/// connected with one request); an error names the setting and its line.
+pub(crate) fn open_storage(root: &Path, loaded: &LoadedSettings) -> Result<Storage, ConfigError> {
+    Storage::open(root, &loaded.settings).map_err(|e| {
+        // The line of the setting that failed (its message names the cause).
+        let key = e.downcast_ref::<OpenError>().map_or("input_storage", |open| open.key);
+        loaded.error_at(key, format!("{e:#}"))
+    })
 }
 
 /// The folders a run reads and writes, checked before anything runs (a dry
 /// run too): the input folder exists, and the output folder is one this
 /// process can write in, or can be made. Errors name the settings key and
 /// its line.
-pub(crate) fn check_folders(root: &Path, loaded: &LoadedSettings) -> Result<(), ConfigError> {
-    let s = &loaded.settings;
-    let storage = Storage::open(root, s).map_err(|e| {
-        // The line of the setting that failed (its message names the cause).
-        let key = e.downcast_ref::<OpenError>().map_or("input_storage", |open| open.key);
-        loaded.error_at(key, format!("{e:#}"))
-    })?;
+pub(crate) fn check_folders(storage: &Storage, loaded: &LoadedSettings) -> Result<(), ConfigError> {
     let input = storage.input.dir();
     if storage.input.remote().is_some() {
         return Ok(());
@@ -152,10 +194,24 @@ impl Project {
         Project::with_settings(root, settings::load(root)?, opts)
     }
 
+    /// Opens the storage the settings name and checks its folders, then
+    /// [`Project::with_storage`].
+    pub fn with_settings(root: &Path, loaded: LoadedSettings, opts: &OpenOptions) -> anyhow::Result<Project> {
+        let storage = open_storage(root, &loaded)?;
+        check_folders(&storage, &loaded)?;
+        Project::with_storage(root, loaded, storage, opts)
+    }
+
     /// Builds the models and loads the pipeline for `opts.method` (`auto`:
-    /// standard with a chat model, fast without). Settings keys that have no
-    /// effect are logged as one warning.
-    pub fn with_settings(root: &Path, mut loaded: LoadedSettings, opts: &OpenOptions) -> anyhow::Result<Project> {
+    /// standard with a chat model, fast without), on `storage` (opened and
+    /// checked from these settings). Settings keys that have no effect are
+    /// logged as one warning.
+    pub(crate) fn with_storage(
+        root: &Path,
+        mut loaded: LoadedSettings,
+        storage: Storage,
+        opts: &OpenOptions,
+    ) -> anyhow::Result<Project> {
         if opts.no_cache {
             loaded.settings.cache.kind = "none".into();
         }
@@ -163,7 +219,6 @@ impl Project {
         if let Some(warning) = loaded.ignored_warning() {
             tracing::warn!("{warning}");
         }
-        check_folders(root, &loaded)?;
         check_aliases_file(&root.join(&settings.resolve_entities.aliases_file))?;
         // The graph edits file too (finalize_graph applies it after the model calls).
         crate::graph_edits::read(root)?;
@@ -182,7 +237,6 @@ impl Project {
         };
         let (pipeline_file, text) = pipeline_source(root, method)?;
         let plan = pipeline::load(&pipeline_file, &text, settings, &graphrag_verbs::registry())?;
-        let storage = Storage::open(root, settings)?;
         Ok(Project { root: root.to_path_buf(), loaded, llm, plan, storage, auto_standard })
     }
 

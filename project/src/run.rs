@@ -28,7 +28,7 @@ use graphrag_engine::runner::{self, RunOptions, StepEstimate, StepObserver, Work
 use graphrag_engine::settings;
 use graphrag_engine::stats::RunStats;
 use graphrag_engine::storage::counting::{RequestSnapshot, RunRequests};
-use graphrag_engine::storage::{Location, Storage, Writer};
+use graphrag_engine::storage::{Location, Writer};
 use graphrag_engine::table::strings;
 use graphrag_engine::{doc_status, interrupt, staging};
 use indicatif::MultiProgress;
@@ -236,9 +236,10 @@ pub(crate) fn open_for_update(
     dry_run: bool,
 ) -> anyhow::Result<(Project, Option<Writer>)> {
     let loaded = settings::load(root)?;
+    let storage = crate::project::open_storage(root, &loaded)?;
     // Before the writer lock, which makes the output folder.
-    crate::project::check_folders(root, &loaded)?;
-    let output = Storage::open(root, &loaded.settings)?.output;
+    crate::project::check_folders(&storage, &loaded)?;
+    let output = storage.output.clone();
     let output_dir = output.dir().to_path_buf();
     // A dry run changes nothing: it neither takes the writer lock nor waits for it.
     let lock = if dry_run {
@@ -253,7 +254,7 @@ pub(crate) fn open_for_update(
         "auto" if has_index(&output_dir) => previous_method(&output_dir).unwrap_or_else(|| "auto".into()),
         other => other.to_string(),
     };
-    let project = Project::open(root, &OpenOptions { method, no_cache: opts.no_cache })?;
+    let project = Project::with_storage(root, loaded, storage, &OpenOptions { method, no_cache: opts.no_cache })?;
     let cache = &project.settings().cache;
     // --no-cache asks for it; a cache.type that keeps nothing is more likely an oversight.
     if !cache.enabled() && project.has_index() && !opts.no_cache {

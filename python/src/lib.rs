@@ -17,6 +17,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use graphrag_engine::config_error::ConfigError as SettingsError;
+use graphrag_engine::settings::ProjectRoot;
 use graphrag_engine::staging;
 use graphrag_engine::storage::{Location, Storage};
 use graphrag_project::{
@@ -222,9 +223,30 @@ fn run_settings(
 #[pyo3(signature = (root, force = false))]
 fn init(py: Python<'_>, root: PathBuf, force: bool) -> PyResult<String> {
     let opts = graphrag_project::InitOptions { force, ..Default::default() };
-    let report = graphrag_project::init(&root, &opts);
+    let report = match parse_root(&root)? {
+        ProjectRoot::Folder(dir) => graphrag_project::init(&dir, &opts).map(|r| r.root.display().to_string()),
+        ProjectRoot::Remote(remote) => graphrag_engine::storage::root::init(&remote, None, force, |dir| {
+            graphrag_project::init(dir, &opts).map(drop)
+        })
+        .map(|_| remote.url()),
+    };
     logs::forward(py)?;
-    Ok(report.map_err(|e| to_py(&e))?.root.display().to_string())
+    report.map_err(|e| to_py(&e))
+}
+
+/// `root` as a folder or a root in a bucket (`s3://`, `az://`, `gs://`).
+fn parse_root(root: &Path) -> PyResult<ProjectRoot> {
+    match root.to_str() {
+        Some(text) => ProjectRoot::parse(text).map_err(pyo3::exceptions::PyValueError::new_err),
+        None => Ok(ProjectRoot::Folder(root.to_path_buf())),
+    }
+}
+
+/// The folder a project is worked on in: `root` itself, or the working copy
+/// of a root in a bucket (in the user's cache), checked out first.
+fn project_folder(root: &Path) -> PyResult<PathBuf> {
+    let parsed = parse_root(root)?;
+    graphrag_engine::storage::root::local_root(&parsed, None).map_err(|e| to_py(&e))
 }
 
 /// Indexes `root`'s input folder (see `graphrag_rs.build_index`).
@@ -239,9 +261,10 @@ fn build_index(
     progress: Option<Py<PyAny>>,
     cancel: Option<PyRef<'_, CancelToken>>,
 ) -> PyResult<Py<PyAny>> {
-    let project = py.detach(|| Project::open(&root, &OpenOptions { method, no_cache }));
+    let project =
+        py.detach(|| Project::open(&project_folder(&root)?, &OpenOptions { method, no_cache }).map_err(|e| to_py(&e)));
     logs::forward(py)?;
-    let project = project.map_err(|e| to_py(&e))?;
+    let project = project?;
     let raised = Arc::new(Mutex::new(None));
     let opts = IndexOptions { resume, run: run_settings(progress, cancel.as_deref(), &raised) };
     let stop = opts.run.stop.clone();
@@ -263,6 +286,7 @@ fn update_index(
     let raised = Arc::new(Mutex::new(None));
     let opts = UpdateOptions { method, no_cache, run: run_settings(progress, cancel.as_deref(), &raised) };
     let stop = opts.run.stop.clone();
+    let root = project_folder(&root)?;
     let result = interruptible(py, move || graphrag_project::update(&root, &opts), move || stop.request())?;
     run_result(py, result, &raised)
 }
@@ -277,6 +301,7 @@ fn output_location(root: &Path) -> PyResult<Location> {
 /// The input folder of `root` and the type of file it reads (`text`, `csv`, `json`).
 #[pyfunction]
 fn input_settings(root: PathBuf) -> PyResult<(String, String)> {
+    let root = project_folder(&root)?;
     let loaded = graphrag_engine::settings::load(&root).map_err(|e| to_py(&e.into()))?;
     let s = &loaded.settings;
     Ok((Storage::open(&root, s).map_err(|e| to_py(&e))?.input.describe(), s.input.file_type.clone()))
@@ -290,7 +315,7 @@ fn input_settings(root: PathBuf) -> PyResult<(String, String)> {
 fn add_graph_edit(root: PathBuf, edit_json: &str) -> PyResult<usize> {
     let edit: graphrag_project::graph_edits::GraphEdit = serde_json::from_str(edit_json)
         .map_err(|e| pyo3::exceptions::PyValueError::new_err(format!("not a graph edit: {e}")))?;
-    graphrag_project::graph_edits::add(&root, edit).map_err(|e| to_py(&e))
+    graphrag_project::graph_edits::add(&project_folder(&root)?, edit).map_err(|e| to_py(&e))
 }
 
 /// `NoIndexError` unless `output` holds a published index (on an object
@@ -319,6 +344,7 @@ fn no_index(root: &Path, output: &Location) -> PyErr {
 /// (`NoIndexError`).
 #[pyfunction]
 fn index_dir(root: PathBuf) -> PyResult<String> {
+    let root = project_folder(&root)?;
     let output = output_location(&root)?;
     require_index(&root, &output)?;
     let dir = match output.remote() {
@@ -398,6 +424,7 @@ impl NativeIndex {
 impl NativeIndex {
     #[new]
     fn new(py: Python<'_>, root: PathBuf) -> PyResult<NativeIndex> {
+        let root = py.detach(|| project_folder(&root))?;
         let output = output_location(&root)?;
         require_index(&root, &output)?;
         let loaded = py.detach(|| load(&root, &output, None));

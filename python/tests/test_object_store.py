@@ -77,3 +77,36 @@ def test_index_on_a_bucket_follows_its_published_versions(mock_url, moto_endpoin
     assert index.version.endswith("#2"), index.version
     assert "berries" in hits.context_text
     assert len(graphrag_rs.load_tables(root)["documents"]) == 2
+
+
+def _put(endpoint: str, key: str, body: bytes) -> None:
+    request = urllib.request.Request(
+        f"{endpoint}/python-index/{key}",
+        data=body,
+        method="PUT",
+        headers={"Content-Type": "application/octet-stream"},
+    )
+    urllib.request.urlopen(request, timeout=10).close()
+
+
+def test_a_project_root_in_a_bucket_is_indexed_and_queried(mock_url, moto_endpoint, tmp_path, monkeypatch):
+    # The project exists only in the bucket: its settings.yaml and its documents.
+    local = make_project(tmp_path / "p", mock_url, {"stave1.txt": passage("MARLEY'S GHOST", 3000)})
+    _put(moto_endpoint, "team/carol/settings.yaml", (local / "settings.yaml").read_bytes())
+    _put(moto_endpoint, "team/carol/input/stave1.txt", (local / "input" / "stave1.txt").read_bytes())
+    # The endpoint as the AWS SDKs read it; the working copy in this test's cache.
+    monkeypatch.setenv("AWS_ENDPOINT_URL", moto_endpoint)
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    root = "s3://python-index/team/carol"
+
+    report = graphrag_rs.build_index(root, method="fast")
+    assert report["documents"] == 1, report
+    index = graphrag_rs.Index(root)
+    assert index.version.endswith("#1"), index.version
+    hits = index.query("Who is Marley?", method="basic", context_only=True)
+    assert "MARLEY" in hits.context_text.upper()
+    assert len(graphrag_rs.load_tables(root)["documents"]) == 1
+
+    with pytest.raises(graphrag_rs.GraphragError, match="s3://python-index/nothing-here has no settings.yaml"):
+        graphrag_rs.build_index("s3://python-index/nothing-here")

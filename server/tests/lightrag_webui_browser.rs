@@ -71,6 +71,36 @@ fn posted(page: &Cdp, path: &str) -> Vec<String> {
         .collect()
 }
 
+/// The server's and the page's view of the documents, for a wait that
+/// timed out: what the pipeline did, what the list says, and the page's
+/// failed requests and console messages.
+fn explain_documents(addr: std::net::SocketAddr, page: &mut Cdp) -> String {
+    let listed = post_json(addr, "/documents/paginated", &json!({"page": 1, "page_size": 10})).text();
+    let text = page.eval("document.body?.innerText ?? ''");
+    let noted: Vec<String> = page
+        .events
+        .iter()
+        .filter_map(|e| {
+            let p = &e["params"];
+            match e["method"].as_str()? {
+                "Runtime.consoleAPICalled" => Some(format!("console {}: {}", p["type"], p["args"][0]["value"])),
+                "Log.entryAdded" => Some(format!("log {}: {}", p["entry"]["level"], p["entry"]["text"])),
+                "Network.loadingFailed" => Some(format!("request failed: {}", p["errorText"])),
+                "Network.responseReceived" if p["response"]["status"].as_u64().is_some_and(|s| s >= 400) => {
+                    Some(format!("{} {}", p["response"]["status"], p["response"]["url"]))
+                }
+                _ => None,
+            }
+        })
+        .collect();
+    format!(
+        "pipeline: {}\nhealth: {}\ndocuments: {listed}\npage text: {text}\npage events:\n{}",
+        get(addr, "/documents/pipeline_status").text(),
+        get(addr, "/health").text(),
+        noted.join("\n")
+    )
+}
+
 #[test]
 fn lightrags_web_ui_works_against_graphrag_rs() {
     let Some(chromium) = chromium_or_skip() else { return };
@@ -112,13 +142,41 @@ fn lightrags_web_ui_works_against_graphrag_rs() {
     // Upload through the dialog's file input; the document ends processed.
     click(&mut page, &button("Upload"));
     page.wait_until("the upload dialog", "!!document.querySelector('[role=dialog] input[type=file]')");
-    let doc = page.call("DOM.getDocument", json!({}));
-    let input = page.call(
-        "DOM.querySelector",
-        json!({"nodeId": doc["root"]["nodeId"], "selector": "[role=dialog] input[type=file]"}),
+    // The dialog may still be rendering its input when it is first found: a
+    // file given to an input that React has since replaced is never sent, so
+    // it is given again (to the input now there) until the page posts it.
+    let mut given = None;
+    wait_or_explain(
+        &mut page,
+        "the page to post the upload",
+        |page| {
+            if !posted(page, "/documents/upload").is_empty() {
+                return Some(());
+            }
+            if given.is_none_or(|at: std::time::Instant| at.elapsed() > std::time::Duration::from_secs(10)) {
+                let doc = page.call("DOM.getDocument", json!({}));
+                let input = page.call(
+                    "DOM.querySelector",
+                    json!({"nodeId": doc["root"]["nodeId"], "selector": "[role=dialog] input[type=file]"}),
+                );
+                page.call(
+                    "DOM.setFileInputFiles",
+                    json!({"nodeId": input["nodeId"], "files": [upload.display().to_string()]}),
+                );
+                given = Some(std::time::Instant::now());
+            }
+            page.eval("true");
+            None
+        },
+        |page| explain_documents(addr, page),
     );
-    page.call("DOM.setFileInputFiles", json!({"nodeId": input["nodeId"], "files": [upload.display().to_string()]}));
-    page.wait_until("the upload to be processed", &body_has("Completed (2)"));
+    let processed = body_has("Completed (2)");
+    wait_or_explain(
+        &mut page,
+        "the upload to be processed",
+        |page| (page.eval(&processed) == json!(true)).then_some(()),
+        |page| explain_documents(addr, page),
+    );
     page.screenshot("lightrag-1-documents");
     click(
         &mut page,

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use graphrag_operations::suggest::did_you_mean;
 
-use super::{LoadedSettings, ModelConfig, StorageConfig, StorageTarget};
+use super::{LoadedSettings, ModelConfig, StorageConfig};
 use crate::config_error::ConfigError;
 use crate::embedded_fields::FIELDS;
 
@@ -57,23 +57,9 @@ fn positive(loaded: &LoadedSettings, path: &str, value: f64) -> Result<(), Confi
     Err(loaded.error_at(path, format!("must be a positive number of seconds, not {value}")))
 }
 
-/// Sections the storage layer reads from an object store (`storage::Storage`);
-/// a remote type elsewhere is refused, never a silent local folder.
-const REMOTE_READ: [&str; 3] = ["input_storage", "output_storage", "cache.storage"];
-
+/// A storage section: its keys make a folder or a bucket prefix.
 fn storage(loaded: &LoadedSettings, path: &str, st: &StorageConfig) -> Result<(), ConfigError> {
-    let target = st.target().map_err(|e| loaded.error_at(&format!("{path}.{}", e.key), e.message))?;
-    if let (StorageTarget::Remote(_), false) = (target, REMOTE_READ.contains(&path)) {
-        let message = if path == "reporting" {
-            format!("`{}` is not implemented for reporting in graphrag-rs; supported: file (the run's logs are local files)", st.kind.name())
-        } else {
-            format!(
-                "`{}` is not implemented for {path} in graphrag-rs; supported: file (the index is written where output_storage says)",
-                st.kind.name()
-            )
-        };
-        return Err(loaded.error_at(&format!("{path}.type"), message));
-    }
+    st.target().map_err(|e| loaded.error_at(&format!("{path}.{}", e.key), e.message))?;
     if let Some(enc) = &st.encoding {
         utf8(loaded, &format!("{path}.encoding"), enc)?;
     }
@@ -166,9 +152,8 @@ fn check_storage(loaded: &LoadedSettings) -> Result<(), ConfigError> {
     let s = &loaded.settings;
     storage(loaded, "input_storage", &s.input_storage)?;
     storage(loaded, "output_storage", &s.output_storage)?;
-    if let Some(st) = &s.update_output_storage {
-        storage(loaded, "update_output_storage", st)?;
-    }
+    // update_output_storage is not read (any type): `update` stages in the
+    // output location and publishes there; the ignored-keys warning says so.
     storage(loaded, "reporting", &s.reporting)?;
     backend(
         loaded,

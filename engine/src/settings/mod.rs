@@ -83,7 +83,8 @@ pub use models::{
 };
 pub use sections::*;
 pub use storage::{
-    AzureAccount, ProjectRoot, RemoteService, RemoteStorage, StorageConfig, StorageKeyError, StorageTarget, StorageType,
+    AzureAccount, ProjectRoot, RemoteService, RemoteStorage, StorageConfig, StorageKeyError, StorageTarget,
+    StorageType, REMOTE_ROOT_FILE,
 };
 
 fn default_completion_models() -> BTreeMap<String, ModelConfig> {
@@ -203,7 +204,12 @@ pub fn find(root: &Path) -> Option<PathBuf> {
 
 /// Loads ROOT/settings.yaml (or settings.yml, settings.json), substituting
 /// `${VAR}` from the environment and ROOT/.env, and checks the values.
+///
+/// When ROOT is the working copy of a root in a bucket (it has
+/// [`REMOTE_ROOT_FILE`]), errors name the file by its URL, and the `file`
+/// storages become prefixes under that root ([`Settings::rebase`]).
 pub fn load(root: &Path) -> Result<LoadedSettings, ConfigError> {
+    let remote_root = remote_root(root)?;
     let file = find(root).ok_or_else(|| {
         ConfigError::new(
             &root.join(SETTINGS_FILE),
@@ -214,11 +220,54 @@ pub fn load(root: &Path) -> Result<LoadedSettings, ConfigError> {
     })?;
     let raw =
         std::fs::read_to_string(&file).map_err(|e| ConfigError::new(&file, None, "", format!("cannot read: {e}")))?;
+    // Messages name the file where its owner keeps it.
+    let shown = match &remote_root {
+        Some(remote) => {
+            PathBuf::from(format!("{}/{}", remote.url(), file.file_name().unwrap_or_default().to_string_lossy()))
+        }
+        None => file,
+    };
     let dotenv = std::fs::read_to_string(root.join(".env")).map(|t| env::parse_dotenv(&t)).unwrap_or_default();
-    let text = env::substitute(&raw, &file, &dotenv, |k| std::env::var(k).ok())?;
-    let loaded = parse(&file, text)?;
+    let text = env::substitute(&raw, &shown, &dotenv, |k| std::env::var(k).ok())?;
+    let mut loaded = parse(&shown, text)?;
     check::prompt_files(&loaded, root)?;
+    if let Some(remote) = remote_root {
+        let rebased = loaded.settings.rebase(&remote);
+        rebased.map_err(|(section, e)| loaded.error_at(&format!("{section}.{}", e.key), e.message))?;
+    }
     Ok(loaded)
+}
+
+/// The bucket root whose working copy `root` is, if it is one.
+pub fn remote_root(root: &Path) -> Result<Option<RemoteStorage>, ConfigError> {
+    let marker = root.join(REMOTE_ROOT_FILE);
+    match std::fs::read_to_string(&marker) {
+        Ok(url) => RemoteStorage::parse_url(url.trim()).map(Some).map_err(|e| ConfigError::new(&marker, None, "", e)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(ConfigError::new(&marker, None, "", format!("cannot read: {e}"))),
+    }
+}
+
+impl Settings {
+    /// The storages of a project whose root is the bucket prefix `root`:
+    /// every `file` one (input, output, reporting, the cache) becomes the
+    /// same folder name under that prefix on the same store. The error names
+    /// the section.
+    pub fn rebase(&mut self, root: &RemoteStorage) -> Result<(), (&'static str, StorageKeyError)> {
+        self.input_storage.rebase(root).map_err(|e| ("input_storage", e))?;
+        self.output_storage.rebase(root).map_err(|e| ("output_storage", e))?;
+        self.reporting.rebase(root).map_err(|e| ("reporting", e))?;
+        // A cache folder named by cache.base_dir alone is reported at its line.
+        let section = if self.cache.storage.is_some() { "cache.storage" } else { "cache" };
+        if self.cache.storage.is_none() && self.cache.enabled() {
+            self.cache.storage = Some(StorageConfig::under(self.cache.dir()));
+            self.cache.base_dir = None;
+        }
+        if let Some(cache) = &mut self.cache.storage {
+            cache.rebase(root).map_err(|e| (section, e))?;
+        }
+        Ok(())
+    }
 }
 
 /// Parses settings text (already substituted; JSON when the file name ends

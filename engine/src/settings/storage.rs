@@ -156,6 +156,64 @@ impl StorageConfig {
     }
 }
 
+/// In the working copy of a project whose root is in a bucket, the file
+/// that names that root (its URL), written by `storage::root::checkout`:
+/// [`super::load`] then keeps the settings' `file` storages in the bucket.
+pub const REMOTE_ROOT_FILE: &str = ".graphrag-rs/root-url";
+
+impl StorageConfig {
+    /// A `file` section of a project whose root is the bucket prefix `root`:
+    /// the same folder name under that prefix, on the same store (other
+    /// types are left as they are). A `base_dir` that leaves the root is an
+    /// error: a bucket has nothing above the root to point at.
+    pub fn rebase(&mut self, root: &RemoteStorage) -> Result<(), StorageKeyError> {
+        if self.kind != StorageType::File {
+            return Ok(());
+        }
+        let dir = self.base_dir.trim();
+        if dir.starts_with(['/', '\\']) || dir.split(['/', '\\']).any(|seg| seg == "..") {
+            return Err(StorageKeyError::new(
+                "base_dir",
+                format!(
+                    "`{dir}` is outside the project root {}: with a root in a bucket, base_dir is a folder under it",
+                    root.url()
+                ),
+            ));
+        }
+        let prefix =
+            [root.prefix.clone(), object_prefix(dir)].into_iter().filter(|p| !p.is_empty()).collect::<Vec<_>>();
+        let base =
+            StorageConfig { base_dir: prefix.join("/"), encoding: self.encoding.take(), ..StorageConfig::default() };
+        *self = match &root.service {
+            RemoteService::S3 { bucket, endpoint_url, region } => StorageConfig {
+                kind: StorageType::S3,
+                bucket: Some(bucket.clone()),
+                endpoint_url: endpoint_url.clone(),
+                region: region.clone(),
+                ..base
+            },
+            RemoteService::AzureBlob { container, account } => {
+                let (connection_string, account_url) = match account {
+                    AzureAccount::ConnectionString(cs) => (Some(cs.clone()), None),
+                    AzureAccount::AccountUrl(url) => (None, Some(url.clone())),
+                    AzureAccount::FromEnvironment => (None, None),
+                };
+                StorageConfig {
+                    kind: StorageType::Blob,
+                    container_name: Some(container.clone()),
+                    connection_string,
+                    account_url,
+                    ..base
+                }
+            }
+            RemoteService::Gcs { bucket } => {
+                StorageConfig { kind: StorageType::Gcs, bucket: Some(bucket.clone()), ..base }
+            }
+        };
+        Ok(())
+    }
+}
+
 fn required(value: &Option<String>, key: &'static str, what: &str) -> Result<String, StorageKeyError> {
     match value.as_deref().map(str::trim) {
         Some(v) if !v.is_empty() => Ok(v.to_string()),
@@ -266,6 +324,18 @@ impl RemoteStorage {
             other => return Err(format!("`{other}://` is not a storage scheme: use s3://, az:// or gs://")),
         };
         Ok(RemoteStorage { service, prefix: object_prefix(prefix) })
+    }
+
+    /// `s3://bucket/prefix`, `az://container/prefix` or `gs://bucket/prefix`
+    /// (what [`RemoteStorage::parse_url`] reads; endpoints and accounts are
+    /// not part of it).
+    pub fn url(&self) -> String {
+        let (scheme, name) = match &self.service {
+            RemoteService::S3 { bucket, .. } => ("s3", bucket),
+            RemoteService::AzureBlob { container, .. } => ("az", container),
+            RemoteService::Gcs { bucket } => ("gs", bucket),
+        };
+        format!("{scheme}://{name}/{}", self.prefix).trim_end_matches('/').to_string()
     }
 
     /// The bucket or container, for messages (no secrets).

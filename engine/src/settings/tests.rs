@@ -223,7 +223,7 @@ fn graphrag_keys_with_a_meaning_change_what_runs() {
 fn unimplemented_backends_are_errors_that_name_key_and_alternatives() {
     for (text, path, line) in [
         ("input_storage:\n  type: cosmosdb\n", "input_storage.type", 2),
-        ("reporting:\n  type: blob\n  container_name: logs\n", "reporting.type", 2),
+        ("reporting:\n  type: cosmosdb\n", "reporting.type", 2),
         ("vector_store:\n  type: cosmosdb\n", "vector_store.type", 2),
         ("vector_store:\n  type: azure_ai_search\n  url: https://x\n", "vector_store.type", 2),
         ("table_provider:\n  type: cosmosdb\n", "table_provider.type", 2),
@@ -436,8 +436,8 @@ fn storage_sections_are_checked_key_by_key() {
         ("cache:\n  storage:\n    type: s3\n    container_name: c\n", "cache.storage.container_name", 4, "`type: s3`"),
         ("input_storage:\n  type: gcs\n  bucket: b\n  region: x\n", "input_storage.region", 4, "base_dir, bucket"),
         (
-            "update_output_storage:\n  type: s3\n  bucket: b\n  endpoint_url: minio:9000\n",
-            "update_output_storage.endpoint_url",
+            "reporting:\n  type: s3\n  bucket: b\n  endpoint_url: minio:9000\n",
+            "reporting.endpoint_url",
             4,
             "not an http:// or https:// URL",
         ),
@@ -449,17 +449,51 @@ fn storage_sections_are_checked_key_by_key() {
         assert!(msg.contains(want), "{msg}");
     }
     // Complete remote sections (graphrag init's blob keys; S3's) are read by the storage
-    // layer; where it does not read them (update_output_storage), they are refused plainly:
-    // never a silent local folder.
+    // layer, reporting's too (the run's log is uploaded there).
     parse_str("output_storage:\n  type: blob\n  connection_string: \"AccountName=a;AccountKey=k\"\n  container_name: c\n  base_dir: output\n").unwrap();
     parse_str("input_storage:\n  base_dir: input\n  type: s3\n  bucket: b\n  region: eu-west-1\n").unwrap();
-    let err = parse_str("update_output_storage:\n  type: blob\n  connection_string: \"AccountName=a;AccountKey=k\"\n  container_name: c\n").unwrap_err();
-    assert!(err.path.ends_with("storage.type") && err.line == Some(2), "{err}");
-    assert!(err.message.contains("not implemented for update_output_storage"), "{err}");
-    assert!(!err.to_string().contains("AccountKey=k"), "{err}");
+    parse_str("reporting:\n  type: gcs\n  bucket: b\n  base_dir: logs\n").unwrap();
+    // update_output_storage is never read: any type `graphrag init` and a type switch give is
+    // accepted, and named (at its line) in the one ignored-keys warning, its secret not shown.
+    for kind in ["blob", "cosmosdb", "s3"] {
+        let text = format!("update_output_storage:\n  type: {kind}\n  connection_string: \"AccountName=a;AccountKey=k\"\n  container_name: c\n");
+        let loaded = parse_str(&text).unwrap_or_else(|e| panic!("{kind}: {e}"));
+        let warning = loaded.ignored_warning().unwrap();
+        assert!(warning.contains("settings.yaml:1 `update_output_storage`"), "{warning}");
+        assert!(!warning.contains("AccountKey=k"), "{warning}");
+    }
     // Remote keys under `type: file` are listed as ignored, secrets included (by name only).
     let loaded = parse_str("output_storage:\n  type: file\n  connection_string: s3kr1t\n  bucket: b\n").unwrap();
     let warning = loaded.ignored_warning().unwrap();
     assert!(warning.contains("`output_storage.connection_string`") && warning.contains("`output_storage.bucket`"));
     assert!(!warning.contains("s3kr1t") && !format!("{:?}", loaded.settings).contains("s3kr1t"), "{warning}");
+}
+
+#[test]
+fn a_working_copy_of_a_bucket_root_keeps_file_storages_in_the_bucket() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join(".graphrag-rs")).unwrap();
+    std::fs::write(dir.path().join(REMOTE_ROOT_FILE), "s3://projects/team/carol\n").unwrap();
+    let text = "input_storage:\n  base_dir: ./docs\noutput_storage:\n  type: blob\n  container_name: idx\n  base_dir: out\ncache:\n  type: json\n  base_dir: answers\n";
+    std::fs::write(dir.path().join("settings.yaml"), text).unwrap();
+    let loaded = load(dir.path()).unwrap_or_else(|e| panic!("{e}"));
+    let s = &loaded.settings;
+    let in_bucket = |prefix: &str| {
+        StorageTarget::Remote(RemoteStorage {
+            service: RemoteService::S3 { bucket: "projects".into(), endpoint_url: None, region: None },
+            prefix: prefix.into(),
+        })
+    };
+    assert_eq!(s.input_storage.target().unwrap(), in_bucket("team/carol/docs"));
+    assert_eq!(s.reporting.target().unwrap(), in_bucket("team/carol/logs"));
+    assert_eq!(s.cache.storage.as_ref().unwrap().target().unwrap(), in_bucket("team/carol/answers"));
+    assert_eq!(s.output_storage.kind, StorageType::Blob, "a storage of its own type stays where it is");
+    assert_eq!(loaded.file, Path::new("s3://projects/team/carol/settings.yaml"), "messages name the URL");
+
+    // A folder above the root is nowhere in a bucket: its line is named.
+    std::fs::write(dir.path().join("settings.yaml"), "reporting:\n  base_dir: ../logs\n").unwrap();
+    let err = load(dir.path()).unwrap_err();
+    assert_eq!((err.path.as_str(), err.line), ("reporting.base_dir", Some(2)), "{err}");
+    assert!(err.to_string().starts_with("s3://projects/team/carol/settings.yaml:2"), "{err}");
+    assert!(err.message.contains("outside the project root"), "{err}");
 }

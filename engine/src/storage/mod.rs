@@ -12,13 +12,14 @@ pub mod counting;
 pub mod object;
 pub mod publish;
 pub mod remote;
+pub mod root;
 
 use std::path::{Path, PathBuf};
 
 use arrow_array::RecordBatch;
 
 use crate::context::{FileEntry, FileSource, LocalFiles};
-use crate::settings::{RemoteService, RemoteStorage, Settings, StorageConfig, StorageTarget};
+use crate::settings::{Settings, StorageConfig, StorageTarget};
 use crate::store;
 use object::ObjectLocation;
 
@@ -55,6 +56,13 @@ impl Storage {
             .collect()
     }
 
+    /// The reporting location (where run logs go): a folder, or an object
+    /// store prefix the logs are uploaded to.
+    pub fn reporting(root: &Path, settings: &Settings) -> anyhow::Result<Location> {
+        let config = &settings.reporting;
+        Ok(location(root, "reporting", config, root.join(&config.base_dir))?)
+    }
+
     /// The cache location alone (the LLM layer's).
     pub fn cache(root: &Path, settings: &Settings) -> anyhow::Result<Location> {
         let dir = root.join(settings.cache.dir());
@@ -83,7 +91,7 @@ fn location(root: &Path, key: &'static str, config: &StorageConfig, folder: Path
         match target {
             StorageTarget::Folder(_) => Ok(Location::folder(folder)),
             StorageTarget::Remote(remote) => {
-                let url = url_of(&remote);
+                let url = remote.url();
                 let copy = root.join(LOCAL_COPIES).join(key);
                 let connected = object::run(async move { remote::connect(key, &remote).await })??;
                 let store = std::sync::Arc::new(counting::CountingStore::for_setting(key, &url, connected.store));
@@ -92,16 +100,6 @@ fn location(root: &Path, key: &'static str, config: &StorageConfig, folder: Path
         }
     };
     open().map_err(|cause| OpenError { key, cause })
-}
-
-/// `s3://bucket/prefix` and the like, for messages.
-fn url_of(remote: &RemoteStorage) -> String {
-    let (scheme, name) = match &remote.service {
-        RemoteService::S3 { bucket, .. } => ("s3", bucket),
-        RemoteService::AzureBlob { container, .. } => ("az", container),
-        RemoteService::Gcs { bucket } => ("gs", bucket),
-    };
-    format!("{scheme}://{name}/{}", remote.prefix).trim_end_matches('/').to_string()
 }
 
 /// One place files are kept: a local folder, or a prefix of an object

@@ -190,16 +190,21 @@ impl ObjectLocation {
         let (store, base, prefix) = (self.store.clone(), self.prefix.clone(), self.key(sub));
         let listed = run(async move {
             let metas: Vec<object_store::ObjectMeta> = store.list(Some(&prefix)).try_collect().await?;
-            Ok::<_, object_store::Error>(
-                metas
-                    .into_iter()
-                    .filter_map(|m| {
-                        let rel: Vec<String> =
-                            m.location.prefix_match(&base)?.map(|p| p.as_ref().to_string()).collect();
-                        Some(Listed { key: rel.join("/"), size: m.size, modified: m.last_modified.into() })
-                    })
-                    .collect::<Vec<_>>(),
-            )
+            Ok::<_, object_store::Error>(under(&base, metas))
+        })?;
+        let mut listed = listed.with_context(|| format!("listing {}", self.name(sub)))?;
+        listed.sort_by(|a, b| a.key.cmp(&b.key));
+        Ok(listed)
+    }
+
+    /// The objects directly under `sub` (`""`: the top of the location), not
+    /// those further down, sorted by key (one LIST with a delimiter).
+    pub fn list_level(&self, sub: &str) -> anyhow::Result<Vec<Listed>> {
+        let (store, base, prefix) = (self.store.clone(), self.prefix.clone(), self.key(sub));
+        let listed = run(async move {
+            let prefix = (!prefix.as_ref().is_empty()).then_some(prefix);
+            let found = store.list_with_delimiter(prefix.as_ref()).await?;
+            Ok::<_, object_store::Error>(under(&base, found.objects))
         })?;
         let mut listed = listed.with_context(|| format!("listing {}", self.name(sub)))?;
         listed.sort_by(|a, b| a.key.cmp(&b.key));
@@ -228,6 +233,17 @@ impl ObjectLocation {
         crate::store::atomic_write(path, &bytes).with_context(|| format!("writing {}", path.display()))?;
         Ok(true)
     }
+}
+
+/// Listed objects by their keys relative to `base`.
+fn under(base: &Key, metas: Vec<object_store::ObjectMeta>) -> Vec<Listed> {
+    metas
+        .into_iter()
+        .filter_map(|m| {
+            let rel: Vec<String> = m.location.prefix_match(base)?.map(|p| p.as_ref().to_string()).collect();
+            Some(Listed { key: rel.join("/"), size: m.size, modified: m.last_modified.into() })
+        })
+        .collect()
 }
 
 /// The real object-storage servers the workspace's tests start (moto, Azurite).

@@ -138,6 +138,11 @@ pub fn open(setting: &str, remote: &RemoteStorage) -> Result<RemoteStore, Remote
 }
 
 impl RemoteStore {
+    /// The endpoint's URL (no credentials).
+    pub fn endpoint(&self) -> &str {
+        &self.endpoint
+    }
+
     /// One LIST (at most one page, one level) under the prefix, bounded by
     /// `PROBE_TIMEOUT`: the bucket exists, the credentials are accepted, the
     /// endpoint answers.

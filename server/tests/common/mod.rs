@@ -172,12 +172,25 @@ pub fn index(root: &Path) {
 
 /// Polls `check` until it gives a value (at most 120 s: a hung update fails the test).
 pub fn wait_for<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
+    wait_or_explain(&mut (), what, |_| check(), |_| String::new())
+}
+
+/// [`wait_for`] on `state`, whose failure adds what `explain` tells of the
+/// state it gave up in (for waits on what another process does).
+pub fn wait_or_explain<S, T>(
+    state: &mut S,
+    what: &str,
+    mut check: impl FnMut(&mut S) -> Option<T>,
+    explain: impl FnOnce(&mut S) -> String,
+) -> T {
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
-        if let Some(v) = check() {
+        if let Some(v) = check(state) {
             return v;
         }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        if Instant::now() >= deadline {
+            panic!("timed out waiting for {what}\n{}", explain(state));
+        }
         std::thread::sleep(Duration::from_millis(25));
     }
 }

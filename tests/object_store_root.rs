@@ -1,0 +1,148 @@
+//! A project whose root is in a bucket (`--root s3://bucket/prefix`, moto on
+//! loopback): its settings and documents only in the bucket, indexed by the
+//! binary equal byte for byte to the same project indexed in a local folder,
+//! queried from the bucket; `init` into a bucket; a missing bucket or
+//! settings file named by its URL.
+
+mod common;
+
+use std::process::{Command, Output};
+use std::sync::Once;
+
+use common::object_servers::{self, ObjectServer, MOTO_KEY_ID, MOTO_SECRET};
+use common::published::published;
+use common::{documents, project, text};
+use graphrag_engine::settings::{RemoteService, RemoteStorage};
+use graphrag_engine::storage::object::ObjectLocation;
+use graphrag_engine::storage::{publish, remote};
+use graphrag_mock_llm::{MockConfig, MockServer};
+
+/// `graphrag-rs ARGS` with moto's endpoint and credentials in the
+/// environment (as the AWS SDKs read them) and the user's cache in `cache`.
+fn graphrag_on(moto: &ObjectServer, cache: &std::path::Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_graphrag-rs"))
+        .args(args)
+        .env("AWS_ENDPOINT_URL", moto.endpoint())
+        .env("AWS_ACCESS_KEY_ID", MOTO_KEY_ID)
+        .env("AWS_SECRET_ACCESS_KEY", MOTO_SECRET)
+        .env("AWS_REGION", "us-east-1")
+        .env("XDG_CACHE_HOME", cache)
+        .output()
+        .unwrap()
+}
+
+/// The objects under `prefix` of moto's bucket `bucket`.
+fn location(moto: &ObjectServer, bucket: &str, prefix: &str) -> ObjectLocation {
+    // This binary's clients read the same credentials as the children, set once.
+    static CREDENTIALS: Once = Once::new();
+    CREDENTIALS.call_once(|| {
+        std::env::set_var("AWS_ACCESS_KEY_ID", MOTO_KEY_ID);
+        std::env::set_var("AWS_SECRET_ACCESS_KEY", MOTO_SECRET);
+    });
+    let service = RemoteService::S3 {
+        bucket: bucket.into(),
+        endpoint_url: Some(moto.endpoint()),
+        region: Some("us-east-1".into()),
+    };
+    let store = remote::open("test", &RemoteStorage { service, prefix: prefix.into() }).unwrap();
+    ObjectLocation::new(store.store, prefix, format!("s3://{bucket}/{prefix}")).unwrap()
+}
+
+#[test]
+fn a_project_root_in_a_bucket_indexes_like_a_local_folder_and_answers() {
+    let Some(moto) = object_servers::moto(&[]) else { return };
+    moto.create_bucket("projects");
+    let mock = MockServer::start(MockConfig::default()).unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let url = "s3://projects/team/carol";
+
+    // Nothing there yet: the URL and the cause are named.
+    let missing = graphrag_on(&moto, cache.path(), &["-q", "index", "--root", url]);
+    assert!(!missing.status.success());
+    assert!(text(&missing).contains("s3://projects/team/carol has no settings.yaml"), "{}", text(&missing));
+    let no_bucket = graphrag_on(&moto, cache.path(), &["-q", "index", "--root", "s3://no-such-bucket/p"]);
+    assert!(!no_bucket.status.success());
+    let said = text(&no_bucket);
+    assert!(said.contains("s3://no-such-bucket/p") && said.contains("does not exist"), "{said}");
+
+    // The project's settings.yaml, prompts and documents, uploaded into the bucket.
+    let local = project(&mock, &documents(), 2);
+    let root = location(&moto, "projects", "team/carol");
+    root.upload(&local.path().join("settings.yaml"), "settings.yaml").unwrap();
+    for prompt in std::fs::read_dir(local.path().join("prompts")).unwrap() {
+        let name = prompt.unwrap().file_name().to_string_lossy().into_owned();
+        root.upload(&local.path().join("prompts").join(&name), &format!("prompts/{name}")).unwrap();
+    }
+    for (name, _) in documents() {
+        root.upload(&local.path().join("input").join(&name), &format!("input/{name}")).unwrap();
+    }
+    // The local twin carries the objects' times (documents' creation_date).
+    for listed in root.join("input").list("").unwrap() {
+        let file = std::fs::File::options().write(true).open(local.path().join("input").join(&listed.key));
+        file.unwrap().set_modified(listed.modified).unwrap();
+    }
+    let fast = ["-q", "index", "--method", "fast", "--root"];
+    let o = graphrag_on(&moto, cache.path(), &[&fast[..], &[url]].concat());
+    assert!(o.status.success(), "index --root {url}: {}", text(&o));
+    let o = common::graphrag(&[&fast[..], &[local.path().to_str().unwrap()]].concat());
+    assert!(o.status.success(), "{}", text(&o));
+
+    let readers = tempfile::tempdir().unwrap();
+    let (copy, version) = publish::fetch(&root.join("output"), readers.path()).unwrap().expect("published");
+    assert_eq!(version, 1);
+    let expected = published(&local.path().join("output"));
+    assert!(expected.iter().any(|(name, _)| name == "entities.parquet"));
+    assert_eq!(published(&copy), expected, "the index in the bucket is the local one, byte for byte");
+    // reporting (`type: file` in the settings) is in the bucket too: one log object per run,
+    // a failed run's included, with its error.
+    let logs = || root.join("logs").list("").unwrap();
+    assert_eq!(logs().len(), 1, "the run's log is in the bucket");
+    let failed = graphrag_on(&moto, cache.path(), &["-q", "index", "--method", "no-such-method", "--root", url]);
+    assert!(!failed.status.success());
+    let after = logs();
+    assert_eq!(after.len(), 2, "the failed run's log is uploaded too");
+    let texts: Vec<String> = after
+        .iter()
+        .map(|o| String::from_utf8_lossy(&root.join("logs").get(&o.key).unwrap().unwrap()).into_owned())
+        .collect();
+    assert_eq!(texts.iter().filter(|t| t.contains("unknown method `no-such-method`")).count(), 1, "{texts:?}");
+
+    // Asked from the bucket: the context is the documents', the answer the model's.
+    let question = ["query", "--method", "basic", "--root", url];
+    let o = graphrag_on(&moto, cache.path(), &[&question[..], &["--context-only", "Who is Marley?"]].concat());
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("Marley"), "{}", text(&o));
+    let o = graphrag_on(&moto, cache.path(), &[&question[..], &["Who is Marley?"]].concat());
+    assert!(o.status.success() && !o.stdout.is_empty(), "{}", text(&o));
+    // The working copy is in the user's cache, named by the URL's hash.
+    let copies: Vec<_> =
+        std::fs::read_dir(cache.path().join("graphrag-rs")).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(copies.len(), 1, "one working copy for one root");
+    let prompt = "prompts/basic_search_system_prompt.txt";
+    assert_eq!(std::fs::read(copies[0].join(prompt)).unwrap(), std::fs::read(local.path().join(prompt)).unwrap());
+    assert!(
+        !copies[0].join("input").exists() && !copies[0].join("output").exists(),
+        "no project data outside the bucket"
+    );
+}
+
+#[test]
+fn init_writes_the_scaffold_into_the_bucket_once() {
+    let Some(moto) = object_servers::moto(&[]) else { return };
+    moto.create_bucket("fresh");
+    let cache = tempfile::tempdir().unwrap();
+    let url = "s3://fresh/new";
+    let o = graphrag_on(&moto, cache.path(), &["init", "--root", url]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("Initialised a graphrag-rs project in s3://fresh/new"), "{}", text(&o));
+    let keys: Vec<String> = location(&moto, "fresh", "new").list("").unwrap().into_iter().map(|o| o.key).collect();
+    for want in ["settings.yaml", ".env", "prompts/extract_graph.txt", "workflows/standard.yaml"] {
+        assert!(keys.iter().any(|k| k == want), "{want} in {keys:?}");
+    }
+    let again = graphrag_on(&moto, cache.path(), &["init", "--root", url]);
+    assert!(!again.status.success());
+    assert!(text(&again).contains("s3://fresh/new/settings.yaml already exists"), "{}", text(&again));
+    // A command that would write project files locally says it is not built for a bucket.
+    let tune = graphrag_on(&moto, cache.path(), &["prompt-tune", "--root", url]);
+    assert!(!tune.status.success() && text(&tune).contains("is not built"), "{}", text(&tune));
+}
