@@ -47,6 +47,15 @@ impl Storage {
         })
     }
 
+    /// The object store locations of the project, by setting (what a run's
+    /// `storage_requests` counts).
+    pub fn remote_locations(&self) -> Vec<(&'static str, String)> {
+        [("input_storage", &self.input), ("output_storage", &self.output), ("cache.storage", &self.cache)]
+            .into_iter()
+            .filter_map(|(setting, location)| Some((setting, location.remote()?.url().to_string())))
+            .collect()
+    }
+
     /// The reporting location (where run logs go): a folder, or an object
     /// store prefix the logs are uploaded to.
     pub fn reporting(root: &Path, settings: &Settings) -> anyhow::Result<Location> {
@@ -85,7 +94,7 @@ fn location(root: &Path, key: &'static str, config: &StorageConfig, folder: Path
                 let url = remote.url();
                 let copy = root.join(LOCAL_COPIES).join(key);
                 let connected = object::run(async move { remote::connect(key, &remote).await })??;
-                let store = std::sync::Arc::new(counting::CountingStore::for_setting(key, connected.store));
+                let store = std::sync::Arc::new(counting::CountingStore::for_setting(key, &url, connected.store));
                 Ok(Location::object(ObjectLocation::at(store, connected.prefix, url), copy))
             }
         }
