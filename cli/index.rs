@@ -4,6 +4,7 @@
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
+use crate::shard::Sharded;
 use graphrag_engine::pipeline::Plan;
 use graphrag_engine::settings;
 use graphrag_engine::stats::RunStats;
@@ -40,6 +41,8 @@ pub fn run_settings(skip_validation: bool, verbosity: i8) -> RunSettings {
 }
 
 pub fn run(args: &IndexArgs) -> anyhow::Result<()> {
+    // Flags that do not go together fail before the project is opened.
+    let sharded = args.shards.command()?;
     let loaded = start_logging(&args.root, args.verbosity, !args.dry_run)?;
     let project = Project::with_settings(
         &args.root,
@@ -50,13 +53,15 @@ pub fn run(args: &IndexArgs) -> anyhow::Result<()> {
         return print_plan(&graphrag_project::index_dry_run(project, args.resume));
     }
     let opts = IndexOptions { resume: args.resume, run: run_settings(args.skip_validation, args.verbosity) };
-    if let Some(spec) = args.shards.shard {
-        return crate::shard::run_shard(project, spec, &opts, args.verbosity);
-    }
-    let report = if args.shards.merge {
-        graphrag_project::index_merge(project, args.shards.shards.map(|n| n as usize), &opts)
-    } else {
-        graphrag_project::index(project, &opts)
+    let report = match sharded {
+        Sharded::Shard(spec, phase) => return crate::shard::run_shard(project, spec, phase, &opts, args.verbosity),
+        Sharded::MergeGraph(count) => {
+            let staged = graphrag_project::index_merge_graph(project, count, &opts)?;
+            crate::shard::print_graph_staged(&staged, args.verbosity);
+            return Ok(());
+        }
+        Sharded::Merge(count) => graphrag_project::index_merge(project, count, &opts),
+        Sharded::None => graphrag_project::index(project, &opts),
     }
     .map_err(shown)?;
     if args.verbosity >= 0 {

@@ -1,8 +1,8 @@
 //! `graphrag-rs index --shard K/N` and `index --merge`: the map and reduce
 //! of a sharded index (graphrag_project's `index_shard` / `index_merge`).
 
-use clap::Args;
-use graphrag_project::{IndexOptions, Project, ShardReport, ShardSpec};
+use clap::{Args, ValueEnum};
+use graphrag_project::{GraphStaged, IndexOptions, Project, ShardPhase, ShardReport, ShardSpec};
 
 #[derive(Args, Clone, Default)]
 pub struct ShardFlags {
@@ -19,18 +19,79 @@ pub struct ShardFlags {
     /// With --merge: the shard count to merge (needed only when fragments of several counts exist).
     #[arg(long, value_name = "N", requires = "merge", value_parser = clap::value_parser!(u64).range(1..))]
     pub shards: Option<u64>,
+    /// Shards the merge's per-item embeddings (entity and relationship descriptions, reports):
+    /// `--merge --phase graph` stages the merge's other steps, `--shard K/N --phase embed` embeds
+    /// the staged rows of shard K into the model cache, then `--merge` publishes.
+    #[arg(long, value_enum, conflicts_with = "dry_run")]
+    pub phase: Option<Phase>,
+}
+
+/// `--phase`: which part of a sharded run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Phase {
+    /// With --shard (the default): the per-document steps.
+    Units,
+    /// With --shard: the embeddings of the staged graph's rows of shard K.
+    Embed,
+    /// With --merge: the merge's steps but the per-item embeddings, staged, not published.
+    Graph,
+}
+
+/// What a sharded command runs, from its flags.
+pub enum Sharded {
+    Shard(ShardSpec, ShardPhase),
+    MergeGraph(Option<usize>),
+    Merge(Option<usize>),
+    /// Not a sharded command.
+    None,
+}
+
+impl ShardFlags {
+    /// The command these flags ask for; a `--phase` that does not go with
+    /// `--shard` or `--merge` is an error naming the one it goes with.
+    pub fn command(&self) -> anyhow::Result<Sharded> {
+        let count = self.shards.map(|n| n as usize);
+        Ok(match (self.shard, self.merge, self.phase) {
+            (Some(spec), _, None | Some(Phase::Units)) => Sharded::Shard(spec, ShardPhase::Units),
+            (Some(spec), _, Some(Phase::Embed)) => Sharded::Shard(spec, ShardPhase::Embed),
+            (_, true, Some(Phase::Graph)) => Sharded::MergeGraph(count),
+            (_, true, None) => Sharded::Merge(count),
+            (None, false, None) => Sharded::None,
+            (_, _, Some(Phase::Graph)) => anyhow::bail!("--phase graph goes with --merge"),
+            (_, _, Some(phase)) => {
+                anyhow::bail!("--phase {} goes with --shard K/N", phase.to_possible_value().expect("named").get_name())
+            }
+        })
+    }
 }
 
 /// Runs one shard and prints its line.
-pub fn run_shard(project: Project, spec: ShardSpec, opts: &IndexOptions, verbosity: i8) -> anyhow::Result<()> {
-    let report = graphrag_project::index_shard(project, spec, &opts.run)?;
+pub fn run_shard(
+    project: Project,
+    spec: ShardSpec,
+    phase: ShardPhase,
+    opts: &IndexOptions,
+    verbosity: i8,
+) -> anyhow::Result<()> {
+    let report = match phase {
+        ShardPhase::Units => graphrag_project::index_shard(project, spec, &opts.run)?,
+        ShardPhase::Embed => graphrag_project::embed_shard(project, spec, &opts.run)?,
+    };
     print_shard(&report, verbosity);
     Ok(())
 }
 
 /// A finished shard's line.
 pub fn print_shard(report: &ShardReport, verbosity: i8) {
-    if verbosity >= 0 {
+    if verbosity < 0 {
+        return;
+    }
+    if report.phase == ShardPhase::Embed {
+        println!(
+            "Embed shard {}/{}: {} texts in {:.2} s; {} model calls, {} cache hits. Vectors in the model cache",
+            report.shard, report.shards, report.embedded_texts, report.seconds, report.model_calls, report.cache_hits
+        );
+    } else {
         println!(
             "Shard {}/{}: {} documents, {} text units in {:.2} s; {} model calls, {} cache hits. Fragments in {}",
             report.shard,
@@ -43,4 +104,18 @@ pub fn print_shard(report: &ShardReport, verbosity: i8) {
             report.dir.display()
         );
     }
+}
+
+/// What `--merge --phase graph` staged, and what to run next.
+pub fn print_graph_staged(staged: &GraphStaged, verbosity: i8) {
+    if verbosity < 0 {
+        return;
+    }
+    let rows: Vec<String> = staged.rows.iter().map(|(t, n)| format!("{t} {n} rows")).collect();
+    println!(
+        "Staged the merge's graph steps in {:.2} s in {} ({}). Next: `--shard K/N --phase embed` for K = 0 to N-1, then `--merge`",
+        staged.stats.total_runtime,
+        staged.staging_dir.display(),
+        rows.join(", ")
+    );
 }

@@ -4,9 +4,10 @@
 
 use std::path::PathBuf;
 
-use graphrag_project::{RunReport, UpdateOptions};
+use graphrag_project::{RunReport, ShardPhase, UpdateOptions};
 
 use crate::index::{print_lancedb, print_plan, print_steps, run_settings, shown, start_logging};
+use crate::shard::Sharded;
 
 pub struct UpdateArgs {
     pub shards: crate::shard::ShardFlags,
@@ -19,6 +20,8 @@ pub struct UpdateArgs {
 }
 
 pub fn run(args: &UpdateArgs) -> anyhow::Result<()> {
+    // Flags that do not go together fail before the project is opened.
+    let sharded = args.shards.command()?;
     start_logging(&args.root, args.verbosity, !args.dry_run)?;
     let opts = UpdateOptions {
         method: args.method.clone(),
@@ -28,15 +31,22 @@ pub fn run(args: &UpdateArgs) -> anyhow::Result<()> {
     if args.dry_run {
         return print_plan(&graphrag_project::update_dry_run(&args.root, &opts)?);
     }
-    if let Some(spec) = args.shards.shard {
-        let report = graphrag_project::update_shard(&args.root, spec, &opts)?;
-        crate::shard::print_shard(&report, args.verbosity);
-        return Ok(());
-    }
-    let report = if args.shards.merge {
-        graphrag_project::update_merge(&args.root, args.shards.shards.map(|n| n as usize), &opts)
-    } else {
-        graphrag_project::update(&args.root, &opts)
+    let report = match sharded {
+        Sharded::Shard(spec, phase) => {
+            let report = match phase {
+                ShardPhase::Units => graphrag_project::update_shard(&args.root, spec, &opts)?,
+                ShardPhase::Embed => graphrag_project::update_embed_shard(&args.root, spec, &opts)?,
+            };
+            crate::shard::print_shard(&report, args.verbosity);
+            return Ok(());
+        }
+        Sharded::MergeGraph(count) => {
+            let staged = graphrag_project::update_merge_graph(&args.root, count, &opts)?;
+            crate::shard::print_graph_staged(&staged, args.verbosity);
+            return Ok(());
+        }
+        Sharded::Merge(count) => graphrag_project::update_merge(&args.root, count, &opts),
+        Sharded::None => graphrag_project::update(&args.root, &opts),
     }
     .map_err(shown)?;
     if args.verbosity >= 0 {

@@ -6,7 +6,8 @@ this machine, in a temporary folder) and the project's mock LLM server, then:
   1. indexes eight documents of the example with the standard method once
      with `graphrag-rs index` (the reference);
   2. for N = 1, 2, 4: `python -m graphrag_rs.ray index --shards N` on a fresh
-     project (N = 2 through `ray job submit` when the dashboard's job server
+     project (document shards, the merge's graph phase, N embed shards, the
+     merge; N = 2 through `ray job submit` when the dashboard's job server
      is installed: `pip install "ray[default]"`); every published file must equal the reference's byte for byte,
      and the mock must have answered the same model calls (plus each
      process's start-up check);
@@ -190,8 +191,10 @@ def main() -> None:
                 assert driver(root, n, address).wait(timeout=600) == 0, f"the driver failed with {n} shards"
             calls = chat_calls(url) - before
             same_index(root, reference, f"Ray, {n} shards")
-            # Each shard and the merge make one start-up check of their own.
-            assert calls == single_calls + n, f"{n} shards: {calls} chat calls, single run {single_calls} + {n} checks"
+            # Each shard, the graph phase, each embed shard (as many as shards) and the merge
+            # make one start-up check of their own.
+            checks = n + 1 + n
+            assert calls == single_calls + checks, f"{n} shards: {calls} chat calls, single run {single_calls} + {checks} checks"
             print(f"ok: Ray, {n} shards: every model call made once ({calls} chat requests)", flush=True)
 
         # Rerun on a finished project: no shard runs again (only the merge).
@@ -221,8 +224,10 @@ def main() -> None:
         same_index(root, reference, "Ray, a shard worker killed and retried")
         calls = chat_calls(slow_url) - before_slow
         # The retried shard makes its start-up check again, and the request in
-        # flight at the kill (answered, never cached) may be asked again.
-        assert single_calls + 2 + 1 <= calls <= single_calls + 2 + 1 + 1, f"{calls} chat calls vs {single_calls}"
+        # flight at the kill (answered, never cached) may be asked again (checks: 2 shards,
+        # the graph phase, 2 embed shards, the merge's).
+        checks = 2 + 1 + 2
+        assert single_calls + checks + 1 <= calls <= single_calls + checks + 1 + 1, f"{calls} chat calls vs {single_calls}"
         print(f"ok: after the kill, {calls} chat requests: no cached answer asked again", flush=True)
 
         # A shard that fails for good (the model refuses its requests: 400s are not retried)

@@ -1,7 +1,9 @@
 //! `index --shard K/N` + `index --merge` against a single `index`: every
 //! published table byte for byte, fast and standard method (the mock LLM),
-//! N = 1, 2, 4; shards rerun or killed mid-run change nothing and repeat
-//! no model call.
+//! N = 1, 2, 4, on part of the example and on a slice of a dev corpus, with
+//! and without the embed phase (`--merge --phase graph`, `--shard K/M
+//! --phase embed`); shards rerun or killed mid-run change nothing and
+//! repeat no model call.
 
 mod common;
 
@@ -90,29 +92,80 @@ fn done_documents(root: &Path) -> usize {
     total
 }
 
-fn sharded_equals_single(method: &str) {
+/// How a sharded run is made: `units` document shards, then the merge,
+/// alone or (`embed: Some(M)`) after the graph phase and M embed shards.
+#[derive(Clone, Copy)]
+struct Sharding {
+    units: usize,
+    embed: Option<usize>,
+}
+
+/// Document shards and the merge alone.
+fn plain(units: usize) -> Sharding {
+    Sharding { units, embed: None }
+}
+
+/// Indexes `docs` once with `index` and once per sharding, each in a fresh
+/// project (`settings`: lines appended to settings.yaml), and checks that
+/// every published file is the single run's and every model call is made once.
+fn sharded_equals_single(method: &str, docs: &[(String, String)], settings: &str, shardings: &[Sharding]) {
     let mock = MockServer::start(MockConfig::default()).unwrap();
-    let single = project(&mock, &docs(), 4);
+    let fresh = || {
+        let p = project(&mock, docs, 4);
+        let mut f = fs::OpenOptions::new().append(true).open(p.path().join("settings.yaml")).unwrap();
+        std::io::Write::write_all(&mut f, settings.as_bytes()).unwrap();
+        p
+    };
+    let single = fresh();
     mock.reset_stats();
     index(single.path(), &["--method", method]);
     let single_stats = mock.stats();
+    if settings == SMALL_ANN {
+        let hnsw = published(single.path()).into_keys().filter(|f| f.extension().is_some_and(|x| x == "hnsw")).count();
+        assert!(hnsw >= 2, "HNSW indexes of text units and entities, not {hnsw}");
+    }
 
-    for n in [1, 2, 4] {
-        let p = project(&mock, &docs(), 4);
+    for &Sharding { units: n, embed } in shardings {
+        let what = format!("{method}, {n} shards, embed shards {embed:?}");
+        let p = fresh();
         mock.reset_stats();
         for k in 0..n {
             index(p.path(), &["--method", method, "--shard", &format!("{k}/{n}")]);
         }
         let shards = mock.stats();
         mock.reset_stats();
-        index(p.path(), &["--method", method, "--merge"]);
-        let merge = mock.stats();
-        assert_same_index(p.path(), single.path(), &format!("{method}, {n} shards"));
-        // Every call once: the shards' and the merge's together are the
-        // single run's (embedding requests are batches; their texts count).
-        assert_eq!(shards.chat_requests + merge.chat_requests, single_stats.chat_requests, "{method}, {n} shards");
-        assert_eq!(shards.embedded_texts + merge.embedded_texts, single_stats.embedded_texts);
-        assert_eq!(kind(&merge, "extract_graph"), 0, "the merge extracts nothing itself");
+        if let Some(m) = embed {
+            index(p.path(), &["--method", method, "--merge", "--phase", "graph"]);
+            assert!(!p.path().join("output/entities.parquet").exists(), "{what}: the graph phase publishes nothing");
+            for k in 0..m {
+                index(p.path(), &["--method", method, "--shard", &format!("{k}/{m}"), "--phase", "embed"]);
+            }
+            let staged = mock.stats();
+            assert!(staged.embedded_texts > 0, "{what}: the embed shards embed the graph's rows");
+            // An embed shard run again asks nothing.
+            mock.reset_stats();
+            index(p.path(), &["--method", method, "--shard", &format!("0/{m}"), "--phase", "embed"]);
+            assert_eq!(mock.stats().requests, 0, "{what}: a finished embed shard asks nothing");
+            mock.reset_stats();
+            index(p.path(), &["--method", method, "--merge"]);
+            assert_eq!(mock.stats().embedded_texts, 0, "{what}: the merge finds every vector in the cache");
+            let merge = mock.stats();
+            assert_eq!(
+                shards.chat_requests + staged.chat_requests + merge.chat_requests,
+                single_stats.chat_requests,
+                "{what}"
+            );
+            assert_eq!(shards.embedded_texts + staged.embedded_texts, single_stats.embedded_texts, "{what}");
+        } else {
+            index(p.path(), &["--method", method, "--merge"]);
+            let merge = mock.stats();
+            // Every call once: the shards' and the merge's together are the
+            // single run's (embedding requests are batches; their texts count).
+            assert_eq!(shards.chat_requests + merge.chat_requests, single_stats.chat_requests, "{what}");
+            assert_eq!(shards.embedded_texts + merge.embedded_texts, single_stats.embedded_texts, "{what}");
+            assert_eq!(kind(&merge, "extract_graph"), 0, "the merge extracts nothing itself");
+        }
+        assert_same_index(p.path(), single.path(), &what);
 
         // A shard run again: nothing asked, nothing rewritten.
         let before = fragments(p.path());
@@ -120,18 +173,50 @@ fn sharded_equals_single(method: &str) {
         index(p.path(), &["--method", method, "--shard", &format!("0/{n}")]);
         assert_eq!(mock.stats().requests, 0, "a finished shard asks nothing");
         assert_eq!(fragments(p.path()), before, "a finished shard rewrites nothing");
-        assert_eq!(done_documents(p.path()), docs().len(), "{n} shards: every document in one shard");
+        assert_eq!(done_documents(p.path()), docs.len(), "{what}: every document in one shard");
     }
 }
 
 #[test]
 fn sharded_fast_index_equals_a_single_run() {
-    sharded_equals_single("fast");
+    let embed = Sharding { units: 2, embed: Some(3) };
+    sharded_equals_single("fast", &docs(), "", &[plain(1), embed, plain(4)]);
 }
 
 #[test]
 fn sharded_standard_index_equals_a_single_run() {
-    sharded_equals_single("standard");
+    let embed = Sharding { units: 4, embed: Some(2) };
+    sharded_equals_single("standard", &docs(), "", &[plain(1), plain(2), embed]);
+}
+
+/// 150 passages of a dev corpus (2WikiMultihopQA's, tests/fixtures), one
+/// document each.
+fn dev_slice() -> Vec<(String, String)> {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/twowiki-slice/corpus_150.json");
+    let passages: Vec<serde_json::Value> = serde_json::from_slice(&fs::read(file).unwrap()).unwrap();
+    passages
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            (format!("{i:03}.txt"), format!("{}\n{}", p["title"].as_str().unwrap(), p["text"].as_str().unwrap()))
+        })
+        .collect()
+}
+
+/// HNSW indexes from 20 vectors, so that the dev slice's fields have them
+/// (the merge builds them over every shard's vectors).
+const SMALL_ANN: &str = "vector_store:\n  ann_threshold: 20\n";
+
+#[test]
+fn sharded_dev_slice_equals_a_single_run_fast() {
+    let embed = Sharding { units: 4, embed: Some(4) };
+    sharded_equals_single("fast", &dev_slice(), SMALL_ANN, &[plain(1), plain(2), embed]);
+}
+
+#[test]
+fn sharded_dev_slice_equals_a_single_run_standard() {
+    let embed = Sharding { units: 2, embed: Some(2) };
+    sharded_equals_single("standard", &dev_slice(), SMALL_ANN, &[plain(1), embed, plain(4)]);
 }
 
 #[test]
@@ -230,15 +315,24 @@ fn a_sharded_update_equals_a_single_update() {
         update(sharded.path(), &["--shard", &format!("{k}/2")]);
     }
     let shards = mock.stats();
+    // The merge's embeddings in two embed shards.
+    mock.reset_stats();
+    update(sharded.path(), &["--merge", "--phase", "graph"]);
+    for k in 0..2 {
+        update(sharded.path(), &["--shard", &format!("{k}/2"), "--phase", "embed"]);
+    }
+    let staged = mock.stats();
     mock.reset_stats();
     update(sharded.path(), &["--merge"]);
     let merge = mock.stats();
     assert_eq!(kind(&merge, "extract_graph"), 0, "the merge extracts nothing itself");
+    assert_eq!(merge.embedded_texts, 0, "the merge finds every vector in the cache");
     assert_eq!(
-        shards.chat_requests + merge.chat_requests,
+        shards.chat_requests + staged.chat_requests + merge.chat_requests,
         single_update.chat_requests,
         "only the new documents' calls"
     );
+    assert_eq!(shards.embedded_texts + staged.embedded_texts, single_update.embedded_texts);
     assert_same_index(sharded.path(), single.path(), "standard, after a sharded update");
 }
 
@@ -249,4 +343,28 @@ fn shard_flags_are_checked() {
     assert!(text(&o).contains("K must be 0 to N-1"), "{}", text(&o));
     let o = graphrag(&["index", "--shard", "0/2", "--merge"]);
     assert!(!o.status.success());
+    let o = graphrag(&["index", "--merge", "--phase", "embed"]);
+    assert!(text(&o).contains("--phase embed goes with --shard K/N"), "{}", text(&o));
+    let o = graphrag(&["index", "--shard", "0/2", "--phase", "graph"]);
+    assert!(text(&o).contains("--phase graph goes with --merge"), "{}", text(&o));
+    let o = graphrag(&["index", "--phase", "wrong"]);
+    assert!(!o.status.success());
+}
+
+#[test]
+fn an_embed_shard_needs_a_staged_graph_and_the_cache() {
+    let mock = MockServer::start(MockConfig::default()).unwrap();
+    let p = project(&mock, &docs(), 4);
+    let embed_shard = || {
+        let mut args = vec!["-q", "index", "--skip-validation", "--method", "fast", "--root"];
+        args.extend([p.path().to_str().unwrap(), "--shard", "0/2", "--phase", "embed"]);
+        graphrag(&args)
+    };
+    let o = embed_shard();
+    assert!(!o.status.success());
+    assert!(text(&o).contains("no staged graph to embed"), "{}", text(&o));
+    let mut f = fs::OpenOptions::new().append(true).open(p.path().join("settings.yaml")).unwrap();
+    std::io::Write::write_all(&mut f, b"cache:\n  type: none\n").unwrap();
+    let o = embed_shard();
+    assert!(text(&o).contains("through the model cache, and cache.type is `none`"), "{}", text(&o));
 }

@@ -21,7 +21,7 @@ use crate::interrupt;
 use crate::llm::LlmService;
 use crate::pipeline::{Plan, Step};
 use crate::stats::{peak_rss_mb, RunStats, StepStats};
-use crate::storage::counting::{self, RequestsBySetting};
+use crate::storage::counting::RunRequests;
 use crate::store;
 use crate::verb::LlmEstimate;
 use graphrag_operations::ids::sha256_hex;
@@ -104,10 +104,10 @@ pub struct RunOptions {
     /// This run's stop (no new step starts once requested); the
     /// process-wide one stops it too.
     pub stop: interrupt::StopFlag,
-    /// This process's object store requests when the run began (before its
-    /// writer lease and working copy), from which stats.json counts the
-    /// run's; `None`: from when the steps begin.
-    pub storage_requests_since: Option<RequestsBySetting>,
+    /// The object store requests stats.json counts (`storage_requests`):
+    /// to the project's storages since the run began (before its writer
+    /// lease and working copy). `None`: not counted.
+    pub storage_requests: Option<RunRequests>,
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -447,7 +447,6 @@ fn overall_bar(multi: &MultiProgress, steps: usize) -> ProgressBar {
 /// stats.json is written in either case (`status`, `error`, `failed_items`).
 pub fn run(plan: &Plan, ws: &Workspace, opts: &RunOptions) -> anyhow::Result<RunStats> {
     let began = Instant::now();
-    let requests_before = opts.storage_requests_since.clone().unwrap_or_else(counting::requests_by_setting);
     std::fs::create_dir_all(ws.output_dir.join(".steps"))
         .with_context(|| format!("creating {}", ws.output_dir.display()))?;
     store::remove_stale_temp_files(&ws.output_dir);
@@ -572,7 +571,9 @@ pub fn run(plan: &Plan, ws: &Workspace, opts: &RunOptions) -> anyhow::Result<Run
     if let Some(llm) = &ws.llm {
         llm.flush_cache();
     }
-    stats.storage_requests = counting::requests_since(&requests_before);
+    if let Some(requests) = &opts.storage_requests {
+        stats.storage_requests = requests.counts();
+    }
     let written = store::atomic_write(&ws.output_dir.join("stats.json"), &serde_json::to_vec_pretty(&stats)?);
     if let Some(e) = failure {
         return Err(e);

@@ -28,11 +28,13 @@ pub struct RunStats {
     /// LLM usage of the whole run, per model.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub llm: BTreeMap<String, ModelUsage>,
-    /// Object store requests of the run per storage setting (`input_storage`,
-    /// `output_storage`, `cache.storage`), from its start (the writer lease
-    /// and working copy included) to this file's writing: the publication
-    /// that follows (one PUT per published file, the manifest, the deletion
-    /// of old versions) is not in it. Absent when nothing is on an object store.
+    /// Object store requests to the run's storages per setting
+    /// (`input_storage`, `output_storage`, `cache.storage`), from its start
+    /// (the writer lease and working copy included) to this file's writing:
+    /// the publication that follows (one PUT per published file, the
+    /// manifest, the deletion of old versions) is not in it, and requests of
+    /// other work of the process to the same locations (a server's queries)
+    /// are. Absent when nothing is on an object store.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub storage_requests: RequestsBySetting,
     /// Items whose model call failed (tolerated ones included), named.

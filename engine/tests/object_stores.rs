@@ -193,3 +193,26 @@ async fn graphrag_init_blob_settings_reach_azurite() {
     names.sort();
     assert_eq!(names, ["cache/probe.txt", "input/probe.txt", "output/probe.txt"]);
 }
+
+/// A setting moved to another prefix gets a working copy of its own: the
+/// first prefix's files are never where a run on the second starts from
+/// (or what it uploads).
+#[test]
+fn each_object_store_prefix_has_its_own_working_copy() {
+    let Some(moto) = object_servers::moto(&[]) else { return };
+    moto.create_bucket("copies");
+    aws_environment();
+    let root = tempfile::tempdir().unwrap();
+    let output_dir = |prefix: &str| {
+        let text = format!(
+            "output_storage:\n  type: s3\n  bucket: copies\n  base_dir: {prefix}\n  endpoint_url: {}\n",
+            moto.endpoint()
+        );
+        let settings: Settings = serde_yaml_ng::from_str(&text).unwrap();
+        graphrag_engine::storage::Storage::open(root.path(), &settings).unwrap().output.dir().to_path_buf()
+    };
+    let (first, second) = (output_dir("index-a"), output_dir("index-b"));
+    assert_ne!(first, second);
+    assert_eq!(first, output_dir("index-a"), "one prefix, one copy");
+    assert!(first.starts_with(root.path().join(".graphrag-rs")), "{}", first.display());
+}

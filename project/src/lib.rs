@@ -47,7 +47,10 @@ pub use run::{
     index, index_dry_run, update, update_dry_run, Changes, DryRun, IndexOptions, RunError, RunReport, RunSettings,
     UpdateOptions,
 };
-pub use shard::{index_merge, index_shard, shard_of, shard_status, update_merge, update_shard, ShardReport, ShardSpec};
+pub use shard::{
+    embed_shard, index_merge, index_merge_graph, index_shard, shard_of, shard_status, update_embed_shard, update_merge,
+    update_merge_graph, update_shard, GraphStaged, ShardPhase, ShardReport, ShardSpec,
+};
 
 /// Asks every run in progress in this process to stop; see the crate docs.
 pub fn stop() {

@@ -27,7 +27,8 @@ use graphrag_engine::pipeline::Plan;
 use graphrag_engine::runner::{self, RunOptions, StepEstimate, StepObserver, Workspace};
 use graphrag_engine::settings;
 use graphrag_engine::stats::RunStats;
-use graphrag_engine::storage::{counting, Location, Writer};
+use graphrag_engine::storage::counting::{RequestSnapshot, RunRequests};
+use graphrag_engine::storage::{Location, Writer};
 use graphrag_engine::table::strings;
 use graphrag_engine::{doc_status, interrupt, staging};
 use indicatif::MultiProgress;
@@ -168,7 +169,10 @@ pub(crate) fn run_options(project: &Project, resume: bool, run: &RunSettings) ->
         tolerated_failures: project.settings().failures.tolerated_fraction,
         startup_check,
         stop: run.stop.clone(),
-        storage_requests_since: Some(counting::requests_by_setting()),
+        storage_requests: Some(RunRequests {
+            since: RequestSnapshot::now(),
+            locations: project.storage.remote_locations(),
+        }),
         ..RunOptions::default()
     }
 }
@@ -283,7 +287,7 @@ pub fn update(root: &Path, opts: &UpdateOptions) -> Result<RunReport, RunError> 
 
 /// [`update`] with the plan adapted first (`crate::shard`'s merge).
 pub(crate) fn update_with(root: &Path, opts: &UpdateOptions, adapt: AdaptPlan) -> Result<RunReport, RunError> {
-    let requests_before = counting::requests_by_setting();
+    let since = RequestSnapshot::now();
     let (mut project, writer) = open_for_update(root, opts, false)?;
     let writer = writer.context("an update holds the writer lock")?;
     let output = project.storage.output.clone();
@@ -291,8 +295,8 @@ pub(crate) fn update_with(root: &Path, opts: &UpdateOptions, adapt: AdaptPlan) -
     let output_dir = project.output_dir().to_path_buf();
     let has_index = project.has_index();
     let settings = project.settings().clone();
-    let run_opts =
-        RunOptions { storage_requests_since: Some(requests_before), ..run_options(&project, true, &opts.run) };
+    let requests = RunRequests { since, locations: project.storage.remote_locations() };
+    let run_opts = RunOptions { storage_requests: Some(requests), ..run_options(&project, true, &opts.run) };
     let previous = has_index.then(|| Box::new(PublishedTables { output_dir: output_dir.clone() }) as _);
     let (mut plan, ws) = project.workspace(&staging::dir(&output_dir), previous);
     adapt(&mut plan, &output_dir)?;

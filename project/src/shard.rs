@@ -16,6 +16,16 @@
 //! gives each unit the same rows whatever else it ran with, and every model
 //! call's cache key is its request alone, never the shard count.
 //!
+//! The per-item embeddings of the global tables (entity descriptions,
+//! relationship descriptions, community reports) can be sharded too, in a
+//! second map ([`embed`]): `index --merge --phase graph` runs the merge's
+//! steps but those embeddings and stages them (nothing published);
+//! `index --shard K/N --phase embed` embeds the staged rows whose id hashes
+//! to K into the model cache, where every vector is kept under its text (so
+//! its key does not depend on N); the last `index --merge` resumes from the
+//! staged steps and its embed steps find every vector in the cache. Without
+//! the middle phases the merge embeds them itself, as before.
+//!
 //! What is not sharded, and why: claims' ids and numbers count claims over
 //! the whole corpus, so the shards make the claim calls and the merge asks
 //! the cache again (no model call); the fast method's noun-phrase graph
@@ -29,6 +39,10 @@
 //! killed and rerun, recomputes nothing it finished and asks the model
 //! nothing it answered.
 
+mod embed;
+
+pub use embed::{embed_shard, index_merge_graph, update_embed_shard, update_merge_graph, GraphStaged};
+
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -37,10 +51,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use anyhow::{anyhow, bail, ensure, Context};
-use arrow_array::{BooleanArray, RecordBatch, UInt32Array};
+use arrow_array::cast::AsArray;
+use arrow_array::types::Float32Type;
+use arrow_array::{Array, BooleanArray, RecordBatch, UInt32Array};
 use graphrag_engine::context::VerbContext;
 use graphrag_engine::pipeline::{Plan, Step};
 use graphrag_engine::runner;
+use graphrag_engine::stats::RunStats;
 use graphrag_engine::table::strings;
 use graphrag_engine::verb::Verb;
 use graphrag_engine::{schema, store};
@@ -114,6 +131,46 @@ fn role(step: &Step) -> Role {
     }
 }
 
+/// Whether a step is one of the merge's per-item embeddings (entity and
+/// relationship descriptions, reports), which the embed phase shards.
+fn is_global_embed(step: &Step) -> bool {
+    step.info.name == "embed" && role(step) == Role::Global
+}
+
+/// An embed step that saves no HNSW index: a shard's vectors are a part of
+/// the field's, whose index the merge builds over all of them.
+fn without_ann_index(step: &mut Step) -> anyhow::Result<()> {
+    if step.info.name != "embed" {
+        return Ok(());
+    }
+    step.args["ann_threshold"] = 0.into();
+    step.verb = graphrag_verbs::registry()
+        .build("embed", step.args.clone())
+        .expect("embed is a registered verb")
+        .map_err(|e| anyhow!("step `{}`: {}: {}", step.id, e.path, e.message))?;
+    Ok(())
+}
+
+/// Points each step's `deps` at the steps (by position in `steps`) that
+/// write its inputs, after steps were left out.
+fn relink(steps: &mut [Step]) -> anyhow::Result<()> {
+    let producer: HashMap<String, usize> =
+        steps.iter().enumerate().flat_map(|(i, s)| s.outputs.iter().map(move |o| (o.clone(), i))).collect();
+    for step in steps.iter_mut() {
+        step.deps = step
+            .inputs
+            .iter()
+            .map(|t| {
+                producer
+                    .get(t)
+                    .copied()
+                    .ok_or_else(|| anyhow!("step `{}` reads `{t}`, which no step before writes", step.id))
+            })
+            .collect::<anyhow::Result<_>>()?;
+    }
+    Ok(())
+}
+
 /// The name of the text units table the chunk step writes.
 fn chunk_units(plan: &Plan) -> anyhow::Result<String> {
     plan.steps
@@ -156,13 +213,29 @@ const DONE: &str = "done.json";
 /// cover the input exactly.
 const UNITS: &str = "shard_text_units";
 
+/// Which map a shard runs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ShardPhase {
+    /// The per-document steps (`--shard K/N`).
+    #[default]
+    Units,
+    /// The embeddings of the staged global tables' rows (`--shard K/N --phase embed`).
+    Embed,
+}
+
 /// What a finished shard did (its `done.json`).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct ShardReport {
+    #[serde(default)]
+    pub phase: ShardPhase,
     pub shard: usize,
     pub shards: usize,
     pub documents: usize,
     pub text_units: usize,
+    /// The embed phase: the texts it embedded (or found in the cache).
+    #[serde(default)]
+    pub embedded_texts: usize,
     pub seconds: f64,
     /// Requests the model servers answered (cache hits not counted).
     pub model_calls: u64,
@@ -216,27 +289,14 @@ fn shard_plan(plan: Plan, spec: ShardSpec, titles: Arc<Mutex<Vec<String>>>) -> a
             // text units, whose ids and texts are the chunks'.
             Role::PerUnit => {
                 step.inputs = vec![units.clone()];
+                without_ann_index(&mut step)?;
                 published.extend(step.outputs.iter().cloned());
             }
             Role::PerUnitCached => step.inputs = vec![units.clone()],
         }
         steps.push(step);
     }
-    // Each step's producers, by position in the shard's own list.
-    let producer: HashMap<String, usize> =
-        steps.iter().enumerate().flat_map(|(i, s)| s.outputs.iter().map(move |o| (o.clone(), i))).collect();
-    for step in &mut steps {
-        step.deps = step
-            .inputs
-            .iter()
-            .map(|t| {
-                producer
-                    .get(t)
-                    .copied()
-                    .ok_or_else(|| anyhow!("shard step `{}` reads `{t}`, which no shard step writes", step.id))
-            })
-            .collect::<anyhow::Result<_>>()?;
-    }
+    relink(&mut steps)?;
     Ok(Plan { name: plan.name, description: plan.description, file: plan.file, steps, published })
 }
 
@@ -254,14 +314,7 @@ impl Verb for NoVerb {
 /// and settings is not run again (only checked). Errors name the shard and
 /// its documents.
 pub fn index_shard(mut project: Project, spec: ShardSpec, run: &RunSettings) -> anyhow::Result<ShardReport> {
-    if let Some(remote) = project.storage.output.remote() {
-        // Fragments go to a folder every worker and the merge share; an
-        // object store's output is mirrored into a folder of one machine.
-        anyhow::bail!(
-            "`--shard` is not built for an object-store output_storage ({}) yet: put output_storage on a file system every worker mounts (type: file)",
-            remote.url()
-        );
-    }
+    local_output_only(&project)?;
     project.llm.stop_with(&run.stop);
     let began = Instant::now();
     let base = shards_dir(project.output_dir(), &project.plan);
@@ -294,18 +347,49 @@ pub fn index_shard(mut project: Project, spec: ShardSpec, run: &RunSettings) -> 
         vec![schema::text_col(&ids)],
     )?;
     store::write_table(&store::table_path(&dir, UNITS, true), &ids_table)?;
-    let report = ShardReport {
-        shard: spec.index,
-        shards: spec.count,
-        documents: titles.lock().unwrap().len(),
+    let documents = titles.lock().unwrap().len();
+    ShardReport {
+        documents,
         text_units: ids.len(),
-        seconds: began.elapsed().as_secs_f64(),
-        model_calls: stats.llm.values().map(|u| u.calls).sum(),
-        cache_hits: stats.llm.values().map(|u| u.cache_hits).sum(),
-        dir: dir.clone(),
-    };
-    store::atomic_write(&dir.join(DONE), &serde_json::to_vec_pretty(&report)?)?;
-    Ok(report)
+        ..ShardReport::finished(ShardPhase::Units, spec, began, &stats, &dir)
+    }
+    .save()
+}
+
+impl ShardReport {
+    /// The report of a shard that just finished, its counts zero.
+    fn finished(phase: ShardPhase, spec: ShardSpec, began: Instant, stats: &RunStats, dir: &Path) -> ShardReport {
+        ShardReport {
+            phase,
+            shard: spec.index,
+            shards: spec.count,
+            documents: 0,
+            text_units: 0,
+            embedded_texts: 0,
+            seconds: began.elapsed().as_secs_f64(),
+            model_calls: stats.llm.values().map(|u| u.calls).sum(),
+            cache_hits: stats.llm.values().map(|u| u.cache_hits).sum(),
+            dir: dir.to_path_buf(),
+        }
+    }
+
+    /// Writes the report as its shard's `done.json`: the shard is finished.
+    fn save(self) -> anyhow::Result<ShardReport> {
+        store::atomic_write(&self.dir.join(DONE), &serde_json::to_vec_pretty(&self)?)?;
+        Ok(self)
+    }
+}
+
+/// Fragments go to a folder every worker and the merge share; an object
+/// store's output is mirrored into a folder of one machine.
+fn local_output_only(project: &Project) -> anyhow::Result<()> {
+    if let Some(remote) = project.storage.output.remote() {
+        bail!(
+            "`--shard` is not built for an object-store output_storage ({}) yet: put output_storage on a file system every worker mounts (type: file)",
+            remote.url()
+        );
+    }
+    Ok(())
 }
 
 fn remove_if_present(path: &Path) -> anyhow::Result<()> {
@@ -328,10 +412,14 @@ fn finished_shards(base: &Path, count: usize) -> Vec<Option<ShardReport>> {
         .collect()
 }
 
-/// Which shards of `count` have finished, for a driver that reruns only the
-/// others.
-pub fn shard_status(project: &Project, count: usize) -> Vec<Option<ShardReport>> {
-    finished_shards(&shards_dir(project.output_dir(), &project.plan), count)
+/// Which shards of `count` of a phase have finished, for a driver that
+/// reruns only the others.
+pub fn shard_status(project: &Project, count: usize, phase: ShardPhase) -> Vec<Option<ShardReport>> {
+    let base = shards_dir(project.output_dir(), &project.plan);
+    match phase {
+        ShardPhase::Units => finished_shards(&base, count),
+        ShardPhase::Embed => finished_shards(&embed::dir(&base), count),
+    }
 }
 
 /// The shard counts that have fragments for this pipeline and settings.
@@ -355,10 +443,13 @@ struct FromFragments {
     fragments: Vec<Vec<RecordBatch>>,
     /// Every shard's text unit ids.
     shard_units: Arc<HashSet<String>>,
+    /// An embed step's field and `ann_threshold`: its HNSW index is built
+    /// here, over every shard's vectors (the shards build none).
+    ann_index: Option<(String, usize)>,
 }
 
 impl Verb for FromFragments {
-    fn run(&self, inputs: &[Arc<RecordBatch>], _ctx: &VerbContext) -> anyhow::Result<Vec<RecordBatch>> {
+    fn run(&self, inputs: &[Arc<RecordBatch>], ctx: &VerbContext) -> anyhow::Result<Vec<RecordBatch>> {
         let ids = strings(&inputs[0], "text_units", "id")?;
         let position: HashMap<&str, u32> = ids.iter().enumerate().map(|(i, id)| (*id, i as u32)).collect();
         let missing = ids.iter().filter(|id| !self.shard_units.contains(**id)).count();
@@ -367,7 +458,21 @@ impl Verb for FromFragments {
             missing == 0 && extra == 0,
             "the shards' fragments do not match the input ({missing} text units of the input in no shard, {extra} shard text units not in the input): the input or the settings changed after the shards ran; run the shards again"
         );
-        self.fragments.iter().map(|parts| self.ordered(parts, &position)).collect()
+        let outputs: Vec<RecordBatch> =
+            self.fragments.iter().map(|parts| self.ordered(parts, &position)).collect::<anyhow::Result<_>>()?;
+        if let Some((field, ann_threshold)) = &self.ann_index {
+            let table = &outputs[0];
+            let ids: Vec<String> = strings(table, field, "id")?.into_iter().map(str::to_string).collect();
+            let vectors = table.column_by_name("vector").ok_or_else(|| anyhow!("`{field}` has no vector column"))?;
+            let vectors = vectors.as_fixed_size_list();
+            let mut flat: Vec<f32> = Vec::new();
+            for row in 0..vectors.len() {
+                flat.extend_from_slice(vectors.value(row).as_primitive::<Float32Type>().values());
+            }
+            let dim = vectors.value_length() as usize;
+            graphrag_verbs::embed::save_ann_index(field, &ids, &flat, dim, *ann_threshold, ctx)?;
+        }
+        Ok(outputs)
     }
 }
 
@@ -399,7 +504,12 @@ impl FromFragments {
 /// count that has fragments) into the index, as `index` would publish it
 /// (see the module docs). Fails, naming them, when shards are missing.
 pub fn index_merge(project: Project, count: Option<usize>, opts: &IndexOptions) -> Result<RunReport, RunError> {
-    index_with(project, opts, |plan, output_dir| from_fragments(plan, output_dir, count))
+    let base = shards_dir(project.output_dir(), &project.plan);
+    // After `--phase graph` the merge resumes from the staged steps.
+    let opts = IndexOptions { resume: opts.resume || embed::graph_staged(&base), ..opts.clone() };
+    let report = index_with(project, &opts, |plan, output_dir| from_fragments(plan, output_dir, count))?;
+    embed::clear(&base)?;
+    Ok(report)
 }
 
 /// Runs shard `spec` of an update (`update --shard K/N`): the shard of
@@ -415,7 +525,9 @@ pub fn update_shard(root: &Path, spec: ShardSpec, opts: &UpdateOptions) -> anyho
 /// (`update --merge`): [`crate::update`] with the per-unit steps' outputs
 /// taken from the fragments.
 pub fn update_merge(root: &Path, count: Option<usize>, opts: &UpdateOptions) -> Result<RunReport, RunError> {
-    update_with(root, opts, &|plan, output_dir| from_fragments(plan, output_dir, count))
+    let report = update_with(root, opts, &|plan, output_dir| from_fragments(plan, output_dir, count))?;
+    embed::clear(&shards_dir(&report.output_dir, &report.plan))?;
+    Ok(report)
 }
 
 /// Gives the plan's per-unit steps their outputs from the fragments of
@@ -453,7 +565,12 @@ fn from_fragments(plan: &mut Plan, output_dir: &Path, count: Option<usize>) -> a
             .iter()
             .map(|out| dirs.iter().map(|d| store::read_table(&store::table_path(d, out, true))).collect())
             .collect::<anyhow::Result<_>>()?;
-        step.verb = Box::new(FromFragments { step: step.id.clone(), fragments, shard_units: shard_units.clone() });
+        let ann_index = (step.info.name == "embed").then(|| {
+            let field = step.args["field"].as_str().unwrap_or_default().to_string();
+            (field, step.args["ann_threshold"].as_u64().unwrap_or(0) as usize)
+        });
+        step.verb =
+            Box::new(FromFragments { step: step.id.clone(), fragments, shard_units: shard_units.clone(), ann_index });
     }
     tracing::info!(shards = count, "merging the fragments of {count} shards from {}", base.display());
     Ok(())

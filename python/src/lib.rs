@@ -537,6 +537,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(shards::index_shard, m)?)?;
     m.add_function(wrap_pyfunction!(shards::shard_status, m)?)?;
     m.add_function(wrap_pyfunction!(shards::merge_shards, m)?)?;
+    m.add_function(wrap_pyfunction!(shards::merge_graph, m)?)?;
     m.add_class::<NativeIndex>()?;
     m.add_class::<CancelToken>()?;
     m.add("METHODS", Method::NAMES.to_vec())?;

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use graphrag_project::{IndexOptions, OpenOptions, Project, ShardReport, ShardSpec};
+use graphrag_project::{IndexOptions, OpenOptions, Project, ShardPhase, ShardReport, ShardSpec};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
@@ -13,15 +13,35 @@ use crate::{interruptible, logs, run_result, run_settings, to_py};
 
 fn report_dict<'py>(py: Python<'py>, r: &ShardReport) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
+    d.set_item("phase", phase_name(r.phase))?;
     d.set_item("shard", r.shard)?;
     d.set_item("shards", r.shards)?;
     d.set_item("documents", r.documents)?;
     d.set_item("text_units", r.text_units)?;
+    d.set_item("embedded_texts", r.embedded_texts)?;
     d.set_item("seconds", r.seconds)?;
     d.set_item("model_calls", r.model_calls)?;
     d.set_item("cache_hits", r.cache_hits)?;
     d.set_item("dir", r.dir.display().to_string())?;
     Ok(d)
+}
+
+fn phase_name(phase: ShardPhase) -> &'static str {
+    match phase {
+        ShardPhase::Units => "units",
+        ShardPhase::Embed => "embed",
+    }
+}
+
+/// A shard phase's name (`units`, `embed`), parsed once here.
+fn shard_phase(name: &str) -> PyResult<ShardPhase> {
+    match name {
+        "units" => Ok(ShardPhase::Units),
+        "embed" => Ok(ShardPhase::Embed),
+        other => Err(pyo3::exceptions::PyValueError::new_err(format!(
+            "`{other}` is not a shard phase: expected units or embed"
+        ))),
+    }
 }
 
 fn open(py: Python<'_>, root: &std::path::Path, method: String) -> PyResult<Project> {
@@ -31,27 +51,45 @@ fn open(py: Python<'_>, root: &std::path::Path, method: String) -> PyResult<Proj
 }
 
 /// Runs shard `shard` of `shards` of `root`'s input (as `graphrag-rs index
-/// --shard K/N`) and returns its report (documents, text_units, seconds,
-/// model_calls, cache_hits, dir).
+/// --shard K/N [--phase embed]`) and returns its report (phase, documents,
+/// text_units, embedded_texts, seconds, model_calls, cache_hits, dir).
 #[pyfunction]
-#[pyo3(signature = (root, shard, shards, method = "auto".to_string()))]
-pub fn index_shard(py: Python<'_>, root: PathBuf, shard: usize, shards: usize, method: String) -> PyResult<Py<PyAny>> {
+#[pyo3(signature = (root, shard, shards, method = "auto".to_string(), phase = "units"))]
+pub fn index_shard(
+    py: Python<'_>,
+    root: PathBuf,
+    shard: usize,
+    shards: usize,
+    method: String,
+    phase: &str,
+) -> PyResult<Py<PyAny>> {
     let spec: ShardSpec = format!("{shard}/{shards}").parse().map_err(pyo3::exceptions::PyValueError::new_err)?;
+    let phase = shard_phase(phase)?;
     let project = open(py, &root, method)?;
     let raised = Arc::new(Mutex::new(None));
     let run = run_settings(None, None, &raised);
     let stop = run.stop.clone();
-    let report = interruptible(py, move || graphrag_project::index_shard(project, spec, &run), move || stop.request())?
-        .map_err(|e| to_py(&e))?;
+    let shard = move || match phase {
+        ShardPhase::Units => graphrag_project::index_shard(project, spec, &run),
+        ShardPhase::Embed => graphrag_project::embed_shard(project, spec, &run),
+    };
+    let report = interruptible(py, shard, move || stop.request())?.map_err(|e| to_py(&e))?;
     Ok(report_dict(py, &report)?.into_any().unbind())
 }
 
-/// The finished shards of `shards` (their reports; None: not finished).
+/// The finished shards of `shards` of a phase (their reports; None: not finished).
 #[pyfunction]
-#[pyo3(signature = (root, shards, method = "auto".to_string()))]
-pub fn shard_status(py: Python<'_>, root: PathBuf, shards: usize, method: String) -> PyResult<Vec<Option<Py<PyAny>>>> {
+#[pyo3(signature = (root, shards, method = "auto".to_string(), phase = "units"))]
+pub fn shard_status(
+    py: Python<'_>,
+    root: PathBuf,
+    shards: usize,
+    method: String,
+    phase: &str,
+) -> PyResult<Vec<Option<Py<PyAny>>>> {
+    let phase = shard_phase(phase)?;
     let project = open(py, &root, method)?;
-    graphrag_project::shard_status(&project, shards)
+    graphrag_project::shard_status(&project, shards, phase)
         .iter()
         .map(|r| r.as_ref().map(|r| report_dict(py, r).map(|d| d.into_any().unbind())).transpose())
         .collect()
@@ -75,4 +113,24 @@ pub fn merge_shards(
     let result =
         interruptible(py, move || graphrag_project::index_merge(project, shards, &opts), move || stop.request())?;
     run_result(py, result, &raised)
+}
+
+/// Stages the merge's steps but the per-item embeddings (as `graphrag-rs
+/// index --merge --phase graph --resume`: what is staged already and
+/// unchanged is kept, with its finished embed shards), for the embed
+/// shards; returns the staged tables' rows and the seconds it took.
+#[pyfunction]
+#[pyo3(signature = (root, shards = None, method = "auto".to_string()))]
+pub fn merge_graph(py: Python<'_>, root: PathBuf, shards: Option<usize>, method: String) -> PyResult<Py<PyAny>> {
+    let project = open(py, &root, method)?;
+    let raised = Arc::new(Mutex::new(None));
+    let opts = IndexOptions { resume: true, run: run_settings(None, None, &raised) };
+    let stop = opts.run.stop.clone();
+    let staged =
+        interruptible(py, move || graphrag_project::index_merge_graph(project, shards, &opts), move || stop.request())?
+            .map_err(|e| to_py(&e))?;
+    let d = PyDict::new(py);
+    d.set_item("rows", staged.rows.into_iter().collect::<Vec<_>>())?;
+    d.set_item("runtime_s", staged.stats.total_runtime)?;
+    Ok(d.into_any().unbind())
 }

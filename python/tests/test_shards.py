@@ -64,3 +64,29 @@ def test_merge_names_the_shards_not_finished(mock_url, tmp_path):
         assert "shards 0/3, 2/3 have not finished" in str(e)
     else:
         raise AssertionError("a merge with shards missing succeeded")
+
+
+def test_embed_shards_then_merge_equal_a_single_build(mock_url, tmp_path):
+    single = _project(tmp_path / "single", mock_url)
+    build_index(single, method="fast")
+    sharded = _project(tmp_path / "sharded", mock_url)
+    root = str(sharded)
+    for k in range(2):
+        _native.index_shard(root, k, 2, "fast")
+    staged = _native.merge_graph(root, None, "fast")
+    assert dict(staged["rows"])["entities"] > 0
+    assert not (sharded / "output" / "entities.parquet").exists(), "the graph phase publishes nothing"
+    assert _native.shard_status(root, 3, "fast", "embed") == [None, None, None]
+    reports = [_native.index_shard(root, k, 3, "fast", "embed") for k in range(3)]
+    assert all(r["phase"] == "embed" for r in reports)
+    assert sum(r["embedded_texts"] for r in reports) >= dict(staged["rows"])["entities"]
+    assert [s["shard"] for s in _native.shard_status(root, 3, "fast", "embed")] == [0, 1, 2]
+    # Staged again unchanged (a driver's rerun): the finished embed shards are kept.
+    _native.merge_graph(root, None, "fast")
+    assert all(s is not None for s in _native.shard_status(root, 3, "fast", "embed"))
+    before = mock_stats(mock_url)["embedded_texts"]
+    _native.merge_shards(root, None, "fast", None)
+    # Exactly none in tests/shards.rs, which skips the start-up check.
+    assert mock_stats(mock_url)["embedded_texts"] - before <= 1, "at most the start-up check's text"
+    assert _published(sharded) == _published(single)
+    assert _native.shard_status(root, 3, "fast", "embed") == [None, None, None], "cleared once published"

@@ -125,6 +125,30 @@ fn piece_vectors_col(pieces: &[Vec<f32>], dim: usize) -> ArrayRef {
     Arc::new(col.finish())
 }
 
+/// Builds the HNSW index of a field's vectors (`flat`: `dim` values per id)
+/// and saves it as `output/vectors/<field>.hnsw` for the query engine, when
+/// there are at least `ann_threshold` of them (0: never). The merge of
+/// sharded text unit embeddings calls it on the assembled table.
+pub fn save_ann_index(
+    field: &str,
+    ids: &[String],
+    flat: &[f32],
+    dim: usize,
+    ann_threshold: usize,
+    ctx: &VerbContext,
+) -> anyhow::Result<()> {
+    if ann_threshold == 0 || ids.len() < ann_threshold {
+        return Ok(());
+    }
+    let vectors: Vec<Vec<f32>> = flat.chunks(dim).map(<[f32]>::to_vec).collect();
+    let mut collection = Collection::new(ids.to_vec(), vectors)?;
+    collection.build_ann(&HnswParams::default());
+    let bytes = collection.ann_to_bytes().expect("index just built");
+    ctx.write_output(&format!("vectors/{field}.hnsw"), &bytes)?;
+    ctx.count("ann_index_vectors", ids.len() as u64);
+    Ok(())
+}
+
 /// Texts handed to the embedding model at a time (it batches them further
 /// by its own `batch_size` and tokens).
 const EMBED_BATCH: usize = 256;
@@ -203,14 +227,7 @@ impl Verb for Embed {
                 v.iter_mut().for_each(|x| *x /= norm);
             }
         }
-        if self.ann_threshold > 0 && texts.len() >= self.ann_threshold {
-            let vectors: Vec<Vec<f32>> = flat.chunks(dim).map(<[f32]>::to_vec).collect();
-            let mut collection = Collection::new(ids.clone(), vectors)?;
-            collection.build_ann(&HnswParams::default());
-            let bytes = collection.ann_to_bytes().expect("index just built");
-            ctx.write_output(&format!("vectors/{}.hnsw", self.field), &bytes)?;
-            ctx.count("ann_index_vectors", texts.len() as u64);
-        }
+        save_ann_index(&self.field, &ids, &flat, dim, self.ann_threshold, ctx)?;
         let list = FixedSizeListArray::try_new(vector_item(), dim as i32, Arc::new(Float32Array::from(flat)), None)?;
         let table = RecordBatch::try_new(
             embeddings_schema(dim),

@@ -2,8 +2,8 @@
 //! counts each request by kind and the bytes it moved (what an index, a
 //! cached re-index or an update costs in GETs, PUTs and LISTs). The stores
 //! [`super::Storage`] opens count into this process's counters of their
-//! setting ([`CountingStore::for_setting`]), which a run reports in
-//! stats.json (`storage_requests`).
+//! setting and location ([`CountingStore::for_setting`]), from which a run
+//! reports its own in stats.json (`storage_requests`: [`RequestSnapshot`]).
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -57,32 +57,63 @@ impl RequestCounts {
     }
 }
 
-/// This process's requests per storage setting (`input_storage`,
-/// `output_storage`, `cache.storage`), of every store opened for it.
+/// Requests per storage setting (`input_storage`, `output_storage`,
+/// `cache.storage`): a run's `storage_requests` in stats.json.
 pub type RequestsBySetting = BTreeMap<String, RequestCounts>;
 
-/// The counters of each setting a store was opened for in this process.
-fn by_setting() -> &'static Mutex<BTreeMap<&'static str, Arc<Counters>>> {
-    static COUNTERS: OnceLock<Mutex<BTreeMap<&'static str, Arc<Counters>>>> = OnceLock::new();
+/// A store's counters: its setting and location (`s3://bucket/prefix`).
+type CountersKey = (&'static str, String);
+
+/// The counters of each setting and location a store was opened for in
+/// this process (every store of one location counts into the same).
+fn registry() -> &'static Mutex<BTreeMap<CountersKey, Arc<Counters>>> {
+    static COUNTERS: OnceLock<Mutex<BTreeMap<CountersKey, Arc<Counters>>>> = OnceLock::new();
     COUNTERS.get_or_init(Mutex::default)
 }
 
-/// The requests this process has made so far, per storage setting (only
-/// settings that name an object store appear).
-pub fn requests_by_setting() -> RequestsBySetting {
-    let counters = by_setting().lock().unwrap_or_else(|e| e.into_inner());
-    counters.iter().map(|(key, c)| (key.to_string(), c.snapshot())).collect()
+/// Every location's counts at one moment (the start of a run).
+#[derive(Debug, Clone, Default)]
+pub struct RequestSnapshot {
+    counts: BTreeMap<CountersKey, RequestCounts>,
 }
 
-/// The requests made after the snapshot `before` (of [`requests_by_setting`]).
-pub fn requests_since(before: &RequestsBySetting) -> RequestsBySetting {
-    requests_by_setting()
-        .into_iter()
-        .map(|(key, now)| {
-            let since = before.get(&key).map_or(now, |then| now.since(then));
-            (key, since)
-        })
-        .collect()
+impl RequestSnapshot {
+    /// The counts now.
+    pub fn now() -> RequestSnapshot {
+        let counters = registry().lock().unwrap_or_else(|e| e.into_inner());
+        RequestSnapshot { counts: counters.iter().map(|(key, c)| (key.clone(), c.snapshot())).collect() }
+    }
+
+    /// The requests made since this snapshot to the locations `locations`
+    /// (setting, location), by setting: those of a run to its own storages
+    /// (a run beside it in the process on other locations is not counted;
+    /// one on the same locations is). Settings without requests are left out.
+    pub fn requests_since<'a>(&self, locations: impl IntoIterator<Item = (&'a str, &'a str)>) -> RequestsBySetting {
+        let now = RequestSnapshot::now();
+        let mut by_setting = RequestsBySetting::new();
+        for (setting, location) in locations {
+            let Some((key, counts)) = now.counts.iter().find(|((s, l), _)| *s == setting && l == location) else {
+                continue;
+            };
+            let since = self.counts.get(key).map_or(*counts, |before| counts.since(before));
+            by_setting.insert(setting.to_string(), since);
+        }
+        by_setting
+    }
+}
+
+/// The requests a run counts: to its storages' locations (setting,
+/// location), since it began.
+#[derive(Debug, Clone)]
+pub struct RunRequests {
+    pub since: RequestSnapshot,
+    pub locations: Vec<(&'static str, String)>,
+}
+
+impl RunRequests {
+    pub fn counts(&self) -> RequestsBySetting {
+        self.since.requests_since(self.locations.iter().map(|(setting, location)| (*setting, location.as_str())))
+    }
 }
 
 #[derive(Debug, Default)]
@@ -132,10 +163,11 @@ impl CountingStore {
     }
 
     /// `inner`, counting into this process's counters of the storage
-    /// setting `key` (see [`requests_by_setting`]).
-    pub fn for_setting(key: &'static str, inner: Arc<dyn ObjectStore>) -> Self {
-        let mut counters = by_setting().lock().unwrap_or_else(|e| e.into_inner());
-        CountingStore { inner, counters: counters.entry(key).or_default().clone() }
+    /// setting `setting` at `location` (see [`RequestSnapshot`]).
+    pub fn for_setting(setting: &'static str, location: &str, inner: Arc<dyn ObjectStore>) -> Self {
+        let mut counters = registry().lock().unwrap_or_else(|e| e.into_inner());
+        let counters = counters.entry((setting, location.to_string())).or_default().clone();
+        CountingStore { inner, counters }
     }
 
     /// The requests made so far.
@@ -288,20 +320,23 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn stores_of_one_setting_count_together_and_runs_take_the_difference() {
-        let key = "counting_test_storage";
-        let before = requests_by_setting();
-        let (one, two) = (Arc::new(InMemory::new()), Arc::new(InMemory::new()));
-        let (one, two) = (CountingStore::for_setting(key, one), CountingStore::for_setting(key, two));
+    async fn stores_of_one_location_count_together_and_a_run_counts_its_own_locations_since_it_began() {
+        let (setting, here, elsewhere) = ("counting_test_storage", "s3://here/p", "s3://elsewhere/p");
+        let before = RequestSnapshot::now();
+        let store = |location| CountingStore::for_setting(setting, location, Arc::new(InMemory::new()));
+        let (one, two, other) = (store(here), store(here), store(elsewhere));
         one.put(&Path::from("a"), PutPayload::from_static(b"abc")).await.unwrap();
         two.put(&Path::from("b"), PutPayload::from_static(b"de")).await.unwrap();
-        let mid = requests_by_setting();
+        other.put(&Path::from("c"), PutPayload::from_static(b"f")).await.unwrap();
+        let mid = RequestSnapshot::now();
         two.get(&Path::from("b")).await.unwrap().bytes().await.unwrap();
-        let whole = requests_since(&before)[key];
+        let whole = before.requests_since([(setting, here)])[setting];
         assert_eq!((whole.puts, whole.gets, whole.bytes_written, whole.bytes_read), (2, 1, 5, 2));
-        let after_mid = requests_since(&mid)[key];
+        let after_mid = mid.requests_since([(setting, here)])[setting];
         assert_eq!((after_mid.puts, after_mid.gets), (0, 1));
-        assert_eq!(one.counts(), two.counts(), "one setting's counters");
+        assert_eq!(one.counts(), two.counts(), "one location's counters");
+        assert_eq!(before.requests_since([(setting, elsewhere)])[setting].puts, 1, "another location apart");
+        assert!(before.requests_since([("no_such_setting", here)]).is_empty());
     }
 
     #[tokio::test]

@@ -21,6 +21,7 @@ use arrow_array::RecordBatch;
 use crate::context::{FileEntry, FileSource, LocalFiles};
 use crate::settings::{Settings, StorageConfig, StorageTarget};
 use crate::store;
+use graphrag_operations::ids::sha256_hex;
 use object::ObjectLocation;
 
 /// The input, output (index) and cache locations of a project.
@@ -45,6 +46,15 @@ impl Storage {
             output: location(root, "output_storage", output, root.join(&output.base_dir))?,
             cache: Storage::cache(root, settings)?,
         })
+    }
+
+    /// The object store locations of the project, by setting (what a run's
+    /// `storage_requests` counts).
+    pub fn remote_locations(&self) -> Vec<(&'static str, String)> {
+        [("input_storage", &self.input), ("output_storage", &self.output), ("cache.storage", &self.cache)]
+            .into_iter()
+            .filter_map(|(setting, location)| Some((setting, location.remote()?.url().to_string())))
+            .collect()
     }
 
     /// The reporting location (where run logs go): a folder, or an object
@@ -83,9 +93,11 @@ fn location(root: &Path, key: &'static str, config: &StorageConfig, folder: Path
             StorageTarget::Folder(_) => Ok(Location::folder(folder)),
             StorageTarget::Remote(remote) => {
                 let url = remote.url();
-                let copy = root.join(LOCAL_COPIES).join(key);
+                // One working copy per URL: a setting moved to another bucket or
+                // prefix must not start from (and upload) the old one's files.
+                let copy = root.join(LOCAL_COPIES).join(format!("{key}-{}", &sha256_hex(&[url.as_bytes()])[..12]));
                 let connected = object::run(async move { remote::connect(key, &remote).await })??;
-                let store = std::sync::Arc::new(counting::CountingStore::for_setting(key, connected.store));
+                let store = std::sync::Arc::new(counting::CountingStore::for_setting(key, &url, connected.store));
                 Ok(Location::object(ObjectLocation::at(store, connected.prefix, url), copy))
             }
         }

@@ -1,0 +1,247 @@
+//! The second map of a sharded index: the per-item embeddings of the global
+//! tables (entity and relationship descriptions, community reports).
+//!
+//! `--merge --phase graph` runs the merge's steps but those embeddings into
+//! the staging folder (nothing is published) and writes `graph.json`, the
+//! hashes of the staged tables they read. `--shard K/N --phase embed` runs
+//! the embed steps over the staged rows whose id hashes to K: each vector
+//! goes to the project's model cache under its text, as every embedding
+//! does, so the key does not depend on N or on the rows embedded with it.
+//! The last `--merge` resumes from the staged steps (unchanged, so skipped)
+//! and runs the embed steps, which find every vector in the cache: the
+//! published tables are the single run's. The cache is the channel, so the
+//! embed phase needs it on (`cache.type: json`, the default).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::{bail, ensure, Context};
+use arrow_array::{BooleanArray, RecordBatch};
+use graphrag_engine::context::{PreviousIndex, PublishedTables, VerbContext};
+use graphrag_engine::pipeline::{Plan, Step};
+use graphrag_engine::runner;
+use graphrag_engine::stats::RunStats;
+use graphrag_engine::table::strings;
+use graphrag_engine::verb::{Verb, VerbInfo};
+use graphrag_engine::{staging, store};
+use serde::{Deserialize, Serialize};
+
+use super::{
+    from_fragments, is_global_embed, local_output_only, relink, remove_if_present, shard_dir, shard_of, shards_dir,
+    without_ann_index, ShardPhase, ShardReport, ShardSpec, DONE,
+};
+use crate::project::Project;
+use crate::run::{open_for_update, run_options, IndexOptions, RunSettings, UpdateOptions};
+
+/// The marker `--phase graph` leaves in the shards' folder.
+const GRAPH: &str = "graph.json";
+
+/// The embed shards' folder (beside the unit shards' `K-of-N` folders).
+pub(super) fn dir(base: &Path) -> PathBuf {
+    base.join("embed")
+}
+
+/// What `--phase graph` staged for the embed shards (its `graph.json`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct GraphStaged {
+    /// The staged tables the embed steps read: sha256 of each file.
+    pub tables: BTreeMap<String, String>,
+    /// Their rows (the texts the embed shards share out, at most).
+    pub rows: BTreeMap<String, usize>,
+    #[serde(skip)]
+    pub stats: RunStats,
+    #[serde(skip)]
+    pub staging_dir: PathBuf,
+}
+
+/// Whether `--phase graph` staged the graph and the merge has not published it yet.
+pub(super) fn graph_staged(base: &Path) -> bool {
+    base.join(GRAPH).exists()
+}
+
+/// After the merge published: the marker and the embed shards' folders go
+/// (their vectors are in the cache).
+pub(super) fn clear(base: &Path) -> anyhow::Result<()> {
+    remove_if_present(&base.join(GRAPH))?;
+    let embed = dir(base);
+    if embed.exists() {
+        std::fs::remove_dir_all(&embed).with_context(|| format!("removing {}", embed.display()))?;
+    }
+    Ok(())
+}
+
+/// `index --merge --phase graph`: the merge of the finished shards of
+/// `count` (or of the only count there is), without the per-item
+/// embeddings, staged for the embed shards and the last `--merge`.
+pub fn index_merge_graph(project: Project, count: Option<usize>, opts: &IndexOptions) -> anyhow::Result<GraphStaged> {
+    let writer = project.storage.output.lock_for_writing()?;
+    let output_dir = project.output_dir().to_path_buf();
+    staging::recover(&output_dir)?;
+    if !opts.resume {
+        staging::discard(&output_dir)?;
+    } else if !staging::dir(&output_dir).exists() {
+        staging::seed(&output_dir)?;
+    }
+    let staged = stage_graph(project, None, opts.resume, &opts.run, count);
+    drop(writer);
+    staged
+}
+
+/// `update --merge --phase graph`: as [`index_merge_graph`], for an update
+/// (which always resumes from what is staged).
+pub fn update_merge_graph(root: &Path, count: Option<usize>, opts: &UpdateOptions) -> anyhow::Result<GraphStaged> {
+    let (project, writer) = open_for_update(root, opts, false)?;
+    let output_dir = project.output_dir().to_path_buf();
+    let previous = project
+        .has_index()
+        .then(|| Box::new(PublishedTables { output_dir: output_dir.clone() }) as Box<dyn PreviousIndex>);
+    let staged = stage_graph(project, previous, true, &opts.run, count);
+    drop(writer);
+    staged
+}
+
+/// Runs the merge's plan but the per-item embeddings into the staging
+/// folder and records what the embed shards read.
+fn stage_graph(
+    mut project: Project,
+    previous: Option<Box<dyn PreviousIndex>>,
+    resume: bool,
+    run: &RunSettings,
+    count: Option<usize>,
+) -> anyhow::Result<GraphStaged> {
+    local_output_only(&project)?;
+    project.llm.stop_with(&run.stop);
+    let output_dir = project.output_dir().to_path_buf();
+    let base = shards_dir(&output_dir, &project.plan);
+    let run_opts = run_options(&project, resume, run);
+    let staging_dir = staging::dir(&output_dir);
+    let (mut plan, ws) = project.workspace(&staging_dir, previous);
+    from_fragments(&mut plan, &output_dir, count)?;
+    let (embeds, mut steps): (Vec<Step>, Vec<Step>) = plan.steps.into_iter().partition(is_global_embed);
+    relink(&mut steps)?;
+    let left_out: BTreeSet<&String> = embeds.iter().flat_map(|s| &s.outputs).collect();
+    let published = plan.published.iter().filter(|t| !left_out.contains(t)).cloned().collect();
+    let plan = Plan { steps, published, ..plan };
+    let stats = runner::run(&plan, &ws, &run_opts)?;
+    let mut staged =
+        GraphStaged { tables: BTreeMap::new(), rows: BTreeMap::new(), stats, staging_dir: staging_dir.clone() };
+    for table in embeds.iter().flat_map(|s| &s.inputs) {
+        let path = store::table_path(&staging_dir, table, plan.is_published(table));
+        let hash = store::file_sha256(&path).with_context(|| format!("reading {}", path.display()))?;
+        staged.rows.insert(table.clone(), store::read_table(&path)?.num_rows());
+        staged.tables.insert(table.clone(), hash);
+    }
+    // Embed shards of another staging embedded other rows: they run again
+    // (those of this one, staged again unchanged, are kept).
+    if read_marker(&base).map(|before| before.tables) != Some(staged.tables.clone()) {
+        clear(&base)?;
+    }
+    std::fs::create_dir_all(&base).with_context(|| format!("creating {}", base.display()))?;
+    store::atomic_write(&base.join(GRAPH), &serde_json::to_vec_pretty(&staged)?)?;
+    Ok(staged)
+}
+
+/// The marker of the last `--phase graph`, if there is one.
+fn read_marker(base: &Path) -> Option<GraphStaged> {
+    serde_json::from_slice(&std::fs::read(base.join(GRAPH)).ok()?).ok()
+}
+
+/// The rows of a staged table whose id hashes to one embed shard.
+struct StagedRows {
+    path: PathBuf,
+    /// The file's sha256 when `--phase graph` staged it.
+    hash: String,
+    spec: ShardSpec,
+}
+
+const STAGED_ROWS: VerbInfo = VerbInfo {
+    name: "staged_rows",
+    about: "the rows of a staged table that belong to one embed shard",
+    inputs: &[],
+    outputs: &["table"],
+};
+
+impl Verb for StagedRows {
+    fn run(&self, _: &[Arc<RecordBatch>], _: &VerbContext) -> anyhow::Result<Vec<RecordBatch>> {
+        ensure!(
+            store::file_sha256(&self.path).as_deref() == Some(self.hash.as_str()),
+            "{} changed since `--merge --phase graph` staged it (another run?): run `--merge --phase graph` again, then the embed shards",
+            self.path.display()
+        );
+        let table = store::read_table(&self.path)?;
+        let ids = strings(&table, &self.path.display().to_string(), "id")?;
+        let keep: BooleanArray = ids.iter().map(|id| Some(shard_of(id, self.spec.count) == self.spec.index)).collect();
+        Ok(vec![arrow_select::filter::filter_record_batch(&table, &keep)?])
+    }
+
+    fn external_fingerprint(&self, _: &VerbContext) -> anyhow::Result<Option<String>> {
+        Ok(Some(format!("{} shard {}", self.hash, self.spec)))
+    }
+}
+
+/// `index --shard K/N --phase embed`: embeds the staged rows of shard K
+/// into the model cache (see the module docs); a finished shard is only
+/// checked. Errors name the shard.
+pub fn embed_shard(mut project: Project, spec: ShardSpec, run: &RunSettings) -> anyhow::Result<ShardReport> {
+    local_output_only(&project)?;
+    let cache = &project.settings().cache;
+    if !cache.enabled() {
+        bail!(
+            "`--phase embed` hands its vectors to the merge through the model cache, and cache.type is `{}` in settings.yaml: set it to `json` (the default), or merge without the embed phase",
+            cache.kind
+        );
+    }
+    project.llm.stop_with(&run.stop);
+    let began = Instant::now();
+    let output_dir = project.output_dir().to_path_buf();
+    let base = shards_dir(&output_dir, &project.plan);
+    let Some(staged) = read_marker(&base) else {
+        bail!(
+            "no staged graph to embed for these settings and pipeline: run the shards (`--shard K/N`), then `--merge --phase graph`, then `--shard K/N --phase embed`"
+        )
+    };
+    let dir = shard_dir(&dir(&base), spec);
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    remove_if_present(&dir.join(DONE))?;
+    let mut run_opts = run_options(&project, true, run);
+    run_opts.tolerated_failures = 0.0;
+    let staging_dir = staging::dir(&output_dir);
+    let (plan, ws) = project.workspace(&dir, None);
+    let mut steps: Vec<Step> = Vec::new();
+    for (table, hash) in &staged.tables {
+        let path = store::table_path(&staging_dir, table, plan.is_published(table));
+        steps.push(Step {
+            id: format!("staged_{table}"),
+            info: STAGED_ROWS,
+            inputs: Vec::new(),
+            outputs: vec![table.clone()],
+            args: serde_json::json!({}),
+            verb: Box::new(StagedRows { path, hash: hash.clone(), spec }),
+            line: None,
+            deps: Vec::new(),
+        });
+    }
+    let mut embeds: Vec<Step> = plan.steps.into_iter().filter(is_global_embed).collect();
+    for step in &mut embeds {
+        without_ann_index(step)?;
+    }
+    let outputs: Vec<String> = embeds.iter().flat_map(|s| s.outputs.clone()).collect();
+    steps.extend(embeds);
+    relink(&mut steps)?;
+    let plan = Plan { steps, published: BTreeSet::new(), ..plan };
+    let stats = runner::run(&plan, &ws, &run_opts).map_err(|e| e.context(format!("embed shard {spec} failed")))?;
+    let mut embedded_texts = 0;
+    for table in &outputs {
+        embedded_texts += store::read_table(&store::table_path(&dir, table, false))?.num_rows();
+    }
+    ShardReport { embedded_texts, ..ShardReport::finished(ShardPhase::Embed, spec, began, &stats, &dir) }.save()
+}
+
+/// `update --shard K/N --phase embed`: [`embed_shard`] with the pipeline
+/// the index was built with.
+pub fn update_embed_shard(root: &Path, spec: ShardSpec, opts: &UpdateOptions) -> anyhow::Result<ShardReport> {
+    let (project, _) = open_for_update(root, opts, true)?;
+    embed_shard(project, spec, &opts.run)
+}
