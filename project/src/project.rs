@@ -222,7 +222,7 @@ impl Project {
         check_aliases_file(&root.join(&settings.resolve_entities.aliases_file))?;
         // The graph edits file too (finalize_graph applies it after the model calls).
         crate::graph_edits::read(root)?;
-        let llm = LlmService::from_settings(settings, root)?;
+        let llm = LlmService::with_cache(settings, settings.cache.enabled().then_some(&storage.cache))?;
         let chat_id = &settings.extract_graph.completion_model_id;
         let auto_standard = (opts.method == "auto" && llm.has_chat_model(chat_id)).then(|| chat_id.clone());
         let method = match opts.method.as_str() {

@@ -32,10 +32,17 @@ impl LlmService {
     /// unless `cache.type: none`. A model that cannot be built only fails when used.
     pub fn from_settings(settings: &Settings, root: &Path) -> Result<Self, LlmError> {
         let cache = match settings.cache.enabled() {
-            true => Some(Arc::new(ResponseCache::at(&cache_location(settings, root)?))),
+            true => Some(cache_location(settings, root)?),
             false => None,
         };
-        LlmService::build(settings, cache)
+        LlmService::with_cache(settings, cache.as_ref())
+    }
+
+    /// [`LlmService::from_settings`] with the cache at `cache` (None: no
+    /// cache), for a caller that opened the project's storage already (an
+    /// object store is then connected once per run).
+    pub fn with_cache(settings: &Settings, cache: Option<&Location>) -> Result<Self, LlmError> {
+        LlmService::build(settings, cache.map(|at| Arc::new(ResponseCache::at(at))))
     }
 
     /// The models as queries call them (settings `query`): each request
