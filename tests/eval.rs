@@ -82,11 +82,13 @@ fn eval_scores_retrieval_and_writes_json() {
     let basic = score("basic", "passage");
     assert_eq!(basic["gold"], "passages");
     assert_eq!(basic["recall"], 1.0, "{basic}");
+    assert_eq!(basic["ranks"], serde_json::json!([1]), "the lighthouse passage is the first source: {basic}");
     assert_eq!(basic["k"], 3);
     assert!(basic["context_tokens"].as_u64().unwrap() > 0);
     assert!(basic["latency_ms"].as_f64().unwrap() > 0.0);
     assert_eq!(basic["answer"], serde_json::Value::Null, "no chat call");
     assert_eq!(score("basic", "absent")["recall"], 0.0, "a different passage does not count");
+    assert_eq!(score("basic", "absent")["ranks"], serde_json::json!([null]));
     let by_document = score("basic", "7");
     assert_eq!((by_document["gold"].as_str(), by_document["recall"].as_f64()), (Some("documents"), Some(1.0)));
     assert_eq!(score("local", "null")["gold"], "none");
