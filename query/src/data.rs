@@ -484,6 +484,8 @@ pub struct Index {
     unit_documents: OnceLock<Arc<UnitDocuments>>,
     lexical: OnceLock<Arc<Lexical>>,
     passage_graph: OnceLock<Arc<PassageGraph>>,
+    /// `ppr_search.title_edge_weight`: the passage graph's title edges.
+    title_edge_weight: f64,
     vectors: [OnceLock<Arc<Vectors>>; 4],
     /// Row counts of the source tables, read from Parquet metadata only.
     rows: [OnceLock<usize>; 4],
@@ -498,7 +500,7 @@ fn cached<T>(cell: &OnceLock<Arc<T>>, load: impl FnOnce() -> anyhow::Result<T>) 
 }
 
 impl Index {
-    pub fn new(root: &Path, output: &Path, vector_store: &VectorStoreConfig) -> Index {
+    pub fn new(root: &Path, output: &Path, vector_store: &VectorStoreConfig, title_edge_weight: f64) -> Index {
         Index {
             root: root.to_path_buf(),
             output: output.to_path_buf(),
@@ -511,6 +513,7 @@ impl Index {
             unit_documents: OnceLock::new(),
             lexical: OnceLock::new(),
             passage_graph: OnceLock::new(),
+            title_edge_weight,
             vectors: Default::default(),
             rows: Default::default(),
         }
@@ -618,7 +621,11 @@ impl Index {
 
     /// The graph of entities and text units the graph walks use.
     pub fn passage_graph(&self) -> anyhow::Result<Arc<PassageGraph>> {
-        cached(&self.passage_graph, || Ok(PassageGraph::build(&*self.graph()?, &*self.text_units()?)))
+        cached(&self.passage_graph, || {
+            let titles = self.title_edge_weight != 1.0 && self.has_table("documents");
+            let docs = if titles { Some(self.unit_documents()?) } else { None };
+            Ok(PassageGraph::build(&*self.graph()?, &*self.text_units()?, docs.as_deref(), self.title_edge_weight))
+        })
     }
 
     /// Number of rows of a field's source table (Parquet footer only).
