@@ -12,7 +12,7 @@ use arrow_array::types::Float32Type;
 use arrow_array::{Array, RecordBatch};
 use arrow_schema::DataType;
 use graphrag_engine::schema::LEXICAL_ANALYZER_KEY;
-use graphrag_engine::settings::VectorStoreConfig;
+use graphrag_engine::settings::{PprSearchConfig, VectorStoreConfig};
 use graphrag_engine::store::read_table;
 use graphrag_engine::table::{column_of, floats, ints, string_lists, strings, IdNumbers, StringLists};
 use graphrag_operations::lexical::{Bm25Index, Bm25Params, ANALYZER};
@@ -486,6 +486,8 @@ pub struct Index {
     passage_graph: OnceLock<Arc<PassageGraph>>,
     /// `ppr_search.title_edge_weight`: the passage graph's title edges.
     title_edge_weight: f64,
+    /// `ppr_search.title_seed_weight` > 0: the passage graph knows the units' titles.
+    title_seeds: bool,
     vectors: [OnceLock<Arc<Vectors>>; 4],
     /// Row counts of the source tables, read from Parquet metadata only.
     rows: [OnceLock<usize>; 4],
@@ -500,7 +502,7 @@ fn cached<T>(cell: &OnceLock<Arc<T>>, load: impl FnOnce() -> anyhow::Result<T>) 
 }
 
 impl Index {
-    pub fn new(root: &Path, output: &Path, vector_store: &VectorStoreConfig, title_edge_weight: f64) -> Index {
+    pub fn new(root: &Path, output: &Path, vector_store: &VectorStoreConfig, ppr: &PprSearchConfig) -> Index {
         Index {
             root: root.to_path_buf(),
             output: output.to_path_buf(),
@@ -513,7 +515,8 @@ impl Index {
             unit_documents: OnceLock::new(),
             lexical: OnceLock::new(),
             passage_graph: OnceLock::new(),
-            title_edge_weight,
+            title_edge_weight: ppr.title_edge_weight,
+            title_seeds: ppr.title_seed_weight > 0.0,
             vectors: Default::default(),
             rows: Default::default(),
         }
@@ -622,7 +625,7 @@ impl Index {
     /// The graph of entities and text units the graph walks use.
     pub fn passage_graph(&self) -> anyhow::Result<Arc<PassageGraph>> {
         cached(&self.passage_graph, || {
-            let titles = self.title_edge_weight != 1.0 && self.has_table("documents");
+            let titles = (self.title_edge_weight != 1.0 || self.title_seeds) && self.has_table("documents");
             let docs = if titles { Some(self.unit_documents()?) } else { None };
             Ok(PassageGraph::build(&*self.graph()?, &*self.text_units()?, docs.as_deref(), self.title_edge_weight))
         })

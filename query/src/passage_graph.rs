@@ -8,6 +8,7 @@
 //! entity–entity edges alone, as RAGFlow ranks entities) is computed when
 //! first asked for.
 
+use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use graphrag_operations::pagerank::{WeightedGraph, MAX_ITERATIONS, TOLERANCE};
@@ -27,6 +28,11 @@ pub struct PassageGraph {
     /// (source, target, weight) of each relationship with both ends known.
     entity_edges: Vec<(u32, u32, f64)>,
     entity_pagerank: OnceLock<Vec<f64>>,
+    /// Text unit rows by the [`title_key`] of each name of their document's
+    /// title ([`title_names`]); empty without titles.
+    pub units_by_title: HashMap<String, Vec<usize>>,
+    /// Words of the longest key of `units_by_title`.
+    pub max_title_words: usize,
 }
 
 /// A relationship weight as an edge weight: missing or nonsense weights count 1.
@@ -98,7 +104,23 @@ impl PassageGraph {
             Some(docs) if title_weight != 1.0 => title_entities(g, units, docs, &entity_units),
             _ => Vec::new(),
         };
-        PassageGraph::from_lists(entity_units, units.hrid.len(), entity_edges, &titled, title_weight)
+        let mut pg = PassageGraph::from_lists(entity_units, units.hrid.len(), entity_edges, &titled, title_weight);
+        if let Some(docs) = docs {
+            for (row, hrid) in units.hrid.iter().enumerate() {
+                let Some(title) = docs.title_of_unit.get(hrid) else { continue };
+                for name in title_names(title) {
+                    let key = title_key(name);
+                    if !key.is_empty() {
+                        pg.max_title_words = pg.max_title_words.max(key.split(' ').count());
+                        let rows = pg.units_by_title.entry(key).or_default();
+                        if !rows.contains(&row) {
+                            rows.push(row);
+                        }
+                    }
+                }
+            }
+        }
+        pg
     }
 
     /// The graph of `units` text unit rows and one entity per list of
@@ -122,7 +144,15 @@ impl PassageGraph {
             }));
         }
         let graph = WeightedGraph::new(entities + units, &edges);
-        PassageGraph { graph, entities, entity_units, entity_edges, entity_pagerank: OnceLock::new() }
+        PassageGraph {
+            graph,
+            entities,
+            entity_units,
+            entity_edges,
+            entity_pagerank: OnceLock::new(),
+            units_by_title: HashMap::new(),
+            max_title_words: 0,
+        }
     }
 
     /// The node of a text unit row.

@@ -503,6 +503,7 @@ fn check_retrieval(loaded: &LoadedSettings) -> Result<(), ConfigError> {
     }
     one_of(loaded, "ppr_search.specificity", &ps.specificity, &super::sections::PPR_SPECIFICITIES)?;
     in_range(loaded, "ppr_search.title_edge_weight", ps.title_edge_weight, (0.0, inf), true)?;
+    in_range(loaded, "ppr_search.title_seed_weight", ps.title_seed_weight, (0.0, inf), false)?;
     in_range(loaded, "ppr_search.fusion_k", ps.fusion_k, (0.0, inf), true)
 }
 

@@ -397,6 +397,11 @@ section!(
     /// more than 1 sends the walk from a name to the passage about it rather
     /// than to the passages mentioning it; 1: no difference.
     title_edge_weight: f64 = 1.0,
+    /// Restart weight of a text unit whose document title the question
+    /// names (`input.title_column`), against 1 for an entity it names: the
+    /// passage about a name the fast graph pruned (it occurs in no other
+    /// unit) is still a seed; 0: none.
+    title_seed_weight: f64 = 0.0,
     /// The first this many text units are the walk's best, the rest the
     /// fused ranking's; 0: all fused.
     walk_head: usize = 0,

@@ -391,6 +391,7 @@ fn retrieval_settings_are_checked() {
         ("ppr_search:\n  specificity: idf\n", "ppr_search.specificity"),
         ("ppr_search:\n  title_edge_weight: 0\n", "ppr_search.title_edge_weight"),
         ("ppr_search:\n  walk_head: -1\n", "ppr_search.walk_head"),
+        ("ppr_search:\n  title_seed_weight: -0.5\n", "ppr_search.title_seed_weight"),
     ] {
         assert_eq!(parse_str(text).unwrap_err().path, path, "{text}");
     }
@@ -401,6 +402,7 @@ fn retrieval_settings_are_checked() {
     assert_eq!(parse_str("").unwrap().settings.ppr_search.link_threshold, None);
     let ps = parse_str("").unwrap().settings.ppr_search;
     assert_eq!((ps.specificity.as_str(), ps.title_edge_weight, ps.walk_head), ("entities", 1.0, 0));
+    assert_eq!(ps.title_seed_weight, 0.0);
     let ps = parse_str("ppr_search:\n  specificity: words\n  title_edge_weight: 5\n  walk_head: 2\n")
         .unwrap()
         .settings

@@ -28,7 +28,10 @@
 //!   stand in. (Weighting those by their own vector's similarity to the
 //!   question measured worse on every dev set: docs/benchmarks-history.md.)
 //!
-//! With `walk_head` the walk's first units come before the fused ranking
+//! With `title_seed_weight` the units whose document title the question
+//! names are seeds too ([`units_titled_in`]: titles as first-class nodes,
+//! for the names the fast graph pruned or never extracted). With
+//! `walk_head` the walk's first units come before the fused ranking
 //! ([`walk_first`]); `title_edge_weight` weighs the passage graph's title
 //! edges ([`crate::passage_graph`]).
 //!
@@ -162,8 +165,10 @@ pub fn rank_units(run: &Run, question: &str, query: &[f32], budget: usize) -> an
     if let Some(threshold) = ps.synonym_threshold {
         seeds = with_synonyms(run, &g, seeds, threshold)?;
     }
+    let named_units = if ps.title_seed_weight > 0.0 { units_titled_in(&pg, question) } else { Vec::new() };
+    let unit_seeds: Vec<(usize, f64)> = named_units.iter().map(|&u| (u, ps.title_seed_weight)).collect();
     let scores = match walk {
-        Walk::Ppr => personalized_pagerank(&pg, &seeds, &passage, ps.damping, ps.passage_node_weight),
+        Walk::Ppr => personalized_pagerank(&pg, &seeds, &unit_seeds, &passage, ps.damping, ps.passage_node_weight),
         Walk::Nhop => nhop(&pg, &seeds),
         Walk::Paths => {
             let relevance = entity_relevance(run, &g, query)?;
@@ -342,11 +347,22 @@ fn with_synonyms(run: &Run, g: &Graph, seeds: Vec<(usize, f64)>, threshold: f64)
     Ok(out)
 }
 
-/// HippoRAG 2: Personalized PageRank restarting at the seed entities and,
-/// `passage_weight` times their passage score, at the text units.
+/// The text units whose document title the question names (as a run of its
+/// words, [`entities_named_in`]'s matching), each unit once.
+pub fn units_titled_in(pg: &PassageGraph, question: &str) -> Vec<usize> {
+    let mut units: Vec<usize> = entities_named_in(question, &pg.units_by_title, pg.max_title_words, |_| 1);
+    units.sort_unstable();
+    units.dedup();
+    units
+}
+
+/// HippoRAG 2: Personalized PageRank restarting at the seed entities, the
+/// `unit_seeds` (text units with weights) and, `passage_weight` times their
+/// passage score, at every text unit.
 fn personalized_pagerank(
     pg: &PassageGraph,
     seeds: &[(usize, f64)],
+    unit_seeds: &[(usize, f64)],
     passage: &[f64],
     damping: f64,
     passage_weight: f64,
@@ -357,6 +373,9 @@ fn personalized_pagerank(
     }
     for (u, &s) in passage.iter().enumerate() {
         reset[pg.unit_node(u)] = s * passage_weight;
+    }
+    for &(u, w) in unit_seeds {
+        reset[pg.unit_node(u)] += w;
     }
     let p = pg.graph.personalized_pagerank(&reset, damping, TOLERANCE, MAX_ITERATIONS);
     p[pg.entities..].to_vec()
@@ -475,7 +494,7 @@ mod tests {
 
     /// The walk over [`film_graph`] with HippoRAG's damping and passage weight.
     fn walk_film(seeds: &[(usize, f64)], passage: &[f64]) -> Vec<f64> {
-        personalized_pagerank(&film_graph(), seeds, passage, 0.5, 0.05)
+        personalized_pagerank(&film_graph(), seeds, &[], passage, 0.5, 0.05)
     }
 
     fn ranked(scores: &[f64]) -> Vec<usize> {
@@ -518,12 +537,37 @@ mod tests {
         let passage = [1.0, 0.0, 0.3, 0.3];
         let walk = |title_weight: f64| {
             let pg = PassageGraph::from_lists(lists.clone(), 4, vec![], &[(0, 1)], title_weight);
-            personalized_pagerank(&pg, &[(0, 1.0)], &passage, 0.5, 0.05)
+            personalized_pagerank(&pg, &[(0, 1.0)], &[], &passage, 0.5, 0.05)
         };
         let plain = walk(1.0);
         assert_eq!(ranked(&plain), [0, 2, 3, 1], "{plain:?}");
         let titled = walk(5.0);
         assert_eq!(ranked(&titled), [1, 0, 2, 3], "{titled:?}");
+    }
+
+    #[test]
+    fn units_whose_title_the_question_names_seed_the_walk() {
+        // Units 0 and 1 are titled "Alberto Casado Cerviño" and "Arjun Naidu
+        // (cricketer)", named by the question but entities of no graph (each
+        // occurs in one unit: pruned); units 2 and 3 share a common phrase.
+        let mut pg = PassageGraph::from_lists(vec![vec![2, 3]], 4, vec![], &[], 1.0);
+        pg.units_by_title = HashMap::from([
+            ("alberto casado cerviño".to_string(), vec![0]),
+            ("arjun naidu cricketer".to_string(), vec![1]),
+            ("arjun naidu".to_string(), vec![1]),
+            ("film".to_string(), vec![3]),
+        ]);
+        pg.max_title_words = 3;
+        let question = "Who was born first out of Alberto Casado Cerviño and Arjun Naidu?";
+        assert_eq!(units_titled_in(&pg, question), [0, 1]);
+        assert!(units_titled_in(&pg, "Who was born first?").is_empty());
+        // Seeded with weight 1, both come before the units the passage scores favour.
+        let passage = [0.1, 0.0, 0.9, 0.8];
+        let seeds = [(0, 1.0), (1, 1.0)];
+        let scores = personalized_pagerank(&pg, &[], &seeds, &passage, 0.5, 0.05);
+        assert_eq!(ranked(&scores)[..2], [0, 1], "{scores:?}");
+        let unseeded = personalized_pagerank(&pg, &[], &[], &passage, 0.5, 0.05);
+        assert_eq!(ranked(&unseeded)[0], 2, "{unseeded:?}");
     }
 
     #[test]
