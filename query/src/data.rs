@@ -483,6 +483,7 @@ pub struct Index {
     claims: OnceLock<Arc<Claims>>,
     unit_documents: OnceLock<Arc<UnitDocuments>>,
     lexical: OnceLock<Arc<Lexical>>,
+    entity_mentions: OnceLock<Arc<Vec<usize>>>,
     passage_graph: OnceLock<Arc<PassageGraph>>,
     /// `ppr_search.title_edge_weight`: the passage graph's title edges.
     title_edge_weight: f64,
@@ -514,6 +515,7 @@ impl Index {
             claims: OnceLock::new(),
             unit_documents: OnceLock::new(),
             lexical: OnceLock::new(),
+            entity_mentions: OnceLock::new(),
             passage_graph: OnceLock::new(),
             title_edge_weight: ppr.title_edge_weight,
             title_seeds: ppr.title_seed_weight > 0.0,
@@ -619,6 +621,17 @@ impl Index {
                 self.root.display()
             );
             Ok(lexical)
+        })
+    }
+
+    /// Per entity, the text units that hold every word of its name, at
+    /// least those it lists (`ppr_search.specificity: words`), counted once.
+    pub fn entity_mentions(&self) -> anyhow::Result<Arc<Vec<usize>>> {
+        cached(&self.entity_mentions, || {
+            let (pg, g, lexical) = (self.passage_graph()?, self.graph()?, self.lexical()?);
+            Ok((0..pg.entities)
+                .map(|e| crate::methods::ppr::mention_units(pg.entity_units[e].len(), &g.title[e], &lexical.bm25))
+                .collect())
         })
     }
 

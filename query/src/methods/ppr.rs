@@ -155,12 +155,9 @@ pub fn rank_units(run: &Run, question: &str, query: &[f32], budget: usize) -> an
     let units_seeding = seed_units(&hybrid, &passage, ps.linking_top_k);
     let words = match specificity_of {
         Specificity::Entities => None,
-        Specificity::Words => Some(index.lexical()?),
+        Specificity::Words => Some(index.entity_mentions()?),
     };
-    let mentions = |e: usize| {
-        let own = pg.entity_units[e].len();
-        words.as_ref().map_or(own, |w| mention_units(own, &g.title[e], &w.bm25))
-    };
+    let mentions = |e: usize| words.as_ref().map_or(pg.entity_units[e].len(), |w| w[e]);
     let mut seeds = seed_entities(&g, &pg, question, &linked, &units_seeding, ps.linking_top_k, &mentions);
     if let Some(threshold) = ps.synonym_threshold {
         seeds = with_synonyms(run, &g, seeds, threshold)?;
