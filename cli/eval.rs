@@ -83,6 +83,10 @@ pub struct QuestionScore {
     pub gold: &'static str,
     /// Per gold item, whether it was retrieved.
     pub found: Vec<bool>,
+    /// Per gold item, the position (from 1) of the first text unit of the
+    /// context's Sources that holds it on its own; `None` when none does (not
+    /// retrieved, or found only across several units).
+    pub ranks: Vec<Option<usize>>,
     pub recall: Option<f64>,
     /// Recall among the first 2, 5 and 10 text units of the context's
     /// Sources (the method's own rank order).
@@ -445,6 +449,9 @@ impl Run<'_> {
         };
         let (gold, found) = judge(&result.context, &sources)?;
         let recall = share(&found);
+        let ranks = first_positions(found.len(), &sources, |row| {
+            Ok(judge(row["text"].as_str().unwrap_or_default(), std::slice::from_ref(row))?.1)
+        })?;
         let mut recall_at = [None; 3];
         if recall.is_some() {
             for (slot, depth) in recall_at.iter_mut().zip(RECALL_DEPTHS) {
@@ -466,6 +473,7 @@ impl Run<'_> {
             budget: self.budget,
             gold,
             found,
+            ranks,
             recall,
             recall_at,
             context_tokens: result.stats.context_tokens,
@@ -475,6 +483,28 @@ impl Run<'_> {
             f1,
         })
     }
+}
+
+/// Per gold item (of `golds`), the position from 1 of the first of `rows`
+/// that `holds` it (`holds(row)` says, per gold item, whether the row holds
+/// it); `None` where no row does.
+fn first_positions<R>(
+    golds: usize,
+    rows: &[R],
+    mut holds: impl FnMut(&R) -> anyhow::Result<Vec<bool>>,
+) -> anyhow::Result<Vec<Option<usize>>> {
+    let mut positions = vec![None; golds];
+    for (i, row) in rows.iter().enumerate() {
+        if positions.iter().all(Option::is_some) {
+            break;
+        }
+        for (position, held) in positions.iter_mut().zip(holds(row)?) {
+            if held && position.is_none() {
+                *position = Some(i + 1);
+            }
+        }
+    }
+    Ok(positions)
 }
 
 /// The share of true values; `None` for none.
@@ -507,6 +537,7 @@ mod tests {
             budget: None,
             gold: if found.is_empty() { "none" } else { "passages" },
             found: found.to_vec(),
+            ranks: found.iter().map(|&f| f.then_some(1)).collect(),
             recall: share(found),
             recall_at: [share(&found[..found.len().min(1)]), share(found), share(found)],
             context_tokens: tokens,
@@ -515,6 +546,29 @@ mod tests {
             exact_match: None,
             f1: None,
         }
+    }
+
+    #[test]
+    fn each_gold_item_is_ranked_at_the_first_row_holding_it() {
+        // Rows hold gold items {1}, {0, 1}, {} ; item 2 is in none.
+        let rows = [vec![false, true, false], vec![true, true, false], vec![false, false, false]];
+        let mut asked = 0;
+        let ranks = first_positions(3, &rows, |r| {
+            asked += 1;
+            Ok(r.clone())
+        })
+        .unwrap();
+        assert_eq!(ranks, vec![Some(2), Some(1), None]);
+        assert_eq!(asked, 3);
+        // Once every item has a position the remaining rows are not judged.
+        let mut asked = 0;
+        let ranks = first_positions(2, &rows, |r| {
+            asked += 1;
+            Ok(r[..2].to_vec())
+        })
+        .unwrap();
+        assert_eq!((ranks, asked), (vec![Some(2), Some(1)], 2));
+        assert!(first_positions(0, &rows, |_| Ok(vec![])).unwrap().is_empty());
     }
 
     #[test]

@@ -82,11 +82,13 @@ fn eval_scores_retrieval_and_writes_json() {
     let basic = score("basic", "passage");
     assert_eq!(basic["gold"], "passages");
     assert_eq!(basic["recall"], 1.0, "{basic}");
+    assert_eq!(basic["ranks"], serde_json::json!([1]), "the lighthouse passage is the first source: {basic}");
     assert_eq!(basic["k"], 3);
     assert!(basic["context_tokens"].as_u64().unwrap() > 0);
     assert!(basic["latency_ms"].as_f64().unwrap() > 0.0);
     assert_eq!(basic["answer"], serde_json::Value::Null, "no chat call");
     assert_eq!(score("basic", "absent")["recall"], 0.0, "a different passage does not count");
+    assert_eq!(score("basic", "absent")["ranks"], serde_json::json!([null]));
     let by_document = score("basic", "7");
     assert_eq!((by_document["gold"].as_str(), by_document["recall"].as_f64()), (Some("documents"), Some(1.0)));
     assert_eq!(score("local", "null")["gold"], "none");
@@ -154,4 +156,66 @@ fn eval_scores_retrieval_and_writes_json() {
     let o = graphrag(&["eval", "--root", root, "--questions", qfile.to_str().unwrap(), "--method", "basic,global"]);
     assert!(!o.status.success());
     assert!(text(&o).contains("--method global: global search retrieves nothing to score"), "{}", text(&o));
+}
+
+/// A 2WikiMultihopQA-style question over titled paragraphs: the film's
+/// paragraph names its director, whose own paragraph is titled by his name.
+/// With the title options of `ppr_search` the two gold paragraphs are the
+/// first two sources.
+#[test]
+fn ppr_title_options_put_the_named_passage_and_its_bridge_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_str().unwrap();
+    assert!(graphrag(&["init", "--root", root]).status.success());
+    let settings_path = dir.path().join("settings.yaml");
+    let settings = fs::read_to_string(&settings_path).unwrap();
+    let titled = settings.replacen("input:\n  type: text", "input:\n  type: json", 1).replacen(
+        "  # title_column: title",
+        "  title_column: title",
+        1,
+    );
+    assert!(titled.contains("  title_column: title"));
+    fs::write(&settings_path, &titled).unwrap();
+    let film = "Moguds Pellams is a 1983 Telugu drama film directed by Ranganath.";
+    let director = "Ranganath was born on 17 July 1949 in Madras. He acted in more than 300 Telugu films and directed some of them.";
+    // Two other films of his cast, and paragraphs on other things.
+    let records = serde_json::json!([
+        {"title": "Moguds Pellams", "text": film},
+        {"title": "Ranganath (actor)", "text": director},
+        {"title": "Kalyana Veena", "text": "Kalyana Veena is a 1980 Telugu drama film starring Ranganath and Jayasudha."},
+        {"title": "Premabhishekam", "text": "Premabhishekam is a 1981 Telugu film starring Ranganath, Jayasudha and Sobhan Babu."},
+        {"title": "Lake Ohrid", "text": "Lake Ohrid lies between North Macedonia and Albania."},
+        {"title": "Struga", "text": "Struga is a town on Lake Ohrid in North Macedonia."},
+        {"title": "Bristol Harbour", "text": "Bristol Harbour is the historic port of Bristol in England."},
+        {"title": "Clifton", "text": "Clifton is a suburb of Bristol, known for its suspension bridge."},
+        {"title": "Mount Karrow", "text": "Mount Karrow is a dormant volcano watched by the Karrow Institute."},
+        {"title": "Karrow Institute", "text": "The Karrow Institute measures the gases of Mount Karrow every spring."},
+    ]);
+    fs::write(dir.path().join("input/corpus.json"), records.to_string()).unwrap();
+    let o = graphrag(&["-q", "index", "--root", root, "--method", "fast"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let questions = serde_json::json!([{
+        "id": "q", "question": "What is the date of birth of the director of film Moguds Pellams?",
+        "answer": "17 July 1949", "type": "2hop", "gold_docs": [], "gold_passages": [film, director],
+    }]);
+    let qfile = dir.path().join("questions.json");
+    fs::write(&qfile, questions.to_string()).unwrap();
+    let out = dir.path().join("eval.json");
+    let ranks = || {
+        let o = eval(root, &qfile, &["--method", "ppr", "--budget", "2000"], &out);
+        assert!(o.status.success(), "{}", text(&o));
+        let report: serde_json::Value = serde_json::from_slice(&fs::read(&out).unwrap()).unwrap();
+        report["per_question"][0]["ranks"].clone()
+    };
+    let plain = ranks();
+    let with_titles = titled
+        .replacen("  specificity: entities ", "  specificity: words ", 1)
+        .replacen("  title_edge_weight: 1.0 ", "  title_edge_weight: 5 ", 1)
+        .replacen("  title_seed_weight: 0.0 ", "  title_seed_weight: 1 ", 1)
+        .replacen("  walk_head: 0 ", "  walk_head: 2 ", 1);
+    assert_eq!(with_titles.matches("walk_head: 2").count(), 1, "the example's ppr_search lines");
+    fs::write(&settings_path, with_titles).unwrap();
+    assert_eq!(ranks(), serde_json::json!([1, 2]), "options off: {plain}");
+    // Without them the films of his cast come first (the fusion of the walk and the hybrid ranking).
+    assert!(plain[1].as_u64().unwrap() > 2, "{plain}");
 }

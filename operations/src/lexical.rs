@@ -230,6 +230,31 @@ impl Bm25Index {
         self.postings.len()
     }
 
+    /// Number of documents holding `term` (a term as [`terms`] makes them).
+    pub fn document_frequency(&self, term: &str) -> usize {
+        self.term_ids.get(term).map_or(0, |&id| self.postings[id as usize].len())
+    }
+
+    /// Number of documents holding every term of `text` (in any order and
+    /// place: an upper bound on the documents holding `text` as a phrase);
+    /// terms the index lacks are skipped, `None` when it has none of them.
+    pub fn documents_with_all_terms(&self, text: &str) -> Option<usize> {
+        let mut ids: Vec<u32> = Vec::new();
+        each_term(text, &mut |t| {
+            if let Some(&id) = self.term_ids.get(t) {
+                if !ids.contains(&id) {
+                    ids.push(id);
+                }
+            }
+        });
+        ids.sort_by_key(|&id| self.postings[id as usize].len());
+        let (&rarest, rest) = ids.split_first()?;
+        // Postings are in document order: each later list is searched for
+        // the rarest term's documents.
+        let holds = |id: u32, doc: u32| self.postings[id as usize].binary_search_by_key(&doc, |p| p.0).is_ok();
+        Some(self.postings[rarest as usize].iter().filter(|p| rest.iter().all(|&id| holds(id, p.0))).count())
+    }
+
     fn idf(&self, df: usize) -> f64 {
         let n = self.doc_len.len() as f64;
         let df = df as f64;
@@ -337,6 +362,25 @@ mod tests {
         assert!((hits[0].1 - 1.088_429_457).abs() < 1e-8, "{hits:?}");
         assert!(index.search("the unknown").is_empty());
         assert!(Bm25Index::of_texts(Vec::<String>::new()).search("apple").is_empty());
+    }
+
+    #[test]
+    fn documents_with_all_of_a_names_terms_bound_those_holding_the_name() {
+        let index = Bm25Index::of_texts([
+            "the film was directed by Marco Ferreri",
+            "a film by another director",
+            "Film festival",
+        ]);
+        assert_eq!(index.document_frequency("film"), 3, "any case");
+        assert_eq!(index.document_frequency("ferreri"), 1);
+        assert_eq!(index.document_frequency("of"), 0, "a stop word is no term");
+        assert_eq!(index.documents_with_all_terms("FILM"), Some(3));
+        assert_eq!(index.documents_with_all_terms("MARCO FERRERI"), Some(1));
+        assert_eq!(index.documents_with_all_terms("Film by"), Some(3), "a stop word is skipped");
+        assert_eq!(index.documents_with_all_terms("Another Film"), Some(1), "both terms, in any order");
+        assert_eq!(index.documents_with_all_terms("Festival Director"), Some(0));
+        assert_eq!(index.documents_with_all_terms("Unknown Ferreri"), Some(1), "terms not indexed are skipped");
+        assert_eq!(index.documents_with_all_terms("the unknown"), None);
     }
 
     #[test]

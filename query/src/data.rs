@@ -12,7 +12,7 @@ use arrow_array::types::Float32Type;
 use arrow_array::{Array, RecordBatch};
 use arrow_schema::DataType;
 use graphrag_engine::schema::LEXICAL_ANALYZER_KEY;
-use graphrag_engine::settings::VectorStoreConfig;
+use graphrag_engine::settings::{PprSearchConfig, VectorStoreConfig};
 use graphrag_engine::store::read_table;
 use graphrag_engine::table::{column_of, floats, ints, string_lists, strings, IdNumbers, StringLists};
 use graphrag_operations::lexical::{Bm25Index, Bm25Params, ANALYZER};
@@ -483,7 +483,12 @@ pub struct Index {
     claims: OnceLock<Arc<Claims>>,
     unit_documents: OnceLock<Arc<UnitDocuments>>,
     lexical: OnceLock<Arc<Lexical>>,
+    entity_mentions: OnceLock<Arc<Vec<usize>>>,
     passage_graph: OnceLock<Arc<PassageGraph>>,
+    /// `ppr_search.title_edge_weight`: the passage graph's title edges.
+    title_edge_weight: f64,
+    /// `ppr_search.title_seed_weight` > 0: the passage graph knows the units' titles.
+    title_seeds: bool,
     vectors: [OnceLock<Arc<Vectors>>; 4],
     /// Row counts of the source tables, read from Parquet metadata only.
     rows: [OnceLock<usize>; 4],
@@ -498,7 +503,7 @@ fn cached<T>(cell: &OnceLock<Arc<T>>, load: impl FnOnce() -> anyhow::Result<T>) 
 }
 
 impl Index {
-    pub fn new(root: &Path, output: &Path, vector_store: &VectorStoreConfig) -> Index {
+    pub fn new(root: &Path, output: &Path, vector_store: &VectorStoreConfig, ppr: &PprSearchConfig) -> Index {
         Index {
             root: root.to_path_buf(),
             output: output.to_path_buf(),
@@ -510,7 +515,10 @@ impl Index {
             claims: OnceLock::new(),
             unit_documents: OnceLock::new(),
             lexical: OnceLock::new(),
+            entity_mentions: OnceLock::new(),
             passage_graph: OnceLock::new(),
+            title_edge_weight: ppr.title_edge_weight,
+            title_seeds: ppr.title_seed_weight > 0.0,
             vectors: Default::default(),
             rows: Default::default(),
         }
@@ -616,9 +624,24 @@ impl Index {
         })
     }
 
+    /// Per entity, the text units that hold every word of its name, at
+    /// least those it lists (`ppr_search.specificity: words`), counted once.
+    pub fn entity_mentions(&self) -> anyhow::Result<Arc<Vec<usize>>> {
+        cached(&self.entity_mentions, || {
+            let (pg, g, lexical) = (self.passage_graph()?, self.graph()?, self.lexical()?);
+            Ok((0..pg.entities)
+                .map(|e| crate::methods::ppr::mention_units(pg.entity_units[e].len(), &g.title[e], &lexical.bm25))
+                .collect())
+        })
+    }
+
     /// The graph of entities and text units the graph walks use.
     pub fn passage_graph(&self) -> anyhow::Result<Arc<PassageGraph>> {
-        cached(&self.passage_graph, || Ok(PassageGraph::build(&*self.graph()?, &*self.text_units()?)))
+        cached(&self.passage_graph, || {
+            let titles = (self.title_edge_weight != 1.0 || self.title_seeds) && self.has_table("documents");
+            let docs = if titles { Some(self.unit_documents()?) } else { None };
+            Ok(PassageGraph::build(&*self.graph()?, &*self.text_units()?, docs.as_deref(), self.title_edge_weight))
+        })
     }
 
     /// Number of rows of a field's source table (Parquet footer only).

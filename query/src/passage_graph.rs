@@ -2,15 +2,19 @@
 //! design): one node per entity and one per text unit; an edge of weight 1
 //! between a unit and each entity it lists (the entities' `text_unit_ids`),
 //! and an edge between the two ends of each relationship, weighted by the
-//! relationship's weight. Built once per index; entity PageRank (over the
+//! relationship's weight; with `ppr_search.title_edge_weight` the edge
+//! between a unit and the entity its document's title names weighs that
+//! much. Built once per index; entity PageRank (over the
 //! entity–entity edges alone, as RAGFlow ranks entities) is computed when
 //! first asked for.
 
+use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use graphrag_operations::pagerank::{WeightedGraph, MAX_ITERATIONS, TOLERANCE};
 
-use crate::data::{Graph, TextUnits};
+use crate::context::title_key;
+use crate::data::{Graph, TextUnits, UnitDocuments};
 
 /// PageRank's usual damping, for the entity ranking (RAGFlow uses networkx's default).
 const ENTITY_PAGERANK_DAMPING: f64 = 0.85;
@@ -24,6 +28,11 @@ pub struct PassageGraph {
     /// (source, target, weight) of each relationship with both ends known.
     entity_edges: Vec<(u32, u32, f64)>,
     entity_pagerank: OnceLock<Vec<f64>>,
+    /// Text unit rows by the [`title_key`] of each name of their document's
+    /// title ([`title_names`]); empty without titles.
+    pub units_by_title: HashMap<String, Vec<usize>>,
+    /// Words of the longest key of `units_by_title`.
+    pub max_title_words: usize,
 }
 
 /// A relationship weight as an edge weight: missing or nonsense weights count 1.
@@ -35,8 +44,49 @@ fn edge_weight(w: f64) -> f64 {
     }
 }
 
+/// The (entity, unit row) pairs, sorted, where the entity's name is the
+/// title of the unit's document (its whole title, or the title without a
+/// trailing "(…)" disambiguation or after its first comma: "Charles III of
+/// Spain", "Get Carter (1971 film)", "Gmina Ryki, Lublin Voivodeship") and
+/// the entity lists the unit.
+fn title_entities(g: &Graph, units: &TextUnits, docs: &UnitDocuments, entity_units: &[Vec<u32>]) -> Vec<(u32, u32)> {
+    let mut out = Vec::new();
+    for (row, hrid) in units.hrid.iter().enumerate() {
+        let Some(title) = docs.title_of_unit.get(hrid) else { continue };
+        for name in title_names(title) {
+            for &e in g.entity_by_key.get(&title_key(name)).into_iter().flatten() {
+                if entity_units[e].binary_search(&(row as u32)).is_ok() {
+                    out.push((e as u32, row as u32));
+                }
+            }
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// The names a document title gives its subject: the title, the title
+/// without a trailing parenthesis, and the part before its first comma.
+pub fn title_names(title: &str) -> Vec<&str> {
+    let mut names = vec![title.trim()];
+    if let Some(open) = title.rfind('(') {
+        if title.trim_end().ends_with(')') {
+            names.push(title[..open].trim());
+        }
+    }
+    if let Some(comma) = title.find(',') {
+        names.push(title[..comma].trim());
+    }
+    names.retain(|n| !n.is_empty());
+    names.dedup();
+    names
+}
+
 impl PassageGraph {
-    pub fn build(g: &Graph, units: &TextUnits) -> PassageGraph {
+    /// The graph of an index; `docs` (the units' document titles) and
+    /// `title_weight` weigh the title edges ([`title_entities`]).
+    pub fn build(g: &Graph, units: &TextUnits, docs: Option<&UnitDocuments>, title_weight: f64) -> PassageGraph {
         let row_of: Vec<Option<u32>> = g.unit_ids.iter().map(|id| units.by_id.get(id).map(|&r| r as u32)).collect();
         let entity_units: Vec<Vec<u32>> = g
             .entity_units
@@ -50,20 +100,59 @@ impl PassageGraph {
             .collect();
         let entity_edges: Vec<(u32, u32, f64)> =
             g.ends.iter().zip(&g.weight).filter_map(|(&(s, t), &w)| Some((s?, t?, edge_weight(w)))).collect();
-        PassageGraph::from_lists(entity_units, units.hrid.len(), entity_edges)
+        let titled = match docs {
+            Some(docs) if title_weight != 1.0 => title_entities(g, units, docs, &entity_units),
+            _ => Vec::new(),
+        };
+        let mut pg = PassageGraph::from_lists(entity_units, units.hrid.len(), entity_edges, &titled, title_weight);
+        if let Some(docs) = docs {
+            for (row, hrid) in units.hrid.iter().enumerate() {
+                let Some(title) = docs.title_of_unit.get(hrid) else { continue };
+                for name in title_names(title) {
+                    let key = title_key(name);
+                    if !key.is_empty() {
+                        pg.max_title_words = pg.max_title_words.max(key.split(' ').count());
+                        let rows = pg.units_by_title.entry(key).or_default();
+                        if !rows.contains(&row) {
+                            rows.push(row);
+                        }
+                    }
+                }
+            }
+        }
+        pg
     }
 
     /// The graph of `units` text unit rows and one entity per list of
     /// `entity_units` (each entity's sorted, distinct rows), with the
     /// `entity_edges` (source, target, weight) between entities.
-    pub fn from_lists(entity_units: Vec<Vec<u32>>, units: usize, entity_edges: Vec<(u32, u32, f64)>) -> PassageGraph {
+    /// An edge between a unit and an entity of `titled` (entity, unit row)
+    /// weighs `title_weight`, the others 1.
+    pub fn from_lists(
+        entity_units: Vec<Vec<u32>>,
+        units: usize,
+        entity_edges: Vec<(u32, u32, f64)>,
+        titled: &[(u32, u32)],
+        title_weight: f64,
+    ) -> PassageGraph {
         let entities = entity_units.len();
         let mut edges = entity_edges.clone();
         for (e, rows) in entity_units.iter().enumerate() {
-            edges.extend(rows.iter().map(|&r| (e as u32, (entities + r as usize) as u32, 1.0)));
+            edges.extend(rows.iter().map(|&r| {
+                let w = if titled.binary_search(&(e as u32, r)).is_ok() { title_weight } else { 1.0 };
+                (e as u32, (entities + r as usize) as u32, w)
+            }));
         }
         let graph = WeightedGraph::new(entities + units, &edges);
-        PassageGraph { graph, entities, entity_units, entity_edges, entity_pagerank: OnceLock::new() }
+        PassageGraph {
+            graph,
+            entities,
+            entity_units,
+            entity_edges,
+            entity_pagerank: OnceLock::new(),
+            units_by_title: HashMap::new(),
+            max_title_words: 0,
+        }
     }
 
     /// The node of a text unit row.
@@ -85,5 +174,30 @@ impl PassageGraph {
                 MAX_ITERATIONS,
             )
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_title_names_its_subject_with_and_without_its_qualifiers() {
+        assert_eq!(title_names("Get Carter"), ["Get Carter"]);
+        assert_eq!(title_names("Ranganath (actor)"), ["Ranganath (actor)", "Ranganath"]);
+        assert_eq!(
+            title_names("Gmina Stężyca, Lublin Voivodeship"),
+            ["Gmina Stężyca, Lublin Voivodeship", "Gmina Stężyca"]
+        );
+        assert_eq!(title_names("(disambiguation)"), ["(disambiguation)"]);
+        assert!(title_names("  ").is_empty());
+    }
+
+    #[test]
+    fn title_edges_weigh_more_than_mentions() {
+        // Entity 0 lists units 0 and 1 and titles unit 1.
+        let pg = PassageGraph::from_lists(vec![vec![0, 1]], 2, vec![], &[(0, 1)], 4.0);
+        let edges: Vec<(usize, f64)> = pg.graph.neighbours(0).collect();
+        assert_eq!(edges, [(pg.unit_node(0), 1.0), (pg.unit_node(1), 4.0)]);
     }
 }

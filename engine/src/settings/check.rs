@@ -486,6 +486,9 @@ fn check_retrieval(loaded: &LoadedSettings) -> Result<(), ConfigError> {
     if let Some(t) = ps.link_threshold {
         in_range(loaded, "ppr_search.link_threshold", t, (0.0, 1.0), true)?;
     }
+    one_of(loaded, "ppr_search.specificity", &ps.specificity, &super::sections::PPR_SPECIFICITIES)?;
+    in_range(loaded, "ppr_search.title_edge_weight", ps.title_edge_weight, (0.0, inf), true)?;
+    in_range(loaded, "ppr_search.title_seed_weight", ps.title_seed_weight, (0.0, inf), false)?;
     in_range(loaded, "ppr_search.fusion_k", ps.fusion_k, (0.0, inf), true)
 }
 

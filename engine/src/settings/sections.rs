@@ -349,6 +349,9 @@ section!(BasicSearchConfig {
 /// The graph walks `ppr_search.walk` chooses from.
 pub const PPR_WALKS: [&str; 3] = ["ppr", "paths", "nhop"];
 
+/// How `ppr_search.specificity` counts an entity's text units.
+pub const PPR_SPECIFICITIES: [&str; 2] = ["entities", "words"];
+
 section!(
     /// graphrag-rs: graph-propagation search (HippoRAG 2): text units ranked
     /// by a walk over the graph of entities and text units, fused with the
@@ -383,6 +386,25 @@ section!(
     synonym_threshold: Option<f64> = None,
     /// The constant of reciprocal rank fusion of the walk's and the hybrid ranking.
     fusion_k: f64 = graphrag_operations::rank_fusion::RRF_K,
+    /// How rare a seed entity is (its inverse document frequency): entities:
+    /// by the text units it lists; words: by the text units whose text holds
+    /// every word of its name, at least those, so that a common word the
+    /// fast extractor found capitalised in two units (FILM) is not taken
+    /// for a rare name.
+    specificity: String = s("entities"),
+    /// Weight of the edge between a text unit and the entity its document's
+    /// title names (`input.title_column`), against 1 for its other entities:
+    /// more than 1 sends the walk from a name to the passage about it rather
+    /// than to the passages mentioning it; 1: no difference.
+    title_edge_weight: f64 = 1.0,
+    /// Restart weight of a text unit whose document title the question
+    /// names (`input.title_column`), against 1 for an entity it names: the
+    /// passage about a name the fast graph pruned (it occurs in no other
+    /// unit) is still a seed; 0: none.
+    title_seed_weight: f64 = 0.0,
+    /// The first this many text units are the walk's best, the rest the
+    /// fused ranking's; 0: all fused.
+    walk_head: usize = 0,
 });
 
 section!(

@@ -388,6 +388,10 @@ fn retrieval_settings_are_checked() {
         ("ppr_search:\n  passage_node_weight: -1\n", "ppr_search.passage_node_weight"),
         ("ppr_search:\n  synonym_threshold: 1.5\n", "ppr_search.synonym_threshold"),
         ("ppr_search:\n  link_threshold: 0\n", "ppr_search.link_threshold"),
+        ("ppr_search:\n  specificity: idf\n", "ppr_search.specificity"),
+        ("ppr_search:\n  title_edge_weight: 0\n", "ppr_search.title_edge_weight"),
+        ("ppr_search:\n  walk_head: -1\n", "ppr_search.walk_head"),
+        ("ppr_search:\n  title_seed_weight: -0.5\n", "ppr_search.title_seed_weight"),
     ] {
         assert_eq!(parse_str(text).unwrap_err().path, path, "{text}");
     }
@@ -396,6 +400,14 @@ fn retrieval_settings_are_checked() {
         Some(0.8)
     );
     assert_eq!(parse_str("").unwrap().settings.ppr_search.link_threshold, None);
+    let ps = parse_str("").unwrap().settings.ppr_search;
+    assert_eq!((ps.specificity.as_str(), ps.title_edge_weight, ps.walk_head), ("entities", 1.0, 0));
+    assert_eq!(ps.title_seed_weight, 0.0);
+    let ps = parse_str("ppr_search:\n  specificity: words\n  title_edge_weight: 5\n  walk_head: 2\n")
+        .unwrap()
+        .settings
+        .ppr_search;
+    assert_eq!((ps.specificity.as_str(), ps.title_edge_weight, ps.walk_head), ("words", 5.0, 2));
     assert_eq!(
         parse_str("ppr_search:\n  link_threshold: 0.7\n").unwrap().settings.ppr_search.link_threshold,
         Some(0.7)

@@ -19,13 +19,21 @@
 //!   hybrid-ranked units (weight: the unit's passage
 //!   score, as above, over the best of theirs — [`seed_units`]), each
 //!   times its [`specificity`] (inverse document frequency, where HippoRAG
-//!   divides by the number of text units), the `linking_top_k` heaviest
-//!   kept.
+//!   divides by the number of text units; `specificity: words` counts the
+//!   units holding every word of the name, [`mention_units`]), the
+//!   `linking_top_k` heaviest kept.
 //!   HippoRAG 2 takes its seeds from the entities of LLM-extracted facts,
 //!   weighted by the facts' similarity to the question; without a chat
 //!   model the names in the question and the entities of the best passages
 //!   stand in. (Weighting those by their own vector's similarity to the
 //!   question measured worse on every dev set: docs/benchmarks-history.md.)
+//!
+//! With `title_seed_weight` the units whose document title the question
+//! names are seeds too ([`units_titled_in`]: titles as first-class nodes,
+//! for the names the fast graph pruned or never extracted). With
+//! `walk_head` the walk's first units come before the fused ranking
+//! ([`walk_first`]); `title_edge_weight` weighs the passage graph's title
+//! edges ([`crate::passage_graph`]).
 //!
 //! `ppr_search.walk` picks the walk: `ppr` (Personalized PageRank,
 //! HippoRAG 2), `nhop` (RAGFlow: the seeds and their neighbours up to two
@@ -38,6 +46,7 @@
 use std::collections::HashMap;
 
 use anyhow::bail;
+use graphrag_operations::lexical::Bm25Index;
 use graphrag_operations::nlp_graph::{PhraseExtractor, RegexEnglishExtractor};
 use graphrag_operations::pagerank::{MAX_ITERATIONS, TOLERANCE};
 use serde_json::json;
@@ -56,6 +65,26 @@ const FANOUT: usize = 10;
 /// [`linked_entities`]: a phrase names one thing, so its few nearest names
 /// are its candidates (its spelling variants, its longer or shorter forms).
 const LINKS_PER_PHRASE: usize = 3;
+
+/// How rare a seed entity is (`ppr_search.specificity`), for [`specificity`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Specificity {
+    /// By the text units the entity lists.
+    Entities,
+    /// By the text units whose text holds every word of its name, at least
+    /// those it lists ([`mention_units`]).
+    Words,
+}
+
+impl Specificity {
+    pub fn parse(name: &str) -> anyhow::Result<Specificity> {
+        Ok(match name {
+            "entities" => Specificity::Entities,
+            "words" => Specificity::Words,
+            other => bail!("ppr_search.specificity: `{other}` is not one of entities, words"),
+        })
+    }
+}
 
 /// The graph walks of `ppr_search.walk`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -109,6 +138,7 @@ pub fn run(run: &Run) -> anyhow::Result<Outcome> {
 pub fn rank_units(run: &Run, question: &str, query: &[f32], budget: usize) -> anyhow::Result<GraphRanking> {
     let ps = &run.s().ppr_search;
     let walk = Walk::parse(&ps.walk)?;
+    let specificity_of = Specificity::parse(&ps.specificity)?;
     let index = run.index();
     let units = index.text_units()?;
     let g = index.graph()?;
@@ -123,12 +153,19 @@ pub fn rank_units(run: &Run, question: &str, query: &[f32], budget: usize) -> an
         None => Vec::new(),
     };
     let units_seeding = seed_units(&hybrid, &passage, ps.linking_top_k);
-    let mut seeds = seed_entities(&g, &pg, question, &linked, &units_seeding, ps.linking_top_k);
+    let words = match specificity_of {
+        Specificity::Entities => None,
+        Specificity::Words => Some(index.entity_mentions()?),
+    };
+    let mentions = |e: usize| words.as_ref().map_or(pg.entity_units[e].len(), |w| w[e]);
+    let mut seeds = seed_entities(&g, &pg, question, &linked, &units_seeding, ps.linking_top_k, &mentions);
     if let Some(threshold) = ps.synonym_threshold {
         seeds = with_synonyms(run, &g, seeds, threshold)?;
     }
+    let named_units = if ps.title_seed_weight > 0.0 { units_titled_in(&pg, question) } else { Vec::new() };
+    let unit_seeds: Vec<(usize, f64)> = named_units.iter().map(|&u| (u, ps.title_seed_weight)).collect();
     let scores = match walk {
-        Walk::Ppr => personalized_pagerank(&pg, &seeds, &passage, ps.damping, ps.passage_node_weight),
+        Walk::Ppr => personalized_pagerank(&pg, &seeds, &unit_seeds, &passage, ps.damping, ps.passage_node_weight),
         Walk::Nhop => nhop(&pg, &seeds),
         Walk::Paths => {
             let relevance = entity_relevance(run, &g, query)?;
@@ -138,7 +175,17 @@ pub fn rank_units(run: &Run, question: &str, query: &[f32], budget: usize) -> an
     let mut walked: Ranking = scores.into_iter().enumerate().filter(|(_, s)| *s > 0.0).collect();
     walked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
     let fused = retrieval::fuse(&[&walked, &hybrid], budget_window(&units, &[&walked, &hybrid], budget), ps.fusion_k);
-    Ok(GraphRanking { units: fused.into_iter().map(|f| f.0).collect(), seeds })
+    Ok(GraphRanking { units: walk_first(&walked, &fused, ps.walk_head), seeds })
+}
+
+/// The first `head` units of the walk, then the others of `fused` in its
+/// order. The fusion ranks the units both rankings list above the walk's
+/// second hop, which the hybrid ranking rarely lists: HippoRAG ranks by the
+/// walk alone, which here loses the hybrid's best units further down
+/// (docs/benchmarks-history.md, "Tenth round").
+pub fn walk_first(walked: &Ranking, fused: &Ranking, head: usize) -> Vec<usize> {
+    let first: Vec<usize> = walked.iter().take(head).map(|h| h.0).collect();
+    first.iter().copied().chain(fused.iter().map(|f| f.0).filter(|u| !first.contains(u))).collect()
 }
 
 /// Per text unit: the mean of its dense similarity scaled to 0..1 over all
@@ -174,7 +221,8 @@ pub fn seed_units(hybrid: &Ranking, passage: &[f64], top_k: usize) -> Vec<(usize
 
 /// The seed entities (see the module docs), heaviest first: those the
 /// question names, those `linked` to its phrases ([`linked_entities`]), and
-/// those of the weighted `units` ([`seed_units`]).
+/// those of the weighted `units` ([`seed_units`]); `mentions(e)`: the text
+/// units entity `e` counts as mentioned in, for its [`specificity`].
 pub fn seed_entities(
     g: &Graph,
     pg: &PassageGraph,
@@ -182,11 +230,12 @@ pub fn seed_entities(
     linked: &[(usize, f64)],
     units: &[(usize, f64)],
     top_k: usize,
+    mentions: &dyn Fn(usize) -> usize,
 ) -> Vec<(usize, f64)> {
     let mut weight: HashMap<usize, f64> = HashMap::new();
     let mut offer = |e: usize, w: f64| {
         let slot = weight.entry(e).or_insert(0.0);
-        *slot = slot.max(w * specificity(pg.entity_units[e].len(), pg.units()));
+        *slot = slot.max(w * specificity(mentions(e), pg.units()));
     };
     for e in entities_named_in(question, &g.entity_by_key, g.max_key_words, |e| g.entity_units[e].len()) {
         offer(e, 1.0);
@@ -262,6 +311,15 @@ pub fn specificity(units: usize, total: usize) -> f64 {
     (total / units.max(1) as f64).ln().max(0.0) / total.ln()
 }
 
+/// The text units that mention an entity named `name` listed in `own`
+/// units, for its [`specificity`]: at least the units whose text holds all
+/// of its words (in any case). The fast graph's entities are the extractor's capitalised
+/// phrases, so a common word capitalised in two units (FILM, SIMILARLY,
+/// NATIVE PLACE) lists two units and looked as rare as a name.
+pub fn mention_units(own: usize, name: &str, lexical: &Bm25Index) -> usize {
+    lexical.documents_with_all_terms(name).map_or(own, |df| df.max(own))
+}
+
 /// Entities listed as synonyms of each seed (HippoRAG 2's synonym edges,
 /// followed from the seeds only): those whose vectors (entity_description)
 /// have a cosine similarity of at least `threshold` with the seed's, at most
@@ -286,11 +344,22 @@ fn with_synonyms(run: &Run, g: &Graph, seeds: Vec<(usize, f64)>, threshold: f64)
     Ok(out)
 }
 
-/// HippoRAG 2: Personalized PageRank restarting at the seed entities and,
-/// `passage_weight` times their passage score, at the text units.
+/// The text units whose document title the question names (as a run of its
+/// words, [`entities_named_in`]'s matching), each unit once.
+pub fn units_titled_in(pg: &PassageGraph, question: &str) -> Vec<usize> {
+    let mut units: Vec<usize> = entities_named_in(question, &pg.units_by_title, pg.max_title_words, |_| 1);
+    units.sort_unstable();
+    units.dedup();
+    units
+}
+
+/// HippoRAG 2: Personalized PageRank restarting at the seed entities, the
+/// `unit_seeds` (text units with weights) and, `passage_weight` times their
+/// passage score, at every text unit.
 fn personalized_pagerank(
     pg: &PassageGraph,
     seeds: &[(usize, f64)],
+    unit_seeds: &[(usize, f64)],
     passage: &[f64],
     damping: f64,
     passage_weight: f64,
@@ -301,6 +370,9 @@ fn personalized_pagerank(
     }
     for (u, &s) in passage.iter().enumerate() {
         reset[pg.unit_node(u)] = s * passage_weight;
+    }
+    for &(u, w) in unit_seeds {
+        reset[pg.unit_node(u)] += w;
     }
     let p = pg.graph.personalized_pagerank(&reset, damping, TOLERANCE, MAX_ITERATIONS);
     p[pg.entities..].to_vec()
@@ -414,12 +486,12 @@ mod tests {
     /// own paragraph (named by the title), 2 and 3 share a common phrase with
     /// unit 0, 4 is unrelated. Entities: 0 FILM, 1 DIRECTOR, 2 COUNTRY.
     fn film_graph() -> PassageGraph {
-        PassageGraph::from_lists(vec![vec![0], vec![0, 1], vec![0, 2, 3]], 5, vec![(0, 1, 1.0), (1, 2, 1.0)])
+        PassageGraph::from_lists(vec![vec![0], vec![0, 1], vec![0, 2, 3]], 5, vec![(0, 1, 1.0), (1, 2, 1.0)], &[], 1.0)
     }
 
     /// The walk over [`film_graph`] with HippoRAG's damping and passage weight.
     fn walk_film(seeds: &[(usize, f64)], passage: &[f64]) -> Vec<f64> {
-        personalized_pagerank(&film_graph(), seeds, passage, 0.5, 0.05)
+        personalized_pagerank(&film_graph(), seeds, &[], passage, 0.5, 0.05)
     }
 
     fn ranked(scores: &[f64]) -> Vec<usize> {
@@ -450,6 +522,77 @@ mod tests {
         let scores = walk_film(&[(1, 0.8)], &[0.2, 0.0, 0.2, 0.2, 0.0]);
         assert_eq!(ranked(&scores)[..2], [0, 1], "{scores:?}");
         assert!(scores[1] > scores[2] && scores[1] > scores[3], "{scores:?}");
+    }
+
+    #[test]
+    fn a_heavy_title_edge_sends_the_walk_to_the_passage_about_the_name() {
+        // Entity 0 DIRECTOR is named by unit 0 (the film's passage, first
+        // hop), units 2 and 3 (other films' casts) and unit 1, the passage
+        // titled by the director's name (the second hop). The passage
+        // scores favour the casts, which share the question's words.
+        let lists = vec![vec![0, 1, 2, 3]];
+        let passage = [1.0, 0.0, 0.3, 0.3];
+        let walk = |title_weight: f64| {
+            let pg = PassageGraph::from_lists(lists.clone(), 4, vec![], &[(0, 1)], title_weight);
+            personalized_pagerank(&pg, &[(0, 1.0)], &[], &passage, 0.5, 0.05)
+        };
+        let plain = walk(1.0);
+        assert_eq!(ranked(&plain), [0, 2, 3, 1], "{plain:?}");
+        let titled = walk(5.0);
+        assert_eq!(ranked(&titled), [1, 0, 2, 3], "{titled:?}");
+    }
+
+    #[test]
+    fn units_whose_title_the_question_names_seed_the_walk() {
+        // Units 0 and 1 are titled "Alberto Casado Cerviño" and "Arjun Naidu
+        // (cricketer)", named by the question but entities of no graph (each
+        // occurs in one unit: pruned); units 2 and 3 share a common phrase.
+        let mut pg = PassageGraph::from_lists(vec![vec![2, 3]], 4, vec![], &[], 1.0);
+        pg.units_by_title = HashMap::from([
+            ("alberto casado cerviño".to_string(), vec![0]),
+            ("arjun naidu cricketer".to_string(), vec![1]),
+            ("arjun naidu".to_string(), vec![1]),
+            ("film".to_string(), vec![3]),
+        ]);
+        pg.max_title_words = 3;
+        let question = "Who was born first out of Alberto Casado Cerviño and Arjun Naidu?";
+        assert_eq!(units_titled_in(&pg, question), [0, 1]);
+        assert!(units_titled_in(&pg, "Who was born first?").is_empty());
+        // Seeded with weight 1, both come before the units the passage scores favour.
+        let passage = [0.1, 0.0, 0.9, 0.8];
+        let seeds = [(0, 1.0), (1, 1.0)];
+        let scores = personalized_pagerank(&pg, &[], &seeds, &passage, 0.5, 0.05);
+        assert_eq!(ranked(&scores)[..2], [0, 1], "{scores:?}");
+        let unseeded = personalized_pagerank(&pg, &[], &[], &passage, 0.5, 0.05);
+        assert_eq!(ranked(&unseeded)[0], 2, "{unseeded:?}");
+    }
+
+    #[test]
+    fn the_walks_head_comes_first_then_the_fusion_without_repeats() {
+        let walked = vec![(4, 0.5), (2, 0.3), (7, 0.1)];
+        let fused = vec![(2, 0.03), (9, 0.02), (4, 0.02), (1, 0.01)];
+        assert_eq!(walk_first(&walked, &fused, 0), [2, 9, 4, 1]);
+        assert_eq!(walk_first(&walked, &fused, 2), [4, 2, 9, 1]);
+        // A head longer than the walk: all of the walk, then the rest.
+        assert_eq!(walk_first(&walked, &fused, 10), [4, 2, 7, 9, 1]);
+    }
+
+    #[test]
+    fn a_common_word_found_capitalised_is_not_taken_for_a_rare_name() {
+        let lexical = Bm25Index::of_texts([
+            "Get Carter is a 1971 British crime film.",
+            "Film director Hugo Fregonese was born in Mendoza.",
+            "The film was directed by Marco Ferreri.",
+            "A film by Laurent Tirard.",
+        ]);
+        // FILM is an entity of the two units that capitalise it; the word is in all four.
+        assert_eq!(mention_units(2, "FILM", &lexical), 4);
+        assert_eq!(mention_units(1, "MARCO FERRERI", &lexical), 1);
+        // Never fewer than the units the entity lists (an alias, another spelling).
+        assert_eq!(mention_units(3, "MARCO FERRERI", &lexical), 3);
+        assert_eq!(mention_units(2, "ÆTHELRED", &lexical), 2, "no word indexed: its own units");
+        assert_eq!(Specificity::parse("words").unwrap(), Specificity::Words);
+        assert!(Specificity::parse("idf").unwrap_err().to_string().contains("entities, words"));
     }
 
     #[test]
