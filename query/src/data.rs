@@ -12,7 +12,7 @@ use arrow_array::types::Float32Type;
 use arrow_array::{Array, RecordBatch};
 use arrow_schema::DataType;
 use graphrag_engine::schema::LEXICAL_ANALYZER_KEY;
-use graphrag_engine::settings::{PprSearchConfig, VectorStoreConfig};
+use graphrag_engine::settings::{PprTuning, VectorStoreConfig};
 use graphrag_engine::store::read_table;
 use graphrag_engine::table::{column_of, floats, ints, string_lists, strings, IdNumbers, StringLists};
 use graphrag_operations::lexical::{Bm25Index, Bm25Params, ANALYZER};
@@ -503,7 +503,7 @@ fn cached<T>(cell: &OnceLock<Arc<T>>, load: impl FnOnce() -> anyhow::Result<T>) 
 }
 
 impl Index {
-    pub fn new(root: &Path, output: &Path, vector_store: &VectorStoreConfig, ppr: &PprSearchConfig) -> Index {
+    pub fn new(root: &Path, output: &Path, vector_store: &VectorStoreConfig, ppr: &PprTuning) -> Index {
         Index {
             root: root.to_path_buf(),
             output: output.to_path_buf(),

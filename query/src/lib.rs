@@ -255,7 +255,8 @@ impl QueryEngine {
     /// local folder `published` (a server's copy of one version).
     pub fn at(root: &Path, settings: Settings, published: &Path) -> anyhow::Result<QueryEngine> {
         let llm = LlmService::for_queries(&settings, root)?;
-        let index = Index::new(root, published, &settings.vector_store, &settings.ppr_search);
+        let ppr = settings.ppr_search.tuning(settings.input.title_column.is_some());
+        let index = Index::new(root, published, &settings.vector_store, &ppr);
         Ok(QueryEngine { root: root.to_path_buf(), settings, llm, index })
     }
 

@@ -390,22 +390,51 @@ section!(
     /// by the text units it lists; words: by the text units whose text holds
     /// every word of its name, at least those, so that a common word the
     /// fast extractor found capitalised in two units (FILM) is not taken
-    /// for a rare name.
-    specificity: String = s("entities"),
+    /// for a rare name. null: words where the documents have titles
+    /// (`input.title_column`), entities otherwise ([`PprSearchConfig::tuning`]).
+    specificity: Option<String> = None,
     /// Weight of the edge between a text unit and the entity its document's
     /// title names (`input.title_column`), against 1 for its other entities:
     /// more than 1 sends the walk from a name to the passage about it rather
-    /// than to the passages mentioning it; 1: no difference.
-    title_edge_weight: f64 = 1.0,
+    /// than to the passages mentioning it; 1: no difference. null: 5 with
+    /// titles, 1 without.
+    title_edge_weight: Option<f64> = None,
     /// Restart weight of a text unit whose document title the question
     /// names (`input.title_column`), against 1 for an entity it names: the
     /// passage about a name the fast graph pruned (it occurs in no other
-    /// unit) is still a seed; 0: none.
-    title_seed_weight: f64 = 0.0,
+    /// unit) is still a seed; 0: none. null: 0.3 with titles, 0 without.
+    title_seed_weight: Option<f64> = None,
     /// The first this many text units are the walk's best, the rest the
-    /// fused ranking's; 0: all fused.
-    walk_head: usize = 0,
+    /// fused ranking's; 0: all fused. null: 4 with titles, 0 without.
+    walk_head: Option<usize> = None,
 });
+
+/// The `ppr_search` options that depend on whether the documents have
+/// titles, as a query uses them ([`PprSearchConfig::tuning`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PprTuning {
+    pub specificity: String,
+    pub title_edge_weight: f64,
+    pub title_seed_weight: f64,
+    pub walk_head: usize,
+}
+
+impl PprSearchConfig {
+    /// The options set, and for those left null the values measured best on
+    /// titled corpora (the Wikipedia-style dev sets: R@2 and R@5 up on all
+    /// six) or, without titles, the plain walk (the chat logs of LiHua-World
+    /// lose with a walk head and word specificity): docs/benchmarks-history.md,
+    /// "Tenth round".
+    pub fn tuning(&self, titled: bool) -> PprTuning {
+        let pick = |set: Option<f64>, with: f64, without: f64| set.unwrap_or(if titled { with } else { without });
+        PprTuning {
+            specificity: self.specificity.clone().unwrap_or_else(|| if titled { "words" } else { "entities" }.into()),
+            title_edge_weight: pick(self.title_edge_weight, 5.0, 1.0),
+            title_seed_weight: pick(self.title_seed_weight, 0.3, 0.0),
+            walk_head: self.walk_head.unwrap_or(if titled { 4 } else { 0 }),
+        }
+    }
+}
 
 section!(
     /// LightRAG's hybrid / mix retrieval (graphrag-rs extension).

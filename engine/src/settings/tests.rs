@@ -400,14 +400,22 @@ fn retrieval_settings_are_checked() {
         Some(0.8)
     );
     assert_eq!(parse_str("").unwrap().settings.ppr_search.link_threshold, None);
+    // Left null, the title-dependent options follow whether documents have titles.
     let ps = parse_str("").unwrap().settings.ppr_search;
-    assert_eq!((ps.specificity.as_str(), ps.title_edge_weight, ps.walk_head), ("entities", 1.0, 0));
-    assert_eq!(ps.title_seed_weight, 0.0);
+    let plain =
+        PprTuning { specificity: "entities".into(), title_edge_weight: 1.0, title_seed_weight: 0.0, walk_head: 0 };
+    assert_eq!(ps.tuning(false), plain);
+    let titled =
+        PprTuning { specificity: "words".into(), title_edge_weight: 5.0, title_seed_weight: 0.3, walk_head: 4 };
+    assert_eq!(ps.tuning(true), titled);
+    // Set, they are kept either way.
     let ps = parse_str("ppr_search:\n  specificity: words\n  title_edge_weight: 5\n  walk_head: 2\n")
         .unwrap()
         .settings
         .ppr_search;
-    assert_eq!((ps.specificity.as_str(), ps.title_edge_weight, ps.walk_head), ("words", 5.0, 2));
+    let set = PprTuning { specificity: "words".into(), title_edge_weight: 5.0, title_seed_weight: 0.0, walk_head: 2 };
+    assert_eq!(ps.tuning(false), set);
+    assert_eq!(ps.tuning(true), PprTuning { title_seed_weight: 0.3, ..set });
     assert_eq!(
         parse_str("ppr_search:\n  link_threshold: 0.7\n").unwrap().settings.ppr_search.link_threshold,
         Some(0.7)

@@ -137,8 +137,9 @@ pub fn run(run: &Run) -> anyhow::Result<Outcome> {
 /// `budget` tokens (the fusions' window, [`retrieval::budget_window`]).
 pub fn rank_units(run: &Run, question: &str, query: &[f32], budget: usize) -> anyhow::Result<GraphRanking> {
     let ps = &run.s().ppr_search;
+    let tuning = ps.tuning(run.s().input.title_column.is_some());
     let walk = Walk::parse(&ps.walk)?;
-    let specificity_of = Specificity::parse(&ps.specificity)?;
+    let specificity_of = Specificity::parse(&tuning.specificity)?;
     let index = run.index();
     let units = index.text_units()?;
     let g = index.graph()?;
@@ -162,8 +163,8 @@ pub fn rank_units(run: &Run, question: &str, query: &[f32], budget: usize) -> an
     if let Some(threshold) = ps.synonym_threshold {
         seeds = with_synonyms(run, &g, seeds, threshold)?;
     }
-    let named_units = if ps.title_seed_weight > 0.0 { units_titled_in(&pg, question) } else { Vec::new() };
-    let unit_seeds: Vec<(usize, f64)> = named_units.iter().map(|&u| (u, ps.title_seed_weight)).collect();
+    let named_units = if tuning.title_seed_weight > 0.0 { units_titled_in(&pg, question) } else { Vec::new() };
+    let unit_seeds: Vec<(usize, f64)> = named_units.iter().map(|&u| (u, tuning.title_seed_weight)).collect();
     let scores = match walk {
         Walk::Ppr => personalized_pagerank(&pg, &seeds, &unit_seeds, &passage, ps.damping, ps.passage_node_weight),
         Walk::Nhop => nhop(&pg, &seeds),
@@ -175,7 +176,7 @@ pub fn rank_units(run: &Run, question: &str, query: &[f32], budget: usize) -> an
     let mut walked: Ranking = scores.into_iter().enumerate().filter(|(_, s)| *s > 0.0).collect();
     walked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
     let fused = retrieval::fuse(&[&walked, &hybrid], budget_window(&units, &[&walked, &hybrid], budget), ps.fusion_k);
-    Ok(GraphRanking { units: walk_first(&walked, &fused, ps.walk_head), seeds })
+    Ok(GraphRanking { units: walk_first(&walked, &fused, tuning.walk_head), seeds })
 }
 
 /// The first `head` units of the walk, then the others of `fused` in its
