@@ -12,7 +12,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Context};
-use sha2::{Digest, Sha256};
+use graphrag_operations::ids::sha256_hex;
 
 use super::object::{self, ObjectLocation};
 use super::remote;
@@ -100,8 +100,8 @@ pub fn default_work_dir(remote: &RemoteStorage, endpoint: &str) -> anyhow::Resul
     let cache = var("XDG_CACHE_HOME").or_else(|| var("HOME").map(|home| home.join(".cache"))).ok_or_else(|| {
         anyhow!("neither XDG_CACHE_HOME nor HOME is set: name the working copy of {} with --work-dir", remote.url())
     })?;
-    let digest = Sha256::digest(format!("{}\n{endpoint}", remote.url()).as_bytes());
-    Ok(cache.join("graphrag-rs").join(hex::encode(&digest[..8])))
+    let digest = sha256_hex(&[remote.url().as_bytes(), endpoint.as_bytes()]);
+    Ok(cache.join("graphrag-rs").join(&digest[..16]))
 }
 
 fn work_dir_or_default(remote: &RemoteStorage, endpoint: &str, work_dir: Option<&Path>) -> anyhow::Result<PathBuf> {
