@@ -74,13 +74,16 @@ for key, c in sorted(s.get("storage_requests", {}).items()):
 print("; ".join(parts))
 PY
 }
-phase() { # name backend root output_dir args...
+phase() { # name backend root output_dir (local) args...
   local name=$1 backend=$2 root=$3 out=$4; shift 4
   local from; from=$(wc -l <"$work/moto.log")
   local t0; t0=$(date +%s.%N)
   "$bin/graphrag-rs" -q "$@" --root "$root" >/dev/null
   local secs; secs=$(echo "$(date +%s.%N) - $t0" | bc)
   local stats=$out/stats.json
+  # On S3 the run's stats.json is in its working copy, one per output URL
+  # (ROOT/.graphrag-rs/output_storage-<hash of the URL>/): the newest is this run's.
+  [ "$backend" = local ] || stats=$(ls -t "$root"/.graphrag-rs/output_storage-*/stats.json | head -1)
   printf '%-6s %-16s %6.2f s  ' "$backend" "$name" "$secs"
   if [ "$backend" = s3 ]; then printf '%s; ' "$(count "$from")"; fi
   own_count "$stats"
@@ -90,7 +93,7 @@ for backend in ${BACKENDS:-s3 local}; do
   mkdir -p "$root/input"
   if [ "$backend" = s3 ]; then
     for f in "$corpus"/*.txt; do add_document "$root" s3 "$f"; done
-    out=$root/.graphrag-rs/output_storage
+    out=""
   else
     cp "$corpus"/*.txt "$root/input/"
     out=$root/output
@@ -98,7 +101,7 @@ for backend in ${BACKENDS:-s3 local}; do
   settings "$root" "$backend" output
   phase "index" "$backend" "$root" "$out" index --method "$method"
   settings "$root" "$backend" output-reindex
-  reout=${out/%output/output-reindex}
+  reout=${out:+${out/%output/output-reindex}}
   phase "cached re-index" "$backend" "$root" "$reout" index --method "$method"
   settings "$root" "$backend" output
   add_document "$root" "$backend" "$update_doc"
