@@ -10,7 +10,8 @@
 #   CORPUS_DIR  a folder of *.txt documents (default: examples/christmas-carol)
 #   UPDATE_DOC  the document the update adds (default: 8 KB cut from the first document)
 #   METHOD      index method (default fast)
-# env: EMBED_DIM (mock embedding dimension, default 3072), BACKENDS (default "s3 local")
+# env: EMBED_DIM (mock embedding dimension, default 3072), BACKENDS (default "s3 local"),
+#      RUNS (with both backends: also time the cached re-index RUNS times, S3 against local, farm-bench)
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 bin=$(cd "${1:-$repo/target/release}" && pwd)
@@ -107,3 +108,11 @@ for backend in ${BACKENDS:-s3 local}; do
   add_document "$root" "$backend" "$update_doc"
   phase "update (+1 doc)" "$backend" "$root" "$out" update
 done
+# With RUNS=N: the cached re-index timed N times on S3 against local disk, in turn, as ratios
+# (farm-bench: whole processes; each run publishes a new version from the same cache).
+if [ -n "${RUNS:-}" ] && [ "${BACKENDS:-s3 local}" = "s3 local" ]; then
+  for backend in s3 local; do settings "$work/$backend" "$backend" output-reindex; done
+  farm-bench -n "$RUNS" --timeout 1800 \
+    --vs "$bin/graphrag-rs -q index --method $method --root $work/local" \
+    -- "$bin/graphrag-rs" -q index --method "$method" --root "$work/s3"
+fi
