@@ -145,22 +145,16 @@ fn checkout(location: &ObjectLocation, remote: &RemoteStorage, dir: &Path) -> an
     // Files still in the bucket are replaced in place (atomically), not
     // removed first: a server running in this copy never misses one.
     prepare(remote, dir, &keys)?;
-    // A command starts after these small GETs: a few at a time, not one by one.
-    let per_thread = keys.len().div_ceil(DOWNLOADS_AT_ONCE).max(1);
-    std::thread::scope(|scope| {
-        let threads: Vec<_> = keys
-            .chunks(per_thread)
-            .map(|chunk| {
-                scope.spawn(move || chunk.iter().try_for_each(|key| location.download(key, &dir.join(key)).map(drop)))
-            })
-            .collect();
-        threads.into_iter().try_for_each(|t| t.join().map_err(|_| anyhow!("a download thread panicked"))?)
-    })?;
+    // A command starts after these small GETs: several at a time, not one by one.
+    for (key, found) in keys.iter().zip(location.get_all(&keys)?) {
+        // One deleted since the listing is as good as absent.
+        if let Some(bytes) = found {
+            let path = dir.join(key);
+            crate::store::atomic_write(&path, &bytes).with_context(|| format!("writing {}", path.display()))?;
+        }
+    }
     mark(remote, dir)
 }
-
-/// Project files downloaded at once by a checkout.
-const DOWNLOADS_AT_ONCE: usize = 8;
 
 /// Makes `dir` ready to receive the root's project files: new, or a working
 /// copy of this root (never someone's other folder), cleared of those not
