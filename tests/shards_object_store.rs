@@ -217,3 +217,59 @@ fn sharded_fast_index_into_s3_equals_a_single_run() {
 fn sharded_standard_index_into_s3_equals_a_single_run() {
     sharded_into_a_bucket_equals_a_single_run("standard", "standard");
 }
+
+/// `graphrag-rs -q ARGS` on a machine whose user cache (where a bucket
+/// root's working copy goes) is `home`, with moto's endpoint in the environment.
+fn on_machine(moto: &ObjectServer, home: &Path, args: &[&str]) -> Output {
+    let o = Command::new(env!("CARGO_BIN_EXE_graphrag-rs"))
+        .args(args)
+        .env("AWS_ACCESS_KEY_ID", MOTO_KEY_ID)
+        .env("AWS_SECRET_ACCESS_KEY", MOTO_SECRET)
+        .env("AWS_ENDPOINT_URL", moto.endpoint())
+        .env("AWS_REGION", "us-east-1")
+        .env("XDG_CACHE_HOME", home)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{args:?}: {}", text(&o));
+    o
+}
+
+#[test]
+fn shards_of_a_project_root_in_a_bucket_equal_a_local_index() {
+    let Some(moto) = object_servers::moto(&[]) else { return };
+    moto.create_bucket(BUCKET);
+    let mock = MockServer::start(MockConfig::default()).unwrap();
+    let docs = passages(6, 1_200);
+    // The project's settings and documents only in the bucket; its local twin
+    // carries the objects' times (the documents' creation_date).
+    let local = project(&mock, &docs, 4);
+    let root = location(&moto, "rooted");
+    root.upload(&local.path().join("settings.yaml"), "settings.yaml").unwrap();
+    for (name, _) in &docs {
+        root.upload(&local.path().join("input").join(name), &format!("input/{name}")).unwrap();
+    }
+    for listed in root.join("input").list("").unwrap() {
+        let file = std::fs::File::options().write(true).open(local.path().join("input").join(&listed.key));
+        file.unwrap().set_modified(listed.modified).unwrap();
+    }
+    mock.reset_stats();
+    run_local(local.path(), &["index", "--method", "fast"]);
+    let single = mock.stats();
+
+    let url = format!("s3://{BUCKET}/rooted");
+    let machines = [(); 3].map(|_| tempfile::tempdir().unwrap());
+    let fast = ["-q", "index", "--skip-validation", "--method", "fast", "--root", &url];
+    mock.reset_stats();
+    for (k, home) in machines[..2].iter().enumerate() {
+        on_machine(&moto, home.path(), &[&fast[..], &["--shard", &format!("{k}/2")]].concat());
+    }
+    let shards = mock.stats();
+    mock.reset_stats();
+    on_machine(&moto, machines[2].path(), &[&fast[..], &["--merge"]].concat());
+    let merge = mock.stats();
+    assert!(shards.embedded_texts > 0, "the shards embed their text units");
+    assert_eq!(shards.embedded_texts + merge.embedded_texts, single.embedded_texts, "every text embedded once");
+    let (version, files) = published_version(&moto, "rooted");
+    assert_eq!(version, 1);
+    assert_same(&files, &published(&local.path().join("output")), "fast, 2 shards of a bucket root");
+}
