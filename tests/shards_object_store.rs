@@ -12,14 +12,12 @@ mod common;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Command, Output};
-use std::sync::Once;
 
 use common::object_servers::{self, ObjectServer, MOTO_KEY_ID, MOTO_SECRET};
 use common::published::{published, Files};
 use common::{kind, passages, project, text};
-use graphrag_engine::settings::{RemoteService, RemoteStorage};
 use graphrag_engine::storage::object::ObjectLocation;
-use graphrag_engine::storage::{publish, remote};
+use graphrag_engine::storage::publish;
 use graphrag_mock_llm::{MockConfig, MockServer};
 
 const BUCKET: &str = "shards";
@@ -53,18 +51,7 @@ fn try_run(moto: &ObjectServer, root: &Path, args: &[&str]) -> Output {
 
 /// The objects under `prefix` of the test bucket.
 fn location(moto: &ObjectServer, prefix: &str) -> ObjectLocation {
-    static CREDENTIALS: Once = Once::new();
-    CREDENTIALS.call_once(|| {
-        std::env::set_var("AWS_ACCESS_KEY_ID", MOTO_KEY_ID);
-        std::env::set_var("AWS_SECRET_ACCESS_KEY", MOTO_SECRET);
-    });
-    let service = RemoteService::S3 {
-        bucket: BUCKET.into(),
-        endpoint_url: Some(moto.endpoint()),
-        region: Some("us-east-1".into()),
-    };
-    let store = remote::open("test", &RemoteStorage { service, prefix: prefix.into() }).unwrap();
-    ObjectLocation::new(store.store, prefix, format!("s3://{BUCKET}/{prefix}")).unwrap()
+    common::s3_location(moto, BUCKET, prefix)
 }
 
 /// One machine of the cluster: a project folder with the documents (the same
