@@ -8,8 +8,8 @@ use graphrag_project::{GraphStaged, IndexOptions, Project, ShardPhase, ShardRepo
 pub struct ShardFlags {
     /// Run shard K of N (K = 0 to N-1): load, chunk and the per-text-unit steps (extraction,
     /// claims, text unit embeddings) for the documents whose id hashes to K, into
-    /// output/.shards/; the live index is not touched. Shards may run at once, on machines
-    /// sharing the project folder. Then `--merge`.
+    /// output/.shards/ (uploaded when the output is in a bucket); the live index is not touched.
+    /// Shards may run at once, on machines sharing the project folder or the bucket. Then `--merge`.
     #[arg(long, value_name = "K/N", conflicts_with_all = ["merge", "dry_run"])]
     pub shard: Option<ShardSpec>,
     /// Merge the finished shards' fragments and run the steps over the whole corpus, publishing

@@ -15,7 +15,12 @@ this machine, in a temporary folder) and the project's mock LLM server, then:
      task, the result equals the reference and no answered call is asked
      again (at most the one request in flight at the kill);
   4. reruns the driver on a finished project: no shard runs again;
-  5. a shard that fails for good fails the run, named with its documents.
+  5. a shard that fails for good fails the run, named with its documents;
+  6. when moto's S3 server is installed (`pip install "moto[server]"`): the
+     project in a bucket (`--root s3://ray/carol`, its settings and documents
+     only there), N = 2 through the driver, each node and the driver with a
+     working copy of its own (as on machines that share no folder); the
+     published version must equal a local `graphrag-rs index` byte for byte.
 
 Run with a Python that has `ray` and `graphrag_rs` installed, from the
 repository, after `cargo build` (the graphrag-rs and graphrag-mock-llm
@@ -36,6 +41,8 @@ import sys
 import tempfile
 import time
 import urllib.request
+import xml.etree.ElementTree as ElementTree
+from datetime import datetime
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -95,15 +102,19 @@ def project(root: Path, url: str) -> Path:
 
 
 def published(root: Path) -> dict[str, bytes]:
+    return published_files(root / "output")
+
+
+def published_files(output: Path) -> dict[str, bytes]:
     out = {}
-    for path in sorted((root / "output").rglob("*")):
-        rel = path.relative_to(root / "output")
+    for path in sorted(output.rglob("*")):
+        rel = path.relative_to(output)
         if path.is_file() and not any(p.startswith(".") for p in rel.parts) and rel.name not in (
             "document_status.parquet",
             "stats.json",
         ):
             out[str(rel)] = path.read_bytes()
-    assert "entities.parquet" in out, f"no index in {root}"
+    assert "entities.parquet" in out, f"no index in {output}"
     return out
 
 
@@ -113,6 +124,57 @@ def same_index(root: Path, reference: Path, what: str) -> None:
     differ = [name for name in a if a[name] != b[name]]
     assert not differ, f"{what}: {differ} differ from the single run's"
     print(f"ok: {what}: {len(a)} published files byte-identical to a single `graphrag-rs index`", flush=True)
+
+
+def s3(endpoint: str, method: str, key: str, body: bytes | None = None) -> bytes:
+    """One unsigned request to moto (it checks no credentials unless asked to; an object
+    is sent as bytes: moto reads a form-encoded body, urllib's default, as a form)."""
+    headers = {"Content-Type": "application/octet-stream"} if body else {}
+    request = urllib.request.Request(f"{endpoint}/{key}", data=body, method=method, headers=headers)
+    with urllib.request.urlopen(request, timeout=30) as r:
+        return r.read()
+
+
+def start_moto() -> tuple[subprocess.Popen, str] | None:
+    """moto's S3 server on a free loopback port, or None where it is not installed."""
+    if shutil.which("moto_server") is None:
+        return None
+    port = free_port()
+    proc = subprocess.Popen(["moto_server", "-H", "127.0.0.1", "-p", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    endpoint = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            s3(endpoint, "GET", "")
+            return proc, endpoint
+        except OSError:
+            assert time.monotonic() < deadline, "moto_server did not start"
+            time.sleep(0.2)
+
+
+def bucket_project(endpoint: str, local: Path, bucket: str, prefix: str) -> None:
+    """Uploads the local project's settings, prompts and documents to the bucket and
+    gives the local files the objects' times (the documents' creation_date)."""
+    s3(endpoint, "PUT", bucket, b"")
+    s3(endpoint, "PUT", f"{bucket}/{prefix}/settings.yaml", (local / "settings.yaml").read_bytes())
+    for folder in ("prompts", "input"):
+        for path in sorted((local / folder).iterdir()):
+            s3(endpoint, "PUT", f"{bucket}/{prefix}/{folder}/{path.name}", path.read_bytes())
+    listing = ElementTree.fromstring(s3(endpoint, "GET", f"{bucket}?list-type=2&prefix={prefix}/input/"))
+    ns = {"s3": listing.tag.split("}")[0].strip("{")}
+    for item in listing.findall("s3:Contents", ns):
+        name = item.find("s3:Key", ns).text.rsplit("/", 1)[1]
+        when = datetime.fromisoformat(item.find("s3:LastModified", ns).text.replace("Z", "+00:00")).timestamp()
+        os.utime(local / "input" / name, (when, when))
+
+
+def bucket_index(url: str, env: dict) -> dict[str, bytes]:
+    """The published version of the project at `url`, read through graphrag_rs (a reader's copy
+    of the version the manifest names; moto answers an unsigned GET of an object with 403)."""
+    read = "import sys; from graphrag_rs import _native; print(_native.index_dir(sys.argv[1]))"
+    folder = subprocess.run([sys.executable, "-c", read, url], env=env, capture_output=True, text=True, check=True)
+    return published_files(Path(folder.stdout.strip()))
 
 
 def free_port() -> int:
@@ -132,7 +194,7 @@ def wait_for_nodes(address: str, count: int) -> None:
     raise AssertionError(f"the Ray cluster at {address} never had {count} nodes")
 
 
-def driver(root: Path, shards: int, address: str, **popen) -> subprocess.Popen:
+def driver(root: Path | str, shards: int, address: str, **popen) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "-m", "graphrag_rs.ray", "index", "--root", str(root), "--shards", str(shards),
          "--method", "standard", "--address", address],
@@ -153,7 +215,12 @@ def main() -> None:
     mock, url = start_mock()
     slow_mock, slow_url = start_mock("--latency-ms", "150")
     bad_mock, bad_url = start_mock("--fault", "400:every=2:chat")
+    moto = start_moto()
     env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0")
+    if moto is not None:
+        # As the AWS SDKs read them, on every node; moto accepts any key.
+        env.update(AWS_ENDPOINT_URL=moto[1], AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing-secret",
+                   AWS_REGION="us-east-1")
     common = ["--node-ip-address", "127.0.0.1", "--num-cpus", "2", "--disable-usage-stats", "--block"]
     # `ray start --block` stays in the foreground and stops its node's
     # processes when terminated: the nodes are ended by their own ids.
@@ -163,10 +230,12 @@ def main() -> None:
         head = [str(RAY), "start", "--head", "--port", str(port), "--temp-dir", str(work / "ray"), *common]
         head += ["--include-dashboard", "true", "--dashboard-host", "127.0.0.1", "--dashboard-port", str(dashboard)] \
             if JOBS else ["--include-dashboard", "false"]
-        nodes.append(subprocess.Popen(head, env=env, stdout=log, stderr=log, start_new_session=True))
+        # Each node checks a bucket project out into a working copy of its own (its user cache).
+        node_env = lambda name: dict(env, XDG_CACHE_HOME=str(work / f"home-{name}"))  # noqa: E731
+        nodes.append(subprocess.Popen(head, env=node_env("head"), stdout=log, stderr=log, start_new_session=True))
         wait_for_nodes(address, 1)
         second = [str(RAY), "start", "--address", address, *common]
-        nodes.append(subprocess.Popen(second, env=env, stdout=log, stderr=log, start_new_session=True))
+        nodes.append(subprocess.Popen(second, env=node_env("second"), stdout=log, stderr=log, start_new_session=True))
         wait_for_nodes(address, 2)
         print(f"ray cluster: head + second node on {address}", flush=True)
 
@@ -239,6 +308,20 @@ def main() -> None:
         assert "shards failed; the index was not merged" in out and "its documents: part" in out, out
         assert not (failing / "output" / "entities.parquet").exists()
         print("ok: a failed shard fails the run, named with its documents", flush=True)
+
+        if moto is None:
+            print("skipped: the bucket project (moto_server is not installed)", flush=True)
+        else:
+            local = project(work / "bucket-twin", url)
+            bucket_project(moto[1], local, "ray", "carol")
+            subprocess.run([str(BIN), "-q", "index", "--method", "standard", "--root", str(local)], check=True)
+            proc = driver("s3://ray/carol", 2, address, env=node_env("driver"))
+            assert proc.wait(timeout=600) == 0, "the driver failed on the bucket project"
+            got, want = bucket_index("s3://ray/carol", node_env("reader")), published(local)
+            assert sorted(got) == sorted(want), f"bucket: files {sorted(got)} vs {sorted(want)}"
+            differ = [name for name in got if got[name] != want[name]]
+            assert not differ, f"bucket: {differ} differ from the local run's"
+            print(f"ok: Ray, 2 shards of s3://ray/carol: {len(got)} published files byte-identical", flush=True)
         print("all Ray shard checks passed", flush=True)
     finally:
         for node in reversed(nodes):
@@ -249,7 +332,7 @@ def main() -> None:
                 os.killpg(node.pid, signal.SIGKILL)
                 node.wait()
         log.close()
-        for proc in (mock, slow_mock, bad_mock):
+        for proc in (mock, slow_mock, bad_mock, *(moto[:1] if moto else ())):
             proc.terminate()
             proc.wait()
         shutil.rmtree(work, ignore_errors=True)

@@ -20,14 +20,7 @@ names=${3:-[]}
 rm -rf "$work/input" "$work/output" "$work/cache" "$work/logs"
 python3 "$repo/scripts/make_scale_corpus.py" "$mb" "$work/input" --shared "$shared"
 [ -f "$work/settings.yaml" ] || "$bin/graphrag-rs" init --root "$work" >/dev/null
-python3 - "$work/settings.yaml" "$names" <<'EOF'
-import re, sys
-path, names = sys.argv[1], sys.argv[2]
-s = open(path).read()
-s = re.sub(r"(?m)^(embed_text:\n(?:  .*\n)*?)  names: .*\n", r"\1", s)
-s = s.replace("embed_text:\n", f"embed_text:\n  names: {names}\n", 1)
-open(path, "w").write(s)
-EOF
+python3 "$repo/scripts/set_embed_names.py" "$work/settings.yaml" "$names"
 uptime > "$work/load.log"
 /usr/bin/time -v "$bin/graphrag-rs" index --root "$work" --method fast -q 2> "$work/time.log" &
 : > "$work/rss.tsv"

@@ -7,16 +7,21 @@
 # (`--shard K/N --phase embed`) and the merge. Prints each phase's wall and CPU seconds (user +
 # system, which a loaded machine distorts less) and the steps' seconds, and checks that every
 # published file equals the single run's byte for byte. EMBED_PHASE=0 merges without the embed
-# phase (the merge embeds the entities and reports itself).
+# phase (the merge embeds the entities and reports itself). EMBED_NAMES sets embed_text.names
+# (e.g. EMBED_NAMES='[]': the graph stages only, no embed shards; the merge's graph phase still runs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=$(realpath "${GRAPHRAG_RS:-target/debug/graphrag-rs}")
 corpus=$(realpath "$1"); work=$2; shift 2
 counts=("${@:-1 2}")
 embed_phase=${EMBED_PHASE:-1}
-fresh() { rm -rf "$1"; "$BIN" -q init --root "$1" >/dev/null; cp -a "$corpus"/. "$1/input/"; }
-# timed LABEL CMD...: runs CMD, appends "LABEL wall cpu" to $work/times.
-timed() { local label=$1; shift; /usr/bin/time -f "$label %e %U %S" -a -o "$work/times" "$@"; }
+embed_names=${EMBED_NAMES:-}
+fresh() {
+  rm -rf "$1"; "$BIN" -q init --root "$1" >/dev/null; cp -a "$corpus"/. "$1/input/"
+  [ -z "$embed_names" ] || python3 scripts/set_embed_names.py "$1/settings.yaml" "$embed_names"
+}
+# timed LABEL CMD...: runs CMD, appends "LABEL wall user sys peak_rss_kb" to $work/times.
+timed() { local label=$1; shift; /usr/bin/time -f "$label %e %U %S %M" -a -o "$work/times" "$@"; }
 steps() { python3 - "$1" <<'PY'
 import json, sys
 s = json.load(open(sys.argv[1]))
@@ -42,7 +47,7 @@ for n in ${counts[@]}; do
   if [ "$embed_phase" = 1 ]; then
     timed "n$n-merge-graph" "$BIN" -q index --method fast --merge --phase graph --root "$root"
     steps "$root/output/.update/stats.json"
-    at_once "n$n-embed" "$n" --method fast --phase embed --root "$root"
+    [ "$embed_names" = "[]" ] || at_once "n$n-embed" "$n" --method fast --phase embed --root "$root"
   fi
   timed "n$n-merge" "$BIN" -q index --method fast --merge --root "$root"
   steps "$root/output/stats.json"
@@ -52,4 +57,4 @@ for n in ${counts[@]}; do
   done
   echo "  $n shards: published files byte-identical to the single run's"
 done
-echo "phase wall_s user_s sys_s:"; cat "$work/times"
+echo "phase wall_s user_s sys_s peak_rss_kb:"; cat "$work/times"

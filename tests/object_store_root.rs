@@ -9,7 +9,6 @@ mod common;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::process::{Child, Command, Output, Stdio};
-use std::sync::Once;
 use std::time::Duration;
 
 use common::object_servers::{self, ObjectServer, MOTO_KEY_ID, MOTO_SECRET};
@@ -46,19 +45,7 @@ impl Drop for Serving {
 
 /// The objects under `prefix` of moto's bucket `bucket`.
 fn location(moto: &ObjectServer, bucket: &str, prefix: &str) -> ObjectLocation {
-    // This binary's clients read the same credentials as the children, set once.
-    static CREDENTIALS: Once = Once::new();
-    CREDENTIALS.call_once(|| {
-        std::env::set_var("AWS_ACCESS_KEY_ID", MOTO_KEY_ID);
-        std::env::set_var("AWS_SECRET_ACCESS_KEY", MOTO_SECRET);
-    });
-    let service = RemoteService::S3 {
-        bucket: bucket.into(),
-        endpoint_url: Some(moto.endpoint()),
-        region: Some("us-east-1".into()),
-    };
-    let store = remote::open("test", &RemoteStorage { service, prefix: prefix.into() }).unwrap();
-    ObjectLocation::new(store.store, prefix, format!("s3://{bucket}/{prefix}")).unwrap()
+    common::s3_location(moto, bucket, prefix)
 }
 
 #[test]

@@ -193,15 +193,15 @@ pub fn index(project: Project, opts: &IndexOptions) -> Result<RunReport, RunErro
     index_with(project, opts, |_, _| Ok(()))
 }
 
-/// Adapts a run's plan before it runs (given the output folder).
-pub(crate) type AdaptPlan<'a> = &'a dyn Fn(&mut Plan, &Path) -> anyhow::Result<()>;
+/// Adapts a run's plan before it runs (given the output location).
+pub(crate) type AdaptPlan<'a> = &'a dyn Fn(&mut Plan, &Location) -> anyhow::Result<()>;
 
 /// [`index`] with the plan adapted first (the merge of shards gives some
 /// steps their outputs from the shards' fragments: `crate::shard`).
 pub(crate) fn index_with(
     mut project: Project,
     opts: &IndexOptions,
-    adapt: impl FnOnce(&mut Plan, &Path) -> anyhow::Result<()>,
+    adapt: impl FnOnce(&mut Plan, &Location) -> anyhow::Result<()>,
 ) -> Result<RunReport, RunError> {
     project.llm.stop_with(&opts.run.stop);
     let output_dir = project.output_dir().to_path_buf();
@@ -220,7 +220,7 @@ pub(crate) fn index_with(
     let had_index = has_index(&output_dir);
     let root = project.root.clone();
     let (mut plan, ws) = project.workspace(&staging_dir, None);
-    adapt(&mut plan, &output_dir)?;
+    adapt(&mut plan, &output)?;
     tracing::info!(pipeline = %plan.name, steps = plan.steps.len(), "indexing {}", root.display());
     let (stats, documents) = doc_status::run_tracked(&plan, &ws, &run_opts, &output_dir, || publish(&output, &writer))
         .map_err(|e| failed(e, &output_dir, had_index, "graphrag-rs index --resume"))?;
@@ -251,9 +251,13 @@ pub(crate) fn open_for_update(
         Some(lock)
     };
     let method = match opts.method.as_str() {
-        "auto" if has_index(&output_dir) => previous_method(&output_dir).unwrap_or_else(|| "auto".into()),
-        other => other.to_string(),
-    };
+        // A dry run or a shard (no lock) has no working copy brought up to
+        // date: on an object store it reads the published version's stats.
+        "auto" if lock.is_some() => previous_method(std::fs::read(output_dir.join(STATS)).ok()),
+        "auto" => previous_method(output.read_published(STATS)?),
+        other => Some(other.to_string()),
+    }
+    .unwrap_or_else(|| "auto".into());
     let project = Project::with_storage(root, loaded, storage, &OpenOptions { method, no_cache: opts.no_cache })?;
     let cache = &project.settings().cache;
     // --no-cache asks for it; a cache.type that keeps nothing is more likely an oversight.
@@ -299,7 +303,7 @@ pub(crate) fn update_with(root: &Path, opts: &UpdateOptions, adapt: AdaptPlan) -
     let run_opts = RunOptions { storage_requests: Some(requests), ..run_options(&project, true, &opts.run) };
     let previous = has_index.then(|| Box::new(PublishedTables { output_dir: output_dir.clone() }) as _);
     let (mut plan, ws) = project.workspace(&staging::dir(&output_dir), previous);
-    adapt(&mut plan, &output_dir)?;
+    adapt(&mut plan, &output)?;
     if !has_index {
         tracing::info!("no index in {} yet: indexing every document", output_dir.display());
     }
@@ -319,10 +323,13 @@ fn publish(output: &Location, writer: &Writer) -> anyhow::Result<()> {
     output.publish(writer)
 }
 
+/// A published index's run record.
+const STATS: &str = "stats.json";
+
 /// The pipeline the previous index was built with (from its stats.json),
 /// when it is one `--method` can name.
-fn previous_method(output_dir: &Path) -> Option<String> {
-    let stats: serde_json::Value = serde_json::from_slice(&std::fs::read(output_dir.join("stats.json")).ok()?).ok()?;
+fn previous_method(stats: Option<Vec<u8>>) -> Option<String> {
+    let stats: serde_json::Value = serde_json::from_slice(&stats?).ok()?;
     let name = stats.get("pipeline")?.as_str()?;
     matches!(name, "standard" | "fast" | "light").then(|| name.to_string())
 }

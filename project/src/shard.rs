@@ -4,8 +4,14 @@
 //! ([`shard_of`]), chunks them, and runs the steps that work one text unit at
 //! a time: graph extraction (LLM with gleaning), claims, the text units'
 //! embeddings. It writes the per-unit steps' outputs as fragment tables
-//! (Parquet) under `output/.shards/<key>/K-of-N/` and a `done.json` marker;
-//! its model answers go to the project's cache like any run's. The merge
+//! (Parquet) under `.shards/<key>/K-of-N/` of the output location and a
+//! `done.json` marker, written last; its model answers go to the project's
+//! cache like any run's. The output location is a folder every worker
+//! mounts or an object store prefix: a shard runs in its local folder (an
+//! object store's working copy) and then uploads its fragments and marker
+//! there, and the merge downloads the finished shards' fragments (those of
+//! a shard that ran in the same working copy are there already), so the
+//! same code serves both. The merge
 //! loads and chunks the whole input again (cheap, and what fixes the text
 //! units' corpus-wide order and `human_readable_id`s), takes the per-unit
 //! steps' outputs from the fragments, put back in the single run's row order
@@ -34,10 +40,12 @@
 //!
 //! Shards never take the writer lock (they do not touch the live index) and
 //! run in their own folders, so any number run at once, on one machine or on
-//! several sharing the project folder. A shard is resumable: its folder is a
-//! run's output folder, rerun with `--resume`, so a shard run twice, or
-//! killed and rerun, recomputes nothing it finished and asks the model
-//! nothing it answered.
+//! several sharing the project folder or the bucket. A shard is resumable:
+//! its folder is a run's output folder, rerun with `--resume`, so a shard run
+//! twice, or killed and rerun, recomputes nothing it finished and asks the
+//! model nothing it answered (on another machine, nothing the shared cache
+//! holds); its marker goes first and comes back last, so the merge never
+//! reads a shard half written.
 
 mod embed;
 
@@ -58,6 +66,7 @@ use graphrag_engine::context::VerbContext;
 use graphrag_engine::pipeline::{Plan, Step};
 use graphrag_engine::runner;
 use graphrag_engine::stats::RunStats;
+use graphrag_engine::storage::Location;
 use graphrag_engine::table::strings;
 use graphrag_engine::verb::Verb;
 use graphrag_engine::{schema, store};
@@ -189,10 +198,10 @@ fn chunk_documents(plan: &Plan) -> anyhow::Result<String> {
         .ok_or_else(|| anyhow!("pipeline `{}` has no `chunk` step writing documents: it cannot be sharded", plan.name))
 }
 
-/// The folder of every shard of this pipeline and these settings: a hash of
-/// the shard steps' verbs, args and tables (the input files are checked by
-/// each shard's resume and by the merge).
-fn shards_dir(output_dir: &Path, plan: &Plan) -> PathBuf {
+/// Where every shard of this pipeline and these settings is kept, under the
+/// output location: a hash of the shard steps' verbs, args and tables (the
+/// input files are checked by each shard's resume and by the merge).
+fn shards_location(output: &Location, plan: &Plan) -> Location {
     let described: Vec<serde_json::Value> = plan
         .steps
         .iter()
@@ -201,11 +210,11 @@ fn shards_dir(output_dir: &Path, plan: &Plan) -> PathBuf {
         .collect();
     let text = serde_json::to_string(&described).expect("json");
     let key = sha256_hex(&[plan.name.as_bytes(), text.as_bytes()]);
-    output_dir.join(".shards").join(&key[..16])
+    output.join(&format!(".shards/{}", &key[..16]))
 }
 
-fn shard_dir(base: &Path, spec: ShardSpec) -> PathBuf {
-    base.join(format!("{}-of-{}", spec.index, spec.count))
+fn shard_location(base: &Location, spec: ShardSpec) -> Location {
+    base.join(&format!("{}-of-{}", spec.index, spec.count))
 }
 
 const DONE: &str = "done.json";
@@ -314,14 +323,13 @@ impl Verb for NoVerb {
 /// and settings is not run again (only checked). Errors name the shard and
 /// its documents.
 pub fn index_shard(mut project: Project, spec: ShardSpec, run: &RunSettings) -> anyhow::Result<ShardReport> {
-    local_output_only(&project)?;
     project.llm.stop_with(&run.stop);
     let began = Instant::now();
-    let base = shards_dir(project.output_dir(), &project.plan);
-    let dir = shard_dir(&base, spec);
+    let shard = shard_location(&shards_location(&project.storage.output, &project.plan), spec);
+    let dir = shard.dir().to_path_buf();
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     // Done again only once this run succeeded (the input may have changed).
-    remove_if_present(&dir.join(DONE))?;
+    shard.remove(DONE)?;
     let mut run_opts = crate::run::run_options(&project, true, run);
     // A unit whose model call failed would be missing from the fragments,
     // and the merge cannot tell it from a unit with nothing in it: a shard
@@ -346,14 +354,17 @@ pub fn index_shard(mut project: Project, spec: ShardSpec, run: &RunSettings) -> 
         Arc::new(arrow_schema::Schema::new(vec![schema::text_field("id")])),
         vec![schema::text_col(&ids)],
     )?;
-    store::write_table(&store::table_path(&dir, UNITS, true), &ids_table)?;
+    store::write_table(&shard.table_file(UNITS), &ids_table)?;
+    for table in plan.published.iter().map(String::as_str).chain([UNITS]) {
+        shard.push_table(table)?;
+    }
     let documents = titles.lock().unwrap().len();
     ShardReport {
         documents,
         text_units: ids.len(),
         ..ShardReport::finished(ShardPhase::Units, spec, began, &stats, &dir)
     }
-    .save()
+    .save(&shard)
 }
 
 impl ShardReport {
@@ -373,66 +384,79 @@ impl ShardReport {
         }
     }
 
-    /// Writes the report as its shard's `done.json`: the shard is finished.
-    fn save(self) -> anyhow::Result<ShardReport> {
+    /// Writes the report as its shard's `done.json`, after everything else
+    /// the shard wrote: the shard is finished.
+    fn save(self, shard: &Location) -> anyhow::Result<ShardReport> {
         store::atomic_write(&self.dir.join(DONE), &serde_json::to_vec_pretty(&self)?)?;
+        shard.push(DONE)?;
         Ok(self)
     }
 }
 
-/// Fragments go to a folder every worker and the merge share; an object
-/// store's output is mirrored into a folder of one machine.
-fn local_output_only(project: &Project) -> anyhow::Result<()> {
-    if let Some(remote) = project.storage.output.remote() {
-        bail!(
-            "`--shard` is not built for an object-store output_storage ({}) yet: put output_storage on a file system every worker mounts (type: file)",
-            remote.url()
-        );
-    }
-    Ok(())
+/// A finished shard: its report and its marker's bytes.
+struct Finished {
+    report: ShardReport,
+    marker: Vec<u8>,
+    location: Location,
 }
 
-fn remove_if_present(path: &Path) -> anyhow::Result<()> {
-    match std::fs::remove_file(path) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-            Err(e).with_context(|| format!("removing {}", path.display()))
-        }
-        _ => Ok(()),
-    }
-}
-
-/// The finished shards of `count`, by index (`None`: not finished).
-fn finished_shards(base: &Path, count: usize) -> Vec<Option<ShardReport>> {
+/// The finished shards of `count`, by index (`None`: not finished), as
+/// every machine sees them (on an object store, one GET per shard).
+fn finished_shards(base: &Location, count: usize) -> anyhow::Result<Vec<Option<Finished>>> {
     (0..count)
         .map(|index| {
-            let dir = shard_dir(base, ShardSpec { index, count });
-            let report: ShardReport = serde_json::from_slice(&std::fs::read(dir.join(DONE)).ok()?).ok()?;
-            Some(ShardReport { dir, ..report })
+            let location = shard_location(base, ShardSpec { index, count });
+            let Some(marker) = location.read(DONE)? else { return Ok(None) };
+            // A marker that does not parse (written by another version) is no finished shard.
+            let Ok(report) = serde_json::from_slice::<ShardReport>(&marker) else { return Ok(None) };
+            let report = ShardReport { dir: location.dir().to_path_buf(), ..report };
+            Ok(Some(Finished { report, marker, location }))
         })
         .collect()
 }
 
 /// Which shards of `count` of a phase have finished, for a driver that
 /// reruns only the others.
-pub fn shard_status(project: &Project, count: usize, phase: ShardPhase) -> Vec<Option<ShardReport>> {
-    let base = shards_dir(project.output_dir(), &project.plan);
-    match phase {
-        ShardPhase::Units => finished_shards(&base, count),
-        ShardPhase::Embed => finished_shards(&embed::dir(&base), count),
-    }
+pub fn shard_status(project: &Project, count: usize, phase: ShardPhase) -> anyhow::Result<Vec<Option<ShardReport>>> {
+    let base = shards_location(&project.storage.output, &project.plan);
+    let finished = match phase {
+        ShardPhase::Units => finished_shards(&base, count)?,
+        ShardPhase::Embed => finished_shards(&embed::location(&base), count)?,
+    };
+    Ok(finished.into_iter().map(|f| f.map(|f| f.report)).collect())
 }
 
 /// The shard counts that have fragments for this pipeline and settings.
-fn shard_counts(base: &Path) -> Vec<usize> {
-    let mut counts: Vec<usize> = std::fs::read_dir(base)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.split_once("-of-")?.1.parse().ok())
-        .collect();
+fn shard_counts(base: &Location) -> anyhow::Result<Vec<usize>> {
+    let mut counts: Vec<usize> =
+        base.subfolders()?.iter().filter_map(|name| name.split_once("-of-")?.1.parse().ok()).collect();
     counts.sort_unstable();
     counts.dedup();
-    counts
+    Ok(counts)
+}
+
+impl Finished {
+    /// Brings the shard's `tables` into its local folder, unless the folder
+    /// holds them already: its marker is this very run's (the shard ran in
+    /// this folder, or they were brought before). The marker is written
+    /// locally after them.
+    fn fetch(&self, tables: &[&str]) -> anyhow::Result<()> {
+        let local = self.location.dir().join(DONE);
+        if std::fs::read(&local).ok().as_ref() == Some(&self.marker) {
+            return Ok(());
+        }
+        for table in tables {
+            if !self.location.pull_table(table)? {
+                bail!(
+                    "shard {}/{} is marked finished but its fragment `{table}` is missing: run the shard again",
+                    self.report.shard,
+                    self.report.shards
+                );
+            }
+        }
+        store::atomic_write(&local, &self.marker)?;
+        Ok(())
+    }
 }
 
 /// A per-unit step's outputs, from the fragments, in the order of the text
@@ -504,10 +528,10 @@ impl FromFragments {
 /// count that has fragments) into the index, as `index` would publish it
 /// (see the module docs). Fails, naming them, when shards are missing.
 pub fn index_merge(project: Project, count: Option<usize>, opts: &IndexOptions) -> Result<RunReport, RunError> {
-    let base = shards_dir(project.output_dir(), &project.plan);
+    let base = shards_location(&project.storage.output, &project.plan);
     // After `--phase graph` the merge resumes from the staged steps.
-    let opts = IndexOptions { resume: opts.resume || embed::graph_staged(&base), ..opts.clone() };
-    let report = index_with(project, &opts, |plan, output_dir| from_fragments(plan, output_dir, count))?;
+    let opts = IndexOptions { resume: opts.resume || embed::graph_staged(&base)?, ..opts.clone() };
+    let report = index_with(project, &opts, |plan, output| from_fragments(plan, output, count).map(|_| ()))?;
     embed::clear(&base)?;
     Ok(report)
 }
@@ -525,26 +549,33 @@ pub fn update_shard(root: &Path, spec: ShardSpec, opts: &UpdateOptions) -> anyho
 /// (`update --merge`): [`crate::update`] with the per-unit steps' outputs
 /// taken from the fragments.
 pub fn update_merge(root: &Path, count: Option<usize>, opts: &UpdateOptions) -> Result<RunReport, RunError> {
-    let report = update_with(root, opts, &|plan, output_dir| from_fragments(plan, output_dir, count))?;
-    embed::clear(&shards_dir(&report.output_dir, &report.plan))?;
+    let base = std::cell::OnceCell::new();
+    let report = update_with(root, opts, &|plan, output| {
+        let _ = base.set(from_fragments(plan, output, count)?);
+        Ok(())
+    })?;
+    if let Some(base) = base.get() {
+        embed::clear(base)?;
+    }
     Ok(report)
 }
 
 /// Gives the plan's per-unit steps their outputs from the fragments of
-/// every shard of `count` (or of the only count there is).
-fn from_fragments(plan: &mut Plan, output_dir: &Path, count: Option<usize>) -> anyhow::Result<()> {
-    let base = shards_dir(output_dir, plan);
-    let count = match (count, &shard_counts(&base)[..]) {
+/// every shard of `count` (or of the only count there is), brought into the
+/// local folder first; returns where the shards are.
+fn from_fragments(plan: &mut Plan, output: &Location, count: Option<usize>) -> anyhow::Result<Location> {
+    let base = shards_location(output, plan);
+    let count = match (count, &shard_counts(&base)?[..]) {
         (Some(n), _) | (None, &[n]) => n,
         (None, []) => bail!(
             "no shards to merge in {} for these settings and pipeline: run `--shard K/N` for K = 0 to N-1 first",
-            base.display()
+            base.describe()
         ),
         (None, several) => {
-            bail!("shards of several counts ({several:?}) in {}: name the one to merge (--shards N)", base.display())
+            bail!("shards of several counts ({several:?}) in {}: name the one to merge (--shards N)", base.describe())
         }
     };
-    let finished = finished_shards(&base, count);
+    let finished = finished_shards(&base, count)?;
     let missing: Vec<String> =
         finished.iter().enumerate().filter(|(_, r)| r.is_none()).map(|(k, _)| format!("{k}/{count}")).collect();
     ensure!(
@@ -552,10 +583,13 @@ fn from_fragments(plan: &mut Plan, output_dir: &Path, count: Option<usize>) -> a
         "shards {} have not finished: run them (`--shard K/N`), then merge",
         missing.join(", ")
     );
-    let dirs: Vec<PathBuf> = finished.into_iter().flatten().map(|r| r.dir).collect();
+    let per_unit: Vec<&Step> = plan.steps.iter().filter(|s| role(s) == Role::PerUnit).collect();
+    let tables: Vec<&str> = per_unit.iter().flat_map(|s| s.outputs.iter().map(String::as_str)).chain([UNITS]).collect();
+    let shards: Vec<Location> =
+        finished.into_iter().flatten().map(|f| f.fetch(&tables).map(|()| f.location)).collect::<anyhow::Result<_>>()?;
     let mut shard_units = HashSet::new();
-    for dir in &dirs {
-        let table = store::read_table(&store::table_path(dir, UNITS, true))?;
+    for shard in &shards {
+        let table = store::read_table(&shard.table_file(UNITS))?;
         shard_units.extend(strings(&table, UNITS, "id")?.into_iter().map(str::to_string));
     }
     let shard_units = Arc::new(shard_units);
@@ -563,7 +597,7 @@ fn from_fragments(plan: &mut Plan, output_dir: &Path, count: Option<usize>) -> a
         let fragments = step
             .outputs
             .iter()
-            .map(|out| dirs.iter().map(|d| store::read_table(&store::table_path(d, out, true))).collect())
+            .map(|out| shards.iter().map(|shard| store::read_table(&shard.table_file(out))).collect())
             .collect::<anyhow::Result<_>>()?;
         let ann_index = (step.info.name == "embed").then(|| {
             let field = step.args["field"].as_str().unwrap_or_default().to_string();
@@ -572,8 +606,8 @@ fn from_fragments(plan: &mut Plan, output_dir: &Path, count: Option<usize>) -> a
         step.verb =
             Box::new(FromFragments { step: step.id.clone(), fragments, shard_units: shard_units.clone(), ann_index });
     }
-    tracing::info!(shards = count, "merging the fragments of {count} shards from {}", base.display());
-    Ok(())
+    tracing::info!(shards = count, "merging the fragments of {count} shards from {}", base.describe());
+    Ok(base)
 }
 
 #[cfg(test)]

@@ -44,10 +44,14 @@ fn shard_phase(name: &str) -> PyResult<ShardPhase> {
     }
 }
 
+/// The project at `root`: a folder, or a root in a bucket checked out into
+/// this machine's working copy.
 fn open(py: Python<'_>, root: &std::path::Path, method: String) -> PyResult<Project> {
-    let project = py.detach(|| Project::open(root, &OpenOptions { method, no_cache: false }));
+    let project = py.detach(|| {
+        Project::open(&crate::project_folder(root)?, &OpenOptions { method, no_cache: false }).map_err(|e| to_py(&e))
+    });
     logs::forward(py)?;
-    project.map_err(|e| to_py(&e))
+    project
 }
 
 /// Runs shard `shard` of `shards` of `root`'s input (as `graphrag-rs index
@@ -90,6 +94,7 @@ pub fn shard_status(
     let phase = shard_phase(phase)?;
     let project = open(py, &root, method)?;
     graphrag_project::shard_status(&project, shards, phase)
+        .map_err(|e| to_py(&e))?
         .iter()
         .map(|r| r.as_ref().map(|r| report_dict(py, r).map(|d| d.into_any().unbind())).transpose())
         .collect()

@@ -154,3 +154,28 @@ pub fn cache_files(root: &Path, keep: impl Fn(&Path) -> bool + Copy) -> u64 {
     }
     walk(&root.join("cache"), keep)
 }
+
+/// The objects under `prefix` of moto's bucket `bucket`, as the tests' own
+/// client sees them (the credentials set once in this process's environment,
+/// as the AWS SDKs and the children read them).
+pub fn s3_location(
+    moto: &object_servers::ObjectServer,
+    bucket: &str,
+    prefix: &str,
+) -> graphrag_engine::storage::object::ObjectLocation {
+    use graphrag_engine::settings::{RemoteService, RemoteStorage};
+    static CREDENTIALS: std::sync::Once = std::sync::Once::new();
+    CREDENTIALS.call_once(|| {
+        std::env::set_var("AWS_ACCESS_KEY_ID", object_servers::MOTO_KEY_ID);
+        std::env::set_var("AWS_SECRET_ACCESS_KEY", object_servers::MOTO_SECRET);
+    });
+    let service = RemoteService::S3 {
+        bucket: bucket.into(),
+        endpoint_url: Some(moto.endpoint()),
+        region: Some("us-east-1".into()),
+    };
+    let store =
+        graphrag_engine::storage::remote::open("test", &RemoteStorage { service, prefix: prefix.into() }).unwrap();
+    graphrag_engine::storage::object::ObjectLocation::new(store.store, prefix, format!("s3://{bucket}/{prefix}"))
+        .unwrap()
+}

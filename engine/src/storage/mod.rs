@@ -16,6 +16,7 @@ pub mod root;
 
 use std::path::{Path, PathBuf};
 
+use anyhow::Context;
 use arrow_array::RecordBatch;
 
 use crate::context::{FileEntry, FileSource, LocalFiles};
@@ -240,12 +241,152 @@ impl Location {
         }
     }
 
+    /// The location `rel` (a `/`-separated relative path) under this one:
+    /// that folder under the local folder, and on an object store the
+    /// objects under that prefix.
+    pub fn join(&self, rel: &str) -> Location {
+        let dir = rel.split('/').filter(|p| !p.is_empty()).fold(self.dir.clone(), |dir, part| dir.join(part));
+        Location { dir, remote: self.remote.as_ref().map(|r| r.join(rel)) }
+    }
+
+    /// Makes the file `name`, written in the local folder, visible to every
+    /// machine: on an object store it is uploaded (whole: a reader sees the
+    /// old object or the new one); a local folder is shared as it is.
+    pub fn push(&self, name: &str) -> anyhow::Result<()> {
+        match &self.remote {
+            Some(remote) => remote.upload(&self.dir.join(name), name),
+            None => Ok(()),
+        }
+    }
+
+    /// [`Location::push`] of the table `name` (written at [`Location::table_file`]).
+    pub fn push_table(&self, name: &str) -> anyhow::Result<()> {
+        self.push(&table_file_name(name))
+    }
+
+    /// Puts a copy of the local file `source` as the file `name` of the
+    /// location (a hard link where the file system allows: files are
+    /// replaced, never changed in place), then [`Location::push`]es it.
+    pub fn put_file(&self, name: &str, source: &Path) -> anyhow::Result<()> {
+        let target = self.dir.join(name);
+        std::fs::create_dir_all(&self.dir).with_context(|| format!("creating {}", self.dir.display()))?;
+        let temp = self.dir.join(format!(".{name}.put"));
+        remove_file_if_present(&temp)?;
+        if std::fs::hard_link(source, &temp).is_err() {
+            std::fs::copy(source, &temp)
+                .with_context(|| format!("copying {} to {}", source.display(), temp.display()))?;
+        }
+        std::fs::rename(&temp, &target)
+            .with_context(|| format!("renaming {} to {}", temp.display(), target.display()))?;
+        self.push(name)
+    }
+
+    /// [`Location::put_file`] of the table `name`.
+    pub fn put_table(&self, name: &str, source: &Path) -> anyhow::Result<()> {
+        self.put_file(&table_file_name(name), source)
+    }
+
+    /// The file `name` as every machine sees it: on an object store the
+    /// object (one GET), else the local file; None when there is none.
+    pub fn read(&self, name: &str) -> anyhow::Result<Option<Vec<u8>>> {
+        match &self.remote {
+            Some(remote) => Ok(remote.get(name)?.map(|b| b.to_vec())),
+            None => match std::fs::read(self.dir.join(name)) {
+                Ok(bytes) => Ok(Some(bytes)),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+                Err(e) => Err(e).with_context(|| format!("reading {}", self.dir.join(name).display())),
+            },
+        }
+    }
+
+    /// The published file `name` (e.g. stats.json) as every machine sees
+    /// it: on an object store, from the published version (the manifest and
+    /// the file, no local copy), else the folder's.
+    pub fn read_published(&self, name: &str) -> anyhow::Result<Option<Vec<u8>>> {
+        match &self.remote {
+            Some(remote) => Ok(publish::published_file(remote, name)?.map(|b| b.to_vec())),
+            None => Location::folder(&self.dir).read(name),
+        }
+    }
+
+    /// Brings the table `name` into the local folder (on an object store,
+    /// downloads it; a local folder has it or not): false when there is none.
+    pub fn pull_table(&self, name: &str) -> anyhow::Result<bool> {
+        let file = table_file_name(name);
+        match &self.remote {
+            Some(remote) => remote.download(&file, &self.dir.join(&file)),
+            None => Ok(self.dir.join(&file).is_file()),
+        }
+    }
+
+    /// Removes the file `name` from the local folder and the object store
+    /// (nothing when it is not there).
+    pub fn remove(&self, name: &str) -> anyhow::Result<()> {
+        remove_file_if_present(&self.dir.join(name))?;
+        match &self.remote {
+            Some(remote) => remote.delete(name),
+            None => Ok(()),
+        }
+    }
+
+    /// Removes everything under the location: the local folder and the objects.
+    pub fn remove_all(&self) -> anyhow::Result<()> {
+        match std::fs::remove_dir_all(&self.dir) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(e).with_context(|| format!("removing {}", self.dir.display()))
+            }
+            _ => {}
+        }
+        if let Some(remote) = &self.remote {
+            for listed in remote.list("")? {
+                remote.delete(&listed.key)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The names of the folders directly under the location, sorted: on an
+    /// object store, the first parts of its objects' keys (one LIST).
+    pub fn subfolders(&self) -> anyhow::Result<Vec<String>> {
+        let mut names: Vec<String> = match &self.remote {
+            Some(remote) => {
+                remote.list("")?.into_iter().filter_map(|l| Some(l.key.split_once('/')?.0.to_string())).collect()
+            }
+            None => match std::fs::read_dir(&self.dir) {
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+                Err(e) => return Err(e).with_context(|| format!("listing {}", self.dir.display())),
+                Ok(entries) => entries
+                    .flatten()
+                    .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                    .filter_map(|e| e.file_name().to_str().map(str::to_string))
+                    .collect(),
+            },
+        };
+        names.sort();
+        names.dedup();
+        Ok(names)
+    }
+
     /// The documents of an input location.
     pub fn files(&self) -> Box<dyn FileSource> {
         match &self.remote {
             None => Box::new(LocalFiles::new(&self.dir)),
             Some(remote) => Box::new(ObjectFiles { remote: remote.clone() }),
         }
+    }
+}
+
+/// The file name of the published table `name` in a location's folder.
+fn table_file_name(name: &str) -> String {
+    store::table_path(Path::new(""), name, true).to_string_lossy().into_owned()
+}
+
+fn remove_file_if_present(path: &Path) -> anyhow::Result<()> {
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(e).with_context(|| format!("removing {}", path.display()))
+        }
+        _ => Ok(()),
     }
 }
 
@@ -293,6 +434,56 @@ mod tests {
         assert_eq!(storage.output.dir(), Path::new("/abs/index"), "an absolute base_dir is kept");
         assert_eq!(storage.cache.dir(), Path::new("/p/cache"));
         assert_eq!(storage.output.table_file("entities"), Path::new("/abs/index/entities.parquet"));
+    }
+
+    /// What [`Location::push`], `put_file`, `read`, `pull_table`, `remove`,
+    /// `remove_all` and `subfolders` do on `shared`, seen from `other` (the
+    /// same place from another machine: the same folder, or another working
+    /// copy of the same prefix).
+    fn shared_files_behave_alike(shared: &Location, other: &Location) {
+        let (a, b) = (shared.join("set/0-of-2"), other.join("set/0-of-2"));
+        assert!(a.read("done.json").unwrap().is_none());
+        std::fs::create_dir_all(a.dir()).unwrap();
+        std::fs::write(a.table_file("units"), b"table").unwrap();
+        a.push_table("units").unwrap();
+        std::fs::write(a.dir().join("done.json"), b"{}").unwrap();
+        a.push("done.json").unwrap();
+        assert_eq!(b.read("done.json").unwrap().as_deref(), Some(&b"{}"[..]));
+        assert!(b.pull_table("units").unwrap());
+        assert_eq!(std::fs::read(b.table_file("units")).unwrap(), b"table");
+        assert!(!b.pull_table("none").unwrap());
+        let source = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(source.path(), b"staged").unwrap();
+        shared.join("set/graph").put_table("entities", source.path()).unwrap();
+        // Replaced afterwards (as the runner writes: a new file renamed over it), the copy stays.
+        store::atomic_write(source.path(), b"changed after").unwrap();
+        assert!(other.join("set/graph").pull_table("entities").unwrap());
+        assert_eq!(std::fs::read(other.join("set/graph").table_file("entities")).unwrap(), b"staged");
+        assert_eq!(other.join("set").subfolders().unwrap(), ["0-of-2", "graph"]);
+        assert!(other.join("nothing").subfolders().unwrap().is_empty());
+        b.remove("done.json").unwrap();
+        b.remove("done.json").unwrap();
+        assert!(a.read("done.json").unwrap().is_none(), "removed for every machine");
+        other.join("set/graph").remove_all().unwrap();
+        assert_eq!(shared.join("set").subfolders().unwrap(), ["0-of-2"]);
+    }
+
+    #[test]
+    fn a_folder_is_shared_as_it_is() {
+        let dir = tempfile::tempdir().unwrap();
+        shared_files_behave_alike(&Location::folder(dir.path()), &Location::folder(dir.path()));
+    }
+
+    #[test]
+    fn an_object_store_prefix_is_shared_through_its_objects() {
+        let Some(moto) = object::testing::moto() else { return };
+        let remote = moto.location("shared-files", "p/output");
+        let (here, there) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let shared = Location::object(remote.clone(), here.path());
+        shared_files_behave_alike(&shared, &Location::object(remote.clone(), there.path()));
+        assert!(!there.path().join("set/graph").exists(), "remove_all removes the local copy too");
+        let keys: Vec<String> = remote.list("").unwrap().into_iter().map(|l| l.key).collect();
+        assert_eq!(keys, ["set/0-of-2/units.parquet"]);
     }
 
     #[test]

@@ -54,6 +54,17 @@ pub fn manifest(remote: &ObjectLocation) -> anyhow::Result<Option<Manifest>> {
     Ok(Some(m))
 }
 
+/// The file `name` of the published version of `remote` (two GETs: the
+/// manifest, the file), without a local copy; None when nothing is
+/// published or the version has no such file.
+pub fn published_file(remote: &ObjectLocation, name: &str) -> anyhow::Result<Option<Bytes>> {
+    let Some(m) = manifest(remote)? else { return Ok(None) };
+    if !m.files.contains_key(name) {
+        return Ok(None);
+    }
+    remote.get(&format!("{}/{name}", version_dir(m.version)))
+}
+
 /// The files a run publishes from its local output folder: the top-level
 /// files (tables, stats.json, document status), not its hidden work
 /// (`.steps`, `.update`, the lock) nor folders (a LanceDB export).

@@ -2,15 +2,18 @@
 //! tables (entity and relationship descriptions, community reports).
 //!
 //! `--merge --phase graph` runs the merge's steps but those embeddings into
-//! the staging folder (nothing is published) and writes `graph.json`, the
-//! hashes of the staged tables they read. `--shard K/N --phase embed` runs
+//! the staging folder (nothing is published), puts a copy of the staged
+//! tables they read beside the shards (`graph/`: on an object store, for
+//! the embed shards of every machine) and writes `graph.json`, their
+//! hashes, last. `--shard K/N --phase embed` runs
 //! the embed steps over the staged rows whose id hashes to K: each vector
 //! goes to the project's model cache under its text, as every embedding
 //! does, so the key does not depend on N or on the rows embedded with it.
 //! The last `--merge` resumes from the staged steps (unchanged, so skipped)
 //! and runs the embed steps, which find every vector in the cache: the
 //! published tables are the single run's. The cache is the channel, so the
-//! embed phase needs it on (`cache.type: json`, the default).
+//! embed phase needs it on (`cache.type: json`, the default) and shared by
+//! the machines (a shared folder, or `cache.storage` in the bucket).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -23,14 +26,15 @@ use graphrag_engine::context::{PreviousIndex, PublishedTables, VerbContext};
 use graphrag_engine::pipeline::{Plan, Step};
 use graphrag_engine::runner;
 use graphrag_engine::stats::RunStats;
+use graphrag_engine::storage::Location;
 use graphrag_engine::table::strings;
 use graphrag_engine::verb::{Verb, VerbInfo};
 use graphrag_engine::{staging, store};
 use serde::{Deserialize, Serialize};
 
 use super::{
-    from_fragments, is_global_embed, local_output_only, relink, remove_if_present, shard_dir, shard_of, shards_dir,
-    without_ann_index, ShardPhase, ShardReport, ShardSpec, DONE,
+    from_fragments, is_global_embed, relink, shard_location, shard_of, shards_location, without_ann_index, ShardPhase,
+    ShardReport, ShardSpec, DONE,
 };
 use crate::project::Project;
 use crate::run::{open_for_update, run_options, IndexOptions, RunSettings, UpdateOptions};
@@ -39,8 +43,13 @@ use crate::run::{open_for_update, run_options, IndexOptions, RunSettings, Update
 const GRAPH: &str = "graph.json";
 
 /// The embed shards' folder (beside the unit shards' `K-of-N` folders).
-pub(super) fn dir(base: &Path) -> PathBuf {
+pub(super) fn location(base: &Location) -> Location {
     base.join("embed")
+}
+
+/// Where `--phase graph` puts the staged tables the embed shards read.
+fn staged_tables(base: &Location) -> Location {
+    base.join("graph")
 }
 
 /// What `--phase graph` staged for the embed shards (its `graph.json`).
@@ -57,19 +66,16 @@ pub struct GraphStaged {
 }
 
 /// Whether `--phase graph` staged the graph and the merge has not published it yet.
-pub(super) fn graph_staged(base: &Path) -> bool {
-    base.join(GRAPH).exists()
+pub(super) fn graph_staged(base: &Location) -> anyhow::Result<bool> {
+    Ok(base.read(GRAPH)?.is_some())
 }
 
-/// After the merge published: the marker and the embed shards' folders go
-/// (their vectors are in the cache).
-pub(super) fn clear(base: &Path) -> anyhow::Result<()> {
-    remove_if_present(&base.join(GRAPH))?;
-    let embed = dir(base);
-    if embed.exists() {
-        std::fs::remove_dir_all(&embed).with_context(|| format!("removing {}", embed.display()))?;
-    }
-    Ok(())
+/// After the merge published: the marker, the staged tables' copies and the
+/// embed shards' folders go (their vectors are in the cache).
+pub(super) fn clear(base: &Location) -> anyhow::Result<()> {
+    base.remove(GRAPH)?;
+    staged_tables(base).remove_all()?;
+    location(base).remove_all()
 }
 
 /// `index --merge --phase graph`: the merge of the finished shards of
@@ -111,14 +117,13 @@ fn stage_graph(
     run: &RunSettings,
     count: Option<usize>,
 ) -> anyhow::Result<GraphStaged> {
-    local_output_only(&project)?;
     project.llm.stop_with(&run.stop);
-    let output_dir = project.output_dir().to_path_buf();
-    let base = shards_dir(&output_dir, &project.plan);
+    let output = project.storage.output.clone();
+    let output_dir = output.dir().to_path_buf();
     let run_opts = run_options(&project, resume, run);
     let staging_dir = staging::dir(&output_dir);
     let (mut plan, ws) = project.workspace(&staging_dir, previous);
-    from_fragments(&mut plan, &output_dir, count)?;
+    let base = from_fragments(&mut plan, &output, count)?;
     let (embeds, mut steps): (Vec<Step>, Vec<Step>) = plan.steps.into_iter().partition(is_global_embed);
     relink(&mut steps)?;
     let left_out: BTreeSet<&String> = embeds.iter().flat_map(|s| &s.outputs).collect();
@@ -135,17 +140,22 @@ fn stage_graph(
     }
     // Embed shards of another staging embedded other rows: they run again
     // (those of this one, staged again unchanged, are kept).
-    if read_marker(&base).map(|before| before.tables) != Some(staged.tables.clone()) {
+    if read_marker(&base)?.map(|before| before.tables) != Some(staged.tables.clone()) {
         clear(&base)?;
+        let copies = staged_tables(&base);
+        for table in staged.tables.keys() {
+            copies.put_table(table, &store::table_path(&staging_dir, table, plan.is_published(table)))?;
+        }
     }
-    std::fs::create_dir_all(&base).with_context(|| format!("creating {}", base.display()))?;
-    store::atomic_write(&base.join(GRAPH), &serde_json::to_vec_pretty(&staged)?)?;
+    std::fs::create_dir_all(base.dir()).with_context(|| format!("creating {}", base.dir().display()))?;
+    store::atomic_write(&base.dir().join(GRAPH), &serde_json::to_vec_pretty(&staged)?)?;
+    base.push(GRAPH)?;
     Ok(staged)
 }
 
 /// The marker of the last `--phase graph`, if there is one.
-fn read_marker(base: &Path) -> Option<GraphStaged> {
-    serde_json::from_slice(&std::fs::read(base.join(GRAPH)).ok()?).ok()
+fn read_marker(base: &Location) -> anyhow::Result<Option<GraphStaged>> {
+    Ok(base.read(GRAPH)?.and_then(|bytes| serde_json::from_slice(&bytes).ok()))
 }
 
 /// The rows of a staged table whose id hashes to one embed shard.
@@ -167,7 +177,7 @@ impl Verb for StagedRows {
     fn run(&self, _: &[Arc<RecordBatch>], _: &VerbContext) -> anyhow::Result<Vec<RecordBatch>> {
         ensure!(
             store::file_sha256(&self.path).as_deref() == Some(self.hash.as_str()),
-            "{} changed since `--merge --phase graph` staged it (another run?): run `--merge --phase graph` again, then the embed shards",
+            "{} is not what `--merge --phase graph` staged (another one since?): run `--merge --phase graph` again, then the embed shards",
             self.path.display()
         );
         let table = store::read_table(&self.path)?;
@@ -185,7 +195,6 @@ impl Verb for StagedRows {
 /// into the model cache (see the module docs); a finished shard is only
 /// checked. Errors name the shard.
 pub fn embed_shard(mut project: Project, spec: ShardSpec, run: &RunSettings) -> anyhow::Result<ShardReport> {
-    local_output_only(&project)?;
     let cache = &project.settings().cache;
     if !cache.enabled() {
         bail!(
@@ -195,23 +204,27 @@ pub fn embed_shard(mut project: Project, spec: ShardSpec, run: &RunSettings) -> 
     }
     project.llm.stop_with(&run.stop);
     let began = Instant::now();
-    let output_dir = project.output_dir().to_path_buf();
-    let base = shards_dir(&output_dir, &project.plan);
-    let Some(staged) = read_marker(&base) else {
+    let base = shards_location(&project.storage.output, &project.plan);
+    let Some(staged) = read_marker(&base)? else {
         bail!(
             "no staged graph to embed for these settings and pipeline: run the shards (`--shard K/N`), then `--merge --phase graph`, then `--shard K/N --phase embed`"
         )
     };
-    let dir = shard_dir(&dir(&base), spec);
+    let shard = shard_location(&location(&base), spec);
+    let dir = shard.dir().to_path_buf();
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    remove_if_present(&dir.join(DONE))?;
+    shard.remove(DONE)?;
     let mut run_opts = run_options(&project, true, run);
     run_opts.tolerated_failures = 0.0;
-    let staging_dir = staging::dir(&output_dir);
+    let copies = staged_tables(&base);
     let (plan, ws) = project.workspace(&dir, None);
     let mut steps: Vec<Step> = Vec::new();
     for (table, hash) in &staged.tables {
-        let path = store::table_path(&staging_dir, table, plan.is_published(table));
+        let path = copies.table_file(table);
+        // A copy brought before (or made here by `--phase graph`) is not brought again.
+        if store::file_sha256(&path).as_deref() != Some(hash.as_str()) && !copies.pull_table(table)? {
+            bail!("{} is missing: run `--merge --phase graph` again, then the embed shards", path.display());
+        }
         steps.push(Step {
             id: format!("staged_{table}"),
             info: STAGED_ROWS,
@@ -236,7 +249,7 @@ pub fn embed_shard(mut project: Project, spec: ShardSpec, run: &RunSettings) -> 
     for table in &outputs {
         embedded_texts += store::read_table(&store::table_path(&dir, table, false))?.num_rows();
     }
-    ShardReport { embedded_texts, ..ShardReport::finished(ShardPhase::Embed, spec, began, &stats, &dir) }.save()
+    ShardReport { embedded_texts, ..ShardReport::finished(ShardPhase::Embed, spec, began, &stats, &dir) }.save(&shard)
 }
 
 /// `update --shard K/N --phase embed`: [`embed_shard`] with the pipeline

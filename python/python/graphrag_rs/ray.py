@@ -10,8 +10,11 @@ graph``, ``index --shard K/N --phase embed`` and ``index --merge`` call.
     graphrag_rs.ray.index("/shared/my-project", shards=16, num_cpus=4)
 
 Every node reads and writes the project folder at the same path (a shared
-file system: NFS, a cluster file system, a mounted volume), and has this
-package installed. The published index equals a single ``graphrag-rs
+file system: NFS, a cluster file system, a mounted volume), or the project
+is a root in a bucket (``--root s3://bucket/project``, also ``az://`` and
+``gs://``: each node works in its own local copy, the fragments, the cache
+and the index live in the bucket, and the nodes need its credentials in
+their environment); every node has this package installed. The published index equals a single ``graphrag-rs
 index`` of the same input and settings, byte for byte. A shard whose worker
 dies is retried by Ray (``max_retries``); its rerun asks the model only what
 was not answered yet (the answers are in the project's cache). Rerunning the
@@ -132,7 +135,9 @@ def index(
     embed_shards = shards if embed_shards is None else embed_shards
     if embed_shards < 0:
         raise ValueError(f"embed_shards must be 0 or more, not {embed_shards}")
-    root = os.path.abspath(os.fspath(root))
+    root = os.fspath(root)
+    if "://" not in root:  # a bucket's URL (s3://, az://, gs://) is the same on every node
+        root = os.path.abspath(root)
     if not ray.is_initialized():
         ray.init(address=address or os.environ.get("RAY_ADDRESS"), log_to_driver=True)
     began = time.monotonic()
@@ -157,7 +162,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m graphrag_rs.ray", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     p = commands.add_parser("index", help="index a project in document shards on Ray, then merge")
-    p.add_argument("--root", required=True, help="the project folder, at the same path on every node")
+    p.add_argument("--root", required=True, help="the project folder, at the same path on every node, or its URL in a bucket (s3://, az://, gs://)")
     p.add_argument("--shards", type=int, required=True, help="how many document shards (Ray tasks)")
     p.add_argument("--method", default="auto", help="pipeline: auto, standard, light, fast or a .yaml")
     p.add_argument("--num-cpus", type=float, default=1, help="CPUs per shard task (default 1)")
