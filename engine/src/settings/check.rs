@@ -486,14 +486,14 @@ fn check_retrieval(loaded: &LoadedSettings) -> Result<(), ConfigError> {
     if let Some(t) = ps.link_threshold {
         in_range(loaded, "ppr_search.link_threshold", t, (0.0, 1.0), true)?;
     }
-    if let Some(specificity) = &ps.specificity {
-        one_of(loaded, "ppr_search.specificity", specificity, &super::sections::PPR_SPECIFICITIES)?;
-    }
     if let Some(w) = ps.title_edge_weight {
         in_range(loaded, "ppr_search.title_edge_weight", w, (0.0, inf), true)?;
     }
     if let Some(w) = ps.title_seed_weight {
         in_range(loaded, "ppr_search.title_seed_weight", w, (0.0, inf), false)?;
+    }
+    if let Some(t) = ps.duplicate_similarity {
+        in_range(loaded, "ppr_search.duplicate_similarity", t, (0.0, 1.0), true)?;
     }
     in_range(loaded, "ppr_search.fusion_k", ps.fusion_k, (0.0, inf), true)
 }
