@@ -471,7 +471,6 @@ fn check_retrieval(loaded: &LoadedSettings) -> Result<(), ConfigError> {
     let inf = f64::INFINITY;
     at_least_one(loaded, "basic_search.k", s.basic_search.k as u64, "")?;
     in_range(loaded, "basic_search.fusion_k", s.basic_search.fusion_k, (0.0, inf), true)?;
-    one_of(loaded, "ppr_search.walk", &ps.walk, &super::sections::PPR_WALKS)?;
     in_range(loaded, "ppr_search.damping", ps.damping, (0.0, 1.0), true)?;
     if ps.damping >= 1.0 {
         return Err(loaded.error_at(

@@ -346,8 +346,17 @@ section!(BasicSearchConfig {
     fusion_k: f64 = graphrag_operations::rank_fusion::RRF_K,
 });
 
-/// The graph walks `ppr_search.walk` chooses from.
-pub const PPR_WALKS: [&str; 3] = ["ppr", "paths", "nhop"];
+/// The graph walk of `ppr_search.walk`, parsed once here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PprWalk {
+    /// Personalized PageRank (HippoRAG 2).
+    Ppr,
+    /// MiniRAG-style scoring of the paths from the seed entities.
+    Paths,
+    /// RAGFlow-style n-hop neighbours weighted by entity PageRank.
+    Nhop,
+}
 
 /// How rare a seed entity is (`ppr_search.specificity`), parsed once here.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
@@ -373,7 +382,7 @@ section!(
     /// ppr: HippoRAG 2's Personalized PageRank; paths: MiniRAG-style scoring
     /// of the paths from the seed entities; nhop: RAGFlow-style n-hop
     /// neighbours weighted by entity PageRank.
-    walk: String = s("ppr"),
+    walk: PprWalk = PprWalk::Ppr,
     /// Probability of following an edge rather than restarting (HippoRAG's 0.5).
     damping: f64 = 0.5,
     /// Weight of the text units' dense and BM25 scores in the restart

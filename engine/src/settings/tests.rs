@@ -374,12 +374,11 @@ fn an_empty_prompt_file_is_an_error_naming_the_setting() {
 fn retrieval_settings_are_checked() {
     let s = parse_str("").unwrap().settings;
     assert!(s.basic_search.hybrid);
-    assert_eq!(
-        (s.ppr_search.walk.as_str(), s.ppr_search.damping, s.ppr_search.passage_node_weight),
-        ("ppr", 0.5, 0.05)
-    );
+    assert_eq!((s.ppr_search.walk, s.ppr_search.damping, s.ppr_search.passage_node_weight), (PprWalk::Ppr, 0.5, 0.05));
     let err = parse_str("ppr_search:\n  walk: pagerank\n").unwrap_err();
     assert_eq!((err.line, err.path.as_str()), (Some(2), "ppr_search.walk"), "{err}");
+    assert!(err.to_string().contains("ppr") && err.to_string().contains("nhop"), "{err}");
+    assert_eq!(parse_str("ppr_search:\n  walk: nhop\n").unwrap().settings.ppr_search.walk, PprWalk::Nhop);
     for (text, path) in [
         ("ppr_search:\n  damping: 1.0\n", "ppr_search.damping"),
         ("ppr_search:\n  damping: 0\n", "ppr_search.damping"),

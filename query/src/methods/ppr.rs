@@ -45,8 +45,7 @@
 
 use std::collections::HashMap;
 
-use anyhow::bail;
-use graphrag_engine::settings::PprSpecificity;
+use graphrag_engine::settings::{PprSpecificity, PprWalk};
 use graphrag_operations::lexical::Bm25Index;
 use graphrag_operations::nlp_graph::{PhraseExtractor, RegexEnglishExtractor};
 use graphrag_operations::pagerank::{MAX_ITERATIONS, TOLERANCE};
@@ -78,25 +77,6 @@ const BRIDGE_SEEDS: usize = 10;
 /// looked at to fill them.
 const DISTINCT_HEAD: usize = 5;
 const DISTINCT_WINDOW: usize = 2 * DISTINCT_HEAD;
-
-/// The graph walks of `ppr_search.walk`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Walk {
-    Ppr,
-    Paths,
-    Nhop,
-}
-
-impl Walk {
-    pub fn parse(name: &str) -> anyhow::Result<Walk> {
-        Ok(match name {
-            "ppr" => Walk::Ppr,
-            "paths" => Walk::Paths,
-            "nhop" => Walk::Nhop,
-            other => bail!("ppr_search.walk: `{other}` is not one of ppr, paths, nhop"),
-        })
-    }
-}
 
 /// Every text unit that the walk or the hybrid ranking reaches, best first,
 /// and the seed entities with their weights.
@@ -131,7 +111,6 @@ pub fn run(run: &Run) -> anyhow::Result<Outcome> {
 pub fn rank_units(run: &Run, question: &str, query: &[f32], budget: usize) -> anyhow::Result<GraphRanking> {
     let ps = &run.s().ppr_search;
     let tuning = ps.tuning(run.s().input.title_column.is_some());
-    let walk = Walk::parse(&ps.walk)?;
     let index = run.index();
     let units = index.text_units()?;
     let g = index.graph()?;
@@ -159,10 +138,12 @@ pub fn rank_units(run: &Run, question: &str, query: &[f32], budget: usize) -> an
     let named_units = if tuning.title_seed_weight > 0.0 { units_titled_in(&pg, question) } else { Vec::new() };
     let unit_seeds: Vec<(usize, f64)> = named_units.iter().map(|&u| (u, tuning.title_seed_weight)).collect();
     let walk_from = |seeds: &[(usize, f64)]| -> anyhow::Result<Ranking> {
-        Ok(ranked_units(match walk {
-            Walk::Ppr => personalized_pagerank(&pg, seeds, &unit_seeds, &passage, ps.damping, ps.passage_node_weight),
-            Walk::Nhop => nhop(&pg, seeds),
-            Walk::Paths => {
+        Ok(ranked_units(match ps.walk {
+            PprWalk::Ppr => {
+                personalized_pagerank(&pg, seeds, &unit_seeds, &passage, ps.damping, ps.passage_node_weight)
+            }
+            PprWalk::Nhop => nhop(&pg, seeds),
+            PprWalk::Paths => {
                 let relevance = entity_relevance(run, &g, query)?;
                 paths(&pg, seeds, &relevance)
             }
