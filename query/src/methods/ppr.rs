@@ -33,7 +33,11 @@
 //! for the names the fast graph pruned or never extracted). With
 //! `walk_head` the walk's first units come before the fused ranking
 //! ([`walk_first`]); `title_edge_weight` weighs the passage graph's title
-//! edges ([`crate::passage_graph`]).
+//! edges ([`crate::passage_graph`]). With `bridge_units` a second walk
+//! starts from the entities of the first walk's best units too
+//! ([`walk_units`]) and its ranking is fused as a third; with
+//! `duplicate_similarity` a near copy of a unit ranked before it leaves the
+//! context's first units ([`distinct_head`]).
 //!
 //! `ppr_search.walk` picks the walk: `ppr` (Personalized PageRank,
 //! HippoRAG 2), `nhop` (RAGFlow: the seeds and their neighbours up to two
