@@ -213,8 +213,10 @@ fn ppr_title_options_put_the_named_passage_and_its_bridge_first() {
         .replacen("  specificity: null ", "  specificity: entities ", 1)
         .replacen("  title_edge_weight: null ", "  title_edge_weight: 1 ", 1)
         .replacen("  title_seed_weight: null ", "  title_seed_weight: 0 ", 1)
-        .replacen("  walk_head: null ", "  walk_head: 0 ", 1);
+        .replacen("  walk_head: null ", "  walk_head: 0 ", 1)
+        .replacen("  bridge_units: null ", "  bridge_units: 0 ", 1);
     assert_eq!(plain.matches("walk_head: 0 ").count(), 1, "the example's ppr_search lines");
+    assert_eq!(plain.matches("bridge_units: 0 ").count(), 1, "the example's ppr_search lines");
     fs::write(&settings_path, plain).unwrap();
     // Without them the films of his cast come first (the fusion of the walk and the hybrid ranking).
     let plain = ranks();

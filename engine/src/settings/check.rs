@@ -471,7 +471,6 @@ fn check_retrieval(loaded: &LoadedSettings) -> Result<(), ConfigError> {
     let inf = f64::INFINITY;
     at_least_one(loaded, "basic_search.k", s.basic_search.k as u64, "")?;
     in_range(loaded, "basic_search.fusion_k", s.basic_search.fusion_k, (0.0, inf), true)?;
-    one_of(loaded, "ppr_search.walk", &ps.walk, &super::sections::PPR_WALKS)?;
     in_range(loaded, "ppr_search.damping", ps.damping, (0.0, 1.0), true)?;
     if ps.damping >= 1.0 {
         return Err(loaded.error_at(
@@ -486,14 +485,14 @@ fn check_retrieval(loaded: &LoadedSettings) -> Result<(), ConfigError> {
     if let Some(t) = ps.link_threshold {
         in_range(loaded, "ppr_search.link_threshold", t, (0.0, 1.0), true)?;
     }
-    if let Some(specificity) = &ps.specificity {
-        one_of(loaded, "ppr_search.specificity", specificity, &super::sections::PPR_SPECIFICITIES)?;
-    }
     if let Some(w) = ps.title_edge_weight {
         in_range(loaded, "ppr_search.title_edge_weight", w, (0.0, inf), true)?;
     }
     if let Some(w) = ps.title_seed_weight {
         in_range(loaded, "ppr_search.title_seed_weight", w, (0.0, inf), false)?;
+    }
+    if let Some(t) = ps.duplicate_similarity {
+        in_range(loaded, "ppr_search.duplicate_similarity", t, (0.0, 1.0), true)?;
     }
     in_range(loaded, "ppr_search.fusion_k", ps.fusion_k, (0.0, inf), true)
 }

@@ -346,11 +346,28 @@ section!(BasicSearchConfig {
     fusion_k: f64 = graphrag_operations::rank_fusion::RRF_K,
 });
 
-/// The graph walks `ppr_search.walk` chooses from.
-pub const PPR_WALKS: [&str; 3] = ["ppr", "paths", "nhop"];
+/// The graph walk of `ppr_search.walk`, parsed once here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PprWalk {
+    /// Personalized PageRank (HippoRAG 2).
+    Ppr,
+    /// MiniRAG-style scoring of the paths from the seed entities.
+    Paths,
+    /// RAGFlow-style n-hop neighbours weighted by entity PageRank.
+    Nhop,
+}
 
-/// How `ppr_search.specificity` counts an entity's text units.
-pub const PPR_SPECIFICITIES: [&str; 2] = ["entities", "words"];
+/// How rare a seed entity is (`ppr_search.specificity`), parsed once here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PprSpecificity {
+    /// By the text units the entity lists.
+    Entities,
+    /// By the text units whose text holds every word of its name, at least
+    /// those it lists.
+    Words,
+}
 
 section!(
     /// graphrag-rs: graph-propagation search (HippoRAG 2): text units ranked
@@ -365,7 +382,7 @@ section!(
     /// ppr: HippoRAG 2's Personalized PageRank; paths: MiniRAG-style scoring
     /// of the paths from the seed entities; nhop: RAGFlow-style n-hop
     /// neighbours weighted by entity PageRank.
-    walk: String = s("ppr"),
+    walk: PprWalk = PprWalk::Ppr,
     /// Probability of following an edge rather than restarting (HippoRAG's 0.5).
     damping: f64 = 0.5,
     /// Weight of the text units' dense and BM25 scores in the restart
@@ -392,7 +409,7 @@ section!(
     /// fast extractor found capitalised in two units (FILM) is not taken
     /// for a rare name. null: words where the documents have titles
     /// (`input.title_column`), entities otherwise ([`PprSearchConfig::tuning`]).
-    specificity: Option<String> = None,
+    specificity: Option<PprSpecificity> = None,
     /// Weight of the edge between a text unit and the entity its document's
     /// title names (`input.title_column`), against 1 for its other entities:
     /// more than 1 sends the walk from a name to the passage about it rather
@@ -407,31 +424,45 @@ section!(
     /// The first this many text units are the walk's best, the rest the
     /// fused ranking's; 0: all fused. null: 4 with titles, 0 without.
     walk_head: Option<usize> = None,
+    /// The walk's first this many text units seed a second walk (their
+    /// entities, weighted by the units' walk scores), whose ranking joins
+    /// the fusion: it reaches the third and fourth passages of a chain that
+    /// the walk from the question reaches too weakly; 0: one walk. null: 4
+    /// with titles, 0 without.
+    bridge_units: Option<usize> = None,
+    /// A text unit whose vector has at least this cosine similarity with a
+    /// unit ranked before it among the context's first units (another copy
+    /// or version of the same paragraph) moves after them, so that those
+    /// places go to other evidence; null: no such check.
+    duplicate_similarity: Option<f64> = Some(0.95),
 });
 
 /// The `ppr_search` options that depend on whether the documents have
 /// titles, as a query uses them ([`PprSearchConfig::tuning`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct PprTuning {
-    pub specificity: String,
+    pub specificity: PprSpecificity,
     pub title_edge_weight: f64,
     pub title_seed_weight: f64,
     pub walk_head: usize,
+    pub bridge_units: usize,
 }
 
 impl PprSearchConfig {
     /// The options set, and for those left null the values measured best on
     /// titled corpora (the Wikipedia-style dev sets: R@2 and R@5 up on all
     /// six) or, without titles, the plain walk (the chat logs of LiHua-World
-    /// lose with a walk head and word specificity): docs/benchmarks-history.md,
-    /// "Tenth round".
+    /// lose with a walk head, word specificity and a bridge walk):
+    /// docs/benchmarks-history.md, "Tenth round" and "Eleventh round".
     pub fn tuning(&self, titled: bool) -> PprTuning {
         let pick = |set: Option<f64>, with: f64, without: f64| set.unwrap_or(if titled { with } else { without });
+        let specificity = if titled { PprSpecificity::Words } else { PprSpecificity::Entities };
         PprTuning {
-            specificity: self.specificity.clone().unwrap_or_else(|| if titled { "words" } else { "entities" }.into()),
+            specificity: self.specificity.unwrap_or(specificity),
             title_edge_weight: pick(self.title_edge_weight, 5.0, 1.0),
             title_seed_weight: pick(self.title_seed_weight, 0.3, 0.0),
             walk_head: self.walk_head.unwrap_or(if titled { 4 } else { 0 }),
+            bridge_units: self.bridge_units.unwrap_or(if titled { 4 } else { 0 }),
         }
     }
 }

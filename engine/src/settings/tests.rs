@@ -374,12 +374,11 @@ fn an_empty_prompt_file_is_an_error_naming_the_setting() {
 fn retrieval_settings_are_checked() {
     let s = parse_str("").unwrap().settings;
     assert!(s.basic_search.hybrid);
-    assert_eq!(
-        (s.ppr_search.walk.as_str(), s.ppr_search.damping, s.ppr_search.passage_node_weight),
-        ("ppr", 0.5, 0.05)
-    );
+    assert_eq!((s.ppr_search.walk, s.ppr_search.damping, s.ppr_search.passage_node_weight), (PprWalk::Ppr, 0.5, 0.05));
     let err = parse_str("ppr_search:\n  walk: pagerank\n").unwrap_err();
     assert_eq!((err.line, err.path.as_str()), (Some(2), "ppr_search.walk"), "{err}");
+    assert!(err.to_string().contains("ppr") && err.to_string().contains("nhop"), "{err}");
+    assert_eq!(parse_str("ppr_search:\n  walk: nhop\n").unwrap().settings.ppr_search.walk, PprWalk::Nhop);
     for (text, path) in [
         ("ppr_search:\n  damping: 1.0\n", "ppr_search.damping"),
         ("ppr_search:\n  damping: 0\n", "ppr_search.damping"),
@@ -392,6 +391,9 @@ fn retrieval_settings_are_checked() {
         ("ppr_search:\n  title_edge_weight: 0\n", "ppr_search.title_edge_weight"),
         ("ppr_search:\n  walk_head: -1\n", "ppr_search.walk_head"),
         ("ppr_search:\n  title_seed_weight: -0.5\n", "ppr_search.title_seed_weight"),
+        ("ppr_search:\n  duplicate_similarity: 0\n", "ppr_search.duplicate_similarity"),
+        ("ppr_search:\n  duplicate_similarity: 1.2\n", "ppr_search.duplicate_similarity"),
+        ("ppr_search:\n  bridge_units: -1\n", "ppr_search.bridge_units"),
     ] {
         assert_eq!(parse_str(text).unwrap_err().path, path, "{text}");
     }
@@ -402,20 +404,44 @@ fn retrieval_settings_are_checked() {
     assert_eq!(parse_str("").unwrap().settings.ppr_search.link_threshold, None);
     // Left null, the title-dependent options follow whether documents have titles.
     let ps = parse_str("").unwrap().settings.ppr_search;
-    let plain =
-        PprTuning { specificity: "entities".into(), title_edge_weight: 1.0, title_seed_weight: 0.0, walk_head: 0 };
+    let plain = PprTuning {
+        specificity: PprSpecificity::Entities,
+        title_edge_weight: 1.0,
+        title_seed_weight: 0.0,
+        walk_head: 0,
+        bridge_units: 0,
+    };
     assert_eq!(ps.tuning(false), plain);
-    let titled =
-        PprTuning { specificity: "words".into(), title_edge_weight: 5.0, title_seed_weight: 0.3, walk_head: 4 };
+    let titled = PprTuning {
+        specificity: PprSpecificity::Words,
+        title_edge_weight: 5.0,
+        title_seed_weight: 0.3,
+        walk_head: 4,
+        bridge_units: 4,
+    };
     assert_eq!(ps.tuning(true), titled);
+    assert_eq!(ps.duplicate_similarity, Some(0.95));
     // Set, they are kept either way.
-    let ps = parse_str("ppr_search:\n  specificity: words\n  title_edge_weight: 5\n  walk_head: 2\n")
-        .unwrap()
-        .settings
-        .ppr_search;
-    let set = PprTuning { specificity: "words".into(), title_edge_weight: 5.0, title_seed_weight: 0.0, walk_head: 2 };
+    let ps = parse_str(
+        "ppr_search:\n  specificity: words\n  title_edge_weight: 5\n  walk_head: 2\n  bridge_units: 0\n  duplicate_similarity: null\n",
+    )
+    .unwrap()
+    .settings
+    .ppr_search;
+    let set = PprTuning {
+        specificity: PprSpecificity::Words,
+        title_edge_weight: 5.0,
+        title_seed_weight: 0.0,
+        walk_head: 2,
+        bridge_units: 0,
+    };
     assert_eq!(ps.tuning(false), set);
     assert_eq!(ps.tuning(true), PprTuning { title_seed_weight: 0.3, ..set });
+    assert_eq!(ps.duplicate_similarity, None);
+    // The specificity is an enum parsed once: a misspelt value names its line and key.
+    let err = parse_str("ppr_search:\n  walk: ppr\n  specificity: word\n").unwrap_err();
+    assert_eq!((err.line, err.path.as_str()), (Some(3), "ppr_search.specificity"), "{err}");
+    assert!(err.to_string().contains("did you mean `words`"), "{err}");
     assert_eq!(
         parse_str("ppr_search:\n  link_threshold: 0.7\n").unwrap().settings.ppr_search.link_threshold,
         Some(0.7)

@@ -33,7 +33,11 @@
 //! for the names the fast graph pruned or never extracted). With
 //! `walk_head` the walk's first units come before the fused ranking
 //! ([`walk_first`]); `title_edge_weight` weighs the passage graph's title
-//! edges ([`crate::passage_graph`]).
+//! edges ([`crate::passage_graph`]). With `bridge_units` a second walk
+//! starts from the entities of the first walk's best units too
+//! ([`walk_units`]) and its ranking is fused as a third; with
+//! `duplicate_similarity` a near copy of a unit ranked before it leaves the
+//! context's first units ([`distinct_head`]).
 //!
 //! `ppr_search.walk` picks the walk: `ppr` (Personalized PageRank,
 //! HippoRAG 2), `nhop` (RAGFlow: the seeds and their neighbours up to two
@@ -45,7 +49,7 @@
 
 use std::collections::HashMap;
 
-use anyhow::bail;
+use graphrag_engine::settings::{PprSpecificity, PprWalk};
 use graphrag_operations::lexical::Bm25Index;
 use graphrag_operations::nlp_graph::{PhraseExtractor, RegexEnglishExtractor};
 use graphrag_operations::pagerank::{MAX_ITERATIONS, TOLERANCE};
@@ -53,6 +57,7 @@ use serde_json::json;
 
 use crate::context::{entities_named_in, MemoCounter};
 use crate::data::{Field, Graph};
+use crate::embeddings::Vectors;
 use crate::passage_graph::PassageGraph;
 use crate::retrieval::{self, budget_window, Ranking};
 use crate::{Outcome, Run};
@@ -66,44 +71,16 @@ const FANOUT: usize = 10;
 /// are its candidates (its spelling variants, its longer or shorter forms).
 const LINKS_PER_PHRASE: usize = 3;
 
-/// How rare a seed entity is (`ppr_search.specificity`), for [`specificity`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Specificity {
-    /// By the text units the entity lists.
-    Entities,
-    /// By the text units whose text holds every word of its name, at least
-    /// those it lists ([`mention_units`]).
-    Words,
-}
+/// Entities seeding the second walk of `ppr_search.bridge_units`: twice
+/// `linking_top_k`'s default, since the walk's first units bring the
+/// entities of two or three passages where the hybrid's bring one's.
+const BRIDGE_SEEDS: usize = 10;
 
-impl Specificity {
-    pub fn parse(name: &str) -> anyhow::Result<Specificity> {
-        Ok(match name {
-            "entities" => Specificity::Entities,
-            "words" => Specificity::Words,
-            other => bail!("ppr_search.specificity: `{other}` is not one of entities, words"),
-        })
-    }
-}
-
-/// The graph walks of `ppr_search.walk`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Walk {
-    Ppr,
-    Paths,
-    Nhop,
-}
-
-impl Walk {
-    pub fn parse(name: &str) -> anyhow::Result<Walk> {
-        Ok(match name {
-            "ppr" => Walk::Ppr,
-            "paths" => Walk::Paths,
-            "nhop" => Walk::Nhop,
-            other => bail!("ppr_search.walk: `{other}` is not one of ppr, paths, nhop"),
-        })
-    }
-}
+/// The context's first units, where `ppr_search.duplicate_similarity`
+/// moves a near copy of an earlier unit out (R@5's five), and the units
+/// looked at to fill them.
+const DISTINCT_HEAD: usize = 5;
+const DISTINCT_WINDOW: usize = 2 * DISTINCT_HEAD;
 
 /// Every text unit that the walk or the hybrid ranking reaches, best first,
 /// and the seed entities with their weights.
@@ -138,8 +115,6 @@ pub fn run(run: &Run) -> anyhow::Result<Outcome> {
 pub fn rank_units(run: &Run, question: &str, query: &[f32], budget: usize) -> anyhow::Result<GraphRanking> {
     let ps = &run.s().ppr_search;
     let tuning = ps.tuning(run.s().input.title_column.is_some());
-    let walk = Walk::parse(&ps.walk)?;
-    let specificity_of = Specificity::parse(&tuning.specificity)?;
     let index = run.index();
     let units = index.text_units()?;
     let g = index.graph()?;
@@ -154,29 +129,119 @@ pub fn rank_units(run: &Run, question: &str, query: &[f32], budget: usize) -> an
         None => Vec::new(),
     };
     let units_seeding = seed_units(&hybrid, &passage, ps.linking_top_k);
-    let words = match specificity_of {
-        Specificity::Entities => None,
-        Specificity::Words => Some(index.entity_mentions()?),
+    let words = match tuning.specificity {
+        PprSpecificity::Entities => None,
+        PprSpecificity::Words => Some(index.entity_mentions()?),
     };
     let mentions = |e: usize| words.as_ref().map_or(pg.entity_units[e].len(), |w| w[e]);
-    let mut seeds = seed_entities(&g, &pg, question, &linked, &units_seeding, ps.linking_top_k, &mentions);
+    let named = entities_named_in(question, &g.entity_by_key, g.max_key_words, |e| g.entity_units[e].len());
+    let mut seeds = seed_entities(&pg, &named, &linked, &units_seeding, ps.linking_top_k, &mentions);
     if let Some(threshold) = ps.synonym_threshold {
         seeds = with_synonyms(run, &g, seeds, threshold)?;
     }
     let named_units = if tuning.title_seed_weight > 0.0 { units_titled_in(&pg, question) } else { Vec::new() };
     let unit_seeds: Vec<(usize, f64)> = named_units.iter().map(|&u| (u, tuning.title_seed_weight)).collect();
-    let scores = match walk {
-        Walk::Ppr => personalized_pagerank(&pg, &seeds, &unit_seeds, &passage, ps.damping, ps.passage_node_weight),
-        Walk::Nhop => nhop(&pg, &seeds),
-        Walk::Paths => {
-            let relevance = entity_relevance(run, &g, query)?;
-            paths(&pg, &seeds, &relevance)
+    let walk_from = |seeds: &[(usize, f64)]| -> anyhow::Result<Ranking> {
+        Ok(ranked_units(match ps.walk {
+            PprWalk::Ppr => {
+                personalized_pagerank(&pg, seeds, &unit_seeds, &passage, ps.damping, ps.passage_node_weight)
+            }
+            PprWalk::Nhop => nhop(&pg, seeds),
+            PprWalk::Paths => {
+                let relevance = entity_relevance(run, &g, query)?;
+                paths(&pg, seeds, &relevance)
+            }
+        }))
+    };
+    let walked = walk_from(&seeds)?;
+    let bridged = match tuning.bridge_units {
+        0 => None,
+        count => {
+            let from = walk_units(&walked, count);
+            let more = seed_entities(&pg, &[], &[], &from, BRIDGE_SEEDS, &mentions);
+            Some(walk_from(&merged_seeds(&seeds, &more))?)
         }
     };
-    let mut walked: Ranking = scores.into_iter().enumerate().filter(|(_, s)| *s > 0.0).collect();
-    walked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-    let fused = retrieval::fuse(&[&walked, &hybrid], budget_window(&units, &[&walked, &hybrid], budget), ps.fusion_k);
-    Ok(GraphRanking { units: walk_first(&walked, &fused, tuning.walk_head), seeds })
+    let rankings: Vec<&Ranking> = [Some(&walked), bridged.as_ref(), Some(&hybrid)].into_iter().flatten().collect();
+    let fused = retrieval::fuse(&rankings, budget_window(&units, &rankings, budget), ps.fusion_k);
+    let mut ranked = walk_first(&walked, &fused, tuning.walk_head);
+    if let Some(threshold) = ps.duplicate_similarity {
+        let vectors = run.vectors(Field::TextUnitText)?;
+        let head: Vec<usize> = ranked.iter().take(DISTINCT_WINDOW).copied().collect();
+        let rows = vector_rows(&units.by_id, &vectors, &head);
+        let vector = |u: usize| Some(vectors.store.as_ref()?.collection().vector(*rows.get(&u)?));
+        ranked = distinct_head(ranked, &vector, threshold);
+    }
+    Ok(GraphRanking { units: ranked, seeds })
+}
+
+/// The units with a positive score, best first (ties by row).
+fn ranked_units(scores: Vec<f64>) -> Ranking {
+    let mut ranking: Ranking = scores.into_iter().enumerate().filter(|(_, s)| *s > 0.0).collect();
+    ranking.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    ranking
+}
+
+/// The walk's first `count` units, each weighted by its walk score over the
+/// first's: the seeds of the second walk (`ppr_search.bridge_units`). The
+/// first walk starts from the question's names and its best passages, and
+/// reaches a chain's second passage through the entity they share; its
+/// third and fourth passages hang on entities of the second, which the
+/// first walk reaches too weakly (docs/benchmarks-history.md, "Eleventh
+/// round").
+pub fn walk_units(walked: &Ranking, count: usize) -> Vec<(usize, f64)> {
+    let best = walked.first().map_or(0.0, |h| h.1);
+    walked.iter().take(count).map(|&(u, s)| (u, if best > 0.0 { s / best } else { 1.0 })).collect()
+}
+
+/// `seeds` and `more`, each entity with the larger of its weights, heaviest first.
+pub fn merged_seeds(seeds: &[(usize, f64)], more: &[(usize, f64)]) -> Vec<(usize, f64)> {
+    let mut weight: HashMap<usize, f64> = HashMap::new();
+    for &(e, w) in seeds.iter().chain(more) {
+        let slot = weight.entry(e).or_insert(w);
+        *slot = slot.max(w);
+    }
+    let mut out: Vec<(usize, f64)> = weight.into_iter().collect();
+    out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    out
+}
+
+/// The vector row of each of the `units` rows (by their ids), where there is one.
+fn vector_rows(by_id: &HashMap<String, usize>, vectors: &Vectors, units: &[usize]) -> HashMap<usize, usize> {
+    by_id.iter().filter(|(_, u)| units.contains(u)).filter_map(|(id, &u)| Some((u, vectors.row_of(id)?))).collect()
+}
+
+/// `ranked` with its first [`DISTINCT_HEAD`] places given to units that are
+/// not near copies of one placed before them: a unit among the first
+/// [`DISTINCT_WINDOW`] whose vector has a cosine similarity of at least
+/// `threshold` with that of a unit already placed (the vectors are
+/// normalised) moves after the head, in its order. MuSiQue's corpus holds
+/// several versions of one Wikipedia paragraph (two of Buckingham House,
+/// two of Neil Patrick Harris's biography): the second took the place of
+/// the chain's next passage. A unit without a vector is never moved.
+pub fn distinct_head<'a>(
+    ranked: Vec<usize>,
+    vector: &dyn Fn(usize) -> Option<&'a [f32]>,
+    threshold: f64,
+) -> Vec<usize> {
+    let mut head: Vec<usize> = Vec::with_capacity(DISTINCT_HEAD);
+    let mut moved = Vec::new();
+    let window = ranked.len().min(DISTINCT_WINDOW);
+    for &u in &ranked[..window] {
+        let copy = head.len() < DISTINCT_HEAD
+            && vector(u)
+                .is_some_and(|v| head.iter().filter_map(|&h| vector(h)).any(|w| f64::from(dot(v, w)) >= threshold));
+        if head.len() < DISTINCT_HEAD && !copy {
+            head.push(u);
+        } else {
+            moved.push(u);
+        }
+    }
+    head.into_iter().chain(moved).chain(ranked[window..].iter().copied()).collect()
+}
+
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
 /// The first `head` units of the walk, then the others of `fused` in its
@@ -221,13 +286,13 @@ pub fn seed_units(hybrid: &Ranking, passage: &[f64], top_k: usize) -> Vec<(usize
 }
 
 /// The seed entities (see the module docs), heaviest first: those the
-/// question names, those `linked` to its phrases ([`linked_entities`]), and
-/// those of the weighted `units` ([`seed_units`]); `mentions(e)`: the text
-/// units entity `e` counts as mentioned in, for its [`specificity`].
+/// question names (`named`), those `linked` to its phrases
+/// ([`linked_entities`]), and those of the weighted `units`
+/// ([`seed_units`]); `mentions(e)`: the text units entity `e` counts as
+/// mentioned in, for its [`specificity`].
 pub fn seed_entities(
-    g: &Graph,
     pg: &PassageGraph,
-    question: &str,
+    named: &[usize],
     linked: &[(usize, f64)],
     units: &[(usize, f64)],
     top_k: usize,
@@ -238,7 +303,7 @@ pub fn seed_entities(
         let slot = weight.entry(e).or_insert(0.0);
         *slot = slot.max(w * specificity(mentions(e), pg.units()));
     };
-    for e in entities_named_in(question, &g.entity_by_key, g.max_key_words, |e| g.entity_units[e].len()) {
+    for &e in named {
         offer(e, 1.0);
     }
     for &(e, similarity) in linked {
@@ -568,6 +633,76 @@ mod tests {
         assert_eq!(ranked(&unseeded)[0], 2, "{unseeded:?}");
     }
 
+    /// A three-passage chain and its distractors. Entities: 0 the painting
+    /// the question names, 1 its painter, 2 the painter's city, 3 a phrase
+    /// of other paragraphs. Unit 0 (the painting: entities 0, 1) is the
+    /// first hop; unit 1 (the painter's biography, titled by his name: 1,
+    /// 2) the second; unit 2 (the castle in the city: 2) the third; units
+    /// 3–6 (3) share the question's words; units 7–9 are other paragraphs
+    /// of the city (2).
+    fn chain_graph() -> PassageGraph {
+        let lists = vec![vec![0], vec![0, 1], vec![1, 2, 7, 8, 9], vec![3, 4, 5, 6]];
+        PassageGraph::from_lists(lists, 10, vec![], &[(1, 1)], 5.0)
+    }
+
+    #[test]
+    fn a_second_walk_from_the_first_walks_units_reaches_the_third_hop() {
+        let pg = chain_graph();
+        let passage = [0.9, 0.2, 0.3, 0.4, 0.4, 0.35, 0.35, 0.0, 0.0, 0.0];
+        let walk = |seeds: &[(usize, f64)]| ranked_units(personalized_pagerank(&pg, seeds, &[], &passage, 0.5, 0.05));
+        let seeds = vec![(0, 1.0)];
+        let first = walk(&seeds);
+        let rank_of = |r: &Ranking, u: usize| r.iter().position(|h| h.0 == u).unwrap();
+        assert_eq!(first[0].0, 0, "{first:?}");
+        // From the painting alone, the castle is behind the paragraphs that mention the painting.
+        assert!(rank_of(&first, 2) > 5, "{first:?}");
+        // The first walk's two best units (the painting and the painter's
+        // biography, reached through the painter) seed the second walk with
+        // their entities: the city's castle comes before the distractors.
+        let from = walk_units(&first, 2);
+        assert_eq!(from.iter().map(|f| f.0).collect::<Vec<_>>(), [0, 1]);
+        assert_eq!(from[0].1, 1.0);
+        let more = seed_entities(&pg, &[], &[], &from, BRIDGE_SEEDS, &|e| pg.entity_units[e].len());
+        let second = walk(&merged_seeds(&seeds, &more));
+        assert!(rank_of(&second, 2) < rank_of(&first, 2), "{first:?}\n{second:?}");
+        assert!(rank_of(&second, 2) <= 3, "{second:?}");
+    }
+
+    #[test]
+    fn merged_seeds_keep_each_entity_once_at_its_larger_weight() {
+        let merged = merged_seeds(&[(1, 1.0), (2, 0.5)], &[(2, 0.8), (3, 0.2), (1, 0.4)]);
+        assert_eq!(merged, vec![(1, 1.0), (2, 0.8), (3, 0.2)]);
+        assert!(merged_seeds(&[], &[]).is_empty());
+        assert_eq!(walk_units(&vec![(4, 0.2), (1, 0.1), (3, 0.05)], 2), vec![(4, 1.0), (1, 0.5)]);
+        assert!(walk_units(&vec![], 3).is_empty());
+    }
+
+    #[test]
+    fn a_near_copy_of_an_earlier_unit_leaves_the_head() {
+        // Unit 1 is a near copy of unit 0 (cosine 0.98), unit 3 of unit 2
+        // (0.96); unit 4 has no vector.
+        let norm = |v: [f32; 2]| {
+            let n = (v[0] * v[0] + v[1] * v[1]).sqrt();
+            [v[0] / n, v[1] / n]
+        };
+        let vectors: Vec<[f32; 2]> = vec![
+            norm([1.0, 0.0]),
+            norm([0.98, (1.0f32 - 0.98 * 0.98).sqrt()]),
+            norm([0.0, 1.0]),
+            norm([(1.0f32 - 0.96 * 0.96).sqrt(), 0.96]),
+        ];
+        let vector = |u: usize| vectors.get(u).map(|v| v.as_slice());
+        let ranked: Vec<usize> = (0..12).collect();
+        let out = distinct_head(ranked.clone(), &vector, 0.95);
+        assert_eq!(out[..DISTINCT_HEAD], [0, 2, 4, 5, 6], "{out:?}");
+        // The copies follow the head in their order, then the rest as it was.
+        assert_eq!(out[DISTINCT_HEAD..], [1, 3, 7, 8, 9, 10, 11], "{out:?}");
+        // Below the threshold nothing moves; a short ranking stays whole.
+        assert_eq!(distinct_head(ranked.clone(), &vector, 0.99), ranked);
+        assert_eq!(distinct_head(vec![1, 0], &vector, 0.95), [1, 0]);
+        assert!(distinct_head(vec![], &vector, 0.95).is_empty());
+    }
+
     #[test]
     fn the_walks_head_comes_first_then_the_fusion_without_repeats() {
         let walked = vec![(4, 0.5), (2, 0.3), (7, 0.1)];
@@ -592,8 +727,6 @@ mod tests {
         // Never fewer than the units the entity lists (an alias, another spelling).
         assert_eq!(mention_units(3, "MARCO FERRERI", &lexical), 3);
         assert_eq!(mention_units(2, "ÆTHELRED", &lexical), 2, "no word indexed: its own units");
-        assert_eq!(Specificity::parse("words").unwrap(), Specificity::Words);
-        assert!(Specificity::parse("idf").unwrap_err().to_string().contains("entities, words"));
     }
 
     #[test]
