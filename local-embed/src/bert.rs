@@ -11,6 +11,7 @@
 use anyhow::{bail, Context, Result};
 use std::collections::HashMap;
 
+use crate::attention::{attention_head, quantize_queries, AttentionScratch, HeadShape};
 use crate::int8::{Int8Kernel, QuantLinear, QuantScratch};
 use crate::Kernel;
 
@@ -287,7 +288,7 @@ impl BertModel {
         layer_norm(&mut x, &self.emb_ln, h, self.eps);
 
         let lens: Vec<usize> = seqs.iter().map(|s| s.len()).collect();
-        let mut scratch = Scratch::new(total, h, self.cfg.intermediate_size, &lens);
+        let mut scratch = Scratch::new(total, h, self.cfg.intermediate_size, &lens, self.kernel);
         for layer in &self.layers {
             self.layer_forward(layer, &mut x, &lens, &mut scratch);
         }
@@ -324,50 +325,21 @@ impl BertModel {
         let mut start = 0;
         for &len in lens {
             let base = start * 3 * h;
+            if let Kernel::Int8(kernel) = self.kernel {
+                quantize_queries(kernel, &qkv[base..], len, h, 3 * h, &mut s.attention);
+            }
             for head in 0..heads {
                 let q = &qkv[base + head * dh..];
                 let k = &qkv[base + h + head * dh..];
                 let v = &qkv[base + 2 * h + head * dh..];
-                let scores = &mut s.scores[..len * len];
-                // scores = scale * Q_h K_hᵀ
-                unsafe {
-                    matrixmultiply::sgemm(
-                        len,
-                        dh,
-                        len,
-                        scale,
-                        q.as_ptr(),
-                        (3 * h) as isize,
-                        1,
-                        k.as_ptr(),
-                        1,
-                        (3 * h) as isize,
-                        0.0,
-                        scores.as_mut_ptr(),
-                        len as isize,
-                        1,
-                    );
-                }
-                softmax_rows(scores, len);
                 let ctx = &mut s.ctx[start * h + head * dh..];
-                // ctx_h = P V_h
-                unsafe {
-                    matrixmultiply::sgemm(
-                        len,
-                        len,
-                        dh,
-                        1.0,
-                        scores.as_ptr(),
-                        len as isize,
-                        1,
-                        v.as_ptr(),
-                        (3 * h) as isize,
-                        1,
-                        0.0,
-                        ctx.as_mut_ptr(),
-                        h as isize,
-                        1,
-                    );
+                match self.kernel {
+                    Kernel::Int8(kernel) => {
+                        let shape =
+                            HeadShape { len, dh, q_offset: head * dh, q_width: h, stride: 3 * h, ctx_stride: h, scale };
+                        attention_head(kernel, shape, (k, v), ctx, &mut s.attention);
+                    }
+                    Kernel::F32 => attention_head_f32(len, dh, h, scale, (q, k, v), ctx, &mut s.scores),
                 }
             }
             start += len;
@@ -383,25 +355,82 @@ impl BertModel {
     }
 }
 
+/// `ctx = softmax(scale · Q Kᵀ) V` for one head in f32 (rows of Q, K and
+/// V `3 * h` apart, of `ctx` `h` apart).
+fn attention_head_f32(
+    len: usize,
+    dh: usize,
+    h: usize,
+    scale: f32,
+    (q, k, v): (&[f32], &[f32], &[f32]),
+    ctx: &mut [f32],
+    scores: &mut [f32],
+) {
+    let scores = &mut scores[..len * len];
+    // SAFETY (both products): the dimensions and strides describe the slices.
+    // scores = scale * Q_h K_hᵀ
+    unsafe {
+        matrixmultiply::sgemm(
+            len,
+            dh,
+            len,
+            scale,
+            q.as_ptr(),
+            (3 * h) as isize,
+            1,
+            k.as_ptr(),
+            1,
+            (3 * h) as isize,
+            0.0,
+            scores.as_mut_ptr(),
+            len as isize,
+            1,
+        );
+    }
+    softmax_rows(scores, len);
+    // ctx_h = P V_h
+    unsafe {
+        matrixmultiply::sgemm(
+            len,
+            len,
+            dh,
+            1.0,
+            scores.as_ptr(),
+            len as isize,
+            1,
+            v.as_ptr(),
+            (3 * h) as isize,
+            1,
+            0.0,
+            ctx.as_mut_ptr(),
+            h as isize,
+            1,
+        );
+    }
+}
+
 /// Buffers reused across layers.
 struct Scratch {
     qkv: Vec<f32>,
     ctx: Vec<f32>,
     proj: Vec<f32>,
     inter: Vec<f32>,
+    /// The f32 attention's `len × len` scores (empty at int8).
     scores: Vec<f32>,
+    attention: AttentionScratch,
     quant: QuantScratch,
 }
 
 impl Scratch {
-    fn new(n: usize, h: usize, inter: usize, lens: &[usize]) -> Scratch {
-        let longest = lens.iter().copied().max().unwrap_or(0);
+    fn new(n: usize, h: usize, inter: usize, lens: &[usize], kernel: Kernel) -> Scratch {
+        let longest = if kernel == Kernel::F32 { lens.iter().copied().max().unwrap_or(0) } else { 0 };
         Scratch {
             qkv: vec![0.0; n * 3 * h],
             ctx: vec![0.0; n * h],
             proj: vec![0.0; n * h],
             inter: vec![0.0; n * inter],
             scores: vec![0.0; longest * longest],
+            attention: AttentionScratch::default(),
             quant: QuantScratch::default(),
         }
     }

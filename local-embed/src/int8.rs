@@ -194,7 +194,8 @@ fn quantize_value(v: f32, lo: f32, inv: f32) -> u8 {
 }
 
 /// One row into `q`; returns its scale and minimum.
-fn quantize_row(row: &[f32], q: &mut [u8]) -> (f32, f32) {
+#[inline(always)]
+pub(crate) fn quantize_row(row: &[f32], q: &mut [u8]) -> (f32, f32) {
     let (lo, hi) = row.iter().fold((f32::INFINITY, f32::NEG_INFINITY), |(l, h), &v| (l.min(v), h.max(v)));
     let s = row_scale(lo, hi);
     let inv = 1.0 / s;
@@ -254,6 +255,9 @@ fn dots_loop(l: &QuantLinear, x: &[u8], n: usize, dots: &mut [i32]) {
         }
     }
 }
+
+#[cfg(target_arch = "x86_64")]
+pub(crate) use x86::quantize_row_avx512;
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
@@ -330,7 +334,7 @@ mod x86 {
 
     /// `quantize_row` with 16 lanes (the same operations, the same bytes).
     #[target_feature(enable = "avx512f,avx512bw")]
-    pub(super) unsafe fn quantize_row_avx512(row: &[f32], q: &mut [u8]) -> (f32, f32) {
+    pub(crate) unsafe fn quantize_row_avx512(row: &[f32], q: &mut [u8]) -> (f32, f32) {
         let chunks = row.len() / 16;
         let mut vlo = _mm512_set1_ps(f32::INFINITY);
         let mut vhi = _mm512_set1_ps(f32::NEG_INFINITY);
