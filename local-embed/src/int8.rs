@@ -158,7 +158,8 @@ impl QuantLinear {
     /// Every path does the same IEEE operations (min, max, sub, mul, add,
     /// clamp, truncate), so the bytes are identical.
     fn quantize_rows(&self, kernel: Int8Kernel, x: &[f32], n: usize, s: &mut QuantScratch) {
-        s.x.clear();
+        // No clearing: every byte a kernel reads is written below, except
+        // the padding columns, which meet zero weights.
         s.x.resize(n * self.k_pad, 0);
         s.row_scales.resize(n, 0.0);
         s.row_mins.resize(n, 0.0);

@@ -371,7 +371,10 @@ impl LocalEmbedder {
             tokens += seq.len();
         }
         batches.push(&sorted[start..]);
-        let pooled: Vec<Vec<Vec<f32>>> = batches.par_iter().map(|chunk| self.model.mean_pooled(chunk)).collect();
+        let pooled: Vec<Vec<Vec<f32>>> = batches
+            .par_iter()
+            .map_init(bert::Scratch::default, |scratch, chunk| self.model.mean_pooled(chunk, scratch))
+            .collect();
         let mut out: Vec<Vec<f32>> = vec![Vec::new(); texts.len()];
         for (i, v) in order.into_iter().zip(pooled.into_iter().flatten()) {
             out[i] = v;
