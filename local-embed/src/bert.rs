@@ -61,12 +61,11 @@ enum Dense {
 }
 
 impl Dense {
-    fn new(l: Linear, kernel: Kernel) -> Dense {
+    /// From PyTorch's layout (`w`: `[n_out, n_in]`, row-major).
+    fn new(w: &[f32], b: Vec<f32>, n_in: usize, n_out: usize, kernel: Kernel) -> Dense {
         match kernel {
-            Kernel::F32 => Dense::F32(l),
-            Kernel::Int8(k) => {
-                Dense::Int8(QuantLinear::new(&transpose(&l.w_t, l.n_in, l.n_out), &l.b, l.n_in, l.n_out), k)
-            }
+            Kernel::F32 => Dense::F32(Linear { w_t: transpose(w, n_out, n_in), b, n_in, n_out }),
+            Kernel::Int8(k) => Dense::Int8(QuantLinear::new(w, &b, n_in, n_out), k),
         }
     }
 }
@@ -163,10 +162,11 @@ impl<'a> Tensors<'a> {
         Ok(v)
     }
 
-    fn linear(&self, name: &str, n_in: usize, n_out: usize) -> Result<Linear> {
+    /// A dense layer's weight (`[n_out, n_in]`, PyTorch's layout) and bias.
+    fn linear(&self, name: &str, n_in: usize, n_out: usize) -> Result<(Vec<f32>, Vec<f32>)> {
         let w = self.get(&format!("{name}.weight"), &[n_out, n_in])?;
         let b = self.get(&format!("{name}.bias"), &[n_out])?;
-        Ok(Linear { w_t: transpose(&w, n_out, n_in), b, n_in, n_out })
+        Ok((w, b))
     }
 
     fn layer_norm(&self, name: &str, n: usize) -> Result<LayerNorm> {
@@ -230,16 +230,23 @@ impl BertModel {
         let mut layers = Vec::with_capacity(cfg.num_hidden_layers);
         for i in 0..cfg.num_hidden_layers {
             let p = format!("encoder.layer.{i}");
-            let q = t.linear(&format!("{p}.attention.self.query"), h, h)?;
-            let k = t.linear(&format!("{p}.attention.self.key"), h, h)?;
-            let v = t.linear(&format!("{p}.attention.self.value"), h, h)?;
-            let dense = |l: Linear| Dense::new(l, kernel);
+            let dense = |name: &str, n_in, n_out| -> Result<Dense> {
+                let (w, b) = t.linear(&format!("{p}.{name}"), n_in, n_out)?;
+                Ok(Dense::new(&w, b, n_in, n_out, kernel))
+            };
+            // Query, key and value: one layer of three times the outputs.
+            let (mut w, mut b) = (Vec::with_capacity(3 * h * h), Vec::with_capacity(3 * h));
+            for part in ["query", "key", "value"] {
+                let (pw, pb) = t.linear(&format!("{p}.attention.self.{part}"), h, h)?;
+                w.extend(pw);
+                b.extend(pb);
+            }
             layers.push(Layer {
-                qkv: dense(fuse(&[q, k, v])),
-                attn_out: dense(t.linear(&format!("{p}.attention.output.dense"), h, h)?),
+                qkv: Dense::new(&w, b, h, 3 * h, kernel),
+                attn_out: dense("attention.output.dense", h, h)?,
                 attn_ln: t.layer_norm(&format!("{p}.attention.output.LayerNorm"), h)?,
-                inter: dense(t.linear(&format!("{p}.intermediate.dense"), h, cfg.intermediate_size)?),
-                out: dense(t.linear(&format!("{p}.output.dense"), cfg.intermediate_size, h)?),
+                inter: dense("intermediate.dense", h, cfg.intermediate_size)?,
+                out: dense("output.dense", cfg.intermediate_size, h)?,
                 out_ln: t.layer_norm(&format!("{p}.output.LayerNorm"), h)?,
             });
         }
@@ -436,23 +443,6 @@ impl Scratch {
         self.inter.resize(n * inter, 0.0);
         self.scores.resize(longest * longest, 0.0);
     }
-}
-
-/// Concatenates dense layers with the same input along the output axis.
-fn fuse(parts: &[Linear]) -> Linear {
-    let n_in = parts[0].n_in;
-    let n_out: usize = parts.iter().map(|p| p.n_out).sum();
-    let mut w_t = vec![0.0; n_in * n_out];
-    let mut b = Vec::with_capacity(n_out);
-    let mut off = 0;
-    for p in parts {
-        for r in 0..n_in {
-            w_t[r * n_out + off..r * n_out + off + p.n_out].copy_from_slice(&p.w_t[r * p.n_out..(r + 1) * p.n_out]);
-        }
-        b.extend_from_slice(&p.b);
-        off += p.n_out;
-    }
-    Linear { w_t, b, n_in, n_out }
 }
 
 /// out[n, n_out] = x[n, n_in] · W + b
