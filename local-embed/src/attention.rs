@@ -56,6 +56,8 @@ pub struct AttentionScratch {
     rows: Vec<i8>,
     /// One block's `1 / S` per row.
     p_inv_sums: [f32; ROWS],
+    /// One block's largest score per row (AVX-512 path: taken in the scores' epilogue).
+    row_max: [f32; ROWS],
 }
 
 /// The shape of one head's attention: `len` tokens of width `dh`; rows of
@@ -111,6 +113,7 @@ pub fn attention_head(
                 kernel,
                 &s.scores[r * shape.len16()..r * shape.len16() + shape.len],
                 &mut s.p[r * shape.len4()..(r + 1) * shape.len4()],
+                s.row_max[r],
             );
         }
         values_block(kernel, shape, i, rows, ctx, s);
@@ -332,12 +335,13 @@ multiversion! {
     }
 }
 
-/// `softmax_to_u8_portable` on the kernel's SIMD path (the same bytes).
-fn softmax_to_u8(kernel: Int8Kernel, scores: &[f32], p: &mut [u8]) -> f32 {
+/// `softmax_to_u8_portable` on the kernel's SIMD path (the same bytes);
+/// `max`: the row's largest score where the kernel's scores epilogue took it (AVX-512).
+fn softmax_to_u8(kernel: Int8Kernel, scores: &[f32], p: &mut [u8], max: f32) -> f32 {
     match kernel {
         // SAFETY: the AVX-512 VNNI kernel is only offered on CPUs with AVX-512.
         #[cfg(target_arch = "x86_64")]
-        Int8Kernel::Avx512Vnni => unsafe { x86::softmax_to_u8_avx512(scores, p) },
+        Int8Kernel::Avx512Vnni => unsafe { x86::softmax_to_u8_avx512(scores, p, max) },
         _ => softmax_to_u8_portable(scores, p),
     }
 }
@@ -403,16 +407,20 @@ mod x86 {
     #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
     pub(super) unsafe fn scores_avx512(shape: HeadShape, row0: usize, rows: usize, s: &mut AttentionScratch) {
         let panels = shape.len16() / PANEL;
+        let mut max = [_mm512_set1_ps(f32::NEG_INFINITY); ROWS];
         let mut p = 0;
         while p < panels {
             let width = if p + PANELS <= panels { PANELS } else { 1 };
             match (rows, width) {
-                (ROWS, PANELS) => scores_block_avx512::<ROWS, PANELS>(shape, row0, p, s),
-                (ROWS, _) => scores_block_avx512::<ROWS, 1>(shape, row0, p, s),
-                (_, PANELS) => scores_block_avx512::<1, PANELS>(shape, row0, p, s),
-                _ => scores_block_avx512::<1, 1>(shape, row0, p, s),
+                (ROWS, PANELS) => scores_block_avx512::<ROWS, PANELS>(shape, row0, p, s, &mut max),
+                (ROWS, _) => scores_block_avx512::<ROWS, 1>(shape, row0, p, s, &mut max),
+                (_, PANELS) => scores_block_avx512::<1, PANELS>(shape, row0, p, s, &mut max),
+                _ => scores_block_avx512::<1, 1>(shape, row0, p, s, &mut max),
             }
             p += width;
+        }
+        for (out, m) in s.row_max.iter_mut().zip(&max).take(rows) {
+            *out = _mm512_reduce_max_ps(*m);
         }
     }
 
@@ -423,6 +431,7 @@ mod x86 {
         row0: usize,
         p0: usize,
         s: &mut AttentionScratch,
+        max: &mut [__m512; ROWS],
     ) {
         let (dq, len16) = (shape.dq(), shape.len16());
         let groups = dq / GROUP;
@@ -448,7 +457,12 @@ mod x86 {
                 let kw = _mm512_loadu_ps(s.k_weights.as_ptr().add(c0));
                 let ks = _mm512_loadu_ps(s.k_sums.as_ptr().add(c0));
                 let d = _mm512_add_ps(_mm512_mul_ps(qs, _mm512_cvtepi32_ps(*a)), _mm512_mul_ps(qm, ks));
-                _mm512_storeu_ps(s.scores.as_mut_ptr().add(r * len16 + c0), _mm512_mul_ps(kw, d));
+                let score = _mm512_mul_ps(kw, d);
+                _mm512_storeu_ps(s.scores.as_mut_ptr().add(r * len16 + c0), score);
+                // The row's maximum over its real keys (padding keys score 0).
+                let valid = shape.len.saturating_sub(c0).min(PANEL);
+                let mask: __mmask16 = ((1u32 << valid) - 1) as __mmask16;
+                max[r] = _mm512_mask_max_ps(max[r], mask, max[r], score);
             }
         }
     }
@@ -517,18 +531,11 @@ mod x86 {
 
     /// `softmax_to_u8_portable` with 16 lanes: the same operations in the same order.
     #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
-    pub(super) unsafe fn softmax_to_u8_avx512(scores: &[f32], p_bytes: &mut [u8]) -> f32 {
+    pub(super) unsafe fn softmax_to_u8_avx512(scores: &[f32], p_bytes: &mut [u8], max: f32) -> f32 {
         let n = scores.len();
         let full = n / 16;
         let tail_mask: __mmask16 = ((1u32 << (n % 16)) - 1) as __mmask16;
-        let ninf = _mm512_set1_ps(f32::NEG_INFINITY);
-        let mut vmax = ninf;
-        for c in 0..full {
-            vmax = _mm512_max_ps(vmax, _mm512_loadu_ps(scores.as_ptr().add(c * 16)));
-        }
-        vmax = _mm512_max_ps(vmax, _mm512_mask_loadu_ps(ninf, tail_mask, scores.as_ptr().add(full * 16)));
-        let max = _mm512_set1_ps(_mm512_reduce_max_ps(vmax));
-        let floor = _mm512_set1_ps(-10.0);
+        let max = _mm512_set1_ps(max);
         let [c3, c2, c1] = super::EXP2_255.map(|c| _mm512_set1_ps(c));
         let (k255, half) = (_mm512_set1_ps(255.0), _mm512_set1_ps(0.5));
         let mut vsum = _mm512_setzero_si512();
@@ -538,14 +545,16 @@ mod x86 {
                 break;
             }
             let x = _mm512_maskz_loadu_ps(mask, scores.as_ptr().add(c * 16));
-            let t = _mm512_max_ps(_mm512_sub_ps(x, max), floor);
+            // Not clamped at -10 as in `probability_u8`: below, both give 0
+            // (here 2ⁿ is exact down to far smaller n, and 255 · 2⁻¹⁰ < 0.5).
+            let t = _mm512_sub_ps(x, max);
             // Round to nearest, ties to even: the integer `probability_u8` gets by adding 1.5 · 2²³.
             let n = _mm512_roundscale_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(t);
             let f = _mm512_sub_ps(t, n);
             let p = _mm512_add_ps(_mm512_mul_ps(c3, f), c2);
             let p = _mm512_add_ps(_mm512_mul_ps(p, f), c1);
             let p = _mm512_add_ps(_mm512_mul_ps(p, f), k255);
-            // p · 2ⁿ, exact (n in -10..=0), as `probability_u8`'s multiplication by 2ⁿ.
+            // p · 2ⁿ, exact (n in -10..=0; below, tiny or 0), as `probability_u8`'s multiplication by 2ⁿ.
             let y = _mm512_scalef_ps(p, n);
             let u = _mm512_maskz_cvttps_epi32(mask, _mm512_add_ps(y, half));
             vsum = _mm512_add_epi32(vsum, u);
