@@ -400,6 +400,7 @@ fn values_portable(shape: HeadShape, row0: usize, rows: usize, ctx: &mut [f32], 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use super::{AttentionScratch, HeadShape, GROUP, PANEL, PANELS, ROWS};
+    use crate::int8::dots_block_avx512;
     use std::arch::x86_64::*;
 
     /// One block's scores with AVX-512 VNNI: `rows` query rows by four
@@ -435,19 +436,9 @@ mod x86 {
     ) {
         let (dq, len16) = (shape.dq(), shape.len16());
         let groups = dq / GROUP;
-        let mut acc = [[_mm512_setzero_si512(); P]; R];
         let us: [*const u8; R] = std::array::from_fn(|r| s.q.as_ptr().add((row0 + r) * shape.q_width + shape.q_offset));
         let ks: [*const i8; P] = std::array::from_fn(|q| s.k.as_ptr().add((p0 + q) * groups * PANEL * GROUP));
-        for g in 0..groups {
-            let kv: [__m512i; P] =
-                std::array::from_fn(|q| _mm512_loadu_si512(ks[q].add(g * PANEL * GROUP) as *const _));
-            for r in 0..R {
-                let uv = _mm512_set1_epi32(std::ptr::read_unaligned(us[r].add(g * GROUP) as *const i32));
-                for q in 0..P {
-                    acc[r][q] = _mm512_dpbusd_epi32(acc[r][q], uv, kv[q]);
-                }
-            }
-        }
+        let acc = dots_block_avx512(us, ks, groups);
         // `score`'s operations in the same order.
         for (r, row) in acc.iter().enumerate() {
             let qs = _mm512_set1_ps(s.q_scales[row0 + r]);
@@ -502,19 +493,9 @@ mod x86 {
     ) {
         let len4 = shape.len4();
         let groups = len4 / GROUP;
-        let mut acc = [[_mm512_setzero_si512(); P]; R];
         let ps: [*const u8; R] = std::array::from_fn(|r| s.p.as_ptr().add(r * len4));
         let vs: [*const i8; P] = std::array::from_fn(|q| s.v.as_ptr().add((p0 + q) * groups * PANEL * GROUP));
-        for g in 0..groups {
-            let vv: [__m512i; P] =
-                std::array::from_fn(|q| _mm512_loadu_si512(vs[q].add(g * PANEL * GROUP) as *const _));
-            for r in 0..R {
-                let pv = _mm512_set1_epi32(std::ptr::read_unaligned(ps[r].add(g * GROUP) as *const i32));
-                for q in 0..P {
-                    acc[r][q] = _mm512_dpbusd_epi32(acc[r][q], pv, vv[q]);
-                }
-            }
-        }
+        let acc = dots_block_avx512(ps, vs, groups);
         // `context`'s operations in the same order.
         for (r, row) in acc.iter().enumerate() {
             let inv = _mm512_set1_ps(s.p_inv_sums[r]);

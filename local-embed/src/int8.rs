@@ -258,7 +258,7 @@ fn dots_loop(l: &QuantLinear, x: &[u8], n: usize, dots: &mut [i32]) {
 }
 
 #[cfg(target_arch = "x86_64")]
-pub(crate) use x86::quantize_row_avx512;
+pub(crate) use x86::{dots_block_avx512, quantize_row_avx512};
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
@@ -291,6 +291,31 @@ mod x86 {
         }
     }
 
+    /// `Σ u·w` of `R` u8 rows by `P` packed 16-column panels
+    /// (`[groups][16][4]` each) over `groups` steps of four bytes: per step,
+    /// `P` panel loads and `R` broadcasts feed `R·P` `vpdpbusd` into as many
+    /// accumulators. The dense layers' and attention's products share it.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+    #[inline]
+    pub(crate) unsafe fn dots_block_avx512<const R: usize, const P: usize>(
+        rows: [*const u8; R],
+        panels: [*const i8; P],
+        groups: usize,
+    ) -> [[__m512i; P]; R] {
+        let mut acc = [[_mm512_setzero_si512(); P]; R];
+        for g in 0..groups {
+            let wv: [__m512i; P] =
+                std::array::from_fn(|q| _mm512_loadu_si512(panels[q].add(g * PANEL * GROUP) as *const _));
+            for r in 0..R {
+                let xv = _mm512_set1_epi32(std::ptr::read_unaligned(rows[r].add(g * GROUP) as *const i32));
+                for q in 0..P {
+                    acc[r][q] = _mm512_dpbusd_epi32(acc[r][q], xv, wv[q]);
+                }
+            }
+        }
+        acc
+    }
+
     #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
     #[inline]
     unsafe fn block_avx512<const R: usize, const P: usize>(
@@ -301,19 +326,9 @@ mod x86 {
         out: &mut [f32],
     ) {
         let groups = l.k_pad / GROUP;
-        let mut acc = [[_mm512_setzero_si512(); P]; R];
         let xs: [*const u8; R] = std::array::from_fn(|r| s.x.as_ptr().add((row0 + r) * l.k_pad));
         let ws: [*const i8; P] = std::array::from_fn(|q| l.packed.as_ptr().add((p0 + q) * groups * PANEL * GROUP));
-        for g in 0..groups {
-            let wv: [__m512i; P] =
-                std::array::from_fn(|q| _mm512_loadu_si512(ws[q].add(g * PANEL * GROUP) as *const _));
-            for r in 0..R {
-                let xv = _mm512_set1_epi32(std::ptr::read_unaligned(xs[r].add(g * GROUP) as *const i32));
-                for q in 0..P {
-                    acc[r][q] = _mm512_dpbusd_epi32(acc[r][q], xv, wv[q]);
-                }
-            }
-        }
+        let acc = dots_block_avx512(xs, ws, groups);
         // `epilogue`'s operations in the same order: sw · (rs · d + rm · cs) + b.
         for (r, row) in acc.iter().enumerate() {
             let rs = _mm512_set1_ps(s.row_scales[row0 + r]);
