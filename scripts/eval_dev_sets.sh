@@ -19,6 +19,7 @@
 #   BUDGET    --budget of graphrag-rs eval, e.g. 2000,5000,10000 (default: the settings' own limits)
 #   REINDEX   1: index again even when OUT_DIR/projects/<dataset>/output exists
 #   METHOD    the index method (default: fast)
+#   PRECISION f32, int8 or auto: the local embedding model's precision in new projects (default: init's, auto)
 #   MOCK_URL  an OpenAI-compatible base URL (e.g. graphrag-mock-llm's http://127.0.0.1:8765/v1) that
 #             serves both the chat and the embedding model (then the projects have an API key)
 #   CACHE_FROM the projects folder of an earlier run (OUT_DIR/projects): each project starts with its
@@ -26,7 +27,7 @@
 # Per dataset: <corpus>.index.time (/usr/bin/time -v of the indexing), <dataset>.json (eval
 # --output), <dataset>.txt (the printed table).
 set -euo pipefail
-[ $# -ge 1 ] || { sed -n 2,27p "$0"; exit 2; }
+[ $# -ge 1 ] || { sed -n 2,28p "$0"; exit 2; }
 out=$(mkdir -p "$1" && cd "$1" && pwd)
 shift
 datasets=("$@")
@@ -113,6 +114,10 @@ for ds in "${datasets[@]}"; do
     "$bin" -q init --root "$project"
     prepare_input "$corpus" "$project"
     [ -z "${MOCK_URL:-}" ] || use_mock "$project"
+    if [ -n "${PRECISION:-}" ]; then
+      sed -i "s|^    precision: auto$|    precision: $PRECISION|" "$project/settings.yaml"
+      grep -q "^    precision: $PRECISION$" "$project/settings.yaml" || { echo "could not set precision in $project" >&2; exit 1; }
+    fi
     [ -z "${CACHE_FROM:-}" ] || [ ! -d "$CACHE_FROM/$corpus/cache" ] || cp -r "$CACHE_FROM/$corpus/cache" "$project/cache"
     echo "== $corpus: indexing (${METHOD:-fast} method)" >&2
     /usr/bin/time -v -o "$res/$corpus.index.time" "$bin" -q index --root "$project" --method "${METHOD:-fast}"

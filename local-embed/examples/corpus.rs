@@ -44,23 +44,28 @@ fn main() -> Result<()> {
         .collect::<Result<_, _>>()?;
     let dir = LocalEmbedder::find_default_model().context(LocalEmbedder::missing_model_help())?;
     let raw = std::fs::read_to_string(path).with_context(|| format!("reading {path}"))?;
-    let probe = LocalEmbedder::load(&dir)?;
+    // The model the texts are cut with is the first precision's, and embeds
+    // them too: one load per precision, as an index run does.
+    let mut probe = Some(LocalEmbedder::load_with(&dir, precisions.first().context("no precision")?.kernel())?);
+    let cutter = probe.as_ref().expect("just loaded");
     let mut texts: Vec<String> = if path.ends_with(".json") {
         serde_json::from_str::<Vec<Passage>>(&raw)?.into_iter().map(|p| p.text).collect()
     } else {
         // As the embed step's `split_to_fit` cuts a text unit.
-        graphrag_operations::chunking::pack_words(&raw, probe.max_tokens(), |w| probe.count_tokens(w))
+        graphrag_operations::chunking::pack_words(&raw, cutter.max_tokens(), |w| cutter.count_tokens(w))
     };
     texts.truncate(max);
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-    let tokens: usize = refs.iter().map(|t| probe.token_ids(t).len()).sum();
+    let tokens: usize = refs.iter().map(|t| cutter.token_ids(t).len()).sum();
     println!("{path}: {} texts, {tokens} tokens ({} threads)", refs.len(), rayon::current_num_threads());
-    drop(probe);
 
     let mut f32_vectors: Option<Vec<Vec<f32>>> = None;
     for precision in precisions {
         let kernel = precision.kernel();
-        let e = LocalEmbedder::load_with(&dir, kernel)?;
+        let e = match probe.take() {
+            Some(first) => first,
+            None => LocalEmbedder::load_with(&dir, kernel)?,
+        };
         let (cpu0, t) = (cpu_seconds()?, Instant::now());
         let vectors = e.embed(&refs)?;
         let (cpu, wall) = (cpu_seconds()? - cpu0, t.elapsed().as_secs_f64());

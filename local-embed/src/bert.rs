@@ -11,6 +11,7 @@
 use anyhow::{bail, Context, Result};
 use std::collections::HashMap;
 
+use crate::attention::{attention_head, quantize_queries, AttentionScratch, HeadShape};
 use crate::int8::{Int8Kernel, QuantLinear, QuantScratch};
 use crate::Kernel;
 
@@ -60,12 +61,11 @@ enum Dense {
 }
 
 impl Dense {
-    fn new(l: Linear, kernel: Kernel) -> Dense {
+    /// From PyTorch's layout (`w`: `[n_out, n_in]`, row-major).
+    fn new(w: &[f32], b: Vec<f32>, n_in: usize, n_out: usize, kernel: Kernel) -> Dense {
         match kernel {
-            Kernel::F32 => Dense::F32(l),
-            Kernel::Int8(k) => {
-                Dense::Int8(QuantLinear::new(&transpose(&l.w_t, l.n_in, l.n_out), &l.b, l.n_in, l.n_out), k)
-            }
+            Kernel::F32 => Dense::F32(Linear { w_t: transpose(w, n_out, n_in), b, n_in, n_out }),
+            Kernel::Int8(k) => Dense::Int8(QuantLinear::new(w, &b, n_in, n_out), k),
         }
     }
 }
@@ -162,10 +162,11 @@ impl<'a> Tensors<'a> {
         Ok(v)
     }
 
-    fn linear(&self, name: &str, n_in: usize, n_out: usize) -> Result<Linear> {
+    /// A dense layer's weight (`[n_out, n_in]`, PyTorch's layout) and bias.
+    fn linear(&self, name: &str, n_in: usize, n_out: usize) -> Result<(Vec<f32>, Vec<f32>)> {
         let w = self.get(&format!("{name}.weight"), &[n_out, n_in])?;
         let b = self.get(&format!("{name}.bias"), &[n_out])?;
-        Ok(Linear { w_t: transpose(&w, n_out, n_in), b, n_in, n_out })
+        Ok((w, b))
     }
 
     fn layer_norm(&self, name: &str, n: usize) -> Result<LayerNorm> {
@@ -229,16 +230,23 @@ impl BertModel {
         let mut layers = Vec::with_capacity(cfg.num_hidden_layers);
         for i in 0..cfg.num_hidden_layers {
             let p = format!("encoder.layer.{i}");
-            let q = t.linear(&format!("{p}.attention.self.query"), h, h)?;
-            let k = t.linear(&format!("{p}.attention.self.key"), h, h)?;
-            let v = t.linear(&format!("{p}.attention.self.value"), h, h)?;
-            let dense = |l: Linear| Dense::new(l, kernel);
+            let dense = |name: &str, n_in, n_out| -> Result<Dense> {
+                let (w, b) = t.linear(&format!("{p}.{name}"), n_in, n_out)?;
+                Ok(Dense::new(&w, b, n_in, n_out, kernel))
+            };
+            // Query, key and value: one layer of three times the outputs.
+            let (mut w, mut b) = (Vec::with_capacity(3 * h * h), Vec::with_capacity(3 * h));
+            for part in ["query", "key", "value"] {
+                let (pw, pb) = t.linear(&format!("{p}.attention.self.{part}"), h, h)?;
+                w.extend(pw);
+                b.extend(pb);
+            }
             layers.push(Layer {
-                qkv: dense(fuse(&[q, k, v])),
-                attn_out: dense(t.linear(&format!("{p}.attention.output.dense"), h, h)?),
+                qkv: Dense::new(&w, b, h, 3 * h, kernel),
+                attn_out: dense("attention.output.dense", h, h)?,
                 attn_ln: t.layer_norm(&format!("{p}.attention.output.LayerNorm"), h)?,
-                inter: dense(t.linear(&format!("{p}.intermediate.dense"), h, cfg.intermediate_size)?),
-                out: dense(t.linear(&format!("{p}.output.dense"), cfg.intermediate_size, h)?),
+                inter: dense("intermediate.dense", h, cfg.intermediate_size)?,
+                out: dense("output.dense", cfg.intermediate_size, h)?,
                 out_ln: t.layer_norm(&format!("{p}.output.LayerNorm"), h)?,
             });
         }
@@ -265,7 +273,7 @@ impl BertModel {
     /// Runs the encoder over a batch of token-id sequences (each already
     /// `[CLS] … [SEP]` and at most `max_position_embeddings` long) and
     /// returns, per sequence, the mean of its last hidden states.
-    pub fn mean_pooled(&self, seqs: &[&[u32]]) -> Vec<Vec<f32>> {
+    pub fn mean_pooled(&self, seqs: &[&[u32]], scratch: &mut Scratch) -> Vec<Vec<f32>> {
         let h = self.cfg.hidden_size;
         let total: usize = seqs.iter().map(|s| s.len()).sum();
         let mut x = vec![0.0f32; total * h];
@@ -287,9 +295,9 @@ impl BertModel {
         layer_norm(&mut x, &self.emb_ln, h, self.eps);
 
         let lens: Vec<usize> = seqs.iter().map(|s| s.len()).collect();
-        let mut scratch = Scratch::new(total, h, self.cfg.intermediate_size, &lens);
+        scratch.fit(total, h, self.cfg.intermediate_size, &lens, self.kernel);
         for layer in &self.layers {
-            self.layer_forward(layer, &mut x, &lens, &mut scratch);
+            self.layer_forward(layer, &mut x, &lens, scratch);
         }
 
         // Mean pooling (every packed token is a real token).
@@ -324,50 +332,21 @@ impl BertModel {
         let mut start = 0;
         for &len in lens {
             let base = start * 3 * h;
+            if let Kernel::Int8(kernel) = self.kernel {
+                quantize_queries(kernel, &qkv[base..], len, h, 3 * h, &mut s.attention);
+            }
             for head in 0..heads {
                 let q = &qkv[base + head * dh..];
                 let k = &qkv[base + h + head * dh..];
                 let v = &qkv[base + 2 * h + head * dh..];
-                let scores = &mut s.scores[..len * len];
-                // scores = scale * Q_h K_hᵀ
-                unsafe {
-                    matrixmultiply::sgemm(
-                        len,
-                        dh,
-                        len,
-                        scale,
-                        q.as_ptr(),
-                        (3 * h) as isize,
-                        1,
-                        k.as_ptr(),
-                        1,
-                        (3 * h) as isize,
-                        0.0,
-                        scores.as_mut_ptr(),
-                        len as isize,
-                        1,
-                    );
-                }
-                softmax_rows(scores, len);
                 let ctx = &mut s.ctx[start * h + head * dh..];
-                // ctx_h = P V_h
-                unsafe {
-                    matrixmultiply::sgemm(
-                        len,
-                        len,
-                        dh,
-                        1.0,
-                        scores.as_ptr(),
-                        len as isize,
-                        1,
-                        v.as_ptr(),
-                        (3 * h) as isize,
-                        1,
-                        0.0,
-                        ctx.as_mut_ptr(),
-                        h as isize,
-                        1,
-                    );
+                match self.kernel {
+                    Kernel::Int8(kernel) => {
+                        let shape =
+                            HeadShape { len, dh, q_offset: head * dh, q_width: h, stride: 3 * h, ctx_stride: h, scale };
+                        attention_head(kernel, shape, (k, v), ctx, &mut s.attention);
+                    }
+                    Kernel::F32 => attention_head_f32(len, dh, h, scale, (q, k, v), ctx, &mut s.scores),
                 }
             }
             start += len;
@@ -377,51 +356,93 @@ impl BertModel {
         add_layer_norm(x, &s.proj, &l.attn_ln, h, self.eps);
         // Feed-forward: GELU(x W1 + b1) W2 + b2, residual, LayerNorm.
         Self::dense(&l.inter, x, n, &mut s.inter, &mut s.quant);
-        gelu_all(&mut s.inter);
+        match self.kernel {
+            Kernel::F32 => gelu_all(&mut s.inter),
+            Kernel::Int8(_) => gelu_coarse_all(&mut s.inter),
+        }
         Self::dense(&l.out, &s.inter, n, &mut s.proj, &mut s.quant);
         add_layer_norm(x, &s.proj, &l.out_ln, h, self.eps);
     }
 }
 
-/// Buffers reused across layers.
-struct Scratch {
+/// `ctx = softmax(scale · Q Kᵀ) V` for one head in f32 (rows of Q, K and
+/// V `3 * h` apart, of `ctx` `h` apart).
+fn attention_head_f32(
+    len: usize,
+    dh: usize,
+    h: usize,
+    scale: f32,
+    (q, k, v): (&[f32], &[f32], &[f32]),
+    ctx: &mut [f32],
+    scores: &mut [f32],
+) {
+    let scores = &mut scores[..len * len];
+    // SAFETY (both products): the dimensions and strides describe the slices.
+    // scores = scale * Q_h K_hᵀ
+    unsafe {
+        matrixmultiply::sgemm(
+            len,
+            dh,
+            len,
+            scale,
+            q.as_ptr(),
+            (3 * h) as isize,
+            1,
+            k.as_ptr(),
+            1,
+            (3 * h) as isize,
+            0.0,
+            scores.as_mut_ptr(),
+            len as isize,
+            1,
+        );
+    }
+    softmax_rows(scores, len);
+    // ctx_h = P V_h
+    unsafe {
+        matrixmultiply::sgemm(
+            len,
+            len,
+            dh,
+            1.0,
+            scores.as_ptr(),
+            len as isize,
+            1,
+            v.as_ptr(),
+            (3 * h) as isize,
+            1,
+            0.0,
+            ctx.as_mut_ptr(),
+            h as isize,
+            1,
+        );
+    }
+}
+
+/// Buffers reused across layers and, by one worker, across batches (every
+/// element is written before it is read, so growing them never clears).
+#[derive(Default)]
+pub struct Scratch {
     qkv: Vec<f32>,
     ctx: Vec<f32>,
     proj: Vec<f32>,
     inter: Vec<f32>,
+    /// The f32 attention's `len × len` scores (empty at int8).
     scores: Vec<f32>,
+    attention: AttentionScratch,
     quant: QuantScratch,
 }
 
 impl Scratch {
-    fn new(n: usize, h: usize, inter: usize, lens: &[usize]) -> Scratch {
-        let longest = lens.iter().copied().max().unwrap_or(0);
-        Scratch {
-            qkv: vec![0.0; n * 3 * h],
-            ctx: vec![0.0; n * h],
-            proj: vec![0.0; n * h],
-            inter: vec![0.0; n * inter],
-            scores: vec![0.0; longest * longest],
-            quant: QuantScratch::default(),
-        }
+    /// Sizes the buffers for `n` packed tokens.
+    fn fit(&mut self, n: usize, h: usize, inter: usize, lens: &[usize], kernel: Kernel) {
+        let longest = if kernel == Kernel::F32 { lens.iter().copied().max().unwrap_or(0) } else { 0 };
+        self.qkv.resize(n * 3 * h, 0.0);
+        self.ctx.resize(n * h, 0.0);
+        self.proj.resize(n * h, 0.0);
+        self.inter.resize(n * inter, 0.0);
+        self.scores.resize(longest * longest, 0.0);
     }
-}
-
-/// Concatenates dense layers with the same input along the output axis.
-fn fuse(parts: &[Linear]) -> Linear {
-    let n_in = parts[0].n_in;
-    let n_out: usize = parts.iter().map(|p| p.n_out).sum();
-    let mut w_t = vec![0.0; n_in * n_out];
-    let mut b = Vec::with_capacity(n_out);
-    let mut off = 0;
-    for p in parts {
-        for r in 0..n_in {
-            w_t[r * n_out + off..r * n_out + off + p.n_out].copy_from_slice(&p.w_t[r * p.n_out..(r + 1) * p.n_out]);
-        }
-        b.extend_from_slice(&p.b);
-        off += p.n_out;
-    }
-    Linear { w_t, b, n_in, n_out }
 }
 
 /// out[n, n_out] = x[n, n_in] · W + b
@@ -466,6 +487,12 @@ multiversion! {
     /// GELU in place.
     fn gelu_all(v: &mut [f32]) {
         v.iter_mut().for_each(|x| *x = gelu(*x));
+    }
+
+    /// GELU in place with `erf_coarse`, for the int8 precision (whose next
+    /// step rounds these values to 8 bits).
+    fn gelu_coarse_all(v: &mut [f32]) {
+        v.iter_mut().for_each(|x| *x = 0.5 * *x * (1.0 + erf_coarse(*x * std::f32::consts::FRAC_1_SQRT_2)));
     }
 
     /// x = LayerNorm(x + y), row by row.
@@ -580,6 +607,25 @@ fn erf(x: f32) -> f32 {
     x * p / q
 }
 
+/// erf for f32 with fewer terms than `erf`: `x·P(x²)/Q(x²)` of degrees 3
+/// and 3 on [-4, 4] (|error| < 3e-5, see the tests), for the int8
+/// precision: GELU's output is then quantized per row to 8 bits, steps of
+/// about 0.02.
+#[inline(always)]
+fn erf_coarse(x: f32) -> f32 {
+    let x = x.clamp(-4.0, 4.0);
+    let x2 = x * x;
+    let mut p = 6.060_537e-4_f32;
+    p = p * x2 + 4.121_338_6e-2;
+    p = p * x2 + 1.746_122e-1;
+    p = p * x2 + 1.128_249_8;
+    let mut q = 8.150_37e-3_f32;
+    q = q * x2 + 1.001_439e-1;
+    q = q * x2 + 4.873_818_8e-1;
+    q = q * x2 + 1.0;
+    x * p / q
+}
+
 /// erf in f64 after W. J. Cody's rational approximations (relative error
 /// below 1e-9): the yardstick for the f32 version in the tests.
 #[cfg(test)]
@@ -679,6 +725,18 @@ mod tests {
         eprintln!("max |erf error| = {worst:e}");
         assert!((erf(10.0) - 1.0).abs() < 1e-6);
         assert!((erf(-10.0) + 1.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn coarse_erf_is_accurate_enough() {
+        let mut worst = 0.0f64;
+        for i in -60_000..=60_000 {
+            let x = i as f32 * 1e-4;
+            worst = worst.max((erf_coarse(x) as f64 - erf_f64(x as f64)).abs());
+        }
+        eprintln!("max |coarse erf error| = {worst:e}");
+        assert!(worst < 3e-5, "max |coarse erf error| = {worst}");
+        assert!((erf_coarse(10.0) - 1.0).abs() < 3e-5);
     }
 
     #[test]

@@ -120,7 +120,7 @@ impl QuantLinear {
             scales[j] = scale;
             let (panel, lane) = (j / PANEL, j % PANEL);
             for (k, &v) in row.iter().enumerate() {
-                let q = (v / scale).round().clamp(-127.0, 127.0) as i8;
+                let q = round_half_away(v / scale).clamp(-127.0, 127.0) as i8;
                 col_sums[j] += f32::from(q);
                 packed[((panel * groups + k / GROUP) * PANEL + lane) * GROUP + k % GROUP] = q;
             }
@@ -158,7 +158,8 @@ impl QuantLinear {
     /// Every path does the same IEEE operations (min, max, sub, mul, add,
     /// clamp, truncate), so the bytes are identical.
     fn quantize_rows(&self, kernel: Int8Kernel, x: &[f32], n: usize, s: &mut QuantScratch) {
-        s.x.clear();
+        // No clearing: every byte a kernel reads is written below, except
+        // the padding columns, which meet zero weights.
         s.x.resize(n * self.k_pad, 0);
         s.row_scales.resize(n, 0.0);
         s.row_mins.resize(n, 0.0);
@@ -171,6 +172,23 @@ impl QuantLinear {
                 _ => quantize_row(row, q),
             };
         }
+    }
+}
+
+/// `x.round()` (half away from zero) for |x| < 2²³, without the libm call
+/// `f32::round` is on baseline x86-64 (it was a tenth of the model's load):
+/// truncate, then step away from zero when the dropped fraction (exact) is
+/// at least one half.
+#[inline(always)]
+fn round_half_away(x: f32) -> f32 {
+    let t = x as i32 as f32;
+    let fraction = x - t;
+    if fraction >= 0.5 {
+        t + 1.0
+    } else if fraction <= -0.5 {
+        t - 1.0
+    } else {
+        t
     }
 }
 
@@ -194,7 +212,8 @@ fn quantize_value(v: f32, lo: f32, inv: f32) -> u8 {
 }
 
 /// One row into `q`; returns its scale and minimum.
-fn quantize_row(row: &[f32], q: &mut [u8]) -> (f32, f32) {
+#[inline(always)]
+pub(crate) fn quantize_row(row: &[f32], q: &mut [u8]) -> (f32, f32) {
     let (lo, hi) = row.iter().fold((f32::INFINITY, f32::NEG_INFINITY), |(l, h), &v| (l.min(v), h.max(v)));
     let s = row_scale(lo, hi);
     let inv = 1.0 / s;
@@ -256,6 +275,9 @@ fn dots_loop(l: &QuantLinear, x: &[u8], n: usize, dots: &mut [i32]) {
 }
 
 #[cfg(target_arch = "x86_64")]
+pub(crate) use x86::{dots_block_avx512, quantize_row_avx512};
+
+#[cfg(target_arch = "x86_64")]
 mod x86 {
     use super::{QuantLinear, QuantScratch, GROUP, PANEL, PANELS, ROWS};
     use std::arch::x86_64::*;
@@ -286,6 +308,31 @@ mod x86 {
         }
     }
 
+    /// `Σ u·w` of `R` u8 rows by `P` packed 16-column panels
+    /// (`[groups][16][4]` each) over `groups` steps of four bytes: per step,
+    /// `P` panel loads and `R` broadcasts feed `R·P` `vpdpbusd` into as many
+    /// accumulators. The dense layers' and attention's products share it.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+    #[inline]
+    pub(crate) unsafe fn dots_block_avx512<const R: usize, const P: usize>(
+        rows: [*const u8; R],
+        panels: [*const i8; P],
+        groups: usize,
+    ) -> [[__m512i; P]; R] {
+        let mut acc = [[_mm512_setzero_si512(); P]; R];
+        for g in 0..groups {
+            let wv: [__m512i; P] =
+                std::array::from_fn(|q| _mm512_loadu_si512(panels[q].add(g * PANEL * GROUP) as *const _));
+            for r in 0..R {
+                let xv = _mm512_set1_epi32(std::ptr::read_unaligned(rows[r].add(g * GROUP) as *const i32));
+                for q in 0..P {
+                    acc[r][q] = _mm512_dpbusd_epi32(acc[r][q], xv, wv[q]);
+                }
+            }
+        }
+        acc
+    }
+
     #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
     #[inline]
     unsafe fn block_avx512<const R: usize, const P: usize>(
@@ -296,19 +343,9 @@ mod x86 {
         out: &mut [f32],
     ) {
         let groups = l.k_pad / GROUP;
-        let mut acc = [[_mm512_setzero_si512(); P]; R];
         let xs: [*const u8; R] = std::array::from_fn(|r| s.x.as_ptr().add((row0 + r) * l.k_pad));
         let ws: [*const i8; P] = std::array::from_fn(|q| l.packed.as_ptr().add((p0 + q) * groups * PANEL * GROUP));
-        for g in 0..groups {
-            let wv: [__m512i; P] =
-                std::array::from_fn(|q| _mm512_loadu_si512(ws[q].add(g * PANEL * GROUP) as *const _));
-            for r in 0..R {
-                let xv = _mm512_set1_epi32(std::ptr::read_unaligned(xs[r].add(g * GROUP) as *const i32));
-                for q in 0..P {
-                    acc[r][q] = _mm512_dpbusd_epi32(acc[r][q], xv, wv[q]);
-                }
-            }
-        }
+        let acc = dots_block_avx512(xs, ws, groups);
         // `epilogue`'s operations in the same order: sw · (rs · d + rm · cs) + b.
         for (r, row) in acc.iter().enumerate() {
             let rs = _mm512_set1_ps(s.row_scales[row0 + r]);
@@ -330,7 +367,7 @@ mod x86 {
 
     /// `quantize_row` with 16 lanes (the same operations, the same bytes).
     #[target_feature(enable = "avx512f,avx512bw")]
-    pub(super) unsafe fn quantize_row_avx512(row: &[f32], q: &mut [u8]) -> (f32, f32) {
+    pub(crate) unsafe fn quantize_row_avx512(row: &[f32], q: &mut [u8]) -> (f32, f32) {
         let chunks = row.len() / 16;
         let mut vlo = _mm512_set1_ps(f32::INFINITY);
         let mut vhi = _mm512_set1_ps(f32::NEG_INFINITY);
@@ -463,6 +500,20 @@ mod tests {
                 let bound = 0.02 * (n_in as f32).sqrt();
                 assert!(worst < bound, "{}: max error {worst} for {n}x{n_in}x{n_out}", kernel.name());
             }
+        }
+    }
+
+    #[test]
+    fn rounding_matches_f32_round() {
+        let mut cases: Vec<f32> = values(100_000, 17).iter().map(|v| v * 130.0).collect();
+        for i in -300..=300 {
+            let half = i as f32 * 0.5;
+            cases.extend([half, half.next_up(), half.next_down()]);
+        }
+        for x in cases {
+            // Equal as numbers (`-0.0 == 0.0`; both become the byte 0).
+            assert_eq!(round_half_away(x), x.round(), "{x}");
+            assert_eq!(round_half_away(x).clamp(-127.0, 127.0) as i8, x.round().clamp(-127.0, 127.0) as i8, "{x}");
         }
     }
 

@@ -20,14 +20,14 @@
 macro_rules! multiversion {
     ($(
         $(#[$meta:meta])*
-        fn $name:ident($($arg:ident: $ty:ty),*) $body:block
+        fn $name:ident($($arg:ident: $ty:ty),*) $(-> $ret:ty)? $body:block
     )*) => {$(
         $(#[$meta])*
-        fn $name($($arg: $ty),*) {
+        fn $name($($arg: $ty),*) $(-> $ret)? {
             #[cfg(target_arch = "x86_64")]
             {
                 #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma")]
-                unsafe fn avx512($($arg: $ty),*) $body
+                unsafe fn avx512($($arg: $ty),*) $(-> $ret)? $body
                 if std::arch::is_x86_feature_detected!("avx512f")
                     && std::arch::is_x86_feature_detected!("avx512bw")
                     && std::arch::is_x86_feature_detected!("avx512dq")
@@ -37,7 +37,7 @@ macro_rules! multiversion {
                     return unsafe { avx512($($arg),*) };
                 }
                 #[target_feature(enable = "avx2,fma")]
-                unsafe fn avx2($($arg: $ty),*) $body
+                unsafe fn avx2($($arg: $ty),*) $(-> $ret)? $body
                 if std::arch::is_x86_feature_detected!("avx2")
                     && std::arch::is_x86_feature_detected!("fma")
                 {
@@ -50,6 +50,7 @@ macro_rules! multiversion {
     )*};
 }
 
+mod attention;
 mod bert;
 mod int8;
 mod locate;
@@ -75,8 +76,10 @@ const MAX_BATCH_TOKENS: usize = 1024;
 pub enum Precision {
     /// f32 throughout (the reference; sentence-transformers' numbers).
     F32,
-    /// Dynamic int8: int8 weights per output channel, int8 activations per
-    /// token; attention, softmax, GELU and LayerNorm stay f32.
+    /// Dynamic int8: the dense layers with int8 weights per output channel
+    /// and 8-bit activations per token, and attention's two products with
+    /// 8-bit queries, keys, probabilities and values (`attention` module);
+    /// softmax's exponential, GELU and LayerNorm stay f32.
     Int8,
     /// int8 where the CPU has int8 dot-product instructions (AVX-512 VNNI or
     /// AVX-VNNI), else f32.
@@ -133,6 +136,19 @@ pub enum Kernel {
 }
 
 impl Kernel {
+    /// What this kernel's vectors are called in cache keys and step
+    /// fingerprints, after the model's name: empty for f32 (the keys of
+    /// before precisions existed), `@int8-attn` for int8. The int8 of
+    /// earlier versions (f32 attention) was `@int8`: its vectors differ, so
+    /// an index it built is re-embedded, never mixed. Every int8 kernel path
+    /// gives the same bits, so the path is not part of the identity.
+    pub fn vector_identity(self) -> &'static str {
+        match self {
+            Kernel::F32 => "",
+            Kernel::Int8(_) => "@int8-attn",
+        }
+    }
+
     /// The concrete precision: `F32` or `Int8` (never `Auto`).
     pub fn precision(self) -> Precision {
         match self {
@@ -355,7 +371,10 @@ impl LocalEmbedder {
             tokens += seq.len();
         }
         batches.push(&sorted[start..]);
-        let pooled: Vec<Vec<Vec<f32>>> = batches.par_iter().map(|chunk| self.model.mean_pooled(chunk)).collect();
+        let pooled: Vec<Vec<Vec<f32>>> = batches
+            .par_iter()
+            .map_init(bert::Scratch::default, |scratch, chunk| self.model.mean_pooled(chunk, scratch))
+            .collect();
         let mut out: Vec<Vec<f32>> = vec![Vec::new(); texts.len()];
         for (i, v) in order.into_iter().zip(pooled.into_iter().flatten()) {
             out[i] = v;

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
 use futures_util::stream::{self, StreamExt};
-use graphrag_local_embed::{Kernel, LocalEmbedder, Precision};
+use graphrag_local_embed::{Kernel, LocalEmbedder};
 
 use super::cache::{Checked, ResponseCache};
 use super::http::Transport;
@@ -90,17 +90,19 @@ impl EmbeddingModel {
 
     /// Empty for f32 and remote models (their cache keys and fingerprints
     /// are those of before precisions existed, so existing caches and
-    /// indexes stay valid); `@int8` for int8 vectors, which must never be
-    /// mixed with f32 ones. Every int8 kernel gives the same bits, so the
-    /// kernel itself is not part of the identity.
+    /// indexes stay valid); for int8 the local kernel's identity
+    /// (`Kernel::vector_identity`: `@int8-attn`, never the `@int8` of the
+    /// earlier int8 with f32 attention, whose vectors differ).
     fn precision_suffix(&self) -> &'static str {
         match self.backend.as_ref() {
-            Backend::Local { kernel, .. } => match kernel.precision() {
-                Precision::Int8 => "@int8",
-                Precision::F32 | Precision::Auto => "",
-            },
+            Backend::Local { kernel, .. } => kernel.vector_identity(),
             Backend::Http { .. } => "",
         }
+    }
+
+    /// The model's name in cache keys: the model and its precision suffix.
+    fn cache_model_id(&self) -> String {
+        format!("{}{}", self.config.model, self.precision_suffix())
     }
 
     /// The local model, loaded on first use.
@@ -147,7 +149,7 @@ impl EmbeddingModel {
     /// Embeds `texts` (same order). Cached vectors are reused; the rest go to
     /// the model in batches.
     pub async fn embed(&self, texts: &[String], usage: &UsageCounters) -> Result<Vec<Vec<f32>>, LlmError> {
-        let model_id = format!("{}{}", self.config.model, self.precision_suffix());
+        let model_id = self.cache_model_id();
         let keys: Vec<String> = texts.iter().map(|t| ResponseCache::key(&["embedding", &model_id, t])).collect();
         let mut out: Vec<Option<Vec<f32>>> = keys.iter().map(|k| self.cached(k, usage)).collect();
         let missing: Vec<usize> = (0..texts.len()).filter(|&i| out[i].is_none()).collect();
@@ -285,6 +287,7 @@ fn batches<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use graphrag_local_embed::Precision;
 
     #[test]
     fn batches_respect_count_and_tokens() {
@@ -296,5 +299,32 @@ mod tests {
         let b = batches(texts.iter().map(|t| (*t, "")), &config(10, 4));
         assert!(b.iter().all(|(x, t)| *t <= 4 || x.len() == 1));
         assert_eq!(b.iter().map(|(x, _)| x.len()).sum::<usize>(), 5);
+    }
+
+    /// A change of precision, or of what int8 computes, is a change of
+    /// model: cache keys and step fingerprints differ, so `index` and
+    /// `update` re-embed instead of mixing vectors.
+    #[test]
+    fn each_precision_is_a_model_of_its_own() {
+        let local = |precision| ModelConfig {
+            model_provider: "local".into(),
+            model: "all-MiniLM-L6-v2".into(),
+            precision,
+            ..ModelConfig::default()
+        };
+        let f32_model = EmbeddingModel::new("e", &local(Precision::F32), None).unwrap();
+        // f32 keeps the keys of before precisions existed.
+        assert_eq!(f32_model.cache_model_id(), "all-MiniLM-L6-v2");
+        assert_eq!(f32_model.fingerprint(), "local|all-MiniLM-L6-v2|");
+        let int8 = EmbeddingModel::new("e", &local(Precision::Int8), None).unwrap();
+        // Not the `@int8` of the earlier int8 (f32 attention), whose vectors differ.
+        assert_eq!(int8.cache_model_id(), "all-MiniLM-L6-v2@int8-attn");
+        assert_eq!(int8.fingerprint(), "local|all-MiniLM-L6-v2|@int8-attn");
+        let key = |m: &str| ResponseCache::key(&["embedding", m, "a text"]);
+        assert_ne!(key(&int8.cache_model_id()), key("all-MiniLM-L6-v2@int8"));
+        // `auto` is one of the two, by this CPU's instructions.
+        let auto = EmbeddingModel::new("e", &local(Precision::Auto), None).unwrap();
+        let want = if Precision::Auto.kernel() == Kernel::F32 { &f32_model } else { &int8 };
+        assert_eq!(auto.fingerprint(), want.fingerprint());
     }
 }
