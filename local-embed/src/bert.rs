@@ -351,39 +351,19 @@ impl BertModel {
             }
             start += len;
         }
-        // Everything after attention works row by row, so at int8 it runs
-        // per tile of rows: the tile's `[rows, 4h]` f32 intermediate and its
-        // bytes stay in L2 between the steps, where the whole batch's (6 MB
-        // at 1,024 tokens) went out to L3 and back four times. Each row's
-        // operations are the same, so are the bits. The f32 path keeps one
-        // tile (sgemm's blocking is its own business).
-        let tile = match self.kernel {
-            Kernel::Int8(_) => ROW_TILE,
-            Kernel::F32 => n.max(1),
-        };
-        let inter = self.cfg.intermediate_size;
-        for (x, ctx) in x.chunks_mut(tile * h).zip(s.ctx.chunks(tile * h)) {
-            let rows = x.len() / h;
-            let (proj, mid) = (&mut s.proj[..rows * h], &mut s.inter[..rows * inter]);
-            // Output projection, residual, LayerNorm.
-            Self::dense(&l.attn_out, ctx, rows, proj, &mut s.quant);
-            add_layer_norm(x, proj, &l.attn_ln, h, self.eps);
-            // Feed-forward: GELU(x W1 + b1) W2 + b2, residual, LayerNorm.
-            Self::dense(&l.inter, x, rows, mid, &mut s.quant);
-            match self.kernel {
-                Kernel::F32 => gelu_all(mid),
-                Kernel::Int8(_) => gelu_coarse_all(mid),
-            }
-            Self::dense(&l.out, mid, rows, proj, &mut s.quant);
-            add_layer_norm(x, proj, &l.out_ln, h, self.eps);
+        // Output projection, residual, LayerNorm.
+        Self::dense(&l.attn_out, &s.ctx, n, &mut s.proj, &mut s.quant);
+        add_layer_norm(x, &s.proj, &l.attn_ln, h, self.eps);
+        // Feed-forward: GELU(x W1 + b1) W2 + b2, residual, LayerNorm.
+        Self::dense(&l.inter, x, n, &mut s.inter, &mut s.quant);
+        match self.kernel {
+            Kernel::F32 => gelu_all(&mut s.inter),
+            Kernel::Int8(_) => gelu_coarse_all(&mut s.inter),
         }
+        Self::dense(&l.out, &s.inter, n, &mut s.proj, &mut s.quant);
+        add_layer_norm(x, &s.proj, &l.out_ln, h, self.eps);
     }
 }
-
-/// Rows per tile of the int8 layer's steps after attention: 64 rows of the
-/// intermediate are 384 KB of f32 (MiniLM's 1,536 columns), which with the
-/// three weight matrices (1.3 MB of int8) fits a 2 MB L2.
-const ROW_TILE: usize = 64;
 
 /// `ctx = softmax(scale · Q Kᵀ) V` for one head in f32 (rows of Q, K and
 /// V `3 * h` apart, of `ctx` `h` apart).
@@ -459,10 +439,8 @@ impl Scratch {
         let longest = if kernel == Kernel::F32 { lens.iter().copied().max().unwrap_or(0) } else { 0 };
         self.qkv.resize(n * 3 * h, 0.0);
         self.ctx.resize(n * h, 0.0);
-        // At int8 the steps after attention run per tile of rows.
-        let tile_rows = if kernel == Kernel::F32 { n } else { n.min(ROW_TILE) };
-        self.proj.resize(tile_rows * h, 0.0);
-        self.inter.resize(tile_rows * inter, 0.0);
+        self.proj.resize(n * h, 0.0);
+        self.inter.resize(n * inter, 0.0);
         self.scores.resize(longest * longest, 0.0);
     }
 }

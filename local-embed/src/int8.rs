@@ -116,15 +116,21 @@ impl QuantLinear {
         let mut scales = vec![0.0f32; n_pad];
         let mut col_sums = vec![0.0f32; n_pad];
         let groups = k_pad / GROUP;
+        let mut q_row = vec![0i8; n_in];
         for j in 0..n_out {
             let row = &w[j * n_in..(j + 1) * n_in];
             let max = row.iter().fold(0.0f32, |m, v| m.max(v.abs()));
             let scale = if max > 0.0 { max / 127.0 } else { 1.0 };
             scales[j] = scale;
+            // The row's bytes first (a loop the compiler vectorises), then
+            // their places in the panel; the sum in integers, which is
+            // exact in f32 too (|Σ q| ≤ 127 · n_in < 2²⁴).
+            for (q, &v) in q_row.iter_mut().zip(row) {
+                *q = round_half_away(v / scale).clamp(-127.0, 127.0) as i8;
+            }
+            col_sums[j] = q_row.iter().map(|&q| i32::from(q)).sum::<i32>() as f32;
             let (panel, lane) = (j / PANEL, j % PANEL);
-            for (k, &v) in row.iter().enumerate() {
-                let q = round_half_away(v / scale).clamp(-127.0, 127.0) as i8;
-                col_sums[j] += f32::from(q);
+            for (k, &q) in q_row.iter().enumerate() {
                 packed[((panel * groups + k / GROUP) * PANEL + lane) * GROUP + k % GROUP] = q;
             }
         }
