@@ -94,11 +94,17 @@ pub struct QuantLinear {
     bias: Vec<f32>,
 }
 
+/// A function applied to each input row before its quantization
+/// (`forward_mapped`): `(row, out)`, both `n_in` long.
+pub type RowMap = fn(&[f32], &mut [f32]);
+
 /// Reused buffers for one quantized product: the quantized activations,
 /// their row scales and minima, and the integer results.
 #[derive(Default)]
 pub struct QuantScratch {
     x: Vec<u8>,
+    /// One row of `forward_mapped`'s mapped input.
+    mapped: Vec<f32>,
     row_scales: Vec<f32>,
     row_mins: Vec<f32>,
     dots: Vec<i32>,
@@ -141,9 +147,24 @@ impl QuantLinear {
 
     /// `out[n, n_out] = x[n, n_in] · Wᵀ + b` with `x` quantized per row.
     pub fn forward(&self, kernel: Int8Kernel, x: &[f32], n: usize, out: &mut [f32], s: &mut QuantScratch) {
+        self.forward_mapped(kernel, x, None, n, out, s)
+    }
+
+    /// `forward` of `map(x)`, `map` applied row by row into a buffer just
+    /// before the row's quantization: the mapped matrix (GELU's output, the
+    /// widest) is never written out and read back; the bytes are the same.
+    pub fn forward_mapped(
+        &self,
+        kernel: Int8Kernel,
+        x: &[f32],
+        map: Option<RowMap>,
+        n: usize,
+        out: &mut [f32],
+        s: &mut QuantScratch,
+    ) {
         debug_assert_eq!(x.len(), n * self.n_in);
         debug_assert_eq!(out.len(), n * self.n_out);
-        self.quantize_rows(kernel, x, n, s);
+        self.quantize_rows(kernel, x, map, n, s);
         #[cfg(target_arch = "x86_64")]
         if kernel == Int8Kernel::Avx512Vnni {
             // SAFETY: `Int8Kernel::available` only offers the VNNI kernels on CPUs that have them.
@@ -166,14 +187,22 @@ impl QuantLinear {
     /// 0..=255; padding columns meet zero weights, so their value is moot.
     /// Every path does the same IEEE operations (min, max, sub, mul, add,
     /// clamp, truncate), so the bytes are identical.
-    fn quantize_rows(&self, kernel: Int8Kernel, x: &[f32], n: usize, s: &mut QuantScratch) {
+    fn quantize_rows(&self, kernel: Int8Kernel, x: &[f32], map: Option<RowMap>, n: usize, s: &mut QuantScratch) {
         // No clearing: every byte a kernel reads is written below, except
         // the padding columns, which meet zero weights.
         s.x.resize(n * self.k_pad, 0);
         s.row_scales.resize(n, 0.0);
         s.row_mins.resize(n, 0.0);
+        s.mapped.resize(if map.is_some() { self.n_in } else { 0 }, 0.0);
         let rows = x.chunks_exact(self.n_in).zip(s.x.chunks_exact_mut(self.k_pad));
         for ((row, q), (scale, min)) in rows.zip(s.row_scales.iter_mut().zip(s.row_mins.iter_mut())) {
+            let row = match map {
+                Some(map) => {
+                    map(row, &mut s.mapped);
+                    &s.mapped[..]
+                }
+                None => row,
+            };
             (*scale, *min) = match kernel {
                 // SAFETY: the CPU has AVX-512 (the kernel is only offered then).
                 #[cfg(target_arch = "x86_64")]
@@ -308,7 +337,7 @@ mod x86 {
         if groups > K_CHUNK && s.dots.len() < n * PANELS * PANEL {
             s.dots.resize(n * PANELS * PANEL, 0);
         }
-        let QuantScratch { x, row_scales, row_mins, dots } = s;
+        let QuantScratch { x, row_scales, row_mins, dots, .. } = s;
         let rows_in = Quantized { x, scales: row_scales, mins: row_mins };
         let mut p = 0;
         while p < panels {
@@ -582,6 +611,28 @@ mod tests {
                 let bound = 0.02 * (n_in as f32).sqrt();
                 assert!(worst < bound, "{}: max error {worst} for {n}x{n_in}x{n_out}", kernel.name());
             }
+        }
+    }
+
+    /// The mapped product equals the product of the mapped matrix, bit for
+    /// bit, on every kernel.
+    #[test]
+    fn mapped_rows_equal_mapping_first() {
+        fn shifted_square(x: &[f32], out: &mut [f32]) {
+            for (o, &x) in out.iter_mut().zip(x) {
+                *o = x * x - 0.3;
+            }
+        }
+        let (n, n_in, n_out) = (6, 1100, 80);
+        let q = QuantLinear::new(&values(n_in * n_out, 3), &values(n_out, 5), n_in, n_out);
+        let x = values(n * n_in, 17);
+        let mut mapped = vec![0.0; x.len()];
+        shifted_square(&x, &mut mapped);
+        for kernel in Int8Kernel::available() {
+            let (mut want, mut got) = (vec![0.0; n * n_out], vec![0.0; n * n_out]);
+            q.forward(kernel, &mapped, n, &mut want, &mut QuantScratch::default());
+            q.forward_mapped(kernel, &x, Some(shifted_square), n, &mut got, &mut QuantScratch::default());
+            assert_eq!(want, got, "{}", kernel.name());
         }
     }
 
