@@ -356,11 +356,17 @@ impl BertModel {
         add_layer_norm(x, &s.proj, &l.attn_ln, h, self.eps);
         // Feed-forward: GELU(x W1 + b1) W2 + b2, residual, LayerNorm.
         Self::dense(&l.inter, x, n, &mut s.inter, &mut s.quant);
-        match self.kernel {
-            Kernel::F32 => gelu_all(&mut s.inter),
-            Kernel::Int8(_) => gelu_coarse_all(&mut s.inter),
+        match &l.out {
+            Dense::F32(out) => {
+                gelu_all(&mut s.inter);
+                linear(&s.inter, n, out, &mut s.proj);
+            }
+            // GELU (the coarse erf: its output is rounded to 8 bits next)
+            // row by row as the rows are quantized.
+            Dense::Int8(out, kernel) => {
+                out.forward_mapped(*kernel, &s.inter, Some(gelu_coarse_row), n, &mut s.proj, &mut s.quant)
+            }
         }
-        Self::dense(&l.out, &s.inter, n, &mut s.proj, &mut s.quant);
         add_layer_norm(x, &s.proj, &l.out_ln, h, self.eps);
     }
 }
@@ -489,10 +495,12 @@ multiversion! {
         v.iter_mut().for_each(|x| *x = gelu(*x));
     }
 
-    /// GELU in place with `erf_coarse`, for the int8 precision (whose next
+    /// `out = GELU(x)` with `erf_coarse`, for the int8 precision (whose next
     /// step rounds these values to 8 bits).
-    fn gelu_coarse_all(v: &mut [f32]) {
-        v.iter_mut().for_each(|x| *x = 0.5 * *x * (1.0 + erf_coarse(*x * std::f32::consts::FRAC_1_SQRT_2)));
+    fn gelu_coarse_row(x: &[f32], out: &mut [f32]) {
+        for (o, &x) in out.iter_mut().zip(x) {
+            *o = 0.5 * x * (1.0 + erf_coarse(x * std::f32::consts::FRAC_1_SQRT_2));
+        }
     }
 
     /// x = LayerNorm(x + y), row by row.

@@ -25,6 +25,9 @@ const GROUP: usize = 4;
 const ROWS: usize = 4;
 /// Panels per register block of the AVX-512 kernel.
 const PANELS: usize = 4;
+/// Steps of four inputs per chunk of the AVX-512 kernel: four panels of
+/// 128 steps are 32 KB, to stay in a 48 KB L1 with the rows' bytes.
+const K_CHUNK: usize = 128;
 
 /// Which integer kernel computes the products.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -91,11 +94,17 @@ pub struct QuantLinear {
     bias: Vec<f32>,
 }
 
+/// A function applied to each input row before its quantization
+/// (`forward_mapped`): `(row, out)`, both `n_in` long.
+pub type RowMap = fn(&[f32], &mut [f32]);
+
 /// Reused buffers for one quantized product: the quantized activations,
 /// their row scales and minima, and the integer results.
 #[derive(Default)]
 pub struct QuantScratch {
     x: Vec<u8>,
+    /// One row of `forward_mapped`'s mapped input.
+    mapped: Vec<f32>,
     row_scales: Vec<f32>,
     row_mins: Vec<f32>,
     dots: Vec<i32>,
@@ -113,15 +122,21 @@ impl QuantLinear {
         let mut scales = vec![0.0f32; n_pad];
         let mut col_sums = vec![0.0f32; n_pad];
         let groups = k_pad / GROUP;
+        let mut q_row = vec![0i8; n_in];
         for j in 0..n_out {
             let row = &w[j * n_in..(j + 1) * n_in];
             let max = row.iter().fold(0.0f32, |m, v| m.max(v.abs()));
             let scale = if max > 0.0 { max / 127.0 } else { 1.0 };
             scales[j] = scale;
+            // The row's bytes first (a loop the compiler vectorises), then
+            // their places in the panel; the sum in integers, which is
+            // exact in f32 too (|Σ q| ≤ 127 · n_in < 2²⁴).
+            for (q, &v) in q_row.iter_mut().zip(row) {
+                *q = round_half_away(v / scale).clamp(-127.0, 127.0) as i8;
+            }
+            col_sums[j] = q_row.iter().map(|&q| i32::from(q)).sum::<i32>() as f32;
             let (panel, lane) = (j / PANEL, j % PANEL);
-            for (k, &v) in row.iter().enumerate() {
-                let q = round_half_away(v / scale).clamp(-127.0, 127.0) as i8;
-                col_sums[j] += f32::from(q);
+            for (k, &q) in q_row.iter().enumerate() {
                 packed[((panel * groups + k / GROUP) * PANEL + lane) * GROUP + k % GROUP] = q;
             }
         }
@@ -132,9 +147,24 @@ impl QuantLinear {
 
     /// `out[n, n_out] = x[n, n_in] · Wᵀ + b` with `x` quantized per row.
     pub fn forward(&self, kernel: Int8Kernel, x: &[f32], n: usize, out: &mut [f32], s: &mut QuantScratch) {
+        self.forward_mapped(kernel, x, None, n, out, s)
+    }
+
+    /// `forward` of `map(x)`, `map` applied row by row into a buffer just
+    /// before the row's quantization: the mapped matrix (GELU's output, the
+    /// widest) is never written out and read back; the bytes are the same.
+    pub fn forward_mapped(
+        &self,
+        kernel: Int8Kernel,
+        x: &[f32],
+        map: Option<RowMap>,
+        n: usize,
+        out: &mut [f32],
+        s: &mut QuantScratch,
+    ) {
         debug_assert_eq!(x.len(), n * self.n_in);
         debug_assert_eq!(out.len(), n * self.n_out);
-        self.quantize_rows(kernel, x, n, s);
+        self.quantize_rows(kernel, x, map, n, s);
         #[cfg(target_arch = "x86_64")]
         if kernel == Int8Kernel::Avx512Vnni {
             // SAFETY: `Int8Kernel::available` only offers the VNNI kernels on CPUs that have them.
@@ -157,14 +187,22 @@ impl QuantLinear {
     /// 0..=255; padding columns meet zero weights, so their value is moot.
     /// Every path does the same IEEE operations (min, max, sub, mul, add,
     /// clamp, truncate), so the bytes are identical.
-    fn quantize_rows(&self, kernel: Int8Kernel, x: &[f32], n: usize, s: &mut QuantScratch) {
+    fn quantize_rows(&self, kernel: Int8Kernel, x: &[f32], map: Option<RowMap>, n: usize, s: &mut QuantScratch) {
         // No clearing: every byte a kernel reads is written below, except
         // the padding columns, which meet zero weights.
         s.x.resize(n * self.k_pad, 0);
         s.row_scales.resize(n, 0.0);
         s.row_mins.resize(n, 0.0);
+        s.mapped.resize(if map.is_some() { self.n_in } else { 0 }, 0.0);
         let rows = x.chunks_exact(self.n_in).zip(s.x.chunks_exact_mut(self.k_pad));
         for ((row, q), (scale, min)) in rows.zip(s.row_scales.iter_mut().zip(s.row_mins.iter_mut())) {
+            let row = match map {
+                Some(map) => {
+                    map(row, &mut s.mapped);
+                    &s.mapped[..]
+                }
+                None => row,
+            };
             (*scale, *min) = match kernel {
                 // SAFETY: the CPU has AVX-512 (the kernel is only offered then).
                 #[cfg(target_arch = "x86_64")]
@@ -279,30 +317,46 @@ pub(crate) use x86::{dots_block_avx512, quantize_row_avx512};
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
-    use super::{QuantLinear, QuantScratch, GROUP, PANEL, PANELS, ROWS};
+    use super::{QuantLinear, QuantScratch, GROUP, K_CHUNK, PANEL, PANELS, ROWS};
     use std::arch::x86_64::*;
 
     /// The whole product with AVX-512 VNNI: blocks of four rows by four
     /// 16-channel panels (16 accumulators; per step of four inputs, four
     /// weight loads and four broadcasts feed 16 `vpdpbusd`), each block's
     /// epilogue applied in registers (no buffer of integer sums, which for
-    /// the wide layers would not stay in cache).
+    /// the wide layers would not stay in cache). Long inputs run in chunks of
+    /// `K_CHUNK` steps, every row block through one chunk before the next:
+    /// four panels of a whole 1,536-input row are 96 KB, which every row block
+    /// read again from L2; a chunk's 32 KB stays in L1. Between chunks the
+    /// sums wait in `s.dots` (integer sums: the order of the chunks does not
+    /// change a bit).
     #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
-    pub(super) unsafe fn forward_avx512(l: &QuantLinear, s: &QuantScratch, n: usize, out: &mut [f32]) {
+    pub(super) unsafe fn forward_avx512(l: &QuantLinear, s: &mut QuantScratch, n: usize, out: &mut [f32]) {
         let panels = l.n_pad / PANEL;
+        let groups = l.k_pad / GROUP;
+        if groups > K_CHUNK && s.dots.len() < n * PANELS * PANEL {
+            s.dots.resize(n * PANELS * PANEL, 0);
+        }
+        let QuantScratch { x, row_scales, row_mins, dots, .. } = s;
+        let rows_in = Quantized { x, scales: row_scales, mins: row_mins };
         let mut p = 0;
         while p < panels {
             let width = if p + PANELS <= panels { PANELS } else { 1 };
-            let mut i = 0;
-            while i < n {
-                let rows = if i + ROWS <= n { ROWS } else { 1 };
-                match (rows, width) {
-                    (ROWS, PANELS) => block_avx512::<ROWS, PANELS>(l, s, i, p, out),
-                    (ROWS, _) => block_avx512::<ROWS, 1>(l, s, i, p, out),
-                    (_, PANELS) => block_avx512::<1, PANELS>(l, s, i, p, out),
-                    _ => block_avx512::<1, 1>(l, s, i, p, out),
+            let mut g0 = 0;
+            while g0 < groups {
+                let steps = (g0, (g0 + K_CHUNK).min(groups));
+                let mut i = 0;
+                while i < n {
+                    let rows = if i + ROWS <= n { ROWS } else { 1 };
+                    match (rows, width) {
+                        (ROWS, PANELS) => block_avx512::<ROWS, PANELS>(l, &rows_in, (i, p), steps, dots, out),
+                        (ROWS, _) => block_avx512::<ROWS, 1>(l, &rows_in, (i, p), steps, dots, out),
+                        (_, PANELS) => block_avx512::<1, PANELS>(l, &rows_in, (i, p), steps, dots, out),
+                        _ => block_avx512::<1, 1>(l, &rows_in, (i, p), steps, dots, out),
+                    }
+                    i += rows;
                 }
-                i += rows;
+                g0 = steps.1;
             }
             p += width;
         }
@@ -319,7 +373,18 @@ mod x86 {
         panels: [*const i8; P],
         groups: usize,
     ) -> [[__m512i; P]; R] {
-        let mut acc = [[_mm512_setzero_si512(); P]; R];
+        dots_add_avx512([[_mm512_setzero_si512(); P]; R], rows, panels, groups)
+    }
+
+    /// `dots_block_avx512` added to the sums in `acc`.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+    #[inline]
+    unsafe fn dots_add_avx512<const R: usize, const P: usize>(
+        mut acc: [[__m512i; P]; R],
+        rows: [*const u8; R],
+        panels: [*const i8; P],
+        groups: usize,
+    ) -> [[__m512i; P]; R] {
         for g in 0..groups {
             let wv: [__m512i; P] =
                 std::array::from_fn(|q| _mm512_loadu_si512(panels[q].add(g * PANEL * GROUP) as *const _));
@@ -333,23 +398,53 @@ mod x86 {
         acc
     }
 
+    /// The quantized rows of one product, their scales and minima.
+    struct Quantized<'a> {
+        x: &'a [u8],
+        scales: &'a [f32],
+        mins: &'a [f32],
+    }
+
+    /// One block (rows from `row0`, panels from `p0`) over the steps
+    /// `g0..g1`: its sums start from zero at the first step, or from `dots`
+    /// (`[n][PANELS · 16]`, sized by `forward_avx512` when it chunks); they
+    /// go back there unless the block reached the last step, where the
+    /// epilogue writes `out`.
     #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
     #[inline]
     unsafe fn block_avx512<const R: usize, const P: usize>(
         l: &QuantLinear,
-        s: &QuantScratch,
-        row0: usize,
-        p0: usize,
+        s: &Quantized,
+        (row0, p0): (usize, usize),
+        (g0, g1): (usize, usize),
+        dots: &mut [i32],
         out: &mut [f32],
     ) {
         let groups = l.k_pad / GROUP;
-        let xs: [*const u8; R] = std::array::from_fn(|r| s.x.as_ptr().add((row0 + r) * l.k_pad));
-        let ws: [*const i8; P] = std::array::from_fn(|q| l.packed.as_ptr().add((p0 + q) * groups * PANEL * GROUP));
-        let acc = dots_block_avx512(xs, ws, groups);
+        let xs: [*const u8; R] = std::array::from_fn(|r| s.x.as_ptr().add((row0 + r) * l.k_pad + g0 * GROUP));
+        let ws: [*const i8; P] =
+            std::array::from_fn(|q| l.packed.as_ptr().add(((p0 + q) * groups + g0) * PANEL * GROUP));
+        let partial = |r: usize, q: usize| (row0 + r) * PANELS * PANEL + q * PANEL;
+        let acc = if g0 == 0 {
+            dots_block_avx512(xs, ws, g1 - g0)
+        } else {
+            let acc = std::array::from_fn(|r| {
+                std::array::from_fn(|q| _mm512_loadu_si512(dots[partial(r, q)..][..PANEL].as_ptr() as *const _))
+            });
+            dots_add_avx512(acc, xs, ws, g1 - g0)
+        };
+        if g1 < groups {
+            for (r, row) in acc.iter().enumerate() {
+                for (q, a) in row.iter().enumerate() {
+                    _mm512_storeu_si512(dots[partial(r, q)..][..PANEL].as_mut_ptr() as *mut _, *a);
+                }
+            }
+            return;
+        }
         // `epilogue`'s operations in the same order: sw · (rs · d + rm · cs) + b.
         for (r, row) in acc.iter().enumerate() {
-            let rs = _mm512_set1_ps(s.row_scales[row0 + r]);
-            let rm = _mm512_set1_ps(s.row_mins[row0 + r]);
+            let rs = _mm512_set1_ps(s.scales[row0 + r]);
+            let rm = _mm512_set1_ps(s.mins[row0 + r]);
             for (q, a) in row.iter().enumerate() {
                 let c0 = (p0 + q) * PANEL;
                 let valid = l.n_out.saturating_sub(c0).min(PANEL);
@@ -369,13 +464,27 @@ mod x86 {
     #[target_feature(enable = "avx512f,avx512bw")]
     pub(crate) unsafe fn quantize_row_avx512(row: &[f32], q: &mut [u8]) -> (f32, f32) {
         let chunks = row.len() / 16;
-        let mut vlo = _mm512_set1_ps(f32::INFINITY);
-        let mut vhi = _mm512_set1_ps(f32::NEG_INFINITY);
-        for c in 0..chunks {
-            let v = _mm512_loadu_ps(row.as_ptr().add(c * 16));
-            vlo = _mm512_min_ps(vlo, v);
-            vhi = _mm512_max_ps(vhi, v);
+        // Four minima and maxima in flight: one of each waited on the
+        // latency of the last `vminps` at every step. The order of min and
+        // max does not change their value for finite inputs (a zero's sign
+        // may differ, which no byte, scale or output depends on).
+        let p = row.as_ptr();
+        let mut lo = [_mm512_set1_ps(f32::INFINITY); 4];
+        let mut hi = [_mm512_set1_ps(f32::NEG_INFINITY); 4];
+        let mut c = 0;
+        while c + 4 <= chunks {
+            for (j, (lo, hi)) in lo.iter_mut().zip(&mut hi).enumerate() {
+                let v = _mm512_loadu_ps(p.add((c + j) * 16));
+                (*lo, *hi) = (_mm512_min_ps(*lo, v), _mm512_max_ps(*hi, v));
+            }
+            c += 4;
         }
+        for c in c..chunks {
+            let v = _mm512_loadu_ps(p.add(c * 16));
+            (lo[0], hi[0]) = (_mm512_min_ps(lo[0], v), _mm512_max_ps(hi[0], v));
+        }
+        let vlo = _mm512_min_ps(_mm512_min_ps(lo[0], lo[1]), _mm512_min_ps(lo[2], lo[3]));
+        let vhi = _mm512_max_ps(_mm512_max_ps(hi[0], hi[1]), _mm512_max_ps(hi[2], hi[3]));
         let (mut lo, mut hi) = (_mm512_reduce_min_ps(vlo), _mm512_reduce_max_ps(vhi));
         for &v in &row[chunks * 16..] {
             (lo, hi) = (lo.min(v), hi.max(v));
@@ -480,8 +589,10 @@ mod tests {
 
     #[test]
     fn kernels_agree_exactly_and_track_f32() {
-        // Odd sizes exercise the padding of inputs, channels and row blocks.
-        for (n, n_in, n_out) in [(7, 384, 48), (5, 37, 21), (1, 4, 16), (9, 1536, 32)] {
+        // Odd sizes exercise the padding of inputs, channels and row blocks;
+        // inputs past `K_CHUNK` steps the AVX-512 kernel's chunks (1,100: two
+        // whole and a short one, with a block of four panels and a lone one).
+        for (n, n_in, n_out) in [(7, 384, 48), (5, 37, 21), (1, 4, 16), (9, 1536, 32), (6, 1100, 80)] {
             let w = values(n_in * n_out, 7 + n_in as u64);
             let b = values(n_out, 11);
             let x = values(n * n_in, 13 + n as u64);
@@ -500,6 +611,28 @@ mod tests {
                 let bound = 0.02 * (n_in as f32).sqrt();
                 assert!(worst < bound, "{}: max error {worst} for {n}x{n_in}x{n_out}", kernel.name());
             }
+        }
+    }
+
+    /// The mapped product equals the product of the mapped matrix, bit for
+    /// bit, on every kernel.
+    #[test]
+    fn mapped_rows_equal_mapping_first() {
+        fn shifted_square(x: &[f32], out: &mut [f32]) {
+            for (o, &x) in out.iter_mut().zip(x) {
+                *o = x * x - 0.3;
+            }
+        }
+        let (n, n_in, n_out) = (6, 1100, 80);
+        let q = QuantLinear::new(&values(n_in * n_out, 3), &values(n_out, 5), n_in, n_out);
+        let x = values(n * n_in, 17);
+        let mut mapped = vec![0.0; x.len()];
+        shifted_square(&x, &mut mapped);
+        for kernel in Int8Kernel::available() {
+            let (mut want, mut got) = (vec![0.0; n * n_out], vec![0.0; n * n_out]);
+            q.forward(kernel, &mapped, n, &mut want, &mut QuantScratch::default());
+            q.forward_mapped(kernel, &x, Some(shifted_square), n, &mut got, &mut QuantScratch::default());
+            assert_eq!(want, got, "{}", kernel.name());
         }
     }
 
