@@ -684,18 +684,7 @@ mod x86 {
 mod tests {
     use super::*;
 
-    /// Deterministic pseudo-random values in [-amp, amp) (xorshift).
-    fn values(n: usize, seed: u64, amp: f32) -> Vec<f32> {
-        let mut s = seed.max(1);
-        (0..n)
-            .map(|_| {
-                s ^= s << 13;
-                s ^= s >> 7;
-                s ^= s << 17;
-                ((s >> 40) as f32 / (1u64 << 23) as f32 - 1.0) * amp
-            })
-            .collect()
-    }
+    use crate::int8::test_values as values;
 
     /// softmax(scale · Q Kᵀ) V in f64, one head.
     fn reference(shape: HeadShape, q: &[f32], k: &[f32], v: &[f32]) -> Vec<f32> {

@@ -558,21 +558,27 @@ mod x86 {
     }
 }
 
+/// Deterministic pseudo-random values in [-amp, amp) (xorshift), for the kernels' tests here and in
+/// `attention`.
+#[cfg(test)]
+pub(crate) fn test_values(n: usize, seed: u64, amp: f32) -> Vec<f32> {
+    let mut s = seed.max(1);
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            ((s >> 40) as f32 / (1u64 << 23) as f32 - 1.0) * amp
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// Deterministic pseudo-random values in [-1, 1) (xorshift).
     fn values(n: usize, seed: u64) -> Vec<f32> {
-        let mut s = seed.max(1);
-        (0..n)
-            .map(|_| {
-                s ^= s << 13;
-                s ^= s >> 7;
-                s ^= s << 17;
-                (s >> 40) as f32 / (1u64 << 23) as f32 - 1.0
-            })
-            .collect()
+        test_values(n, seed, 1.0)
     }
 
     fn f32_linear(w: &[f32], b: &[f32], x: &[f32], n_in: usize, n_out: usize) -> Vec<f32> {
