@@ -20,12 +20,10 @@
 //! (no fused multiply-adds), so the AVX-512 VNNI, AVX-VNNI and portable
 //! kernels give bit-identical results.
 
-use crate::int8::{quantize_row, Int8Kernel};
+// The packed layout and the row quantization are the dense layers': the
+// kernels of `int8` read these operands.
+use crate::int8::{max_abs, packed_index, quantize_row_with, symmetric_scale, Int8Kernel, GROUP, PANEL};
 
-/// Keys (of `Q Kᵀ`) or value columns (of `P V`) per packed panel.
-const PANEL: usize = 16;
-/// Bytes that one `vpdpbusd` lane sums.
-const GROUP: usize = 4;
 /// Query rows per block.
 const ROWS: usize = 4;
 /// Key panels per register block of the AVX-512 scores kernel.
@@ -155,27 +153,10 @@ fn context(d: i32, v_scale: f32, inv_sum: f32) -> f32 {
     d as f32 * v_scale * inv_sum
 }
 
-/// Scale of a symmetric int8 row or column: `max |x| / 127` (1 when all zero).
-#[inline(always)]
-fn symmetric_scale(max_abs: f32) -> f32 {
-    if max_abs > 0.0 {
-        max_abs / 127.0
-    } else {
-        1.0
-    }
-}
-
 #[inline(always)]
 fn quantize_symmetric(x: f32, scale: f32) -> i8 {
     // Ties to even, as the SIMD conversion rounds.
     (x / scale).round_ties_even().clamp(-127.0, 127.0) as i8
-}
-
-/// Index of element (row `r`, column `c`) of a matrix packed for the
-/// kernels as `[rows / 16][cols / 4][16][4]`, `groups = cols / 4`.
-#[inline(always)]
-fn packed_index(r: usize, c: usize, groups: usize) -> usize {
-    ((r / PANEL * groups + c / GROUP) * PANEL + r % PANEL) * GROUP + c % GROUP
 }
 
 /// Quantizes the queries of a sequence, every head at once: one u8 row
@@ -252,30 +233,6 @@ fn prepare(kernel: Int8Kernel, shape: HeadShape, k: &[f32], v: &[f32], s: &mut A
     s.scores.resize(ROWS * len16, 0.0);
     s.p.clear();
     s.p.resize(ROWS * len4, 0);
-}
-
-/// `int8::quantize_row` on the kernel's SIMD path (the same bytes).
-fn quantize_row_with(kernel: Int8Kernel, row: &[f32], out: &mut [u8]) -> (f32, f32) {
-    match kernel {
-        // SAFETY: the AVX-512 VNNI kernel is only offered on CPUs with AVX-512.
-        #[cfg(target_arch = "x86_64")]
-        Int8Kernel::Avx512Vnni => unsafe { crate::int8::quantize_row_avx512(row, out) },
-        _ => quantize_row(row, out),
-    }
-}
-
-/// Largest |x| of a row, in sixteen lanes (vectorises; max is exact, so the order is moot).
-#[inline(always)]
-fn max_abs(row: &[f32]) -> f32 {
-    let mut m = [0.0f32; 16];
-    let chunks = row.chunks_exact(16);
-    let tail = chunks.remainder().iter().fold(0.0f32, |a, x| a.max(x.abs()));
-    for c in chunks {
-        for l in 0..16 {
-            m[l] = m[l].max(c[l].abs());
-        }
-    }
-    m.iter().copied().fold(tail, f32::max)
 }
 
 multiversion! {

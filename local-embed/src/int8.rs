@@ -18,9 +18,9 @@
 //! and `vpdpbusd` does not saturate.
 
 /// Columns (output channels) per packed panel: one 512-bit register of i32.
-const PANEL: usize = 16;
+pub(crate) const PANEL: usize = 16;
 /// Bytes of one input row that `vpdpbusd` sums into one lane.
-const GROUP: usize = 4;
+pub(crate) const GROUP: usize = 4;
 /// Rows per register block of the SIMD kernels.
 const ROWS: usize = 4;
 /// Panels per register block of the AVX-512 kernel.
@@ -125,8 +125,7 @@ impl QuantLinear {
         let mut q_row = vec![0i8; n_in];
         for j in 0..n_out {
             let row = &w[j * n_in..(j + 1) * n_in];
-            let max = row.iter().fold(0.0f32, |m, v| m.max(v.abs()));
-            let scale = if max > 0.0 { max / 127.0 } else { 1.0 };
+            let scale = symmetric_scale(max_abs(row));
             scales[j] = scale;
             // The row's bytes first (a loop the compiler vectorises), then
             // their places in the panel; the sum in integers, which is
@@ -135,9 +134,8 @@ impl QuantLinear {
                 *q = round_half_away(v / scale).clamp(-127.0, 127.0) as i8;
             }
             col_sums[j] = q_row.iter().map(|&q| i32::from(q)).sum::<i32>() as f32;
-            let (panel, lane) = (j / PANEL, j % PANEL);
             for (k, &q) in q_row.iter().enumerate() {
-                packed[((panel * groups + k / GROUP) * PANEL + lane) * GROUP + k % GROUP] = q;
+                packed[packed_index(j, k, groups)] = q;
             }
         }
         let mut bias = b.to_vec();
@@ -203,12 +201,7 @@ impl QuantLinear {
                 }
                 None => row,
             };
-            (*scale, *min) = match kernel {
-                // SAFETY: the CPU has AVX-512 (the kernel is only offered then).
-                #[cfg(target_arch = "x86_64")]
-                Int8Kernel::Avx512Vnni => unsafe { x86::quantize_row_avx512(row, q) },
-                _ => quantize_row(row, q),
-            };
+            (*scale, *min) = quantize_row_with(kernel, row, q);
         }
     }
 }
@@ -249,9 +242,51 @@ fn quantize_value(v: f32, lo: f32, inv: f32) -> u8 {
     (if t < 255.0 { t } else { 255.0 }) as u8
 }
 
+/// Index of element (row `r`, column `c`) of a matrix packed for the
+/// kernels as `[rows / 16][cols / 4][16][4]`, `groups = cols / 4`: the
+/// weights' layout here and the keys' and values' in `attention`.
+#[inline(always)]
+pub(crate) fn packed_index(r: usize, c: usize, groups: usize) -> usize {
+    ((r / PANEL * groups + c / GROUP) * PANEL + r % PANEL) * GROUP + c % GROUP
+}
+
+/// Scale of a symmetric int8 row or column: `max |x| / 127` (1 when all zero).
+#[inline(always)]
+pub(crate) fn symmetric_scale(max_abs: f32) -> f32 {
+    if max_abs > 0.0 {
+        max_abs / 127.0
+    } else {
+        1.0
+    }
+}
+
+/// Largest |x| of a row, in sixteen lanes (vectorises; max is exact, so the order is moot).
+#[inline(always)]
+pub(crate) fn max_abs(row: &[f32]) -> f32 {
+    let mut m = [0.0f32; 16];
+    let chunks = row.chunks_exact(16);
+    let tail = chunks.remainder().iter().fold(0.0f32, |a, x| a.max(x.abs()));
+    for c in chunks {
+        for l in 0..16 {
+            m[l] = m[l].max(c[l].abs());
+        }
+    }
+    m.iter().copied().fold(tail, f32::max)
+}
+
+/// `quantize_row` on the kernel's SIMD path (the same bytes).
+pub(crate) fn quantize_row_with(kernel: Int8Kernel, row: &[f32], q: &mut [u8]) -> (f32, f32) {
+    match kernel {
+        // SAFETY: the CPU has AVX-512 (the kernel is only offered then).
+        #[cfg(target_arch = "x86_64")]
+        Int8Kernel::Avx512Vnni => unsafe { x86::quantize_row_avx512(row, q) },
+        _ => quantize_row(row, q),
+    }
+}
+
 /// One row into `q`; returns its scale and minimum.
 #[inline(always)]
-pub(crate) fn quantize_row(row: &[f32], q: &mut [u8]) -> (f32, f32) {
+fn quantize_row(row: &[f32], q: &mut [u8]) -> (f32, f32) {
     let (lo, hi) = row.iter().fold((f32::INFINITY, f32::NEG_INFINITY), |(l, h), &v| (l.min(v), h.max(v)));
     let s = row_scale(lo, hi);
     let inv = 1.0 / s;
@@ -313,7 +348,7 @@ fn dots_loop(l: &QuantLinear, x: &[u8], n: usize, dots: &mut [i32]) {
 }
 
 #[cfg(target_arch = "x86_64")]
-pub(crate) use x86::{dots_block_avx512, quantize_row_avx512};
+pub(crate) use x86::dots_block_avx512;
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
