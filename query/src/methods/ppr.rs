@@ -141,25 +141,27 @@ pub fn rank_units(run: &Run, question: &str, query: &[f32], budget: usize) -> an
     }
     let named_units = if tuning.title_seed_weight > 0.0 { units_titled_in(&pg, question) } else { Vec::new() };
     let unit_seeds: Vec<(usize, f64)> = named_units.iter().map(|&u| (u, tuning.title_seed_weight)).collect();
-    let walk_from = |seeds: &[(usize, f64)]| -> anyhow::Result<Ranking> {
-        Ok(ranked_units(match ps.walk {
+    // The question's relevance to every entity (a vector search) is the same for both walks: once.
+    let relevance = match ps.walk {
+        PprWalk::Paths => Some(entity_relevance(run, &g, query)?),
+        PprWalk::Ppr | PprWalk::Nhop => None,
+    };
+    let walk_from = |seeds: &[(usize, f64)]| -> Ranking {
+        ranked_units(match ps.walk {
             PprWalk::Ppr => {
                 personalized_pagerank(&pg, seeds, &unit_seeds, &passage, ps.damping, ps.passage_node_weight)
             }
             PprWalk::Nhop => nhop(&pg, seeds),
-            PprWalk::Paths => {
-                let relevance = entity_relevance(run, &g, query)?;
-                paths(&pg, seeds, &relevance)
-            }
-        }))
+            PprWalk::Paths => paths(&pg, seeds, relevance.as_ref().expect("computed above for paths")),
+        })
     };
-    let walked = walk_from(&seeds)?;
+    let walked = walk_from(&seeds);
     let bridged = match tuning.bridge_units {
         0 => None,
         count => {
             let from = walk_units(&walked, count);
             let more = seed_entities(&pg, &[], &[], &from, BRIDGE_SEEDS, &mentions);
-            Some(walk_from(&merged_seeds(&seeds, &more))?)
+            Some(walk_from(&merged_seeds(&seeds, &more)))
         }
     };
     let rankings: Vec<&Ranking> = [Some(&walked), bridged.as_ref(), Some(&hybrid)].into_iter().flatten().collect();
