@@ -239,6 +239,17 @@ impl Bm25Index {
     /// place: an upper bound on the documents holding `text` as a phrase);
     /// terms the index lacks are skipped, `None` when it has none of them.
     pub fn documents_with_all_terms(&self, text: &str) -> Option<usize> {
+        let mut ids = self.term_ids_of(text);
+        ids.sort_by_key(|&id| self.postings[id as usize].len());
+        let (&rarest, rest) = ids.split_first()?;
+        // Postings are in document order: each later list is searched for
+        // the rarest term's documents.
+        let holds = |id: u32, doc: u32| self.postings[id as usize].binary_search_by_key(&doc, |p| p.0).is_ok();
+        Some(self.postings[rarest as usize].iter().filter(|p| rest.iter().all(|&id| holds(id, p.0))).count())
+    }
+
+    /// The distinct ids of `text`'s terms the index has, in order of first appearance.
+    fn term_ids_of(&self, text: &str) -> Vec<u32> {
         let mut ids: Vec<u32> = Vec::new();
         each_term(text, &mut |t| {
             if let Some(&id) = self.term_ids.get(t) {
@@ -247,12 +258,7 @@ impl Bm25Index {
                 }
             }
         });
-        ids.sort_by_key(|&id| self.postings[id as usize].len());
-        let (&rarest, rest) = ids.split_first()?;
-        // Postings are in document order: each later list is searched for
-        // the rarest term's documents.
-        let holds = |id: u32, doc: u32| self.postings[id as usize].binary_search_by_key(&doc, |p| p.0).is_ok();
-        Some(self.postings[rarest as usize].iter().filter(|p| rest.iter().all(|&id| holds(id, p.0))).count())
+        ids
     }
 
     fn idf(&self, df: usize) -> f64 {
@@ -264,14 +270,7 @@ impl Bm25Index {
     /// Every document sharing a term with `query`, with its score, best
     /// first (ties by document number).
     pub fn search(&self, query: &str) -> Vec<(usize, f64)> {
-        let mut seen: Vec<u32> = Vec::new();
-        each_term(query, &mut |t| {
-            if let Some(&id) = self.term_ids.get(t) {
-                if !seen.contains(&id) {
-                    seen.push(id);
-                }
-            }
-        });
+        let seen = self.term_ids_of(query);
         let Bm25Params { k1, b } = self.params;
         let mut scores = vec![0f64; self.doc_len.len()];
         let mut matched: Vec<usize> = Vec::new();
