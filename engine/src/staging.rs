@@ -155,6 +155,20 @@ pub fn discard(output_dir: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The staging folder of a run that writes a whole index: an interrupted
+/// publication is finished first; then the folder starts empty, or, when
+/// resuming, from the live index if it is missing.
+pub fn prepare(output_dir: &Path, resume: bool) -> anyhow::Result<PathBuf> {
+    recover(output_dir)?;
+    let staging = dir(output_dir);
+    if !resume {
+        discard(output_dir)?;
+    } else if !staging.exists() {
+        seed(output_dir)?;
+    }
+    Ok(staging)
+}
+
 /// Moves the listed files in (those already moved are skipped, so a rerun
 /// after a crash completes the job), prunes the replaced subfolders, then
 /// removes the staging folder, marker last.

@@ -209,14 +209,7 @@ pub(crate) fn index_with(
     let run_opts = run_options(&project, opts.resume, &opts.run);
     let output = project.storage.output.clone();
     let writer = output.lock_for_writing()?;
-    // A finished publication is completed first.
-    staging::recover(&output_dir)?;
-    let staging_dir = staging::dir(&output_dir);
-    if !opts.resume {
-        staging::discard(&output_dir)?;
-    } else if !staging_dir.exists() {
-        staging::seed(&output_dir)?;
-    }
+    let staging_dir = staging::prepare(&output_dir, opts.resume)?;
     let had_index = has_index(&output_dir);
     let root = project.root.clone();
     let (mut plan, ws) = project.workspace(&staging_dir, None);

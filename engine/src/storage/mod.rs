@@ -305,7 +305,7 @@ impl Location {
     pub fn read_published(&self, name: &str) -> anyhow::Result<Option<Vec<u8>>> {
         match &self.remote {
             Some(remote) => Ok(publish::published_file(remote, name)?.map(|b| b.to_vec())),
-            None => Location::folder(&self.dir).read(name),
+            None => self.read(name),
         }
     }
 

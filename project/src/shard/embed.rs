@@ -84,12 +84,7 @@ pub(super) fn clear(base: &Location) -> anyhow::Result<()> {
 pub fn index_merge_graph(project: Project, count: Option<usize>, opts: &IndexOptions) -> anyhow::Result<GraphStaged> {
     let writer = project.storage.output.lock_for_writing()?;
     let output_dir = project.output_dir().to_path_buf();
-    staging::recover(&output_dir)?;
-    if !opts.resume {
-        staging::discard(&output_dir)?;
-    } else if !staging::dir(&output_dir).exists() {
-        staging::seed(&output_dir)?;
-    }
+    staging::prepare(&output_dir, opts.resume)?;
     let staged = stage_graph(project, None, opts.resume, &opts.run, count);
     drop(writer);
     staged
