@@ -136,6 +136,9 @@ fn kill_at(mock: &MockServer, s3: &OnStore, command: &str, answered: u32, during
             answered + 1
         );
     }
+    // The request that hangs may arrive while the last answered one's
+    // answer is still being made on the other slot.
+    assert!(mock.wait_for_answers(u64::from(answered), Duration::from_secs(30)), "{command}: answers never made");
     // The start-up check's answers (one chat, one text) are not cached.
     let received = answers(&mock.stats()) - u64::from(CHECKS);
     let deadline = Instant::now() + Duration::from_secs(30);

@@ -249,6 +249,7 @@ fn a_shard_killed_mid_run_reruns_without_repeated_calls() {
         .spawn()
         .unwrap();
     assert!(mock.wait_for_requests(6, Duration::from_secs(120)), "the shard never sent its 6th request");
+    assert!(mock.wait_for_answers(5, Duration::from_secs(30)), "the shard's first 5 answers were never made");
     // Every answer is cached before its slot is released; wait for the
     // files, then kill (an answer of the other model in flight at that
     // instant is lost, never asked twice).

@@ -345,6 +345,9 @@ const CHECKS: u32 = 2;
 fn kill_after(mock: &MockServer, command: &str, root: &Path, answered: u32) {
     let cached_before = cache_entries(root);
     let mut child = hanging(mock, command, root, answered);
+    // The request that hangs may arrive while the last answered one's
+    // answer is still being made on the other slot.
+    assert!(mock.wait_for_answers(u64::from(answered), Duration::from_secs(30)), "{command}: answers never made");
     // Every chat answer and every embedded text is one entry; the start-up
     // check's (one chat, one text) are not cached.
     let stats = mock.stats();

@@ -194,6 +194,10 @@ pub struct MockStats {
     pub requests: u64,
     pub chat_requests: u64,
     pub embedding_requests: u64,
+    /// Requests whose answer (or injected error) was made; a hung or dropped
+    /// request makes none. Counted before the answer is sent, after every
+    /// other counter of that request.
+    pub answers_made: u64,
     /// Input texts embedded.
     pub embedded_texts: u64,
     /// Embedding requests that asked for `encoding_format: base64`.
@@ -214,8 +218,9 @@ pub(crate) struct Shared {
     pub latency: Mutex<Duration>,
     pub embed_dim: usize,
     pub stats: Mutex<MockStats>,
-    /// Signalled at each request's arrival (for [`MockServer::wait_for_requests`]).
-    pub arrived: std::sync::Condvar,
+    /// Signalled at each request's arrival and each answer made (for
+    /// [`MockServer::wait_for_requests`] and [`MockServer::wait_for_answers`]).
+    pub counters_changed: std::sync::Condvar,
     pub in_flight: Mutex<u64>,
     /// Rules and their per-rule counters (requests matched, times fired).
     pub faults: Mutex<Vec<(FaultRule, u64, u64)>>,
@@ -229,7 +234,7 @@ impl Shared {
             latency: Mutex::new(cfg.latency),
             embed_dim: cfg.embed_dim.max(1),
             stats: Mutex::new(MockStats::default()),
-            arrived: std::sync::Condvar::new(),
+            counters_changed: std::sync::Condvar::new(),
             in_flight: Mutex::new(0),
             faults: Mutex::new(cfg.faults.iter().cloned().map(|r| (r, 0, 0)).collect()),
             prompts: cfg.record_prompts.then(|| Mutex::new(Vec::new())),
@@ -338,8 +343,20 @@ impl MockServer {
     /// passed; whether they did.
     pub fn wait_for_requests(&self, n: u64, timeout: Duration) -> bool {
         let stats = self.shared.stats.lock().unwrap();
-        let (stats, _) = self.shared.arrived.wait_timeout_while(stats, timeout, |s| s.requests < n).unwrap();
+        let (stats, _) = self.shared.counters_changed.wait_timeout_while(stats, timeout, |s| s.requests < n).unwrap();
         stats.requests >= n
+    }
+
+    /// Blocks until the answers of `n` requests were made since the last
+    /// reset (see [`MockStats::answers_made`]), or `timeout` passed; whether
+    /// they were. Requests arrive before their answers are counted, so a test
+    /// that reads the other counters after [`Self::wait_for_requests`] may
+    /// miss an answer still being made on another connection.
+    pub fn wait_for_answers(&self, n: u64, timeout: Duration) -> bool {
+        let stats = self.shared.stats.lock().unwrap();
+        let (stats, _) =
+            self.shared.counters_changed.wait_timeout_while(stats, timeout, |s| s.answers_made < n).unwrap();
+        stats.answers_made >= n
     }
 
     /// The last message of every chat request of prompt class `class`

@@ -233,7 +233,7 @@ async fn api(
             Endpoint::Chat => s.chat_requests += 1,
             Endpoint::Embeddings => s.embedding_requests += 1,
         }
-        shared.arrived.notify_all();
+        shared.counters_changed.notify_all();
     }
     let _in_flight = InFlight::enter(&shared);
     let fault = shared.pick_fault(endpoint);
@@ -245,7 +245,12 @@ async fn api(
     // nothing (and counts no tokens).
     let answer = match &fault {
         Some(FaultKind::DropConnection | FaultKind::Hang) => None,
-        _ => Some(respond(&shared, &body, endpoint, deployment, fault.as_ref())),
+        _ => {
+            let made = respond(&shared, &body, endpoint, deployment, fault.as_ref());
+            shared.stats.lock().unwrap().answers_made += 1;
+            shared.counters_changed.notify_all();
+            Some(made)
+        }
     };
     let due = arrived + latency;
     if due > tokio::time::Instant::now() {
