@@ -186,6 +186,39 @@ fn load_errors_name_the_missing_file() {
     assert!(help.contains("model_path"));
 }
 
+/// The reference sentences and, as a long input, all of them in one text
+/// (truncated at 254 tokens).
+fn kernel_test_texts(r: &Reference) -> Vec<String> {
+    let mut texts: Vec<String> = r.sentences.iter().map(|s| s.text.clone()).collect();
+    texts.push(texts.join(" "));
+    texts
+}
+
+/// `texts`' vectors at `kernel`, each checked against our f32 vectors and
+/// sentence-transformers' (cosine at least `min_cosine`), and a text's
+/// vector against the same text embedded alone (its batch changes nothing).
+fn vectors_close_to_f32(kernel: Kernel, texts: &[&str], f32_vectors: &[Vec<f32>], min_cosine: f64) -> Vec<Vec<f32>> {
+    let f32_model = embedder().expect("the caller checked the model");
+    let r = reference();
+    let e = LocalEmbedder::load_with(f32_model.model_dir(), kernel).unwrap();
+    assert_eq!(e.kernel(), kernel);
+    let got = e.embed(texts).unwrap();
+    let mut worst = f64::INFINITY;
+    for (i, v) in got.iter().enumerate() {
+        let c = cosine(v, &f32_vectors[i]);
+        worst = worst.min(c);
+        assert!(c >= min_cosine, "{}: cosine {c} to f32 for {:?}", kernel.name(), texts[i]);
+        if let Some(s) = r.sentences.get(i) {
+            let c = cosine(v, &s.vector);
+            assert!(c >= min_cosine, "{}: cosine {c} to sentence-transformers for {:?}", kernel.name(), s.text);
+        }
+    }
+    eprintln!("{}: worst cosine to f32 {worst:.6}", kernel.name());
+    let single = e.embed(&[texts[3]]).unwrap().remove(0);
+    assert_eq!(single, got[3], "{}: batch and single differ", kernel.name());
+    got
+}
+
 /// int8 (dynamic quantization) against sentence-transformers' f32 vectors
 /// and against our f32 path: cosine at least 0.99 per vector (measured:
 /// about 0.995–0.999 on these sentences); every int8 kernel this CPU has
@@ -193,30 +226,13 @@ fn load_errors_name_the_missing_file() {
 #[test]
 fn int8_vectors_track_f32_and_kernels_agree() {
     let Some(f32_model) = embedder() else { return };
-    let r = reference();
-    let mut texts: Vec<String> = r.sentences.iter().map(|s| s.text.clone()).collect();
-    // Long inputs too: every sentence in one text (truncated at 254 tokens).
-    texts.push(texts.join(" "));
+    let texts = kernel_test_texts(&reference());
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
     let f32_vectors = f32_model.embed(&refs).unwrap();
     let mut first: Option<Vec<Vec<f32>>> = None;
     for kernel in Int8Kernel::available() {
-        let e = LocalEmbedder::load_with(f32_model.model_dir(), Kernel::Int8(kernel)).unwrap();
-        assert_eq!(e.kernel().name(), format!("int8-{}", kernel.name()));
-        let got = e.embed(&refs).unwrap();
-        let mut worst = f64::INFINITY;
-        for (i, v) in got.iter().enumerate() {
-            let c = cosine(v, &f32_vectors[i]);
-            worst = worst.min(c);
-            assert!(c >= 0.99, "{}: cosine {c} to f32 for {:?}", kernel.name(), refs[i]);
-            if let Some(s) = r.sentences.get(i) {
-                let c = cosine(v, &s.vector);
-                assert!(c >= 0.99, "{}: cosine {c} to sentence-transformers for {:?}", kernel.name(), s.text);
-            }
-        }
-        eprintln!("{}: worst cosine to f32 {worst:.5}", kernel.name());
-        let single = e.embed(&[refs[3]]).unwrap().remove(0);
-        assert_eq!(single, got[3], "{}: batch and single differ", kernel.name());
+        assert_eq!(Kernel::Int8(kernel).name(), format!("int8-{}", kernel.name()));
+        let got = vectors_close_to_f32(Kernel::Int8(kernel), &refs, &f32_vectors, 0.99);
         match &first {
             None => first = Some(got),
             Some(f) => assert_eq!(f, &got, "{} differs from {:?}", kernel.name(), Int8Kernel::best()),
@@ -233,29 +249,13 @@ fn int8_vectors_track_f32_and_kernels_agree() {
 #[test]
 fn bf16_vectors_track_f32_and_kernels_agree() {
     let Some(f32_model) = embedder() else { return };
-    let r = reference();
-    let mut texts: Vec<String> = r.sentences.iter().map(|s| s.text.clone()).collect();
-    texts.push(texts.join(" "));
+    let texts = kernel_test_texts(&reference());
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
     let f32_vectors = f32_model.embed(&refs).unwrap();
     let mut first: Option<(Bf16Kernel, Vec<Vec<f32>>)> = None;
     for kernel in Bf16Kernel::available() {
-        let e = LocalEmbedder::load_with(f32_model.model_dir(), Kernel::Bf16(kernel)).unwrap();
-        assert_eq!(e.kernel().name(), format!("bf16-{}", kernel.name()));
-        let got = e.embed(&refs).unwrap();
-        let mut worst = f64::INFINITY;
-        for (i, v) in got.iter().enumerate() {
-            let c = cosine(v, &f32_vectors[i]);
-            worst = worst.min(c);
-            assert!(c >= 0.999, "{}: cosine {c} to f32 for {:?}", kernel.name(), refs[i]);
-            if let Some(s) = r.sentences.get(i) {
-                let c = cosine(v, &s.vector);
-                assert!(c >= 0.999, "{}: cosine {c} to sentence-transformers for {:?}", kernel.name(), s.text);
-            }
-        }
-        eprintln!("bf16-{}: worst cosine to f32 {worst:.6}", kernel.name());
-        let single = e.embed(&[refs[3]]).unwrap().remove(0);
-        assert_eq!(single, got[3], "{}: batch and single differ", kernel.name());
+        assert_eq!(Kernel::Bf16(kernel).name(), format!("bf16-{}", kernel.name()));
+        let got = vectors_close_to_f32(Kernel::Bf16(kernel), &refs, &f32_vectors, 0.999);
         match &first {
             None => first = Some((kernel, got)),
             Some((k0, base)) => {
