@@ -18,7 +18,7 @@ use crate::int8::RowMap;
 const PANEL: usize = 16;
 /// Inputs per `vdpbf16ps` lane.
 const PAIR: usize = 2;
-/// Rows per register block of the AVX-512 kernel.
+/// Rows per block of both kernels (registers of the AVX-512 one).
 const ROWS: usize = 4;
 /// Panels per register block of the AVX-512 kernel.
 const PANELS: usize = 4;
@@ -61,7 +61,7 @@ impl Bf16Kernel {
 /// f32 to bf16, rounded to nearest even, as `vcvtneps2bf16` does it:
 /// subnormal inputs become (signed) zero, NaN stays a quiet NaN.
 #[inline(always)]
-pub(crate) fn to_bf16(x: f32) -> u16 {
+fn to_bf16(x: f32) -> u16 {
     let bits = x.to_bits();
     if bits & 0x7f80_0000 == 0 {
         return ((bits >> 16) & 0x8000) as u16;
