@@ -484,7 +484,12 @@ impl Verb for FromFragments {
         );
         let outputs: Vec<RecordBatch> =
             self.fragments.iter().map(|parts| self.ordered(parts, &position)).collect::<anyhow::Result<_>>()?;
-        if let Some((field, ann_threshold)) = &self.ann_index {
+        // The vectors are copied out only for an index that will be built.
+        let ann_index = self
+            .ann_index
+            .as_ref()
+            .filter(|(_, threshold)| graphrag_verbs::embed::builds_ann_index(outputs[0].num_rows(), *threshold));
+        if let Some((field, ann_threshold)) = ann_index {
             let table = &outputs[0];
             let ids: Vec<String> = strings(table, field, "id")?.into_iter().map(str::to_string).collect();
             let vectors = table.column_by_name("vector").ok_or_else(|| anyhow!("`{field}` has no vector column"))?;
