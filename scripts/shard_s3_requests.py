@@ -5,7 +5,7 @@
 
 Starts moto's S3 server and the project's mock model server on loopback, and between graphrag-rs
 and moto an HTTP proxy that counts every request by kind (GET, HEAD, PUT, LIST, DELETE, COPY, and
-multipart/batch POSTs) with the bytes of GET answers and PUT bodies: the whole process, opening and
+multipart POSTs; a DeleteObjects POST is a DELETE) with the bytes of GET answers and PUT bodies: the whole process, opening and
 publishing included (stats.json's `storage_requests` counts a run's steps only). The corpus is put
 under input/ of the bucket; output and the model cache are in the bucket too. Then, one command at
 a time, each on its own "machine" (a project folder; everything shared goes through the bucket):
@@ -75,6 +75,8 @@ def kind_of(method, path, query, headers):
         return "LIST"
     if method == "PUT" and "x-amz-copy-source" in {h.lower() for h in headers}:
         return "COPY"
+    if method == "POST" and "delete" in q:
+        return "DELETE"  # object_store deletes through DeleteObjects (here one key a request)
     return method
 
 
@@ -113,7 +115,7 @@ def proxy(target_port, counts):
                 counts.not_found += resp.status == 404
                 if kind == "GET":
                     counts.bytes_read += len(data)
-                if kind in ("PUT", "POST"):
+                if kind in ("PUT", "POST", "COPY"):
                     counts.bytes_written += len(body)
             self.send_response_only(resp.status, resp.reason)
             for k, v in resp.getheaders():
