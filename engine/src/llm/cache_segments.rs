@@ -432,7 +432,11 @@ impl Partition {
         loop {
             // This process's segments from here on are not in the listing, but not gone.
             let first_unlisted = shared.next_segment.load(Ordering::Relaxed);
-            let shown = self.list(listing)?;
+            let (shown, old_folders) = self.list()?;
+            if !again {
+                // Listed again, the folders listed since are not listed twice (none is written now).
+                listing.unlisted = old_folders;
+            }
             if again {
                 let live: HashSet<&str> = shown.segments.iter().map(String::as_str).collect();
                 let gone = |name: &str| !live.contains(name) && !shared.wrote_since(name, first_unlisted);
@@ -452,19 +456,19 @@ impl Partition {
         }
     }
 
-    /// The partition's segments and single answers (the root: its segments,
-    /// and its old folders as `listing`'s unlisted ones).
-    fn list(&self, listing: &mut Listing) -> anyhow::Result<Shown> {
+    /// The partition's segments and single answers; the root: its segments,
+    /// and its folders of single answers, unlisted.
+    fn list(&self) -> anyhow::Result<(Shown, BTreeSet<String>)> {
         if !self.holds_partitions {
-            return Ok(Shown::of(self.at.list("")?));
+            return Ok((Shown::of(self.at.list("")?), BTreeSet::new()));
         }
         let folders = self.at.folders("")?;
         let segments = match folders.iter().any(|f| f == SEGMENTS) {
             true => self.at.list(SEGMENTS)?,
             false => Vec::new(),
         };
-        listing.unlisted = folders.into_iter().filter(|f| f.len() == 2 && is_hex(f)).collect();
-        Ok(Shown::of(segments))
+        let old_folders = folders.into_iter().filter(|f| f.len() == 2 && is_hex(f)).collect();
+        Ok((Shown::of(segments), old_folders))
     }
 
     /// Lists the old folder of `key` if it is not listed yet; whether it was.
