@@ -402,7 +402,7 @@ impl Partition {
             Place::Single => self.at.get(&super::cache::entry_key(key)),
             Place::Segment { name, start, len } => {
                 let line = self.at.get_range(name, *start..start + len)?;
-                // A segment folded and replaced under the same name holds other lines there.
+                // Segments are created once under a name, never rewritten: checked all the same.
                 Ok(line
                     .filter(|l| l.starts_with(key.as_bytes()) && l.get(key.len()) == Some(&b'\t'))
                     .map(|l| l.slice(key.len() + 1..)))
