@@ -73,10 +73,7 @@ pub fn run_shard(
     opts: &IndexOptions,
     verbosity: i8,
 ) -> anyhow::Result<()> {
-    let report = match phase {
-        ShardPhase::Units => graphrag_project::index_shard(project, spec, &opts.run)?,
-        ShardPhase::Embed => graphrag_project::embed_shard(project, spec, &opts.run)?,
-    };
+    let report = graphrag_project::run_shard(project, spec, phase, &opts.run)?;
     print_shard(&report, verbosity);
     Ok(())
 }

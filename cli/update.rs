@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use graphrag_project::{RunReport, ShardPhase, UpdateOptions};
+use graphrag_project::{RunReport, UpdateOptions};
 
 use crate::index::{print_lancedb, print_plan, print_steps, run_settings, shown, start_logging};
 use crate::shard::Sharded;
@@ -33,10 +33,7 @@ pub fn run(args: &UpdateArgs) -> anyhow::Result<()> {
     }
     let report = match sharded {
         Sharded::Shard(spec, phase) => {
-            let report = match phase {
-                ShardPhase::Units => graphrag_project::update_shard(&args.root, spec, &opts)?,
-                ShardPhase::Embed => graphrag_project::update_embed_shard(&args.root, spec, &opts)?,
-            };
+            let report = graphrag_project::update_shard(&args.root, spec, phase, &opts)?;
             crate::shard::print_shard(&report, args.verbosity);
             return Ok(());
         }

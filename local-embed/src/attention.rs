@@ -357,7 +357,7 @@ fn values_portable(shape: HeadShape, row0: usize, rows: usize, ctx: &mut [f32], 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use super::{AttentionScratch, HeadShape, GROUP, PANEL, PANELS, ROWS};
-    use crate::int8::dots_block_avx512;
+    use crate::int8::{dots_block_avx512, dots_block_avxvnni};
     use std::arch::x86_64::*;
 
     /// One block's scores with AVX-512 VNNI: `rows` query rows by four
@@ -558,43 +558,42 @@ mod x86 {
         }
     }
 
-    /// `scores_avx512` on 256-bit registers (each panel in two halves).
+    /// `scores_avx512` on 256-bit registers: `rows` query rows by one
+    /// 16-key panel (two halves) at a time.
     #[target_feature(enable = "avx2,avxvnni")]
     pub(super) unsafe fn scores_avxvnni(shape: HeadShape, row0: usize, rows: usize, s: &mut AttentionScratch) {
-        let (dq, len16) = (shape.dq(), shape.len16());
-        let groups = dq / GROUP;
-        for p in 0..len16 / PANEL {
-            let k = s.k.as_ptr().add(p * groups * PANEL * GROUP);
-            let mut lo = [_mm256_setzero_si256(); ROWS];
-            let mut hi = [_mm256_setzero_si256(); ROWS];
-            for g in 0..groups {
-                let kp = k.add(g * PANEL * GROUP);
-                let kl = _mm256_loadu_si256(kp as *const __m256i);
-                let kh = _mm256_loadu_si256(kp.add(32) as *const __m256i);
-                for r in 0..rows {
-                    let at = (row0 + r) * shape.q_width + shape.q_offset + g * GROUP;
-                    let u = std::ptr::read_unaligned(s.q.as_ptr().add(at) as *const i32);
-                    let uv = _mm256_set1_epi32(u);
-                    lo[r] = _mm256_dpbusd_avx_epi32(lo[r], uv, kl);
-                    hi[r] = _mm256_dpbusd_avx_epi32(hi[r], uv, kh);
-                }
-            }
-            for r in 0..rows {
-                let qs = _mm256_set1_ps(s.q_scales[row0 + r]);
-                let qm = _mm256_set1_ps(s.q_mins[row0 + r]);
-                for (half, a) in [lo[r], hi[r]].into_iter().enumerate() {
-                    let c0 = p * PANEL + half * 8;
-                    let kw = _mm256_loadu_ps(s.k_weights.as_ptr().add(c0));
-                    let ks = _mm256_loadu_ps(s.k_sums.as_ptr().add(c0));
-                    let d = _mm256_add_ps(_mm256_mul_ps(qs, _mm256_cvtepi32_ps(a)), _mm256_mul_ps(qm, ks));
-                    _mm256_storeu_ps(s.scores.as_mut_ptr().add(r * len16 + c0), _mm256_mul_ps(kw, d));
-                }
+        for p in 0..shape.len16() / PANEL {
+            match rows {
+                ROWS => scores_block_avxvnni::<ROWS>(shape, row0, p, s),
+                _ => scores_block_avxvnni::<1>(shape, row0, p, s),
             }
         }
     }
 
-    /// `values_avx512` on 256-bit registers; the last panel's columns past
-    /// the head width are computed into a buffer and dropped.
+    #[target_feature(enable = "avx2,avxvnni")]
+    #[inline]
+    unsafe fn scores_block_avxvnni<const R: usize>(shape: HeadShape, row0: usize, p: usize, s: &mut AttentionScratch) {
+        let (dq, len16) = (shape.dq(), shape.len16());
+        let groups = dq / GROUP;
+        let us: [*const u8; R] = std::array::from_fn(|r| s.q.as_ptr().add((row0 + r) * shape.q_width + shape.q_offset));
+        let acc = dots_block_avxvnni(us, s.k.as_ptr().add(p * groups * PANEL * GROUP), groups);
+        // `score`'s operations in the same order.
+        for (r, halves) in acc.into_iter().enumerate() {
+            let qs = _mm256_set1_ps(s.q_scales[row0 + r]);
+            let qm = _mm256_set1_ps(s.q_mins[row0 + r]);
+            for (half, a) in halves.into_iter().enumerate() {
+                let c0 = p * PANEL + half * 8;
+                let kw = _mm256_loadu_ps(s.k_weights.as_ptr().add(c0));
+                let ks = _mm256_loadu_ps(s.k_sums.as_ptr().add(c0));
+                let d = _mm256_add_ps(_mm256_mul_ps(qs, _mm256_cvtepi32_ps(a)), _mm256_mul_ps(qm, ks));
+                _mm256_storeu_ps(s.scores.as_mut_ptr().add(r * len16 + c0), _mm256_mul_ps(kw, d));
+            }
+        }
+    }
+
+    /// `values_avx512` on 256-bit registers: `rows` rows by one 16-column
+    /// panel (two halves) at a time; the last panel's columns past the head
+    /// width are computed into a buffer and dropped.
     #[target_feature(enable = "avx2,avxvnni")]
     pub(super) unsafe fn values_avxvnni(
         shape: HeadShape,
@@ -603,36 +602,40 @@ mod x86 {
         ctx: &mut [f32],
         s: &AttentionScratch,
     ) {
+        for p in 0..shape.dv() / PANEL {
+            match rows {
+                ROWS => values_block_avxvnni::<ROWS>(shape, row0, p, ctx, s),
+                _ => values_block_avxvnni::<1>(shape, row0, p, ctx, s),
+            }
+        }
+    }
+
+    #[target_feature(enable = "avx2,avxvnni")]
+    #[inline]
+    unsafe fn values_block_avxvnni<const R: usize>(
+        shape: HeadShape,
+        row0: usize,
+        p: usize,
+        ctx: &mut [f32],
+        s: &AttentionScratch,
+    ) {
         let len4 = shape.len4();
         let groups = len4 / GROUP;
-        for p in 0..shape.dv() / PANEL {
-            let v = s.v.as_ptr().add(p * groups * PANEL * GROUP);
-            let mut lo = [_mm256_setzero_si256(); ROWS];
-            let mut hi = [_mm256_setzero_si256(); ROWS];
-            for g in 0..groups {
-                let vp = v.add(g * PANEL * GROUP);
-                let vl = _mm256_loadu_si256(vp as *const __m256i);
-                let vh = _mm256_loadu_si256(vp.add(32) as *const __m256i);
-                for r in 0..rows {
-                    let pr = std::ptr::read_unaligned(s.p.as_ptr().add(r * len4 + g * GROUP) as *const i32);
-                    let pv = _mm256_set1_epi32(pr);
-                    lo[r] = _mm256_dpbusd_avx_epi32(lo[r], pv, vl);
-                    hi[r] = _mm256_dpbusd_avx_epi32(hi[r], pv, vh);
-                }
+        let ps: [*const u8; R] = std::array::from_fn(|r| s.p.as_ptr().add(r * len4));
+        let acc = dots_block_avxvnni(ps, s.v.as_ptr().add(p * groups * PANEL * GROUP), groups);
+        // `context`'s operations in the same order.
+        for (r, halves) in acc.into_iter().enumerate() {
+            let inv = _mm256_set1_ps(s.p_inv_sums[r]);
+            let mut out = [0.0f32; PANEL];
+            for (half, a) in halves.into_iter().enumerate() {
+                let vs = _mm256_loadu_ps(s.v_scales.as_ptr().add(p * PANEL + half * 8));
+                let o = _mm256_mul_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(a), vs), inv);
+                _mm256_storeu_ps(out.as_mut_ptr().add(half * 8), o);
             }
-            for r in 0..rows {
-                let inv = _mm256_set1_ps(s.p_inv_sums[r]);
-                let mut out = [0.0f32; PANEL];
-                for (half, a) in [lo[r], hi[r]].into_iter().enumerate() {
-                    let vs = _mm256_loadu_ps(s.v_scales.as_ptr().add(p * PANEL + half * 8));
-                    let o = _mm256_mul_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(a), vs), inv);
-                    _mm256_storeu_ps(out.as_mut_ptr().add(half * 8), o);
-                }
-                let c0 = p * PANEL;
-                let valid = shape.dh.saturating_sub(c0).min(PANEL);
-                let at = (row0 + r) * shape.ctx_stride + c0;
-                ctx[at..at + valid].copy_from_slice(&out[..valid]);
-            }
+            let c0 = p * PANEL;
+            let valid = shape.dh.saturating_sub(c0).min(PANEL);
+            let at = (row0 + r) * shape.ctx_stride + c0;
+            ctx[at..at + valid].copy_from_slice(&out[..valid]);
         }
     }
 }

@@ -348,7 +348,7 @@ fn dots_loop(l: &QuantLinear, x: &[u8], n: usize, dots: &mut [i32]) {
 }
 
 #[cfg(target_arch = "x86_64")]
-pub(crate) use x86::dots_block_avx512;
+pub(crate) use x86::{dots_block_avx512, dots_block_avxvnni};
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
@@ -572,24 +572,38 @@ mod x86 {
         p: usize,
         dots: &mut [i32],
     ) {
-        let mut lo = [_mm256_setzero_si256(); R];
-        let mut hi = [_mm256_setzero_si256(); R];
         let xs: [*const u8; R] = std::array::from_fn(|r| x.as_ptr().add((row0 + r) * l.k_pad));
+        for (r, [lo, hi]) in dots_block_avxvnni(xs, w, groups).into_iter().enumerate() {
+            let out = dots.as_mut_ptr().add((row0 + r) * l.n_pad + p * PANEL);
+            _mm256_storeu_si256(out as *mut __m256i, lo);
+            _mm256_storeu_si256(out.add(8) as *mut __m256i, hi);
+        }
+    }
+
+    /// `Σ u·w` of `R` u8 rows by one packed 16-column panel
+    /// (`[groups][16][4]`) over `groups` steps of four bytes with AVX-VNNI on
+    /// 256-bit registers: per step, the panel's two halves and `R`
+    /// broadcasts feed `2·R` `vpdpbusd`; per row, the sums of columns 0..8
+    /// and 8..16. The dense layers' and attention's products share it.
+    #[target_feature(enable = "avx2,avxvnni")]
+    #[inline]
+    pub(crate) unsafe fn dots_block_avxvnni<const R: usize>(
+        rows: [*const u8; R],
+        panel: *const i8,
+        groups: usize,
+    ) -> [[__m256i; 2]; R] {
+        let mut acc = [[_mm256_setzero_si256(); 2]; R];
         for g in 0..groups {
-            let wp = w.add(g * PANEL * GROUP);
+            let wp = panel.add(g * PANEL * GROUP);
             let wl = _mm256_loadu_si256(wp as *const __m256i);
             let wh = _mm256_loadu_si256(wp.add(32) as *const __m256i);
             for r in 0..R {
-                let xv = _mm256_set1_epi32(std::ptr::read_unaligned(xs[r].add(g * GROUP) as *const i32));
-                lo[r] = _mm256_dpbusd_avx_epi32(lo[r], xv, wl);
-                hi[r] = _mm256_dpbusd_avx_epi32(hi[r], xv, wh);
+                let xv = _mm256_set1_epi32(std::ptr::read_unaligned(rows[r].add(g * GROUP) as *const i32));
+                acc[r][0] = _mm256_dpbusd_avx_epi32(acc[r][0], xv, wl);
+                acc[r][1] = _mm256_dpbusd_avx_epi32(acc[r][1], xv, wh);
             }
         }
-        for r in 0..R {
-            let out = dots.as_mut_ptr().add((row0 + r) * l.n_pad + p * PANEL);
-            _mm256_storeu_si256(out as *mut __m256i, lo[r]);
-            _mm256_storeu_si256(out.add(8) as *mut __m256i, hi[r]);
-        }
+        acc
     }
 }
 

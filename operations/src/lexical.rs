@@ -230,11 +230,6 @@ impl Bm25Index {
         self.postings.len()
     }
 
-    /// Number of documents holding `term` (a term as [`terms`] makes them).
-    pub fn document_frequency(&self, term: &str) -> usize {
-        self.term_ids.get(term).map_or(0, |&id| self.postings[id as usize].len())
-    }
-
     /// Number of documents holding every term of `text` (in any order and
     /// place: an upper bound on the documents holding `text` as a phrase);
     /// terms the index lacks are skipped, `None` when it has none of them.
@@ -370,10 +365,9 @@ mod tests {
             "a film by another director",
             "Film festival",
         ]);
-        assert_eq!(index.document_frequency("film"), 3, "any case");
-        assert_eq!(index.document_frequency("ferreri"), 1);
-        assert_eq!(index.document_frequency("of"), 0, "a stop word is no term");
-        assert_eq!(index.documents_with_all_terms("FILM"), Some(3));
+        assert_eq!(index.documents_with_all_terms("FILM"), Some(3), "any case");
+        assert_eq!(index.documents_with_all_terms("ferreri"), Some(1));
+        assert_eq!(index.documents_with_all_terms("of"), None, "a stop word is no term");
         assert_eq!(index.documents_with_all_terms("MARCO FERRERI"), Some(1));
         assert_eq!(index.documents_with_all_terms("Film by"), Some(3), "a stop word is skipped");
         assert_eq!(index.documents_with_all_terms("Another Film"), Some(1), "both terms, in any order");

@@ -48,7 +48,7 @@ pub use run::{
     UpdateOptions,
 };
 pub use shard::{
-    embed_shard, index_merge, index_merge_graph, index_shard, shard_of, shard_status, update_embed_shard, update_merge,
+    embed_shard, index_merge, index_merge_graph, index_shard, run_shard, shard_of, shard_status, update_merge,
     update_merge_graph, update_shard, GraphStaged, ShardPhase, ShardReport, ShardSpec,
 };
 

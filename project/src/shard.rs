@@ -49,7 +49,7 @@
 
 mod embed;
 
-pub use embed::{embed_shard, index_merge_graph, update_embed_shard, update_merge_graph, GraphStaged};
+pub use embed::{embed_shard, index_merge_graph, update_merge_graph, GraphStaged};
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
@@ -484,7 +484,12 @@ impl Verb for FromFragments {
         );
         let outputs: Vec<RecordBatch> =
             self.fragments.iter().map(|parts| self.ordered(parts, &position)).collect::<anyhow::Result<_>>()?;
-        if let Some((field, ann_threshold)) = &self.ann_index {
+        // The vectors are copied out only for an index that will be built.
+        let ann_index = self
+            .ann_index
+            .as_ref()
+            .filter(|(_, threshold)| graphrag_verbs::embed::builds_ann_index(outputs[0].num_rows(), *threshold));
+        if let Some((field, ann_threshold)) = ann_index {
             let table = &outputs[0];
             let ids: Vec<String> = strings(table, field, "id")?.into_iter().map(str::to_string).collect();
             let vectors = table.column_by_name("vector").ok_or_else(|| anyhow!("`{field}` has no vector column"))?;
@@ -536,13 +541,32 @@ pub fn index_merge(project: Project, count: Option<usize>, opts: &IndexOptions) 
     Ok(report)
 }
 
-/// Runs shard `spec` of an update (`update --shard K/N`): the shard of
-/// [`index_shard`] with the pipeline the index was built with. Its
-/// documents are all mapped again; the unchanged ones' model answers come
-/// from the cache.
-pub fn update_shard(root: &Path, spec: ShardSpec, opts: &UpdateOptions) -> anyhow::Result<ShardReport> {
+/// Runs shard `spec` of `phase`: [`index_shard`] (the per-document steps)
+/// or [`embed_shard`] (the staged global rows' embeddings).
+pub fn run_shard(
+    project: Project,
+    spec: ShardSpec,
+    phase: ShardPhase,
+    run: &RunSettings,
+) -> anyhow::Result<ShardReport> {
+    match phase {
+        ShardPhase::Units => index_shard(project, spec, run),
+        ShardPhase::Embed => embed_shard(project, spec, run),
+    }
+}
+
+/// Runs shard `spec` of `phase` of an update (`update --shard K/N [--phase
+/// embed]`): [`run_shard`] with the pipeline the index was built with. A
+/// units shard's documents are all mapped again; the unchanged ones' model
+/// answers come from the cache.
+pub fn update_shard(
+    root: &Path,
+    spec: ShardSpec,
+    phase: ShardPhase,
+    opts: &UpdateOptions,
+) -> anyhow::Result<ShardReport> {
     let (project, _) = open_for_update(root, opts, true)?;
-    index_shard(project, spec, &opts.run)
+    run_shard(project, spec, phase, &opts.run)
 }
 
 /// The update of the published index from the shards' fragments

@@ -73,10 +73,7 @@ pub fn index_shard(
     let raised = Arc::new(Mutex::new(None));
     let run = run_settings(None, None, &raised);
     let stop = run.stop.clone();
-    let shard = move || match phase {
-        ShardPhase::Units => graphrag_project::index_shard(project, spec, &run),
-        ShardPhase::Embed => graphrag_project::embed_shard(project, spec, &run),
-    };
+    let shard = move || graphrag_project::run_shard(project, spec, phase, &run);
     let report = interruptible(py, shard, move || stop.request())?.map_err(|e| to_py(&e))?;
     Ok(report_dict(py, &report)?.into_any().unbind())
 }

@@ -241,6 +241,8 @@ impl Graph {
 
 pub struct TextUnits {
     pub hrid: Vec<i64>,
+    /// The id of each row (`by_id` the other way).
+    pub id: Vec<String>,
     pub text: Vec<String>,
     /// Tokens of each text (`n_tokens`; a quarter of its bytes when the
     /// table has no such column).
@@ -257,7 +259,8 @@ impl TextUnits {
             .zip(&text)
             .map(|(n, text)| if n >= 0 { n as usize } else { text.len() / 4 })
             .collect();
-        Ok(TextUnits { hrid: short_ids(t, "text_units")?, text, n_tokens, by_id: index_of(&id) })
+        let by_id = index_of(&id);
+        Ok(TextUnits { hrid: short_ids(t, "text_units")?, id, text, n_tokens, by_id })
     }
 
     /// How many units of `ranking`, from its first, fill `budget` tokens.

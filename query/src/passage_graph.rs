@@ -45,16 +45,17 @@ fn edge_weight(w: f64) -> f64 {
 }
 
 /// The (entity, unit row) pairs, sorted, where the entity's name is the
-/// title of the unit's document (its whole title, or the title without a
-/// trailing "(…)" disambiguation or after its first comma: "Charles III of
-/// Spain", "Get Carter (1971 film)", "Gmina Ryki, Lublin Voivodeship") and
-/// the entity lists the unit.
-fn title_entities(g: &Graph, units: &TextUnits, docs: &UnitDocuments, entity_units: &[Vec<u32>]) -> Vec<(u32, u32)> {
+/// title of the unit's document (one of its [`title_names`], keyed as in
+/// `units_by_title`) and the entity lists the unit.
+fn title_entities(
+    g: &Graph,
+    units_by_title: &HashMap<String, Vec<usize>>,
+    entity_units: &[Vec<u32>],
+) -> Vec<(u32, u32)> {
     let mut out = Vec::new();
-    for (row, hrid) in units.hrid.iter().enumerate() {
-        let Some(title) = docs.title_of_unit.get(hrid) else { continue };
-        for name in title_names(title) {
-            for &e in g.entity_by_key.get(&title_key(name)).into_iter().flatten() {
+    for (key, rows) in units_by_title {
+        for &e in g.entity_by_key.get(key).into_iter().flatten() {
+            for &row in rows {
                 if entity_units[e].binary_search(&(row as u32)).is_ok() {
                     out.push((e as u32, row as u32));
                 }
@@ -64,6 +65,31 @@ fn title_entities(g: &Graph, units: &TextUnits, docs: &UnitDocuments, entity_uni
     out.sort_unstable();
     out.dedup();
     out
+}
+
+/// Text unit rows by the [`title_key`] of each name of their document's
+/// title (the whole title, or the title without a trailing "(…)"
+/// disambiguation or after its first comma: "Charles III of Spain", "Get
+/// Carter (1971 film)", "Gmina Ryki, Lublin Voivodeship"), and the words of
+/// the longest key.
+fn units_by_title(units: &TextUnits, docs: &UnitDocuments) -> (HashMap<String, Vec<usize>>, usize) {
+    let mut by_title: HashMap<String, Vec<usize>> = HashMap::new();
+    let mut max_words = 0;
+    for (row, hrid) in units.hrid.iter().enumerate() {
+        let Some(title) = docs.title_of_unit.get(hrid) else { continue };
+        for name in title_names(title) {
+            let key = title_key(name);
+            if !key.is_empty() {
+                max_words = max_words.max(key.split(' ').count());
+                let rows = by_title.entry(key).or_default();
+                // Rows come in order: a row already listed is the last.
+                if rows.last() != Some(&row) {
+                    rows.push(row);
+                }
+            }
+        }
+    }
+    (by_title, max_words)
 }
 
 /// The names a document title gives its subject: the title, the title
@@ -100,26 +126,11 @@ impl PassageGraph {
             .collect();
         let entity_edges: Vec<(u32, u32, f64)> =
             g.ends.iter().zip(&g.weight).filter_map(|(&(s, t), &w)| Some((s?, t?, edge_weight(w)))).collect();
-        let titled = match docs {
-            Some(docs) if title_weight != 1.0 => title_entities(g, units, docs, &entity_units),
-            _ => Vec::new(),
-        };
+        let (by_title, max_title_words) = docs.map(|docs| units_by_title(units, docs)).unwrap_or_default();
+        let titled = if title_weight != 1.0 { title_entities(g, &by_title, &entity_units) } else { Vec::new() };
         let mut pg = PassageGraph::from_lists(entity_units, units.hrid.len(), entity_edges, &titled, title_weight);
-        if let Some(docs) = docs {
-            for (row, hrid) in units.hrid.iter().enumerate() {
-                let Some(title) = docs.title_of_unit.get(hrid) else { continue };
-                for name in title_names(title) {
-                    let key = title_key(name);
-                    if !key.is_empty() {
-                        pg.max_title_words = pg.max_title_words.max(key.split(' ').count());
-                        let rows = pg.units_by_title.entry(key).or_default();
-                        if !rows.contains(&row) {
-                            rows.push(row);
-                        }
-                    }
-                }
-            }
-        }
+        pg.units_by_title = by_title;
+        pg.max_title_words = max_title_words;
         pg
     }
 
@@ -191,6 +202,32 @@ mod tests {
         );
         assert_eq!(title_names("(disambiguation)"), ["(disambiguation)"]);
         assert!(title_names("  ").is_empty());
+    }
+
+    #[test]
+    fn units_are_found_by_each_name_of_their_documents_title_once() {
+        let units = TextUnits {
+            hrid: vec![1, 2, 3],
+            id: vec!["a".into(), "b".into(), "c".into()],
+            text: vec![String::new(); 3],
+            n_tokens: vec![0; 3],
+            by_id: HashMap::new(),
+        };
+        let docs = UnitDocuments {
+            title_of_unit: HashMap::from([
+                (1, "Get Carter (1971 film)".to_string()),
+                (2, "Get Carter (1971 film)".to_string()),
+                (3, "Carter, Get".to_string()),
+            ]),
+        };
+        let (by_title, max_words) = units_by_title(&units, &docs);
+        let rows = |key: &str| by_title.get(key).cloned().unwrap_or_default();
+        assert_eq!(rows("get carter 1971 film"), [0, 1]);
+        assert_eq!(rows("get carter"), [0, 1]);
+        assert_eq!(rows("carter get"), [2]);
+        assert_eq!(rows("carter"), [2]);
+        assert_eq!(by_title.len(), 4);
+        assert_eq!(max_words, 4);
     }
 
     #[test]

@@ -125,10 +125,16 @@ fn piece_vectors_col(pieces: &[Vec<f32>], dim: usize) -> ArrayRef {
     Arc::new(col.finish())
 }
 
+/// Whether [`save_ann_index`] builds an index of `vectors` vectors: at
+/// least `ann_threshold` of them (0: never).
+pub fn builds_ann_index(vectors: usize, ann_threshold: usize) -> bool {
+    ann_threshold != 0 && vectors >= ann_threshold
+}
+
 /// Builds the HNSW index of a field's vectors (`flat`: `dim` values per id)
 /// and saves it as `output/vectors/<field>.hnsw` for the query engine, when
-/// there are at least `ann_threshold` of them (0: never). The merge of
-/// sharded text unit embeddings calls it on the assembled table.
+/// [`builds_ann_index`]. The merge of sharded text unit embeddings calls it
+/// on the assembled table.
 pub fn save_ann_index(
     field: &str,
     ids: &[String],
@@ -137,7 +143,7 @@ pub fn save_ann_index(
     ann_threshold: usize,
     ctx: &VerbContext,
 ) -> anyhow::Result<()> {
-    if ann_threshold == 0 || ids.len() < ann_threshold {
+    if !builds_ann_index(ids.len(), ann_threshold) {
         return Ok(());
     }
     let vectors: Vec<Vec<f32>> = flat.chunks(dim).map(<[f32]>::to_vec).collect();
@@ -267,6 +273,14 @@ mod tests {
             ],
         )
         .unwrap()
+    }
+
+    #[test]
+    fn an_ann_index_is_built_from_the_threshold_on_and_never_at_zero() {
+        assert!(!builds_ann_index(19, 20));
+        assert!(builds_ann_index(20, 20));
+        assert!(builds_ann_index(21, 20));
+        assert!(!builds_ann_index(1_000_000, 0));
     }
 
     #[test]

@@ -139,10 +139,12 @@ impl ResponseCache {
     /// folder: past that, the least recently used are deleted (for answers
     /// that keep coming, a server's query answers; an index's are never
     /// bounded, they are what makes a rerun cheap).
-    /// On an object store the bound is not kept here (a bucket's lifecycle
-    /// rule expires old entries).
+    /// On an object store the bound is on the answers this process holds in
+    /// memory (see [`super::cache_held`]; a bucket's lifecycle rule expires
+    /// old segments).
     pub fn bounded(self, max_bytes: u64) -> Self {
-        if self.objects.is_some() {
+        if let Some(answers) = &self.objects {
+            answers.bound(max_bytes);
             return self;
         }
         let budget = Some(Arc::new(ByteBudget::new(&self.dir, max_bytes)));
@@ -286,6 +288,24 @@ mod tests {
         partition.put(&other, &Checked::new(vec![3u32], short).unwrap());
         assert!(matches!(cache.get(&other, short), Lookup::Miss), "the root does not read a partition's");
         assert!(!dir.path().exists() || std::fs::read_dir(dir.path()).unwrap().count() == 0, "nothing written locally");
+    }
+
+    #[test]
+    fn a_bounded_cache_on_an_object_store_holds_at_most_its_bound_in_memory() {
+        let Some(moto) = crate::storage::object::testing::moto() else { return };
+        let dir = tempfile::tempdir().unwrap();
+        let root = ResponseCache::at(&Location::object(moto.location("bounded-queries", "p/cache"), dir.path()));
+        let budget = 16 << 10;
+        let queries = root.partition("query").bounded(budget);
+        let any = |v: &String| Ok::<usize, ()>(v.len());
+        let keys: Vec<String> = (0..40).map(|i| ResponseCache::key(&[&i.to_string()])).collect();
+        for key in &keys {
+            queries.put(key, &Checked::new("y".repeat(1000), any).unwrap());
+        }
+        let held = || queries.objects.as_ref().unwrap().held_bytes();
+        assert!(held() > 0 && held() <= budget, "{} bytes held", held());
+        assert!(keys.iter().all(|k| matches!(queries.get(k, any), Lookup::Hit(_))), "every answer still found");
+        assert!(held() <= budget);
     }
 
     #[test]

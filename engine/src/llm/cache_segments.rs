@@ -8,7 +8,9 @@
 //! and as soon as [`FLUSH_ANSWERS`] answers or [`FLUSH_BYTES`] wait. A reader
 //! lists a partition once, when it is first asked, and reads all its
 //! segments, a few at a time: a run costs requests per segment, not per
-//! answer.
+//! answer. The root, which holds the partitions' folders too, is listed one
+//! level deep (one LIST with a delimiter), then its own segments: a miss
+//! that falls back to it does not list every partition's segments.
 //!
 //! A segment is one PUT, which an object store makes visible whole or not at
 //! all: a process killed loses the answers it had not written yet (at most
@@ -17,35 +19,42 @@
 //! order their writers started in, then their own order, and a later answer
 //! to a key replaces an earlier one, as rewriting a file does locally. The
 //! answers a process writes stay in its memory (they are what it reads
-//! back), as do the segments it read.
+//! back), as do those of the segments it read; a bounded cache (a server's
+//! query answers) holds at most its bound of them and reads the others
+//! again, a line at a time ([`super::cache_held`]).
 //!
 //! A writer that lives long (a server answering queries) writes a segment
 //! per second it is asked: a reader that finds [`FOLD_SEGMENTS`] or more in
 //! a partition folds the small ones, consecutive, into segments of up to
-//! [`FLUSH_BYTES`].
+//! [`FLUSH_BYTES`]. A bounded reader that finds a segment gone (folded by
+//! another) lists the partition again.
 //!
 //! One object per answer (`<partition>/ab/<key>.json`, written before
 //! segments) is still read: one GET for each key the listing shows, only
-//! when no segment has the key.
+//! when no segment has the key. The root's folders of them are each listed
+//! when a key in them is first asked.
 //!
 //! A segment's format: one line per answer, the 64 hex digits of its key, a
 //! tab, the answer's JSON (written compact, so with no raw line break).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::hash::{BuildHasher, Hasher};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::ops::Range;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 
-use crate::storage::object::{Conditional, ObjectLocation};
+use super::cache_held::{slot, Held, Holding, Place};
+use crate::storage::object::{Conditional, Listed, ObjectLocation};
 
 /// How long an answer waits in memory at most while a run goes on.
 pub const FLUSH_INTERVAL: Duration = Duration::from_secs(1);
 /// Answers of one partition that are written at once when that many wait.
 pub const FLUSH_ANSWERS: usize = 2_000;
-/// Bytes of answers of one partition written at once when that many wait.
+/// Bytes of answers of one partition written at once when that many wait
+/// (a bounded cache: a quarter of its bound, if less).
 pub const FLUSH_BYTES: usize = 16 << 20;
 
 /// Segments of a partition a reader folds into one (a long-lived writer,
@@ -67,7 +76,7 @@ pub(super) struct ObjectAnswers {
 }
 
 /// What the partitions of one cache share: the store, the name its segments
-/// are written under, and each partition's answers.
+/// are written under, each partition, and the answers held in memory.
 struct Shared {
     root: ObjectLocation,
     /// This cache's writer name: start time then a random part, so that
@@ -75,35 +84,48 @@ struct Shared {
     writer: String,
     next_segment: AtomicU64,
     partitions: Mutex<HashMap<String, Arc<Partition>>>,
+    held: Mutex<Held>,
+    /// [`FLUSH_BYTES`], or less for a bounded cache; also the most bytes of
+    /// segments folded into one, and (bounded) read at once.
+    segment_bytes: AtomicUsize,
 }
 
 struct Partition {
+    /// Its entries' number in [`Shared::held`].
+    number: u32,
     at: ObjectLocation,
-    /// What the store held when the partition was first asked.
-    stored: OnceLock<Stored>,
-    /// Answers of this process: every one it wrote, and those not yet written.
-    mine: Mutex<Mine>,
+    /// The root holds the other partitions' folders: it is listed a level
+    /// at a time (its own segments, then an old folder when a key in it is
+    /// asked), not all the way down.
+    holds_partitions: bool,
+    listing: Mutex<Listing>,
+    unwritten: Mutex<Unwritten>,
 }
 
 #[derive(Default)]
-struct Stored {
-    /// Answers in segments, by key.
-    answers: HashMap<String, Bytes>,
-    /// Keys with an object of their own (written before segments).
-    singles: HashSet<String>,
+struct Listing {
+    /// Listed and its segments read (done when first asked).
+    read: bool,
+    /// Folders of answers of one object each not listed yet (the root's:
+    /// each is listed when a key in it is first asked).
+    unlisted: BTreeSet<String>,
 }
 
+/// Answers of this process not written yet, in the order they came.
 #[derive(Default)]
-struct Mine {
-    answers: HashMap<String, Bytes>,
-    unwritten: Vec<(String, Bytes)>,
-    unwritten_bytes: usize,
+struct Unwritten {
+    answers: Vec<(String, Bytes)>,
+    bytes: usize,
 }
 
 /// An answer found: where (for messages) and its JSON.
 pub(super) struct Found {
     pub name: String,
     pub bytes: Bytes,
+}
+
+fn locked<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl ObjectAnswers {
@@ -122,6 +144,8 @@ impl ObjectAnswers {
             writer: format!("{millis:013}-{random:016x}"),
             next_segment: AtomicU64::new(0),
             partitions: Mutex::default(),
+            held: Mutex::default(),
+            segment_bytes: AtomicUsize::new(FLUSH_BYTES),
         });
         let weak = Arc::downgrade(&shared);
         let flusher = std::thread::Builder::new().name("cache-flush".into()).spawn(move || flush_every(weak, interval));
@@ -139,6 +163,21 @@ impl ObjectAnswers {
         ObjectAnswers { shared: self.shared.clone(), path, fallback: Some(self.path.clone()) }
     }
 
+    /// Holds at most `max_bytes` of answers in memory, this cache's
+    /// partitions together (see [`super::cache_held`]); set before its first
+    /// answer.
+    pub fn bound(&self, max_bytes: u64) {
+        locked(&self.shared.held).bound(max_bytes);
+        let quarter = usize::try_from(max_bytes / 4).unwrap_or(usize::MAX);
+        self.shared.segment_bytes.store(quarter.clamp(1, FLUSH_BYTES), Ordering::Relaxed);
+    }
+
+    /// What the answers held in memory are counted as, for a bounded cache.
+    #[cfg(test)]
+    pub fn held_bytes(&self) -> u64 {
+        locked(&self.shared.held).bytes()
+    }
+
     /// The partition's prefix, for messages.
     pub fn url(&self) -> String {
         self.shared.partition(&self.path).at.url().to_string()
@@ -148,7 +187,7 @@ impl ObjectAnswers {
     pub fn get(&self, key: &str) -> Option<Found> {
         [Some(&self.path), self.fallback.as_ref()].into_iter().flatten().find_map(|path| {
             let partition = self.shared.partition(path);
-            partition.get(key)
+            partition.get(&self.shared, key)
         })
     }
 
@@ -156,12 +195,16 @@ impl ObjectAnswers {
     /// partition's next segment.
     pub fn put(&self, key: &str, answer: Bytes) {
         let partition = self.shared.partition(&self.path);
+        let Some(slot) = slot(partition.number, key) else {
+            tracing::warn!("not caching an answer under `{key}` in {}: not a cache key", partition.at.url());
+            return;
+        };
+        locked(&self.shared.held).put_mine(slot, answer.clone());
         let full = {
-            let mut mine = partition.mine.lock().unwrap_or_else(|e| e.into_inner());
-            mine.answers.insert(key.to_string(), answer.clone());
-            mine.unwritten_bytes += answer.len();
-            mine.unwritten.push((key.to_string(), answer));
-            mine.unwritten.len() >= FLUSH_ANSWERS || mine.unwritten_bytes >= FLUSH_BYTES
+            let mut unwritten = locked(&partition.unwritten);
+            unwritten.bytes += answer.len();
+            unwritten.answers.push((key.to_string(), answer));
+            unwritten.answers.len() >= FLUSH_ANSWERS || unwritten.bytes >= self.shared.segment_bytes()
         };
         if full {
             self.shared.write_segment(&partition);
@@ -187,17 +230,42 @@ fn flush_every(shared: Weak<Shared>, interval: Duration) {
 
 impl Shared {
     fn partition(&self, path: &str) -> Arc<Partition> {
-        let mut partitions = self.partitions.lock().unwrap_or_else(|e| e.into_inner());
+        let mut partitions = locked(&self.partitions);
+        let number = partitions.len() as u32;
         let at = || if path.is_empty() { self.root.clone() } else { self.root.join(path) };
         partitions
             .entry(path.to_string())
-            .or_insert_with(|| Arc::new(Partition { at: at(), stored: OnceLock::new(), mine: Mutex::default() }))
+            .or_insert_with(|| {
+                Arc::new(Partition {
+                    number,
+                    at: at(),
+                    holds_partitions: path.is_empty(),
+                    listing: Mutex::default(),
+                    unwritten: Mutex::default(),
+                })
+            })
             .clone()
     }
 
+    /// Whether `name` is a segment of this process numbered `first` or later.
+    fn wrote_since(&self, name: &str, first: u64) -> bool {
+        let number = name
+            .strip_prefix(SEGMENTS)
+            .and_then(|n| n.strip_prefix('/')?.strip_prefix(self.writer.as_str())?.strip_prefix('-'))
+            .and_then(|n| n.strip_suffix(SEGMENT_SUFFIX)?.parse::<u64>().ok());
+        number.is_some_and(|n| n >= first)
+    }
+
+    fn segment_bytes(&self) -> usize {
+        self.segment_bytes.load(Ordering::Relaxed)
+    }
+
+    fn held(&self) -> MutexGuard<'_, Held> {
+        locked(&self.held)
+    }
+
     fn flush(&self) {
-        let partitions: Vec<Arc<Partition>> =
-            self.partitions.lock().unwrap_or_else(|e| e.into_inner()).values().cloned().collect();
+        let partitions: Vec<Arc<Partition>> = locked(&self.partitions).values().cloned().collect();
         for partition in partitions {
             self.write_segment(&partition);
         }
@@ -208,34 +276,46 @@ impl Shared {
     /// process ends first).
     fn write_segment(&self, partition: &Partition) {
         let waiting = {
-            let mut mine = partition.mine.lock().unwrap_or_else(|e| e.into_inner());
-            mine.unwritten_bytes = 0;
-            std::mem::take(&mut mine.unwritten)
+            let mut unwritten = locked(&partition.unwritten);
+            unwritten.bytes = 0;
+            std::mem::take(&mut unwritten.answers)
         };
         if waiting.is_empty() {
             return;
         }
-        let segment = segment_of(waiting.iter().map(|(key, answer)| (key.as_str(), answer)));
+        let (segment, lines) = segment_of(waiting.iter().map(|(key, answer)| (key.as_str(), answer)));
         let written = loop {
             let n = self.next_segment.fetch_add(1, Ordering::Relaxed);
             let name = format!("{SEGMENTS}/{}-{n:08}{SEGMENT_SUFFIX}", self.writer);
             match partition.at.put_if(&name, segment.clone(), None) {
-                Ok(Conditional::Written) => break Ok(()),
+                Ok(Conditional::Written) => break Ok(name),
                 // Taken (by a writer of the same name: next number).
                 Ok(Conditional::Lost) => continue,
                 Err(e) => break Err(e),
             }
         };
-        if let Err(e) = written {
-            tracing::warn!(
-                "could not write {} cached answer(s) to {}: {e:#}; trying again at the next flush",
-                waiting.len(),
-                partition.at.url()
-            );
-            let mut mine = partition.mine.lock().unwrap_or_else(|e| e.into_inner());
-            mine.unwritten_bytes += waiting.iter().map(|(_, a)| a.len()).sum::<usize>();
-            let newer = std::mem::replace(&mut mine.unwritten, waiting);
-            mine.unwritten.extend(newer);
+        match written {
+            Ok(name) => {
+                let name: Arc<str> = Arc::from(name);
+                let mut held = self.held();
+                for ((key, answer), line) in waiting.iter().zip(lines) {
+                    let place = Place::Segment { name: name.clone(), start: line.start, len: line.end - line.start };
+                    if let Some(slot) = slot(partition.number, key) {
+                        held.written(slot, answer, place);
+                    }
+                }
+            }
+            Err(e) => {
+                tracing::warn!(
+                    "could not write {} cached answer(s) to {}: {e:#}; trying again at the next flush",
+                    waiting.len(),
+                    partition.at.url()
+                );
+                let mut unwritten = locked(&partition.unwritten);
+                unwritten.bytes += waiting.iter().map(|(_, a)| a.len()).sum::<usize>();
+                let newer = std::mem::replace(&mut unwritten.answers, waiting);
+                unwritten.answers.extend(newer);
+            }
         }
     }
 }
@@ -246,84 +326,223 @@ impl Drop for Shared {
     }
 }
 
+/// What one listing of a partition shows.
+#[derive(Default)]
+struct Shown {
+    /// Segments, in name order, and their sizes.
+    segments: Vec<String>,
+    sizes: Vec<u64>,
+    /// Keys with an object of their own (written before segments).
+    singles: Vec<String>,
+}
+
+impl Shown {
+    fn of(listed: Vec<Listed>) -> Shown {
+        let mut shown = Shown::default();
+        for listed in listed {
+            match listed.key.split('/').collect::<Vec<_>>()[..] {
+                [SEGMENTS, name] if name.ends_with(SEGMENT_SUFFIX) => {
+                    shown.segments.push(listed.key.clone());
+                    shown.sizes.push(listed.size);
+                }
+                [dir, file] => {
+                    if let Some(key) = file.strip_suffix(".json").filter(|k| is_key(k) && k.starts_with(dir)) {
+                        shown.singles.push(key.to_string());
+                    }
+                }
+                _ => {}
+            }
+        }
+        shown
+    }
+}
+
 impl Partition {
-    fn get(&self, key: &str) -> Option<Found> {
-        if let Some(bytes) = self.mine.lock().unwrap_or_else(|e| e.into_inner()).answers.get(key) {
-            return Some(Found { name: format!("{} (this run's answer {key})", self.at.url()), bytes: bytes.clone() });
+    fn get(&self, shared: &Shared, key: &str) -> Option<Found> {
+        let slot = slot(self.number, key)?;
+        self.read_listing(shared, false);
+        // Tries: after listing the key's old folder, after listing again
+        // what another reader folded away.
+        for _ in 0..3 {
+            let holding = shared.held().find(&slot);
+            match holding {
+                Holding::Loaded { answer, mine, place } => {
+                    return Some(Found { name: self.name_of(key, mine, place.as_ref()), bytes: answer });
+                }
+                Holding::Unloaded(place) => match self.read_again(key, &place) {
+                    Ok(Some(answer)) => {
+                        shared.held().reloaded(slot, &place, answer.clone());
+                        return Some(Found { name: self.name_of(key, false, Some(&place)), bytes: answer });
+                    }
+                    Ok(None) if matches!(place, Place::Segment { .. }) => self.read_listing(shared, true),
+                    Ok(None) => return None,
+                    Err(e) => {
+                        tracing::warn!("cache entry {key}: {e:#}; its request is sent again");
+                        return None;
+                    }
+                },
+                Holding::Absent if self.list_folder_of(shared, key) => {}
+                Holding::Absent => return None,
+            }
         }
-        let stored = self.stored.get_or_init(|| self.read_stored());
-        if let Some(bytes) = stored.answers.get(key) {
-            return Some(Found { name: format!("{}/{SEGMENTS} (answer {key})", self.at.url()), bytes: bytes.clone() });
+        None
+    }
+
+    fn name_of(&self, key: &str, mine: bool, place: Option<&Place>) -> String {
+        match place {
+            _ if mine => format!("{} (this run's answer {key})", self.at.url()),
+            Some(Place::Single) => format!("{}/{}", self.at.url(), super::cache::entry_key(key)),
+            _ => format!("{}/{SEGMENTS} (answer {key})", self.at.url()),
         }
-        if !stored.singles.contains(key) {
-            return None;
-        }
-        let single = super::cache::entry_key(key);
-        match self.at.get(&single) {
-            Ok(found) => found.map(|bytes| Found { name: format!("{}/{single}", self.at.url()), bytes }),
-            Err(e) => {
-                tracing::warn!("cache entry {key}: {e:#}; its request is sent again");
-                None
+    }
+
+    /// The answer to `key` at `place`, read again (None: no longer there).
+    fn read_again(&self, key: &str, place: &Place) -> anyhow::Result<Option<Bytes>> {
+        match place {
+            Place::Single => self.at.get(&super::cache::entry_key(key)),
+            Place::Segment { name, start, len } => {
+                let line = self.at.get_range(name, *start..start + len)?;
+                // Segments are created once under a name, never rewritten: checked all the same.
+                Ok(line
+                    .filter(|l| l.starts_with(key.as_bytes()) && l.get(key.len()) == Some(&b'\t'))
+                    .map(|l| l.slice(key.len() + 1..)))
             }
         }
     }
 
-    /// The partition's segments and single answers, as the store lists them
-    /// now (nothing, with a warning, when it cannot be read: every answer is
-    /// then asked again).
-    fn read_stored(&self) -> Stored {
-        match self.try_read_stored() {
-            Ok(stored) => stored,
-            Err(e) => {
-                tracing::warn!(
-                    "could not read the cached answers of {}: {e:#}; their requests are sent again",
-                    self.at.url()
-                );
-                Stored::default()
-            }
+    /// Lists the partition and reads its segments, once (`again`: once more,
+    /// a segment read before being gone). When it cannot be read, a warning:
+    /// its answers are then asked again.
+    fn read_listing(&self, shared: &Shared, again: bool) {
+        let mut listing = locked(&self.listing);
+        if listing.read && !again {
+            return;
+        }
+        listing.read = true;
+        if let Err(e) = self.try_read_listing(shared, &mut listing, again) {
+            tracing::warn!(
+                "could not read the cached answers of {}: {e:#}; their requests are sent again",
+                self.at.url()
+            );
         }
     }
 
-    fn try_read_stored(&self) -> anyhow::Result<Stored> {
+    fn try_read_listing(&self, shared: &Shared, listing: &mut Listing, again: bool) -> anyhow::Result<()> {
         let mut listing_again = false;
         loop {
-            let (mut names, mut sizes) = (Vec::new(), Vec::new());
-            let mut stored = Stored::default();
-            for listed in self.at.list("")? {
-                match listed.key.split('/').collect::<Vec<_>>()[..] {
-                    [SEGMENTS, name] if name.ends_with(SEGMENT_SUFFIX) => {
-                        names.push(listed.key.clone());
-                        sizes.push(listed.size);
-                    }
-                    [dir, file] => {
-                        if let Some(key) = file.strip_suffix(".json").filter(|k| is_key(k) && k.starts_with(dir)) {
-                            stored.singles.insert(key.to_string());
-                        }
-                    }
-                    _ => {}
+            // This process's segments from here on are not in the listing, but not gone.
+            let first_unlisted = shared.next_segment.load(Ordering::Relaxed);
+            let (shown, old_folders) = self.list()?;
+            if !again {
+                // Listed again, the folders listed since are not listed twice (none is written now).
+                listing.unlisted = old_folders;
+            }
+            if again {
+                let live: HashSet<&str> = shown.segments.iter().map(String::as_str).collect();
+                let gone = |name: &str| !live.contains(name) && !shared.wrote_since(name, first_unlisted);
+                shared.held().forget_segments(self.number, gone);
+            }
+            {
+                let mut held = shared.held();
+                for key in &shown.singles {
+                    held.stored(slot(self.number, key).expect("a listed key"), Place::Single, None);
                 }
+            }
+            if self.read_segments(shared, &shown, listing_again)? || listing_again {
+                return Ok(());
+            }
+            // Folded by another reader since listed: its folded segment holds them.
+            listing_again = true;
+        }
+    }
+
+    /// The partition's segments and single answers; the root: its segments,
+    /// and its folders of single answers, unlisted.
+    fn list(&self) -> anyhow::Result<(Shown, BTreeSet<String>)> {
+        if !self.holds_partitions {
+            return Ok((Shown::of(self.at.list("")?), BTreeSet::new()));
+        }
+        let folders = self.at.folders("")?;
+        let segments = match folders.iter().any(|f| f == SEGMENTS) {
+            true => self.at.list(SEGMENTS)?,
+            false => Vec::new(),
+        };
+        let old_folders = folders.into_iter().filter(|f| f.len() == 2 && is_hex(f)).collect();
+        Ok((Shown::of(segments), old_folders))
+    }
+
+    /// Lists the old folder of `key` if it is not listed yet; whether it was.
+    fn list_folder_of(&self, shared: &Shared, key: &str) -> bool {
+        let mut listing = locked(&self.listing);
+        if !listing.unlisted.remove(&key[..2]) {
+            return false;
+        }
+        match self.at.list(&key[..2]) {
+            Ok(listed) => {
+                let mut held = shared.held();
+                for single in Shown::of(listed).singles {
+                    let slot = slot(self.number, &single).expect("a listed key");
+                    // An answer in a segment comes first.
+                    if !held.knows(&slot) {
+                        held.stored(slot, Place::Single, None);
+                    }
+                }
+                true
+            }
+            Err(e) => {
+                tracing::warn!("could not list the cached answers of {}: {e:#}", self.at.url());
+                false
+            }
+        }
+    }
+
+    /// Reads the listed segments, a few at a time, folding runs of small
+    /// ones when there are many; false when one is gone (and `skip_gone` is
+    /// not set: the caller lists again).
+    fn read_segments(&self, shared: &Shared, shown: &Shown, skip_gone: bool) -> anyhow::Result<bool> {
+        let limit = shared.segment_bytes() as u64;
+        let folds = match shown.segments.len() >= FOLD_SEGMENTS {
+            true => fold_groups(&shown.sizes, limit),
+            false => Vec::new(),
+        };
+        // Read a bound's worth at a time (a bounded cache must not hold all of them at once).
+        let read_bytes = if shared.held().max_bytes().is_some() { limit } else { u64::MAX };
+        let mut damaged = 0;
+        for (range, fold) in read_groups(&shown.sizes, &folds, read_bytes) {
+            let names = &shown.segments[range];
+            let segments = self.at.get_all(names)?;
+            if segments.iter().any(Option::is_none) && !skip_gone {
+                return Ok(false);
             }
             // Listed in name order: later segments replace earlier answers.
-            let segments = self.at.get_all(&names)?;
-            if segments.iter().any(Option::is_none) && !listing_again {
-                // Folded by another reader since listed: its folded segment holds them.
-                listing_again = true;
-                continue;
-            }
-            let damaged: usize = segments.iter().flatten().map(|s| read_segment(s, &mut stored.answers)).sum();
-            if damaged > 0 {
-                tracing::warn!(
-                    "{damaged} damaged line(s) in the cache segments of {}: their requests are sent again",
-                    self.at.url()
-                );
-            }
-            if names.len() >= FOLD_SEGMENTS {
-                for group in fold_groups(&sizes) {
-                    self.fold(&names[group.clone()], &segments[group]);
+            match fold.then(|| self.fold(names, &segments)).flatten() {
+                Some((name, folded)) => damaged += self.hold_segment(shared, name, &folded),
+                None => {
+                    for (name, segment) in names.iter().zip(&segments) {
+                        if let Some(segment) = segment {
+                            damaged += self.hold_segment(shared, name.clone(), segment);
+                        }
+                    }
                 }
             }
-            return Ok(stored);
         }
+        if damaged > 0 {
+            tracing::warn!(
+                "{damaged} damaged line(s) in the cache segments of {}: their requests are sent again",
+                self.at.url()
+            );
+        }
+        Ok(true)
+    }
+
+    /// Holds the answers of the segment `name`; returns its damaged lines.
+    fn hold_segment(&self, shared: &Shared, name: String, segment: &Bytes) -> usize {
+        let name: Arc<str> = Arc::from(name);
+        let mut held = shared.held();
+        segment_lines(segment, |key, line, answer| {
+            let place = Place::Segment { name: name.clone(), start: line.start, len: line.end - line.start };
+            held.stored(slot(self.number, key).expect("a checked key"), place, Some(answer));
+        })
     }
 
     /// Replaces the segments `names` (consecutive in name order, read as
@@ -331,9 +550,9 @@ impl Partition {
     /// are deleted, so a reader finds every answer in one or the other (one
     /// that listed before and finds a segment gone lists again). Its name
     /// sorts where the last folded one's did, so answers of the segments
-    /// after it still replace its own.
-    fn fold(&self, names: &[String], segments: &[Option<Bytes>]) {
-        let Some(last) = names.last() else { return };
+    /// after it still replace its own. Returns it when this reader wrote it.
+    fn fold(&self, names: &[String], segments: &[Option<Bytes>]) -> Option<(String, Bytes)> {
+        let last = names.last()?;
         let mut answers = HashMap::new();
         for segment in segments.iter().flatten() {
             read_segment(segment, &mut answers);
@@ -341,26 +560,31 @@ impl Partition {
         let name = format!("{}-folded{SEGMENT_SUFFIX}", last.trim_end_matches(SEGMENT_SUFFIX));
         let mut keys: Vec<&String> = answers.keys().collect();
         keys.sort();
-        let segment = segment_of(keys.into_iter().map(|k| (k.as_str(), &answers[k])));
-        let written = match self.at.put_if(&name, segment, None) {
-            Ok(Conditional::Written) => names.iter().try_for_each(|old| self.at.delete(old)),
+        let (segment, _) = segment_of(keys.into_iter().map(|k| (k.as_str(), &answers[k])));
+        match self.at.put_if(&name, segment.clone(), None) {
+            Ok(Conditional::Written) => {
+                match names.iter().try_for_each(|old| self.at.delete(old)) {
+                    Ok(()) => tracing::info!("folded {} cache segments of {} into one", names.len(), self.at.url()),
+                    // Read twice by later readers, the later answers still last.
+                    Err(e) => tracing::warn!("could not delete the cache segments folded in {name}: {e:#}"),
+                }
+                Some((name, segment))
+            }
             // Folded by another reader at the same moment: it deletes them.
-            Ok(Conditional::Lost) => Ok(()),
-            Err(e) => Err(e),
-        };
-        match written {
-            Ok(()) => tracing::info!("folded {} cache segments of {} into one", names.len(), self.at.url()),
-            Err(e) => tracing::warn!("could not fold the cache segments of {}: {e:#}", self.at.url()),
+            Ok(Conditional::Lost) => None,
+            Err(e) => {
+                tracing::warn!("could not fold the cache segments of {}: {e:#}", self.at.url());
+                None
+            }
         }
     }
 }
 
 /// The runs of consecutive segments (of these sizes, in name order) to fold
-/// into one each: small ones, together at most [`FLUSH_BYTES`] (a reader
+/// into one each: small ones, together at most `limit` bytes (a reader
 /// then reads a large cache in segments of about that size, not in one
 /// object), two or more to a run.
-fn fold_groups(sizes: &[u64]) -> Vec<std::ops::Range<usize>> {
-    let limit = FLUSH_BYTES as u64;
+fn fold_groups(sizes: &[u64], limit: u64) -> Vec<Range<usize>> {
     let mut groups = Vec::new();
     let (mut start, mut bytes) = (0, 0);
     for (i, &size) in sizes.iter().enumerate() {
@@ -377,181 +601,85 @@ fn fold_groups(sizes: &[u64]) -> Vec<std::ops::Range<usize>> {
     groups
 }
 
-/// A segment of `answers` (key, answer JSON).
-fn segment_of<'a>(answers: impl Iterator<Item = (&'a str, &'a Bytes)>) -> Bytes {
-    let mut segment = Vec::new();
+/// The runs of consecutive segments (of these sizes) to read at once, in
+/// order: each fold group whole (true: to fold), the others together up to
+/// `limit` bytes (at least one a run).
+fn read_groups(sizes: &[u64], folds: &[Range<usize>], limit: u64) -> Vec<(Range<usize>, bool)> {
+    let mut groups = Vec::new();
+    let mut start = 0;
+    for fold in folds.iter().chain([&(sizes.len()..sizes.len())]) {
+        let mut bytes = 0;
+        for (i, &size) in sizes.iter().enumerate().take(fold.start).skip(start) {
+            if bytes > 0 && bytes + size > limit {
+                groups.push((start..i, false));
+                start = i;
+                bytes = 0;
+            }
+            bytes += size;
+        }
+        if start < fold.start {
+            groups.push((start..fold.start, false));
+        }
+        if !fold.is_empty() {
+            groups.push((fold.clone(), true));
+        }
+        start = fold.end;
+    }
+    groups
+}
+
+/// A segment of `answers` (key, answer JSON), and where each line of it is
+/// (without its line break).
+fn segment_of<'a>(answers: impl Iterator<Item = (&'a str, &'a Bytes)>) -> (Bytes, Vec<Range<u64>>) {
+    let (mut segment, mut lines) = (Vec::new(), Vec::new());
     for (key, answer) in answers {
+        let start = segment.len() as u64;
         segment.extend_from_slice(key.as_bytes());
         segment.push(b'\t');
         segment.extend_from_slice(answer);
+        lines.push(start..segment.len() as u64);
         segment.push(b'\n');
     }
-    Bytes::from(segment)
+    (Bytes::from(segment), lines)
 }
 
-/// Adds a segment's answers to `answers`; returns how many lines do not read.
-fn read_segment(segment: &Bytes, answers: &mut HashMap<String, Bytes>) -> usize {
+/// Calls `each` with the key, the place and the answer of each line of a
+/// segment; returns how many lines do not read.
+fn segment_lines(segment: &Bytes, mut each: impl FnMut(&str, Range<u64>, Bytes)) -> usize {
     let mut damaged = 0;
     let mut start = 0;
     while start < segment.len() {
         let end = segment[start..].iter().position(|&b| b == b'\n').map_or(segment.len(), |i| start + i);
         let line = segment.slice(start..end);
+        let line_start = start;
         start = end + 1;
         match line.iter().position(|&b| b == b'\t') {
-            Some(tab) if is_key(std::str::from_utf8(&line[..tab]).unwrap_or("")) && end < segment.len() => {
-                let key = String::from_utf8_lossy(&line[..tab]).into_owned();
-                answers.insert(key, line.slice(tab + 1..));
-            }
+            Some(tab) if end < segment.len() => match std::str::from_utf8(&line[..tab]) {
+                Ok(key) if is_key(key) => each(key, line_start as u64..end as u64, line.slice(tab + 1..)),
+                _ => damaged += 1,
+            },
             _ => damaged += 1,
         }
     }
     damaged
 }
 
+/// Adds a segment's answers to `answers`; returns how many lines do not read.
+fn read_segment(segment: &Bytes, answers: &mut HashMap<String, Bytes>) -> usize {
+    segment_lines(segment, |key, _, answer| {
+        answers.insert(key.to_string(), answer);
+    })
+}
+
+/// Lowercase hex digits only.
+fn is_hex(s: &str) -> bool {
+    s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
 /// A cache key: 64 lowercase hex digits.
 fn is_key(s: &str) -> bool {
-    s.len() == 64 && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    s.len() == 64 && is_hex(s)
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::storage::counting::CountingStore;
-
-    fn key(n: u32) -> String {
-        crate::llm::ResponseCache::key(&[&n.to_string()])
-    }
-
-    #[test]
-    fn segments_read_back_line_by_line_and_a_torn_line_is_counted_not_read() {
-        let (a, b) = (key(1), key(2));
-        let segment = Bytes::from(format!("{a}\t[1,2]\n{b}\t\"x\"\n{a}\t[3]\nnot a line\n{b}\t\"torn"));
-        let mut answers = HashMap::new();
-        assert_eq!(read_segment(&segment, &mut answers), 2, "the line without a key and the unterminated one");
-        assert_eq!(answers[&a], Bytes::from_static(b"[3]"), "a later line replaces an earlier one");
-        assert_eq!(answers[&b], Bytes::from_static(b"\"x\""));
-        assert_eq!(read_segment(&Bytes::new(), &mut answers), 0);
-    }
-
-    /// A cache on `bucket` (of moto), counting its requests; written only
-    /// when flushed or full (its timer is an hour).
-    fn cache_on(bucket: &Arc<dyn object_store::ObjectStore>) -> (ObjectAnswers, Arc<CountingStore>) {
-        let store = Arc::new(CountingStore::new(bucket.clone()));
-        let at = ObjectLocation::new(store.clone(), "project/cache", "s3://bucket/project/cache").unwrap();
-        (ObjectAnswers::flushed_every(at, Duration::from_secs(3600)), store)
-    }
-
-    fn answer(found: Option<Found>) -> Option<Bytes> {
-        found.map(|f| f.bytes)
-    }
-
-    #[test]
-    fn a_later_reader_reads_a_partition_in_requests_per_segment_not_per_answer() {
-        let Some(moto) = crate::storage::object::testing::moto() else { return };
-        let bucket = moto.bucket("segments");
-        let (writer, written) = cache_on(&bucket);
-        let extract = writer.partition("extract_graph");
-        for n in 0..50 {
-            extract.put(&key(n), Bytes::from(format!("[{n}]")));
-        }
-        assert_eq!(answer(extract.get(&key(7))), Some(Bytes::from_static(b"[7]")), "read back before written");
-        assert_eq!(written.counts().puts, 0, "kept in memory until flushed");
-        writer.flush();
-        extract.put(&key(50), Bytes::from_static(b"[50]"));
-        writer.flush();
-        writer.flush();
-        assert_eq!(written.counts().puts, 2, "one segment per flush with answers waiting");
-
-        let (reader, read) = cache_on(&bucket);
-        let extract = reader.partition("extract_graph");
-        for n in 0..=50 {
-            assert_eq!(answer(extract.get(&key(n))), Some(Bytes::from(format!("[{n}]"))));
-        }
-        assert!(answer(extract.get(&key(99))).is_none());
-        let counts = read.counts();
-        // The partition listed and its two segments read; the miss also
-        // lists the root (its fallback), which holds no segment.
-        assert_eq!((counts.lists, counts.gets), (2, 2), "{counts:?}");
-        assert!(answer(reader.get(&key(1))).is_none(), "the root does not read a partition's answers");
-    }
-
-    #[test]
-    fn answers_of_one_object_each_still_read_and_later_segments_replace_earlier_answers() {
-        let Some(moto) = crate::storage::object::testing::moto() else { return };
-        let bucket = moto.bucket("older");
-        let (first, _) = cache_on(&bucket);
-        let (old, replaced) = (key(1), key(2));
-        let single = |k: &str| format!("summarize/{}", crate::llm::cache::entry_key(k));
-        first.shared.root.put(&single(&old), Bytes::from_static(b"\"single\"")).unwrap();
-        first.partition("summarize").put(&replaced, Bytes::from_static(b"1"));
-        first.flush();
-        let (second, _) = cache_on(&bucket);
-        second.partition("summarize").put(&replaced, Bytes::from_static(b"2"));
-        drop(second); // dropping the cache writes what it holds
-        let (reader, read) = cache_on(&bucket);
-        let summarize = reader.partition("summarize");
-        assert_eq!(answer(summarize.get(&old)), Some(Bytes::from_static(b"\"single\"")));
-        assert_eq!(answer(summarize.get(&replaced)), Some(Bytes::from_static(b"2")), "the later writer's answer");
-        assert_eq!(read.counts().gets, 3, "two segments, and the one single answer asked for");
-    }
-
-    #[test]
-    fn answers_are_written_once_enough_wait_without_a_flush() {
-        let Some(moto) = crate::storage::object::testing::moto() else { return };
-        let bucket = moto.bucket("full");
-        let (writer, written) = cache_on(&bucket);
-        for n in 0..FLUSH_ANSWERS as u32 {
-            writer.put(&key(n), Bytes::from_static(b"0"));
-        }
-        assert_eq!(written.counts().puts, 1);
-        let (reader, _) = cache_on(&bucket);
-        assert!(answer(reader.get(&key(0))).is_some());
-    }
-
-    #[test]
-    fn many_segments_are_folded_into_one_keeping_the_later_answers() {
-        let Some(moto) = crate::storage::object::testing::moto() else { return };
-        let bucket = moto.bucket("folded");
-        let (writer, _) = cache_on(&bucket);
-        for n in 0..FOLD_SEGMENTS as u32 {
-            writer.put(&key(n), Bytes::from(format!("[{n}]")));
-            writer.flush();
-        }
-        writer.put(&key(0), Bytes::from_static(b"[\"again\"]"));
-        drop(writer);
-        let segments = |store: &Arc<CountingStore>| {
-            let at = ObjectLocation::new(store.clone(), "project/cache", "s3://folded").unwrap();
-            at.list("").unwrap().into_iter().filter(|o| o.key.ends_with(SEGMENT_SUFFIX)).count()
-        };
-        let (folder, folder_store) = cache_on(&bucket);
-        assert_eq!(segments(&folder_store), FOLD_SEGMENTS + 1);
-        assert_eq!(answer(folder.get(&key(5))), Some(Bytes::from_static(b"[5]")));
-        assert_eq!(segments(&folder_store), 1, "folded");
-        let (reader, read) = cache_on(&bucket);
-        for n in 1..FOLD_SEGMENTS as u32 {
-            assert_eq!(answer(reader.get(&key(n))), Some(Bytes::from(format!("[{n}]"))));
-        }
-        assert_eq!(answer(reader.get(&key(0))), Some(Bytes::from_static(b"[\"again\"]")), "the later answer");
-        assert_eq!(read.counts().gets, 1);
-    }
-
-    #[test]
-    fn small_consecutive_segments_are_folded_in_runs_of_at_most_a_flush() {
-        let mb = 1 << 20;
-        assert_eq!(fold_groups(&[1, 2, 3]), vec![(0..3)]);
-        assert_eq!(fold_groups(&[1]), Vec::<std::ops::Range<usize>>::new());
-        // A large segment is left alone and splits the runs.
-        assert_eq!(fold_groups(&[1, 1, 9 * mb, 1, 1, 1]), [0..2, 3..6]);
-        // Runs close before they pass FLUSH_BYTES (16 MiB).
-        assert_eq!(fold_groups(&[6 * mb, 6 * mb, 6 * mb, 6 * mb, 1]), [0..2, 2..5]);
-        assert_eq!(fold_groups(&[1, 9 * mb, 1]), Vec::<std::ops::Range<usize>>::new());
-    }
-
-    #[test]
-    fn keys_are_64_lowercase_hex_digits() {
-        assert!(is_key(&key(7)));
-        assert!(!is_key(&key(7).to_uppercase()));
-        assert!(!is_key(&key(7)[1..]));
-        assert!(!is_key("segments"));
-    }
-}
+mod tests;

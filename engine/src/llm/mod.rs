@@ -6,6 +6,7 @@
 pub mod answer;
 mod cache;
 mod cache_budget;
+mod cache_held;
 mod cache_segments;
 mod chat;
 mod embedding;

@@ -504,8 +504,8 @@ section!(
     /// model that fails makes the query fail after about this long.
     max_retry_time: f64 = 20.0,
     /// The most bytes of query answers kept in the response cache
-    /// (`<cache folder>/query/`); the least recently used go first. 0: query
-    /// answers are not cached.
+    /// (`<cache folder>/query/`; on an object store, held in memory); the
+    /// least recently used go first. 0: query answers are not cached.
     cache_max_bytes: u64 = 64 << 20,
 });
 

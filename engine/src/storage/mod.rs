@@ -15,6 +15,7 @@ pub mod remote;
 pub mod root;
 
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use anyhow::Context;
 use arrow_array::RecordBatch;
@@ -346,12 +347,11 @@ impl Location {
     }
 
     /// The names of the folders directly under the location, sorted: on an
-    /// object store, the first parts of its objects' keys (one LIST).
+    /// object store, the first parts of its objects' keys (one LIST with a
+    /// delimiter, not a listing of every object below).
     pub fn subfolders(&self) -> anyhow::Result<Vec<String>> {
         let mut names: Vec<String> = match &self.remote {
-            Some(remote) => {
-                remote.list("")?.into_iter().filter_map(|l| Some(l.key.split_once('/')?.0.to_string())).collect()
-            }
+            Some(remote) => remote.folders("")?,
             None => match std::fs::read_dir(&self.dir) {
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
                 Err(e) => return Err(e).with_context(|| format!("listing {}", self.dir.display())),
@@ -371,7 +371,7 @@ impl Location {
     pub fn files(&self) -> Box<dyn FileSource> {
         match &self.remote {
             None => Box::new(LocalFiles::new(&self.dir)),
-            Some(remote) => Box::new(ObjectFiles { remote: remote.clone() }),
+            Some(remote) => Box::new(ObjectFiles { remote: remote.clone(), listed: OnceLock::new() }),
         }
     }
 }
@@ -396,16 +396,24 @@ const READER_COPIES: &str = ".versions";
 /// The documents under an object store prefix.
 struct ObjectFiles {
     remote: ObjectLocation,
+    /// The first listing, kept: a run lists its input once (the load step's
+    /// resume check and the load then see the same files), not once per
+    /// look (a LIST per 1,000 documents each).
+    listed: OnceLock<Vec<FileEntry>>,
 }
 
 impl FileSource for ObjectFiles {
     fn list(&self) -> anyhow::Result<Vec<FileEntry>> {
-        Ok(self
+        if let Some(listed) = self.listed.get() {
+            return Ok(listed.clone());
+        }
+        let listed: Vec<FileEntry> = self
             .remote
             .list("")?
             .into_iter()
             .map(|l| FileEntry { path: l.key, size: l.size, modified: l.modified })
-            .collect())
+            .collect();
+        Ok(self.listed.get_or_init(|| listed).clone())
     }
 
     fn read(&self, path: &str) -> anyhow::Result<Vec<u8>> {
@@ -484,6 +492,24 @@ mod tests {
         assert!(!there.path().join("set/graph").exists(), "remove_all removes the local copy too");
         let keys: Vec<String> = remote.list("").unwrap().into_iter().map(|l| l.key).collect();
         assert_eq!(keys, ["set/0-of-2/units.parquet"]);
+    }
+
+    #[test]
+    fn an_object_store_input_is_listed_once_a_run() {
+        let Some(moto) = object::testing::moto() else { return };
+        let store = std::sync::Arc::new(counting::CountingStore::new(moto.bucket("listed-once")));
+        let remote = ObjectLocation::new(store.clone(), "p/input", "s3://listed-once/p/input").unwrap();
+        remote.put("a.txt", bytes::Bytes::from_static(b"a")).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let input = Location::object(remote.clone(), dir.path());
+        let files = input.files();
+        let names = |files: &dyn FileSource| files.list().unwrap().into_iter().map(|f| f.path).collect::<Vec<_>>();
+        assert_eq!(names(files.as_ref()), ["a.txt"]);
+        remote.put("b.txt", bytes::Bytes::from_static(b"b")).unwrap();
+        let lists = store.counts().lists;
+        assert_eq!(names(files.as_ref()), ["a.txt"], "the run's listing");
+        assert_eq!(store.counts().lists, lists, "not listed again");
+        assert_eq!(names(input.files().as_ref()), ["a.txt", "b.txt"], "the next run lists again");
     }
 
     #[test]

@@ -140,6 +140,20 @@ impl ObjectLocation {
         got.with_context(|| format!("reading {} objects under {}", rels.len(), self.url))
     }
 
+    /// The bytes `range` of the object `rel`, or `None` when there is no
+    /// such object (one ranged GET).
+    pub(crate) fn get_range(&self, rel: &str, range: std::ops::Range<u64>) -> anyhow::Result<Option<Bytes>> {
+        let (store, key) = (self.store.clone(), self.key(rel));
+        let got = run(async move {
+            match store.get_range(&key, range).await {
+                Ok(bytes) => Ok(Some(bytes)),
+                Err(object_store::Error::NotFound { .. }) => Ok(None),
+                Err(e) => Err(e),
+            }
+        })?;
+        got.with_context(|| format!("reading part of {}", self.name(rel)))
+    }
+
     pub(crate) fn get_versioned(&self, rel: &str) -> anyhow::Result<Option<Versioned>> {
         let (store, key) = (self.store.clone(), self.key(rel));
         let got = run(async move {
@@ -209,6 +223,21 @@ impl ObjectLocation {
         let mut listed = listed.with_context(|| format!("listing {}", self.name(sub)))?;
         listed.sort_by(|a, b| a.key.cmp(&b.key));
         Ok(listed)
+    }
+
+    /// The names of the folders directly under `sub` (`""`: the top of the
+    /// location), sorted (one LIST with a delimiter).
+    pub fn folders(&self, sub: &str) -> anyhow::Result<Vec<String>> {
+        let (store, prefix) = (self.store.clone(), self.key(sub));
+        let listed = run(async move {
+            let prefix = (!prefix.as_ref().is_empty()).then_some(prefix);
+            let found = store.list_with_delimiter(prefix.as_ref()).await?;
+            let names = found.common_prefixes.iter().filter_map(|p| p.filename().map(str::to_string));
+            Ok::<_, object_store::Error>(names.collect::<Vec<_>>())
+        })?;
+        let mut folders = listed.with_context(|| format!("listing {}", self.name(sub)))?;
+        folders.sort();
+        Ok(folders)
     }
 
     /// Deletes `rel` (nothing when it is already gone).
@@ -307,6 +336,9 @@ mod tests {
         let keys: Vec<String> = loc.list("").unwrap().into_iter().map(|l| l.key).collect();
         assert_eq!(keys, ["a.json", "v-1/t.parquet"]);
         assert_eq!(loc.join("v-1").list("").unwrap()[0].key, "t.parquet");
+        assert_eq!(loc.folders("").unwrap(), ["v-1"], "folders only, not the objects beside them");
+        assert_eq!(loc.get_range("v-1/t.parquet", 1..3).unwrap().unwrap(), Bytes::from_static(b"ab"));
+        assert!(loc.get_range("v-2/t.parquet", 1..3).unwrap().is_none());
         // Create only once; update only from the version read.
         assert!(matches!(loc.put_if("m", Bytes::from_static(b"1"), None).unwrap(), Conditional::Written));
         assert!(matches!(loc.put_if("m", Bytes::from_static(b"2"), None).unwrap(), Conditional::Lost));

@@ -246,10 +246,3 @@ pub fn embed_shard(mut project: Project, spec: ShardSpec, run: &RunSettings) -> 
     }
     ShardReport { embedded_texts, ..ShardReport::finished(ShardPhase::Embed, spec, began, &stats, &dir) }.save(&shard)
 }
-
-/// `update --shard K/N --phase embed`: [`embed_shard`] with the pipeline
-/// the index was built with.
-pub fn update_embed_shard(root: &Path, spec: ShardSpec, opts: &UpdateOptions) -> anyhow::Result<ShardReport> {
-    let (project, _) = open_for_update(root, opts, true)?;
-    embed_shard(project, spec, &opts.run)
-}

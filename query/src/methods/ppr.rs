@@ -57,7 +57,6 @@ use serde_json::json;
 
 use crate::context::{entities_named_in, MemoCounter};
 use crate::data::{Field, Graph};
-use crate::embeddings::Vectors;
 use crate::passage_graph::PassageGraph;
 use crate::retrieval::{self, budget_window, Ranking};
 use crate::{Outcome, Run};
@@ -169,9 +168,7 @@ pub fn rank_units(run: &Run, question: &str, query: &[f32], budget: usize) -> an
     let mut ranked = walk_first(&walked, &fused, tuning.walk_head);
     if let Some(threshold) = ps.duplicate_similarity {
         let vectors = run.vectors(Field::TextUnitText)?;
-        let head: Vec<usize> = ranked.iter().take(DISTINCT_WINDOW).copied().collect();
-        let rows = vector_rows(&units.by_id, &vectors, &head);
-        let vector = |u: usize| Some(vectors.store.as_ref()?.collection().vector(*rows.get(&u)?));
+        let vector = |u: usize| Some(vectors.store.as_ref()?.collection().vector(vectors.row_of(&units.id[u])?));
         ranked = distinct_head(ranked, &vector, threshold);
     }
     Ok(GraphRanking { units: ranked, seeds })
@@ -206,11 +203,6 @@ pub fn merged_seeds(seeds: &[(usize, f64)], more: &[(usize, f64)]) -> Vec<(usize
     let mut out: Vec<(usize, f64)> = weight.into_iter().collect();
     out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
     out
-}
-
-/// The vector row of each of the `units` rows (by their ids), where there is one.
-fn vector_rows(by_id: &HashMap<String, usize>, vectors: &Vectors, units: &[usize]) -> HashMap<usize, usize> {
-    by_id.iter().filter(|(_, u)| units.contains(u)).filter_map(|(id, &u)| Some((u, vectors.row_of(id)?))).collect()
 }
 
 /// `ranked` with its first [`DISTINCT_HEAD`] places given to units that are
