@@ -341,6 +341,26 @@ fn fast_method_needs_no_llm() {
         assert!(cosine >= 0.99, "cosine {cosine} between f32 and int8 vectors");
     }
 
+    // bf16 is a model of its own too: `update` re-embeds every text again,
+    // and its vectors stay within bf16's tolerance of f32's (cosine ≥ 0.999).
+    let settings = fs::read_to_string(dir.path().join("settings.yaml")).unwrap();
+    let settings = settings.replace(&format!("    precision: {other}\n"), "    precision: bf16\n");
+    assert!(settings.contains("precision: bf16"));
+    fs::write(dir.path().join("settings.yaml"), settings).unwrap();
+    let o = graphrag(&["-q", "update", "--root", root]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(embedding_kernels(dir.path()), [Precision::Bf16.kernel().name()]);
+    let usage = &stats(dir.path())["llm"]["default_embedding_model"];
+    assert_eq!(usage["cache_hits"], 0, "{usage}");
+    let bf16 = unit_vectors(&read(&dir.path().join("output/embeddings.text_unit_text.parquet")));
+    let f32_vectors = if other == "f32" { &b } else { &a };
+    assert_eq!(bf16.len(), f32_vectors.len());
+    for ((x, y), z) in bf16.iter().zip(f32_vectors).zip(&b) {
+        assert_ne!(x, z, "re-embedded at bf16");
+        let cosine: f32 = x.iter().zip(y).map(|(p, q)| p * q).sum();
+        assert!(cosine >= 0.999, "cosine {cosine} between f32 and bf16 vectors");
+    }
+
     let o = index(dir.path(), &["--method", "standard"]);
     assert!(!o.status.success());
     let err = text(&o);

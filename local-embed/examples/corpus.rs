@@ -1,7 +1,7 @@
 //! Tokens per CPU-second of the local model on a real corpus, per
 //! precision, and how close the quantized vectors are to f32 ones.
 //!
-//! cargo run --release -p graphrag-local-embed --example corpus -- PATH [MAX_TEXTS] [f32,int8,...]
+//! cargo run --release -p graphrag-local-embed --example corpus -- PATH [MAX_TEXTS] [f32,int8,bf16,...]
 //!
 //! PATH is a text file (split into pieces of at most 254 word-pieces at word
 //! boundaries, as the embed step splits a text unit) or a JSON list of
@@ -43,7 +43,7 @@ fn fnv1a(vectors: &[Vec<f32>]) -> u64 {
 
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let Some(path) = args.first() else { bail!("usage: corpus PATH [MAX_TEXTS] [f32,int8,...]") };
+    let Some(path) = args.first() else { bail!("usage: corpus PATH [MAX_TEXTS] [f32,int8,bf16,...]") };
     let max: usize = args.get(1).map(|a| a.parse()).transpose()?.unwrap_or(usize::MAX);
     let precisions: Vec<Precision> = args
         .get(2)

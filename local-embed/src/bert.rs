@@ -1,7 +1,8 @@
 //! The BERT encoder forward pass (inference only, CPU) and the weights it
-//! needs, read from a `model.safetensors` file. The dense layers run in f32
-//! or, dynamically quantized, in int8 (`int8` module); embeddings,
-//! attention, softmax, GELU and LayerNorm always run in f32.
+//! needs, read from a `model.safetensors` file. The dense layers run in f32,
+//! dynamically quantized in int8 (`int8` module) or in bf16 (`bf16`
+//! module); attention runs in int8 at int8, else in f32; embeddings,
+//! softmax, GELU and LayerNorm always run in f32.
 //!
 //! Sequences of one batch are packed one after another (no padding): the
 //! dense layers run over all tokens of the batch at once, attention runs per
@@ -12,6 +13,7 @@ use anyhow::{bail, Context, Result};
 use std::collections::HashMap;
 
 use crate::attention::{attention_head, quantize_queries, AttentionScratch, HeadShape};
+use crate::bf16::{Bf16Kernel, Bf16Linear, Bf16Scratch};
 use crate::int8::{Int8Kernel, QuantLinear, QuantScratch};
 use crate::Kernel;
 
@@ -58,6 +60,7 @@ struct Linear {
 enum Dense {
     F32(Linear),
     Int8(QuantLinear, Int8Kernel),
+    Bf16(Bf16Linear, Bf16Kernel),
 }
 
 impl Dense {
@@ -66,6 +69,7 @@ impl Dense {
         match kernel {
             Kernel::F32 => Dense::F32(Linear { w_t: transpose(w, n_out, n_in), b, n_in, n_out }),
             Kernel::Int8(k) => Dense::Int8(QuantLinear::new(w, &b, n_in, n_out), k),
+            Kernel::Bf16(k) => Dense::Bf16(Bf16Linear::new(w, &b, n_in, n_out), k),
         }
     }
 }
@@ -263,9 +267,10 @@ impl BertModel {
     }
 
     /// `out = x · W + b` for `n` rows, in the layer's precision.
-    fn dense(l: &Dense, x: &[f32], n: usize, out: &mut [f32], s: &mut QuantScratch) {
+    fn dense(l: &Dense, x: &[f32], n: usize, out: &mut [f32], s: &mut DenseScratch) {
         match l {
-            Dense::Int8(q, kernel) => q.forward(*kernel, x, n, out, s),
+            Dense::Int8(q, kernel) => q.forward(*kernel, x, n, out, &mut s.quant),
+            Dense::Bf16(b, kernel) => b.forward(*kernel, x, n, out, &mut s.bf16),
             Dense::F32(l) => linear(x, n, l, out),
         }
     }
@@ -326,7 +331,7 @@ impl BertModel {
         let scale = 1.0 / (dh as f32).sqrt();
 
         // Q | K | V for all tokens: [n, 3h].
-        Self::dense(&l.qkv, x, n, &mut s.qkv, &mut s.quant);
+        Self::dense(&l.qkv, x, n, &mut s.qkv, &mut s.dense);
         // Attention per sequence and head, written into ctx: [n, h].
         let qkv = &s.qkv;
         let mut start = 0;
@@ -346,16 +351,18 @@ impl BertModel {
                             HeadShape { len, dh, q_offset: head * dh, q_width: h, stride: 3 * h, ctx_stride: h, scale };
                         attention_head(kernel, shape, (k, v), ctx, &mut s.attention);
                     }
-                    Kernel::F32 => attention_head_f32(len, dh, h, scale, (q, k, v), ctx, &mut s.scores),
+                    Kernel::F32 | Kernel::Bf16(_) => {
+                        attention_head_f32(len, dh, h, scale, (q, k, v), ctx, &mut s.scores)
+                    }
                 }
             }
             start += len;
         }
         // Output projection, residual, LayerNorm.
-        Self::dense(&l.attn_out, &s.ctx, n, &mut s.proj, &mut s.quant);
+        Self::dense(&l.attn_out, &s.ctx, n, &mut s.proj, &mut s.dense);
         add_layer_norm(x, &s.proj, &l.attn_ln, h, self.eps);
         // Feed-forward: GELU(x W1 + b1) W2 + b2, residual, LayerNorm.
-        Self::dense(&l.inter, x, n, &mut s.inter, &mut s.quant);
+        Self::dense(&l.inter, x, n, &mut s.inter, &mut s.dense);
         match &l.out {
             Dense::F32(out) => {
                 gelu_all(&mut s.inter);
@@ -364,7 +371,11 @@ impl BertModel {
             // GELU (the coarse erf: its output is rounded to 8 bits next)
             // row by row as the rows are quantized.
             Dense::Int8(out, kernel) => {
-                out.forward_mapped(*kernel, &s.inter, Some(gelu_coarse_row), n, &mut s.proj, &mut s.quant)
+                out.forward_mapped(*kernel, &s.inter, Some(gelu_coarse_row), n, &mut s.proj, &mut s.dense.quant)
+            }
+            // The same for bf16 (its 8-bit mantissa is coarser than the erf's error).
+            Dense::Bf16(out, kernel) => {
+                out.forward_mapped(*kernel, &s.inter, Some(gelu_coarse_row), n, &mut s.proj, &mut s.dense.bf16)
             }
         }
         add_layer_norm(x, &s.proj, &l.out_ln, h, self.eps);
@@ -436,13 +447,21 @@ pub struct Scratch {
     /// The f32 attention's `len × len` scores (empty at int8).
     scores: Vec<f32>,
     attention: AttentionScratch,
+    dense: DenseScratch,
+}
+
+/// The dense layers' buffers for their precision.
+#[derive(Default)]
+struct DenseScratch {
     quant: QuantScratch,
+    bf16: Bf16Scratch,
 }
 
 impl Scratch {
     /// Sizes the buffers for `n` packed tokens.
     fn fit(&mut self, n: usize, h: usize, inter: usize, lens: &[usize], kernel: Kernel) {
-        let longest = if kernel == Kernel::F32 { lens.iter().copied().max().unwrap_or(0) } else { 0 };
+        let f32_attention = !matches!(kernel, Kernel::Int8(_));
+        let longest = if f32_attention { lens.iter().copied().max().unwrap_or(0) } else { 0 };
         self.qkv.resize(n * 3 * h, 0.0);
         self.ctx.resize(n * h, 0.0);
         self.proj.resize(n * h, 0.0);

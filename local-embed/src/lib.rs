@@ -10,7 +10,8 @@
 //! The implementation is deliberately small to build: a BERT WordPiece
 //! tokenizer (`tokenizer` module), the encoder forward pass over
 //! `matrixmultiply` GEMMs (`bert` module) or, at int8 precision, over
-//! VNNI integer kernels (`int8` module), `safetensors` to read weights.
+//! VNNI integer kernels (`int8` module), or at bf16 over AVX-512 BF16
+//! kernels (`bf16` module), `safetensors` to read weights.
 
 /// Element-wise kernels, compiled three times: for the baseline target and,
 /// on x86-64, with AVX-512 or AVX2 + FMA enabled (chosen at run time), so
@@ -52,10 +53,12 @@ macro_rules! multiversion {
 
 mod attention;
 mod bert;
+mod bf16;
 mod int8;
 mod locate;
 pub mod tokenizer;
 
+pub use bf16::Bf16Kernel;
 pub use int8::Int8Kernel;
 
 use std::path::{Path, PathBuf};
@@ -81,15 +84,17 @@ pub enum Precision {
     /// 8-bit queries, keys, probabilities and values (`attention` module);
     /// softmax's exponential, GELU and LayerNorm stay f32.
     Int8,
+    /// The dense layers with bf16 weights and activations, products summed
+    /// in f32 (`vdpbf16ps` where the CPU has AVX-512 BF16); attention,
+    /// softmax, GELU and LayerNorm stay f32.
+    Bf16,
     /// int8 where the CPU has int8 dot-product instructions (AVX-512 VNNI or
     /// AVX-VNNI), else f32.
     #[default]
     Auto,
 }
 
-/// The settings value, read in place so that an error points at it;
-/// `bf16`, which the issue names as an option, says plainly that it is not
-/// built.
+/// The settings value, read in place so that an error points at it.
 impl<'de> serde::Deserialize<'de> for Precision {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Precision, D::Error> {
         struct Name;
@@ -97,7 +102,7 @@ impl<'de> serde::Deserialize<'de> for Precision {
             type Value = Precision;
 
             fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("one of `f32`, `int8`, `auto`")
+                f.write_str("one of `f32`, `int8`, `bf16`, `auto`")
             }
 
             fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Precision, E> {
@@ -105,8 +110,8 @@ impl<'de> serde::Deserialize<'de> for Precision {
                     "f32" => Ok(Precision::F32),
                     "int8" => Ok(Precision::Int8),
                     "auto" => Ok(Precision::Auto),
-                    "bf16" => Err(E::custom("`bf16` is not built in this version: use `f32`, `int8` or `auto`")),
-                    other => Err(E::unknown_variant(other, &["f32", "int8", "auto"])),
+                    "bf16" => Ok(Precision::Bf16),
+                    other => Err(E::unknown_variant(other, &["f32", "int8", "bf16", "auto"])),
                 }
             }
         }
@@ -121,6 +126,7 @@ impl Precision {
         match self {
             Precision::F32 => Kernel::F32,
             Precision::Int8 => Kernel::Int8(best),
+            Precision::Bf16 => Kernel::Bf16(Bf16Kernel::best()),
             Precision::Auto if best.is_hardware() => Kernel::Int8(best),
             Precision::Auto => Kernel::F32,
         }
@@ -128,11 +134,13 @@ impl Precision {
 }
 
 /// How the dense layers are computed. Every int8 kernel gives bit-identical
-/// vectors, so the vectors depend only on [`Kernel::precision`].
+/// vectors, and the bf16 kernels add the same products in the same order,
+/// so the vectors depend only on [`Kernel::precision`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kernel {
     F32,
     Int8(Int8Kernel),
+    Bf16(Bf16Kernel),
 }
 
 impl Kernel {
@@ -140,28 +148,42 @@ impl Kernel {
     /// fingerprints, after the model's name: empty for f32 (the keys of
     /// before precisions existed), `@int8-attn` for int8. The int8 of
     /// earlier versions (f32 attention) was `@int8`: its vectors differ, so
-    /// an index it built is re-embedded, never mixed. Every int8 kernel path
-    /// gives the same bits, so the path is not part of the identity.
+    /// an index it built is re-embedded, never mixed. `@bf16` for bf16.
+    /// Every int8 kernel path gives the same bits, and both bf16 paths the
+    /// same sums in the same order, so the path is not part of the identity.
     pub fn vector_identity(self) -> &'static str {
         match self {
             Kernel::F32 => "",
             Kernel::Int8(_) => "@int8-attn",
+            Kernel::Bf16(_) => "@bf16",
         }
     }
 
-    /// The concrete precision: `F32` or `Int8` (never `Auto`).
+    /// The concrete precision: `F32`, `Int8` or `Bf16` (never `Auto`).
     pub fn precision(self) -> Precision {
         match self {
             Kernel::F32 => Precision::F32,
             Kernel::Int8(_) => Precision::Int8,
+            Kernel::Bf16(_) => Precision::Bf16,
         }
     }
 
-    /// `f32`, `int8-avx512vnni`, `int8-avxvnni` or `int8-portable` (stats.json's `embedding_kernel`).
+    /// `f32`, `int8-avx512vnni`, `int8-avxvnni`, `int8-portable`,
+    /// `bf16-avx512` or `bf16-portable` (stats.json's `embedding_kernel`).
     pub fn name(self) -> String {
         match self {
             Kernel::F32 => "f32".to_string(),
             Kernel::Int8(k) => format!("int8-{}", k.name()),
+            Kernel::Bf16(k) => format!("bf16-{}", k.name()),
+        }
+    }
+
+    /// True when the CPU runs this kernel.
+    fn is_available(self) -> bool {
+        match self {
+            Kernel::F32 => true,
+            Kernel::Int8(k) => Int8Kernel::available().contains(&k),
+            Kernel::Bf16(k) => Bf16Kernel::available().contains(&k),
         }
     }
 }
@@ -209,12 +231,10 @@ impl LocalEmbedder {
     }
 
     /// Loads a model directory for `kernel` (see [`Precision::kernel`]).
-    /// An int8 kernel the CPU lacks is refused.
+    /// A kernel whose instructions the CPU lacks is refused.
     pub fn load_with(dir: &Path, kernel: Kernel) -> Result<LocalEmbedder> {
-        if let Kernel::Int8(k) = kernel {
-            if !Int8Kernel::available().contains(&k) {
-                bail!("this CPU has no {} instructions (kernel {})", k.name(), kernel.name());
-            }
+        if !kernel.is_available() {
+            bail!("this CPU lacks the instructions of kernel {}", kernel.name());
         }
         if !dir.is_dir() {
             bail!("embedding model directory {} does not exist.\n{}", dir.display(), Self::missing_model_help());

@@ -90,9 +90,9 @@ impl EmbeddingModel {
 
     /// Empty for f32 and remote models (their cache keys and fingerprints
     /// are those of before precisions existed, so existing caches and
-    /// indexes stay valid); for int8 the local kernel's identity
+    /// indexes stay valid); for int8 and bf16 the local kernel's identity
     /// (`Kernel::vector_identity`: `@int8-attn`, never the `@int8` of the
-    /// earlier int8 with f32 attention, whose vectors differ).
+    /// earlier int8 with f32 attention, whose vectors differ; `@bf16`).
     fn precision_suffix(&self) -> &'static str {
         match self.backend.as_ref() {
             Backend::Local { kernel, .. } => kernel.vector_identity(),
@@ -322,6 +322,11 @@ mod tests {
         assert_eq!(int8.fingerprint(), "local|all-MiniLM-L6-v2|@int8-attn");
         let key = |m: &str| ResponseCache::key(&["embedding", m, "a text"]);
         assert_ne!(key(&int8.cache_model_id()), key("all-MiniLM-L6-v2@int8"));
+        let bf16 = EmbeddingModel::new("e", &local(Precision::Bf16), None).unwrap();
+        assert_eq!(bf16.cache_model_id(), "all-MiniLM-L6-v2@bf16");
+        assert_eq!(bf16.fingerprint(), "local|all-MiniLM-L6-v2|@bf16");
+        let keys = [&f32_model, &int8, &bf16].map(|m| key(&m.cache_model_id()));
+        assert!(keys[0] != keys[1] && keys[1] != keys[2] && keys[0] != keys[2], "{keys:?}");
         // `auto` is one of the two, by this CPU's instructions.
         let auto = EmbeddingModel::new("e", &local(Precision::Auto), None).unwrap();
         let want = if Precision::Auto.kernel() == Kernel::F32 { &f32_model } else { &int8 };

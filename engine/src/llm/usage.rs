@@ -36,7 +36,7 @@ pub struct ModelUsage {
     pub cache_corrupt: u64,
     pub embedded_texts: u64,
     /// How the in-process embedding model computed its vectors (e.g.
-    /// `int8-avx512vnni`, `f32`); absent when it embedded nothing.
+    /// `int8-avx512vnni`, `bf16-avx512`, `f32`); absent when it embedded nothing.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub embedding_kernel: Option<String>,
 }

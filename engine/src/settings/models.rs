@@ -32,7 +32,7 @@ section!(
         /// Directory of a local embedding model (model_provider: local).
         model_path: Option<String> = None,
         /// Arithmetic of a local embedding model (dense layers and attention):
-        /// f32 | int8 | auto (int8 where the CPU has VNNI int8 instructions, else f32).
+        /// f32 | int8 | bf16 | auto (int8 where the CPU has VNNI int8 instructions, else f32).
         /// A change of precision is a change of model: vectors are re-embedded.
         precision: Precision = Precision::Auto,
         encoding_model: String = s("o200k_base"),
