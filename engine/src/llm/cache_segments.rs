@@ -83,11 +83,16 @@ struct Shared {
     /// segments sort by when their writer started.
     writer: String,
     next_segment: AtomicU64,
+    /// This process's segment numbers taken and not yet written (or given
+    /// up): a listing may not show them yet, but they are not gone.
+    writing: Mutex<BTreeSet<u64>>,
     partitions: Mutex<HashMap<String, Arc<Partition>>>,
     held: Mutex<Held>,
     /// [`FLUSH_BYTES`], or less for a bounded cache; also the most bytes of
     /// segments folded into one, and (bounded) read at once.
     segment_bytes: AtomicUsize,
+    #[cfg(test)]
+    hooks: Mutex<tests::Hooks>,
 }
 
 struct Partition {
@@ -143,9 +148,12 @@ impl ObjectAnswers {
             root,
             writer: format!("{millis:013}-{random:016x}"),
             next_segment: AtomicU64::new(0),
+            writing: Mutex::default(),
             partitions: Mutex::default(),
             held: Mutex::default(),
             segment_bytes: AtomicUsize::new(FLUSH_BYTES),
+            #[cfg(test)]
+            hooks: Mutex::default(),
         });
         let weak = Arc::downgrade(&shared);
         let flusher = std::thread::Builder::new().name("cache-flush".into()).spawn(move || flush_every(weak, interval));
@@ -271,6 +279,30 @@ impl Shared {
         }
     }
 
+    /// The next segment number, counted as being written until it is.
+    fn take_segment_number(&self) -> u64 {
+        let mut writing = locked(&self.writing);
+        let n = self.next_segment.fetch_add(1, Ordering::Relaxed);
+        writing.insert(n);
+        n
+    }
+
+    /// The first of this process's segment numbers that a listing starting
+    /// now may not show: the lowest still being written, else the next.
+    fn first_unlisted(&self) -> u64 {
+        let writing = locked(&self.writing);
+        writing.first().copied().unwrap_or_else(|| self.next_segment.load(Ordering::Relaxed))
+    }
+
+    /// Runs the test hook `pick` takes, if set.
+    #[cfg(test)]
+    fn run_hook(&self, pick: impl FnOnce(&mut tests::Hooks) -> Option<tests::Hook>) {
+        let hook = pick(&mut locked(&self.hooks));
+        if let Some(hook) = hook {
+            hook();
+        }
+    }
+
     /// Writes the partition's waiting answers as its next segment. On a
     /// failure they wait for the next try (and are asked again if the
     /// process ends first).
@@ -285,17 +317,24 @@ impl Shared {
         }
         let (segment, lines) = segment_of(waiting.iter().map(|(key, answer)| (key.as_str(), answer)));
         let written = loop {
-            let n = self.next_segment.fetch_add(1, Ordering::Relaxed);
+            let n = self.take_segment_number();
+            #[cfg(test)]
+            self.run_hook(|hooks| hooks.before_put.take());
             let name = format!("{SEGMENTS}/{}-{n:08}{SEGMENT_SUFFIX}", self.writer);
             match partition.at.put_if(&name, segment.clone(), None) {
-                Ok(Conditional::Written) => break Ok(name),
+                Ok(Conditional::Written) => break Ok((n, name)),
                 // Taken (by a writer of the same name: next number).
-                Ok(Conditional::Lost) => continue,
-                Err(e) => break Err(e),
+                Ok(Conditional::Lost) => {
+                    locked(&self.writing).remove(&n);
+                }
+                Err(e) => {
+                    locked(&self.writing).remove(&n);
+                    break Err(e);
+                }
             }
         };
         match written {
-            Ok(name) => {
+            Ok((n, name)) => {
                 let name: Arc<str> = Arc::from(name);
                 let mut held = self.held();
                 for ((key, answer), line) in waiting.iter().zip(lines) {
@@ -304,6 +343,8 @@ impl Shared {
                         held.written(slot, answer, place);
                     }
                 }
+                // Only now: a relisting that missed the segment must not forget what it placed there.
+                locked(&self.writing).remove(&n);
             }
             Err(e) => {
                 tracing::warn!(
@@ -430,9 +471,11 @@ impl Partition {
     fn try_read_listing(&self, shared: &Shared, listing: &mut Listing, again: bool) -> anyhow::Result<()> {
         let mut listing_again = false;
         loop {
-            // This process's segments from here on are not in the listing, but not gone.
-            let first_unlisted = shared.next_segment.load(Ordering::Relaxed);
+            // This process's segments from here on may not be in the listing, but are not gone.
+            let first_unlisted = shared.first_unlisted();
             let (shown, old_folders) = self.list()?;
+            #[cfg(test)]
+            shared.run_hook(|hooks| hooks.after_list.take());
             if !again {
                 // Listed again, the folders listed since are not listed twice (none is written now).
                 listing.unlisted = old_folders;

@@ -1,5 +1,20 @@
 use super::*;
 use crate::storage::counting::CountingStore;
+use std::sync::mpsc;
+
+/// Code a test runs at a point of the cache's own (each taken once).
+pub(super) type Hook = Box<dyn FnOnce() + Send>;
+
+#[derive(Default)]
+pub(super) struct Hooks {
+    /// In [`Shared::write_segment`], its segment number taken, before its PUT.
+    pub before_put: Option<Hook>,
+    /// In [`Partition::try_read_listing`], after its LIST.
+    pub after_list: Option<Hook>,
+}
+
+/// How long a test waits for a step of another thread at most.
+const STEP: Duration = Duration::from_secs(30);
 
 fn key(n: u32) -> String {
     crate::llm::ResponseCache::key(&[&n.to_string()])
@@ -311,4 +326,41 @@ fn keys_are_64_lowercase_hex_digits() {
     assert!(!is_key(&key(7).to_uppercase()));
     assert!(!is_key(&key(7)[1..]));
     assert!(!is_key("segments"));
+}
+
+#[test]
+fn a_relisting_that_misses_a_segment_still_being_written_keeps_its_answers() {
+    let Some(moto) = crate::storage::object::testing::moto() else { return };
+    let bucket = moto.bucket("writing");
+    let (server, _) = cache_on(&bucket);
+    server.bound(1 << 20);
+    let query = server.partition("query");
+    assert!(answer(query.get(&key(1))).is_none(), "listed: empty");
+    query.put(&key(1), long_answer(1));
+    // The flusher takes its segment number, then waits while a relisting
+    // lists (not showing the segment yet); it writes the segment before
+    // the relisting goes on to forget what is gone.
+    let (numbered, wait_numbered) = mpsc::channel();
+    let (put, wait_put) = mpsc::channel::<()>();
+    let (written, wait_written) = mpsc::channel();
+    locked(&server.shared.hooks).before_put = Some(Box::new(move || {
+        numbered.send(()).unwrap();
+        wait_put.recv_timeout(STEP).unwrap();
+    }));
+    std::thread::scope(|scope| {
+        let shared = &server.shared;
+        scope.spawn(move || {
+            shared.flush();
+            written.send(()).unwrap();
+        });
+        wait_numbered.recv_timeout(STEP).unwrap();
+        locked(&shared.hooks).after_list = Some(Box::new(move || {
+            put.send(()).unwrap();
+            wait_written.recv_timeout(STEP).unwrap();
+        }));
+        shared.partition("query").read_listing(shared, true);
+    });
+    let holding = server.shared.held().find(&slot(server.shared.partition("query").number, &key(1)).unwrap());
+    assert!(matches!(holding, Holding::Loaded { .. }), "the answer written is still held");
+    assert_eq!(answer(query.get(&key(1))), Some(long_answer(1)));
 }
