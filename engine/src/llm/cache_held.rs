@@ -116,6 +116,12 @@ impl Held {
         self.insert(slot, Entry { answer: Some(answer), place: None, mine: true, tick: 0 });
     }
 
+    /// Whether `answer` is this process's answer to `slot`, not written yet
+    /// (not replaced by a later one).
+    pub fn unwritten(&self, slot: &Slot, answer: &Bytes) -> bool {
+        self.entries.get(slot).is_some_and(|e| e.mine && e.place.is_none() && e.answer.as_ref() == Some(answer))
+    }
+
     /// `answer` to `slot` was written at `place`: it can go once unused, if
     /// it is still the entry's answer.
     pub fn written(&mut self, slot: Slot, answer: &Bytes, place: Place) {
@@ -315,5 +321,17 @@ mod tests {
         }
         assert_eq!(held.bytes(), 0);
         assert!((0..10).all(|n| loaded(&mut held, n).is_some()));
+    }
+
+    #[test]
+    fn an_answer_is_unwritten_until_written_or_replaced_by_a_later_one() {
+        let (slot, older, newer) = ((0, [1; 32]), Bytes::from_static(b"1"), Bytes::from_static(b"2"));
+        let mut held = Held::default();
+        held.put_mine(slot, older.clone());
+        assert!(held.unwritten(&slot, &older));
+        held.put_mine(slot, newer.clone());
+        assert!(!held.unwritten(&slot, &older), "replaced");
+        held.written(slot, &newer, Place::Single);
+        assert!(!held.unwritten(&slot, &newer), "written");
     }
 }

@@ -255,12 +255,17 @@ impl Shared {
             .clone()
     }
 
-    /// Whether `name` is a segment of this process numbered `first` or later.
+    /// Whether `name` is a segment of this process numbered `first` or
+    /// later (see [`segment_name`]; not a folded one).
     fn wrote_since(&self, name: &str, first: u64) -> bool {
         let number = name
             .strip_prefix(SEGMENTS)
             .and_then(|n| n.strip_prefix('/')?.strip_prefix(self.writer.as_str())?.strip_prefix('-'))
-            .and_then(|n| n.strip_suffix(SEGMENT_SUFFIX)?.parse::<u64>().ok());
+            .and_then(|n| n.strip_suffix(SEGMENT_SUFFIX))
+            .and_then(|n| match n.split_once('-') {
+                Some((number, clashes)) => clashes.parse::<u32>().ok().and(number.parse::<u64>().ok()),
+                None => n.parse::<u64>().ok(),
+            });
         number.is_some_and(|n| n >= first)
     }
 
@@ -307,34 +312,33 @@ impl Shared {
     /// failure they wait for the next try (and are asked again if the
     /// process ends first).
     fn write_segment(&self, partition: &Partition) {
-        let waiting = {
+        let (waiting, n) = {
             let mut unwritten = locked(&partition.unwritten);
+            if unwritten.answers.is_empty() {
+                return;
+            }
             unwritten.bytes = 0;
-            std::mem::take(&mut unwritten.answers)
+            // Numbered as the batch is taken: a batch taken later (a full
+            // `put`'s while the flusher writes) sorts later, its answers last.
+            (std::mem::take(&mut unwritten.answers), self.take_segment_number())
         };
-        if waiting.is_empty() {
-            return;
-        }
+        #[cfg(test)]
+        self.run_hook(|hooks| hooks.before_put.take());
         let (segment, lines) = segment_of(waiting.iter().map(|(key, answer)| (key.as_str(), answer)));
+        let mut clashes = 0;
         let written = loop {
-            let n = self.take_segment_number();
-            #[cfg(test)]
-            self.run_hook(|hooks| hooks.before_put.take());
-            let name = format!("{SEGMENTS}/{}-{n:08}{SEGMENT_SUFFIX}", self.writer);
+            let name = segment_name(&self.writer, n, clashes);
             match partition.at.put_if(&name, segment.clone(), None) {
-                Ok(Conditional::Written) => break Ok((n, name)),
-                // Taken (by a writer of the same name: next number).
-                Ok(Conditional::Lost) => {
-                    locked(&self.writing).remove(&n);
-                }
-                Err(e) => {
-                    locked(&self.writing).remove(&n);
-                    break Err(e);
-                }
+                Ok(Conditional::Written) => break Ok(name),
+                // Taken (by a writer of the same name): the same number, told
+                // apart, so that it still sorts before this process's later
+                // segments (a new number would sort after them).
+                Ok(Conditional::Lost) => clashes += 1,
+                Err(e) => break Err(e),
             }
         };
         match written {
-            Ok((n, name)) => {
+            Ok(name) => {
                 let name: Arc<str> = Arc::from(name);
                 let mut held = self.held();
                 for ((key, answer), line) in waiting.iter().zip(lines) {
@@ -347,17 +351,37 @@ impl Shared {
                 locked(&self.writing).remove(&n);
             }
             Err(e) => {
+                locked(&self.writing).remove(&n);
                 tracing::warn!(
                     "could not write {} cached answer(s) to {}: {e:#}; trying again at the next flush",
                     waiting.len(),
                     partition.at.url()
                 );
+                // Written again under a later number: not the answers a later
+                // batch (already written, or waiting) replaced.
+                let waiting: Vec<(String, Bytes)> = {
+                    let held = self.held();
+                    let pending = |key: &str, answer: &Bytes| {
+                        slot(partition.number, key).is_some_and(|slot| held.unwritten(&slot, answer))
+                    };
+                    waiting.into_iter().filter(|(key, answer)| pending(key, answer)).collect()
+                };
                 let mut unwritten = locked(&partition.unwritten);
                 unwritten.bytes += waiting.iter().map(|(_, a)| a.len()).sum::<usize>();
                 let newer = std::mem::replace(&mut unwritten.answers, waiting);
                 unwritten.answers.extend(newer);
             }
         }
+    }
+}
+
+/// The name of this process's segment `n` (`clashes`: names of it found
+/// taken by a writer of the same name). A clash's name sorts after segment
+/// `n - 1`'s and before `n`'s.
+fn segment_name(writer: &str, n: u64, clashes: u32) -> String {
+    match clashes {
+        0 => format!("{SEGMENTS}/{writer}-{n:08}{SEGMENT_SUFFIX}"),
+        _ => format!("{SEGMENTS}/{writer}-{n:08}-{clashes}{SEGMENT_SUFFIX}"),
     }
 }
 

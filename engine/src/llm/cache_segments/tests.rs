@@ -317,6 +317,9 @@ fn only_this_process_s_later_segments_count_as_written_since_a_listing() {
     assert!(shared.wrote_since(&format!("{SEGMENTS}/{writer}-00000003{SEGMENT_SUFFIX}"), 3));
     assert!(!shared.wrote_since(&format!("{SEGMENTS}/{writer}-00000002{SEGMENT_SUFFIX}"), 3));
     assert!(!shared.wrote_since(&format!("{SEGMENTS}/{writer}-00000009-folded{SEGMENT_SUFFIX}"), 3));
+    assert!(shared.wrote_since(&segment_name(writer, 3, 1), 3), "a clash's name: its number");
+    assert!(!shared.wrote_since(&segment_name(writer, 2, 12), 3));
+    assert!(!shared.wrote_since(&format!("{SEGMENTS}/{writer}-00000009-1-folded{SEGMENT_SUFFIX}"), 3));
     assert!(!shared.wrote_since(&format!("{SEGMENTS}/0000000000000-0000000000000000-00000009{SEGMENT_SUFFIX}"), 3));
 }
 
@@ -363,4 +366,41 @@ fn a_relisting_that_misses_a_segment_still_being_written_keeps_its_answers() {
     let holding = server.shared.held().find(&slot(server.shared.partition("query").number, &key(1)).unwrap());
     assert!(matches!(holding, Holding::Loaded { .. }), "the answer written is still held");
     assert_eq!(answer(query.get(&key(1))), Some(long_answer(1)));
+}
+
+#[test]
+fn a_clash_s_segment_name_sorts_between_the_numbers_around_it() {
+    let writer = "0000000000001-00000000000000ab";
+    let names = [segment_name(writer, 4, 0), segment_name(writer, 5, 1), segment_name(writer, 5, 0)];
+    let mut sorted = names.clone();
+    sorted.sort();
+    assert_eq!(sorted, names);
+    assert!(segment_name(writer, 5, 2) < segment_name(writer, 6, 0));
+}
+
+#[test]
+fn a_batch_taken_later_is_numbered_later_even_when_its_put_comes_first() {
+    let Some(moto) = crate::storage::object::testing::moto() else { return };
+    let bucket = moto.bucket("numbered");
+    let (writer, _) = cache_on(&bucket);
+    let query = writer.partition("query");
+    query.put(&key(1), Bytes::from_static(b"\"older\""));
+    // The flusher takes the older answer, then waits while a newer one is
+    // taken and written.
+    let (taken, wait_taken) = mpsc::channel();
+    let (go_on, wait_go_on) = mpsc::channel::<()>();
+    locked(&writer.shared.hooks).before_put = Some(Box::new(move || {
+        taken.send(()).unwrap();
+        wait_go_on.recv_timeout(STEP).unwrap();
+    }));
+    std::thread::scope(|scope| {
+        let shared = &writer.shared;
+        scope.spawn(move || shared.flush());
+        wait_taken.recv_timeout(STEP).unwrap();
+        query.put(&key(1), Bytes::from_static(b"\"newer\""));
+        writer.flush();
+        go_on.send(()).unwrap();
+    });
+    let (reader, _) = cache_on(&bucket);
+    assert_eq!(answer(reader.partition("query").get(&key(1))), Some(Bytes::from_static(b"\"newer\"")));
 }
