@@ -27,7 +27,8 @@
 //! per second it is asked: a reader that finds [`FOLD_SEGMENTS`] or more in
 //! a partition folds the small ones, consecutive, into segments of up to
 //! [`FLUSH_BYTES`]. A bounded reader that finds a segment gone (folded by
-//! another) lists the partition again.
+//! another) lists the partition again, once for all its threads that find
+//! that at the same time; a partition read is not waited on by its `get`s.
 //!
 //! One object per answer (`<partition>/ab/<key>.json`, written before
 //! segments) is still read: one GET for each key the listing shows, only
@@ -40,7 +41,7 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::hash::{BuildHasher, Hasher};
 use std::ops::Range;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -103,14 +104,18 @@ struct Partition {
     /// at a time (its own segments, then an old folder when a key in it is
     /// asked), not all the way down.
     holds_partitions: bool,
+    /// Listed and its segments read (done when first asked): read without
+    /// taking `listing`, which is held while listing.
+    read: AtomicBool,
+    /// Listings done: a thread that found a segment gone lists again only
+    /// if no other thread did since it looked.
+    generation: AtomicU64,
     listing: Mutex<Listing>,
     unwritten: Mutex<Unwritten>,
 }
 
 #[derive(Default)]
 struct Listing {
-    /// Listed and its segments read (done when first asked).
-    read: bool,
     /// Folders of answers of one object each not listed yet (the root's:
     /// each is listed when a key in it is first asked).
     unlisted: BTreeSet<String>,
@@ -248,6 +253,8 @@ impl Shared {
                     number,
                     at: at(),
                     holds_partitions: path.is_empty(),
+                    read: AtomicBool::new(false),
+                    generation: AtomicU64::new(0),
                     listing: Mutex::default(),
                     unwritten: Mutex::default(),
                 })
@@ -297,6 +304,15 @@ impl Shared {
     fn first_unlisted(&self) -> u64 {
         let writing = locked(&self.writing);
         writing.first().copied().unwrap_or_else(|| self.next_segment.load(Ordering::Relaxed))
+    }
+
+    /// Runs the test hook `pick` clones, if set.
+    #[cfg(test)]
+    fn run_shared_hook(&self, pick: impl FnOnce(&tests::Hooks) -> Option<tests::SharedHook>) {
+        let hook = pick(&locked(&self.hooks));
+        if let Some(hook) = hook {
+            hook();
+        }
     }
 
     /// Runs the test hook `pick` takes, if set.
@@ -425,10 +441,11 @@ impl Shown {
 impl Partition {
     fn get(&self, shared: &Shared, key: &str) -> Option<Found> {
         let slot = slot(self.number, key)?;
-        self.read_listing(shared, false);
+        self.read_listing(shared, None);
         // Tries: after listing the key's old folder, after listing again
         // what another reader folded away.
         for _ in 0..3 {
+            let seen = self.generation.load(Ordering::Acquire);
             let holding = shared.held().find(&slot);
             match holding {
                 Holding::Loaded { answer, mine, place } => {
@@ -439,7 +456,11 @@ impl Partition {
                         shared.held().reloaded(slot, &place, answer.clone());
                         return Some(Found { name: self.name_of(key, false, Some(&place)), bytes: answer });
                     }
-                    Ok(None) if matches!(place, Place::Segment { .. }) => self.read_listing(shared, true),
+                    Ok(None) if matches!(place, Place::Segment { .. }) => {
+                        #[cfg(test)]
+                        shared.run_shared_hook(|hooks| hooks.before_relist.clone());
+                        self.read_listing(shared, Some(seen));
+                    }
                     Ok(None) => return None,
                     Err(e) => {
                         tracing::warn!("cache entry {key}: {e:#}; its request is sent again");
@@ -475,21 +496,31 @@ impl Partition {
         }
     }
 
-    /// Lists the partition and reads its segments, once (`again`: once more,
-    /// a segment read before being gone). When it cannot be read, a warning:
-    /// its answers are then asked again.
-    fn read_listing(&self, shared: &Shared, again: bool) {
-        let mut listing = locked(&self.listing);
-        if listing.read && !again {
+    /// Lists the partition and reads its segments, once (`again_since`:
+    /// once more, a segment read before being gone, unless another thread
+    /// listed again since the listing generation given). When it cannot be
+    /// read, a warning: its answers are then asked again.
+    fn read_listing(&self, shared: &Shared, again_since: Option<u64>) {
+        let read = || self.read.load(Ordering::Acquire);
+        if again_since.is_none() && read() {
             return;
         }
-        listing.read = true;
-        if let Err(e) = self.try_read_listing(shared, &mut listing, again) {
+        let mut listing = locked(&self.listing);
+        let done = match again_since {
+            None => read(),
+            Some(seen) => self.generation.load(Ordering::Acquire) != seen,
+        };
+        if done {
+            return;
+        }
+        if let Err(e) = self.try_read_listing(shared, &mut listing, again_since.is_some()) {
             tracing::warn!(
                 "could not read the cached answers of {}: {e:#}; their requests are sent again",
                 self.at.url()
             );
         }
+        self.read.store(true, Ordering::Release);
+        self.generation.fetch_add(1, Ordering::Release);
     }
 
     fn try_read_listing(&self, shared: &Shared, listing: &mut Listing, again: bool) -> anyhow::Result<()> {

@@ -5,12 +5,17 @@ use std::sync::mpsc;
 /// Code a test runs at a point of the cache's own (each taken once).
 pub(super) type Hook = Box<dyn FnOnce() + Send>;
 
+/// Code a test runs at a point of the cache's own, each time.
+pub(super) type SharedHook = Arc<dyn Fn() + Send + Sync>;
+
 #[derive(Default)]
 pub(super) struct Hooks {
     /// In [`Shared::write_segment`], its segment number taken, before its PUT.
     pub before_put: Option<Hook>,
     /// In [`Partition::try_read_listing`], after its LIST.
     pub after_list: Option<Hook>,
+    /// In [`Partition::get`], a segment found gone, before listing again.
+    pub before_relist: Option<SharedHook>,
 }
 
 /// How long a test waits for a step of another thread at most.
@@ -361,7 +366,8 @@ fn a_relisting_that_misses_a_segment_still_being_written_keeps_its_answers() {
             put.send(()).unwrap();
             wait_written.recv_timeout(STEP).unwrap();
         }));
-        shared.partition("query").read_listing(shared, true);
+        let partition = shared.partition("query");
+        partition.read_listing(shared, Some(partition.generation.load(Ordering::Acquire)));
     });
     let holding = server.shared.held().find(&slot(server.shared.partition("query").number, &key(1)).unwrap());
     assert!(matches!(holding, Holding::Loaded { .. }), "the answer written is still held");
@@ -403,4 +409,68 @@ fn a_batch_taken_later_is_numbered_later_even_when_its_put_comes_first() {
     });
     let (reader, _) = cache_on(&bucket);
     assert_eq!(answer(reader.partition("query").get(&key(1))), Some(Bytes::from_static(b"\"newer\"")));
+}
+
+#[test]
+fn threads_that_find_segments_gone_at_once_list_the_partition_again_once() {
+    let Some(moto) = crate::storage::object::testing::moto() else { return };
+    let bucket = moto.bucket("relisted");
+    let (writer, _) = cache_on(&bucket);
+    let query = writer.partition("query");
+    let mut write = |n: u32| {
+        query.put(&key(n), long_answer(n));
+        writer.flush();
+    };
+    (0..FOLD_SEGMENTS as u32 - 1).for_each(&mut write);
+    // Room for the entries and a few answers: the first ones read are unloaded.
+    let budget = 20 << 10;
+    let (server, requests) = cache_on(&bucket);
+    server.bound(budget);
+    let served = server.partition("query");
+    assert!(answer(served.get(&key(FOLD_SEGMENTS as u32 - 2))).is_some());
+    write(FOLD_SEGMENTS as u32 - 1);
+    let (folder, _) = cache_on(&bucket);
+    assert!(answer(folder.partition("query").get(&key(0))).is_some(), "read, so folded");
+    // Every thread finds its answer's segment gone before any lists again.
+    const THREADS: usize = 4;
+    let arrived = Arc::new((Mutex::new(0), std::sync::Condvar::new()));
+    let at_relist = arrived.clone();
+    locked(&server.shared.hooks).before_relist = Some(Arc::new(move || {
+        let (count, all) = &*at_relist;
+        *locked(count) += 1;
+        all.notify_all();
+        let waited = all.wait_timeout_while(locked(count), STEP, |n| *n < THREADS);
+        assert!(*waited.unwrap().0 >= THREADS, "a thread did not find its segment gone");
+    }));
+    let lists = requests.counts().lists;
+    std::thread::scope(|scope| {
+        for n in 0..THREADS as u32 {
+            let served = &served;
+            scope.spawn(move || assert_eq!(answer(served.get(&key(n))), Some(long_answer(n)), "answer {n}"));
+        }
+    });
+    assert_eq!(*locked(&arrived.0), THREADS);
+    assert_eq!(requests.counts().lists - lists, 1, "listed again once");
+}
+
+#[test]
+fn a_get_of_a_partition_read_does_not_wait_for_a_listing_under_way() {
+    let Some(moto) = crate::storage::object::testing::moto() else { return };
+    let bucket = moto.bucket("nowait");
+    let (writer, _) = cache_on(&bucket);
+    writer.partition("query").put(&key(1), Bytes::from_static(b"1"));
+    drop(writer);
+    let (server, _) = cache_on(&bucket);
+    let query = server.partition("query");
+    assert!(answer(query.get(&key(1))).is_some());
+    let partition = server.shared.partition("query");
+    let (found, wait_found) = mpsc::channel();
+    std::thread::scope(|scope| {
+        // As a relisting by another thread holds it.
+        let listing = locked(&partition.listing);
+        scope.spawn(|| found.send(answer(query.get(&key(1)))).unwrap());
+        let got = wait_found.recv_timeout(STEP);
+        drop(listing);
+        assert_eq!(got, Ok(Some(Bytes::from_static(b"1"))));
+    });
 }
