@@ -560,6 +560,8 @@ impl Partition {
         if !self.holds_partitions {
             return Ok((Shown::of(self.at.list("")?), BTreeSet::new()));
         }
+        // Two LISTs: one with a delimiter names `segments/` but not what is
+        // in it, and one without would list every partition's segments.
         let folders = self.at.folders("")?;
         let segments = match folders.iter().any(|f| f == SEGMENTS) {
             true => self.at.list(SEGMENTS)?,
