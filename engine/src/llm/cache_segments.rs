@@ -47,7 +47,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 
-use super::cache_held::{slot, Held, Holding, Place};
+use super::cache_held::{hex_digit, slot, Held, Holding, Place};
 use crate::storage::object::{Conditional, Listed, ObjectLocation};
 
 /// How long an answer waits in memory at most while a run goes on.
@@ -487,11 +487,19 @@ impl Partition {
         match place {
             Place::Single => self.at.get(&super::cache::entry_key(key)),
             Place::Segment { name, start, len } => {
-                let line = self.at.get_range(name, *start..start + len)?;
-                // Segments are created once under a name, never rewritten: checked all the same.
+                // With its line break: a line cut short reads as gone.
+                let line = self.at.get_range(name, *start..start + len + 1)?;
+                // A segment is written once under a name, but a folded one can be
+                // written again (by a slow reader, after a later fold deleted it),
+                // its lines elsewhere: the line must be the key's, whole.
                 Ok(line
-                    .filter(|l| l.starts_with(key.as_bytes()) && l.get(key.len()) == Some(&b'\t'))
-                    .map(|l| l.slice(key.len() + 1..)))
+                    .filter(|l| {
+                        l.len() as u64 == len + 1
+                            && l.ends_with(b"\n")
+                            && l.starts_with(key.as_bytes())
+                            && l.get(key.len()) == Some(&b'\t')
+                    })
+                    .map(|l| l.slice(key.len() + 1..l.len() - 1)))
             }
         }
     }
@@ -773,12 +781,12 @@ fn read_segment(segment: &Bytes, answers: &mut HashMap<String, Bytes>) -> usize 
 
 /// Lowercase hex digits only.
 fn is_hex(s: &str) -> bool {
-    s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    s.bytes().all(|b| hex_digit(b).is_some())
 }
 
 /// A cache key: 64 lowercase hex digits.
 fn is_key(s: &str) -> bool {
-    s.len() == 64 && is_hex(s)
+    slot(0, s).is_some()
 }
 
 #[cfg(test)]

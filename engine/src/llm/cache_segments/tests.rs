@@ -474,3 +474,22 @@ fn a_get_of_a_partition_read_does_not_wait_for_a_listing_under_way() {
         assert_eq!(got, Ok(Some(Bytes::from_static(b"1"))));
     });
 }
+
+#[test]
+fn a_line_read_again_must_be_whole_where_its_segment_was_written_again_otherwise() {
+    let Some(moto) = crate::storage::object::testing::moto() else { return };
+    let bucket = moto.bucket("rewritten");
+    let (cache, _) = cache_on(&bucket);
+    let partition = cache.shared.partition("query");
+    let (k, name) = (key(1), format!("{SEGMENTS}/x-folded{SEGMENT_SUFFIX}"));
+    partition.at.put(&name, Bytes::from(format!("{k}\t[1]\n{k}\t[2]\n"))).unwrap();
+    let place = |start, len| Place::Segment { name: Arc::from(name.as_str()), start, len };
+    let second = (k.len() as u64 + 5, k.len() as u64 + 4);
+    assert_eq!(partition.read_again(&k, &place(second.0, second.1)).unwrap(), Some(Bytes::from_static(b"[2]")));
+    // Written again, its lines longer: the key's line at the place, cut short.
+    partition.at.put(&name, Bytes::from(format!("{k}\t[1000]\n"))).unwrap();
+    assert_eq!(partition.read_again(&k, &place(0, second.1)).unwrap(), None, "not the cut line");
+    // Or shorter: the place runs past its end.
+    partition.at.put(&name, Bytes::from(format!("{k}\t1\n"))).unwrap();
+    assert_eq!(partition.read_again(&k, &place(0, second.1)).unwrap(), None, "not read past the end");
+}
