@@ -33,7 +33,9 @@
 //! One object per answer (`<partition>/ab/<key>.json`, written before
 //! segments) is still read: one GET for each key the listing shows, only
 //! when no segment has the key. The root's folders of them are each listed
-//! when a key in them is first asked.
+//! when a key in them is first asked; a bounded root that also has
+//! segments lists them all first (a segment's answer it forgot must not
+//! give way to an older single one).
 //!
 //! A segment's format: one line per answer, the 64 hex digits of its key, a
 //! tab, the answer's JSON (written compact, so with no raw line break).
@@ -539,9 +541,17 @@ impl Partition {
             let (shown, old_folders) = self.list()?;
             #[cfg(test)]
             shared.run_hook(|hooks| hooks.after_list.take());
-            if !again {
+            if !again && !listing_again {
                 // Listed again, the folders listed since are not listed twice (none is written now).
                 listing.unlisted = old_folders;
+                // Bounded, an answer of a segment can be forgotten: a folder listed
+                // later would then give an older answer of its key. Listed first
+                // (at most 256 LISTs, once), the segments' answers replace them.
+                if self.holds_partitions && !shown.segments.is_empty() && shared.held().max_bytes().is_some() {
+                    for folder in std::mem::take(&mut listing.unlisted) {
+                        self.hold_folder(shared, &folder)?;
+                    }
+                }
             }
             if again {
                 let live: HashSet<&str> = shown.segments.iter().map(String::as_str).collect();
@@ -585,23 +595,28 @@ impl Partition {
         if !listing.unlisted.remove(&key[..2]) {
             return false;
         }
-        match self.at.list(&key[..2]) {
-            Ok(listed) => {
-                let mut held = shared.held();
-                for single in Shown::of(listed).singles {
-                    let slot = slot(self.number, &single).expect("a listed key");
-                    // An answer in a segment comes first.
-                    if !held.knows(&slot) {
-                        held.stored(slot, Place::Single, None);
-                    }
-                }
-                true
-            }
+        match self.hold_folder(shared, &key[..2]) {
+            Ok(()) => true,
             Err(e) => {
                 tracing::warn!("could not list the cached answers of {}: {e:#}", self.at.url());
                 false
             }
         }
+    }
+
+    /// Lists the old folder `folder` and holds the places of its answers
+    /// (not of those a segment has).
+    fn hold_folder(&self, shared: &Shared, folder: &str) -> anyhow::Result<()> {
+        let listed = self.at.list(folder)?;
+        let mut held = shared.held();
+        for single in Shown::of(listed).singles {
+            let slot = slot(self.number, &single).expect("a listed key");
+            // An answer in a segment comes first.
+            if !held.knows(&slot) {
+                held.stored(slot, Place::Single, None);
+            }
+        }
+        Ok(())
     }
 
     /// Reads the listed segments, a few at a time, folding runs of small

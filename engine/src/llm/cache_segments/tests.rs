@@ -493,3 +493,25 @@ fn a_line_read_again_must_be_whole_where_its_segment_was_written_again_otherwise
     partition.at.put(&name, Bytes::from(format!("{k}\t1\n"))).unwrap();
     assert_eq!(partition.read_again(&k, &place(0, second.1)).unwrap(), None, "not read past the end");
 }
+
+#[test]
+fn a_bounded_root_does_not_serve_an_older_single_answer_once_its_segment_s_answer_is_forgotten() {
+    let Some(moto) = crate::storage::object::testing::moto() else { return };
+    let bucket = moto.bucket("rootsingles");
+    let (writer, _) = cache_on(&bucket);
+    let k = key(0);
+    writer.shared.root.put(&crate::llm::cache::entry_key(&k), Bytes::from_static(b"\"older\"")).unwrap();
+    writer.put(&k, Bytes::from_static(b"\"newer\""));
+    for n in 1..300 {
+        writer.put(&key(n), long_answer(n));
+    }
+    drop(writer);
+    // Room for about 100 entries: the first of the segment's, k's, is forgotten.
+    let budget = 20 << 10;
+    let (server, _) = cache_on(&bucket);
+    server.bound(budget);
+    assert_eq!(answer(server.get(&key(299))), Some(long_answer(299)));
+    let slot = slot(server.shared.partition("").number, &k).unwrap();
+    assert!(matches!(server.shared.held().find(&slot), Holding::Absent), "forgotten");
+    assert_ne!(answer(server.get(&k)), Some(Bytes::from_static(b"\"older\"")));
+}
