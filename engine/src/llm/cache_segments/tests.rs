@@ -287,26 +287,38 @@ fn a_bounded_cache_asked_from_several_threads_at_once_finds_every_answer() {
     }
 }
 
-#[test]
-fn a_bounded_reader_lists_again_when_another_reader_folded_the_segment_of_an_answer_it_unloaded() {
-    let Some(moto) = crate::storage::object::testing::moto() else { return };
-    let bucket = moto.bucket("refolded");
-    let (writer, _) = cache_on(&bucket);
+/// A bounded server (at `budget`, room for the entries and a few answers)
+/// that read `FOLD_SEGMENTS - 1` segments of one answer each, the first
+/// ones unloaded; then one segment more was written and another reader
+/// folded them all.
+fn read_by_a_bounded_server_then_folded(
+    bucket: &Arc<dyn object_store::ObjectStore>,
+    budget: u64,
+) -> (ObjectAnswers, Arc<CountingStore>) {
+    let (writer, _) = cache_on(bucket);
     let query = writer.partition("query");
     let mut write = |n: u32| {
         query.put(&key(n), long_answer(n));
         writer.flush();
     };
     (0..FOLD_SEGMENTS as u32 - 1).for_each(&mut write);
-    // Room for the entries and a few answers: the first ones read are unloaded.
-    let budget = 20 << 10;
-    let (server, _) = cache_on(&bucket);
+    let (server, requests) = cache_on(bucket);
     server.bound(budget);
     let served = server.partition("query");
     assert_eq!(answer(served.get(&key(FOLD_SEGMENTS as u32 - 2))), Some(long_answer(FOLD_SEGMENTS as u32 - 2)));
     write(FOLD_SEGMENTS as u32 - 1);
-    let (folder, _) = cache_on(&bucket);
+    let (folder, _) = cache_on(bucket);
     assert!(answer(folder.partition("query").get(&key(0))).is_some(), "read, so folded");
+    (server, requests)
+}
+
+#[test]
+fn a_bounded_reader_lists_again_when_another_reader_folded_the_segment_of_an_answer_it_unloaded() {
+    let Some(moto) = crate::storage::object::testing::moto() else { return };
+    let bucket = moto.bucket("refolded");
+    let budget = 20 << 10;
+    let (server, _) = read_by_a_bounded_server_then_folded(&bucket, budget);
+    let served = server.partition("query");
     for n in 0..FOLD_SEGMENTS as u32 - 1 {
         assert_eq!(answer(served.get(&key(n))), Some(long_answer(n)), "answer {n} after the fold");
     }
@@ -415,22 +427,8 @@ fn a_batch_taken_later_is_numbered_later_even_when_its_put_comes_first() {
 fn threads_that_find_segments_gone_at_once_list_the_partition_again_once() {
     let Some(moto) = crate::storage::object::testing::moto() else { return };
     let bucket = moto.bucket("relisted");
-    let (writer, _) = cache_on(&bucket);
-    let query = writer.partition("query");
-    let mut write = |n: u32| {
-        query.put(&key(n), long_answer(n));
-        writer.flush();
-    };
-    (0..FOLD_SEGMENTS as u32 - 1).for_each(&mut write);
-    // Room for the entries and a few answers: the first ones read are unloaded.
-    let budget = 20 << 10;
-    let (server, requests) = cache_on(&bucket);
-    server.bound(budget);
+    let (server, requests) = read_by_a_bounded_server_then_folded(&bucket, 20 << 10);
     let served = server.partition("query");
-    assert!(answer(served.get(&key(FOLD_SEGMENTS as u32 - 2))).is_some());
-    write(FOLD_SEGMENTS as u32 - 1);
-    let (folder, _) = cache_on(&bucket);
-    assert!(answer(folder.partition("query").get(&key(0))).is_some(), "read, so folded");
     // Every thread finds its answer's segment gone before any lists again.
     const THREADS: usize = 4;
     let arrived = Arc::new((Mutex::new(0), std::sync::Condvar::new()));
