@@ -12,6 +12,14 @@
 //! as the answers a bounded folder deletes are. Answers not yet written
 //! cannot be unloaded or forgotten: they are counted, and kept until their
 //! segment is written.
+//!
+//! The bound is on what [`Held`] holds. While a partition is read (listed,
+//! or listed again), what is being read comes on top, let go once read:
+//! about 3 × bound/4 (a run of segments of up to a quarter of the bound,
+//! and when the run is folded, its answers and the folded segment; see
+//! `read_groups` and `fold` in [`super::cache_segments`]), or more for a
+//! single segment larger than that (a root segment an index run wrote is
+//! up to 16 MiB).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -20,7 +28,7 @@ use bytes::Bytes;
 
 /// What one entry of a bounded cache is counted as, beyond its answer: its
 /// key, its place, its tick and its rows in this module's maps, rounded up.
-pub(super) const ENTRY_BYTES: u64 = 192;
+const ENTRY_BYTES: u64 = 192;
 
 /// Where an answer can be read again.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,22 +43,28 @@ pub(super) enum Place {
 /// An entry's key: its partition's number and the cache key's 32 bytes.
 pub(super) type Slot = (u32, [u8; 32]);
 
-/// The slot of the cache key `key` (64 lowercase hex digits) in `partition`.
+/// The slot of the cache key `key` (64 lowercase hex digits) in
+/// `partition`; None when `key` is not a cache key (the one place that says
+/// what one is).
 pub(super) fn slot(partition: u32, key: &str) -> Option<Slot> {
     let hex = key.as_bytes();
     if hex.len() != 64 {
         return None;
     }
-    let digit = |b: u8| match b {
+    let mut bytes = [0u8; 32];
+    for (i, pair) in hex.chunks(2).enumerate() {
+        bytes[i] = hex_digit(pair[0])? << 4 | hex_digit(pair[1])?;
+    }
+    Some((partition, bytes))
+}
+
+/// The value of a lowercase hex digit.
+pub(super) fn hex_digit(b: u8) -> Option<u8> {
+    match b {
         b'0'..=b'9' => Some(b - b'0'),
         b'a'..=b'f' => Some(b - b'a' + 10),
         _ => None,
-    };
-    let mut bytes = [0u8; 32];
-    for (i, pair) in hex.chunks(2).enumerate() {
-        bytes[i] = digit(pair[0])? << 4 | digit(pair[1])?;
     }
-    Some((partition, bytes))
 }
 
 struct Entry {
@@ -114,6 +128,12 @@ impl Held {
     /// This process's answer to `slot`, kept until it is written.
     pub fn put_mine(&mut self, slot: Slot, answer: Bytes) {
         self.insert(slot, Entry { answer: Some(answer), place: None, mine: true, tick: 0 });
+    }
+
+    /// Whether `answer` is this process's answer to `slot`, not written yet
+    /// (not replaced by a later one).
+    pub fn unwritten(&self, slot: &Slot, answer: &Bytes) -> bool {
+        self.entries.get(slot).is_some_and(|e| e.mine && e.place.is_none() && e.answer.as_ref() == Some(answer))
     }
 
     /// `answer` to `slot` was written at `place`: it can go once unused, if
@@ -315,5 +335,17 @@ mod tests {
         }
         assert_eq!(held.bytes(), 0);
         assert!((0..10).all(|n| loaded(&mut held, n).is_some()));
+    }
+
+    #[test]
+    fn an_answer_is_unwritten_until_written_or_replaced_by_a_later_one() {
+        let (slot, older, newer) = ((0, [1; 32]), Bytes::from_static(b"1"), Bytes::from_static(b"2"));
+        let mut held = Held::default();
+        held.put_mine(slot, older.clone());
+        assert!(held.unwritten(&slot, &older));
+        held.put_mine(slot, newer.clone());
+        assert!(!held.unwritten(&slot, &older), "replaced");
+        held.written(slot, &newer, Place::Single);
+        assert!(!held.unwritten(&slot, &newer), "written");
     }
 }

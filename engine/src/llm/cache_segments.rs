@@ -27,12 +27,15 @@
 //! per second it is asked: a reader that finds [`FOLD_SEGMENTS`] or more in
 //! a partition folds the small ones, consecutive, into segments of up to
 //! [`FLUSH_BYTES`]. A bounded reader that finds a segment gone (folded by
-//! another) lists the partition again.
+//! another) lists the partition again, once for all its threads that find
+//! that at the same time; a partition read is not waited on by its `get`s.
 //!
 //! One object per answer (`<partition>/ab/<key>.json`, written before
 //! segments) is still read: one GET for each key the listing shows, only
 //! when no segment has the key. The root's folders of them are each listed
-//! when a key in them is first asked.
+//! when a key in them is first asked; a bounded root that also has
+//! segments lists them all first (a segment's answer it forgot must not
+//! give way to an older single one).
 //!
 //! A segment's format: one line per answer, the 64 hex digits of its key, a
 //! tab, the answer's JSON (written compact, so with no raw line break).
@@ -40,13 +43,13 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::hash::{BuildHasher, Hasher};
 use std::ops::Range;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 
-use super::cache_held::{slot, Held, Holding, Place};
+use super::cache_held::{hex_digit, slot, Held, Holding, Place};
 use crate::storage::object::{Conditional, Listed, ObjectLocation};
 
 /// How long an answer waits in memory at most while a run goes on.
@@ -83,11 +86,16 @@ struct Shared {
     /// segments sort by when their writer started.
     writer: String,
     next_segment: AtomicU64,
+    /// This process's segment numbers taken and not yet written (or given
+    /// up): a listing may not show them yet, but they are not gone.
+    writing: Mutex<BTreeSet<u64>>,
     partitions: Mutex<HashMap<String, Arc<Partition>>>,
     held: Mutex<Held>,
     /// [`FLUSH_BYTES`], or less for a bounded cache; also the most bytes of
     /// segments folded into one, and (bounded) read at once.
     segment_bytes: AtomicUsize,
+    #[cfg(test)]
+    hooks: Mutex<tests::Hooks>,
 }
 
 struct Partition {
@@ -98,14 +106,18 @@ struct Partition {
     /// at a time (its own segments, then an old folder when a key in it is
     /// asked), not all the way down.
     holds_partitions: bool,
+    /// Listed and its segments read (done when first asked): read without
+    /// taking `listing`, which is held while listing.
+    read: AtomicBool,
+    /// Listings done: a thread that found a segment gone lists again only
+    /// if no other thread did since it looked.
+    generation: AtomicU64,
     listing: Mutex<Listing>,
     unwritten: Mutex<Unwritten>,
 }
 
 #[derive(Default)]
 struct Listing {
-    /// Listed and its segments read (done when first asked).
-    read: bool,
     /// Folders of answers of one object each not listed yet (the root's:
     /// each is listed when a key in it is first asked).
     unlisted: BTreeSet<String>,
@@ -143,9 +155,12 @@ impl ObjectAnswers {
             root,
             writer: format!("{millis:013}-{random:016x}"),
             next_segment: AtomicU64::new(0),
+            writing: Mutex::default(),
             partitions: Mutex::default(),
             held: Mutex::default(),
             segment_bytes: AtomicUsize::new(FLUSH_BYTES),
+            #[cfg(test)]
+            hooks: Mutex::default(),
         });
         let weak = Arc::downgrade(&shared);
         let flusher = std::thread::Builder::new().name("cache-flush".into()).spawn(move || flush_every(weak, interval));
@@ -240,6 +255,8 @@ impl Shared {
                     number,
                     at: at(),
                     holds_partitions: path.is_empty(),
+                    read: AtomicBool::new(false),
+                    generation: AtomicU64::new(0),
                     listing: Mutex::default(),
                     unwritten: Mutex::default(),
                 })
@@ -247,12 +264,17 @@ impl Shared {
             .clone()
     }
 
-    /// Whether `name` is a segment of this process numbered `first` or later.
+    /// Whether `name` is a segment of this process numbered `first` or
+    /// later (see [`segment_name`]; not a folded one).
     fn wrote_since(&self, name: &str, first: u64) -> bool {
         let number = name
             .strip_prefix(SEGMENTS)
             .and_then(|n| n.strip_prefix('/')?.strip_prefix(self.writer.as_str())?.strip_prefix('-'))
-            .and_then(|n| n.strip_suffix(SEGMENT_SUFFIX)?.parse::<u64>().ok());
+            .and_then(|n| n.strip_suffix(SEGMENT_SUFFIX))
+            .and_then(|n| match n.split_once('-') {
+                Some((number, clashes)) => clashes.parse::<u32>().ok().and(number.parse::<u64>().ok()),
+                None => n.parse::<u64>().ok(),
+            });
         number.is_some_and(|n| n >= first)
     }
 
@@ -271,26 +293,65 @@ impl Shared {
         }
     }
 
+    /// The next segment number, counted as being written until it is.
+    fn take_segment_number(&self) -> u64 {
+        let mut writing = locked(&self.writing);
+        let n = self.next_segment.fetch_add(1, Ordering::Relaxed);
+        writing.insert(n);
+        n
+    }
+
+    /// The first of this process's segment numbers that a listing starting
+    /// now may not show: the lowest still being written, else the next.
+    fn first_unlisted(&self) -> u64 {
+        let writing = locked(&self.writing);
+        writing.first().copied().unwrap_or_else(|| self.next_segment.load(Ordering::Relaxed))
+    }
+
+    /// Runs the test hook `pick` clones, if set.
+    #[cfg(test)]
+    fn run_shared_hook(&self, pick: impl FnOnce(&tests::Hooks) -> Option<tests::SharedHook>) {
+        let hook = pick(&locked(&self.hooks));
+        if let Some(hook) = hook {
+            hook();
+        }
+    }
+
+    /// Runs the test hook `pick` takes, if set.
+    #[cfg(test)]
+    fn run_hook(&self, pick: impl FnOnce(&mut tests::Hooks) -> Option<tests::Hook>) {
+        let hook = pick(&mut locked(&self.hooks));
+        if let Some(hook) = hook {
+            hook();
+        }
+    }
+
     /// Writes the partition's waiting answers as its next segment. On a
     /// failure they wait for the next try (and are asked again if the
     /// process ends first).
     fn write_segment(&self, partition: &Partition) {
-        let waiting = {
+        let (waiting, n) = {
             let mut unwritten = locked(&partition.unwritten);
+            if unwritten.answers.is_empty() {
+                return;
+            }
             unwritten.bytes = 0;
-            std::mem::take(&mut unwritten.answers)
+            // Numbered as the batch is taken: a batch taken later (a full
+            // `put`'s while the flusher writes) sorts later, its answers last.
+            (std::mem::take(&mut unwritten.answers), self.take_segment_number())
         };
-        if waiting.is_empty() {
-            return;
-        }
+        #[cfg(test)]
+        self.run_hook(|hooks| hooks.before_put.take());
         let (segment, lines) = segment_of(waiting.iter().map(|(key, answer)| (key.as_str(), answer)));
+        let mut clashes = 0;
         let written = loop {
-            let n = self.next_segment.fetch_add(1, Ordering::Relaxed);
-            let name = format!("{SEGMENTS}/{}-{n:08}{SEGMENT_SUFFIX}", self.writer);
+            let name = segment_name(&self.writer, n, clashes);
             match partition.at.put_if(&name, segment.clone(), None) {
                 Ok(Conditional::Written) => break Ok(name),
-                // Taken (by a writer of the same name: next number).
-                Ok(Conditional::Lost) => continue,
+                // Taken (by a writer of the same name): the same number, told
+                // apart, so that it still sorts before this process's later
+                // segments (a new number would sort after them).
+                Ok(Conditional::Lost) => clashes += 1,
                 Err(e) => break Err(e),
             }
         };
@@ -304,19 +365,41 @@ impl Shared {
                         held.written(slot, answer, place);
                     }
                 }
+                // Only now: a relisting that missed the segment must not forget what it placed there.
+                locked(&self.writing).remove(&n);
             }
             Err(e) => {
+                locked(&self.writing).remove(&n);
                 tracing::warn!(
                     "could not write {} cached answer(s) to {}: {e:#}; trying again at the next flush",
                     waiting.len(),
                     partition.at.url()
                 );
+                // Written again under a later number: not the answers a later
+                // batch (already written, or waiting) replaced.
+                let waiting: Vec<(String, Bytes)> = {
+                    let held = self.held();
+                    let pending = |key: &str, answer: &Bytes| {
+                        slot(partition.number, key).is_some_and(|slot| held.unwritten(&slot, answer))
+                    };
+                    waiting.into_iter().filter(|(key, answer)| pending(key, answer)).collect()
+                };
                 let mut unwritten = locked(&partition.unwritten);
                 unwritten.bytes += waiting.iter().map(|(_, a)| a.len()).sum::<usize>();
                 let newer = std::mem::replace(&mut unwritten.answers, waiting);
                 unwritten.answers.extend(newer);
             }
         }
+    }
+}
+
+/// The name of this process's segment `n` (`clashes`: names of it found
+/// taken by a writer of the same name). A clash's name sorts after segment
+/// `n - 1`'s and before `n`'s.
+fn segment_name(writer: &str, n: u64, clashes: u32) -> String {
+    match clashes {
+        0 => format!("{SEGMENTS}/{writer}-{n:08}{SEGMENT_SUFFIX}"),
+        _ => format!("{SEGMENTS}/{writer}-{n:08}-{clashes}{SEGMENT_SUFFIX}"),
     }
 }
 
@@ -360,10 +443,11 @@ impl Shown {
 impl Partition {
     fn get(&self, shared: &Shared, key: &str) -> Option<Found> {
         let slot = slot(self.number, key)?;
-        self.read_listing(shared, false);
+        self.read_listing(shared, None);
         // Tries: after listing the key's old folder, after listing again
         // what another reader folded away.
         for _ in 0..3 {
+            let seen = self.generation.load(Ordering::Acquire);
             let holding = shared.held().find(&slot);
             match holding {
                 Holding::Loaded { answer, mine, place } => {
@@ -374,7 +458,11 @@ impl Partition {
                         shared.held().reloaded(slot, &place, answer.clone());
                         return Some(Found { name: self.name_of(key, false, Some(&place)), bytes: answer });
                     }
-                    Ok(None) if matches!(place, Place::Segment { .. }) => self.read_listing(shared, true),
+                    Ok(None) if matches!(place, Place::Segment { .. }) => {
+                        #[cfg(test)]
+                        shared.run_shared_hook(|hooks| hooks.before_relist.clone());
+                        self.read_listing(shared, Some(seen));
+                    }
                     Ok(None) => return None,
                     Err(e) => {
                         tracing::warn!("cache entry {key}: {e:#}; its request is sent again");
@@ -401,41 +489,69 @@ impl Partition {
         match place {
             Place::Single => self.at.get(&super::cache::entry_key(key)),
             Place::Segment { name, start, len } => {
-                let line = self.at.get_range(name, *start..start + len)?;
-                // Segments are created once under a name, never rewritten: checked all the same.
+                // With its line break: a line cut short reads as gone.
+                let line = self.at.get_range(name, *start..start + len + 1)?;
+                // A segment is written once under a name, but a folded one can be
+                // written again (by a slow reader, after a later fold deleted it),
+                // its lines elsewhere: the line must be the key's, whole.
                 Ok(line
-                    .filter(|l| l.starts_with(key.as_bytes()) && l.get(key.len()) == Some(&b'\t'))
-                    .map(|l| l.slice(key.len() + 1..)))
+                    .filter(|l| {
+                        l.len() as u64 == len + 1
+                            && l.ends_with(b"\n")
+                            && l.starts_with(key.as_bytes())
+                            && l.get(key.len()) == Some(&b'\t')
+                    })
+                    .map(|l| l.slice(key.len() + 1..l.len() - 1)))
             }
         }
     }
 
-    /// Lists the partition and reads its segments, once (`again`: once more,
-    /// a segment read before being gone). When it cannot be read, a warning:
-    /// its answers are then asked again.
-    fn read_listing(&self, shared: &Shared, again: bool) {
-        let mut listing = locked(&self.listing);
-        if listing.read && !again {
+    /// Lists the partition and reads its segments, once (`again_since`:
+    /// once more, a segment read before being gone, unless another thread
+    /// listed again since the listing generation given). When it cannot be
+    /// read, a warning: its answers are then asked again.
+    fn read_listing(&self, shared: &Shared, again_since: Option<u64>) {
+        let read = || self.read.load(Ordering::Acquire);
+        if again_since.is_none() && read() {
             return;
         }
-        listing.read = true;
-        if let Err(e) = self.try_read_listing(shared, &mut listing, again) {
+        let mut listing = locked(&self.listing);
+        let done = match again_since {
+            None => read(),
+            Some(seen) => self.generation.load(Ordering::Acquire) != seen,
+        };
+        if done {
+            return;
+        }
+        if let Err(e) = self.try_read_listing(shared, &mut listing, again_since.is_some()) {
             tracing::warn!(
                 "could not read the cached answers of {}: {e:#}; their requests are sent again",
                 self.at.url()
             );
         }
+        self.read.store(true, Ordering::Release);
+        self.generation.fetch_add(1, Ordering::Release);
     }
 
     fn try_read_listing(&self, shared: &Shared, listing: &mut Listing, again: bool) -> anyhow::Result<()> {
         let mut listing_again = false;
         loop {
-            // This process's segments from here on are not in the listing, but not gone.
-            let first_unlisted = shared.next_segment.load(Ordering::Relaxed);
+            // This process's segments from here on may not be in the listing, but are not gone.
+            let first_unlisted = shared.first_unlisted();
             let (shown, old_folders) = self.list()?;
-            if !again {
+            #[cfg(test)]
+            shared.run_hook(|hooks| hooks.after_list.take());
+            if !again && !listing_again {
                 // Listed again, the folders listed since are not listed twice (none is written now).
                 listing.unlisted = old_folders;
+                // Bounded, an answer of a segment can be forgotten: a folder listed
+                // later would then give an older answer of its key. Listed first
+                // (at most 256 LISTs, once), the segments' answers replace them.
+                if self.holds_partitions && !shown.segments.is_empty() && shared.held().max_bytes().is_some() {
+                    for folder in std::mem::take(&mut listing.unlisted) {
+                        self.hold_folder(shared, &folder)?;
+                    }
+                }
             }
             if again {
                 let live: HashSet<&str> = shown.segments.iter().map(String::as_str).collect();
@@ -462,6 +578,8 @@ impl Partition {
         if !self.holds_partitions {
             return Ok((Shown::of(self.at.list("")?), BTreeSet::new()));
         }
+        // Two LISTs: one with a delimiter names `segments/` but not what is
+        // in it, and one without would list every partition's segments.
         let folders = self.at.folders("")?;
         let segments = match folders.iter().any(|f| f == SEGMENTS) {
             true => self.at.list(SEGMENTS)?,
@@ -477,23 +595,28 @@ impl Partition {
         if !listing.unlisted.remove(&key[..2]) {
             return false;
         }
-        match self.at.list(&key[..2]) {
-            Ok(listed) => {
-                let mut held = shared.held();
-                for single in Shown::of(listed).singles {
-                    let slot = slot(self.number, &single).expect("a listed key");
-                    // An answer in a segment comes first.
-                    if !held.knows(&slot) {
-                        held.stored(slot, Place::Single, None);
-                    }
-                }
-                true
-            }
+        match self.hold_folder(shared, &key[..2]) {
+            Ok(()) => true,
             Err(e) => {
                 tracing::warn!("could not list the cached answers of {}: {e:#}", self.at.url());
                 false
             }
         }
+    }
+
+    /// Lists the old folder `folder` and holds the places of its answers
+    /// (not of those a segment has).
+    fn hold_folder(&self, shared: &Shared, folder: &str) -> anyhow::Result<()> {
+        let listed = self.at.list(folder)?;
+        let mut held = shared.held();
+        for single in Shown::of(listed).singles {
+            let slot = slot(self.number, &single).expect("a listed key");
+            // An answer in a segment comes first.
+            if !held.knows(&slot) {
+                held.stored(slot, Place::Single, None);
+            }
+        }
+        Ok(())
     }
 
     /// Reads the listed segments, a few at a time, folding runs of small
@@ -673,12 +796,12 @@ fn read_segment(segment: &Bytes, answers: &mut HashMap<String, Bytes>) -> usize 
 
 /// Lowercase hex digits only.
 fn is_hex(s: &str) -> bool {
-    s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    s.bytes().all(|b| hex_digit(b).is_some())
 }
 
 /// A cache key: 64 lowercase hex digits.
 fn is_key(s: &str) -> bool {
-    s.len() == 64 && is_hex(s)
+    slot(0, s).is_some()
 }
 
 #[cfg(test)]

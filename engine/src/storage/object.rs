@@ -56,6 +56,13 @@ pub struct Listed {
     pub modified: SystemTime,
 }
 
+/// What one LIST with a delimiter shows: the objects and folders directly
+/// under a prefix.
+struct Level {
+    objects: Vec<Listed>,
+    folders: Vec<String>,
+}
+
 /// Runs `fut` on this module's runtime and waits for its answer.
 pub(crate) fn run<T: Send + 'static>(fut: impl Future<Output = T> + Send + 'static) -> anyhow::Result<T> {
     static RUNTIME: OnceLock<Result<tokio::runtime::Runtime, String>> = OnceLock::new();
@@ -214,30 +221,28 @@ impl ObjectLocation {
     /// The objects directly under `sub` (`""`: the top of the location), not
     /// those further down, sorted by key (one LIST with a delimiter).
     pub fn list_level(&self, sub: &str) -> anyhow::Result<Vec<Listed>> {
-        let (store, base, prefix) = (self.store.clone(), self.prefix.clone(), self.key(sub));
-        let listed = run(async move {
-            let prefix = (!prefix.as_ref().is_empty()).then_some(prefix);
-            let found = store.list_with_delimiter(prefix.as_ref()).await?;
-            Ok::<_, object_store::Error>(under(&base, found.objects))
-        })?;
-        let mut listed = listed.with_context(|| format!("listing {}", self.name(sub)))?;
-        listed.sort_by(|a, b| a.key.cmp(&b.key));
-        Ok(listed)
+        Ok(self.level(sub)?.objects)
     }
 
     /// The names of the folders directly under `sub` (`""`: the top of the
     /// location), sorted (one LIST with a delimiter).
     pub fn folders(&self, sub: &str) -> anyhow::Result<Vec<String>> {
-        let (store, prefix) = (self.store.clone(), self.key(sub));
+        Ok(self.level(sub)?.folders)
+    }
+
+    /// What is directly under `sub`, each part sorted: one LIST with a delimiter.
+    fn level(&self, sub: &str) -> anyhow::Result<Level> {
+        let (store, base, prefix) = (self.store.clone(), self.prefix.clone(), self.key(sub));
         let listed = run(async move {
             let prefix = (!prefix.as_ref().is_empty()).then_some(prefix);
             let found = store.list_with_delimiter(prefix.as_ref()).await?;
-            let names = found.common_prefixes.iter().filter_map(|p| p.filename().map(str::to_string));
-            Ok::<_, object_store::Error>(names.collect::<Vec<_>>())
+            let folders = found.common_prefixes.iter().filter_map(|p| p.filename().map(str::to_string)).collect();
+            Ok::<_, object_store::Error>(Level { objects: under(&base, found.objects), folders })
         })?;
-        let mut folders = listed.with_context(|| format!("listing {}", self.name(sub)))?;
-        folders.sort();
-        Ok(folders)
+        let mut level = listed.with_context(|| format!("listing {}", self.name(sub)))?;
+        level.objects.sort_by(|a, b| a.key.cmp(&b.key));
+        level.folders.sort();
+        Ok(level)
     }
 
     /// Deletes `rel` (nothing when it is already gone).

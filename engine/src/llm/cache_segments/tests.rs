@@ -1,5 +1,25 @@
 use super::*;
 use crate::storage::counting::CountingStore;
+use std::sync::mpsc;
+
+/// Code a test runs at a point of the cache's own (each taken once).
+pub(super) type Hook = Box<dyn FnOnce() + Send>;
+
+/// Code a test runs at a point of the cache's own, each time.
+pub(super) type SharedHook = Arc<dyn Fn() + Send + Sync>;
+
+#[derive(Default)]
+pub(super) struct Hooks {
+    /// In [`Shared::write_segment`], its segment number taken, before its PUT.
+    pub before_put: Option<Hook>,
+    /// In [`Partition::try_read_listing`], after its LIST.
+    pub after_list: Option<Hook>,
+    /// In [`Partition::get`], a segment found gone, before listing again.
+    pub before_relist: Option<SharedHook>,
+}
+
+/// How long a test waits for a step of another thread at most.
+const STEP: Duration = Duration::from_secs(30);
 
 fn key(n: u32) -> String {
     crate::llm::ResponseCache::key(&[&n.to_string()])
@@ -267,26 +287,38 @@ fn a_bounded_cache_asked_from_several_threads_at_once_finds_every_answer() {
     }
 }
 
-#[test]
-fn a_bounded_reader_lists_again_when_another_reader_folded_the_segment_of_an_answer_it_unloaded() {
-    let Some(moto) = crate::storage::object::testing::moto() else { return };
-    let bucket = moto.bucket("refolded");
-    let (writer, _) = cache_on(&bucket);
+/// A bounded server (at `budget`, room for the entries and a few answers)
+/// that read `FOLD_SEGMENTS - 1` segments of one answer each, the first
+/// ones unloaded; then one segment more was written and another reader
+/// folded them all.
+fn read_by_a_bounded_server_then_folded(
+    bucket: &Arc<dyn object_store::ObjectStore>,
+    budget: u64,
+) -> (ObjectAnswers, Arc<CountingStore>) {
+    let (writer, _) = cache_on(bucket);
     let query = writer.partition("query");
     let mut write = |n: u32| {
         query.put(&key(n), long_answer(n));
         writer.flush();
     };
     (0..FOLD_SEGMENTS as u32 - 1).for_each(&mut write);
-    // Room for the entries and a few answers: the first ones read are unloaded.
-    let budget = 20 << 10;
-    let (server, _) = cache_on(&bucket);
+    let (server, requests) = cache_on(bucket);
     server.bound(budget);
     let served = server.partition("query");
     assert_eq!(answer(served.get(&key(FOLD_SEGMENTS as u32 - 2))), Some(long_answer(FOLD_SEGMENTS as u32 - 2)));
     write(FOLD_SEGMENTS as u32 - 1);
-    let (folder, _) = cache_on(&bucket);
+    let (folder, _) = cache_on(bucket);
     assert!(answer(folder.partition("query").get(&key(0))).is_some(), "read, so folded");
+    (server, requests)
+}
+
+#[test]
+fn a_bounded_reader_lists_again_when_another_reader_folded_the_segment_of_an_answer_it_unloaded() {
+    let Some(moto) = crate::storage::object::testing::moto() else { return };
+    let bucket = moto.bucket("refolded");
+    let budget = 20 << 10;
+    let (server, _) = read_by_a_bounded_server_then_folded(&bucket, budget);
+    let served = server.partition("query");
     for n in 0..FOLD_SEGMENTS as u32 - 1 {
         assert_eq!(answer(served.get(&key(n))), Some(long_answer(n)), "answer {n} after the fold");
     }
@@ -302,6 +334,9 @@ fn only_this_process_s_later_segments_count_as_written_since_a_listing() {
     assert!(shared.wrote_since(&format!("{SEGMENTS}/{writer}-00000003{SEGMENT_SUFFIX}"), 3));
     assert!(!shared.wrote_since(&format!("{SEGMENTS}/{writer}-00000002{SEGMENT_SUFFIX}"), 3));
     assert!(!shared.wrote_since(&format!("{SEGMENTS}/{writer}-00000009-folded{SEGMENT_SUFFIX}"), 3));
+    assert!(shared.wrote_since(&segment_name(writer, 3, 1), 3), "a clash's name: its number");
+    assert!(!shared.wrote_since(&segment_name(writer, 2, 12), 3));
+    assert!(!shared.wrote_since(&format!("{SEGMENTS}/{writer}-00000009-1-folded{SEGMENT_SUFFIX}"), 3));
     assert!(!shared.wrote_since(&format!("{SEGMENTS}/0000000000000-0000000000000000-00000009{SEGMENT_SUFFIX}"), 3));
 }
 
@@ -311,4 +346,170 @@ fn keys_are_64_lowercase_hex_digits() {
     assert!(!is_key(&key(7).to_uppercase()));
     assert!(!is_key(&key(7)[1..]));
     assert!(!is_key("segments"));
+}
+
+#[test]
+fn a_relisting_that_misses_a_segment_still_being_written_keeps_its_answers() {
+    let Some(moto) = crate::storage::object::testing::moto() else { return };
+    let bucket = moto.bucket("writing");
+    let (server, _) = cache_on(&bucket);
+    server.bound(1 << 20);
+    let query = server.partition("query");
+    assert!(answer(query.get(&key(1))).is_none(), "listed: empty");
+    query.put(&key(1), long_answer(1));
+    // The flusher takes its segment number, then waits while a relisting
+    // lists (not showing the segment yet); it writes the segment before
+    // the relisting goes on to forget what is gone.
+    let (numbered, wait_numbered) = mpsc::channel();
+    let (put, wait_put) = mpsc::channel::<()>();
+    let (written, wait_written) = mpsc::channel();
+    locked(&server.shared.hooks).before_put = Some(Box::new(move || {
+        numbered.send(()).unwrap();
+        wait_put.recv_timeout(STEP).unwrap();
+    }));
+    std::thread::scope(|scope| {
+        let shared = &server.shared;
+        scope.spawn(move || {
+            shared.flush();
+            written.send(()).unwrap();
+        });
+        wait_numbered.recv_timeout(STEP).unwrap();
+        locked(&shared.hooks).after_list = Some(Box::new(move || {
+            put.send(()).unwrap();
+            wait_written.recv_timeout(STEP).unwrap();
+        }));
+        let partition = shared.partition("query");
+        partition.read_listing(shared, Some(partition.generation.load(Ordering::Acquire)));
+    });
+    let holding = server.shared.held().find(&slot(server.shared.partition("query").number, &key(1)).unwrap());
+    assert!(matches!(holding, Holding::Loaded { .. }), "the answer written is still held");
+    assert_eq!(answer(query.get(&key(1))), Some(long_answer(1)));
+}
+
+#[test]
+fn a_clash_s_segment_name_sorts_between_the_numbers_around_it() {
+    let writer = "0000000000001-00000000000000ab";
+    let names = [segment_name(writer, 4, 0), segment_name(writer, 5, 1), segment_name(writer, 5, 0)];
+    let mut sorted = names.clone();
+    sorted.sort();
+    assert_eq!(sorted, names);
+    assert!(segment_name(writer, 5, 2) < segment_name(writer, 6, 0));
+}
+
+#[test]
+fn a_batch_taken_later_is_numbered_later_even_when_its_put_comes_first() {
+    let Some(moto) = crate::storage::object::testing::moto() else { return };
+    let bucket = moto.bucket("numbered");
+    let (writer, _) = cache_on(&bucket);
+    let query = writer.partition("query");
+    query.put(&key(1), Bytes::from_static(b"\"older\""));
+    // The flusher takes the older answer, then waits while a newer one is
+    // taken and written.
+    let (taken, wait_taken) = mpsc::channel();
+    let (go_on, wait_go_on) = mpsc::channel::<()>();
+    locked(&writer.shared.hooks).before_put = Some(Box::new(move || {
+        taken.send(()).unwrap();
+        wait_go_on.recv_timeout(STEP).unwrap();
+    }));
+    std::thread::scope(|scope| {
+        let shared = &writer.shared;
+        scope.spawn(move || shared.flush());
+        wait_taken.recv_timeout(STEP).unwrap();
+        query.put(&key(1), Bytes::from_static(b"\"newer\""));
+        writer.flush();
+        go_on.send(()).unwrap();
+    });
+    let (reader, _) = cache_on(&bucket);
+    assert_eq!(answer(reader.partition("query").get(&key(1))), Some(Bytes::from_static(b"\"newer\"")));
+}
+
+#[test]
+fn threads_that_find_segments_gone_at_once_list_the_partition_again_once() {
+    let Some(moto) = crate::storage::object::testing::moto() else { return };
+    let bucket = moto.bucket("relisted");
+    let (server, requests) = read_by_a_bounded_server_then_folded(&bucket, 20 << 10);
+    let served = server.partition("query");
+    // Every thread finds its answer's segment gone before any lists again.
+    const THREADS: usize = 4;
+    let arrived = Arc::new((Mutex::new(0), std::sync::Condvar::new()));
+    let at_relist = arrived.clone();
+    locked(&server.shared.hooks).before_relist = Some(Arc::new(move || {
+        let (count, all) = &*at_relist;
+        *locked(count) += 1;
+        all.notify_all();
+        let waited = all.wait_timeout_while(locked(count), STEP, |n| *n < THREADS);
+        assert!(*waited.unwrap().0 >= THREADS, "a thread did not find its segment gone");
+    }));
+    let lists = requests.counts().lists;
+    std::thread::scope(|scope| {
+        for n in 0..THREADS as u32 {
+            let served = &served;
+            scope.spawn(move || assert_eq!(answer(served.get(&key(n))), Some(long_answer(n)), "answer {n}"));
+        }
+    });
+    assert_eq!(*locked(&arrived.0), THREADS);
+    assert_eq!(requests.counts().lists - lists, 1, "listed again once");
+}
+
+#[test]
+fn a_get_of_a_partition_read_does_not_wait_for_a_listing_under_way() {
+    let Some(moto) = crate::storage::object::testing::moto() else { return };
+    let bucket = moto.bucket("nowait");
+    let (writer, _) = cache_on(&bucket);
+    writer.partition("query").put(&key(1), Bytes::from_static(b"1"));
+    drop(writer);
+    let (server, _) = cache_on(&bucket);
+    let query = server.partition("query");
+    assert!(answer(query.get(&key(1))).is_some());
+    let partition = server.shared.partition("query");
+    let (found, wait_found) = mpsc::channel();
+    std::thread::scope(|scope| {
+        // As a relisting by another thread holds it.
+        let listing = locked(&partition.listing);
+        scope.spawn(|| found.send(answer(query.get(&key(1)))).unwrap());
+        let got = wait_found.recv_timeout(STEP);
+        drop(listing);
+        assert_eq!(got, Ok(Some(Bytes::from_static(b"1"))));
+    });
+}
+
+#[test]
+fn a_line_read_again_must_be_whole_where_its_segment_was_written_again_otherwise() {
+    let Some(moto) = crate::storage::object::testing::moto() else { return };
+    let bucket = moto.bucket("rewritten");
+    let (cache, _) = cache_on(&bucket);
+    let partition = cache.shared.partition("query");
+    let (k, name) = (key(1), format!("{SEGMENTS}/x-folded{SEGMENT_SUFFIX}"));
+    partition.at.put(&name, Bytes::from(format!("{k}\t[1]\n{k}\t[2]\n"))).unwrap();
+    let place = |start, len| Place::Segment { name: Arc::from(name.as_str()), start, len };
+    let second = (k.len() as u64 + 5, k.len() as u64 + 4);
+    assert_eq!(partition.read_again(&k, &place(second.0, second.1)).unwrap(), Some(Bytes::from_static(b"[2]")));
+    // Written again, its lines longer: the key's line at the place, cut short.
+    partition.at.put(&name, Bytes::from(format!("{k}\t[1000]\n"))).unwrap();
+    assert_eq!(partition.read_again(&k, &place(0, second.1)).unwrap(), None, "not the cut line");
+    // Or shorter: the place runs past its end.
+    partition.at.put(&name, Bytes::from(format!("{k}\t1\n"))).unwrap();
+    assert_eq!(partition.read_again(&k, &place(0, second.1)).unwrap(), None, "not read past the end");
+}
+
+#[test]
+fn a_bounded_root_does_not_serve_an_older_single_answer_once_its_segment_s_answer_is_forgotten() {
+    let Some(moto) = crate::storage::object::testing::moto() else { return };
+    let bucket = moto.bucket("rootsingles");
+    let (writer, _) = cache_on(&bucket);
+    let k = key(0);
+    writer.shared.root.put(&crate::llm::cache::entry_key(&k), Bytes::from_static(b"\"older\"")).unwrap();
+    writer.put(&k, Bytes::from_static(b"\"newer\""));
+    for n in 1..300 {
+        writer.put(&key(n), long_answer(n));
+    }
+    drop(writer);
+    // Room for about 100 entries: the first of the segment's, k's, is forgotten.
+    let budget = 20 << 10;
+    let (server, _) = cache_on(&bucket);
+    server.bound(budget);
+    assert_eq!(answer(server.get(&key(299))), Some(long_answer(299)));
+    let slot = slot(server.shared.partition("").number, &k).unwrap();
+    assert!(matches!(server.shared.held().find(&slot), Holding::Absent), "forgotten");
+    assert_ne!(answer(server.get(&k)), Some(Bytes::from_static(b"\"older\"")));
 }
