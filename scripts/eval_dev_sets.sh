@@ -19,7 +19,7 @@
 #   BUDGET    --budget of graphrag-rs eval, e.g. 2000,5000,10000 (default: the settings' own limits)
 #   REINDEX   1: index again even when OUT_DIR/projects/<dataset>/output exists
 #   METHOD    the index method (default: fast)
-#   PRECISION f32, int8 or auto: the local embedding model's precision in new projects (default: init's, auto)
+#   PRECISION f32, int8, bf16 or auto: the local embedding model's precision in new projects (default: init's, auto)
 #   MOCK_URL  an OpenAI-compatible base URL (e.g. graphrag-mock-llm's http://127.0.0.1:8765/v1) that
 #             serves both the chat and the embedding model (then the projects have an API key)
 #   CACHE_FROM the projects folder of an earlier run (OUT_DIR/projects): each project starts with its

@@ -48,8 +48,8 @@ pub use run::{
     UpdateOptions,
 };
 pub use shard::{
-    embed_shard, index_merge, index_merge_graph, index_shard, run_shard, shard_of, shard_status, update_merge,
-    update_merge_graph, update_shard, GraphStaged, ShardPhase, ShardReport, ShardSpec,
+    index_merge, index_merge_graph, run_shard, shard_of, shard_status, update_merge, update_merge_graph, update_shard,
+    GraphStaged, ShardPhase, ShardReport, ShardSpec,
 };
 
 /// Asks every run in progress in this process to stop; see the crate docs.
