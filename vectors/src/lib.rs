@@ -28,7 +28,7 @@ mod topk;
 #[cfg(test)]
 mod tests;
 
-pub use simd::has_avx2_fma;
+pub use simd::{dot, has_avx2_fma};
 
 use hnsw::{Hnsw, Rows};
 use topk::{Scored, TopK};

@@ -19,7 +19,8 @@ pub fn has_avx2_fma() -> bool {
     }
 }
 
-/// Dot product of two equally long slices.
+/// Dot product of two equally long slices (the cosine similarity of two
+/// normalised vectors, as every search of this crate scores it).
 #[inline]
 pub fn dot(a: &[f32], b: &[f32]) -> f32 {
     debug_assert_eq!(a.len(), b.len());

@@ -223,8 +223,9 @@ pub fn distinct_head<'a>(
     let window = ranked.len().min(DISTINCT_WINDOW);
     for &u in &ranked[..window] {
         let copy = head.len() < DISTINCT_HEAD
-            && vector(u)
-                .is_some_and(|v| head.iter().filter_map(|&h| vector(h)).any(|w| f64::from(dot(v, w)) >= threshold));
+            && vector(u).is_some_and(|v| {
+                head.iter().filter_map(|&h| vector(h)).any(|w| f64::from(graphrag_vectors::dot(v, w)) >= threshold)
+            });
         if head.len() < DISTINCT_HEAD && !copy {
             head.push(u);
         } else {
@@ -232,10 +233,6 @@ pub fn distinct_head<'a>(
         }
     }
     head.into_iter().chain(moved).chain(ranked[window..].iter().copied()).collect()
-}
-
-fn dot(a: &[f32], b: &[f32]) -> f32 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
 /// The first `head` units of the walk, then the others of `fused` in its
