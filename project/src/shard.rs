@@ -387,8 +387,7 @@ impl ShardReport {
     /// Writes the report as its shard's `done.json`, after everything else
     /// the shard wrote: the shard is finished.
     fn save(self, shard: &Location) -> anyhow::Result<ShardReport> {
-        store::atomic_write(&self.dir.join(DONE), &serde_json::to_vec_pretty(&self)?)?;
-        shard.push(DONE)?;
+        shard.write(DONE, &serde_json::to_vec_pretty(&self)?)?;
         Ok(self)
     }
 }

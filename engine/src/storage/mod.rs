@@ -260,6 +260,14 @@ impl Location {
         }
     }
 
+    /// Writes `bytes` as the file `name` of the local folder (whole or not
+    /// at all) and [`Location::push`]es it.
+    pub fn write(&self, name: &str, bytes: &[u8]) -> anyhow::Result<()> {
+        let path = self.dir.join(name);
+        store::atomic_write(&path, bytes).with_context(|| format!("writing {}", path.display()))?;
+        self.push(name)
+    }
+
     /// [`Location::push`] of the table `name` (written at [`Location::table_file`]).
     pub fn push_table(&self, name: &str) -> anyhow::Result<()> {
         self.push(&table_file_name(name))
@@ -444,7 +452,7 @@ mod tests {
         assert_eq!(storage.output.table_file("entities"), Path::new("/abs/index/entities.parquet"));
     }
 
-    /// What [`Location::push`], `put_file`, `read`, `pull_table`, `remove`,
+    /// What [`Location::push`], `write`, `put_file`, `read`, `pull_table`, `remove`,
     /// `remove_all` and `subfolders` do on `shared`, seen from `other` (the
     /// same place from another machine: the same folder, or another working
     /// copy of the same prefix).
@@ -454,8 +462,7 @@ mod tests {
         std::fs::create_dir_all(a.dir()).unwrap();
         std::fs::write(a.table_file("units"), b"table").unwrap();
         a.push_table("units").unwrap();
-        std::fs::write(a.dir().join("done.json"), b"{}").unwrap();
-        a.push("done.json").unwrap();
+        a.write("done.json", b"{}").unwrap();
         assert_eq!(b.read("done.json").unwrap().as_deref(), Some(&b"{}"[..]));
         assert!(b.pull_table("units").unwrap());
         assert_eq!(std::fs::read(b.table_file("units")).unwrap(), b"table");

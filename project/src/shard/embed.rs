@@ -142,9 +142,7 @@ fn stage_graph(
             copies.put_table(table, &store::table_path(&staging_dir, table, plan.is_published(table)))?;
         }
     }
-    std::fs::create_dir_all(base.dir()).with_context(|| format!("creating {}", base.dir().display()))?;
-    store::atomic_write(&base.dir().join(GRAPH), &serde_json::to_vec_pretty(&staged)?)?;
-    base.push(GRAPH)?;
+    base.write(GRAPH, &serde_json::to_vec_pretty(&staged)?)?;
     Ok(staged)
 }
 
