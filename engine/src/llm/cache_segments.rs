@@ -28,7 +28,9 @@
 //! a partition folds the small ones, consecutive, into segments of up to
 //! [`FLUSH_BYTES`]. A bounded reader that finds a segment gone (folded by
 //! another) lists the partition again, once for all its threads that find
-//! that at the same time; a partition read is not waited on by its `get`s.
+//! that at the same time; a partition read is not waited on by its `get`s
+//! (a miss of the root, which lists an old folder, waits for a listing
+//! under way).
 //!
 //! One object per answer (`<partition>/ab/<key>.json`, written before
 //! segments) is still read: one GET for each key the listing shows, only
@@ -43,7 +45,7 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::hash::{BuildHasher, Hasher};
 use std::ops::Range;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -106,11 +108,10 @@ struct Partition {
     /// at a time (its own segments, then an old folder when a key in it is
     /// asked), not all the way down.
     holds_partitions: bool,
-    /// Listed and its segments read (done when first asked): read without
-    /// taking `listing`, which is held while listing.
-    read: AtomicBool,
-    /// Listings done: a thread that found a segment gone lists again only
-    /// if no other thread did since it looked.
+    /// Listings done (0: not listed yet; the first is made when first asked,
+    /// and seen without taking `listing`, which is held while listing): a
+    /// thread that found a segment gone lists again only if no other thread
+    /// did since it looked.
     generation: AtomicU64,
     listing: Mutex<Listing>,
     unwritten: Mutex<Unwritten>,
@@ -255,7 +256,6 @@ impl Shared {
                     number,
                     at: at(),
                     holds_partitions: path.is_empty(),
-                    read: AtomicBool::new(false),
                     generation: AtomicU64::new(0),
                     listing: Mutex::default(),
                     unwritten: Mutex::default(),
@@ -511,7 +511,7 @@ impl Partition {
     /// listed again since the listing generation given). When it cannot be
     /// read, a warning: its answers are then asked again.
     fn read_listing(&self, shared: &Shared, again_since: Option<u64>) {
-        let read = || self.read.load(Ordering::Acquire);
+        let read = || self.generation.load(Ordering::Acquire) != 0;
         if again_since.is_none() && read() {
             return;
         }
@@ -529,7 +529,6 @@ impl Partition {
                 self.at.url()
             );
         }
-        self.read.store(true, Ordering::Release);
         self.generation.fetch_add(1, Ordering::Release);
     }
 
@@ -549,7 +548,7 @@ impl Partition {
                 // (at most 256 LISTs, once), the segments' answers replace them.
                 if self.holds_partitions && !shown.segments.is_empty() && shared.held().max_bytes().is_some() {
                     for folder in std::mem::take(&mut listing.unlisted) {
-                        self.hold_folder(shared, &folder)?;
+                        self.hold_folder(shared, &folder);
                     }
                 }
             }
@@ -591,11 +590,24 @@ impl Partition {
 
     /// Lists the old folder of `key` if it is not listed yet; whether it was.
     fn list_folder_of(&self, shared: &Shared, key: &str) -> bool {
+        // Only the root has old folders: a partition's miss need not wait
+        // for a listing under way.
+        if !self.holds_partitions {
+            return false;
+        }
         let mut listing = locked(&self.listing);
         if !listing.unlisted.remove(&key[..2]) {
             return false;
         }
-        match self.hold_folder(shared, &key[..2]) {
+        self.hold_folder(shared, &key[..2])
+    }
+
+    /// [`Self::try_hold_folder`]; whether it held them. A failure is a
+    /// warning and loses that folder's answers only (their requests are sent
+    /// again): the folder is not listed again, where a later listing could
+    /// bring back an answer older than a segment's.
+    fn hold_folder(&self, shared: &Shared, folder: &str) -> bool {
+        match self.try_hold_folder(shared, folder) {
             Ok(()) => true,
             Err(e) => {
                 tracing::warn!("could not list the cached answers of {}: {e:#}", self.at.url());
@@ -606,7 +618,7 @@ impl Partition {
 
     /// Lists the old folder `folder` and holds the places of its answers
     /// (not of those a segment has).
-    fn hold_folder(&self, shared: &Shared, folder: &str) -> anyhow::Result<()> {
+    fn try_hold_folder(&self, shared: &Shared, folder: &str) -> anyhow::Result<()> {
         let listed = self.at.list(folder)?;
         let mut held = shared.held();
         for single in Shown::of(listed).singles {

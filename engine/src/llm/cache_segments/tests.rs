@@ -452,7 +452,7 @@ fn threads_that_find_segments_gone_at_once_list_the_partition_again_once() {
 }
 
 #[test]
-fn a_get_of_a_partition_read_does_not_wait_for_a_listing_under_way() {
+fn a_get_of_a_partition_read_hit_or_miss_does_not_wait_for_a_listing_under_way() {
     let Some(moto) = crate::storage::object::testing::moto() else { return };
     let bucket = moto.bucket("nowait");
     let (writer, _) = cache_on(&bucket);
@@ -468,8 +468,12 @@ fn a_get_of_a_partition_read_does_not_wait_for_a_listing_under_way() {
         let listing = locked(&partition.listing);
         scope.spawn(|| found.send(answer(query.get(&key(1)))).unwrap());
         let got = wait_found.recv_timeout(STEP);
+        // Nor a miss (only the root has old folders to list on a miss).
+        scope.spawn(|| found.send(answer(query.get(&key(2)))).unwrap());
+        let missed = wait_found.recv_timeout(STEP);
         drop(listing);
         assert_eq!(got, Ok(Some(Bytes::from_static(b"1"))));
+        assert_eq!(missed, Ok(None));
     });
 }
 
