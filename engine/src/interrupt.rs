@@ -41,10 +41,7 @@ pub fn requested() -> bool {
 
 /// Whether `error` (or any error in its chain) is an interruption.
 pub fn caused(error: &anyhow::Error) -> bool {
-    error.chain().any(|e| {
-        e.downcast_ref::<Interrupted>().is_some()
-            || matches!(e.downcast_ref::<crate::llm::LlmError>(), Some(crate::llm::LlmError::Interrupted))
-    })
+    error.chain().any(|e| e.downcast_ref::<Interrupted>().is_some())
 }
 
 /// The stop of one run (a build among others in a library caller's

@@ -4,10 +4,10 @@
 //! The engine knows no verb by name: verbs arrive through a [`verb::Registry`].
 
 pub mod aliases_file;
+pub mod api_base;
 pub mod cancel;
 pub mod config_error;
 pub mod context;
-pub mod doc_status;
 pub mod embedded_fields;
 pub mod env;
 pub mod failures;
@@ -26,6 +26,7 @@ pub mod store;
 pub mod table;
 #[cfg(test)]
 mod test_verbs;
+pub(crate) mod tls;
 pub mod verb;
 pub mod yaml_lines;
 

@@ -15,13 +15,14 @@ use arrow_array::{Array, RecordBatch, RecordBatchOptions};
 use indicatif::{MultiProgress, ProgressBar, ProgressFinish, ProgressStyle};
 use serde::{Deserialize, Serialize};
 
-use crate::context::{FileSource, PreviousIndex, ProjectFiles, StepCounters, VerbContext};
+use crate::context::{PreviousIndex, ProjectFiles, StepCounters, VerbContext};
 use crate::failures::{self, FailedItem, FailedItems};
 use crate::interrupt;
 use crate::llm::LlmService;
 use crate::pipeline::{Plan, Step};
 use crate::stats::{peak_rss_mb, RunStats, StepStats};
 use crate::storage::counting::RunRequests;
+use crate::storage::files::FileSource;
 use crate::store;
 use crate::verb::LlmEstimate;
 use graphrag_operations::ids::sha256_hex;
@@ -585,7 +586,7 @@ pub fn run(plan: &Plan, ws: &Workspace, opts: &RunOptions) -> anyhow::Result<Run
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::context::LocalFiles;
+    use crate::storage::files::LocalFiles;
     use crate::test_verbs::{plan, CHECKED, MODEL_STEPS_RUN, RENDEZVOUS};
 
     fn workspace(dir: &Path) -> Workspace {

@@ -94,9 +94,13 @@ pub fn dir(output_dir: &Path) -> PathBuf {
     output_dir.join(".update")
 }
 
+/// The document status table (`graphrag_project::doc_status`), which a run
+/// writes in the live folder as it goes.
+pub const DOCUMENT_STATUS_FILE: &str = "document_status.parquet";
+
 /// Files of the live index a run never stages (the status table is kept
 /// current in place; the lock is the lock).
-const LIVE_ONLY: [&str; 2] = [LOCK, crate::doc_status::FILE];
+const LIVE_ONLY: [&str; 2] = [LOCK, DOCUMENT_STATUS_FILE];
 
 /// Starts a staging folder from the live index (hard links, or copies where
 /// links fail), so that `index --resume` can skip the steps whose outputs are

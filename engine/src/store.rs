@@ -24,7 +24,7 @@ use parquet::schema::types::ColumnPath;
 
 use crate::schema;
 
-const TMP_MARK: &str = ".tmp-";
+pub(crate) const TMP_MARK: &str = ".tmp-";
 
 /// Writes through `fill` into a temporary file, then renames it to `path`.
 /// If `fill` fails, the temporary file is removed and `path` is untouched.

@@ -29,6 +29,8 @@
 //! `output/.lock`): a second one fails at once.
 
 pub mod assets;
+pub mod doc_status;
+pub mod documents;
 pub mod export;
 pub mod graph_edits;
 mod init;

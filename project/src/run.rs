@@ -2,7 +2,7 @@
 //! `update` (the previous index as the starting point), and the dry run.
 //! Both stage their outputs and publish them at once
 //! (`graphrag_engine::staging`), under the writer lock, keeping
-//! document_status.parquet current (`graphrag_engine::doc_status`).
+//! document_status.parquet current (`crate::doc_status`).
 //!
 //! The update: the pipeline runs again over the whole input, into
 //! `output/.update/`: unchanged documents give the same chunks, hence the
@@ -30,7 +30,9 @@ use graphrag_engine::stats::RunStats;
 use graphrag_engine::storage::counting::{RequestSnapshot, RunRequests};
 use graphrag_engine::storage::{Location, Writer};
 use graphrag_engine::table::strings;
-use graphrag_engine::{doc_status, interrupt, staging};
+use graphrag_engine::{interrupt, staging};
+
+use crate::doc_status;
 use indicatif::MultiProgress;
 
 use crate::export::{self, LanceDbExport};
@@ -215,8 +217,15 @@ pub(crate) fn index_with(
     let (mut plan, ws) = project.workspace(&staging_dir, None);
     adapt(&mut plan, &output)?;
     tracing::info!(pipeline = %plan.name, steps = plan.steps.len(), "indexing {}", root.display());
-    let (stats, documents) = doc_status::run_tracked(&plan, &ws, &run_opts, &output_dir, || publish(&output, &writer))
-        .map_err(|e| failed(e, &output_dir, had_index, "graphrag-rs index --resume"))?;
+    let (stats, documents) = doc_status::run_tracked(
+        &plan,
+        &ws,
+        &run_opts,
+        &output_dir,
+        || staging::commit(&output_dir),
+        || output.publish(&writer),
+    )
+    .map_err(|e| failed(e, &output_dir, had_index, "graphrag-rs index --resume"))?;
     warn_about_tolerated_failures(&stats);
     let lancedb = export::after_run(&root, &settings);
     Ok(RunReport { plan, stats, output_dir, documents, changes: None, lancedb })
@@ -301,19 +310,19 @@ pub(crate) fn update_with(root: &Path, opts: &UpdateOptions, adapt: AdaptPlan) -
         tracing::info!("no index in {} yet: indexing every document", output_dir.display());
     }
     let before = if has_index { Location::folder(&output_dir).read_table("documents")? } else { None };
-    let (stats, documents) = doc_status::run_tracked(&plan, &ws, &run_opts, &output_dir, || publish(&output, &writer))
-        .map_err(|e| failed(e, &output_dir, has_index, "graphrag-rs update"))?;
+    let (stats, documents) = doc_status::run_tracked(
+        &plan,
+        &ws,
+        &run_opts,
+        &output_dir,
+        || staging::commit(&output_dir),
+        || output.publish(&writer),
+    )
+    .map_err(|e| failed(e, &output_dir, has_index, "graphrag-rs update"))?;
     warn_about_tolerated_failures(&stats);
     let changes = documents.as_ref().map(|after| changes(before.as_ref(), after)).transpose()?;
     let lancedb = export::after_run(root, &settings);
     Ok(RunReport { plan, stats, output_dir, documents, changes, lancedb })
-}
-
-/// Publishes a finished run: the staged files into the output folder, and
-/// (on an object store) that folder as the next version.
-fn publish(output: &Location, writer: &Writer) -> anyhow::Result<()> {
-    staging::commit(output.dir())?;
-    output.publish(writer)
 }
 
 /// A published index's run record.

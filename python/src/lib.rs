@@ -20,6 +20,7 @@ use graphrag_engine::config_error::ConfigError as SettingsError;
 use graphrag_engine::settings::ProjectRoot;
 use graphrag_engine::staging;
 use graphrag_engine::storage::{Location, Storage};
+use graphrag_project::documents::{Added, InputDocuments};
 use graphrag_project::{
     IndexOptions, OpenOptions, Project, RunError, RunReport, RunSettings, StepEvent, StopFlag, UpdateOptions,
 };
@@ -307,6 +308,46 @@ fn input_settings(root: PathBuf) -> PyResult<(String, String)> {
     Ok((Storage::open(&root, s).map_err(|e| to_py(&e))?.input.describe(), s.input.file_type.clone()))
 }
 
+/// The input documents of `root` (a folder, or objects under a bucket prefix).
+fn input_documents(root: &Path) -> PyResult<InputDocuments> {
+    let loaded = graphrag_engine::settings::load(root).map_err(|e| to_py(&e.into()))?;
+    Ok(InputDocuments::of(&Storage::open(root, &loaded.settings).map_err(|e| to_py(&e))?))
+}
+
+/// Writes the document `name` into `root`'s input, wherever it lives
+/// (`Index.insert`); a document of that name already there is an error.
+#[pyfunction]
+fn add_document(py: Python<'_>, root: PathBuf, name: &str, text: &str) -> PyResult<()> {
+    py.detach(|| {
+        let documents = input_documents(&project_folder(&root)?)?;
+        match documents.add(name, text.as_bytes(), false).map_err(|e| to_py(&e))? {
+            Added::Written => Ok(()),
+            Added::NameTaken => Err(GraphragError::new_err(format!(
+                "insert: {name} exists already in {} (delete_document({name:?}) first, or pick another name)",
+                documents.describe()
+            ))),
+        }
+    })
+}
+
+/// Removes the document `name` from `root`'s input (`Index.delete_document`);
+/// a name the input does not have is an error naming some that it has.
+#[pyfunction]
+fn remove_document(py: Python<'_>, root: PathBuf, name: &str) -> PyResult<()> {
+    py.detach(|| {
+        let documents = input_documents(&project_folder(&root)?)?;
+        if documents.remove(name).map_err(|e| to_py(&e))? {
+            return Ok(());
+        }
+        let present: Vec<String> =
+            documents.list().map_err(|e| to_py(&e))?.into_iter().take(20).map(|d| d.name).collect();
+        Err(GraphragError::new_err(format!(
+            "delete_document: no document {name:?} in {} (it has {present:?})",
+            documents.describe()
+        )))
+    })
+}
+
 /// Adds a graph edit (`graphrag_project::graph_edits`, the server's LightRAG
 /// graph paths' store) to `root`'s graph_edits.yaml, given as the file's
 /// JSON form (`{"action": "edit_entity", "name": ...}`); every later index
@@ -335,7 +376,7 @@ fn no_index(root: &Path, output: &Location) -> PyErr {
     NoIndexError::new_err(format!(
         "no index in {}: run build_index({:?}) first",
         output.describe(),
-        root.display().to_string()
+        graphrag_engine::settings::describe_root(root)
     ))
 }
 
@@ -531,6 +572,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(update_index, m)?)?;
     m.add_function(wrap_pyfunction!(index_dir, m)?)?;
     m.add_function(wrap_pyfunction!(input_settings, m)?)?;
+    m.add_function(wrap_pyfunction!(add_document, m)?)?;
+    m.add_function(wrap_pyfunction!(remove_document, m)?)?;
     m.add_function(wrap_pyfunction!(add_graph_edit, m)?)?;
     m.add_function(wrap_pyfunction!(logs::forward_logs, m)?)?;
     m.add_function(wrap_pyfunction!(prompt_tune::generate_indexing_prompts, m)?)?;

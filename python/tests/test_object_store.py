@@ -7,6 +7,7 @@ import shutil
 import socket
 import subprocess
 import time
+import urllib.error
 import urllib.request
 
 import pytest
@@ -115,3 +116,43 @@ def test_a_project_root_in_a_bucket_is_indexed_and_queried(mock_url, moto_endpoi
     assert graphrag_rs.init("s3://python-index/fresh") == "s3://python-index/fresh"
     with pytest.raises(graphrag_rs.GraphragError, match="s3://python-index/fresh/settings.yaml already exists"):
         graphrag_rs.init("s3://python-index/fresh")
+
+
+def _exists(endpoint: str, key: str) -> bool:
+    request = urllib.request.Request(f"{endpoint}/python-index/{key}", method="HEAD")
+    try:
+        urllib.request.urlopen(request, timeout=10).close()
+        return True
+    except urllib.error.HTTPError as e:
+        if e.code == 404:
+            return False
+        raise
+
+
+def test_insert_and_delete_document_write_a_bucket_input(mock_url, moto_endpoint, tmp_path, monkeypatch):
+    # A project root in the bucket: its input is the bucket's `input/` prefix.
+    local = make_project(tmp_path / "p", mock_url, {"stave1.txt": passage("MARLEY'S GHOST", 3000)})
+    _put(moto_endpoint, "docs/carol/settings.yaml", (local / "settings.yaml").read_bytes())
+    _put(moto_endpoint, "docs/carol/input/stave1.txt", (local / "input" / "stave1.txt").read_bytes())
+    monkeypatch.setenv("AWS_ENDPOINT_URL", moto_endpoint)
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)
+    root = "s3://python-index/docs/carol"
+    graphrag_rs.build_index(root, method="fast")
+    index = graphrag_rs.Index(root)
+
+    name = index.insert(passage("Awaking in the middle", 3000), "stave3.txt")
+    assert _exists(moto_endpoint, "docs/carol/input/stave3.txt"), "the document is written to the bucket's input"
+    assert not (tmp_path / "s3:").exists(), "nothing is written to a local folder named after the URL"
+    hits = index.query("Which berries were gleaming on the walls?", method="basic", context_only=True)
+    assert "berries" in hits.context_text
+    assert sorted(graphrag_rs.load_tables(root)["documents"]["title"]) == ["stave1.txt", "stave3.txt"]
+    with pytest.raises(graphrag_rs.GraphragError, match="stave3.txt exists already in s3://python-index/docs/carol/input"):
+        index.insert("Another text.", "stave3.txt")
+
+    index.delete_document(name)
+    assert not _exists(moto_endpoint, "docs/carol/input/stave3.txt"), "the document is deleted from the bucket"
+    assert list(graphrag_rs.load_tables(root)["documents"]["title"]) == ["stave1.txt"]
+    with pytest.raises(graphrag_rs.GraphragError, match="no document 'stave3.txt' in s3://python-index/docs/carol/input"):
+        index.delete_document(name)

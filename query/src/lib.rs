@@ -246,7 +246,11 @@ impl QueryEngine {
         let output = Storage::open(&root, &settings)?.output;
         // On an object store, a local copy of the published version.
         let Some((published, _)) = output.published()? else {
-            bail!("no index in {}: run `graphrag-rs index --root {}` first", output.describe(), root.display());
+            bail!(
+                "no index in {}: run `graphrag-rs index --root {}` first",
+                output.describe(),
+                settings::describe_root(&root)
+            );
         };
         QueryEngine::at(&root, settings, &published)
     }

@@ -1,13 +1,15 @@
 //! LightRAG's document paths: upload, insert text, scan, list with status,
-//! delete, pipeline status. A document is a file in the input folder; adding
-//! or deleting one queues an `update` run (graphrag_project), whose progress
-//! `document_status.parquet` records and these paths report.
+//! delete, pipeline status. A document is a file of the project's input
+//! (a folder, or objects under a bucket prefix: `graphrag_project::documents`
+//! reads and writes both); adding or deleting one queues an `update` run
+//! (graphrag_project), whose progress `document_status.parquet` records and
+//! these paths report.
 
-use std::collections::{BTreeMap, HashSet};
-use std::fs;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
-use graphrag_engine::doc_status::{self, DocStatus};
+use graphrag_project::doc_status::DocStatus;
+use graphrag_project::documents::{Added, InputDocument};
 use graphrag_project::InputFiles;
 use hyper::StatusCode;
 use serde::Deserialize;
@@ -84,29 +86,26 @@ fn new_track_id(prefix: &str, names: &[String]) -> String {
     track_id(prefix, seed.as_bytes())
 }
 
-/// The plain, visible files of the input folder.
-fn input_file_names(state: &State) -> Result<Vec<String>> {
-    let mut names: Vec<String> = fs::read_dir(&state.input_dir)
-        .map_err(|e| anyhow::anyhow!("reading {}: {e}", state.input_dir.display()))?
-        .filter_map(|e| e.ok())
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| !n.starts_with('.'))
-        .collect();
-    names.sort();
-    Ok(names)
+/// The input documents by name.
+fn input_documents(state: &State) -> Result<BTreeMap<String, InputDocument>> {
+    Ok(state.documents.list()?.into_iter().map(|d| (d.name.clone(), d)).collect())
 }
 
-/// The input file among `candidates` whose bytes are `bytes`: the
-/// pipeline would skip a second copy of a content, so it is refused.
-fn duplicate_of(state: &State, bytes: &[u8], candidates: impl Fn(&str) -> bool) -> Result<Option<String>> {
-    for name in input_file_names(state)? {
-        let path = state.input_dir.join(&name);
-        if !candidates(&name) || fs::metadata(&path).map_or(true, |m| m.len() != bytes.len() as u64) {
+/// The document among `present`'s `candidates` whose bytes are `bytes`:
+/// the pipeline would skip a second copy of a content, so it is refused.
+/// Only documents of the same size are read.
+fn duplicate_of(
+    state: &State,
+    present: &BTreeMap<String, InputDocument>,
+    bytes: &[u8],
+    candidates: impl Fn(&str) -> bool,
+) -> Result<Option<String>> {
+    for doc in present.values() {
+        if !candidates(&doc.name) || doc.size != bytes.len() as u64 {
             continue;
         }
-        if fs::read(&path).is_ok_and(|b| b == bytes) {
-            return Ok(Some(name));
+        if state.documents.read(&doc.name)?.is_some_and(|b| b == bytes) {
+            return Ok(Some(doc.name.clone()));
         }
     }
     Ok(None)
@@ -121,18 +120,17 @@ fn document_id(rows: &BTreeMap<String, DocStatus>, name: &str) -> String {
         .unwrap_or_else(|| format!("file-{}", hex(&Sha256::digest(name.as_bytes())[..8])))
 }
 
-/// 409: LightRAG's answer to a name the input folder has already.
+/// 409: LightRAG's answer to a name the input has already.
 fn name_taken(name: &str) -> ApiError {
     ApiError::new(
         StatusCode::CONFLICT,
-        format!("the input folder already contains `{name}`: delete that document first, or upload with ?overwrite=true to replace it"),
+        format!("the input already contains `{name}`: delete that document first, or upload with ?overwrite=true to replace it"),
     )
 }
 
 /// Writes a new input document; a document of the same name is a 409
 /// unless `overwrite` (LightRAG: delete it first).
 fn write_document(state: &State, name: &str, bytes: &[u8], overwrite: bool) -> Result<()> {
-    let path = state.input_dir.join(name);
     {
         let mut writing = state.writing.lock().unwrap_or_else(|e| e.into_inner());
         if writing.contains_key(name) {
@@ -140,16 +138,11 @@ fn write_document(state: &State, name: &str, bytes: &[u8], overwrite: bool) -> R
         }
         writing.insert(name.to_string(), std::time::Instant::now());
     }
-    let result = (|| {
-        if path.exists() && !overwrite {
-            return Err(name_taken(name));
-        }
-        let temp = state.input_dir.join(format!(".upload-{}.tmp", hex(&Sha256::digest(name.as_bytes())[..8])));
-        fs::write(&temp, bytes).and_then(|_| fs::rename(&temp, &path)).map_err(|e| {
-            let _ = fs::remove_file(&temp);
-            ApiError::from(anyhow::anyhow!("writing {name} into the input folder: {e}"))
-        })
-    })();
+    let result = match state.documents.add(name, bytes, overwrite) {
+        Ok(Added::Written) => Ok(()),
+        Ok(Added::NameTaken) => Err(name_taken(name)),
+        Err(e) => Err(ApiError::from(e.context(format!("writing {name} into {}", state.documents.describe())))),
+    };
     state.writing.lock().unwrap_or_else(|e| e.into_inner()).remove(name);
     result
 }
@@ -179,12 +172,13 @@ fn accept(state: &Arc<State>, prefix: &str, docs: Vec<(String, &[u8])>, overwrit
     let track = new_track_id(prefix, &names);
     let mut written = Vec::new();
     let mut duplicates = Vec::new();
+    let present = input_documents(state)?;
+    if let Some((name, _)) = docs.iter().find(|(name, _)| !overwrite && present.contains_key(name)) {
+        return Err(name_taken(name));
+    }
     for (name, bytes) in docs {
-        if !overwrite && state.input_dir.join(&name).exists() {
-            return Err(name_taken(&name));
-        }
-        if let Some(earlier) = duplicate_of(state, bytes, |other| !overwrite || other != name)? {
-            let rows = doc_status::read(&state.output_dir)?;
+        if let Some(earlier) = duplicate_of(state, &present, bytes, |other| !overwrite || other != name)? {
+            let rows = state.document_statuses()?;
             let original = document_id(&rows, &earlier);
             let failure = FailedUpload {
                 id: format!("dup-{}", hex(&Sha256::digest(format!("{track}/{name}").as_bytes())[..8])),
@@ -339,25 +333,26 @@ pub fn scan(state: &Arc<State>) -> Result<Resp> {
     }))
 }
 
-/// One document as LightRAG's `DocStatusResponse`.
-fn doc_json(state: &State, d: &DocStatus, track: Option<&str>) -> Value {
-    let path = state.input_dir.join(&d.title);
-    let summary = fs::read(&path)
-        .ok()
-        .filter(|_| matches!(d.title.rsplit_once('.').map(|(_, e)| e), Some("txt" | "md" | "markdown")))
-        .map(|b| summary(&b))
-        .unwrap_or_default();
+/// One document as LightRAG's `DocStatusResponse`: its summary from the
+/// published index, its length from the input (`present`).
+fn doc_json(
+    d: &DocStatus,
+    present: &BTreeMap<String, InputDocument>,
+    summaries: &HashMap<String, String>,
+    track: Option<&str>,
+) -> Value {
+    let file = present.get(&d.title);
     json!({
         "id": d.id,
-        "content_summary": summary,
-        "content_length": fs::metadata(&path).map(|m| m.len()).ok(),
+        "content_summary": summaries.get(&d.title).cloned().unwrap_or_default(),
+        "content_length": file.map(|f| f.size),
         "status": d.status.as_str(),
         "created_at": d.created_at,
         "updated_at": d.updated_at,
         "track_id": track,
         "chunks_count": d.text_unit_ids.len(),
         "error_msg": d.error,
-        "metadata": {"run_seconds": d.run_seconds, "in_input_folder": path.exists()},
+        "metadata": {"run_seconds": d.run_seconds, "in_input_folder": file.is_some()},
         "file_path": d.title,
     })
 }
@@ -366,22 +361,22 @@ fn doc_json(state: &State, d: &DocStatus, track: Option<&str>) -> Value {
 /// yet as `pending`, and uploads refused after they were accepted
 /// (`failed`).
 fn all_documents(state: &State) -> Result<Vec<Value>> {
-    let rows = doc_status::read(&state.output_dir)?;
+    let rows = state.document_statuses()?;
+    let present = input_documents(state)?;
+    let summaries = &state.snapshot().summaries;
     let uploads = state.uploads.lock().unwrap_or_else(|e| e.into_inner());
     let known: HashSet<&str> = rows.values().map(|d| d.title.as_str()).collect();
-    let mut out: Vec<Value> = rows.values().map(|d| doc_json(state, d, uploads.track_of(&d.title))).collect();
+    let mut out: Vec<Value> =
+        rows.values().map(|d| doc_json(d, &present, summaries, uploads.track_of(&d.title))).collect();
     let reads = input_files(state)?;
-    for name in input_file_names(state)?.into_iter().filter(|n| !known.contains(n.as_str())) {
-        let meta = fs::metadata(state.input_dir.join(&name)).ok();
-        let created = meta
-            .as_ref()
-            .and_then(|m| m.modified().ok())
-            .map(|t| chrono::DateTime::<chrono::Utc>::from(t).to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
-        let why = left_out(state, &reads, &name, &known)?;
+    for (name, file) in present.iter().filter(|(n, _)| !known.contains(n.as_str())) {
+        let created =
+            chrono::DateTime::<chrono::Utc>::from(file.modified).to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+        let why = left_out(state, &present, &reads, name, &known)?;
         out.push(json!({
-            "id": document_id(&rows, &name),
+            "id": document_id(&rows, name),
             "content_summary": "",
-            "content_length": meta.map(|m| m.len()),
+            "content_length": file.size,
             "status": if why.is_some() { "failed" } else { "pending" },
             "created_at": created,
             "updated_at": created,
@@ -400,7 +395,13 @@ fn all_documents(state: &State) -> Result<Vec<Value>> {
 /// running or queued for it (a file put in the folder by hand, or by
 /// another process): a type the input settings skip, or the content of
 /// another input file (a run keeps one copy). `None`: it waits for a run.
-fn left_out(state: &State, reads: &InputFiles, name: &str, indexed: &HashSet<&str>) -> Result<Option<String>> {
+fn left_out(
+    state: &State,
+    present: &BTreeMap<String, InputDocument>,
+    reads: &InputFiles,
+    name: &str,
+    indexed: &HashSet<&str>,
+) -> Result<Option<String>> {
     {
         let p = state.pipeline.lock().unwrap_or_else(|e| e.into_inner());
         if p.busy || p.request_pending || p.queued_files.iter().any(|q| q == name) {
@@ -414,8 +415,8 @@ fn left_out(state: &State, reads: &InputFiles, name: &str, indexed: &HashSet<&st
             reads.extensions().join(", ")
         )));
     }
-    let Ok(bytes) = fs::read(state.input_dir.join(name)) else { return Ok(None) };
-    let earlier = duplicate_of(state, &bytes, |other| indexed.contains(other))?;
+    let Some(bytes) = state.documents.read(name)? else { return Ok(None) };
+    let earlier = duplicate_of(state, present, &bytes, |other| indexed.contains(other))?;
     Ok(earlier.map(|earlier| format!("duplicate: content already exists as `{earlier}`, which is indexed")))
 }
 
@@ -581,14 +582,11 @@ struct DeleteRequest {
     delete_llm_cache: bool,
 }
 
-/// Removes input files by name (only plain names of the input folder).
+/// Removes input documents by name (only names the input lists).
 fn remove_files(state: &State, files: &[String]) -> Result<()> {
-    for name in files {
-        let name = safe_name(name).map_err(|_| ApiError::bad_request(format!("cannot delete `{name}`")))?;
-        let path = state.input_dir.join(&name);
-        if path.exists() {
-            fs::remove_file(&path).map_err(|e| anyhow::anyhow!("removing {name}: {e}"))?;
-        }
+    let present = input_documents(state)?;
+    for name in files.iter().filter(|name| present.contains_key(name.as_str())) {
+        state.documents.remove(name).map_err(|e| e.context(format!("removing {name}")))?;
     }
     Ok(())
 }
@@ -640,7 +638,7 @@ pub fn clear(state: &Arc<State>) -> Result<Resp> {
             "message": "An update is running: cancel it (POST /documents/cancel_pipeline) or wait, then clear.",
         }));
     }
-    let files = input_file_names(state)?;
+    let files: Vec<String> = input_documents(state)?.into_keys().collect();
     remove_files(state, &files)?;
     state.uploads.lock().unwrap_or_else(|e| e.into_inner()).clear();
     state.queue_update("every document cleared");

@@ -340,7 +340,7 @@ fn health(state: &State) -> Result<Resp> {
     http::json(json!({
         "status": "healthy",
         "working_directory": state.root.display().to_string(),
-        "input_directory": state.input_dir.display().to_string(),
+        "input_directory": state.documents.describe(),
         "configuration": {
             // The model questions are answered with; null without a usable one.
             "llm_model": chat.model,

@@ -8,7 +8,7 @@
 //! nothing from disk. A query takes the current `Arc<Snapshot>` and keeps it
 //! to the end, so it answers from one index, old or new, never a mix.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Arc, Mutex, RwLock};
 use std::time::Instant;
@@ -16,6 +16,8 @@ use std::time::Instant;
 use graphrag_engine::settings::{self, Settings};
 use graphrag_engine::staging;
 use graphrag_engine::storage::{Location, Storage};
+use graphrag_project::doc_status::{self, DocStatus};
+use graphrag_project::documents::InputDocuments;
 use graphrag_project::{RunSettings, StepEvent, StopFlag, UpdateOptions};
 use graphrag_query::QueryEngine;
 use serde_json::{json, Value};
@@ -29,12 +31,28 @@ pub struct Snapshot {
     /// `None` before the first index exists.
     pub engine: Option<QueryEngine>,
     pub graph: Graph,
+    /// The published index's document status rows, by id.
+    pub statuses: BTreeMap<String, DocStatus>,
+    /// The first 100 characters of each indexed document's text, by title.
+    pub summaries: HashMap<String, String>,
     /// The publication it was read from (file times of its tables).
     pub fingerprint: String,
     pub loaded_at: String,
 }
 
 impl Snapshot {
+    /// No index yet.
+    fn empty(fingerprint: String) -> Snapshot {
+        Snapshot {
+            engine: None,
+            graph: Graph::default(),
+            statuses: BTreeMap::new(),
+            summaries: HashMap::new(),
+            fingerprint,
+            loaded_at: now(),
+        }
+    }
+
     /// A short name of the publication it was read from: answers with the
     /// same version come from the same index.
     pub fn version(&self) -> String {
@@ -86,7 +104,9 @@ impl Pipeline {
 pub struct State {
     pub root: PathBuf,
     pub settings: Settings,
-    pub input_dir: PathBuf,
+    /// The input documents: uploads and deletions go here, wherever the
+    /// input lives (a folder or a bucket).
+    pub documents: InputDocuments,
     pub output_dir: PathBuf,
     /// Where the index is published (`output_dir`, or an object store).
     pub output: Location,
@@ -109,6 +129,20 @@ pub struct State {
     pub chat_check: crate::chat_model::StartupCheck,
 }
 
+/// The first 100 characters of each published document's text, by title
+/// (what LightRAG's document lists show), read from the index itself, so a
+/// listing reads no input file.
+fn document_summaries(published: &Path) -> anyhow::Result<HashMap<String, String>> {
+    let Some(docs) = Location::folder(published).read_table("documents")? else { return Ok(HashMap::new()) };
+    let titles = graphrag_engine::table::strings(&docs, "documents", "title")?;
+    let texts = graphrag_engine::table::strings(&docs, "documents", "text")?;
+    Ok(titles
+        .into_iter()
+        .zip(texts)
+        .map(|(title, text)| (title.to_string(), text.trim_start_matches('\u{feff}').chars().take(100).collect()))
+        .collect())
+}
+
 pub fn now() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }
@@ -118,15 +152,14 @@ impl State {
         let root = opts.root.as_path();
         let settings = settings::load(root)?.settings;
         let storage = Storage::open(root, &settings)?;
-        let input_dir = storage.input.dir().to_path_buf();
+        let documents = InputDocuments::of(&storage);
         let output_dir = storage.output.dir().to_path_buf();
         let output = storage.output;
-        std::fs::create_dir_all(&input_dir)?;
-        let empty = Snapshot { engine: None, graph: Graph::default(), fingerprint: String::new(), loaded_at: now() };
+        let empty = Snapshot::empty(String::new());
         let state = Arc::new(State {
             root: root.to_path_buf(),
             settings,
-            input_dir,
+            documents,
             output_dir,
             output,
             api_key,
@@ -148,6 +181,16 @@ impl State {
     /// The index queries answer from now.
     pub fn snapshot(&self) -> Arc<Snapshot> {
         self.snapshot.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// The document status rows, by id: in a folder the live table, which a
+    /// run keeps current as it goes; on an object store the published
+    /// version's (writer and replicas alike: what they answer from).
+    pub fn document_statuses(&self) -> anyhow::Result<BTreeMap<String, DocStatus>> {
+        if self.output.remote().is_some() {
+            return Ok(self.snapshot().statuses.clone());
+        }
+        doc_status::read(&self.output_dir)
     }
 
     /// Loads the published index if it changed since the snapshot was read;
@@ -205,9 +248,16 @@ impl State {
             Some(dir) => {
                 let engine = QueryEngine::at(&self.root, self.settings.clone(), dir)?;
                 engine.load_all()?;
-                Snapshot { engine: Some(engine), graph: Graph::load(dir)?, fingerprint, loaded_at: now() }
+                Snapshot {
+                    engine: Some(engine),
+                    graph: Graph::load(dir)?,
+                    statuses: doc_status::read(dir)?,
+                    summaries: document_summaries(dir)?,
+                    fingerprint,
+                    loaded_at: now(),
+                }
             }
-            None => Snapshot { engine: None, graph: Graph::default(), fingerprint, loaded_at: now() },
+            None => Snapshot::empty(fingerprint),
         };
         tracing::info!(
             entities = snapshot.graph.nodes.len(),

@@ -5,7 +5,8 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use arrow_array::RecordBatch;
-use graphrag_engine::context::{FileEntry, FileSource, StepCounters, VerbContext};
+use graphrag_engine::context::{StepCounters, VerbContext};
+use graphrag_engine::storage::files::{FileEntry, FileSource};
 use graphrag_engine::verb::Verb;
 
 pub struct MemFiles(Vec<(String, Vec<u8>)>);

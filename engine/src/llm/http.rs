@@ -13,6 +13,7 @@ use serde_json::Value;
 
 use super::answer::MAX_ANSWER_BYTES;
 use super::{Completion, LlmError};
+use crate::api_base::{self, redact, PUBLIC_PARAMS};
 use crate::settings::ModelConfig;
 
 /// The largest chat response body read: room for an answer of
@@ -64,18 +65,6 @@ fn default_api_base(provider: &str) -> Option<&'static str> {
     }
 }
 
-/// The parsed api_base: an http(s) URL that can take path segments.
-pub fn parse_api_base(base: &str) -> Result<Url, String> {
-    let url = Url::parse(base.trim()).map_err(|e| format!("`{}` is not a URL ({e})", redact_query(base)))?;
-    if !matches!(url.scheme(), "http" | "https") {
-        return Err(format!("`{}` is not an http:// or https:// URL", redact(&url)));
-    }
-    if url.cannot_be_a_base() || url.host().is_none() {
-        return Err(format!("`{}` has no host", redact(&url)));
-    }
-    Ok(url)
-}
-
 /// `base` with `segments` appended to its path and `query` to its query.
 pub(crate) fn endpoint(base: &Url, segments: &[&str], query: &[(&str, &str)]) -> Url {
     let mut url = base.clone();
@@ -87,34 +76,6 @@ pub(crate) fn endpoint(base: &Url, segments: &[&str], query: &[(&str, &str)]) ->
         }
     }
     url
-}
-
-/// Query parameters that are not secret (kept in messages).
-const PUBLIC_PARAMS: [&str; 1] = ["api-version"];
-
-/// `url` with its query values (api keys, SAS tokens) masked.
-pub fn redact(url: &Url) -> String {
-    let mut shown = url.clone();
-    if url.query().is_some() {
-        let pairs: Vec<(String, String)> = url
-            .query_pairs()
-            .map(|(k, v)| {
-                let v = if PUBLIC_PARAMS.contains(&k.as_ref()) { v.into_owned() } else { "***".to_string() };
-                (k.into_owned(), v)
-            })
-            .collect();
-        shown.query_pairs_mut().clear().extend_pairs(pairs);
-    }
-    let _ = shown.set_password(shown.password().map(|_| "***"));
-    shown.to_string()
-}
-
-/// A URL-ish string with everything after `?` masked (for one that does not parse).
-fn redact_query(text: &str) -> String {
-    match text.split_once('?') {
-        Some((head, _)) => format!("{head}?***"),
-        None => text.to_string(),
-    }
 }
 
 impl Transport {
@@ -129,7 +90,7 @@ impl Transport {
                 )))
             }
         };
-        let base = parse_api_base(base).map_err(|e| LlmError::Config(format!("model `{id}`: api_base {e}")))?;
+        let base = api_base::parse(base).map_err(|e| LlmError::Config(format!("model `{id}`: api_base {e}")))?;
         let mut secrets: Vec<String> = base
             .query_pairs()
             .filter(|(k, v)| !PUBLIC_PARAMS.contains(&k.as_ref()) && v.len() >= 4)
@@ -173,7 +134,7 @@ impl Transport {
             headers.insert(name, value);
         }
         let client = reqwest::Client::builder()
-            .tls_backend_preconfigured(super::tls::client_config())
+            .tls_backend_preconfigured(crate::tls::client_config())
             .default_headers(headers)
             .timeout(Duration::from_secs_f64(config.request_timeout))
             .build()

@@ -15,14 +15,12 @@ mod limiter;
 pub mod preflight;
 mod retry;
 mod service;
-pub(crate) mod tls;
 mod usage;
 
 pub use answer::{AnswerCheck, Invalid, InvalidKind};
 pub use cache::{Checked, Lookup, ResponseCache};
 pub use chat::{Answer, CallOptions, ChatModel};
 pub use embedding::EmbeddingModel;
-pub use http::parse_api_base;
 pub use retry::{CallScope, RetryBudget};
 pub use service::{LlmService, QUERY_PARTITION};
 pub use usage::{ModelUsage, UsageCounters};
@@ -30,6 +28,7 @@ pub use usage::{ModelUsage, UsageCounters};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::interrupt::Interrupted;
 use crate::settings::ModelConfig;
 use graphrag_operations::tokenizer::Encoding;
 
@@ -73,8 +72,10 @@ pub enum LlmError {
     InvalidAnswer { model: String, kind: &'static str, reason: String, attempts: u32 },
     #[error("{model}: not called: {failures} calls in a row failed (max_consecutive_failures); the last: {last}")]
     Stopped { model: String, failures: u32, last: String },
-    #[error("interrupted")]
-    Interrupted,
+    /// The run was stopped: its source is the run's [`Interrupted`], which
+    /// `interrupt::caused` finds in an error's chain.
+    #[error("the model call was stopped")]
+    Interrupted(#[source] Interrupted),
     /// The request the call served was cancelled (see `crate::cancel`).
     #[error("cancelled: the request was abandoned")]
     Cancelled,

@@ -176,8 +176,8 @@ fn lacks_v1(config: &ModelConfig) -> bool {
 
 /// `base` with /v1 appended to its path, its query values masked.
 fn with_v1(base: &str) -> String {
-    match super::http::parse_api_base(base) {
-        Ok(url) => super::http::redact(&super::http::endpoint(&url, &["v1"], &[])),
+    match crate::api_base::parse(base) {
+        Ok(url) => crate::api_base::redact(&super::http::endpoint(&url, &["v1"], &[])),
         Err(_) => format!("{}/v1", base.split('?').next().unwrap_or("").trim_end_matches('/')),
     }
 }

@@ -62,7 +62,7 @@ impl CallScope {
 
     /// Waits `wait` before a retry, unless the run is stopped or the scope cancelled.
     pub(crate) async fn sleep(&self, wait: Duration) -> Result<(), LlmError> {
-        self.run(self.stop.sleep(wait)).await?.map_err(|_| LlmError::Interrupted)
+        self.run(self.stop.sleep(wait)).await?.map_err(LlmError::Interrupted)
     }
 }
 
@@ -97,14 +97,14 @@ impl Policy {
     /// A concurrency slot with the rate limits' allowance for a request of
     /// `tokens` prompt tokens; fails once the run is stopped or the breaker open.
     pub(crate) async fn permit(&self, tokens: u64, scope: &CallScope) -> Result<SemaphorePermit<'_>, LlmError> {
-        scope.stop.check().map_err(|_| LlmError::Interrupted)?;
+        scope.stop.check().map_err(LlmError::Interrupted)?;
         if scope.cancel.is_cancelled() {
             return Err(LlmError::Cancelled);
         }
         self.breaker.check(&self.id)?;
         let permit = scope.run(self.limiter.acquire(tokens)).await?;
         // What happened while this request queued: a stop, or the breaker opening.
-        scope.stop.check().map_err(|_| LlmError::Interrupted)?;
+        scope.stop.check().map_err(LlmError::Interrupted)?;
         self.breaker.check(&self.id)?;
         Ok(permit)
     }
@@ -398,7 +398,7 @@ mod tests {
         policy.settle(Ok(())).unwrap();
         request_failed();
         let _ = policy.settle(unusable());
-        let _ = policy.settle(Err::<(), _>(LlmError::Interrupted));
+        let _ = policy.settle(Err::<(), _>(LlmError::Interrupted(crate::interrupt::Interrupted)));
         assert!(policy.breaker.check("m").is_ok(), "two in a row since the last success");
         request_failed();
         let err = policy.breaker.check("m").unwrap_err();

@@ -341,7 +341,7 @@ fn check_model_values(
         ));
     }
     if let Some(base) = &m.api_base {
-        crate::llm::parse_api_base(base).map_err(|e| loaded.error_at(&key("api_base"), e))?;
+        crate::api_base::parse(base).map_err(|e| loaded.error_at(&key("api_base"), e))?;
     }
     if provider != "local" && m.precision != super::Precision::Auto {
         return Err(loaded.error_at(

@@ -248,6 +248,16 @@ pub fn remote_root(root: &Path) -> Result<Option<RemoteStorage>, ConfigError> {
     }
 }
 
+/// The project root as its user named it, for messages and the commands
+/// they suggest: a bucket root's URL (not its local working copy), else
+/// the folder.
+pub fn describe_root(root: &Path) -> String {
+    match remote_root(root) {
+        Ok(Some(remote)) => remote.url(),
+        _ => root.display().to_string(),
+    }
+}
+
 impl Settings {
     /// The storages of a project whose root is the bucket prefix `root`:
     /// every `file` one (input, output, reporting, the cache) becomes the

@@ -9,6 +9,7 @@
 //! marker, renames: `staging`), the answer cache keeps one file per answer.
 
 pub mod counting;
+pub mod files;
 pub mod object;
 pub mod publish;
 pub mod remote;
@@ -20,9 +21,9 @@ use std::sync::OnceLock;
 use anyhow::Context;
 use arrow_array::RecordBatch;
 
-use crate::context::{FileEntry, FileSource, LocalFiles};
 use crate::settings::{Settings, StorageConfig, StorageTarget};
 use crate::store;
+use files::{FileEntry, FileSource, LocalFiles};
 use graphrag_operations::ids::sha256_hex;
 use object::ObjectLocation;
 
@@ -306,6 +307,59 @@ impl Location {
                 Err(e) => Err(e).with_context(|| format!("reading {}", self.dir.join(name).display())),
             },
         }
+    }
+
+    /// Writes `bytes` as the file `name` (a `/`-separated path under the
+    /// location) for every machine, whole or not at all: on an object store
+    /// one PUT (no local copy), in a folder a temporary file renamed over it.
+    pub fn put(&self, name: &str, bytes: &[u8]) -> anyhow::Result<()> {
+        match &self.remote {
+            Some(remote) => remote.put(name, bytes::Bytes::copy_from_slice(bytes)),
+            None => {
+                let path = self.dir.join(name);
+                store::atomic_write(&path, bytes).with_context(|| format!("writing {}", path.display()))
+            }
+        }
+    }
+
+    /// [`Location::put`] only if there is no file `name` yet, decided by the
+    /// storage itself (a conditional PUT; in a folder a hard link, which
+    /// fails on an existing name): false, and nothing written, when there is
+    /// one. Two writers of one new name: one wins, the other gets false.
+    pub fn create(&self, name: &str, bytes: &[u8]) -> anyhow::Result<bool> {
+        if let Some(remote) = &self.remote {
+            let written = remote.put_if(name, bytes::Bytes::copy_from_slice(bytes), None)?;
+            return Ok(matches!(written, object::Conditional::Written));
+        }
+        let path = self.dir.join(name);
+        let parent = path.parent().unwrap_or(&self.dir);
+        std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
+        // Written whole under a name of this call's own, then linked to its
+        // name: a reader never sees part of it.
+        static CREATED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = CREATED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let file_name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let temp = parent.join(format!(".{file_name}{}{}-{n}", store::TMP_MARK, std::process::id()));
+        let linked =
+            std::fs::write(&temp, bytes).with_context(|| format!("writing {}", temp.display())).and_then(|()| {
+                match std::fs::hard_link(&temp, &path) {
+                    Ok(()) => Ok(true),
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
+                    Err(e) => Err(e).with_context(|| format!("writing {}", path.display())),
+                }
+            });
+        remove_file_if_present(&temp)?;
+        linked
+    }
+
+    /// Every file under the location, sorted by path (`/`-separated): a
+    /// folder's walk, or an object store prefix's LIST. A folder that does
+    /// not exist yet holds none.
+    pub fn list(&self) -> anyhow::Result<Vec<FileEntry>> {
+        if self.remote.is_none() && !self.dir.exists() {
+            return Ok(Vec::new());
+        }
+        self.files().list()
     }
 
     /// The published file `name` (e.g. stats.json) as every machine sees

@@ -392,7 +392,7 @@ impl AzureConnection {
 
 /// object_store's HTTP client on the process's shared TLS configuration
 /// (ring, the platform's roots read once, on the first TLS handshake; see
-/// `llm::tls`), with the timeouts and scheme policy of the store's options.
+/// `crate::tls`), with the timeouts and scheme policy of the store's options.
 #[derive(Debug)]
 pub(crate) struct SharedTlsConnector;
 
@@ -401,9 +401,8 @@ impl HttpConnector for SharedTlsConnector {
         let duration =
             |key: ClientConfigKey| options.get_config_value(&key).and_then(|v| humantime::parse_duration(&v).ok());
         let allow_http = options.get_config_value(&ClientConfigKey::AllowHttp).is_some_and(|v| v == "true");
-        let mut builder = reqwest::Client::builder()
-            .tls_backend_preconfigured(crate::llm::tls::client_config())
-            .https_only(!allow_http);
+        let mut builder =
+            reqwest::Client::builder().tls_backend_preconfigured(crate::tls::client_config()).https_only(!allow_http);
         if let Some(t) = duration(ClientConfigKey::ConnectTimeout) {
             builder = builder.connect_timeout(t);
         }

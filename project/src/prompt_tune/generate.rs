@@ -154,7 +154,7 @@ where
 {
     match model.chat(&messages, json, usage, check).await {
         Ok(answer) => Ok(answer.value),
-        Err(LlmError::Interrupted) => Err(graphrag_engine::interrupt::Interrupted.into()),
+        Err(LlmError::Interrupted(stopped)) => Err(stopped.into()),
         Err(e) => Err(anyhow::anyhow!("prompt tuning, {what}: {e}")),
     }
 }
@@ -255,7 +255,7 @@ pub(super) async fn ask_all(
         let asked = model.chat_json_with(&messages::entity_types(&persona, &domain, &sample), usage, &check).await;
         match asked {
             Ok(a) => Ok(Some(a.value)),
-            Err(LlmError::Interrupted) => Err(graphrag_engine::interrupt::Interrupted.into()),
+            Err(LlmError::Interrupted(stopped)) => Err(stopped.into()),
             Err(e) => Err(anyhow::anyhow!("prompt tuning, entity types: {e}")),
         }
     };

@@ -215,36 +215,31 @@ class Index:
         self.reload()
         return report
 
-    def _input_folder(self) -> str:
-        folder, file_type = _native.input_settings(self.root)
+    def _text_input(self) -> None:
+        """Raises unless the project reads text documents (what insert writes)."""
+        where, file_type = _native.input_settings(self.root)
         if file_type != "text":
             raise GraphragError(
                 f"insert writes text documents, and this project reads `{file_type}` files "
-                "(settings.yaml input.type): put the document in the input folder yourself"
+                f"(settings.yaml input.type): put the document in {where} yourself"
             )
-        return folder
 
     def insert(
         self, text: str, name: Optional[str] = None, *, progress: Optional[Progress] = None
     ) -> str:
         """Adds ``text`` as a document (LightRAG's ``insert``): written to the
-        input folder as ``name`` (default: ``doc-<sha256 prefix>.txt``) and
-        indexed by an update. Returns the document's file name. If the
-        update fails, the file stays in the input folder and the next
-        ``update_index()`` indexes it."""
+        project's input (its folder, or its bucket prefix) as ``name``
+        (default: ``doc-<sha256 prefix>.txt``) and indexed by an update.
+        Returns the document's file name. If the update fails, the document
+        stays in the input and the next ``update_index()`` indexes it."""
         if not text.strip():
             raise ValueError("insert: the text is empty")
-        folder = self._input_folder()
+        self._text_input()
         if name is None:
             name = f"doc-{hashlib.sha256(text.encode('utf-8')).hexdigest()[:16]}.txt"
-        if os.path.basename(name) != name or name in ("", ".", ".."):
+        if os.path.basename(name) != name or name in ("", ".", "..") or name.startswith("."):
             raise ValueError(f"insert: name must be a file name without a folder, not {name!r}")
-        path = os.path.join(folder, name)
-        if os.path.exists(path):
-            raise GraphragError(f"insert: {path} exists already (delete_document({name!r}) first, or pick another name)")
-        os.makedirs(folder, exist_ok=True)
-        with open(path, "x", encoding="utf-8") as f:
-            f.write(text)
+        _native.add_document(self.root, name, text)
         self.update_index(progress=progress)
         return name
 
@@ -253,15 +248,10 @@ class Index:
         return await asyncio.to_thread(self.insert, text, name)
 
     def delete_document(self, name: str, *, progress: Optional[Progress] = None) -> Dict[str, Any]:
-        """Removes the document ``name`` (its file in the input folder) and
+        """Removes the document ``name`` (its file in the project's input) and
         updates the index: its text units, and the entities and
         relationships only it supported, are gone."""
-        folder = self._input_folder()
-        path = os.path.join(folder, os.path.basename(name))
-        if not os.path.isfile(path):
-            present = sorted(os.listdir(folder)) if os.path.isdir(folder) else []
-            raise GraphragError(f"delete_document: no document {name!r} in {folder} (it has {present[:20]})")
-        os.remove(path)
+        _native.remove_document(self.root, name)
         return self.update_index(progress=progress)
 
     async def adelete_document(self, name: str) -> Dict[str, Any]:

@@ -16,9 +16,10 @@ use rayon::prelude::*;
 use regex::Regex;
 use serde::Deserialize;
 
-use graphrag_engine::context::{FileEntry, VerbContext};
+use graphrag_engine::context::VerbContext;
 use graphrag_engine::schema;
 use graphrag_engine::settings::InputConfig;
+use graphrag_engine::storage::files::FileEntry;
 use graphrag_engine::verb::{Verb, VerbDef, VerbInfo};
 use graphrag_operations::ids::{sha256_hex, sha512_hex};
 use graphrag_operations::suggest::did_you_mean;

@@ -14,17 +14,19 @@ use std::time::SystemTime;
 use arrow_array::RecordBatch;
 use arrow_schema::{Schema, SchemaRef};
 
-use crate::failures::{FailedItem, FailedItems};
-use crate::interrupt;
-use crate::pipeline::Plan;
-use crate::runner::{self, RunOptions, Workspace};
-use crate::schema::{float_col, float_field, id_list_col, id_list_field, opt_text_col, text_col, text_field};
-use crate::stats::RunStats;
-use crate::storage::Location;
-use crate::store;
-use crate::table::{floats, string_lists, strings};
+use graphrag_engine::failures::{FailedItem, FailedItems};
+use graphrag_engine::pipeline::Plan;
+use graphrag_engine::runner::{self, RunOptions, Workspace};
+use graphrag_engine::schema::{float_col, float_field, id_list_col, id_list_field, opt_text_col, text_col, text_field};
+use graphrag_engine::stats::RunStats;
+use graphrag_engine::storage::Location;
+use graphrag_engine::store;
+use graphrag_engine::table::{floats, string_lists, strings};
+use graphrag_engine::{interrupt, staging};
 
-pub const FILE: &str = "document_status.parquet";
+/// The table's file in the output folder: written there as a run goes
+/// (never staged: `staging` leaves it live).
+pub const FILE: &str = staging::DOCUMENT_STATUS_FILE;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Status {
@@ -278,14 +280,17 @@ impl Tracker {
 
 /// Runs `plan`, keeping the status table in `output_dir` (the live index)
 /// current: documents are `processing` once chunked, `processed` once
-/// `publish` made the run's outputs the live index, `failed` otherwise.
-/// Returns the run's stats and the published documents table (if the
-/// pipeline publishes one).
+/// `commit` made the run's outputs the live index, `failed` otherwise.
+/// Then `publish` (an object store's upload of the folder as the next
+/// version) publishes the table with the rest, so a published version says
+/// `processed` of its documents wherever it is read. Returns the run's stats
+/// and the published documents table (if the pipeline publishes one).
 pub fn run_tracked(
     plan: &Plan,
     ws: &Workspace,
     opts: &RunOptions,
     output_dir: &Path,
+    commit: impl FnOnce() -> anyhow::Result<()>,
     publish: impl FnOnce() -> anyhow::Result<()>,
 ) -> anyhow::Result<(RunStats, Option<RecordBatch>)> {
     let tracker = Arc::new(Mutex::new(Tracker::start(output_dir)?));
@@ -298,7 +303,7 @@ pub fn run_tracked(
             }
         }
     }));
-    let outcome = runner::run(plan, ws, &opts).and_then(|stats| publish().map(|()| stats));
+    let outcome = runner::run(plan, ws, &opts).and_then(|stats| commit().map(|()| stats));
     let mut tracker = tracker.lock().unwrap();
     match outcome {
         Ok(stats) => {
@@ -306,6 +311,10 @@ pub fn run_tracked(
             if let Some(documents) = &documents {
                 tracker.succeeded(documents, &stats.failed_items, stats.unreadable_inputs())?;
             }
+            // Not published, the committed run stays in the folder (an object
+            // store's working copy, which the next run starts from and
+            // publishes): its statuses stay with it.
+            publish()?;
             Ok((stats, documents))
         }
         Err(e) if interrupt::caused(&e) => {
@@ -376,7 +385,7 @@ fn rfc3339(secs: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::schema;
+    use graphrag_engine::schema;
 
     fn documents(rows: &[(&str, &str, &[&str])]) -> RecordBatch {
         let n = rows.len();
