@@ -123,9 +123,17 @@ const INDEX_TABLE: &str = "documents";
 /// Versions kept before the published one, for readers that still hold them.
 const KEEP_PREVIOUS_VERSIONS: u64 = 1;
 
-/// How long a writer's lease lasts unless renewed (it is renewed every
-/// third of this while the writer runs).
-const LEASE_SECONDS: u64 = 120;
+/// How long a writer's lease lasts unless renewed; it is renewed every
+/// third of this while the writer runs, so two renewals in a row may fail
+/// (a store's blip) before it lapses. Short because it is how long the next
+/// writer waits after a writer that died where its process cannot be looked
+/// up (another machine: one on this machine is taken over at once).
+const LEASE_SECONDS: u64 = 30;
+
+/// How long a publication retries a failed storage call before failing the
+/// run: it comes after all of the run's model work, which a storage outage
+/// of a minute should not cost.
+const PUBLISH_RETRY_SECONDS: u64 = 60;
 
 /// The right to change an index: the local folder's lock, and on an object
 /// store the writer lease. Held until dropped.
@@ -207,17 +215,20 @@ impl Location {
 
     /// After the local publication (`staging::commit`): on an object store,
     /// uploads the published files as the next version and points the
-    /// manifest at it.
+    /// manifest at it, retrying a failed storage call for up to
+    /// `PUBLISH_RETRY_SECONDS`.
     pub fn publish(&self, writer: &Writer) -> anyhow::Result<()> {
         let (Some(remote), Some(lease)) = (&self.remote, &writer.lease) else { return Ok(()) };
-        lease.check()?;
-        let version = publish::publish(&self.dir, remote, KEEP_PREVIOUS_VERSIONS)?;
+        let window = publish::RetryWindow::new(std::time::Duration::from_secs(PUBLISH_RETRY_SECONDS));
+        lease.check(&window)?;
+        let version = publish::publish(&self.dir, remote, KEEP_PREVIOUS_VERSIONS, &window)?;
         tracing::info!("published version {version} of {}", remote.url());
         Ok(())
     }
 
     /// The local folder a reader reads the published index from (for an
-    /// object store, its copy of the published version, downloaded once),
+    /// object store, its copy of the published version, downloaded once;
+    /// the copy of the version before is kept, older ones deleted),
     /// with a token that changes with every publication. None when nothing
     /// is published there.
     pub fn published(&self) -> anyhow::Result<Option<(PathBuf, String)>> {

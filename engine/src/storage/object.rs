@@ -304,24 +304,206 @@ pub(crate) mod testing {
         /// A new bucket `name` on this moto server, as an object store.
         pub fn bucket(&self, name: &str) -> Arc<dyn ObjectStore> {
             self.create_bucket(name);
-            Arc::new(
-                AmazonS3Builder::new()
-                    .with_endpoint(self.endpoint())
-                    .with_allow_http(true)
-                    .with_bucket_name(name)
-                    .with_region("us-east-1")
-                    .with_access_key_id(MOTO_KEY_ID)
-                    .with_secret_access_key(MOTO_SECRET)
-                    .with_conditional_put(S3ConditionalPut::ETagMatch)
-                    .with_http_connector(crate::storage::remote::SharedTlsConnector)
-                    .build()
-                    .unwrap(),
-            )
+            Arc::new(s3_builder(&self.endpoint(), name).build().unwrap())
         }
 
         pub fn location(&self, bucket: &str, prefix: &str) -> ObjectLocation {
             ObjectLocation::new(self.bucket(bucket), prefix, format!("s3://{bucket}/{prefix}")).unwrap()
         }
+
+        /// The bucket `bucket` (made if new) of this moto server reached
+        /// through `proxy`, by a client that retries a failed request once
+        /// only: an outage the proxy makes outlasts the client's own
+        /// retries, as a longer one does those of a real store's client.
+        pub fn location_through(&self, proxy: &OutageProxy, bucket: &str, prefix: &str) -> ObjectLocation {
+            self.create_bucket(bucket);
+            let retry = object_store::RetryConfig {
+                backoff: object_store::BackoffConfig::default(),
+                max_retries: 1,
+                retry_timeout: std::time::Duration::from_secs(1),
+            };
+            let store =
+                s3_builder(&format!("http://127.0.0.1:{}", proxy.port), bucket).with_retry(retry).build().unwrap();
+            ObjectLocation::new(Arc::new(store), prefix, format!("s3://{bucket}/{prefix}")).unwrap()
+        }
+    }
+
+    fn s3_builder(endpoint: &str, bucket: &str) -> AmazonS3Builder {
+        AmazonS3Builder::new()
+            .with_endpoint(endpoint)
+            .with_allow_http(true)
+            .with_bucket_name(bucket)
+            .with_region("us-east-1")
+            .with_access_key_id(MOTO_KEY_ID)
+            .with_secret_access_key(MOTO_SECRET)
+            .with_conditional_put(S3ConditionalPut::ETagMatch)
+            .with_http_connector(crate::storage::remote::SharedTlsConnector)
+    }
+
+    /// A TCP proxy on loopback in front of a server that a test makes fail
+    /// like a store's outage: at the request it is told (the first line of
+    /// the request contains a text), its connection is cut — before the
+    /// request reaches the server, or after, losing the answer — and for
+    /// the outage's length after that every connection is cut, new ones as
+    /// soon as accepted.
+    pub struct OutageProxy {
+        pub port: u16,
+        shared: Arc<ProxyState>,
+    }
+
+    /// An outage the proxy is to start.
+    struct Planned {
+        request: String,
+        /// Whether the request reaches the server (its answer is lost).
+        reaches_server: bool,
+        outage: std::time::Duration,
+    }
+
+    struct ProxyState {
+        upstream: u16,
+        planned: std::sync::Mutex<Option<Planned>>,
+        /// Outages started so far.
+        started: std::sync::atomic::AtomicUsize,
+        down_until: std::sync::Mutex<Option<std::time::Instant>>,
+        /// Both ends of every connection proxied, to cut when an outage starts.
+        open: std::sync::Mutex<Vec<std::net::TcpStream>>,
+        stopped: std::sync::atomic::AtomicBool,
+    }
+
+    impl ProxyState {
+        fn down(&self) -> bool {
+            self.down_until.lock().unwrap().is_some_and(|until| std::time::Instant::now() < until)
+        }
+
+        fn start_outage(&self, outage: std::time::Duration) {
+            *self.down_until.lock().unwrap() = Some(std::time::Instant::now() + outage);
+            self.started.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            for stream in self.open.lock().unwrap().drain(..) {
+                let _ = stream.shutdown(std::net::Shutdown::Both);
+            }
+        }
+
+        /// The planned outage, taken, when `chunk` begins the request it names.
+        fn outage_at(&self, chunk: &[u8]) -> Option<Planned> {
+            let mut planned = self.planned.lock().unwrap();
+            let first_line = chunk.split(|b| *b == b'\n').next().unwrap_or(chunk);
+            let at = planned.as_ref().is_some_and(|p| String::from_utf8_lossy(first_line).contains(&p.request));
+            if at {
+                planned.take()
+            } else {
+                None
+            }
+        }
+    }
+
+    impl OutageProxy {
+        /// A proxy to the server on loopback port `upstream`.
+        pub fn start(upstream: u16) -> OutageProxy {
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            let port = listener.local_addr().unwrap().port();
+            let shared = Arc::new(ProxyState {
+                upstream,
+                planned: Default::default(),
+                started: Default::default(),
+                down_until: Default::default(),
+                open: Default::default(),
+                stopped: Default::default(),
+            });
+            let state = shared.clone();
+            std::thread::spawn(move || {
+                for client in listener.incoming() {
+                    if state.stopped.load(std::sync::atomic::Ordering::SeqCst) {
+                        return;
+                    }
+                    let Ok(client) = client else { continue };
+                    if state.down() {
+                        let _ = client.shutdown(std::net::Shutdown::Both);
+                        continue;
+                    }
+                    let state = state.clone();
+                    std::thread::spawn(move || relay(state, client));
+                }
+            });
+            OutageProxy { port, shared }
+        }
+
+        /// Plans an outage of `outage` at the next request whose first line
+        /// contains `request`; `reaches_server`: that request is carried out
+        /// and only its answer lost.
+        pub fn fail_at(&self, request: &str, reaches_server: bool, outage: std::time::Duration) {
+            *self.shared.planned.lock().unwrap() =
+                Some(Planned { request: request.to_string(), reaches_server, outage });
+        }
+
+        /// How many planned outages have started.
+        pub fn outages(&self) -> usize {
+            self.shared.started.load(std::sync::atomic::Ordering::SeqCst)
+        }
+    }
+
+    impl Drop for OutageProxy {
+        fn drop(&mut self) {
+            self.shared.stopped.store(true, std::sync::atomic::Ordering::SeqCst);
+            let _ = std::net::TcpStream::connect(("127.0.0.1", self.port));
+        }
+    }
+
+    /// Carries one connection both ways until either end closes or an
+    /// outage cuts it.
+    fn relay(state: Arc<ProxyState>, client: std::net::TcpStream) {
+        use std::io::{Read, Write};
+        let Ok(server) = std::net::TcpStream::connect(("127.0.0.1", state.upstream)) else { return };
+        let cut = |a: &std::net::TcpStream, b: &std::net::TcpStream| {
+            let _ = a.shutdown(std::net::Shutdown::Both);
+            let _ = b.shutdown(std::net::Shutdown::Both);
+        };
+        {
+            let mut open = state.open.lock().unwrap();
+            open.extend([client.try_clone().unwrap(), server.try_clone().unwrap()]);
+        }
+        // Set when the request whose answer is to be lost went through.
+        let answer_lost = Arc::new(std::sync::Mutex::new(None::<std::time::Duration>));
+        let answers = {
+            let (state, answer_lost) = (state.clone(), answer_lost.clone());
+            let (mut from, mut to) = (server.try_clone().unwrap(), client.try_clone().unwrap());
+            std::thread::spawn(move || {
+                let mut buf = vec![0u8; 64 * 1024];
+                loop {
+                    let n = from.read(&mut buf).unwrap_or(0);
+                    if let Some(outage) = answer_lost.lock().unwrap().take() {
+                        state.start_outage(outage);
+                        cut(&from, &to);
+                        return;
+                    }
+                    if n == 0 || state.down() || to.write_all(&buf[..n]).is_err() {
+                        cut(&from, &to);
+                        return;
+                    }
+                }
+            })
+        };
+        let (mut from, mut to) = (client, server);
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            let n = from.read(&mut buf).unwrap_or(0);
+            if n == 0 || state.down() {
+                cut(&from, &to);
+                break;
+            }
+            if let Some(planned) = state.outage_at(&buf[..n]) {
+                if !planned.reaches_server {
+                    state.start_outage(planned.outage);
+                    cut(&from, &to);
+                    break;
+                }
+                *answer_lost.lock().unwrap() = Some(planned.outage);
+            }
+            if to.write_all(&buf[..n]).is_err() {
+                cut(&from, &to);
+                break;
+            }
+        }
+        let _ = answers.join();
     }
 }
 
