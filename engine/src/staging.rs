@@ -57,6 +57,12 @@ pub fn lock_for_writing(output_dir: &Path) -> anyhow::Result<WriterLock> {
     Ok(WriterLock { _file: file })
 }
 
+/// The writer lock of `output_dir` (creating the folder), or None while
+/// another process holds it.
+pub fn try_lock_for_writing(output_dir: &Path) -> anyhow::Result<Option<WriterLock>> {
+    Ok(try_lock(output_dir)?.map(|file| WriterLock { _file: file }))
+}
+
 /// [`recover`] for readers and dry runs: only while no writer is at work (a
 /// writer that is publishing finishes its own publication).
 pub fn recover_if_idle(output_dir: &Path) -> anyhow::Result<bool> {

@@ -27,6 +27,8 @@ use graphrag_engine::{interrupt, staging};
 /// The table's file in the output folder: written there as a run goes
 /// (never staged: `staging` leaves it live).
 pub const FILE: &str = staging::DOCUMENT_STATUS_FILE;
+/// The table's name (its file is [`FILE`]).
+const TABLE: &str = "document_status";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Status {
@@ -103,11 +105,13 @@ fn schema() -> SchemaRef {
 
 /// The status rows in `output_dir`, by id; empty when there are none.
 pub fn read(output_dir: &Path) -> anyhow::Result<BTreeMap<String, DocStatus>> {
-    let path = output_dir.join(FILE);
-    if !path.exists() {
-        return Ok(BTreeMap::new());
-    }
-    let t = store::read_table(&path)?;
+    read_live(&Location::folder(output_dir))
+}
+
+/// The status rows a run keeps current in the output folder `output`, by
+/// id; empty when there are none.
+pub fn read_live(output: &Location) -> anyhow::Result<BTreeMap<String, DocStatus>> {
+    let Some(t) = output.read_table(TABLE)? else { return Ok(BTreeMap::new()) };
     let name = "document_status";
     let (ids, titles, statuses) = (strings(&t, name, "id")?, strings(&t, name, "title")?, strings(&t, name, "status")?);
     let units = string_lists(&t, name, "text_unit_ids")?;

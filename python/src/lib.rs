@@ -18,8 +18,7 @@ use std::time::Duration;
 
 use graphrag_engine::config_error::ConfigError as SettingsError;
 use graphrag_engine::settings::ProjectRoot;
-use graphrag_engine::staging;
-use graphrag_engine::storage::{Location, Storage};
+use graphrag_engine::storage::{Location, Published, Storage};
 use graphrag_project::documents::{Added, InputDocuments};
 use graphrag_project::{
     IndexOptions, OpenOptions, Project, RunError, RunReport, RunSettings, StepEvent, StopFlag, UpdateOptions,
@@ -362,14 +361,12 @@ fn add_graph_edit(root: PathBuf, edit_json: &str) -> PyResult<usize> {
 /// `NoIndexError` unless `output` holds a published index (on an object
 /// store: a manifest names a version).
 fn require_index(root: &Path, output: &Location) -> PyResult<()> {
-    let published = match output.remote() {
-        None => output.has_index(),
-        Some(_) => !output.published_token().map_err(|e| to_py(&e))?.is_empty(),
-    };
-    if published {
-        return Ok(());
+    match output.open_published().map_err(|e| to_py(&e))? {
+        Published::Version(_) => Ok(()),
+        // A writer is publishing into the folder: an index is there unless this is its first.
+        Published::Busy if output.has_index() => Ok(()),
+        Published::Busy | Published::Nothing(_) => Err(no_index(root, output)),
     }
-    Err(no_index(root, output))
 }
 
 fn no_index(root: &Path, output: &Location) -> PyErr {
@@ -388,13 +385,7 @@ fn index_dir(root: PathBuf) -> PyResult<String> {
     let root = project_folder(&root)?;
     let output = output_location(&root)?;
     require_index(&root, &output)?;
-    let dir = match output.remote() {
-        None => output.dir().to_path_buf(),
-        Some(_) => match output.published().map_err(|e| to_py(&e))? {
-            Some((dir, _)) => dir,
-            None => return Err(no_index(&root, &output)),
-        },
-    };
+    let Some((dir, _)) = output.published().map_err(|e| to_py(&e))? else { return Err(no_index(&root, &output)) };
     Ok(dir.display().to_string())
 }
 
@@ -408,23 +399,26 @@ struct Loaded {
 /// and `previous` is given: the caller keeps it and looks again later
 /// (the publication in progress is then complete).
 fn load(root: &Path, output: &Location, previous: Option<&Loaded>) -> anyhow::Result<Option<Loaded>> {
-    // A local folder is published by renames: while its writer holds the
-    // lock the tables may be half moved. An object store's manifest names a
-    // whole version at every moment (and its writer's lock is elsewhere).
-    if output.remote().is_none() {
-        let lock = staging::lock_for_writing(output.dir());
-        if lock.is_err() && previous.is_some() {
-            return Ok(None);
+    let settings = graphrag_engine::settings::load(root)?.settings;
+    let engine = match output.open_published()? {
+        // The caller keeps its index until the publication in progress is complete.
+        Published::Busy if previous.is_some() => return Ok(None),
+        // Nothing loaded yet: read what is published now (the query engine
+        // finishes a publication a crashed writer left half done).
+        Published::Busy | Published::Nothing(_) => {
+            let fingerprint = output.published_token()?;
+            let engine = QueryEngine::with_settings(root, settings)?;
+            engine.load_all()?;
+            return Ok(Some(Loaded { engine: Arc::new(engine), fingerprint }));
         }
-        if lock.is_ok() {
-            // A publication a crashed writer left half done is finished first.
-            staging::recover(output.dir())?;
+        Published::Version(version) => {
+            // Read whole while held: no publication changes it meanwhile.
+            let engine = QueryEngine::at(root, settings, version.dir())?;
+            engine.load_all()?;
+            Loaded { engine: Arc::new(engine), fingerprint: version.token().to_string() }
         }
-    }
-    let fingerprint = output.published_token()?;
-    let engine = QueryEngine::open(root)?;
-    engine.load_all()?;
-    Ok(Some(Loaded { engine: Arc::new(engine), fingerprint }))
+    };
+    Ok(Some(engine))
 }
 
 /// A project's index, loaded whole, answering many questions in-process;

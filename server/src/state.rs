@@ -14,8 +14,7 @@ use std::sync::{mpsc, Arc, Mutex, RwLock};
 use std::time::Instant;
 
 use graphrag_engine::settings::{self, Settings};
-use graphrag_engine::staging;
-use graphrag_engine::storage::{Location, Storage};
+use graphrag_engine::storage::{Location, Published, Storage};
 use graphrag_project::doc_status::{self, DocStatus};
 use graphrag_project::documents::InputDocuments;
 use graphrag_project::{RunSettings, StepEvent, StopFlag, UpdateOptions};
@@ -107,8 +106,7 @@ pub struct State {
     /// The input documents: uploads and deletions go here, wherever the
     /// input lives (a folder or a bucket).
     pub documents: InputDocuments,
-    pub output_dir: PathBuf,
-    /// Where the index is published (`output_dir`, or an object store).
+    /// Where the index is published (a folder, or an object store).
     pub output: Location,
     pub api_key: Option<String>,
     pub max_upload_bytes: usize,
@@ -153,14 +151,12 @@ impl State {
         let settings = settings::load(root)?.settings;
         let storage = Storage::open(root, &settings)?;
         let documents = InputDocuments::of(&storage);
-        let output_dir = storage.output.dir().to_path_buf();
         let output = storage.output;
         let empty = Snapshot::empty(String::new());
         let state = Arc::new(State {
             root: root.to_path_buf(),
             settings,
             documents,
-            output_dir,
             output,
             api_key,
             max_upload_bytes: opts.max_upload_bytes,
@@ -190,7 +186,7 @@ impl State {
         if self.output.remote().is_some() {
             return Ok(self.snapshot().statuses.clone());
         }
-        doc_status::read(&self.output_dir)
+        doc_status::read_live(&self.output)
     }
 
     /// Loads the published index if it changed since the snapshot was read;
@@ -211,32 +207,14 @@ impl State {
     }
 
     fn reload_locked(&self) -> anyhow::Result<bool> {
-        if self.output.remote().is_some() {
-            return self.reload_published();
-        }
-        if staging::fingerprint(&self.output_dir) == self.snapshot().fingerprint {
-            return Ok(true);
-        }
-        let Ok(_lock) = staging::lock_for_writing(&self.output_dir) else {
-            return Ok(false);
-        };
-        // A publication a crashed writer left half done is finished first.
-        staging::recover(&self.output_dir)?;
-        let fingerprint = staging::fingerprint(&self.output_dir);
-        let published = self.output.has_index().then_some(self.output_dir.as_path());
-        self.install(published, fingerprint)
-    }
-
-    /// [`State::reload_locked`] for an index on an object store: the
-    /// published version, noticed by its manifest, loaded from a local copy
-    /// of it (whole: a later publication does not change that copy).
-    fn reload_published(&self) -> anyhow::Result<bool> {
         if self.output.published_token()? == self.snapshot().fingerprint {
             return Ok(true);
         }
-        match self.output.published()? {
-            Some((dir, token)) => self.install(Some(&dir), token),
-            None => self.install(None, String::new()),
+        match self.output.open_published()? {
+            Published::Busy => Ok(false),
+            Published::Nothing(token) => self.install(None, token),
+            // Read whole while held: no publication changes it meanwhile.
+            Published::Version(version) => self.install(Some(version.dir()), version.token().to_string()),
         }
     }
 

@@ -12,6 +12,7 @@ pub mod counting;
 pub mod files;
 pub mod object;
 pub mod publish;
+mod published;
 pub mod remote;
 pub mod root;
 
@@ -26,6 +27,7 @@ use crate::store;
 use files::{FileEntry, FileSource, LocalFiles};
 use graphrag_operations::ids::sha256_hex;
 use object::ObjectLocation;
+pub use published::{Published, PublishedVersion};
 
 /// The input, output (index) and cache locations of a project.
 #[derive(Debug, Clone)]
