@@ -68,8 +68,8 @@ pub fn run(args: &IndexArgs) -> anyhow::Result<()> {
         println!("Indexed with pipeline `{}` in {:.2} s:", report.plan.name, report.stats.total_runtime);
         print_steps(&report.plan, &report.stats);
         let published: Vec<&str> = report.plan.published.iter().map(String::as_str).collect();
-        println!("Tables in {}: {}", report.output_dir.display(), published.join(", "));
-        println!("Stats: {}", report.output_dir.join("stats.json").display());
+        println!("Tables in {}: {}", report.published_to, published.join(", "));
+        println!("Stats: {}/stats.json", report.published_to);
     }
     print_lancedb(&report, args.verbosity);
     Ok(())

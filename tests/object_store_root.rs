@@ -81,6 +81,11 @@ fn a_project_root_in_a_bucket_indexes_like_a_local_folder_and_answers() {
         let file = std::fs::File::options().write(true).open(local.path().join("input").join(&listed.key));
         file.unwrap().set_modified(listed.modified).unwrap();
     }
+    // Nothing published yet: the hint names the bucket, not the local working copy.
+    let o = graphrag_on(&moto, cache.path(), &["query", "--method", "basic", "--root", url, "Who is Marley?"]);
+    assert!(!o.status.success());
+    let hint = format!("no index in {url}/output: run `graphrag-rs index --root {url}` first");
+    assert!(text(&o).contains(&hint), "{}", text(&o));
     let fast = ["-q", "index", "--method", "fast", "--root"];
     let o = graphrag_on(&moto, cache.path(), &[&fast[..], &[url]].concat());
     assert!(o.status.success(), "index --root {url}: {}", text(&o));

@@ -16,7 +16,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::Context;
@@ -80,8 +80,8 @@ impl Default for UpdateOptions {
 pub struct RunReport {
     pub plan: Plan,
     pub stats: RunStats,
-    /// The live index's folder.
-    pub output_dir: PathBuf,
+    /// Where the index was published: its folder, or its object store URL.
+    pub published_to: String,
     /// The documents published (`None` for a pipeline without a documents table).
     pub documents: Option<RecordBatch>,
     /// `update`: the documents added, changed and removed.
@@ -225,10 +225,10 @@ pub(crate) fn index_with(
         || staging::commit(&output_dir),
         || output.publish(&writer),
     )
-    .map_err(|e| failed(e, &output_dir, had_index, "graphrag-rs index --resume"))?;
+    .map_err(|e| failed(e, &output, had_index, "graphrag-rs index --resume"))?;
     warn_about_tolerated_failures(&stats);
     let lancedb = export::after_run(&root, &settings);
-    Ok(RunReport { plan, stats, output_dir, documents, changes: None, lancedb })
+    Ok(RunReport { plan, stats, published_to: output.describe(), documents, changes: None, lancedb })
 }
 
 /// Output folder, writer lock (none for a dry run) and project of an update.
@@ -307,7 +307,7 @@ pub(crate) fn update_with(root: &Path, opts: &UpdateOptions, adapt: AdaptPlan) -
     let (mut plan, ws) = project.workspace(&staging::dir(&output_dir), previous);
     adapt(&mut plan, &output)?;
     if !has_index {
-        tracing::info!("no index in {} yet: indexing every document", output_dir.display());
+        tracing::info!("no index in {} yet: indexing every document", output.describe());
     }
     let before = if has_index { Location::folder(&output_dir).read_table("documents")? } else { None };
     let (stats, documents) = doc_status::run_tracked(
@@ -318,11 +318,11 @@ pub(crate) fn update_with(root: &Path, opts: &UpdateOptions, adapt: AdaptPlan) -
         || staging::commit(&output_dir),
         || output.publish(&writer),
     )
-    .map_err(|e| failed(e, &output_dir, has_index, "graphrag-rs update"))?;
+    .map_err(|e| failed(e, &output, has_index, "graphrag-rs update"))?;
     warn_about_tolerated_failures(&stats);
     let changes = documents.as_ref().map(|after| changes(before.as_ref(), after)).transpose()?;
     let lancedb = export::after_run(root, &settings);
-    Ok(RunReport { plan, stats, output_dir, documents, changes, lancedb })
+    Ok(RunReport { plan, stats, published_to: output.describe(), documents, changes, lancedb })
 }
 
 /// A published index's run record.
@@ -360,7 +360,8 @@ fn changes(before: Option<&RecordBatch>, after: &RecordBatch) -> anyhow::Result<
 
 /// A failed run's error with its note: its failed items, one per line, and
 /// what was kept and what to run next. An interruption has no note.
-fn failed(error: anyhow::Error, output_dir: &Path, had_index: bool, rerun: &str) -> RunError {
+fn failed(error: anyhow::Error, output: &Location, had_index: bool, rerun: &str) -> RunError {
+    let output_dir = output.dir();
     // A failed start-up check is about the settings, not the run: its error alone.
     if interrupt::caused(&error) || error.is::<runner::StartupCheckFailed>() {
         return RunError { error, note: None };
@@ -372,7 +373,7 @@ fn failed(error: anyhow::Error, output_dir: &Path, had_index: bool, rerun: &str)
         note.push('\n');
     }
     if had_index {
-        note.push_str(&format!("The previous index in {} is unchanged and queryable. ", output_dir.display()));
+        note.push_str(&format!("The previous index in {} is unchanged and queryable. ", output.describe()));
     }
     note.push_str(&format!(
         "This run's stats: {}. `{rerun}` asks the model only what was not answered yet.",

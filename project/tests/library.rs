@@ -57,7 +57,7 @@ fn index_reports_steps_stops_when_asked_and_updates() {
     let report = graphrag_project::index(project, &opts).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(report.plan.name, "standard");
     assert_eq!(events.lock().unwrap().len(), 2 * steps);
-    assert!(report.output_dir.join("entities.parquet").exists());
+    assert!(std::path::Path::new(&report.published_to).join("entities.parquet").exists());
 
     // An update after adding a document names it.
     std::fs::write(root.join("input/b.txt"), "Bob Cratchit and Tiny Tim sat by the fire. ".repeat(20)).unwrap();

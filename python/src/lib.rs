@@ -190,7 +190,7 @@ fn run_result(
     d.set_item("pipeline", &report.plan.name)?;
     d.set_item("steps", report.plan.steps.iter().map(|s| s.info.name.to_string()).collect::<Vec<_>>())?;
     d.set_item("runtime_s", report.stats.total_runtime)?;
-    d.set_item("output_dir", report.output_dir.display().to_string())?;
+    d.set_item("output_dir", &report.published_to)?;
     d.set_item("documents", report.documents.as_ref().map(|b| b.num_rows()))?;
     if let Some(c) = &report.changes {
         let changes = PyDict::new(py);
