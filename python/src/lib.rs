@@ -322,7 +322,7 @@ fn add_document(py: Python<'_>, root: PathBuf, name: &str, text: &str) -> PyResu
         match documents.add(name, text.as_bytes(), false).map_err(|e| to_py(&e))? {
             Added::Written => Ok(()),
             Added::NameTaken => Err(GraphragError::new_err(format!(
-                "insert: {name} exists already in {} (delete_document({name:?}) first, or pick another name)",
+                "insert: {name} exists already in {} (delete_document('{name}') first, or pick another name)",
                 documents.describe()
             ))),
         }
@@ -341,7 +341,7 @@ fn remove_document(py: Python<'_>, root: PathBuf, name: &str) -> PyResult<()> {
         let present: Vec<String> =
             documents.list().map_err(|e| to_py(&e))?.into_iter().take(20).map(|d| d.name).collect();
         Err(GraphragError::new_err(format!(
-            "delete_document: no document {name:?} in {} (it has {present:?})",
+            "delete_document: no document '{name}' in {} (it has {present:?})",
             documents.describe()
         )))
     })

@@ -126,4 +126,30 @@ fn documents_uploaded_to_a_bucket_input_are_indexed_listed_and_deleted() {
     idle_after(writer.addr(), 2);
     assert_eq!(input_names(writer_root.path()), ["fezziwig.txt"]);
     assert_eq!(statuses(writer.addr()), processed(&["fezziwig.txt"]));
+
+    // The replica follows the third version and keeps two on disk: its disk does not grow.
+    let published = version(writer.addr());
+    wait_for("the replica to load the third version", || (version(replica.addr()) == published).then_some(()));
+    assert_eq!(statuses(replica.addr()), processed(&["fezziwig.txt"]));
+    assert_eq!(version_copies(replica_root.path()), ["v-000002", "v-000003"]);
+}
+
+/// The versions a reader keeps local copies of under its project folder.
+fn version_copies(root: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut folders = vec![root.to_path_buf()];
+    while let Some(folder) = folders.pop() {
+        for entry in std::fs::read_dir(&folder).unwrap().map(Result::unwrap) {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if !entry.file_type().unwrap().is_dir() {
+                continue;
+            }
+            match name.strip_prefix("v-") {
+                Some(_) => found.push(name),
+                None => folders.push(entry.path()),
+            }
+        }
+    }
+    found.sort();
+    found
 }
