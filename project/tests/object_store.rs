@@ -68,7 +68,9 @@ fn blob_init_sections(azurite: &ObjectServer, container: &str) -> String {
 
 /// Input, output and cache as prefixes of fake-gcs-server's `bucket`.
 fn gcs_sections(bucket: &str) -> String {
-    let gcs = |base_dir: &str, indent: &str| format!("\n{indent}type: gcs\n{indent}bucket: {bucket}\n{indent}base_dir: {base_dir}\n");
+    let gcs = |base_dir: &str, indent: &str| {
+        format!("\n{indent}type: gcs\n{indent}bucket: {bucket}\n{indent}base_dir: {base_dir}\n")
+    };
     format!(
         "input_storage:{}output_storage:{}cache:\n  type: json\n  storage:{}",
         gcs("input", "  "),

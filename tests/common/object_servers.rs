@@ -343,7 +343,8 @@ fn relay(mut client: TcpStream, upstream: u16) {
             }
             _ => {
                 // The server's own Host (its XML routes match on it), and one request per connection.
-                let mut head = format!("{method} {target} HTTP/1.1\r\nHost: 127.0.0.1:{upstream}\r\nConnection: close\r\n");
+                let mut head =
+                    format!("{method} {target} HTTP/1.1\r\nHost: 127.0.0.1:{upstream}\r\nConnection: close\r\n");
                 for (key, value) in &headers {
                     if !key.eq_ignore_ascii_case("host") && !key.eq_ignore_ascii_case("connection") {
                         head.push_str(&format!("{key}: {value}\r\n"));

@@ -495,7 +495,11 @@ mod tests {
         std::fs::write(&path, key).unwrap();
         let builder = GoogleCloudStorageBuilder::new().with_service_account_path(path.to_str().unwrap());
         assert_eq!(gcs_endpoint(&builder), "http://127.0.0.1:4443");
-        assert_eq!(gcs_endpoint(&builder.with_base_url("http://10.0.0.1:9000")), "http://10.0.0.1:9000", "base URL first");
+        assert_eq!(
+            gcs_endpoint(&builder.with_base_url("http://10.0.0.1:9000")),
+            "http://10.0.0.1:9000",
+            "base URL first"
+        );
         let cloud = r#"{"client_email": "a@b", "private_key": "k", "private_key_id": "i"}"#;
         let builder = GoogleCloudStorageBuilder::new().with_service_account_key(cloud);
         assert_eq!(gcs_endpoint(&builder), "https://storage.googleapis.com");
