@@ -1,5 +1,6 @@
-//! An index and an update on S3 (moto on loopback) and on Azure Blob
-//! (Azurite, fewer kills) killed (SIGKILL) at random moments: the version
+//! An index and an update on S3 (moto on loopback), on Azure Blob
+//! (Azurite, fewer kills) and on GCS (fake-gcs-server, fewer kills) killed
+//! (SIGKILL) at random moments: the version
 //! published before stays readable and whole
 //! (manifest and tables) throughout, the rerun completes, equals the same
 //! project indexed uninterrupted in a local folder, and asks the model
@@ -34,14 +35,15 @@ fn answers(stats: &MockStats) -> u64 {
 /// (all but `base_dir`), and the environment its clients need.
 struct Backend {
     keys: Vec<String>,
-    env: Vec<(&'static str, &'static str)>,
+    env: Vec<(&'static str, String)>,
 }
 
 /// moto's bucket `graphrag`; credentials as the AWS SDKs read them.
 fn on_moto(moto: &ObjectServer) -> Backend {
     moto.create_bucket("graphrag");
     let keys = vec!["type: s3".into(), "bucket: graphrag".into(), format!("endpoint_url: {}", moto.endpoint())];
-    Backend { keys, env: vec![("AWS_ACCESS_KEY_ID", MOTO_KEY_ID), ("AWS_SECRET_ACCESS_KEY", MOTO_SECRET)] }
+    let env = vec![("AWS_ACCESS_KEY_ID", MOTO_KEY_ID.into()), ("AWS_SECRET_ACCESS_KEY", MOTO_SECRET.into())];
+    Backend { keys, env }
 }
 
 /// Azurite's container `graphrag`, reached by `graphrag init`'s blob keys.
@@ -53,6 +55,18 @@ fn on_azurite(azurite: &ObjectServer) -> Backend {
         "container_name: graphrag".into(),
     ];
     Backend { keys, env: Vec::new() }
+}
+
+/// fake-gcs-server's bucket `graphrag`, its key (object_store reads it from
+/// the environment) in this process's environment too, which reads the
+/// bucket: this binary has one GCS test.
+fn on_fake_gcs(server: &ObjectServer) -> Backend {
+    server.create_bucket("graphrag");
+    let env = server.gcs_environment().to_vec();
+    for (key, value) in &env {
+        std::env::set_var(key, value);
+    }
+    Backend { keys: vec!["type: gcs".into(), "bucket: graphrag".into()], env }
 }
 
 impl Backend {
@@ -75,7 +89,7 @@ fn aws_credentials() {
 struct OnStore {
     root: tempfile::TempDir,
     storage: Storage,
-    env: Vec<(&'static str, &'static str)>,
+    env: Vec<(&'static str, String)>,
     /// Answers per cache segment read so far (a segment never changes).
     segments: RefCell<HashMap<String, u64>>,
 }
@@ -122,7 +136,7 @@ fn kill_at(mock: &MockServer, s3: &OnStore, command: &str, answered: u32, during
     mock.set_faults(vec![FaultRule::always(FaultKind::Hang).after(answered)]);
     let mut child: Child = Command::new(env!("CARGO_BIN_EXE_graphrag-rs"))
         .args(["-q", command, "--root", s3.root.path().to_str().unwrap()])
-        .envs(s3.env.iter().copied())
+        .envs(s3.env.iter().cloned())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -156,8 +170,9 @@ fn kill_at(mock: &MockServer, s3: &OnStore, command: &str, answered: u32, during
 /// Kills per run on S3 (the 20, fewer where a run has fewer requests).
 const KILLS: usize = 20;
 
-/// Kills per run on Azurite: the same code path, a few moments keep CI short.
-const AZURITE_KILLS: usize = 4;
+/// Kills per run on Azurite and on fake-gcs-server: the same code path, a
+/// few moments keep CI short.
+const EMULATOR_KILLS: usize = 4;
 
 /// Up to `kills` kill moments at distinct random requests of the first
 /// four fifths of a run of `total` requests, from a seed printed so that a
@@ -196,7 +211,14 @@ fn a_killed_index_or_update_on_s3_keeps_the_published_version_and_resumes_withou
 fn a_killed_index_or_update_on_azurite_keeps_the_published_version_and_resumes_without_repeated_calls() {
     aws_credentials();
     let Some(azurite) = object_servers::azurite() else { return };
-    killed_runs_keep_the_published_version(&on_azurite(&azurite), AZURITE_KILLS);
+    killed_runs_keep_the_published_version(&on_azurite(&azurite), EMULATOR_KILLS);
+}
+
+#[test]
+fn a_killed_index_or_update_on_gcs_keeps_the_published_version_and_resumes_without_repeated_calls() {
+    aws_credentials();
+    let Some(server) = object_servers::gcs() else { return };
+    killed_runs_keep_the_published_version(&on_fake_gcs(&server), EMULATOR_KILLS);
 }
 
 /// Index and update on `backend`, each killed at `kills` random moments.
@@ -252,7 +274,7 @@ fn killed_runs_keep_the_published_version(backend: &Backend, kills: usize) {
     }
     let resumed = Command::new(env!("CARGO_BIN_EXE_graphrag-rs"))
         .args(["-q", "index", "--resume", "--root", s3.root.path().to_str().unwrap()])
-        .envs(s3.env.iter().copied())
+        .envs(s3.env.iter().cloned())
         .output()
         .unwrap();
     assert!(resumed.status.success(), "index --resume: {}", text(&resumed));

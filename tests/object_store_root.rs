@@ -2,7 +2,8 @@
 //! loopback): its settings and documents only in the bucket, indexed by the
 //! binary equal byte for byte to the same project indexed in a local folder,
 //! queried from the bucket; `init` into a bucket; a missing bucket or
-//! settings file named by its URL.
+//! settings file named by its URL. A root in an Azure container (Azurite) and
+//! in a GCS bucket (fake-gcs-server) is indexed there.
 
 mod common;
 
@@ -249,4 +250,41 @@ fn a_project_root_in_an_azure_container_is_indexed_there() {
     assert_eq!(version, 1);
     assert!(published(&copy).iter().any(|(name, _)| name == "entities.parquet"));
     assert_eq!(root.join("logs").list("").unwrap().len(), 1, "the run's log is in the container");
+}
+
+#[test]
+fn a_project_root_in_a_gcs_bucket_is_indexed_there() {
+    let Some(server) = object_servers::gcs() else { return };
+    server.create_bucket("projects");
+    // This process reads the bucket too, and object_store reads the emulator's
+    // key from the environment: this binary has one GCS test.
+    let environment = server.gcs_environment();
+    for (key, value) in &environment {
+        std::env::set_var(key, value);
+    }
+    let remote = RemoteStorage { service: RemoteService::Gcs { bucket: "projects".into() }, prefix: "carol".into() };
+    let store = remote::open("test", &remote).unwrap();
+    let root = ObjectLocation::new(store.store, "carol", "gs://projects/carol").unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let url = "gs://projects/carol";
+    let gs = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_graphrag-rs"))
+            .args(args)
+            .envs(environment.iter().map(|(key, value)| (key, value)))
+            .env("XDG_CACHE_HOME", cache.path())
+            .output()
+            .unwrap()
+    };
+    // The scaffold `init` writes into the bucket, and one document.
+    let o = gs(&["init", "--root", url]);
+    assert!(o.status.success(), "{}", text(&o));
+    let (name, body) = &documents()[0];
+    root.put(&format!("input/{name}"), body.clone().into_bytes().into()).unwrap();
+    let o = gs(&["-q", "index", "--method", "fast", "--root", url]);
+    assert!(o.status.success(), "index --root {url}: {}", text(&o));
+    let readers = tempfile::tempdir().unwrap();
+    let (copy, version) = publish::fetch(&root.join("output"), readers.path()).unwrap().expect("published");
+    assert_eq!(version, 1);
+    assert!(published(&copy).iter().any(|(name, _)| name == "entities.parquet"));
+    assert_eq!(root.join("logs").list("").unwrap().len(), 1, "the run's log is in the bucket");
 }

@@ -1,5 +1,6 @@
 //! The object-store connector against real servers on loopback: moto's S3
-//! server and Azurite. Reads, writes, listings and both conditional-put modes
+//! server, Azurite and fake-gcs-server (behind the upload adapter of
+//! tests/common/object_servers.rs). Reads, writes, listings and both conditional-put modes
 //! (what publication by manifest and the writer's lease rely on), and the
 //! typed errors: a missing bucket, refused credentials, an endpoint that is
 //! down. Skipped with a message where the servers are not installed, except
@@ -37,6 +38,16 @@ fn s3(server: &ObjectServer, bucket: &str, prefix: &str) -> RemoteStorage {
 fn blob(connection_string: String, container: &str, prefix: &str) -> RemoteStorage {
     let account = AzureAccount::ConnectionString(Secret::from(connection_string.as_str()));
     RemoteStorage { service: RemoteService::AzureBlob { container: container.into(), account }, prefix: prefix.into() }
+}
+
+/// A prefix of fake-gcs-server's `bucket`. object_store reads the emulator's
+/// key from the process's environment, which the tests' threads share: this
+/// binary has one GCS test.
+fn gcs(server: &ObjectServer, bucket: &str, prefix: &str) -> RemoteStorage {
+    for (key, value) in server.gcs_environment() {
+        std::env::set_var(key, value);
+    }
+    RemoteStorage { service: RemoteService::Gcs { bucket: bucket.into() }, prefix: prefix.into() }
 }
 
 fn put_mode(mode: PutMode) -> PutOptions {
@@ -96,6 +107,17 @@ async fn blob_on_azurite_reads_writes_lists_and_puts_conditionally() {
     azurite.create_container("graphrag");
     let remote =
         connect("output_storage", &blob(azurite.azurite_connection_string(), "graphrag", "output")).await.unwrap();
+    exercise(&remote).await;
+}
+
+/// GCS's conditional puts are generation preconditions: Create is
+/// `x-goog-if-generation-match: 0`, Update the generation a get read.
+#[tokio::test]
+async fn gcs_on_fake_gcs_server_reads_writes_lists_and_puts_conditionally() {
+    let Some(server) = object_servers::gcs() else { return };
+    server.create_bucket("graphrag");
+    let remote = connect("output_storage", &gcs(&server, "graphrag", "project/output")).await.unwrap();
+    assert_eq!(remote.endpoint(), server.endpoint(), "the key's gcs_base_url, plain HTTP allowed");
     exercise(&remote).await;
 }
 

@@ -1,7 +1,7 @@
-//! An index on an object store (a real S3 API server, moto, started on
-//! loopback): the documents read from the bucket, the index published there
-//! as a version behind a manifest, equal byte for byte to the same index
-//! built in a local folder; a reader's copy of the published version.
+//! An index on an object store (real servers started on loopback: moto's S3,
+//! Azurite, fake-gcs-server): the documents read from the bucket, the index
+//! published there as a version behind a manifest, equal byte for byte to the
+//! same index built in a local folder; a reader's copy of the published version.
 
 #[path = "common/mock_settings.rs"]
 mod mock_settings;
@@ -63,6 +63,19 @@ fn blob_init_sections(azurite: &ObjectServer, container: &str) -> String {
         blob("input", "  "),
         blob("output", "  "),
         blob("cache", "    ")
+    )
+}
+
+/// Input, output and cache as prefixes of fake-gcs-server's `bucket`.
+fn gcs_sections(bucket: &str) -> String {
+    let gcs = |base_dir: &str, indent: &str| {
+        format!("\n{indent}type: gcs\n{indent}bucket: {bucket}\n{indent}base_dir: {base_dir}\n")
+    };
+    format!(
+        "input_storage:{}output_storage:{}cache:\n  type: json\n  storage:{}",
+        gcs("input", "  "),
+        gcs("output", "  "),
+        gcs("cache", "    ")
     )
 }
 
@@ -186,6 +199,30 @@ fn an_index_on_azurite_with_graphrag_init_blob_settings_equals_the_local_one() {
     azurite.create_container("graphrag");
     let twins = index_twins(&mock, &blob_init_sections(&azurite, "graphrag"), "fast");
     assert_published_equals_local(&twins, 1);
+}
+
+#[test]
+fn an_index_on_gcs_equals_the_local_one_byte_for_byte() {
+    let Some(server) = object_servers::gcs() else { return };
+    // object_store reads the emulator's key from the process's environment,
+    // which the tests' threads share: this binary has one GCS test.
+    for (key, value) in server.gcs_environment() {
+        std::env::set_var(key, value);
+    }
+    let mock = MockServer::start(MockConfig::default()).unwrap();
+    server.create_bucket("graphrag");
+    let twins = index_twins(&mock, &gcs_sections("graphrag"), "fast");
+    let (readers, copy, expected) = assert_published_equals_local(&twins, 1);
+
+    // A second run replaces the manifest (the generation it read as precondition).
+    let calls = mock.stats().requests;
+    index(Project::open(twins.remote.path(), &OpenOptions { method: "fast".into(), no_cache: false }).unwrap());
+    assert_eq!(mock.stats().requests, calls, "the rerun asked the model nothing");
+    let (copy2, version) = publish::fetch(twins.storage.output.remote().unwrap(), readers.path()).unwrap().unwrap();
+    assert_eq!((version, published(&copy2)), (2, expected.clone()));
+    assert_eq!(published(&copy), expected, "the reader's copy of version 1 is untouched");
+    let (_, token) = twins.storage.output.published().unwrap().unwrap();
+    assert_eq!(token, "gs://graphrag/output#2");
 }
 
 #[test]

@@ -106,6 +106,7 @@ impl StorageConfig {
             StorageType::Blob => {
                 self.only_keys(&["connection_string", "container_name", "account_url", "storage_account_blob_url"])?;
                 let container = required(&self.container_name, "container_name", "the blob container")?;
+                let container = AZURE_CONTAINER.check(container, "container_name")?;
                 let url = self.account_url.as_ref().or(self.storage_account_blob_url.as_ref());
                 let account = match (&self.connection_string, url) {
                     (Some(_), Some(_)) => {
@@ -127,14 +128,15 @@ impl StorageConfig {
             }
             StorageType::S3 => {
                 self.only_keys(&["bucket", "endpoint_url", "region"])?;
-                let bucket = required(&self.bucket, "bucket", "the S3 bucket")?;
+                let bucket = S3_BUCKET.check(required(&self.bucket, "bucket", "the S3 bucket")?, "bucket")?;
                 let endpoint_url = self.endpoint_url.as_deref().map(|u| http_url(u, "endpoint_url")).transpose()?;
                 let region = self.region.as_deref().map(str::trim).filter(|r| !r.is_empty()).map(String::from);
                 RemoteService::S3 { bucket, endpoint_url, region }
             }
             StorageType::Gcs => {
                 self.only_keys(&["bucket"])?;
-                RemoteService::Gcs { bucket: required(&self.bucket, "bucket", "the GCS bucket")? }
+                let bucket = GCS_BUCKET.check(required(&self.bucket, "bucket", "the GCS bucket")?, "bucket")?;
+                RemoteService::Gcs { bucket }
             }
         };
         Ok(StorageTarget::Remote(RemoteStorage { service, prefix: object_prefix(&self.base_dir) }))
@@ -219,6 +221,64 @@ fn required(value: &Option<String>, key: &'static str, what: &str) -> Result<Str
         Some(v) if !v.is_empty() => Ok(v.to_string()),
         _ => Err(StorageKeyError::new(key, format!("is required: {what}"))),
     }
+}
+
+/// A service's rule for the names of its buckets or containers. A name it
+/// refuses is an error here, naming the key and the rule: the service would
+/// answer the first request with a raw error (Azure's, a cut 400).
+struct NameRule {
+    what: &'static str,
+    rule: &'static str,
+    valid: fn(&str) -> bool,
+}
+
+impl NameRule {
+    fn check(&self, name: String, key: &'static str) -> Result<String, StorageKeyError> {
+        if (self.valid)(&name) {
+            return Ok(name);
+        }
+        Err(StorageKeyError::new(key, format!("`{name}` is not a valid {}: {}", self.what, self.rule)))
+    }
+}
+
+const AZURE_CONTAINER: NameRule = NameRule {
+    what: "blob container name",
+    rule: "Azure's are 3-63 characters, lowercase letters, digits and single hyphens, beginning and ending with a letter or digit",
+    valid: |name| {
+        (3..=63).contains(&name.len())
+            && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+            && !name.contains("--")
+            && ends_alphanumeric(name)
+    },
+};
+
+const S3_BUCKET: NameRule = NameRule {
+    what: "S3 bucket name",
+    rule: "S3's are 3-63 characters, lowercase letters, digits, dots and hyphens, beginning and ending with a letter or digit, without two dots in a row, not an IP address",
+    valid: |name| {
+        (3..=63).contains(&name.len())
+            && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
+            && !name.contains("..")
+            && ends_alphanumeric(name)
+            && name.parse::<std::net::Ipv4Addr>().is_err()
+    },
+};
+
+const GCS_BUCKET: NameRule = NameRule {
+    what: "GCS bucket name",
+    rule: "Google's are 3-63 characters (up to 222 with dots, at most 63 between two), lowercase letters, digits, hyphens, underscores and dots, beginning and ending with a letter or digit",
+    valid: |name| {
+        (3..=222).contains(&name.len())
+            && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"-_.".contains(&b))
+            && name.split('.').all(|part| (1..=63).contains(&part.len()))
+            && ends_alphanumeric(name)
+    },
+};
+
+/// Begins and ends with a lowercase letter or a digit.
+fn ends_alphanumeric(name: &str) -> bool {
+    let alphanumeric = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit();
+    name.starts_with(alphanumeric) && name.ends_with(alphanumeric)
 }
 
 fn http_url(url: &str, key: &'static str) -> Result<String, StorageKeyError> {
@@ -379,13 +439,13 @@ mod tests {
     fn each_backend_names_its_missing_or_foreign_key() {
         for (text, key) in [
             ("type: blob\nbase_dir: x\n", "container_name"),
-            ("type: blob\ncontainer_name: c\nconnection_string: a\naccount_url: https://a\n", "account_url"),
-            ("type: blob\ncontainer_name: c\naccount_url: ftp://a\n", "account_url"),
-            ("type: blob\ncontainer_name: c\nbucket: b\n", "bucket"),
+            ("type: blob\ncontainer_name: docs\nconnection_string: a\naccount_url: https://a\n", "account_url"),
+            ("type: blob\ncontainer_name: docs\naccount_url: ftp://a\n", "account_url"),
+            ("type: blob\ncontainer_name: docs\nbucket: b\n", "bucket"),
             ("type: s3\nregion: eu-west-1\n", "bucket"),
-            ("type: s3\nbucket: b\ncontainer_name: c\n", "container_name"),
-            ("type: s3\nbucket: b\nendpoint_url: localhost:9000\n", "endpoint_url"),
-            ("type: gcs\nbucket: b\nregion: r\n", "region"),
+            ("type: s3\nbucket: docs\ncontainer_name: c\n", "container_name"),
+            ("type: s3\nbucket: docs\nendpoint_url: localhost:9000\n", "endpoint_url"),
+            ("type: gcs\nbucket: docs\nregion: r\n", "region"),
             ("type: gcs\n", "bucket"),
             ("type: cosmosdb\n", "type"),
         ] {
@@ -396,10 +456,10 @@ mod tests {
     #[test]
     fn s3_and_gcs_settings_are_typed() {
         let st = parse(
-            "type: s3\nbucket: b\nbase_dir: ./runs//one/\nendpoint_url: http://127.0.0.1:9000/\nregion: eu-west-1\n",
+            "type: s3\nbucket: runs\nbase_dir: ./runs//one/\nendpoint_url: http://127.0.0.1:9000/\nregion: eu-west-1\n",
         );
         let want = RemoteService::S3 {
-            bucket: "b".into(),
+            bucket: "runs".into(),
             endpoint_url: Some("http://127.0.0.1:9000".into()),
             region: Some("eu-west-1".into()),
         };
@@ -407,10 +467,50 @@ mod tests {
             st.target().unwrap(),
             StorageTarget::Remote(RemoteStorage { service: want, prefix: "runs/one".into() })
         );
-        let gcs = parse("type: gcs\nbucket: g\nbase_dir: cache\n").target().unwrap();
-        let want = RemoteStorage { service: RemoteService::Gcs { bucket: "g".into() }, prefix: "cache".into() };
+        let gcs = parse("type: gcs\nbucket: answers\nbase_dir: cache\n").target().unwrap();
+        let want = RemoteStorage { service: RemoteService::Gcs { bucket: "answers".into() }, prefix: "cache".into() };
         assert_eq!(gcs, StorageTarget::Remote(want));
         assert_eq!(parse("base_dir: out\n").target().unwrap(), StorageTarget::Folder("out".into()));
+    }
+
+    /// A name the service refuses is one error naming the key and the rule,
+    /// not the service's raw answer at the first request.
+    #[test]
+    fn bucket_and_container_names_follow_their_service_rule() {
+        for (text, rule) in [
+            ("type: blob\ncontainer_name: ab\n", "3-63 characters, lowercase letters, digits and single hyphens"),
+            ("type: blob\ncontainer_name: Graphrag\n", "Azure's"),
+            ("type: blob\ncontainer_name: graph--rag\n", "single hyphens"),
+            ("type: blob\ncontainer_name: graphrag-\n", "ending with a letter or digit"),
+            ("type: blob\ncontainer_name: graph_rag\n", "Azure's"),
+            ("type: s3\nbucket: ab\n", "S3's are 3-63 characters"),
+            ("type: s3\nbucket: my_bucket\n", "S3's"),
+            ("type: s3\nbucket: my..bucket\n", "without two dots in a row"),
+            ("type: s3\nbucket: 192.168.0.1\n", "not an IP address"),
+            ("type: s3\nbucket: .bucket\n", "beginning"),
+            ("type: gcs\nbucket: ab\n", "Google's are 3-63 characters"),
+            ("type: gcs\nbucket: My-Bucket\n", "Google's"),
+        ] {
+            let err = parse(text).target().unwrap_err();
+            let key = if text.contains("container_name") { "container_name" } else { "bucket" };
+            assert_eq!(err.key, key, "{text}");
+            assert!(err.message.contains(rule) && err.message.contains("is not a valid"), "{text}: {}", err.message);
+        }
+        let long = "a".repeat(64);
+        assert!(parse(&format!("type: blob\ncontainer_name: {long}\n")).target().is_err());
+        assert!(parse(&format!("type: s3\nbucket: {long}\n")).target().is_err());
+        assert!(parse(&format!("type: gcs\nbucket: {long}\n")).target().is_err());
+        for text in [
+            "type: blob\ncontainer_name: abc\n",
+            "type: blob\ncontainer_name: graph-rag-2\n",
+            "type: s3\nbucket: my.bucket-1\n",
+            "type: gcs\nbucket: my_bucket.example-1\n",
+        ] {
+            assert!(parse(text).target().is_ok(), "{text}");
+        }
+        let dotted = format!("type: gcs\nbucket: {long}.{}\n", "b".repeat(63));
+        assert!(parse(&dotted).target().is_err(), "a part of 64 between dots");
+        assert!(parse(&format!("type: gcs\nbucket: {}.{}\n", "a".repeat(63), "b".repeat(63))).target().is_ok());
     }
 
     #[test]

@@ -482,14 +482,20 @@ fn storage_sections_are_checked_key_by_key() {
     for (text, path, line, want) in [
         ("output_storage:\n  type: blob\n  base_dir: output\n", "output_storage.container_name", 1, "is required"),
         ("cache:\n  storage:\n    type: s3\n    container_name: c\n", "cache.storage.container_name", 4, "`type: s3`"),
-        ("input_storage:\n  type: gcs\n  bucket: b\n  region: x\n", "input_storage.region", 4, "base_dir, bucket"),
+        ("input_storage:\n  type: gcs\n  bucket: docs\n  region: x\n", "input_storage.region", 4, "base_dir, bucket"),
         (
-            "reporting:\n  type: s3\n  bucket: b\n  endpoint_url: minio:9000\n",
+            "reporting:\n  type: s3\n  bucket: logs\n  endpoint_url: minio:9000\n",
             "reporting.endpoint_url",
             4,
             "not an http:// or https:// URL",
         ),
         ("output_storage:\n  type: bob\n", "output_storage.type", 2, "did you mean `blob`"),
+        (
+            "output_storage:\n  type: blob\n  container_name: ab\n",
+            "output_storage.container_name",
+            3,
+            "`ab` is not a valid blob container name: Azure's are 3-63 characters",
+        ),
     ] {
         let err = parse_str(text).unwrap_err();
         let msg = err.to_string();
@@ -498,9 +504,9 @@ fn storage_sections_are_checked_key_by_key() {
     }
     // Complete remote sections (graphrag init's blob keys; S3's) are read by the storage
     // layer, reporting's too (the run's log is uploaded there).
-    parse_str("output_storage:\n  type: blob\n  connection_string: \"AccountName=a;AccountKey=k\"\n  container_name: c\n  base_dir: output\n").unwrap();
-    parse_str("input_storage:\n  base_dir: input\n  type: s3\n  bucket: b\n  region: eu-west-1\n").unwrap();
-    parse_str("reporting:\n  type: gcs\n  bucket: b\n  base_dir: logs\n").unwrap();
+    parse_str("output_storage:\n  type: blob\n  connection_string: \"AccountName=a;AccountKey=k\"\n  container_name: graphrag\n  base_dir: output\n").unwrap();
+    parse_str("input_storage:\n  base_dir: input\n  type: s3\n  bucket: docs\n  region: eu-west-1\n").unwrap();
+    parse_str("reporting:\n  type: gcs\n  bucket: logs\n  base_dir: logs\n").unwrap();
     // update_output_storage is never read: any type `graphrag init` and a type switch give is
     // accepted, and named (at its line) in the one ignored-keys warning, its secret not shown.
     for kind in ["blob", "cosmosdb", "s3"] {

@@ -280,7 +280,7 @@ fn under(base: &Key, metas: Vec<object_store::ObjectMeta>) -> Vec<Listed> {
         .collect()
 }
 
-/// The real object-storage servers the workspace's tests start (moto, Azurite).
+/// The real object-storage servers the workspace's tests start (moto, Azurite, fake-gcs-server).
 #[cfg(test)]
 #[path = "../../../tests/common/object_servers.rs"]
 #[allow(dead_code)] // Azurite's starter and some helpers serve other test crates only

@@ -3,9 +3,11 @@
 //! the prefix of every object under it, checked with one cheap request.
 //!
 //! Credentials come from the environment as the cloud SDKs read them
-//! (`AWS_*`, `AZURE_STORAGE_*`, `GOOGLE_APPLICATION_CREDENTIALS`), or from a
-//! blob section's `connection_string`; none of them is ever put in a message,
-//! a log line or a cache. Every request has a connect and a total timeout and
+//! (`AWS_*`, `AZURE_STORAGE_*`, `GOOGLE_APPLICATION_CREDENTIALS` or
+//! `GOOGLE_SERVICE_ACCOUNT`), or from a blob section's `connection_string`;
+//! none of them is ever put in a message, a log line or a cache. A GCS
+//! emulator is named as object_store names it: `gcs_base_url` (with
+//! `disable_oauth`) in the service-account key, or GOOGLE_BASE_URL. Every request has a connect and a total timeout and
 //! a bounded number of retries, so an endpoint that is down is named within
 //! seconds, not minutes.
 
@@ -125,10 +127,7 @@ pub fn open(setting: &str, remote: &RemoteStorage) -> Result<RemoteStore, Remote
         }
         RemoteService::Gcs { bucket } => {
             let builder = GoogleCloudStorageBuilder::from_env().with_bucket_name(bucket);
-            // GOOGLE_BASE_URL (an emulator's, say) over Google's.
-            let endpoint = builder
-                .get_config_value(&GoogleConfigKey::BaseUrl)
-                .unwrap_or_else(|| "https://storage.googleapis.com".to_string());
+            let endpoint = gcs_endpoint(&builder);
             (build!(builder, endpoint), endpoint)
         }
     };
@@ -242,6 +241,28 @@ fn short_cause(err: &object_store::Error) -> String {
     } else {
         line.to_string()
     }
+}
+
+/// Where a GCS store sends its requests, as object_store decides it:
+/// GOOGLE_BASE_URL, else the `gcs_base_url` of the service-account key it
+/// reads (GOOGLE_SERVICE_ACCOUNT or GOOGLE_SERVICE_ACCOUNT_KEY: how an
+/// emulator is named), else Google's. Its scheme decides whether plain HTTP
+/// is allowed, so it must be the URL object_store will use. A key that cannot
+/// be read is left to the builder, whose error names it.
+fn gcs_endpoint(builder: &GoogleCloudStorageBuilder) -> String {
+    #[derive(serde::Deserialize)]
+    struct KeyEndpoint {
+        gcs_base_url: Option<String>,
+    }
+    let key = builder.get_config_value(&GoogleConfigKey::ServiceAccountKey).or_else(|| {
+        let path = builder.get_config_value(&GoogleConfigKey::ServiceAccount)?;
+        std::fs::read_to_string(path).ok()
+    });
+    let from_key = key.and_then(|key| serde_json::from_str::<KeyEndpoint>(&key).ok()?.gcs_base_url);
+    builder
+        .get_config_value(&GoogleConfigKey::BaseUrl)
+        .or(from_key)
+        .unwrap_or_else(|| "https://storage.googleapis.com".to_string())
 }
 
 fn retry_config() -> RetryConfig {
@@ -447,8 +468,8 @@ mod tests {
         }
     }
 
-    /// No GCS server runs in the tests (object_store has no public GCS test
-    /// double): the store is built from the typed setting without a request.
+    /// The store is built from the typed setting without a request (the
+    /// requests are tested on fake-gcs-server: engine/tests/object_stores.rs).
     #[test]
     fn a_gcs_setting_builds_its_store_without_a_request() {
         let remote = RemoteStorage { service: RemoteService::Gcs { bucket: "b".into() }, prefix: "p/q".into() };
@@ -459,6 +480,28 @@ mod tests {
             shown,
             "RemoteStore(cache.storage: GCS bucket `b` (prefix `p/q`) at https://storage.googleapis.com)"
         );
+    }
+
+    /// An emulator's key (or GOOGLE_BASE_URL) names the endpoint, so that an
+    /// `http://` one is allowed plain HTTP (it was refused as https-only).
+    #[test]
+    fn a_gcs_emulator_is_named_by_the_service_account_key() {
+        let key = r#"{"gcs_base_url": "http://127.0.0.1:4443", "disable_oauth": true, "client_email": "", "private_key": "", "private_key_id": ""}"#;
+        let builder = GoogleCloudStorageBuilder::new().with_service_account_key(key);
+        assert_eq!(gcs_endpoint(&builder), "http://127.0.0.1:4443");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("key.json");
+        std::fs::write(&path, key).unwrap();
+        let builder = GoogleCloudStorageBuilder::new().with_service_account_path(path.to_str().unwrap());
+        assert_eq!(gcs_endpoint(&builder), "http://127.0.0.1:4443");
+        assert_eq!(
+            gcs_endpoint(&builder.with_base_url("http://10.0.0.1:9000")),
+            "http://10.0.0.1:9000",
+            "base URL first"
+        );
+        let cloud = r#"{"client_email": "a@b", "private_key": "k", "private_key_id": "i"}"#;
+        let builder = GoogleCloudStorageBuilder::new().with_service_account_key(cloud);
+        assert_eq!(gcs_endpoint(&builder), "https://storage.googleapis.com");
     }
 
     #[test]
