@@ -33,7 +33,10 @@ enum Backend {
     Folder,
     S3(ObjectServer),
     Azure(ObjectServer),
-    Gcs(ObjectServer),
+    /// Its clients find fake-gcs-server through the environment: held to keep it running.
+    Gcs {
+        _server: ObjectServer,
+    },
 }
 
 const BUCKET: &str = "scenario";
@@ -57,7 +60,9 @@ impl Backend {
                 format!("container_name: {BUCKET}"),
                 format!("base_dir: team/{dir}"),
             ],
-            Backend::Gcs(_) => vec!["type: gcs".into(), format!("bucket: {BUCKET}"), format!("base_dir: team/{dir}")],
+            Backend::Gcs { .. } => {
+                vec!["type: gcs".into(), format!("bucket: {BUCKET}"), format!("base_dir: team/{dir}")]
+            }
         };
         lines.iter().map(|l| format!("{indent}{l}\n")).collect()
     }
@@ -78,7 +83,7 @@ impl Backend {
             Backend::Folder => root.join("data/input").display().to_string(),
             Backend::S3(_) => format!("s3://{BUCKET}/team/input"),
             Backend::Azure(_) => format!("az://{BUCKET}/team/input"),
-            Backend::Gcs(_) => format!("gs://{BUCKET}/team/input"),
+            Backend::Gcs { .. } => format!("gs://{BUCKET}/team/input"),
         }
     }
 }
@@ -127,7 +132,9 @@ fn replica_follows(writer: SocketAddr, replica: SocketAddr) {
 /// (held still while read), but documents.parquet: its creation dates are
 /// the input's file or object times.
 fn published_tables(root: &Path) -> published::Files {
-    let Published::Version(version) = storage(root).output.open_published().unwrap() else { panic!("nothing published") };
+    let Published::Version(version) = storage(root).output.open_published().unwrap() else {
+        panic!("nothing published")
+    };
     published::published(version.dir()).into_iter().filter(|(name, _)| name != "documents.parquet").collect()
 }
 
@@ -143,7 +150,9 @@ fn scenario(backend: &Backend, mock: &MockServer) -> published::Files {
     let replica_root = tempfile::tempdir().unwrap();
     // A folder project's replica reads the writer's folder.
     let replica_settings = match backend {
-        Backend::Folder => backend.settings(mock).replace("base_dir: data/", &format!("base_dir: {}/data/", writer_root.path().display())),
+        Backend::Folder => backend
+            .settings(mock)
+            .replace("base_dir: data/", &format!("base_dir: {}/data/", writer_root.path().display())),
         _ => backend.settings(mock),
     };
     std::fs::write(replica_root.path().join("settings.yaml"), replica_settings).unwrap();
@@ -252,5 +261,5 @@ fn on_gcs() {
         std::env::set_var(key, value);
     }
     gcs.create_bucket(BUCKET);
-    same_as_on_a_folder(Backend::Gcs(gcs));
+    same_as_on_a_folder(Backend::Gcs { _server: gcs });
 }
