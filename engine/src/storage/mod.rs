@@ -4,9 +4,30 @@
 //! `base_dir`, and (with [`crate::store::table_path`]) the only place that
 //! knows a table's file name; callers name tables, never files.
 //!
-//! A location is a local folder: the input reader walks it (non-UTF-8 names,
-//! symbolic links), the runner stages and publishes in it (flock, commit
-//! marker, renames: `staging`), the answer cache keeps one file per answer.
+//! A location is a local folder, or a prefix of an object store (S3, Azure
+//! Blob, GCS) with a local working copy. What each operation guarantees, the
+//! same on every backend:
+//!
+//! - [`Location::put`] writes a file whole: a reader sees the old bytes or
+//!   the new, never part (a folder: a temporary file renamed; a store: one
+//!   PUT). The last writer wins.
+//! - [`Location::create`] writes only if the name is free, decided by the
+//!   storage (a hard link; a conditional PUT): of two creators one wins.
+//! - [`Location::read`] and [`Location::list`] see every whole file written
+//!   before they began; a listing is sorted by path and complete (a store's
+//!   pages are all read), hidden work files included (callers filter).
+//! - [`Location::remove`] is idempotent.
+//! - Publication is atomic: readers see one whole version or the one before
+//!   ([`Location::open_published`] holds it still while read); a folder
+//!   renames under its writer lock, a store writes `v-NNNNNN/` then one
+//!   conditional manifest PUT, retried for `PUBLISH_RETRY_SECONDS`.
+//! - One writer at a time ([`Location::lock_for_writing`]): a folder's flock;
+//!   a store's lease, expiring `LEASE_SECONDS` after its last renewal, taken
+//!   over at once from a holder on this machine whose process is gone.
+//!
+//! The working copy is this module's business: the runner stages and
+//! commits in it (`staging`), readers keep copies of published versions in
+//! it (the current and the previous).
 
 pub mod counting;
 pub mod files;
