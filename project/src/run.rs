@@ -211,21 +211,15 @@ pub(crate) fn index_with(
     let run_opts = run_options(&project, opts.resume, &opts.run);
     let output = project.storage.output.clone();
     let writer = output.lock_for_writing()?;
-    let staging_dir = staging::prepare(&output_dir, opts.resume)?;
+    let staging_dir = writer.prepare(opts.resume)?;
     let had_index = has_index(&output_dir);
     let root = project.root.clone();
     let (mut plan, ws) = project.workspace(&staging_dir, None);
     adapt(&mut plan, &output)?;
     tracing::info!(pipeline = %plan.name, steps = plan.steps.len(), "indexing {}", root.display());
-    let (stats, documents) = doc_status::run_tracked(
-        &plan,
-        &ws,
-        &run_opts,
-        &output_dir,
-        || staging::commit(&output_dir),
-        || output.publish(&writer),
-    )
-    .map_err(|e| failed(e, &output, had_index, "graphrag-rs index --resume"))?;
+    let (stats, documents) =
+        doc_status::run_tracked(&plan, &ws, &run_opts, &output_dir, || writer.commit(), || writer.publish())
+            .map_err(|e| failed(e, &output, had_index, "graphrag-rs index --resume"))?;
     warn_about_tolerated_failures(&stats);
     let lancedb = export::after_run(&root, &settings);
     Ok(RunReport { plan, stats, published_to: output.describe(), documents, changes: None, lancedb })
@@ -248,9 +242,7 @@ pub(crate) fn open_for_update(
         staging::recover_if_idle(&output_dir)?;
         None
     } else {
-        let lock = output.lock_for_writing()?;
-        staging::recover(&output_dir)?;
-        Some(lock)
+        Some(output.lock_for_writing()?)
     };
     let method = match opts.method.as_str() {
         // A dry run or a shard (no lock) has no working copy brought up to
@@ -304,21 +296,15 @@ pub(crate) fn update_with(root: &Path, opts: &UpdateOptions, adapt: AdaptPlan) -
     let requests = RunRequests { since, locations: project.storage.remote_locations() };
     let run_opts = RunOptions { storage_requests: Some(requests), ..run_options(&project, true, &opts.run) };
     let previous = has_index.then(|| Box::new(PublishedTables { output_dir: output_dir.clone() }) as _);
-    let (mut plan, ws) = project.workspace(&staging::dir(&output_dir), previous);
+    let (mut plan, ws) = project.workspace(&writer.staging_dir(), previous);
     adapt(&mut plan, &output)?;
     if !has_index {
         tracing::info!("no index in {} yet: indexing every document", output.describe());
     }
     let before = if has_index { Location::folder(&output_dir).read_table("documents")? } else { None };
-    let (stats, documents) = doc_status::run_tracked(
-        &plan,
-        &ws,
-        &run_opts,
-        &output_dir,
-        || staging::commit(&output_dir),
-        || output.publish(&writer),
-    )
-    .map_err(|e| failed(e, &output, has_index, "graphrag-rs update"))?;
+    let (stats, documents) =
+        doc_status::run_tracked(&plan, &ws, &run_opts, &output_dir, || writer.commit(), || writer.publish())
+            .map_err(|e| failed(e, &output, has_index, "graphrag-rs update"))?;
     warn_about_tolerated_failures(&stats);
     let changes = documents.as_ref().map(|after| changes(before.as_ref(), after)).transpose()?;
     let lancedb = export::after_run(root, &settings);

@@ -380,7 +380,7 @@ fn all_documents(state: &State) -> Result<Vec<Value>> {
             "status": if why.is_some() { "failed" } else { "pending" },
             "created_at": created,
             "updated_at": created,
-            "track_id": uploads.track_of(&name),
+            "track_id": uploads.track_of(name),
             "chunks_count": 0,
             "error_msg": why,
             "metadata": {"in_input_folder": true},

@@ -158,11 +158,48 @@ const LEASE_SECONDS: u64 = 30;
 /// of a minute should not cost.
 const PUBLISH_RETRY_SECONDS: u64 = 60;
 
-/// The right to change an index: the local folder's lock, and on an object
-/// store the writer lease. Held until dropped.
+/// The right to change an index, and the one way to: the local folder's
+/// lock (and on an object store the writer lease), held until dropped; a
+/// run stages in [`Writer::prepare`]'s folder, then [`Writer::commit`]s
+/// (the working folder's index) and [`Writer::publish`]es (an object
+/// store's next version).
 pub struct Writer {
     _lock: crate::staging::WriterLock,
     lease: Option<publish::Lease>,
+    output: Location,
+}
+
+impl Writer {
+    /// The folder a run stages its outputs in: a run of a whole index
+    /// starts it empty, or when resuming from the live index, once a
+    /// publication a crash interrupted is finished.
+    pub fn prepare(&self, resume: bool) -> anyhow::Result<PathBuf> {
+        crate::staging::prepare(&self.output.dir, resume)
+    }
+
+    /// The staging folder as an `update` finds it (a resumed update's steps kept).
+    pub fn staging_dir(&self) -> PathBuf {
+        crate::staging::dir(&self.output.dir)
+    }
+
+    /// Makes the staged outputs the working folder's index (renames, after
+    /// a commit marker: all or, after a crash, finished by the next writer).
+    pub fn commit(&self) -> anyhow::Result<()> {
+        crate::staging::commit(&self.output.dir)
+    }
+
+    /// After [`Writer::commit`]: on an object store, uploads the committed
+    /// files as the next version and points the manifest at it, retrying a
+    /// failed storage call for up to `PUBLISH_RETRY_SECONDS`; a folder is
+    /// published by the commit.
+    pub fn publish(&self) -> anyhow::Result<()> {
+        let (Some(remote), Some(lease)) = (&self.output.remote, &self.lease) else { return Ok(()) };
+        let window = publish::RetryWindow::new(std::time::Duration::from_secs(PUBLISH_RETRY_SECONDS));
+        lease.check(&window)?;
+        let version = publish::publish(&self.output.dir, remote, KEEP_PREVIOUS_VERSIONS, &window)?;
+        tracing::info!("published version {version} of {}", remote.url());
+        Ok(())
+    }
 }
 
 impl Location {
@@ -226,27 +263,14 @@ impl Location {
         let lock = crate::staging::lock_for_writing(&self.dir)?;
         let lease = match &self.remote {
             None => None,
-            Some(remote) => {
-                let lease = publish::Lease::acquire(remote, std::time::Duration::from_secs(LEASE_SECONDS))?;
-                crate::staging::recover(&self.dir)?;
-                publish::mirror(remote, &self.dir)?;
-                Some(lease)
-            }
+            Some(remote) => Some(publish::Lease::acquire(remote, std::time::Duration::from_secs(LEASE_SECONDS))?),
         };
-        Ok(Writer { _lock: lock, lease })
-    }
-
-    /// After the local publication (`staging::commit`): on an object store,
-    /// uploads the published files as the next version and points the
-    /// manifest at it, retrying a failed storage call for up to
-    /// `PUBLISH_RETRY_SECONDS`.
-    pub fn publish(&self, writer: &Writer) -> anyhow::Result<()> {
-        let (Some(remote), Some(lease)) = (&self.remote, &writer.lease) else { return Ok(()) };
-        let window = publish::RetryWindow::new(std::time::Duration::from_secs(PUBLISH_RETRY_SECONDS));
-        lease.check(&window)?;
-        let version = publish::publish(&self.dir, remote, KEEP_PREVIOUS_VERSIONS, &window)?;
-        tracing::info!("published version {version} of {}", remote.url());
-        Ok(())
+        // A publication a crashed writer left half done is finished first.
+        crate::staging::recover(&self.dir)?;
+        if let Some(remote) = &self.remote {
+            publish::mirror(remote, &self.dir)?;
+        }
+        Ok(Writer { _lock: lock, lease, output: self.clone() })
     }
 
     /// The local folder a reader reads the published index from (for an

@@ -83,8 +83,7 @@ pub(super) fn clear(base: &Location) -> anyhow::Result<()> {
 /// embeddings, staged for the embed shards and the last `--merge`.
 pub fn index_merge_graph(project: Project, count: Option<usize>, opts: &IndexOptions) -> anyhow::Result<GraphStaged> {
     let writer = project.storage.output.lock_for_writing()?;
-    let output_dir = project.output_dir().to_path_buf();
-    staging::prepare(&output_dir, opts.resume)?;
+    writer.prepare(opts.resume)?;
     let staged = stage_graph(project, None, opts.resume, &opts.run, count);
     drop(writer);
     staged
