@@ -89,16 +89,21 @@ def _put(endpoint: str, key: str, body: bytes) -> None:
     urllib.request.urlopen(request, timeout=10).close()
 
 
-def test_a_project_root_in_a_bucket_is_indexed_and_queried(mock_url, moto_endpoint, tmp_path, monkeypatch):
-    # The project exists only in the bucket: its settings.yaml and its documents.
+def _bucket_root(moto_endpoint, mock_url, tmp_path, monkeypatch, prefix: str) -> str:
+    """A project that exists only in the bucket under `prefix` (its settings.yaml and
+    one document), with the endpoint as the AWS SDKs read it and the working copy in
+    this test's cache; its URL."""
     local = make_project(tmp_path / "p", mock_url, {"stave1.txt": passage("MARLEY'S GHOST", 3000)})
-    _put(moto_endpoint, "team/carol/settings.yaml", (local / "settings.yaml").read_bytes())
-    _put(moto_endpoint, "team/carol/input/stave1.txt", (local / "input" / "stave1.txt").read_bytes())
-    # The endpoint as the AWS SDKs read it; the working copy in this test's cache.
+    _put(moto_endpoint, f"{prefix}/settings.yaml", (local / "settings.yaml").read_bytes())
+    _put(moto_endpoint, f"{prefix}/input/stave1.txt", (local / "input" / "stave1.txt").read_bytes())
     monkeypatch.setenv("AWS_ENDPOINT_URL", moto_endpoint)
     monkeypatch.setenv("AWS_REGION", "us-east-1")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    root = "s3://python-index/team/carol"
+    return f"s3://python-index/{prefix}"
+
+
+def test_a_project_root_in_a_bucket_is_indexed_and_queried(mock_url, moto_endpoint, tmp_path, monkeypatch):
+    root = _bucket_root(moto_endpoint, mock_url, tmp_path, monkeypatch, "team/carol")
 
     report = graphrag_rs.build_index(root, method="fast")
     assert report["documents"] == 1, report
@@ -127,14 +132,8 @@ def _exists(endpoint: str, key: str) -> bool:
 
 def test_insert_and_delete_document_write_a_bucket_input(mock_url, moto_endpoint, tmp_path, monkeypatch):
     # A project root in the bucket: its input is the bucket's `input/` prefix.
-    local = make_project(tmp_path / "p", mock_url, {"stave1.txt": passage("MARLEY'S GHOST", 3000)})
-    _put(moto_endpoint, "docs/carol/settings.yaml", (local / "settings.yaml").read_bytes())
-    _put(moto_endpoint, "docs/carol/input/stave1.txt", (local / "input" / "stave1.txt").read_bytes())
-    monkeypatch.setenv("AWS_ENDPOINT_URL", moto_endpoint)
-    monkeypatch.setenv("AWS_REGION", "us-east-1")
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    root = _bucket_root(moto_endpoint, mock_url, tmp_path, monkeypatch, "docs/carol")
     monkeypatch.chdir(tmp_path)
-    root = "s3://python-index/docs/carol"
     graphrag_rs.build_index(root, method="fast")
     index = graphrag_rs.Index(root)
 
