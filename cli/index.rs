@@ -148,7 +148,7 @@ pub fn print_plan(dry: &DryRun) -> anyhow::Result<()> {
         }
     }
     let published: Vec<&str> = plan.published.iter().map(String::as_str).collect();
-    println!("Publishes to {}: {}", dry.workspace.output_dir.display(), published.join(", "));
+    println!("Publishes to {}: {}", dry.publishes_to, published.join(", "));
     print_llm_estimate(dry)
 }
 

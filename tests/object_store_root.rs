@@ -87,6 +87,9 @@ fn a_project_root_in_a_bucket_indexes_like_a_local_folder_and_answers() {
     assert!(!o.status.success());
     let hint = format!("no index in {url}/output: run `graphrag-rs index --root {url}` first");
     assert!(text(&o).contains(&hint), "{}", text(&o));
+    let o = graphrag_on(&moto, cache.path(), &["index", "--dry-run", "--method", "fast", "--root", url]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains(&format!("Publishes to {url}/output: ")), "the bucket, not a working copy: {}", text(&o));
     let fast = ["-q", "index", "--method", "fast", "--root"];
     let o = graphrag_on(&moto, cache.path(), &[&fast[..], &[url]].concat());
     assert!(o.status.success(), "index --root {url}: {}", text(&o));

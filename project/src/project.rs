@@ -244,8 +244,9 @@ impl Project {
         &self.loaded.settings
     }
 
-    /// The index's local folder (on an object store, its working copy).
-    pub fn output_dir(&self) -> &Path {
+    /// The index's local folder (on an object store, its working copy:
+    /// this crate's business, never shown to users).
+    pub(crate) fn output_dir(&self) -> &Path {
         self.storage.output.dir()
     }
 

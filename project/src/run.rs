@@ -136,6 +136,8 @@ pub struct Changes {
 pub struct DryRun {
     pub plan: Plan,
     pub workspace: Workspace,
+    /// Where the run would publish: the output folder, or its bucket URL.
+    pub publishes_to: String,
     resume: bool,
 }
 
@@ -182,8 +184,9 @@ pub(crate) fn run_options(project: &Project, resume: bool, run: &RunSettings) ->
 /// The plan `index` would run, without running it.
 pub fn index_dry_run(project: Project, resume: bool) -> DryRun {
     let output_dir = project.output_dir().to_path_buf();
+    let publishes_to = project.storage.output.describe();
     let (plan, workspace) = project.workspace(&output_dir, None);
-    DryRun { plan, workspace, resume }
+    DryRun { plan, workspace, publishes_to, resume }
 }
 
 /// Indexes the input folder: the run is staged beside the live index and
@@ -269,9 +272,10 @@ pub(crate) fn open_for_update(
 pub fn update_dry_run(root: &Path, opts: &UpdateOptions) -> anyhow::Result<DryRun> {
     let (project, _) = open_for_update(root, opts, true)?;
     let output_dir = project.output_dir().to_path_buf();
+    let publishes_to = project.storage.output.describe();
     let previous = project.has_index().then(|| Box::new(PublishedTables { output_dir: output_dir.clone() }) as _);
     let (plan, workspace) = project.workspace(&staging::dir(&output_dir), previous);
-    Ok(DryRun { plan, workspace, resume: true })
+    Ok(DryRun { plan, workspace, publishes_to, resume: true })
 }
 
 /// Brings the index up to date with the input folder (new, changed and
