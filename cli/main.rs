@@ -1,5 +1,6 @@
 //! The `graphrag-rs` command line: argument parsing, logging, exit codes.
 
+mod cache;
 mod eval;
 mod export;
 mod index;
@@ -272,6 +273,11 @@ enum Command {
     },
     /// List the verbs this build provides.
     Verbs,
+    /// The model answer cache.
+    Cache {
+        #[command(subcommand)]
+        command: CacheCommand,
+    },
     /// Serve the index over HTTP: LightRAG's REST API (documents, query, graph), Ollama- and
     /// OpenAI-compatible chat, and a web UI at /webui/.
     Serve {
@@ -299,6 +305,19 @@ enum Command {
         read_only: bool,
         #[command(flatten)]
         models: ModelFlags,
+    },
+}
+
+#[derive(Subcommand)]
+enum CacheCommand {
+    /// Copy a local cache folder (one JSON file per answer, as a `cache/` folder holds them) into
+    /// the project's cache on an object store (`cache.storage`), which reads answers in segments
+    /// only.
+    Import {
+        /// The local cache folder, e.g. an earlier project's cache/.
+        folder: PathBuf,
+        #[command(flatten)]
+        root: RootArg,
     },
 }
 
@@ -411,6 +430,9 @@ fn main() -> ExitCode {
                 skip_validation: models.skip_validation,
                 verbosity,
             })
+        }
+        Command::Cache { command: CacheCommand::Import { folder, root } } => {
+            cache::import(&root.folder()?, &folder, verbosity)
         }
         Command::Verbs => {
             index::print_verbs();

@@ -1,15 +1,12 @@
-//! Persistent response cache: one file per request under DIR/cache (or a
-//! step's partition of it), keyed by a hash of the model, parameters and
-//! messages (never the API key); on an object store, many answers to an
-//! object ([`super::cache_segments`]). Writes are atomic but not synced to disk
-//! (a sync per answer cost milliseconds on the request path): an entry a
-//! machine crash left torn is unreadable, which counts as a miss and is
-//! rewritten.
+//! Persistent response cache, keyed by a hash of the model, parameters and
+//! messages (never the API key), with two backends: a local folder, one file
+//! per answer ([`super::cache_folder`]), or an object store, many answers to
+//! an object ([`super::cache_segments`]).
 //!
 //! The cache holds only answers that passed their purpose's check: [`put`]
 //! takes a [`Checked`] value, which only running a check makes, and [`get`]
 //! runs the caller's check again on what it reads (an entry written by an
-//! older version, or damaged on disk, is asked again rather than trusted).
+//! older version, or damaged, is asked again rather than trusted).
 //!
 //! [`put`]: ResponseCache::put
 //! [`get`]: ResponseCache::get
@@ -21,10 +18,10 @@ use std::sync::Arc;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use super::cache_budget::ByteBudget;
-use super::cache_segments::ObjectAnswers;
+use super::cache_folder::FolderAnswers;
+pub use super::cache_segments::Imported;
+use super::cache_segments::{import_folder, ObjectAnswers};
 use crate::storage::Location;
-use crate::store::atomic_write_unsynced;
 use graphrag_operations::ids::sha256_hex;
 
 /// A stored form `S` (an answer as the server sent it) that passed a check,
@@ -90,48 +87,63 @@ impl<S, T, E: std::fmt::Display> Lookup<S, T, E> {
 }
 
 pub struct ResponseCache {
-    dir: PathBuf,
-    /// Where a partition also looks for an answer it does not have: the
-    /// cache root, which held every answer before caches were partitioned.
-    fallback: Option<PathBuf>,
+    answers: Answers,
     /// Corrupt entries met (the root's and its partitions': one warning).
     corrupt: Arc<AtomicU64>,
-    /// The size bound of `dir`, if it has one (see [`ResponseCache::bounded`]).
-    budget: Option<Arc<ByteBudget>>,
-    /// On an object store: this partition's answers (falling back to the
-    /// root's), instead of `dir` and `fallback`.
-    objects: Option<ObjectAnswers>,
+}
+
+/// Where the answers are kept.
+enum Answers {
+    Folder(FolderAnswers),
+    /// On an object store: this partition's answers (falling back to the root's).
+    Segments(ObjectAnswers),
 }
 
 impl ResponseCache {
     pub fn new(dir: &Path) -> Self {
-        ResponseCache { dir: dir.to_path_buf(), fallback: None, corrupt: Arc::default(), budget: None, objects: None }
+        ResponseCache { answers: Answers::Folder(FolderAnswers::new(dir)), corrupt: Arc::default() }
     }
 
     /// The cache at a storage location: its folder (one file per answer),
     /// or its object store prefix (segments of answers).
     pub fn at(location: &Location) -> Self {
-        let objects = location.remote().map(|remote| ObjectAnswers::new(remote.clone()));
-        ResponseCache { objects, ..ResponseCache::new(location.dir()) }
+        match location.remote() {
+            Some(remote) => ResponseCache {
+                answers: Answers::Segments(ObjectAnswers::new(remote.clone())),
+                corrupt: Arc::default(),
+            },
+            None => ResponseCache::new(location.dir()),
+        }
+    }
+
+    /// Copies the answers of the local cache folder `folder` into the cache
+    /// at `to`, an object store location (see [`super::cache_segments`]'s
+    /// `import_folder`).
+    pub fn import(folder: &Path, to: &Location) -> anyhow::Result<Imported> {
+        match to.remote() {
+            Some(remote) => import_folder(folder, remote),
+            None => anyhow::bail!(
+                "{} is a local folder: the answers of a folder cache are copied as files",
+                to.dir().display()
+            ),
+        }
     }
 
     /// The cache of one pipeline step (GraphRAG's `model_instance_name`):
     /// entries under `DIR/<name>/`, reading older unpartitioned entries too.
     pub fn partition(&self, name: &str) -> Self {
-        ResponseCache {
-            dir: self.dir.join(name),
-            fallback: Some(self.dir.clone()),
-            corrupt: self.corrupt.clone(),
-            budget: None,
-            objects: self.objects.as_ref().map(|answers| answers.partition(name)),
-        }
+        let answers = match &self.answers {
+            Answers::Folder(folder) => Answers::Folder(folder.partition(name)),
+            Answers::Segments(segments) => Answers::Segments(segments.partition(name)),
+        };
+        ResponseCache { answers, corrupt: self.corrupt.clone() }
     }
 
     /// Writes the answers an object store cache keeps in memory (a step's,
     /// when it ends); a folder's are written as they come.
     pub fn flush(&self) {
-        if let Some(answers) = &self.objects {
-            answers.flush();
+        if let Answers::Segments(segments) = &self.answers {
+            segments.flush();
         }
     }
 
@@ -143,12 +155,14 @@ impl ResponseCache {
     /// memory (see [`super::cache_held`]; a bucket's lifecycle rule expires
     /// old segments).
     pub fn bounded(self, max_bytes: u64) -> Self {
-        if let Some(answers) = &self.objects {
-            answers.bound(max_bytes);
-            return self;
-        }
-        let budget = Some(Arc::new(ByteBudget::new(&self.dir, max_bytes)));
-        ResponseCache { budget, ..self }
+        let answers = match self.answers {
+            Answers::Folder(folder) => Answers::Folder(folder.bounded(max_bytes)),
+            Answers::Segments(segments) => {
+                segments.bound(max_bytes);
+                Answers::Segments(segments)
+            }
+        };
+        ResponseCache { answers, ..self }
     }
 
     pub fn key(parts: &[&str]) -> String {
@@ -156,20 +170,11 @@ impl ResponseCache {
         sha256_hex(&bytes)
     }
 
-    fn path(&self, key: &str) -> PathBuf {
-        entry_path(&self.dir, key)
-    }
-
     /// The entry under `key` if it reads and passes `check`.
     pub fn get<S: DeserializeOwned, T, E>(&self, key: &str, check: impl FnOnce(&S) -> Result<T, E>) -> Lookup<S, T, E> {
-        let path = self.path(key);
-        let older = self.fallback.as_ref().map(|root| entry_path(root, key));
-        let found = match &self.objects {
-            Some(answers) => answers.get(key).map(|found| (PathBuf::from(found.name), found.bytes)),
-            None => [Some(path), older]
-                .into_iter()
-                .flatten()
-                .find_map(|p| std::fs::read(&p).ok().map(|b| (p, bytes::Bytes::from(b)))),
+        let found = match &self.answers {
+            Answers::Folder(folder) => folder.get(key),
+            Answers::Segments(segments) => segments.get(key).map(|found| (PathBuf::from(found.name), found.bytes)),
         };
         let Some((path, bytes)) = found else {
             return Lookup::Miss;
@@ -177,8 +182,8 @@ impl ResponseCache {
         match serde_json::from_slice(&bytes) {
             Ok(stored) => match Checked::new(stored, check) {
                 Ok(hit) => {
-                    if let Some(budget) = self.budget.as_ref().filter(|_| path.starts_with(&self.dir)) {
-                        budget.read(&path);
+                    if let Answers::Folder(folder) = &self.answers {
+                        folder.used(&path);
                     }
                     Lookup::Hit(hit)
                 }
@@ -202,36 +207,22 @@ impl ResponseCache {
 
     /// Stores a checked answer; a failure to write only costs a future cache miss.
     pub fn put<S: Serialize, T>(&self, key: &str, value: &Checked<S, T>) {
-        if let Some(answers) = &self.objects {
-            match serde_json::to_vec(value.stored()) {
-                Ok(bytes) => answers.put(key, bytes.into()),
-                Err(e) => tracing::warn!("could not write cache entry {key} to {}: {e}", answers.url()),
+        let bytes = match serde_json::to_vec(value.stored()) {
+            Ok(bytes) => bytes,
+            Err(e) => {
+                tracing::warn!("could not write cache entry {key}: {e}");
+                return;
             }
-            return;
-        }
-        let path = self.path(key);
-        let result = serde_json::to_vec(value.stored()).map_err(std::io::Error::other).and_then(|bytes| {
-            atomic_write_unsynced(&path, &bytes)?;
-            Ok(bytes.len() as u64)
-        });
-        match result {
-            Ok(size) => {
-                if let Some(budget) = &self.budget {
-                    budget.written(&path, size);
+        };
+        match &self.answers {
+            Answers::Segments(segments) => segments.put(key, bytes.into()),
+            Answers::Folder(folder) => {
+                if let Err(e) = folder.put(key, &bytes) {
+                    tracing::warn!("could not write cache entry {}: {e}", folder.path(key).display());
                 }
             }
-            Err(e) => tracing::warn!("could not write cache entry {}: {e}", path.display()),
         }
     }
-}
-
-fn entry_path(dir: &Path, key: &str) -> PathBuf {
-    dir.join(&key[..2]).join(format!("{key}.json"))
-}
-
-/// [`entry_path`]'s form as an object key.
-pub(super) fn entry_key(key: &str) -> String {
-    format!("{}/{key}.json", &key[..2])
 }
 
 #[cfg(test)]
@@ -264,7 +255,8 @@ mod tests {
             cache.get(&key, |v: &Vec<u32>| if v.len() < 2 { Ok(()) } else { Err(()) }),
             Lookup::Rejected(())
         ));
-        std::fs::write(cache.path(&key), b"{truncated").unwrap();
+        let Answers::Folder(folder) = &cache.answers else { unreachable!() };
+        std::fs::write(folder.path(&key), b"{truncated").unwrap();
         assert!(matches!(cache.get(&key, short), Lookup::Corrupt));
         assert!(matches!(cache.get(&key, short), Lookup::Corrupt));
         assert_eq!(cache.corrupt.load(Ordering::Relaxed), 2);
@@ -302,7 +294,8 @@ mod tests {
         for key in &keys {
             queries.put(key, &Checked::new("y".repeat(1000), any).unwrap());
         }
-        let held = || queries.objects.as_ref().unwrap().held_bytes();
+        let Answers::Segments(segments) = &queries.answers else { panic!("not on the object store") };
+        let held = || segments.held_bytes();
         assert!(held() > 0 && held() <= budget, "{} bytes held", held());
         assert!(keys.iter().all(|k| matches!(queries.get(k, any), Lookup::Hit(_))), "every answer still found");
         assert!(held() <= budget);

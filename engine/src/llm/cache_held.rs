@@ -3,7 +3,7 @@
 //! answers, `query.cache_max_bytes`), the bound on them.
 //!
 //! Each answer known is an entry: its key, where it can be read again (its
-//! line in a segment, or its own object) and, while it is loaded, its bytes.
+//! line in a segment) and, while it is loaded, its bytes.
 //! An unbounded cache (an index's) keeps every answer loaded. A bounded one
 //! counts each entry at [`ENTRY_BYTES`] plus its loaded answer and, past the
 //! bound, first unloads the least recently used answers (found again with
@@ -13,13 +13,11 @@
 //! cannot be unloaded or forgotten: they are counted, and kept until their
 //! segment is written.
 //!
-//! The bound is on what [`Held`] holds. While a partition is read (listed,
-//! or listed again), what is being read comes on top, let go once read:
-//! about 3 × bound/4 (a run of segments of up to a quarter of the bound,
-//! and when the run is folded, its answers and the folded segment; see
-//! `read_groups` and `fold` in [`super::cache_segments`]), or more for a
-//! single segment larger than that (a root segment an index run wrote is
-//! up to 16 MiB).
+//! The bound is on what [`Held`] holds. While a partition is read, what is
+//! being read comes on top, let go once read: a run of segments of up to a
+//! quarter of the bound (see `read_runs` in [`super::cache_segments`]), or
+//! one larger segment (a segment an index run wrote is up to 16 MiB); while
+//! this process folds its own segments, the run being folded.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -30,14 +28,13 @@ use bytes::Bytes;
 /// key, its place, its tick and its rows in this module's maps, rounded up.
 const ENTRY_BYTES: u64 = 192;
 
-/// Where an answer can be read again.
+/// Where an answer can be read again: the line at `start`, of `len` bytes
+/// (without its line break), of the segment `segment` (under the partition).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) enum Place {
-    /// The line at `start`, of `len` bytes (without its line break), of the
-    /// segment `name` (under the partition).
-    Segment { name: Arc<str>, start: u64, len: u64 },
-    /// Its own object (the layout written before segments).
-    Single,
+pub(super) struct Place {
+    pub segment: Arc<str>,
+    pub start: u64,
+    pub len: u64,
 }
 
 /// An entry's key: its partition's number and the cache key's 32 bytes.
@@ -78,7 +75,7 @@ struct Entry {
 
 /// What [`Held::find`] found.
 pub(super) enum Holding {
-    Loaded { answer: Bytes, mine: bool, place: Option<Place> },
+    Loaded { answer: Bytes, mine: bool },
     Unloaded(Place),
     Absent,
 }
@@ -117,9 +114,7 @@ impl Held {
     pub fn find(&mut self, slot: &Slot) -> Holding {
         self.touch(slot);
         match self.entries.get(slot) {
-            Some(Entry { answer: Some(answer), mine, place, .. }) => {
-                Holding::Loaded { answer: answer.clone(), mine: *mine, place: place.clone() }
-            }
+            Some(Entry { answer: Some(answer), mine, .. }) => Holding::Loaded { answer: answer.clone(), mine: *mine },
             Some(Entry { answer: None, place: Some(place), .. }) => Holding::Unloaded(place.clone()),
             _ => Holding::Absent,
         }
@@ -128,12 +123,6 @@ impl Held {
     /// This process's answer to `slot`, kept until it is written.
     pub fn put_mine(&mut self, slot: Slot, answer: Bytes) {
         self.insert(slot, Entry { answer: Some(answer), place: None, mine: true, tick: 0 });
-    }
-
-    /// Whether `answer` is this process's answer to `slot`, not written yet
-    /// (not replaced by a later one).
-    pub fn unwritten(&self, slot: &Slot, answer: &Bytes) -> bool {
-        self.entries.get(slot).is_some_and(|e| e.mine && e.place.is_none() && e.answer.as_ref() == Some(answer))
     }
 
     /// `answer` to `slot` was written at `place`: it can go once unused, if
@@ -166,11 +155,6 @@ impl Held {
         self.insert(slot, Entry { answer, place: Some(place), mine: false, tick: 0 });
     }
 
-    /// Whether `slot` has an entry.
-    pub fn knows(&self, slot: &Slot) -> bool {
-        self.entries.contains_key(slot)
-    }
-
     /// `answer`, read again from `place`, is loaded if the entry is still there.
     pub fn reloaded(&mut self, slot: Slot, place: &Place, answer: Bytes) {
         let Some(entry) = self.entries.get_mut(&slot) else { return };
@@ -187,19 +171,11 @@ impl Held {
         self.evict();
     }
 
-    /// Forgets the written entries of `partition` in the segments `gone`
-    /// names (folded away by another reader: listed again).
-    pub fn forget_segments(&mut self, partition: u32, gone: impl Fn(&str) -> bool) {
-        let forgotten: Vec<Slot> = self
-            .entries
-            .iter()
-            .filter(|(slot, e)| {
-                slot.0 == partition && matches!(&e.place, Some(Place::Segment { name, .. }) if gone(name))
-            })
-            .map(|(slot, _)| *slot)
-            .collect();
-        for slot in forgotten {
-            self.remove(&slot);
+    /// The entry of `slot`, if its place is in a segment `from` names, is
+    /// now at `to` (its writer folded that segment into another).
+    pub fn moved(&mut self, slot: &Slot, from: impl Fn(&str) -> bool, to: Place) {
+        if let Some(entry) = self.entries.get_mut(slot).filter(|e| e.place.as_ref().is_some_and(|p| from(&p.segment))) {
+            entry.place = Some(to);
         }
     }
 
@@ -274,7 +250,7 @@ mod tests {
     }
 
     fn place(n: u64) -> Place {
-        Place::Segment { name: Arc::from("s"), start: n * 100, len: 100 }
+        Place { segment: Arc::from("s"), start: n * 100, len: 100 }
     }
 
     fn loaded(held: &mut Held, n: u8) -> Option<Bytes> {
@@ -338,14 +314,13 @@ mod tests {
     }
 
     #[test]
-    fn an_answer_is_unwritten_until_written_or_replaced_by_a_later_one() {
-        let (slot, older, newer) = ((0, [1; 32]), Bytes::from_static(b"1"), Bytes::from_static(b"2"));
+    fn an_entry_moves_with_its_segment_only() {
         let mut held = Held::default();
-        held.put_mine(slot, older.clone());
-        assert!(held.unwritten(&slot, &older));
-        held.put_mine(slot, newer.clone());
-        assert!(!held.unwritten(&slot, &older), "replaced");
-        held.written(slot, &newer, Place::Single);
-        assert!(!held.unwritten(&slot, &newer), "written");
+        held.stored(slot_of(1), place(1), None);
+        let folded = Place { segment: Arc::from("folded"), start: 0, len: 100 };
+        held.moved(&slot_of(1), |segment| segment == "other", folded.clone());
+        assert!(matches!(held.find(&slot_of(1)), Holding::Unloaded(p) if p == place(1)), "another segment's fold");
+        held.moved(&slot_of(1), |segment| segment == "s", folded.clone());
+        assert!(matches!(held.find(&slot_of(1)), Holding::Unloaded(p) if p == folded));
     }
 }

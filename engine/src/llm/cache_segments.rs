@@ -1,74 +1,79 @@
 //! The answer cache on an object store, in segments. One object per answer
 //! (the local folder's layout) made a cached re-index cost one GET per
-//! answer, and a first index two (the partition's miss, then the root's):
-//! a million answers, a million requests. Here answers are collected in
-//! memory and written together, one segment object per partition
-//! (`<partition>/segments/<writer>-<n>.answers`): at the end of each step
-//! ([`ObjectAnswers::flush`]), every [`FLUSH_INTERVAL`] while answers come,
-//! and as soon as [`FLUSH_ANSWERS`] answers or [`FLUSH_BYTES`] wait. A reader
-//! lists a partition once, when it is first asked, and reads all its
-//! segments, a few at a time: a run costs requests per segment, not per
-//! answer. The root, which holds the partitions' folders too, is listed one
-//! level deep (one LIST with a delimiter), then its own segments: a miss
-//! that falls back to it does not list every partition's segments.
-//!
-//! A segment is one PUT, which an object store makes visible whole or not at
-//! all: a process killed loses the answers it had not written yet (at most
-//! those of the last [`FLUSH_INTERVAL`]; the next run asks them again) and
-//! never damages the cache. Segments are read in name order, which is the
-//! order their writers started in, then their own order, and a later answer
-//! to a key replaces an earlier one, as rewriting a file does locally. The
-//! answers a process writes stay in its memory (they are what it reads
-//! back), as do those of the segments it read; a bounded cache (a server's
-//! query answers) holds at most its bound of them and reads the others
-//! again, a line at a time ([`super::cache_held`]).
-//!
-//! A writer that lives long (a server answering queries) writes a segment
-//! per second it is asked: a reader that finds [`FOLD_SEGMENTS`] or more in
-//! a partition folds the small ones, consecutive, into segments of up to
-//! [`FLUSH_BYTES`]. A bounded reader that finds a segment gone (folded by
-//! another) lists the partition again, once for all its threads that find
-//! that at the same time; a partition read is not waited on by its `get`s
-//! (a miss of the root, which lists an old folder, waits for a listing
-//! under way).
-//!
-//! One object per answer (`<partition>/ab/<key>.json`, written before
-//! segments) is still read: one GET for each key the listing shows, only
-//! when no segment has the key. The root's folders of them are each listed
-//! when a key in them is first asked; a bounded root that also has
-//! segments lists them all first (a segment's answer it forgot must not
-//! give way to an older single one).
+//! answer: a million answers, a million requests. Here a partition's answers
+//! are written together, one segment object at a time
+//! (`<partition>/segments/<writer>-<n>.answers`; the root's under
+//! `segments/`): a run costs requests per segment, not per answer.
 //!
 //! A segment's format: one line per answer, the 64 hex digits of its key, a
 //! tab, the answer's JSON (written compact, so with no raw line break).
+//!
+//! Writing. Each process is a writer with a name of its own (its start time
+//! then a random part, so that names sort by when writers started) and
+//! writes only its own segments, numbered, one at a time per partition: at
+//! the end of each step ([`ObjectAnswers::flush`]), every [`FLUSH_INTERVAL`]
+//! by a thread while answers wait, as soon as [`FLUSH_ANSWERS`] answers or
+//! [`FLUSH_BYTES`] wait, and when the cache is dropped. A segment is one
+//! PUT, which an object store makes visible whole or not at all: a process
+//! killed loses the answers of its last [`FLUSH_INTERVAL`] at most (the next
+//! run asks them again) and never damages the cache.
+//!
+//! Reading. A partition is listed once per process, when it is first asked
+//! (one LIST of its `segments/`; a miss then makes no request), and its
+//! segments are read a few at a time in name order, which is the order
+//! their writers started in, then their own: a later answer to a key
+//! replaces an earlier one, as rewriting a file does locally. A process
+//! holds in memory the answers it read and those it wrote; a bounded cache
+//! (a server's query answers) holds at most its bound of them and reads an
+//! unloaded one again with one ranged GET of its line
+//! ([`super::cache_held`]).
+//!
+//! Folding, the contract: a segment is deleted only by the process that
+//! wrote it; a reader never rewrites or deletes one. A writer with
+//! [`FOLD_SEGMENTS`] segments of its own in a partition (a long-lived one,
+//! a server, writes one per second it is asked) folds its small consecutive
+//! ones into segments of up to [`FLUSH_BYTES`], at a flush: the folded
+//! segment is written first, under a name that sorts where the last of its
+//! run did, then the run is deleted, so that every answer is in one or the
+//! other. A reader that finds a segment it listed gone lists again (twice at
+//! most); a bounded reader whose unloaded answer's segment was folded since
+//! asks that answer again.
+//!
+//! A local cache folder is copied into a bucket by [`import_folder`] (the
+//! layout of one object per answer is not read).
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::hash::{BuildHasher, Hasher};
 use std::ops::Range;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::path::Path;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use anyhow::Context;
 use bytes::Bytes;
 
 use super::cache_held::{hex_digit, slot, Held, Holding, Place};
-use crate::storage::object::{Conditional, Listed, ObjectLocation};
+use crate::storage::object::ObjectLocation;
 
 /// How long an answer waits in memory at most while a run goes on.
 pub const FLUSH_INTERVAL: Duration = Duration::from_secs(1);
 /// Answers of one partition that are written at once when that many wait.
 pub const FLUSH_ANSWERS: usize = 2_000;
 /// Bytes of answers of one partition written at once when that many wait
-/// (a bounded cache: a quarter of its bound, if less).
+/// (a bounded cache: a quarter of its bound, if less); also the most bytes
+/// a writer folds into one segment.
 pub const FLUSH_BYTES: usize = 16 << 20;
 
-/// Segments of a partition a reader folds into one (a long-lived writer,
-/// a server's query answers, writes one per second it is asked).
+/// Segments of its own in a partition past which a writer folds them.
 pub const FOLD_SEGMENTS: usize = 64;
 
 /// Where a partition keeps its segments.
 const SEGMENTS: &str = "segments";
 const SEGMENT_SUFFIX: &str = ".answers";
+
+/// Listings of a partition a reader makes at most when it finds segments
+/// gone (folded by their writer since listed).
+const LISTINGS: usize = 3;
 
 /// One partition of a cache on an object store (`path` "": the root), and
 /// the partition it falls back to (the root, for answers cached before
@@ -80,55 +85,63 @@ pub(super) struct ObjectAnswers {
     fallback: Option<String>,
 }
 
-/// What the partitions of one cache share: the store, the name its segments
-/// are written under, each partition, and the answers held in memory.
+/// What the partitions of one cache share.
 struct Shared {
     root: ObjectLocation,
-    /// This cache's writer name: start time then a random part, so that
-    /// segments sort by when their writer started.
     writer: String,
-    next_segment: AtomicU64,
-    /// This process's segment numbers taken and not yet written (or given
-    /// up): a listing may not show them yet, but they are not gone.
-    writing: Mutex<BTreeSet<u64>>,
-    partitions: Mutex<HashMap<String, Arc<Partition>>>,
-    held: Mutex<Held>,
-    /// [`FLUSH_BYTES`], or less for a bounded cache; also the most bytes of
-    /// segments folded into one, and (bounded) read at once.
-    segment_bytes: AtomicUsize,
-    #[cfg(test)]
-    hooks: Mutex<tests::Hooks>,
-}
-
-struct Partition {
-    /// Its entries' number in [`Shared::held`].
-    number: u32,
-    at: ObjectLocation,
-    /// The root holds the other partitions' folders: it is listed a level
-    /// at a time (its own segments, then an old folder when a key in it is
-    /// asked), not all the way down.
-    holds_partitions: bool,
-    /// Listings done (0: not listed yet; the first is made when first asked,
-    /// and seen without taking `listing`, which is held while listing): a
-    /// thread that found a segment gone lists again only if no other thread
-    /// did since it looked.
-    generation: AtomicU64,
-    listing: Mutex<Listing>,
-    unwritten: Mutex<Unwritten>,
+    state: Mutex<State>,
 }
 
 #[derive(Default)]
-struct Listing {
-    /// Folders of answers of one object each not listed yet (the root's:
-    /// each is listed when a key in it is first asked).
-    unlisted: BTreeSet<String>,
+struct State {
+    partitions: HashMap<String, Arc<Partition>>,
+    /// Each partition's answers not written yet, by its number.
+    waiting: Vec<Waiting>,
+    held: Held,
+}
+
+struct Partition {
+    /// Its index in [`State::waiting`], and its entries' in [`State::held`].
+    number: u32,
+    at: ObjectLocation,
+    /// Listed and read: once, when first asked (its gets wait for that).
+    read: OnceLock<()>,
+    /// This process's segments of it, held while one is written or folded:
+    /// they are written one at a time, in the order their answers came.
+    own: Mutex<OwnSegments>,
 }
 
 /// Answers of this process not written yet, in the order they came.
 #[derive(Default)]
-struct Unwritten {
+struct Waiting {
     answers: Vec<(String, Bytes)>,
     bytes: usize,
+}
+
+impl Waiting {
+    /// Adds an answer; whether a segment's worth wait now ([`FLUSH_ANSWERS`],
+    /// or `max_bytes`).
+    fn add(&mut self, key: &str, answer: Bytes, max_bytes: usize) -> bool {
+        self.bytes += answer.len();
+        self.answers.push((key.to_string(), answer));
+        self.answers.len() >= FLUSH_ANSWERS || self.bytes >= max_bytes
+    }
+}
+
+#[derive(Default)]
+struct OwnSegments {
+    next: u64,
+    /// Those written and not folded away, in name order.
+    live: Vec<OwnSegment>,
+}
+
+/// One of this process's segments: its number and, for a segment that
+/// folded a run ending at that number, how many times (see [`segment_name`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct OwnSegment {
+    number: u64,
+    folds: u32,
+    bytes: u64,
 }
 
 /// An answer found: where (for messages) and its JSON.
@@ -141,6 +154,13 @@ fn locked<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// A new writer's name: its start time then a random part.
+fn writer_name() -> String {
+    let random = std::collections::hash_map::RandomState::new().build_hasher().finish();
+    let millis = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis());
+    format!("{millis:013}-{random:016x}")
+}
+
 impl ObjectAnswers {
     /// The root of the cache at `root`. Its answers are written every
     /// [`FLUSH_INTERVAL`] by a thread that ends once the cache is dropped
@@ -150,19 +170,7 @@ impl ObjectAnswers {
     }
 
     fn flushed_every(root: ObjectLocation, interval: Duration) -> ObjectAnswers {
-        let random = std::collections::hash_map::RandomState::new().build_hasher().finish();
-        let millis = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis());
-        let shared = Arc::new(Shared {
-            root,
-            writer: format!("{millis:013}-{random:016x}"),
-            next_segment: AtomicU64::new(0),
-            writing: Mutex::default(),
-            partitions: Mutex::default(),
-            held: Mutex::default(),
-            segment_bytes: AtomicUsize::new(FLUSH_BYTES),
-            #[cfg(test)]
-            hooks: Mutex::default(),
-        });
+        let shared = Arc::new(Shared { root, writer: writer_name(), state: Mutex::default() });
         let weak = Arc::downgrade(&shared);
         let flusher = std::thread::Builder::new().name("cache-flush".into()).spawn(move || flush_every(weak, interval));
         if let Err(e) = flusher {
@@ -183,28 +191,21 @@ impl ObjectAnswers {
     /// partitions together (see [`super::cache_held`]); set before its first
     /// answer.
     pub fn bound(&self, max_bytes: u64) {
-        locked(&self.shared.held).bound(max_bytes);
-        let quarter = usize::try_from(max_bytes / 4).unwrap_or(usize::MAX);
-        self.shared.segment_bytes.store(quarter.clamp(1, FLUSH_BYTES), Ordering::Relaxed);
+        self.shared.state().held.bound(max_bytes);
     }
 
     /// What the answers held in memory are counted as, for a bounded cache.
     #[cfg(test)]
     pub fn held_bytes(&self) -> u64 {
-        locked(&self.shared.held).bytes()
-    }
-
-    /// The partition's prefix, for messages.
-    pub fn url(&self) -> String {
-        self.shared.partition(&self.path).at.url().to_string()
+        self.shared.state().held.bytes()
     }
 
     /// The answer to `key` of this partition, else of its fallback.
     pub fn get(&self, key: &str) -> Option<Found> {
-        [Some(&self.path), self.fallback.as_ref()].into_iter().flatten().find_map(|path| {
-            let partition = self.shared.partition(path);
-            partition.get(&self.shared, key)
-        })
+        [Some(&self.path), self.fallback.as_ref()]
+            .into_iter()
+            .flatten()
+            .find_map(|path| self.shared.partition(path).get(&self.shared, key))
     }
 
     /// Keeps `answer` under `key`: read back at once, written with the
@@ -215,19 +216,19 @@ impl ObjectAnswers {
             tracing::warn!("not caching an answer under `{key}` in {}: not a cache key", partition.at.url());
             return;
         };
-        locked(&self.shared.held).put_mine(slot, answer.clone());
         let full = {
-            let mut unwritten = locked(&partition.unwritten);
-            unwritten.bytes += answer.len();
-            unwritten.answers.push((key.to_string(), answer));
-            unwritten.answers.len() >= FLUSH_ANSWERS || unwritten.bytes >= self.shared.segment_bytes()
+            let mut state = self.shared.state();
+            state.held.put_mine(slot, answer.clone());
+            let limit = state.segment_bytes();
+            state.waiting[partition.number as usize].add(key, answer, limit)
         };
         if full {
-            self.shared.write_segment(&partition);
+            self.shared.write_segment(&partition, &mut locked(&partition.own));
         }
     }
 
-    /// Writes every partition's waiting answers now.
+    /// Writes every partition's waiting answers now, and folds this
+    /// process's segments of a partition that has [`FOLD_SEGMENTS`] of them.
     pub fn flush(&self) {
         self.shared.flush();
     }
@@ -244,163 +245,151 @@ fn flush_every(shared: Weak<Shared>, interval: Duration) {
     }
 }
 
-impl Shared {
-    fn partition(&self, path: &str) -> Arc<Partition> {
-        let mut partitions = locked(&self.partitions);
-        let number = partitions.len() as u32;
-        let at = || if path.is_empty() { self.root.clone() } else { self.root.join(path) };
-        partitions
-            .entry(path.to_string())
-            .or_insert_with(|| {
-                Arc::new(Partition {
-                    number,
-                    at: at(),
-                    holds_partitions: path.is_empty(),
-                    generation: AtomicU64::new(0),
-                    listing: Mutex::default(),
-                    unwritten: Mutex::default(),
-                })
-            })
-            .clone()
-    }
-
-    /// Whether `name` is a segment of this process numbered `first` or
-    /// later (see [`segment_name`]; not a folded one).
-    fn wrote_since(&self, name: &str, first: u64) -> bool {
-        let number = name
-            .strip_prefix(SEGMENTS)
-            .and_then(|n| n.strip_prefix('/')?.strip_prefix(self.writer.as_str())?.strip_prefix('-'))
-            .and_then(|n| n.strip_suffix(SEGMENT_SUFFIX))
-            .and_then(|n| match n.split_once('-') {
-                Some((number, clashes)) => clashes.parse::<u32>().ok().and(number.parse::<u64>().ok()),
-                None => n.parse::<u64>().ok(),
-            });
-        number.is_some_and(|n| n >= first)
-    }
-
+impl State {
+    /// The most bytes of answers written, folded or read at once:
+    /// [`FLUSH_BYTES`], bounded a quarter of the bound if less.
     fn segment_bytes(&self) -> usize {
-        self.segment_bytes.load(Ordering::Relaxed)
-    }
-
-    fn held(&self) -> MutexGuard<'_, Held> {
-        locked(&self.held)
-    }
-
-    fn flush(&self) {
-        let partitions: Vec<Arc<Partition>> = locked(&self.partitions).values().cloned().collect();
-        for partition in partitions {
-            self.write_segment(&partition);
-        }
-    }
-
-    /// The next segment number, counted as being written until it is.
-    fn take_segment_number(&self) -> u64 {
-        let mut writing = locked(&self.writing);
-        let n = self.next_segment.fetch_add(1, Ordering::Relaxed);
-        writing.insert(n);
-        n
-    }
-
-    /// The first of this process's segment numbers that a listing starting
-    /// now may not show: the lowest still being written, else the next.
-    fn first_unlisted(&self) -> u64 {
-        let writing = locked(&self.writing);
-        writing.first().copied().unwrap_or_else(|| self.next_segment.load(Ordering::Relaxed))
-    }
-
-    /// Runs the test hook `pick` clones, if set.
-    #[cfg(test)]
-    fn run_shared_hook(&self, pick: impl FnOnce(&tests::Hooks) -> Option<tests::SharedHook>) {
-        let hook = pick(&locked(&self.hooks));
-        if let Some(hook) = hook {
-            hook();
-        }
-    }
-
-    /// Runs the test hook `pick` takes, if set.
-    #[cfg(test)]
-    fn run_hook(&self, pick: impl FnOnce(&mut tests::Hooks) -> Option<tests::Hook>) {
-        let hook = pick(&mut locked(&self.hooks));
-        if let Some(hook) = hook {
-            hook();
-        }
-    }
-
-    /// Writes the partition's waiting answers as its next segment. On a
-    /// failure they wait for the next try (and are asked again if the
-    /// process ends first).
-    fn write_segment(&self, partition: &Partition) {
-        let (waiting, n) = {
-            let mut unwritten = locked(&partition.unwritten);
-            if unwritten.answers.is_empty() {
-                return;
-            }
-            unwritten.bytes = 0;
-            // Numbered as the batch is taken: a batch taken later (a full
-            // `put`'s while the flusher writes) sorts later, its answers last.
-            (std::mem::take(&mut unwritten.answers), self.take_segment_number())
-        };
-        #[cfg(test)]
-        self.run_hook(|hooks| hooks.before_put.take());
-        let (segment, lines) = segment_of(waiting.iter().map(|(key, answer)| (key.as_str(), answer)));
-        let mut clashes = 0;
-        let written = loop {
-            let name = segment_name(&self.writer, n, clashes);
-            match partition.at.put_if(&name, segment.clone(), None) {
-                Ok(Conditional::Written) => break Ok(name),
-                // Taken (by a writer of the same name): the same number, told
-                // apart, so that it still sorts before this process's later
-                // segments (a new number would sort after them).
-                Ok(Conditional::Lost) => clashes += 1,
-                Err(e) => break Err(e),
-            }
-        };
-        match written {
-            Ok(name) => {
-                let name: Arc<str> = Arc::from(name);
-                let mut held = self.held();
-                for ((key, answer), line) in waiting.iter().zip(lines) {
-                    let place = Place::Segment { name: name.clone(), start: line.start, len: line.end - line.start };
-                    if let Some(slot) = slot(partition.number, key) {
-                        held.written(slot, answer, place);
-                    }
-                }
-                // Only now: a relisting that missed the segment must not forget what it placed there.
-                locked(&self.writing).remove(&n);
-            }
-            Err(e) => {
-                locked(&self.writing).remove(&n);
-                tracing::warn!(
-                    "could not write {} cached answer(s) to {}: {e:#}; trying again at the next flush",
-                    waiting.len(),
-                    partition.at.url()
-                );
-                // Written again under a later number: not the answers a later
-                // batch (already written, or waiting) replaced.
-                let waiting: Vec<(String, Bytes)> = {
-                    let held = self.held();
-                    let pending = |key: &str, answer: &Bytes| {
-                        slot(partition.number, key).is_some_and(|slot| held.unwritten(&slot, answer))
-                    };
-                    waiting.into_iter().filter(|(key, answer)| pending(key, answer)).collect()
-                };
-                let mut unwritten = locked(&partition.unwritten);
-                unwritten.bytes += waiting.iter().map(|(_, a)| a.len()).sum::<usize>();
-                let newer = std::mem::replace(&mut unwritten.answers, waiting);
-                unwritten.answers.extend(newer);
-            }
-        }
+        let quarter = |max: u64| usize::try_from(max / 4).unwrap_or(usize::MAX).clamp(1, FLUSH_BYTES);
+        self.held.max_bytes().map_or(FLUSH_BYTES, quarter)
     }
 }
 
-/// The name of this process's segment `n` (`clashes`: names of it found
-/// taken by a writer of the same name). A clash's name sorts after segment
-/// `n - 1`'s and before `n`'s.
-fn segment_name(writer: &str, n: u64, clashes: u32) -> String {
-    match clashes {
-        0 => format!("{SEGMENTS}/{writer}-{n:08}{SEGMENT_SUFFIX}"),
-        _ => format!("{SEGMENTS}/{writer}-{n:08}-{clashes}{SEGMENT_SUFFIX}"),
+impl Shared {
+    fn state(&self) -> MutexGuard<'_, State> {
+        locked(&self.state)
     }
+
+    fn partition(&self, path: &str) -> Arc<Partition> {
+        let mut state = self.state();
+        if let Some(partition) = state.partitions.get(path) {
+            return partition.clone();
+        }
+        let number = state.waiting.len() as u32;
+        let at = if path.is_empty() { self.root.clone() } else { self.root.join(path) };
+        let partition = Arc::new(Partition { number, at, read: OnceLock::new(), own: Mutex::default() });
+        state.waiting.push(Waiting::default());
+        state.partitions.insert(path.to_string(), partition.clone());
+        partition
+    }
+
+    fn flush(&self) {
+        let partitions: Vec<Arc<Partition>> = self.state().partitions.values().cloned().collect();
+        for partition in partitions {
+            let mut own = locked(&partition.own);
+            self.write_segment(&partition, &mut own);
+            if own.live.len() >= FOLD_SEGMENTS {
+                self.fold(&partition, &mut own);
+            }
+        }
+    }
+
+    /// Writes the partition's waiting answers as its next segment (`own`:
+    /// its segments, held). On a failure they wait for the next try, before
+    /// those that came since (a later line replaces an earlier one), and are
+    /// asked again if the process ends first.
+    fn write_segment(&self, partition: &Partition, own: &mut OwnSegments) {
+        let waiting = std::mem::take(&mut self.state().waiting[partition.number as usize]);
+        if waiting.answers.is_empty() {
+            return;
+        }
+        let segment = OwnSegment { number: own.next, folds: 0, bytes: 0 };
+        let name = segment_name(&self.writer, segment);
+        let (bytes, lines) = segment_of(waiting.answers.iter().map(|(key, answer)| (key.as_str(), answer)));
+        match partition.at.put(&name, bytes.clone()) {
+            Ok(()) => {
+                own.next += 1;
+                own.live.push(OwnSegment { bytes: bytes.len() as u64, ..segment });
+                let name: Arc<str> = Arc::from(name);
+                let mut state = self.state();
+                for ((key, answer), line) in waiting.answers.iter().zip(lines) {
+                    if let Some(slot) = slot(partition.number, key) {
+                        state.held.written(slot, answer, place(&name, line));
+                    }
+                }
+            }
+            Err(e) => {
+                tracing::warn!(
+                    "could not write {} cached answer(s) to {}: {e:#}; trying again at the next flush",
+                    waiting.answers.len(),
+                    partition.at.url()
+                );
+                let mut state = self.state();
+                let later = std::mem::replace(&mut state.waiting[partition.number as usize], waiting);
+                let again = &mut state.waiting[partition.number as usize];
+                again.bytes += later.bytes;
+                again.answers.extend(later.answers);
+            }
+        }
+    }
+
+    /// Folds runs of this process's small consecutive segments of
+    /// `partition` (`own`, held), each into one; a failure is a warning,
+    /// the run left as it was.
+    fn fold(&self, partition: &Partition, own: &mut OwnSegments) {
+        let limit = self.state().segment_bytes() as u64;
+        let sizes: Vec<u64> = own.live.iter().map(|s| s.bytes).collect();
+        // The last run first: the positions of those before it stay.
+        for run in fold_groups(&sizes, limit).into_iter().rev() {
+            match self.fold_run(partition, &own.live[run.clone()]) {
+                Ok(folded) => {
+                    own.live.drain(run.clone());
+                    own.live.insert(run.start, folded);
+                }
+                Err(e) => tracing::warn!("could not fold cache segments of {}: {e:#}", partition.at.url()),
+            }
+        }
+    }
+
+    /// Replaces the segments `run` by one holding their answers, the later
+    /// of a key's: written first, then they are deleted (a reader that
+    /// listed them and finds one gone lists again). Its name sorts where the
+    /// run's last did, so segments before and after the run still come
+    /// before and after its answers.
+    fn fold_run(&self, partition: &Partition, run: &[OwnSegment]) -> anyhow::Result<OwnSegment> {
+        let names: Vec<String> = run.iter().map(|&s| segment_name(&self.writer, s)).collect();
+        let mut answers = BTreeMap::new();
+        for (name, segment) in names.iter().zip(partition.at.get_all(&names)?) {
+            let segment = segment.with_context(|| format!("{name} of this process is gone"))?;
+            segment_lines(&segment, |key, _, answer| {
+                answers.insert(key.to_string(), answer);
+            });
+        }
+        let last = run.last().context("an empty run")?;
+        let folded = OwnSegment { number: last.number, folds: last.folds + 1, bytes: 0 };
+        let name = segment_name(&self.writer, folded);
+        let (bytes, lines) = segment_of(answers.iter().map(|(key, answer)| (key.as_str(), answer)));
+        partition.at.put(&name, bytes.clone())?;
+        {
+            let (name, mut state) = (Arc::from(name), self.state());
+            for (key, line) in answers.keys().zip(lines) {
+                if let Some(slot) = slot(partition.number, key) {
+                    state.held.moved(&slot, |segment| names.iter().any(|n| n == segment), place(&name, line));
+                }
+            }
+        }
+        for name in &names {
+            // Left, it is read twice: its answers are the folded segment's, or earlier.
+            if let Err(e) = partition.at.delete(name) {
+                tracing::warn!("could not delete a cache segment folded away: {e:#}");
+            }
+        }
+        tracing::debug!("folded {} cache segments of {} into one", run.len(), partition.at.url());
+        Ok(OwnSegment { bytes: bytes.len() as u64, ..folded })
+    }
+}
+
+/// The name of the segment `segment` of `writer`. One that folded a run
+/// ending at its number sorts after the segment before that number and
+/// before the segment of that number, and after an earlier fold of it.
+fn segment_name(writer: &str, segment: OwnSegment) -> String {
+    match segment.folds {
+        0 => format!("{SEGMENTS}/{writer}-{:08}{SEGMENT_SUFFIX}", segment.number),
+        folds => format!("{SEGMENTS}/{writer}-{:08}-{folds:04}{SEGMENT_SUFFIX}", segment.number),
+    }
+}
+
+fn place(segment: &Arc<str>, line: Range<u64>) -> Place {
+    Place { segment: segment.clone(), start: line.start, len: line.end - line.start }
 }
 
 impl Drop for Shared {
@@ -409,256 +398,96 @@ impl Drop for Shared {
     }
 }
 
-/// What one listing of a partition shows.
-#[derive(Default)]
-struct Shown {
-    /// Segments, in name order, and their sizes.
-    segments: Vec<String>,
-    sizes: Vec<u64>,
-    /// Keys with an object of their own (written before segments).
-    singles: Vec<String>,
-}
-
-impl Shown {
-    fn of(listed: Vec<Listed>) -> Shown {
-        let mut shown = Shown::default();
-        for listed in listed {
-            match listed.key.split('/').collect::<Vec<_>>()[..] {
-                [SEGMENTS, name] if name.ends_with(SEGMENT_SUFFIX) => {
-                    shown.segments.push(listed.key.clone());
-                    shown.sizes.push(listed.size);
-                }
-                [dir, file] => {
-                    if let Some(key) = file.strip_suffix(".json").filter(|k| is_key(k) && k.starts_with(dir)) {
-                        shown.singles.push(key.to_string());
-                    }
-                }
-                _ => {}
-            }
-        }
-        shown
-    }
-}
-
 impl Partition {
     fn get(&self, shared: &Shared, key: &str) -> Option<Found> {
         let slot = slot(self.number, key)?;
-        self.read_listing(shared, None);
-        // Tries: after listing the key's old folder, after listing again
-        // what another reader folded away.
-        for _ in 0..3 {
-            let seen = self.generation.load(Ordering::Acquire);
-            let holding = shared.held().find(&slot);
-            match holding {
-                Holding::Loaded { answer, mine, place } => {
-                    return Some(Found { name: self.name_of(key, mine, place.as_ref()), bytes: answer });
-                }
-                Holding::Unloaded(place) => match self.read_again(key, &place) {
-                    Ok(Some(answer)) => {
-                        shared.held().reloaded(slot, &place, answer.clone());
-                        return Some(Found { name: self.name_of(key, false, Some(&place)), bytes: answer });
-                    }
-                    Ok(None) if matches!(place, Place::Segment { .. }) => {
-                        #[cfg(test)]
-                        shared.run_shared_hook(|hooks| hooks.before_relist.clone());
-                        self.read_listing(shared, Some(seen));
-                    }
-                    Ok(None) => return None,
-                    Err(e) => {
-                        tracing::warn!("cache entry {key}: {e:#}; its request is sent again");
-                        return None;
-                    }
-                },
-                Holding::Absent if self.list_folder_of(shared, key) => {}
-                Holding::Absent => return None,
+        self.read.get_or_init(|| {
+            if let Err(e) = self.read_segments(shared) {
+                tracing::warn!(
+                    "could not read the cached answers of {}: {e:#}; their requests are sent again",
+                    self.at.url()
+                );
             }
+        });
+        let holding = shared.state().held.find(&slot);
+        match holding {
+            Holding::Loaded { answer, mine } => Some(Found { name: self.name_of(key, mine), bytes: answer }),
+            Holding::Unloaded(place) => match self.read_again(key, &place) {
+                Ok(Some(answer)) => {
+                    shared.state().held.reloaded(slot, &place, answer.clone());
+                    Some(Found { name: self.name_of(key, false), bytes: answer })
+                }
+                // Folded by its writer since: asked again.
+                Ok(None) => None,
+                Err(e) => {
+                    tracing::warn!("cache entry {key}: {e:#}; its request is sent again");
+                    None
+                }
+            },
+            Holding::Absent => None,
         }
-        None
     }
 
-    fn name_of(&self, key: &str, mine: bool, place: Option<&Place>) -> String {
-        match place {
-            _ if mine => format!("{} (this run's answer {key})", self.at.url()),
-            Some(Place::Single) => format!("{}/{}", self.at.url(), super::cache::entry_key(key)),
-            _ => format!("{}/{SEGMENTS} (answer {key})", self.at.url()),
+    fn name_of(&self, key: &str, mine: bool) -> String {
+        match mine {
+            true => format!("{} (this run's answer {key})", self.at.url()),
+            false => format!("{}/{SEGMENTS} (answer {key})", self.at.url()),
         }
     }
 
     /// The answer to `key` at `place`, read again (None: no longer there).
     fn read_again(&self, key: &str, place: &Place) -> anyhow::Result<Option<Bytes>> {
-        match place {
-            Place::Single => self.at.get(&super::cache::entry_key(key)),
-            Place::Segment { name, start, len } => {
-                // With its line break: a line cut short reads as gone.
-                let line = self.at.get_range(name, *start..start + len + 1)?;
-                // A segment is written once under a name, but a folded one can be
-                // written again (by a slow reader, after a later fold deleted it),
-                // its lines elsewhere: the line must be the key's, whole.
-                Ok(line
-                    .filter(|l| {
-                        l.len() as u64 == len + 1
-                            && l.ends_with(b"\n")
-                            && l.starts_with(key.as_bytes())
-                            && l.get(key.len()) == Some(&b'\t')
-                    })
-                    .map(|l| l.slice(key.len() + 1..l.len() - 1)))
-            }
-        }
-    }
-
-    /// Lists the partition and reads its segments, once (`again_since`:
-    /// once more, a segment read before being gone, unless another thread
-    /// listed again since the listing generation given). When it cannot be
-    /// read, a warning: its answers are then asked again.
-    fn read_listing(&self, shared: &Shared, again_since: Option<u64>) {
-        let read = || self.generation.load(Ordering::Acquire) != 0;
-        if again_since.is_none() && read() {
-            return;
-        }
-        let mut listing = locked(&self.listing);
-        let done = match again_since {
-            None => read(),
-            Some(seen) => self.generation.load(Ordering::Acquire) != seen,
+        // With its line break: a line cut short reads as gone.
+        let line = self.at.get_range(&place.segment, place.start..place.start + place.len + 1)?;
+        // Names are not written twice, but a line that is not the key's
+        // whole one must not be served.
+        let whole = |l: &Bytes| {
+            l.len() as u64 == place.len + 1
+                && l.ends_with(b"\n")
+                && l.starts_with(key.as_bytes())
+                && l.get(key.len()) == Some(&b'\t')
         };
-        if done {
-            return;
-        }
-        if let Err(e) = self.try_read_listing(shared, &mut listing, again_since.is_some()) {
-            tracing::warn!(
-                "could not read the cached answers of {}: {e:#}; their requests are sent again",
-                self.at.url()
-            );
-        }
-        self.generation.fetch_add(1, Ordering::Release);
+        Ok(line.filter(whole).map(|l| l.slice(key.len() + 1..l.len() - 1)))
     }
 
-    fn try_read_listing(&self, shared: &Shared, listing: &mut Listing, again: bool) -> anyhow::Result<()> {
-        let mut listing_again = false;
-        loop {
-            // This process's segments from here on may not be in the listing, but are not gone.
-            let first_unlisted = shared.first_unlisted();
-            let (shown, old_folders) = self.list()?;
-            #[cfg(test)]
-            shared.run_hook(|hooks| hooks.after_list.take());
-            if !again && !listing_again {
-                // Listed again, the folders listed since are not listed twice (none is written now).
-                listing.unlisted = old_folders;
-                // Bounded, an answer of a segment can be forgotten: a folder listed
-                // later would then give an older answer of its key. Listed first
-                // (at most 256 LISTs, once), the segments' answers replace them.
-                if self.holds_partitions && !shown.segments.is_empty() && shared.held().max_bytes().is_some() {
-                    for folder in std::mem::take(&mut listing.unlisted) {
-                        self.hold_folder(shared, &folder);
-                    }
-                }
-            }
-            if again {
-                let live: HashSet<&str> = shown.segments.iter().map(String::as_str).collect();
-                let gone = |name: &str| !live.contains(name) && !shared.wrote_since(name, first_unlisted);
-                shared.held().forget_segments(self.number, gone);
-            }
-            {
-                let mut held = shared.held();
-                for key in &shown.singles {
-                    held.stored(slot(self.number, key).expect("a listed key"), Place::Single, None);
-                }
-            }
-            if self.read_segments(shared, &shown, listing_again)? || listing_again {
-                return Ok(());
-            }
-            // Folded by another reader since listed: its folded segment holds them.
-            listing_again = true;
-        }
-    }
-
-    /// The partition's segments and single answers; the root: its segments,
-    /// and its folders of single answers, unlisted.
-    fn list(&self) -> anyhow::Result<(Shown, BTreeSet<String>)> {
-        if !self.holds_partitions {
-            return Ok((Shown::of(self.at.list("")?), BTreeSet::new()));
-        }
-        // Two LISTs: one with a delimiter names `segments/` but not what is
-        // in it, and one without would list every partition's segments.
-        let folders = self.at.folders("")?;
-        let segments = match folders.iter().any(|f| f == SEGMENTS) {
-            true => self.at.list(SEGMENTS)?,
-            false => Vec::new(),
-        };
-        let old_folders = folders.into_iter().filter(|f| f.len() == 2 && is_hex(f)).collect();
-        Ok((Shown::of(segments), old_folders))
-    }
-
-    /// Lists the old folder of `key` if it is not listed yet; whether it was.
-    fn list_folder_of(&self, shared: &Shared, key: &str) -> bool {
-        // Only the root has old folders: a partition's miss need not wait
-        // for a listing under way.
-        if !self.holds_partitions {
-            return false;
-        }
-        let mut listing = locked(&self.listing);
-        if !listing.unlisted.remove(&key[..2]) {
-            return false;
-        }
-        self.hold_folder(shared, &key[..2])
-    }
-
-    /// [`Self::try_hold_folder`]; whether it held them. A failure is a
-    /// warning and loses that folder's answers only (their requests are sent
-    /// again): the folder is not listed again, where a later listing could
-    /// bring back an answer older than a segment's.
-    fn hold_folder(&self, shared: &Shared, folder: &str) -> bool {
-        match self.try_hold_folder(shared, folder) {
-            Ok(()) => true,
-            Err(e) => {
-                tracing::warn!("could not list the cached answers of {}: {e:#}", self.at.url());
-                false
-            }
-        }
-    }
-
-    /// Lists the old folder `folder` and holds the places of its answers
-    /// (not of those a segment has).
-    fn try_hold_folder(&self, shared: &Shared, folder: &str) -> anyhow::Result<()> {
-        let listed = self.at.list(folder)?;
-        let mut held = shared.held();
-        for single in Shown::of(listed).singles {
-            let slot = slot(self.number, &single).expect("a listed key");
-            // An answer in a segment comes first.
-            if !held.knows(&slot) {
-                held.stored(slot, Place::Single, None);
+    /// Lists the partition's segments and holds their answers, listing
+    /// again when a segment listed is gone (folded by its writer, whose
+    /// folded segment a listing then shows).
+    fn read_segments(&self, shared: &Shared) -> anyhow::Result<()> {
+        for listing in 1..=LISTINGS {
+            let listed = self.at.list(SEGMENTS)?;
+            let segments: Vec<(String, u64)> =
+                listed.into_iter().filter(|l| l.key.ends_with(SEGMENT_SUFFIX)).map(|l| (l.key, l.size)).collect();
+            if self.read_listed(shared, &segments, listing == LISTINGS)? {
+                break;
             }
         }
         Ok(())
     }
 
-    /// Reads the listed segments, a few at a time, folding runs of small
-    /// ones when there are many; false when one is gone (and `skip_gone` is
-    /// not set: the caller lists again).
-    fn read_segments(&self, shared: &Shared, shown: &Shown, skip_gone: bool) -> anyhow::Result<bool> {
-        let limit = shared.segment_bytes() as u64;
-        let folds = match shown.segments.len() >= FOLD_SEGMENTS {
-            true => fold_groups(&shown.sizes, limit),
-            false => Vec::new(),
+    /// Reads the segments listed (name, size; in name order), a few at a
+    /// time, and holds their answers; false when one is gone (unless
+    /// `skip_gone`).
+    fn read_listed(&self, shared: &Shared, segments: &[(String, u64)], skip_gone: bool) -> anyhow::Result<bool> {
+        // Bounded, a bound's worth at a time: it must not hold them all at once.
+        let limit = {
+            let state = shared.state();
+            state.held.max_bytes().map_or(u64::MAX, |_| state.segment_bytes() as u64)
         };
-        // Read a bound's worth at a time (a bounded cache must not hold all of them at once).
-        let read_bytes = if shared.held().max_bytes().is_some() { limit } else { u64::MAX };
+        let sizes: Vec<u64> = segments.iter().map(|(_, size)| *size).collect();
         let mut damaged = 0;
-        for (range, fold) in read_groups(&shown.sizes, &folds, read_bytes) {
-            let names = &shown.segments[range];
-            let segments = self.at.get_all(names)?;
-            if segments.iter().any(Option::is_none) && !skip_gone {
+        for run in read_runs(&sizes, limit) {
+            let names: Vec<String> = segments[run].iter().map(|(name, _)| name.clone()).collect();
+            let read = self.at.get_all(&names)?;
+            if read.iter().any(Option::is_none) && !skip_gone {
                 return Ok(false);
             }
-            // Listed in name order: later segments replace earlier answers.
-            match fold.then(|| self.fold(names, &segments)).flatten() {
-                Some((name, folded)) => damaged += self.hold_segment(shared, name, &folded),
-                None => {
-                    for (name, segment) in names.iter().zip(&segments) {
-                        if let Some(segment) = segment {
-                            damaged += self.hold_segment(shared, name.clone(), segment);
-                        }
-                    }
-                }
+            for (name, segment) in names.into_iter().zip(read) {
+                let Some(segment) = segment else { continue };
+                let (name, mut state) = (Arc::from(name), shared.state());
+                damaged += segment_lines(&segment, |key, line, answer| {
+                    state.held.stored(slot(self.number, key).expect("a checked key"), place(&name, line), Some(answer));
+                });
             }
         }
         if damaged > 0 {
@@ -668,50 +497,6 @@ impl Partition {
             );
         }
         Ok(true)
-    }
-
-    /// Holds the answers of the segment `name`; returns its damaged lines.
-    fn hold_segment(&self, shared: &Shared, name: String, segment: &Bytes) -> usize {
-        let name: Arc<str> = Arc::from(name);
-        let mut held = shared.held();
-        segment_lines(segment, |key, line, answer| {
-            let place = Place::Segment { name: name.clone(), start: line.start, len: line.end - line.start };
-            held.stored(slot(self.number, key).expect("a checked key"), place, Some(answer));
-        })
-    }
-
-    /// Replaces the segments `names` (consecutive in name order, read as
-    /// `segments`) by one holding their answers: written first, then they
-    /// are deleted, so a reader finds every answer in one or the other (one
-    /// that listed before and finds a segment gone lists again). Its name
-    /// sorts where the last folded one's did, so answers of the segments
-    /// after it still replace its own. Returns it when this reader wrote it.
-    fn fold(&self, names: &[String], segments: &[Option<Bytes>]) -> Option<(String, Bytes)> {
-        let last = names.last()?;
-        let mut answers = HashMap::new();
-        for segment in segments.iter().flatten() {
-            read_segment(segment, &mut answers);
-        }
-        let name = format!("{}-folded{SEGMENT_SUFFIX}", last.trim_end_matches(SEGMENT_SUFFIX));
-        let mut keys: Vec<&String> = answers.keys().collect();
-        keys.sort();
-        let (segment, _) = segment_of(keys.into_iter().map(|k| (k.as_str(), &answers[k])));
-        match self.at.put_if(&name, segment.clone(), None) {
-            Ok(Conditional::Written) => {
-                match names.iter().try_for_each(|old| self.at.delete(old)) {
-                    Ok(()) => tracing::info!("folded {} cache segments of {} into one", names.len(), self.at.url()),
-                    // Read twice by later readers, the later answers still last.
-                    Err(e) => tracing::warn!("could not delete the cache segments folded in {name}: {e:#}"),
-                }
-                Some((name, segment))
-            }
-            // Folded by another reader at the same moment: it deletes them.
-            Ok(Conditional::Lost) => None,
-            Err(e) => {
-                tracing::warn!("could not fold the cache segments of {}: {e:#}", self.at.url());
-                None
-            }
-        }
     }
 }
 
@@ -737,30 +522,20 @@ fn fold_groups(sizes: &[u64], limit: u64) -> Vec<Range<usize>> {
 }
 
 /// The runs of consecutive segments (of these sizes) to read at once, in
-/// order: each fold group whole (true: to fold), the others together up to
-/// `limit` bytes (at least one a run).
-fn read_groups(sizes: &[u64], folds: &[Range<usize>], limit: u64) -> Vec<(Range<usize>, bool)> {
-    let mut groups = Vec::new();
-    let mut start = 0;
-    for fold in folds.iter().chain([&(sizes.len()..sizes.len())]) {
-        let mut bytes = 0;
-        for (i, &size) in sizes.iter().enumerate().take(fold.start).skip(start) {
-            if bytes > 0 && bytes + size > limit {
-                groups.push((start..i, false));
-                start = i;
-                bytes = 0;
-            }
-            bytes += size;
+/// order: together up to `limit` bytes, at least one a run.
+fn read_runs(sizes: &[u64], limit: u64) -> Vec<Range<usize>> {
+    let (mut runs, mut start, mut bytes) = (Vec::new(), 0, 0);
+    for (i, &size) in sizes.iter().enumerate() {
+        if bytes > 0 && bytes + size > limit {
+            runs.push(start..i);
+            (start, bytes) = (i, 0);
         }
-        if start < fold.start {
-            groups.push((start..fold.start, false));
-        }
-        if !fold.is_empty() {
-            groups.push((fold.clone(), true));
-        }
-        start = fold.end;
+        bytes += size;
     }
-    groups
+    if start < sizes.len() {
+        runs.push(start..sizes.len());
+    }
+    runs
 }
 
 /// A segment of `answers` (key, answer JSON), and where each line of it is
@@ -790,7 +565,7 @@ fn segment_lines(segment: &Bytes, mut each: impl FnMut(&str, Range<u64>, Bytes))
         start = end + 1;
         match line.iter().position(|&b| b == b'\t') {
             Some(tab) if end < segment.len() => match std::str::from_utf8(&line[..tab]) {
-                Ok(key) if is_key(key) => each(key, line_start as u64..end as u64, line.slice(tab + 1..)),
+                Ok(key) if slot(0, key).is_some() => each(key, line_start as u64..end as u64, line.slice(tab + 1..)),
                 _ => damaged += 1,
             },
             _ => damaged += 1,
@@ -799,21 +574,84 @@ fn segment_lines(segment: &Bytes, mut each: impl FnMut(&str, Range<u64>, Bytes))
     damaged
 }
 
-/// Adds a segment's answers to `answers`; returns how many lines do not read.
-fn read_segment(segment: &Bytes, answers: &mut HashMap<String, Bytes>) -> usize {
-    segment_lines(segment, |key, _, answer| {
-        answers.insert(key.to_string(), answer);
-    })
+/// What [`import_folder`] copied.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Imported {
+    pub answers: u64,
+    pub segments: u64,
+    /// Files named as answers that are not JSON (not copied).
+    pub skipped: u64,
 }
 
-/// Lowercase hex digits only.
-fn is_hex(s: &str) -> bool {
-    s.bytes().all(|b| hex_digit(b).is_some())
+/// Copies the answers of the local cache folder `dir` (one file per answer,
+/// `[<partition>/]<xx>/<key>.json`: the folder cache's layout) into the
+/// cache at `to`, as segments of a writer of its own (a partition's
+/// answers already there stay; where both have a key, the copy's answer is
+/// the later). Folders of two hex digits hold answers; any other folder is
+/// a partition.
+pub(super) fn import_folder(dir: &Path, to: &ObjectLocation) -> anyhow::Result<Imported> {
+    let (writer, mut imported) = (writer_name(), Imported::default());
+    import_partition(dir, to, &writer, &mut imported)?;
+    Ok(imported)
 }
 
-/// A cache key: 64 lowercase hex digits.
-fn is_key(s: &str) -> bool {
-    slot(0, s).is_some()
+fn import_partition(dir: &Path, to: &ObjectLocation, writer: &str, imported: &mut Imported) -> anyhow::Result<()> {
+    let mut batch = Waiting::default();
+    for folder in sorted_entries(dir)?.into_iter().filter(|p| p.is_dir()) {
+        let name = folder.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_string();
+        if !(name.len() == 2 && name.bytes().all(|b| hex_digit(b).is_some())) {
+            import_partition(&folder, &to.join(&name), writer, imported)?;
+            continue;
+        }
+        for file in sorted_entries(&folder)? {
+            let key = file.file_stem().and_then(|s| s.to_str()).unwrap_or_default();
+            if !(slot(0, key).is_some() && key.starts_with(&name) && file.extension().is_some_and(|x| x == "json")) {
+                continue;
+            }
+            let bytes = std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
+            let Some(answer) = one_line_json(bytes) else {
+                imported.skipped += 1;
+                continue;
+            };
+            if batch.add(key, answer.into(), FLUSH_BYTES) {
+                imported.write(to, writer, &mut batch)?;
+            }
+        }
+    }
+    imported.write(to, writer, &mut batch)
+}
+
+impl Imported {
+    /// Writes `batch` (if any) as a segment of `writer` at `to`.
+    fn write(&mut self, to: &ObjectLocation, writer: &str, batch: &mut Waiting) -> anyhow::Result<()> {
+        let batch = std::mem::take(batch);
+        if batch.answers.is_empty() {
+            return Ok(());
+        }
+        let (bytes, _) = segment_of(batch.answers.iter().map(|(key, answer)| (key.as_str(), answer)));
+        to.put(&segment_name(writer, OwnSegment { number: self.segments, folds: 0, bytes: 0 }), bytes)?;
+        self.segments += 1;
+        self.answers += batch.answers.len() as u64;
+        Ok(())
+    }
+}
+
+/// `bytes` if they are JSON, written again compact if they hold a line
+/// break (a segment's line must not).
+fn one_line_json(bytes: Vec<u8>) -> Option<Vec<u8>> {
+    let value: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+    match bytes.contains(&b'\n') {
+        true => serde_json::to_vec(&value).ok(),
+        false => Some(bytes),
+    }
+}
+
+/// The paths in `dir`, sorted.
+fn sorted_entries(dir: &Path) -> anyhow::Result<Vec<std::path::PathBuf>> {
+    let entries = std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))?;
+    let mut paths = entries.map(|e| e.map(|e| e.path())).collect::<Result<Vec<_>, _>>()?;
+    paths.sort();
+    Ok(paths)
 }
 
 #[cfg(test)]

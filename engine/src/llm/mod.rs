@@ -6,6 +6,7 @@
 pub mod answer;
 mod cache;
 mod cache_budget;
+mod cache_folder;
 mod cache_held;
 mod cache_segments;
 mod chat;
@@ -18,7 +19,7 @@ mod service;
 mod usage;
 
 pub use answer::{AnswerCheck, Invalid, InvalidKind};
-pub use cache::{Checked, Lookup, ResponseCache};
+pub use cache::{Checked, Imported, Lookup, ResponseCache};
 pub use chat::{Answer, CallOptions, ChatModel};
 pub use embedding::EmbeddingModel;
 pub use retry::{CallScope, RetryBudget};

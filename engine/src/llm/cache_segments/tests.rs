@@ -1,39 +1,30 @@
 use super::*;
 use crate::storage::counting::CountingStore;
-use std::sync::mpsc;
-
-/// Code a test runs at a point of the cache's own (each taken once).
-pub(super) type Hook = Box<dyn FnOnce() + Send>;
-
-/// Code a test runs at a point of the cache's own, each time.
-pub(super) type SharedHook = Arc<dyn Fn() + Send + Sync>;
-
-#[derive(Default)]
-pub(super) struct Hooks {
-    /// In [`Shared::write_segment`], its segment number taken, before its PUT.
-    pub before_put: Option<Hook>,
-    /// In [`Partition::try_read_listing`], after its LIST.
-    pub after_list: Option<Hook>,
-    /// In [`Partition::get`], a segment found gone, before listing again.
-    pub before_relist: Option<SharedHook>,
-}
-
-/// How long a test waits for a step of another thread at most.
-const STEP: Duration = Duration::from_secs(30);
+use crate::storage::object::Listed;
 
 fn key(n: u32) -> String {
     crate::llm::ResponseCache::key(&[&n.to_string()])
+}
+
+/// A segment's answers by key, the later line of a key replacing the
+/// earlier; and how many lines do not read.
+fn read_segment(segment: &Bytes) -> (HashMap<String, Bytes>, usize) {
+    let mut answers = HashMap::new();
+    let damaged = segment_lines(segment, |key, _, answer| {
+        answers.insert(key.to_string(), answer);
+    });
+    (answers, damaged)
 }
 
 #[test]
 fn segments_read_back_line_by_line_and_a_torn_line_is_counted_not_read() {
     let (a, b) = (key(1), key(2));
     let segment = Bytes::from(format!("{a}\t[1,2]\n{b}\t\"x\"\n{a}\t[3]\nnot a line\n{b}\t\"torn"));
-    let mut answers = HashMap::new();
-    assert_eq!(read_segment(&segment, &mut answers), 2, "the line without a key and the unterminated one");
+    let (answers, damaged) = read_segment(&segment);
+    assert_eq!(damaged, 2, "the line without a key and the unterminated one");
     assert_eq!(answers[&a], Bytes::from_static(b"[3]"), "a later line replaces an earlier one");
     assert_eq!(answers[&b], Bytes::from_static(b"\"x\""));
-    assert_eq!(read_segment(&Bytes::new(), &mut answers), 0);
+    assert_eq!(read_segment(&Bytes::new()), (HashMap::new(), 0));
 }
 
 /// A cache on `bucket` (of moto), counting its requests; written only
@@ -42,6 +33,18 @@ fn cache_on(bucket: &Arc<dyn object_store::ObjectStore>) -> (ObjectAnswers, Arc<
     let store = Arc::new(CountingStore::new(bucket.clone()));
     let at = ObjectLocation::new(store.clone(), "project/cache", "s3://bucket/project/cache").unwrap();
     (ObjectAnswers::flushed_every(at, Duration::from_secs(3600)), store)
+}
+
+/// Every object of `bucket`'s cache, with its contents.
+fn objects(bucket: &Arc<dyn object_store::ObjectStore>) -> Vec<(String, Bytes)> {
+    let at = ObjectLocation::new(bucket.clone(), "project/cache", "s3://bucket/project/cache").unwrap();
+    let listed: Vec<Listed> = at.list("").unwrap();
+    listed.into_iter().map(|l| (l.key.clone(), at.get(&l.key).unwrap().unwrap())).collect()
+}
+
+fn segments_of(bucket: &Arc<dyn object_store::ObjectStore>, partition: &str) -> Vec<String> {
+    let prefix = format!("{partition}/{SEGMENTS}/");
+    objects(bucket).into_iter().map(|(name, _)| name).filter(|n| n.starts_with(&prefix)).collect()
 }
 
 fn answer(found: Option<Found>) -> Option<Bytes> {
@@ -71,33 +74,29 @@ fn a_later_reader_reads_a_partition_in_requests_per_segment_not_per_answer() {
         assert_eq!(answer(extract.get(&key(n))), Some(Bytes::from(format!("[{n}]"))));
     }
     assert!(answer(extract.get(&key(99))).is_none());
+    assert!(answer(extract.get(&key(98))).is_none());
     let counts = read.counts();
-    // The partition listed and its two segments read; the miss also
-    // lists the root (its fallback) one level deep: it names the one
-    // partition's folder (listed all the way down, it named the
-    // partition's two segments again: 4 listed).
-    assert_eq!((counts.lists, counts.gets, counts.listed), (2, 2, 3), "{counts:?}");
+    // The partition's segments listed and read; the misses list the root's
+    // segments (its fallback) once, and nothing else.
+    assert_eq!((counts.lists, counts.gets, counts.listed), (2, 2, 2), "{counts:?}");
     assert!(answer(reader.get(&key(1))).is_none(), "the root does not read a partition's answers");
 }
 
 #[test]
-fn answers_of_one_object_each_still_read_and_later_segments_replace_earlier_answers() {
+fn later_segments_replace_earlier_answers() {
     let Some(moto) = crate::storage::object::testing::moto() else { return };
-    let bucket = moto.bucket("older");
+    let bucket = moto.bucket("later");
+    let replaced = key(2);
     let (first, _) = cache_on(&bucket);
-    let (old, replaced) = (key(1), key(2));
-    let single = |k: &str| format!("summarize/{}", crate::llm::cache::entry_key(k));
-    first.shared.root.put(&single(&old), Bytes::from_static(b"\"single\"")).unwrap();
     first.partition("summarize").put(&replaced, Bytes::from_static(b"1"));
     first.flush();
+    // A writer's name sorts by its start time.
+    std::thread::sleep(Duration::from_millis(2));
     let (second, _) = cache_on(&bucket);
     second.partition("summarize").put(&replaced, Bytes::from_static(b"2"));
     drop(second); // dropping the cache writes what it holds
-    let (reader, read) = cache_on(&bucket);
-    let summarize = reader.partition("summarize");
-    assert_eq!(answer(summarize.get(&old)), Some(Bytes::from_static(b"\"single\"")));
-    assert_eq!(answer(summarize.get(&replaced)), Some(Bytes::from_static(b"2")), "the later writer's answer");
-    assert_eq!(read.counts().gets, 3, "two segments, and the one single answer asked for");
+    let (reader, _) = cache_on(&bucket);
+    assert_eq!(answer(reader.partition("summarize").get(&replaced)), Some(Bytes::from_static(b"2")));
 }
 
 #[test]
@@ -114,30 +113,111 @@ fn answers_are_written_once_enough_wait_without_a_flush() {
 }
 
 #[test]
-fn many_segments_are_folded_into_one_keeping_the_later_answers() {
+fn a_writer_folds_its_own_segments_keeping_every_answer_and_the_later_one_of_a_key() {
     let Some(moto) = crate::storage::object::testing::moto() else { return };
     let bucket = moto.bucket("folded");
-    let (writer, _) = cache_on(&bucket);
+    let (other, _) = cache_on(&bucket);
+    other.partition("query").put(&key(1000), Bytes::from_static(b"\"other\""));
+    other.flush();
+    // Bounded, so that the answers it folds are unloaded: found again at their folded lines.
+    let (writer, requests) = cache_on(&bucket);
+    writer.bound(40 << 10);
+    let query = writer.partition("query");
     for n in 0..FOLD_SEGMENTS as u32 {
-        writer.put(&key(n), Bytes::from(format!("[{n}]")));
+        query.put(&key(n), long_answer(n));
+        if n == 3 {
+            query.put(&key(0), Bytes::from_static(b"[\"again\"]"));
+        }
         writer.flush();
     }
-    writer.put(&key(0), Bytes::from_static(b"[\"again\"]"));
-    drop(writer);
-    let segments = |store: &Arc<CountingStore>| {
-        let at = ObjectLocation::new(store.clone(), "project/cache", "s3://folded").unwrap();
-        at.list("").unwrap().into_iter().filter(|o| o.key.ends_with(SEGMENT_SUFFIX)).count()
-    };
-    let (folder, folder_store) = cache_on(&bucket);
-    assert_eq!(segments(&folder_store), FOLD_SEGMENTS + 1);
-    assert_eq!(answer(folder.get(&key(5))), Some(Bytes::from_static(b"[5]")));
-    assert_eq!(segments(&folder_store), 1, "folded");
-    let (reader, read) = cache_on(&bucket);
+    // Folded in runs of at most a quarter of the bound (10 KiB, 9 of these).
+    let segments = segments_of(&bucket, "query");
+    assert!(segments.len() <= 10, "{segments:?}");
+    assert!(segments.iter().any(|s| s.contains(&other.shared.writer)), "the other writer's is left");
+    assert_eq!(requests.counts().deletes as usize, FOLD_SEGMENTS + 1 - segments.len() + folded(&segments));
     for n in 1..FOLD_SEGMENTS as u32 {
-        assert_eq!(answer(reader.get(&key(n))), Some(Bytes::from(format!("[{n}]"))));
+        assert_eq!(answer(query.get(&key(n))), Some(long_answer(n)), "answer {n}, held by the folder");
     }
-    assert_eq!(answer(reader.get(&key(0))), Some(Bytes::from_static(b"[\"again\"]")), "the later answer");
-    assert_eq!(read.counts().gets, 1);
+    assert_eq!(answer(query.get(&key(0))), Some(Bytes::from_static(b"[\"again\"]")));
+    assert!(writer.held_bytes() <= 40 << 10);
+    let (reader, read) = cache_on(&bucket);
+    let query = reader.partition("query");
+    for n in 1..FOLD_SEGMENTS as u32 {
+        assert_eq!(answer(query.get(&key(n))), Some(long_answer(n)), "answer {n}, read by a later reader");
+    }
+    assert_eq!(answer(query.get(&key(0))), Some(Bytes::from_static(b"[\"again\"]")), "the later answer");
+    assert_eq!(answer(query.get(&key(1000))), Some(Bytes::from_static(b"\"other\"")));
+    assert_eq!(read.counts().gets as usize, segments.len());
+}
+
+/// The segments of `names` that fold others.
+fn folded(names: &[String]) -> usize {
+    names.iter().filter(|n| n.ends_with(&format!("-0001{SEGMENT_SUFFIX}"))).count()
+}
+
+#[test]
+fn a_reader_never_rewrites_or_deletes_another_writer_s_segments() {
+    let Some(moto) = crate::storage::object::testing::moto() else { return };
+    let bucket = moto.bucket("readonly");
+    // More segments than a writer folds, each of another writer.
+    for n in 0..FOLD_SEGMENTS as u32 + 2 {
+        let (writer, _) = cache_on(&bucket);
+        writer.partition("query").put(&key(n), long_answer(n));
+    }
+    let before = objects(&bucket);
+    for bound in [None, Some(20 << 10)] {
+        let (reader, read) = cache_on(&bucket);
+        if let Some(bound) = bound {
+            reader.bound(bound);
+        }
+        let query = reader.partition("query");
+        for n in 0..FOLD_SEGMENTS as u32 + 2 {
+            assert_eq!(answer(query.get(&key(n))), Some(long_answer(n)), "answer {n}");
+        }
+        reader.flush();
+        drop(reader);
+        let counts = read.counts();
+        assert_eq!((counts.puts, counts.deletes, counts.copies), (0, 0, 0), "{counts:?}");
+    }
+    assert_eq!(objects(&bucket), before);
+}
+
+#[test]
+fn a_reader_that_finds_a_listed_segment_gone_lists_again() {
+    let Some(moto) = crate::storage::object::testing::moto() else { return };
+    let bucket = moto.bucket("gone");
+    let (writer, _) = cache_on(&bucket);
+    writer.partition("query").put(&key(1), Bytes::from_static(b"1"));
+    drop(writer);
+    let (reader, read) = cache_on(&bucket);
+    let partition = reader.shared.partition("query");
+    // As listed before its writer folded it away.
+    let gone = [(format!("{SEGMENTS}/0-gone{SEGMENT_SUFFIX}"), 10)];
+    assert!(!partition.read_listed(&reader.shared, &gone, false).unwrap(), "gone: list again");
+    assert!(partition.read_listed(&reader.shared, &gone, true).unwrap(), "the last listing: skipped");
+    assert_eq!(read.counts().lists, 0);
+    assert_eq!(answer(reader.partition("query").get(&key(1))), Some(Bytes::from_static(b"1")));
+}
+
+#[test]
+fn a_bounded_reader_asks_again_an_unloaded_answer_its_writer_folded_away() {
+    let Some(moto) = crate::storage::object::testing::moto() else { return };
+    let bucket = moto.bucket("foldedaway");
+    let (writer, _) = cache_on(&bucket);
+    let query = writer.partition("query");
+    for n in 0..FOLD_SEGMENTS as u32 - 1 {
+        query.put(&key(n), long_answer(n));
+        writer.flush();
+    }
+    let (server, _) = cache_on(&bucket);
+    server.bound(20 << 10);
+    let served = server.partition("query");
+    assert_eq!(answer(served.get(&key(1))), Some(long_answer(1)));
+    query.put(&key(99), long_answer(99));
+    writer.flush();
+    assert_eq!(segments_of(&bucket, "query").len(), 1, "folded");
+    assert!(answer(served.get(&key(0))).is_none(), "its line is gone: a miss, not a wrong answer");
+    assert_eq!(answer(served.get(&key(1))), Some(long_answer(1)), "still loaded");
 }
 
 #[test]
@@ -153,14 +233,11 @@ fn small_consecutive_segments_are_folded_in_runs_of_at_most_a_flush() {
 }
 
 #[test]
-fn segments_are_read_in_runs_of_at_most_the_limit_and_fold_groups_whole() {
-    assert_eq!(read_groups(&[5, 5, 5], &[], u64::MAX), [(0..3, false)]);
-    assert_eq!(read_groups(&[5, 5, 5], &[], 10), [(0..2, false), (2..3, false)]);
-    assert_eq!(read_groups(&[20, 5], &[], 10), [(0..1, false), (1..2, false)], "one too large: alone");
-    let folds = [1..3, 4..6];
-    let groups = read_groups(&[1, 1, 1, 1, 1, 1, 1], &folds, 10);
-    assert_eq!(groups, [(0..1, false), (1..3, true), (3..4, false), (4..6, true), (6..7, false)]);
-    assert!(read_groups(&[], &[], 10).is_empty());
+fn segments_are_read_in_runs_of_at_most_the_limit() {
+    assert_eq!(read_runs(&[5, 5, 5], u64::MAX), vec![(0..3)]);
+    assert_eq!(read_runs(&[5, 5, 5], 10), [0..2, 2..3]);
+    assert_eq!(read_runs(&[20, 5], 10), [0..1, 1..2], "one too large: alone");
+    assert!(read_runs(&[], 10).is_empty());
 }
 
 #[test]
@@ -175,32 +252,13 @@ fn segment_lines_are_placed_where_they_are_written() {
 }
 
 #[test]
-fn the_root_is_listed_a_level_at_a_time_and_an_old_folder_only_when_a_key_in_it_is_asked() {
-    let Some(moto) = crate::storage::object::testing::moto() else { return };
-    let bucket = moto.bucket("levels");
-    let (writer, _) = cache_on(&bucket);
-    for partition in ["extract_graph", "summarize"] {
-        for n in 0..20 {
-            writer.partition(partition).put(&key(n), Bytes::from_static(b"1"));
-            if n % 10 == 9 {
-                writer.flush();
-            }
-        }
-    }
-    let old = key(100);
-    writer.shared.root.put(&crate::llm::cache::entry_key(&old), Bytes::from_static(b"\"old\"")).unwrap();
-    drop(writer);
-    let (reader, read) = cache_on(&bucket);
-    let query = reader.partition("query");
-    let other_folder = (200..).map(key).find(|k| k[..2] != old[..2]).unwrap();
-    assert!(answer(query.get(&other_folder)).is_none());
-    let counts = read.counts();
-    // The query partition (empty), then the root's top: the two
-    // partitions' folders and the old answer's, not their 4 segments.
-    assert_eq!((counts.lists, counts.listed, counts.gets), (2, 3, 0), "{counts:?}");
-    assert_eq!(answer(query.get(&old)), Some(Bytes::from_static(b"\"old\"")), "read through the fallback");
-    let counts = read.counts();
-    assert_eq!((counts.lists, counts.gets), (3, 1), "its folder listed, then the answer read: {counts:?}");
+fn a_folded_segment_s_name_sorts_where_the_last_of_its_run_did() {
+    let writer = "0000000000001-00000000000000ab";
+    let name = |number, folds| segment_name(writer, OwnSegment { number, folds, bytes: 0 });
+    let names = [name(4, 0), name(5, 1), name(5, 2), name(5, 0), name(6, 0)];
+    let mut sorted = names.clone();
+    sorted.sort();
+    assert_eq!(sorted, names);
 }
 
 fn long_answer(n: u32) -> Bytes {
@@ -287,208 +345,19 @@ fn a_bounded_cache_asked_from_several_threads_at_once_finds_every_answer() {
     }
 }
 
-/// A bounded server (at `budget`, room for the entries and a few answers)
-/// that read `FOLD_SEGMENTS - 1` segments of one answer each, the first
-/// ones unloaded; then one segment more was written and another reader
-/// folded them all.
-fn read_by_a_bounded_server_then_folded(
-    bucket: &Arc<dyn object_store::ObjectStore>,
-    budget: u64,
-) -> (ObjectAnswers, Arc<CountingStore>) {
-    let (writer, _) = cache_on(bucket);
-    let query = writer.partition("query");
-    let mut write = |n: u32| {
-        query.put(&key(n), long_answer(n));
-        writer.flush();
-    };
-    (0..FOLD_SEGMENTS as u32 - 1).for_each(&mut write);
-    let (server, requests) = cache_on(bucket);
-    server.bound(budget);
-    let served = server.partition("query");
-    assert_eq!(answer(served.get(&key(FOLD_SEGMENTS as u32 - 2))), Some(long_answer(FOLD_SEGMENTS as u32 - 2)));
-    write(FOLD_SEGMENTS as u32 - 1);
-    let (folder, _) = cache_on(bucket);
-    assert!(answer(folder.partition("query").get(&key(0))).is_some(), "read, so folded");
-    (server, requests)
-}
-
 #[test]
-fn a_bounded_reader_lists_again_when_another_reader_folded_the_segment_of_an_answer_it_unloaded() {
-    let Some(moto) = crate::storage::object::testing::moto() else { return };
-    let bucket = moto.bucket("refolded");
-    let budget = 20 << 10;
-    let (server, _) = read_by_a_bounded_server_then_folded(&bucket, budget);
-    let served = server.partition("query");
-    for n in 0..FOLD_SEGMENTS as u32 - 1 {
-        assert_eq!(answer(served.get(&key(n))), Some(long_answer(n)), "answer {n} after the fold");
-    }
-    assert!(server.held_bytes() <= budget);
-}
-
-#[test]
-fn only_this_process_s_later_segments_count_as_written_since_a_listing() {
-    let store = Arc::new(object_store::memory::InMemory::new());
-    let at = ObjectLocation::new(store, "cache", "memory://cache").unwrap();
-    let cache = ObjectAnswers::flushed_every(at, Duration::from_secs(3600));
-    let (shared, writer) = (&cache.shared, &cache.shared.writer);
-    assert!(shared.wrote_since(&format!("{SEGMENTS}/{writer}-00000003{SEGMENT_SUFFIX}"), 3));
-    assert!(!shared.wrote_since(&format!("{SEGMENTS}/{writer}-00000002{SEGMENT_SUFFIX}"), 3));
-    assert!(!shared.wrote_since(&format!("{SEGMENTS}/{writer}-00000009-folded{SEGMENT_SUFFIX}"), 3));
-    assert!(shared.wrote_since(&segment_name(writer, 3, 1), 3), "a clash's name: its number");
-    assert!(!shared.wrote_since(&segment_name(writer, 2, 12), 3));
-    assert!(!shared.wrote_since(&format!("{SEGMENTS}/{writer}-00000009-1-folded{SEGMENT_SUFFIX}"), 3));
-    assert!(!shared.wrote_since(&format!("{SEGMENTS}/0000000000000-0000000000000000-00000009{SEGMENT_SUFFIX}"), 3));
-}
-
-#[test]
-fn keys_are_64_lowercase_hex_digits() {
-    assert!(is_key(&key(7)));
-    assert!(!is_key(&key(7).to_uppercase()));
-    assert!(!is_key(&key(7)[1..]));
-    assert!(!is_key("segments"));
-}
-
-#[test]
-fn a_relisting_that_misses_a_segment_still_being_written_keeps_its_answers() {
-    let Some(moto) = crate::storage::object::testing::moto() else { return };
-    let bucket = moto.bucket("writing");
-    let (server, _) = cache_on(&bucket);
-    server.bound(1 << 20);
-    let query = server.partition("query");
-    assert!(answer(query.get(&key(1))).is_none(), "listed: empty");
-    query.put(&key(1), long_answer(1));
-    // The flusher takes its segment number, then waits while a relisting
-    // lists (not showing the segment yet); it writes the segment before
-    // the relisting goes on to forget what is gone.
-    let (numbered, wait_numbered) = mpsc::channel();
-    let (put, wait_put) = mpsc::channel::<()>();
-    let (written, wait_written) = mpsc::channel();
-    locked(&server.shared.hooks).before_put = Some(Box::new(move || {
-        numbered.send(()).unwrap();
-        wait_put.recv_timeout(STEP).unwrap();
-    }));
-    std::thread::scope(|scope| {
-        let shared = &server.shared;
-        scope.spawn(move || {
-            shared.flush();
-            written.send(()).unwrap();
-        });
-        wait_numbered.recv_timeout(STEP).unwrap();
-        locked(&shared.hooks).after_list = Some(Box::new(move || {
-            put.send(()).unwrap();
-            wait_written.recv_timeout(STEP).unwrap();
-        }));
-        let partition = shared.partition("query");
-        partition.read_listing(shared, Some(partition.generation.load(Ordering::Acquire)));
-    });
-    let holding = server.shared.held().find(&slot(server.shared.partition("query").number, &key(1)).unwrap());
-    assert!(matches!(holding, Holding::Loaded { .. }), "the answer written is still held");
-    assert_eq!(answer(query.get(&key(1))), Some(long_answer(1)));
-}
-
-#[test]
-fn a_clash_s_segment_name_sorts_between_the_numbers_around_it() {
-    let writer = "0000000000001-00000000000000ab";
-    let names = [segment_name(writer, 4, 0), segment_name(writer, 5, 1), segment_name(writer, 5, 0)];
-    let mut sorted = names.clone();
-    sorted.sort();
-    assert_eq!(sorted, names);
-    assert!(segment_name(writer, 5, 2) < segment_name(writer, 6, 0));
-}
-
-#[test]
-fn a_batch_taken_later_is_numbered_later_even_when_its_put_comes_first() {
-    let Some(moto) = crate::storage::object::testing::moto() else { return };
-    let bucket = moto.bucket("numbered");
-    let (writer, _) = cache_on(&bucket);
-    let query = writer.partition("query");
-    query.put(&key(1), Bytes::from_static(b"\"older\""));
-    // The flusher takes the older answer, then waits while a newer one is
-    // taken and written.
-    let (taken, wait_taken) = mpsc::channel();
-    let (go_on, wait_go_on) = mpsc::channel::<()>();
-    locked(&writer.shared.hooks).before_put = Some(Box::new(move || {
-        taken.send(()).unwrap();
-        wait_go_on.recv_timeout(STEP).unwrap();
-    }));
-    std::thread::scope(|scope| {
-        let shared = &writer.shared;
-        scope.spawn(move || shared.flush());
-        wait_taken.recv_timeout(STEP).unwrap();
-        query.put(&key(1), Bytes::from_static(b"\"newer\""));
-        writer.flush();
-        go_on.send(()).unwrap();
-    });
-    let (reader, _) = cache_on(&bucket);
-    assert_eq!(answer(reader.partition("query").get(&key(1))), Some(Bytes::from_static(b"\"newer\"")));
-}
-
-#[test]
-fn threads_that_find_segments_gone_at_once_list_the_partition_again_once() {
-    let Some(moto) = crate::storage::object::testing::moto() else { return };
-    let bucket = moto.bucket("relisted");
-    let (server, requests) = read_by_a_bounded_server_then_folded(&bucket, 20 << 10);
-    let served = server.partition("query");
-    // Every thread finds its answer's segment gone before any lists again.
-    const THREADS: usize = 4;
-    let arrived = Arc::new((Mutex::new(0), std::sync::Condvar::new()));
-    let at_relist = arrived.clone();
-    locked(&server.shared.hooks).before_relist = Some(Arc::new(move || {
-        let (count, all) = &*at_relist;
-        *locked(count) += 1;
-        all.notify_all();
-        let waited = all.wait_timeout_while(locked(count), STEP, |n| *n < THREADS);
-        assert!(*waited.unwrap().0 >= THREADS, "a thread did not find its segment gone");
-    }));
-    let lists = requests.counts().lists;
-    std::thread::scope(|scope| {
-        for n in 0..THREADS as u32 {
-            let served = &served;
-            scope.spawn(move || assert_eq!(answer(served.get(&key(n))), Some(long_answer(n)), "answer {n}"));
-        }
-    });
-    assert_eq!(*locked(&arrived.0), THREADS);
-    assert_eq!(requests.counts().lists - lists, 1, "listed again once");
-}
-
-#[test]
-fn a_get_of_a_partition_read_hit_or_miss_does_not_wait_for_a_listing_under_way() {
-    let Some(moto) = crate::storage::object::testing::moto() else { return };
-    let bucket = moto.bucket("nowait");
-    let (writer, _) = cache_on(&bucket);
-    writer.partition("query").put(&key(1), Bytes::from_static(b"1"));
-    drop(writer);
-    let (server, _) = cache_on(&bucket);
-    let query = server.partition("query");
-    assert!(answer(query.get(&key(1))).is_some());
-    let partition = server.shared.partition("query");
-    let (found, wait_found) = mpsc::channel();
-    std::thread::scope(|scope| {
-        // As a relisting by another thread holds it.
-        let listing = locked(&partition.listing);
-        scope.spawn(|| found.send(answer(query.get(&key(1)))).unwrap());
-        let got = wait_found.recv_timeout(STEP);
-        // Nor a miss (only the root has old folders to list on a miss).
-        scope.spawn(|| found.send(answer(query.get(&key(2)))).unwrap());
-        let missed = wait_found.recv_timeout(STEP);
-        drop(listing);
-        assert_eq!(got, Ok(Some(Bytes::from_static(b"1"))));
-        assert_eq!(missed, Ok(None));
-    });
-}
-
-#[test]
-fn a_line_read_again_must_be_whole_where_its_segment_was_written_again_otherwise() {
+fn a_line_read_again_must_be_whole_and_the_key_s() {
     let Some(moto) = crate::storage::object::testing::moto() else { return };
     let bucket = moto.bucket("rewritten");
     let (cache, _) = cache_on(&bucket);
     let partition = cache.shared.partition("query");
-    let (k, name) = (key(1), format!("{SEGMENTS}/x-folded{SEGMENT_SUFFIX}"));
+    let (k, name) = (key(1), format!("{SEGMENTS}/x{SEGMENT_SUFFIX}"));
     partition.at.put(&name, Bytes::from(format!("{k}\t[1]\n{k}\t[2]\n"))).unwrap();
-    let place = |start, len| Place::Segment { name: Arc::from(name.as_str()), start, len };
+    let place = |start, len| Place { segment: Arc::from(name.as_str()), start, len };
     let second = (k.len() as u64 + 5, k.len() as u64 + 4);
     assert_eq!(partition.read_again(&k, &place(second.0, second.1)).unwrap(), Some(Bytes::from_static(b"[2]")));
-    // Written again, its lines longer: the key's line at the place, cut short.
+    assert_eq!(partition.read_again(&key(2), &place(second.0, second.1)).unwrap(), None, "another key's line");
+    // Its lines longer: the key's line at the place, cut short.
     partition.at.put(&name, Bytes::from(format!("{k}\t[1000]\n"))).unwrap();
     assert_eq!(partition.read_again(&k, &place(0, second.1)).unwrap(), None, "not the cut line");
     // Or shorter: the place runs past its end.
@@ -497,23 +366,28 @@ fn a_line_read_again_must_be_whole_where_its_segment_was_written_again_otherwise
 }
 
 #[test]
-fn a_bounded_root_does_not_serve_an_older_single_answer_once_its_segment_s_answer_is_forgotten() {
+fn a_local_cache_folder_is_imported_into_a_bucket() {
     let Some(moto) = crate::storage::object::testing::moto() else { return };
-    let bucket = moto.bucket("rootsingles");
-    let (writer, _) = cache_on(&bucket);
-    let k = key(0);
-    writer.shared.root.put(&crate::llm::cache::entry_key(&k), Bytes::from_static(b"\"older\"")).unwrap();
-    writer.put(&k, Bytes::from_static(b"\"newer\""));
-    for n in 1..300 {
-        writer.put(&key(n), long_answer(n));
-    }
-    drop(writer);
-    // Room for about 100 entries: the first of the segment's, k's, is forgotten.
-    let budget = 20 << 10;
-    let (server, _) = cache_on(&bucket);
-    server.bound(budget);
-    assert_eq!(answer(server.get(&key(299))), Some(long_answer(299)));
-    let slot = slot(server.shared.partition("").number, &k).unwrap();
-    assert!(matches!(server.shared.held().find(&slot), Holding::Absent), "forgotten");
-    assert_ne!(answer(server.get(&k)), Some(Bytes::from_static(b"\"older\"")));
+    let bucket = moto.bucket("imported");
+    let dir = tempfile::tempdir().unwrap();
+    let file = |partition: &str, key: &str, json: &str| {
+        let folder = dir.path().join(partition).join(&key[..2]);
+        std::fs::create_dir_all(&folder).unwrap();
+        std::fs::write(folder.join(format!("{key}.json")), json).unwrap();
+    };
+    file("", &key(1), "\"root\"");
+    file("extract_graph", &key(2), "{\n  \"pretty\": true\n}");
+    file("extract_graph", &key(3), "{torn");
+    file("extract_graph", &key(4), "[4]");
+    std::fs::write(dir.path().join("extract_graph").join("notes.txt"), "not an answer").unwrap();
+    let (cache, _) = cache_on(&bucket);
+    let imported = import_folder(dir.path(), &cache.shared.root).unwrap();
+    assert_eq!(imported, Imported { answers: 3, segments: 2, skipped: 1 });
+    let (reader, _) = cache_on(&bucket);
+    assert_eq!(answer(reader.get(&key(1))), Some(Bytes::from_static(b"\"root\"")));
+    let extract = reader.partition("extract_graph");
+    assert_eq!(answer(extract.get(&key(2))), Some(Bytes::from_static(b"{\"pretty\":true}")), "made one line");
+    assert_eq!(answer(extract.get(&key(4))), Some(Bytes::from_static(b"[4]")));
+    assert_eq!(answer(extract.get(&key(1))), Some(Bytes::from_static(b"\"root\"")), "through the fallback");
+    assert!(answer(extract.get(&key(3))).is_none());
 }
