@@ -292,12 +292,13 @@ impl Shared {
         if waiting.answers.is_empty() {
             return;
         }
+        // A number is used once, even when its PUT failed (it may have been written).
         let segment = OwnSegment { number: own.next, folds: 0, bytes: 0 };
+        own.next += 1;
         let name = segment_name(&self.writer, segment);
         let (bytes, lines) = segment_of(waiting.answers.iter().map(|(key, answer)| (key.as_str(), answer)));
         match partition.at.put(&name, bytes.clone()) {
             Ok(()) => {
-                own.next += 1;
                 own.live.push(OwnSegment { bytes: bytes.len() as u64, ..segment });
                 let name: Arc<str> = Arc::from(name);
                 let mut state = self.state();

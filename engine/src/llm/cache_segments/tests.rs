@@ -391,3 +391,26 @@ fn a_local_cache_folder_is_imported_into_a_bucket() {
     assert_eq!(answer(extract.get(&key(1))), Some(Bytes::from_static(b"\"root\"")), "through the fallback");
     assert!(answer(extract.get(&key(3))).is_none());
 }
+
+#[test]
+fn a_batch_that_failed_to_write_is_written_at_a_later_flush_and_a_later_answer_still_wins() {
+    use crate::storage::object::testing::OutageProxy;
+    let Some(moto) = crate::storage::object::testing::moto() else { return };
+    let proxy = OutageProxy::start(moto.port);
+    let at = moto.location_through(&proxy, "requeued", "p/cache");
+    let writer = ObjectAnswers::flushed_every(at.clone(), Duration::from_secs(3600));
+    let query = writer.partition("query");
+    query.put(&key(1), Bytes::from_static(b"\"older\""));
+    proxy.fail_at("PUT /requeued/p/cache/query/segments/", false, Duration::from_millis(1500));
+    writer.flush();
+    assert_eq!(proxy.outages(), 1);
+    query.put(&key(1), Bytes::from_static(b"\"newer\""));
+    // Written at a flush once the outage is over.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while at.list("query").map_or(true, |l| l.is_empty()) && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+        writer.flush();
+    }
+    let reader = ObjectAnswers::flushed_every(moto.location("requeued", "p/cache"), Duration::from_secs(3600));
+    assert_eq!(answer(reader.partition("query").get(&key(1))), Some(Bytes::from_static(b"\"newer\"")));
+}
