@@ -58,14 +58,17 @@ impl FileType {
         }
     }
 
+    /// The files it reads without an `input.file_pattern`: by extension, in
+    /// any case (`A.TXT` too, as LightRAG's uploads): the server accepts an
+    /// upload by this pattern, so one it accepts is also one a run indexes.
     fn default_pattern(self) -> &'static str {
         match self {
-            FileType::Text => r".*\.txt$",
-            FileType::Markdown => r".*\.(md|markdown)$",
-            FileType::Csv => r".*\.csv$",
-            FileType::Json => r".*\.json$",
-            FileType::Jsonl => r".*\.jsonl$",
-            FileType::Parquet => r".*\.parquet$",
+            FileType::Text => r"(?i).*\.txt$",
+            FileType::Markdown => r"(?i).*\.(md|markdown)$",
+            FileType::Csv => r"(?i).*\.csv$",
+            FileType::Json => r"(?i).*\.json$",
+            FileType::Jsonl => r"(?i).*\.jsonl$",
+            FileType::Parquet => r"(?i).*\.parquet$",
             FileType::Pdf => r"(?i).*\.pdf$",
             FileType::Docx => r"(?i).*\.docx$",
             FileType::Markitdown => r"(?i).*\.(pdf|docx|md|markdown|txt)$",
@@ -688,6 +691,19 @@ mod tests {
         };
         let text = InputFiles::from_settings(&input("text", None)).unwrap();
         assert!(text.reads("a.txt") && !text.reads("a.md") && !text.reads("a.pdf"));
+        // Issue #47: an upload `A.TXT` was refused (415); it is read, and
+        // indexed by the load step, which matches by the same pattern.
+        assert!(text.reads("A.TXT") && text.reads("b.Txt"));
+        let (t, _) = load(serde_json::json!({}), &[("A.TXT", b"upper case name"), ("b.md", b"not text")]).unwrap();
+        assert_eq!(strings(&t, "d", "title").unwrap(), vec!["A.TXT"]);
+        for ft in FileType::all() {
+            let ext = ft.extensions()[0].to_ascii_uppercase();
+            let files = InputFiles::from_settings(&input(ft.name(), None)).unwrap();
+            assert!(files.reads(&format!("X.{ext}")), "{}: X.{ext}", ft.name());
+        }
+        // A pattern of the project's own is used as written.
+        let lower = InputFiles::from_settings(&input("text", Some(r".*\.txt$"))).unwrap();
+        assert!(!lower.reads("A.TXT"));
         assert_eq!(text.extensions(), [".txt"]);
         assert_eq!(text.describe(), "input.type: text");
         let any = InputFiles::from_settings(&input("markitdown", None)).unwrap();
