@@ -9,6 +9,10 @@ use std::io::{Cursor, Read};
 use anyhow::{anyhow, bail, Context};
 use arrow_array::{Array, RecordBatch};
 
+/// One record of a table-like input (csv, json, jsonl, parquet): column →
+/// text, nulls left out.
+pub type Record = BTreeMap<String, String>;
+
 /// The body text of a Word document (word/document.xml): one line per
 /// paragraph, `w:tab` as a tab, `w:br`/`w:cr` as a line break.
 pub fn docx_text(bytes: &[u8]) -> anyhow::Result<String> {
@@ -59,7 +63,7 @@ pub fn pdf_text(bytes: &[u8]) -> anyhow::Result<String> {
 /// The columns of a Parquet file (every one, nulls or not) and its rows as
 /// column → text (numbers, dates and nested values as Arrow displays them;
 /// nulls left out).
-pub fn parquet_rows(bytes: Vec<u8>) -> anyhow::Result<(BTreeSet<String>, Vec<BTreeMap<String, String>>)> {
+pub fn parquet_rows(bytes: Vec<u8>) -> anyhow::Result<(BTreeSet<String>, Vec<Record>)> {
     use arrow_cast::display::{ArrayFormatter, FormatOptions};
     let builder = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(bytes::Bytes::from(bytes))
         .map_err(|e| anyhow!("not a readable Parquet file: {e}"))?;

@@ -230,7 +230,7 @@ impl LoadDocuments {
         };
         // `columns`: every column of the file, also those null in some rows
         // (a row without its text is then that row's problem, not the file's).
-        let (columns, rows): (BTreeSet<String>, Vec<BTreeMap<String, String>>) = match file_type {
+        let (columns, rows): (BTreeSet<String>, Vec<formats::Record>) = match file_type {
             FileType::Pdf => return Ok(vec![doc(None, file.path.clone(), formats::pdf_text(&bytes)?, None)]),
             FileType::Docx => return Ok(vec![doc(None, file.path.clone(), formats::docx_text(&bytes)?, None)]),
             FileType::Parquet => formats::parquet_rows(bytes)?,
