@@ -17,7 +17,7 @@ pub struct ShardFlags {
     #[arg(long, conflicts_with = "dry_run")]
     pub merge: bool,
     /// With --merge: the shard count to merge (needed only when fragments of several counts exist).
-    #[arg(long, value_name = "N", requires = "merge", value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_name = "N", requires = "merge", value_parser = clap::value_parser!(u64).range(1..=graphrag_project::MAX_SHARDS as u64))]
     pub shards: Option<u64>,
     /// Shards the merge's per-item embeddings (entity and relationship descriptions, reports):
     /// `--merge --phase graph` stages the merge's other steps, `--shard K/N --phase embed` embeds

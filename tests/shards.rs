@@ -342,6 +342,13 @@ fn shard_flags_are_checked() {
     let o = graphrag(&["index", "--shard", "2/2"]);
     assert!(!o.status.success());
     assert!(text(&o).contains("K must be 0 to N-1"), "{}", text(&o));
+    // Issue #47: a count past any use was accepted.
+    let o = graphrag(&["index", "--shard", "0/4294967297"]);
+    assert!(!o.status.success());
+    assert!(text(&o).contains("the shard count N must be 1 to 65536"), "{}", text(&o));
+    let o = graphrag(&["index", "--merge", "--shards", "65537"]);
+    assert!(!o.status.success());
+    assert!(text(&o).contains("65537"), "{}", text(&o));
     let o = graphrag(&["index", "--shard", "0/2", "--merge"]);
     assert!(!o.status.success());
     let o = graphrag(&["index", "--merge", "--phase", "embed"]);

@@ -51,7 +51,7 @@ pub use run::{
 };
 pub use shard::{
     index_merge, index_merge_graph, run_shard, shard_of, shard_status, update_merge, update_merge_graph, update_shard,
-    GraphStaged, ShardPhase, ShardReport, ShardSpec,
+    GraphStaged, ShardPhase, ShardReport, ShardSpec, MAX_SHARDS,
 };
 
 /// Asks every run in progress in this process to stop; see the crate docs.

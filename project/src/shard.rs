@@ -78,6 +78,19 @@ use crate::run::{
     index_with, open_for_update, update_with, IndexOptions, RunError, RunReport, RunSettings, UpdateOptions,
 };
 
+/// The most shards a sharded run may have: far more than machines that
+/// would share one input, and a merge looks for every one of them (on an
+/// object store, one GET each).
+pub const MAX_SHARDS: usize = 65_536;
+
+/// `count` if it is a number of shards (1 to [`MAX_SHARDS`]), else why not.
+fn shard_count(count: usize) -> Result<usize, String> {
+    if (1..=MAX_SHARDS).contains(&count) {
+        return Ok(count);
+    }
+    Err(format!("the shard count N must be 1 to {MAX_SHARDS}"))
+}
+
 /// Shard `index` of `count` (0-based), as `K/N` on the command line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ShardSpec {
@@ -93,8 +106,9 @@ impl FromStr for ShardSpec {
         let (k, n) = s.split_once('/').ok_or_else(bad)?;
         let (index, count): (usize, usize) =
             (k.trim().parse().map_err(|_| bad())?, n.trim().parse().map_err(|_| bad())?);
-        if count == 0 || index >= count {
-            return Err(format!("shard {index}/{count}: K must be 0 to N-1 and N at least 1"));
+        shard_count(count).map_err(|why| format!("shard {index}/{count}: {why}"))?;
+        if index >= count {
+            return Err(format!("shard {index}/{count}: K must be 0 to N-1 ({})", count - 1));
         }
         Ok(ShardSpec { index, count })
     }
@@ -402,7 +416,7 @@ struct Finished {
 /// The finished shards of `count`, by index (`None`: not finished), as
 /// every machine sees them (on an object store, one GET per shard).
 fn finished_shards(base: &Location, count: usize) -> anyhow::Result<Vec<Option<Finished>>> {
-    (0..count)
+    (0..shard_count(count).map_err(|why| anyhow!("{count} shards: {why}"))?)
         .map(|index| {
             let location = shard_location(base, ShardSpec { index, count });
             let Some(marker) = location.read(DONE)? else { return Ok(None) };
@@ -427,8 +441,11 @@ pub fn shard_status(project: &Project, count: usize, phase: ShardPhase) -> anyho
 
 /// The shard counts that have fragments for this pipeline and settings.
 fn shard_counts(base: &Location) -> anyhow::Result<Vec<usize>> {
-    let mut counts: Vec<usize> =
-        base.subfolders()?.iter().filter_map(|name| name.split_once("-of-")?.1.parse().ok()).collect();
+    let mut counts: Vec<usize> = base
+        .subfolders()?
+        .iter()
+        .filter_map(|name| shard_count(name.split_once("-of-")?.1.parse().ok()?).ok())
+        .collect();
     counts.sort_unstable();
     counts.dedup();
     Ok(counts)
@@ -644,6 +661,13 @@ mod tests {
         for bad in ["4/4", "1/0", "x/2", "3", "-1/2", ""] {
             assert!(bad.parse::<ShardSpec>().is_err(), "{bad}");
         }
+        // Issue #47: a count past any use was accepted (and a merge would
+        // look for every one of its shards).
+        let err = "0/4294967297".parse::<ShardSpec>().unwrap_err();
+        assert_eq!(err, "shard 0/4294967297: the shard count N must be 1 to 65536");
+        assert_eq!("65535/65536".parse::<ShardSpec>().unwrap(), ShardSpec { index: 65_535, count: MAX_SHARDS });
+        assert!("0/65537".parse::<ShardSpec>().is_err());
+        assert_eq!("4/4".parse::<ShardSpec>().unwrap_err(), "shard 4/4: K must be 0 to N-1 (3)");
     }
 
     proptest::proptest! {

@@ -432,7 +432,7 @@ impl QueryEngine {
         let why = format!("the query's max_retry_time of {retry_time} s is spent (settings `query.max_retry_time`)");
         let scope = CallScope {
             cancel: req.cancel.clone(),
-            retry_budget: Some(RetryBudget::new(std::time::Duration::from_secs_f64(retry_time), why)),
+            retry_budget: Some(RetryBudget::new(graphrag_engine::settings::duration_of_seconds(retry_time), why)),
             ..CallScope::default()
         };
         let chat = if notice.is_none() { Some(Arc::new(self.llm.chat_model(&chat_id)?.within(&scope))) } else { None };

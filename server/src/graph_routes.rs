@@ -127,7 +127,11 @@ pub fn edit_entity(state: &Arc<State>, body: &[u8]) -> Result<Resp> {
     let name = existing(state, &non_empty(&req.entity_name, "entity_name")?)?;
     let data = &req.updated_data;
     only(data, &["entity_name", "entity_type", "description"])?;
-    let rename = text(data, "entity_name")?.map(|n| n.trim().to_string()).filter(|n| n.to_uppercase() != name);
+    // An empty new name is refused here: graph_edits.yaml refuses it too.
+    let rename = text(data, "entity_name")?
+        .map(|n| non_empty(&n, "updated_data.entity_name"))
+        .transpose()?
+        .filter(|n| n.to_uppercase() != name);
     if let Some(new) = &rename {
         if !req.allow_rename {
             return Err(bad(format!("renaming `{name}` to `{new}` needs allow_rename: true")));

@@ -134,7 +134,7 @@ impl Server {
         });
         let polling = state.clone();
         // A setting too large for a Duration waits as long as one can.
-        let poll = Duration::try_from_secs_f64(state.settings.serve.poll_seconds).unwrap_or(Duration::MAX);
+        let poll = graphrag_engine::settings::duration_of_seconds(state.settings.serve.poll_seconds);
         runtime.spawn(async move {
             loop {
                 tokio::time::sleep(poll).await;

@@ -28,7 +28,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use graphrag_engine::settings::ServeConfig;
+use graphrag_engine::settings::{duration_of_seconds, ServeConfig};
 use hyper::body::Incoming;
 use hyper::header::ORIGIN;
 use hyper::server::conn::http1;
@@ -61,9 +61,9 @@ pub(crate) struct Limits {
 impl Limits {
     pub(crate) fn from_settings(s: &ServeConfig) -> Limits {
         Limits {
-            header_read_timeout: Duration::from_secs_f64(s.header_read_timeout),
-            body_read_timeout: Duration::from_secs_f64(s.body_read_timeout),
-            send_timeout: Duration::from_secs_f64(s.send_timeout),
+            header_read_timeout: duration_of_seconds(s.header_read_timeout),
+            body_read_timeout: duration_of_seconds(s.body_read_timeout),
+            send_timeout: duration_of_seconds(s.send_timeout),
             max_connections: s.max_connections as usize,
             max_header_bytes: s.max_header_bytes,
         }

@@ -116,14 +116,15 @@ fn lightrag_web_ui_and_client_paths() {
     // The same name again is a conflict, as in LightRAG.
     assert_eq!(upload(addr, "marley.txt", b"other text").status, 409);
 
-    // An upload's track id follows it to processed.
+    // An upload's track id follows it to processed; an extension in upper
+    // case is accepted and indexed, as LightRAG's (issue #47: it was 415).
     let before = runs(addr);
-    let r = upload(addr, "fezziwig.txt", carol("Old Fezziwig", 1500).as_bytes()).json();
+    let r = upload(addr, "Fezziwig.TXT", carol("Old Fezziwig", 1500).as_bytes()).json();
     assert_eq!(r["status"], "success", "{r}");
     let track_id = r["track_id"].as_str().unwrap().to_string();
     idle_after(addr, before + 1);
     let track = get(addr, &format!("/documents/track_status/{track_id}")).json();
-    assert_eq!(track["documents"][0]["file_path"], "fezziwig.txt", "{track}");
+    assert_eq!(track["documents"][0]["file_path"], "Fezziwig.TXT", "{track}");
     assert_eq!(track["documents"][0]["status"], "processed", "{track}");
     assert_eq!(track["status_summary"]["processed"], 1);
     assert_eq!(get(addr, "/documents/track_status/nothing_here").json()["total_count"], 0);
@@ -167,6 +168,13 @@ fn lightrag_web_ui_and_client_paths() {
     );
     assert_eq!(r.status, 200, "{}", r.text());
     assert_eq!(r.json()["data"]["description"], "EDITED BY THE WEB UI");
+    // An empty new name is refused, not recorded (graph_edits.yaml refuses it).
+    let r = post_json(
+        addr,
+        "/graph/entity/edit",
+        &json!({"entity_name": label, "updated_data": {"entity_name": "  "}, "allow_rename": true, "allow_merge": false}),
+    );
+    assert_eq!(r.status, 422, "{}", r.text());
     let r = post_json(
         addr,
         "/graph/entity/create",

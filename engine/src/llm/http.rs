@@ -14,7 +14,7 @@ use serde_json::Value;
 use super::answer::MAX_ANSWER_BYTES;
 use super::{Completion, LlmError};
 use crate::api_base::{self, redact, PUBLIC_PARAMS};
-use crate::settings::ModelConfig;
+use crate::settings::{duration_of_seconds, ModelConfig};
 
 /// The largest chat response body read: room for an answer of
 /// [`MAX_ANSWER_BYTES`] with JSON escaping. A larger one is not read to the end.
@@ -136,7 +136,7 @@ impl Transport {
         let client = reqwest::Client::builder()
             .tls_backend_preconfigured(crate::tls::client_config())
             .default_headers(headers)
-            .timeout(Duration::from_secs_f64(config.request_timeout))
+            .timeout(duration_of_seconds(config.request_timeout))
             .build()
             .map_err(|e| LlmError::Config(format!("model `{id}`: cannot build HTTP client: {e}")))?;
         Ok(Transport { client, chat_url, embeddings_url, secrets })
@@ -443,8 +443,8 @@ fn describe_send_error(e: &reqwest::Error) -> String {
 fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     let get = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).and_then(|s| s.trim().parse::<f64>().ok());
     get("retry-after-ms")
-        .map(|ms| Duration::from_secs_f64(ms.max(0.0) / 1000.0))
-        .or_else(|| get(RETRY_AFTER.as_str()).map(|s| Duration::from_secs_f64(s.max(0.0))))
+        .map(|ms| duration_of_seconds(ms / 1000.0))
+        .or_else(|| get(RETRY_AFTER.as_str()).map(duration_of_seconds))
 }
 
 /// An answer's body as JSON.
@@ -581,6 +581,18 @@ mod tests {
         assert_eq!(retry_after(&h), Some(Duration::from_secs(2)));
         h.insert("retry-after-ms", HeaderValue::from_static("150"));
         assert_eq!(retry_after(&h), Some(Duration::from_millis(150)));
+    }
+
+    #[test]
+    fn a_retry_after_beyond_a_duration_is_the_longest_one_not_a_panic() {
+        // The server chooses these: 1e30 s and inf parse as f64.
+        for (value, want) in
+            [("1e30", Duration::MAX), ("inf", Duration::MAX), ("NaN", Duration::ZERO), ("-5", Duration::ZERO)]
+        {
+            let mut h = HeaderMap::new();
+            h.insert(RETRY_AFTER, HeaderValue::from_static(value));
+            assert_eq!(retry_after(&h), Some(want), "{value}");
+        }
     }
 
     #[test]

@@ -16,7 +16,7 @@ use super::limiter::Limiter;
 use super::{LlmError, UsageCounters};
 use crate::cancel::CancelToken;
 use crate::interrupt::StopFlag;
-use crate::settings::ModelConfig;
+use crate::settings::{duration_of_seconds, ModelConfig};
 
 /// The bounds of one request's model calls (a query's): a token that
 /// cancels them, and a time budget for retrying shared by all of them. The
@@ -50,7 +50,11 @@ impl RetryBudget {
     /// just happened: the first one starts the clock).
     fn allows(&self, wait: Duration) -> bool {
         let first = *self.first_failure.get_or_init(Instant::now);
-        Instant::now() + wait <= first + self.limit
+        // An end past what an Instant holds is no bound; a wait past it is.
+        match (first.checked_add(self.limit), Instant::now().checked_add(wait)) {
+            (None, _) => true,
+            (Some(end), start) => start.is_some_and(|start| start <= end),
+        }
     }
 }
 
@@ -162,7 +166,7 @@ impl Policy {
             LlmError::Rejected { model: id.clone(), status: failure.status.unwrap_or(0), message: failure.message }
         } else if attempt >= max_attempts {
             LlmError::Exhausted { model: id.clone(), attempts: attempt, last: failure.message }
-        } else if elapsed + wait > Duration::from_secs_f64(config.max_retry_time) {
+        } else if elapsed.saturating_add(wait) > duration_of_seconds(config.max_retry_time) {
             let last = format!(
                 "{} (retrying stopped after {:.0} s: max_retry_time is {} s)",
                 failure.message,
@@ -252,8 +256,8 @@ impl Breaker {
 /// is retried sooner (and may be refused again) rather than stalling the run.
 pub(crate) fn backoff(config: &ModelConfig, attempt: u32, retry_after: Option<Duration>) -> Duration {
     let policy = config.retry_policy();
-    let cap = Duration::from_secs_f64(policy.max_delay.max(0.0));
-    retry_after.unwrap_or_else(|| Duration::from_secs_f64(policy.wait(attempt, jitter_fraction()))).min(cap)
+    let cap = duration_of_seconds(policy.max_delay);
+    retry_after.unwrap_or_else(|| duration_of_seconds(policy.wait(attempt, jitter_fraction()))).min(cap)
 }
 
 /// A fraction in [0, 1) from the clock: jitter only needs to decorrelate
@@ -304,6 +308,29 @@ mod tests {
         assert!(err.to_string().contains("max_retry_time is 10 s"), "{err}");
         let u = usage.total();
         assert_eq!((u.retries, u.retry_wait_ms, u.failures), (1, 2000, 1));
+    }
+
+    #[test]
+    fn durations_beyond_a_duration_never_panic() {
+        // A ModelConfig built in code is not validated: 1e20 s (past a
+        // Duration's 1.8e19 s) in every key, and a Retry-After as long as
+        // any, still give a wait.
+        let huge = 1e20;
+        let cfg = ModelConfig {
+            max_retry_wait: huge,
+            max_retry_time: huge,
+            retry_base_delay: huge,
+            max_retries: 100,
+            ..ModelConfig::default()
+        };
+        let policy = Policy::new("m", &cfg);
+        let usage = UsageCounters::default();
+        let scope = CallScope { retry_budget: Some(RetryBudget::new(Duration::MAX, "no end")), ..CallScope::default() };
+        let wait = policy.after_failure(&usage, 1, Duration::from_secs(3), failure(Some(Duration::MAX)), &scope);
+        assert_eq!(wait.unwrap(), Duration::MAX, "capped by max_retry_wait, itself past a Duration");
+        let wait = policy.after_failure(&usage, 2, Duration::from_secs(3), failure(None), &scope).unwrap();
+        assert!(wait <= Duration::from_secs(86_400), "{wait:?}");
+        assert_eq!(usage.total().retry_wait_ms, u64::MAX, "the total saturates");
     }
 
     #[test]

@@ -93,7 +93,10 @@ impl UsageCounters {
     pub fn record_retry(&self, model: &str, wait: std::time::Duration) {
         self.with(model, |u| {
             u.retries += 1;
-            u.retry_wait_ms += wait.as_millis() as u64;
+            // Saturating: a wait from a settings struct built in code may be
+            // as long as a Duration holds.
+            let ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX);
+            u.retry_wait_ms = u.retry_wait_ms.saturating_add(ms);
         });
     }
     pub fn record_failure(&self, model: &str) {

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use graphrag_operations::suggest::did_you_mean;
 
-use super::{LoadedSettings, ModelConfig, StorageConfig};
+use super::{LoadedSettings, ModelConfig, StorageConfig, MAX_SECONDS};
 use crate::config_error::ConfigError;
 use crate::embedded_fields::FIELDS;
 
@@ -50,11 +50,26 @@ fn utf8(loaded: &LoadedSettings, path: &str, encoding: &str) -> Result<(), Confi
     ))
 }
 
+/// A duration setting: more than 0 seconds and at most `MAX_SECONDS` (one
+/// year; a larger one would overflow a Duration somewhere past 1.8e19 s).
 fn positive(loaded: &LoadedSettings, path: &str, value: f64) -> Result<(), ConfigError> {
-    if value > 0.0 && value.is_finite() {
+    seconds(loaded, path, value, false)
+}
+
+/// A duration setting in seconds, within 0 (excluded unless `zero_allowed`)
+/// and `MAX_SECONDS`.
+fn seconds(loaded: &LoadedSettings, path: &str, value: f64, zero_allowed: bool) -> Result<(), ConfigError> {
+    let low_ok = value > 0.0 || (zero_allowed && value == 0.0);
+    if value.is_finite() && low_ok && value <= MAX_SECONDS {
         return Ok(());
     }
-    Err(loaded.error_at(path, format!("must be a positive number of seconds, not {value}")))
+    let low = if zero_allowed { "at least 0" } else { "more than 0" };
+    Err(loaded.error_at(
+        path,
+        format!(
+            "{value} is not a valid value: it must be a number of seconds, {low} and at most {MAX_SECONDS} (one year)"
+        ),
+    ))
 }
 
 /// A storage section: its keys make a folder or a bucket prefix.
@@ -225,10 +240,12 @@ fn check_model(loaded: &LoadedSettings, path: &str, m: &ModelConfig) -> Result<(
         let at = |key: &str| format!("{path}.retry.{key}");
         one_of(loaded, &at("type"), &r.kind, &["exponential_backoff", "immediate"])?;
         if r.kind == "exponential_backoff" {
-            if let Some(b) = r.base_delay.filter(|b| *b <= 1.0 || !b.is_finite()) {
+            if let Some(b) = r.base_delay.filter(|b| *b <= 1.0 || !b.is_finite() || *b > MAX_SECONDS) {
                 return Err(loaded.error_at(
                     &at("base_delay"),
-                    format!("must be greater than 1.0, not {b}: the wait before retry n is base_delay^n seconds"),
+                    format!(
+                        "must be greater than 1.0 and at most {MAX_SECONDS} (one year), not {b}: the wait before retry n is base_delay^n seconds"
+                    ),
                 ));
             }
         }
@@ -239,8 +256,11 @@ fn check_model(loaded: &LoadedSettings, path: &str, m: &ModelConfig) -> Result<(
     if let Some(rl) = &m.rate_limit {
         let at = |key: &str| format!("{path}.rate_limit.{key}");
         one_of(loaded, &at("type"), &rl.kind, &["sliding_window"])?;
-        if rl.period_in_seconds == Some(0) {
-            return Err(loaded.error_at(&at("period_in_seconds"), "must be at least 1"));
+        if let Some(period) = rl.period_in_seconds.filter(|p| *p == 0 || f64::from(*p) > MAX_SECONDS) {
+            return Err(loaded.error_at(
+                &at("period_in_seconds"),
+                format!("{period} is not a valid value: it must be at least 1 and at most {MAX_SECONDS} (one year)"),
+            ));
         }
         for (key, value, ours) in [
             ("requests_per_period", rl.requests_per_period, ("requests_per_minute", m.requests_per_minute)),
@@ -349,12 +369,11 @@ fn check_model_values(
             "applies only to the in-process embedding model (model_provider: local); remove it",
         ));
     }
-    let inf = f64::INFINITY;
     in_range(loaded, &key("temperature"), m.temperature, (0.0, 2.0), false)?;
     in_range(loaded, &key("top_p"), m.top_p, (0.0, 1.0), false)?;
-    in_range(loaded, &key("retry_base_delay"), m.retry_base_delay, (0.0, inf), false)?;
-    in_range(loaded, &key("max_retry_wait"), m.max_retry_wait, (0.0, inf), false)?;
-    in_range(loaded, &key("max_retry_time"), m.max_retry_time, (0.0, inf), true)?;
+    seconds(loaded, &key("retry_base_delay"), m.retry_base_delay, true)?;
+    seconds(loaded, &key("max_retry_wait"), m.max_retry_wait, true)?;
+    seconds(loaded, &key("max_retry_time"), m.max_retry_time, false)?;
     at_least_one(loaded, &key("max_consecutive_failures"), m.max_consecutive_failures.into(), "")?;
     let no_limit = " (leave it out for no limit)";
     if let Some(r) = m.requests_per_minute {

@@ -191,6 +191,22 @@ impl LoadedSettings {
     }
 }
 
+/// The longest duration any setting may give, in seconds (one year): far
+/// beyond any useful timeout or wait, far below what a `Duration` holds
+/// (about 1.8e19 s), so no validated setting can overflow one.
+pub const MAX_SECONDS: f64 = 31_536_000.0;
+
+/// `secs` as a Duration that never panics: NaN and negatives are zero, and
+/// anything too large for a Duration is `Duration::MAX`. For values that may
+/// come from elsewhere than validated settings (a server's Retry-After, a
+/// settings struct built in code).
+pub fn duration_of_seconds(secs: f64) -> std::time::Duration {
+    if secs.is_nan() || secs <= 0.0 {
+        return std::time::Duration::ZERO;
+    }
+    std::time::Duration::try_from_secs_f64(secs).unwrap_or(std::time::Duration::MAX)
+}
+
 pub const SETTINGS_FILE: &str = "settings.yaml";
 
 /// The settings files a project may have, in the order they are looked for

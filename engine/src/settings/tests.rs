@@ -551,3 +551,113 @@ fn a_working_copy_of_a_bucket_root_keeps_file_storages_in_the_bucket() {
     assert!(err.to_string().starts_with("s3://projects/team/carol/settings.yaml:2"), "{err}");
     assert!(err.message.contains("outside the project root"), "{err}");
 }
+
+/// Every setting given in seconds, as a dotted path.
+const DURATION_KEYS: [&str; 12] = [
+    "completion_models.default_completion_model.request_timeout",
+    "completion_models.default_completion_model.retry_base_delay",
+    "completion_models.default_completion_model.max_retry_wait",
+    "completion_models.default_completion_model.max_retry_time",
+    "embedding_models.default_embedding_model.retry.base_delay",
+    "embedding_models.default_embedding_model.retry.max_delay",
+    "query.request_timeout",
+    "query.max_retry_time",
+    "serve.header_read_timeout",
+    "serve.body_read_timeout",
+    "serve.send_timeout",
+    "serve.poll_seconds",
+];
+
+/// settings.yaml setting the dotted `path` to `value` (NaN and the
+/// infinities as YAML writes them).
+fn yaml_setting(path: &str, value: f64) -> String {
+    let mut text = String::new();
+    let keys: Vec<&str> = path.split('.').collect();
+    for (depth, key) in keys.iter().enumerate() {
+        text += &format!("{}{key}:", "  ".repeat(depth));
+        text += if depth + 1 < keys.len() { "\n" } else { " " };
+    }
+    let value = match value {
+        v if v.is_nan() => ".nan".to_string(),
+        v if v == f64::INFINITY => ".inf".to_string(),
+        v if v == f64::NEG_INFINITY => "-.inf".to_string(),
+        v => format!("{v:?}"),
+    };
+    text + &value + "\n"
+}
+
+/// The durations that loaded settings give, in seconds, converted as the
+/// program converts them.
+fn converted_durations(s: &Settings) -> Vec<std::time::Duration> {
+    let mut seconds = vec![
+        s.query.request_timeout,
+        s.query.max_retry_time,
+        s.serve.header_read_timeout,
+        s.serve.body_read_timeout,
+        s.serve.send_timeout,
+        s.serve.poll_seconds,
+    ];
+    for m in s.completion_models.values().chain(s.embedding_models.values()) {
+        seconds.extend([
+            m.request_timeout,
+            m.max_retry_time,
+            m.retry_policy().max_delay,
+            m.retry_policy().wait(1, 0.5),
+        ]);
+    }
+    seconds.into_iter().map(std::time::Duration::from_secs_f64).collect()
+}
+
+#[test]
+fn a_duration_beyond_a_year_names_its_file_line_and_key() {
+    // Issue #47: 1e20 s is finite but beyond a Duration (about 1.8e19 s):
+    // it was accepted, then panicked where it became one.
+    for path in DURATION_KEYS {
+        let text = yaml_setting(path, 1e20);
+        let err = parse_str(&text).expect_err(path);
+        assert_eq!(err.path, path, "{err}");
+        assert_eq!(err.line, Some(path.split('.').count()), "{err}");
+        assert!(err.to_string().starts_with(&format!("settings.yaml:{}", path.split('.').count())), "{err}");
+        assert!(err.message.contains("at most 31536000"), "{err}");
+        let year = parse_str(&yaml_setting(path, MAX_SECONDS)).unwrap_or_else(|e| panic!("{e}"));
+        assert!(converted_durations(&year.settings).iter().all(|d| d.as_secs_f64() <= MAX_SECONDS));
+    }
+    let text = "completion_models:\n  default_completion_model:\n    rate_limit:\n      period_in_seconds: 4000000000\n      requests_per_period: 5\n";
+    let err = parse_str(text).unwrap_err();
+    assert_eq!(
+        (err.path.as_str(), err.line),
+        ("completion_models.default_completion_model.rate_limit.period_in_seconds", Some(4)),
+        "{err}"
+    );
+}
+
+#[test]
+fn duration_of_seconds_never_panics() {
+    use std::time::Duration;
+    assert_eq!(duration_of_seconds(1.5), Duration::from_millis(1500));
+    assert_eq!(duration_of_seconds(1e20), Duration::MAX);
+    assert_eq!(duration_of_seconds(f64::INFINITY), Duration::MAX);
+    assert_eq!(duration_of_seconds(f64::NAN), Duration::ZERO);
+    assert_eq!(duration_of_seconds(-1.0), Duration::ZERO);
+}
+
+proptest::proptest! {
+    /// Any number in any duration key loads, as a value that becomes a
+    /// Duration, or is a ConfigError naming the key: never a panic.
+    #[test]
+    fn any_number_in_a_duration_key_loads_or_is_an_error(
+        key in proptest::sample::select(DURATION_KEYS.to_vec()),
+        value in proptest::prop_oneof![
+            proptest::num::f64::ANY,
+            proptest::sample::select(vec![1e20, 1.8e19, 1.9e19, 3.2e7, 1e-300, 5e-324, -0.0, 0.0, -1.0, -1e308, f64::MAX]),
+        ],
+    ) {
+        match parse_str(&yaml_setting(key, value)) {
+            Ok(loaded) => {
+                let durations = converted_durations(&loaded.settings);
+                proptest::prop_assert!(durations.iter().all(|d| d.as_secs_f64() <= MAX_SECONDS), "{key}: {value}");
+            }
+            Err(e) => proptest::prop_assert_eq!(e.path, key),
+        }
+    }
+}

@@ -3,11 +3,15 @@
 //! Parquet file (every column as a string). Each returns an error that says
 //! why a file cannot be read, for the run's list of unreadable files.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::{Cursor, Read};
 
 use anyhow::{anyhow, bail, Context};
 use arrow_array::{Array, RecordBatch};
+
+/// One record of a table-like input (csv, json, jsonl, parquet): column →
+/// text, nulls left out.
+pub type Record = BTreeMap<String, String>;
 
 /// The body text of a Word document (word/document.xml): one line per
 /// paragraph, `w:tab` as a tab, `w:br`/`w:cr` as a line break.
@@ -56,14 +60,15 @@ pub fn pdf_text(bytes: &[u8]) -> anyhow::Result<String> {
     Ok(text)
 }
 
-/// The rows of a Parquet file as column → text (numbers, dates and nested
-/// values as Arrow displays them; nulls left out).
-pub fn parquet_rows(bytes: Vec<u8>) -> anyhow::Result<Vec<BTreeMap<String, String>>> {
+/// The columns of a Parquet file (every one, nulls or not) and its rows as
+/// column → text (numbers, dates and nested values as Arrow displays them;
+/// nulls left out).
+pub fn parquet_rows(bytes: Vec<u8>) -> anyhow::Result<(BTreeSet<String>, Vec<Record>)> {
     use arrow_cast::display::{ArrayFormatter, FormatOptions};
-    let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(bytes::Bytes::from(bytes))
-        .map_err(|e| anyhow!("not a readable Parquet file: {e}"))?
-        .build()
+    let builder = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(bytes::Bytes::from(bytes))
         .map_err(|e| anyhow!("not a readable Parquet file: {e}"))?;
+    let columns = builder.schema().fields().iter().map(|f| f.name().clone()).collect();
+    let reader = builder.build().map_err(|e| anyhow!("not a readable Parquet file: {e}"))?;
     let mut rows = Vec::new();
     for batch in reader {
         let batch: RecordBatch = batch.map_err(|e| anyhow!("Parquet data could not be decoded: {e}"))?;
@@ -85,7 +90,7 @@ pub fn parquet_rows(bytes: Vec<u8>) -> anyhow::Result<Vec<BTreeMap<String, Strin
             rows.push(row);
         }
     }
-    Ok(rows)
+    Ok((columns, rows))
 }
 
 thread_local! {

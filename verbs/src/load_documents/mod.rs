@@ -2,11 +2,14 @@
 //! jsonl, parquet, pdf, docx, or GraphRAG's `markitdown`: pdf, docx, md and
 //! txt files together). A file that cannot be read is named with the reason
 //! and left out (counted in stats.json, `failed` in document_status), or, with
-//! `strict`, stops the run.
+//! `strict`, stops the run. A record of a csv, json, jsonl or parquet file
+//! whose text is null or missing (its file has the text column) is named and
+//! skipped, the file's other records indexed (`unreadable_records` in
+//! stats.json), or, with `strict`, stops the run.
 
 mod formats;
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::Arc;
 
 use anyhow::{anyhow, bail};
@@ -55,14 +58,17 @@ impl FileType {
         }
     }
 
+    /// The files it reads without an `input.file_pattern`: by extension, in
+    /// any case (`A.TXT` too, as LightRAG's uploads): the server accepts an
+    /// upload by this pattern, so one it accepts is also one a run indexes.
     fn default_pattern(self) -> &'static str {
         match self {
-            FileType::Text => r".*\.txt$",
-            FileType::Markdown => r".*\.(md|markdown)$",
-            FileType::Csv => r".*\.csv$",
-            FileType::Json => r".*\.json$",
-            FileType::Jsonl => r".*\.jsonl$",
-            FileType::Parquet => r".*\.parquet$",
+            FileType::Text => r"(?i).*\.txt$",
+            FileType::Markdown => r"(?i).*\.(md|markdown)$",
+            FileType::Csv => r"(?i).*\.csv$",
+            FileType::Json => r"(?i).*\.json$",
+            FileType::Jsonl => r"(?i).*\.jsonl$",
+            FileType::Parquet => r"(?i).*\.parquet$",
             FileType::Pdf => r"(?i).*\.pdf$",
             FileType::Docx => r"(?i).*\.docx$",
             FileType::Markitdown => r"(?i).*\.(pdf|docx|md|markdown|txt)$",
@@ -222,7 +228,9 @@ impl LoadDocuments {
             FileType::Markitdown => FileType::of_document(&file.path)?,
             other => other,
         };
-        let rows: Vec<BTreeMap<String, String>> = match file_type {
+        // `columns`: every column of the file, also those null in some rows
+        // (a row without its text is then that row's problem, not the file's).
+        let (columns, rows): (BTreeSet<String>, Vec<formats::Record>) = match file_type {
             FileType::Pdf => return Ok(vec![doc(None, file.path.clone(), formats::pdf_text(&bytes)?, None)]),
             FileType::Docx => return Ok(vec![doc(None, file.path.clone(), formats::docx_text(&bytes)?, None)]),
             FileType::Parquet => formats::parquet_rows(bytes)?,
@@ -235,26 +243,36 @@ impl LoadDocuments {
                 })?;
                 let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
                 match file_type {
-                    FileType::Csv => csv_rows(text)?,
+                    FileType::Csv => {
+                        let rows = csv_rows(text)?;
+                        (rows.iter().flat_map(|r| r.keys().cloned()).collect(), rows)
+                    }
                     FileType::Json => {
                         let value: serde_json::Value =
                             serde_json::from_str(text).map_err(|e| anyhow!("line {}: invalid JSON: {e}", e.line()))?;
-                        match value {
-                            serde_json::Value::Array(items) => items.iter().map(json_row).collect::<Result<_, _>>(),
-                            other => json_row(&other).map(|r| vec![r]),
-                        }
-                        .map_err(|e| anyhow!(e))?
+                        let values = match value {
+                            serde_json::Value::Array(items) => items,
+                            other => vec![other],
+                        };
+                        let rows = values.iter().map(json_row).collect::<Result<_, _>>().map_err(|e| anyhow!(e))?;
+                        (json_columns(&values), rows)
                     }
-                    FileType::Jsonl => text
-                        .lines()
-                        .enumerate()
-                        .filter(|(_, l)| !l.trim().is_empty())
-                        .map(|(i, l)| {
-                            serde_json::from_str::<serde_json::Value>(l)
-                                .map_err(|e| anyhow!("line {}: invalid JSON: {e}", i + 1))
-                                .and_then(|v| json_row(&v).map_err(|e| anyhow!("line {}: {e}", i + 1)))
-                        })
-                        .collect::<anyhow::Result<_>>()?,
+                    FileType::Jsonl => {
+                        let (values, rows): (Vec<_>, Vec<_>) = text
+                            .lines()
+                            .enumerate()
+                            .filter(|(_, l)| !l.trim().is_empty())
+                            .map(|(i, l)| {
+                                let value = serde_json::from_str::<serde_json::Value>(l)
+                                    .map_err(|e| anyhow!("line {}: invalid JSON: {e}", i + 1))?;
+                                let row = json_row(&value).map_err(|e| anyhow!("line {}: {e}", i + 1))?;
+                                Ok((value, row))
+                            })
+                            .collect::<anyhow::Result<Vec<_>>>()?
+                            .into_iter()
+                            .unzip();
+                        (json_columns(&values), rows)
+                    }
                     _ => return Ok(vec![doc(None, file.path.clone(), text.to_string(), None)]),
                 }
             }
@@ -262,7 +280,20 @@ impl LoadDocuments {
         let mut docs = Vec::with_capacity(rows.len());
         for (i, mut row) in rows.into_iter().enumerate() {
             let Some(text) = row.remove(&self.text_column) else {
-                let columns: Vec<&str> = row.keys().map(String::as_str).collect();
+                if columns.contains(&self.text_column) {
+                    // One row without its text: the other rows are still documents.
+                    let why = format!("record {}: no text (null or missing in column `{}`)", i + 1, self.text_column);
+                    if self.strict {
+                        bail!("{why}");
+                    }
+                    ctx.warn(format!(
+                        "input file `{}` {why}, skipped; the file's other records are indexed",
+                        file.path
+                    ));
+                    ctx.count("unreadable_records", 1);
+                    continue;
+                }
+                let columns: Vec<&str> = columns.iter().map(String::as_str).collect();
                 bail!(
                     "record {}: no text column `{}`{} (columns: {}); set input.text_column",
                     i + 1,
@@ -279,7 +310,9 @@ impl LoadDocuments {
                     None => None,
                 };
             let title = match &self.title_column {
-                Some(c) => row.remove(c).ok_or_else(|| anyhow!("record {}: no title column `{c}`", i + 1))?,
+                // A null title in a file that has the column: the file's name, as without one.
+                Some(c) if columns.contains(c) => row.remove(c).unwrap_or_else(|| file.path.clone()),
+                Some(c) => bail!("record {}: no title column `{c}`", i + 1),
                 None => file.path.clone(),
             };
             if !self.metadata.is_empty() {
@@ -342,6 +375,11 @@ fn unclosed_quote(text: &str) -> Option<usize> {
         };
     }
     (state == State::Quoted).then(|| text.as_bytes()[..opened_at].iter().filter(|&&b| b == b'\n').count() + 1)
+}
+
+/// Every key of the JSON objects, also those whose value is null.
+fn json_columns(values: &[serde_json::Value]) -> BTreeSet<String> {
+    values.iter().filter_map(serde_json::Value::as_object).flat_map(|o| o.keys().cloned()).collect()
 }
 
 /// A JSON object as column → string (non-string values as compact JSON).
@@ -653,6 +691,19 @@ mod tests {
         };
         let text = InputFiles::from_settings(&input("text", None)).unwrap();
         assert!(text.reads("a.txt") && !text.reads("a.md") && !text.reads("a.pdf"));
+        // Issue #47: an upload `A.TXT` was refused (415); it is read, and
+        // indexed by the load step, which matches by the same pattern.
+        assert!(text.reads("A.TXT") && text.reads("b.Txt"));
+        let (t, _) = load(serde_json::json!({}), &[("A.TXT", b"upper case name"), ("b.md", b"not text")]).unwrap();
+        assert_eq!(strings(&t, "d", "title").unwrap(), vec!["A.TXT"]);
+        for ft in FileType::all() {
+            let ext = ft.extensions()[0].to_ascii_uppercase();
+            let files = InputFiles::from_settings(&input(ft.name(), None)).unwrap();
+            assert!(files.reads(&format!("X.{ext}")), "{}: X.{ext}", ft.name());
+        }
+        // A pattern of the project's own is used as written.
+        let lower = InputFiles::from_settings(&input("text", Some(r".*\.txt$"))).unwrap();
+        assert!(!lower.reads("A.TXT"));
         assert_eq!(text.extensions(), [".txt"]);
         assert_eq!(text.describe(), "input.type: text");
         let any = InputFiles::from_settings(&input("markitdown", None)).unwrap();
@@ -721,6 +772,63 @@ mod tests {
             serde_json::from_value(serde_json::json!({"file_type": "pdf", "strict": true})).unwrap();
         let err = run_verb(&strict, &[], &MemFiles::new(files)).unwrap_err().to_string();
         assert!(err.contains("input file `bad.pdf`") && err.contains("input.strict is true"), "{err}");
+    }
+
+    /// A Parquet file with a `text` and a `title` column, made here: `None` is a null.
+    fn parquet_file(texts: &[Option<&str>], titles: &[Option<&str>]) -> Vec<u8> {
+        let batch = RecordBatch::try_from_iter([
+            ("text", Arc::new(arrow_array::StringArray::from(texts.to_vec())) as ArrayRef),
+            ("title", Arc::new(arrow_array::StringArray::from(titles.to_vec())) as ArrayRef),
+        ])
+        .unwrap();
+        let mut bytes = Vec::new();
+        let mut writer = parquet::arrow::ArrowWriter::try_new(&mut bytes, batch.schema(), None).unwrap();
+        writer.write(&batch).unwrap();
+        writer.close().unwrap();
+        bytes
+    }
+
+    #[test]
+    fn a_record_with_a_null_text_is_skipped_and_named_and_the_others_are_indexed() {
+        // Issue #47: one null in the text column refused the whole file as
+        // having "no text column `text`".
+        let parquet = parquet_file(&[Some("alpha doc"), None, Some("gamma doc")], &[Some("A"), Some("B"), None]);
+        let json = br#"[{"text": "delta doc"}, {"text": null, "title": "E"}, {"title": "F"}]"#;
+        let jsonl = b"{\"text\": \"zeta doc\", \"title\": \"Z\"}\n{\"text\": null}\n";
+        for (file_type, name, bytes, want, skipped) in [
+            ("parquet", "docs.parquet", &parquet[..], vec!["alpha doc", "gamma doc"], 1),
+            ("json", "docs.json", &json[..], vec!["delta doc"], 2),
+            ("jsonl", "docs.jsonl", &jsonl[..], vec!["zeta doc"], 1),
+        ] {
+            let args = serde_json::json!({"file_type": file_type, "title_column": "title"});
+            let verb: LoadDocuments = serde_json::from_value(args).unwrap();
+            let (out, counters) = crate::testing::run_verb_counters(&verb, &[], &MemFiles::new(&[(name, bytes)]));
+            let out = out.unwrap_or_else(|e| panic!("{file_type}: {e:#}"));
+            assert_eq!(strings(&out[0], "d", "text").unwrap(), want, "{file_type}");
+            assert_eq!(counters.counts.lock().unwrap()["unreadable_records"], skipped, "{file_type}");
+            assert!(counters.unreadable.lock().unwrap().is_empty(), "{file_type}: the file is not unreadable");
+        }
+        // A null title is the file's name, as without a title column.
+        let verb: LoadDocuments =
+            serde_json::from_value(serde_json::json!({"file_type": "parquet", "title_column": "title"})).unwrap();
+        let (out, _) = run_verb(&verb, &[], &MemFiles::new(&[("docs.parquet", &parquet)])).unwrap();
+        assert_eq!(strings(&out[0], "d", "title").unwrap(), vec!["A", "docs.parquet"]);
+        // strict: the run stops, naming the file and the record.
+        let strict: LoadDocuments =
+            serde_json::from_value(serde_json::json!({"file_type": "parquet", "strict": true})).unwrap();
+        let err = run_verb(&strict, &[], &MemFiles::new(&[("docs.parquet", &parquet)])).unwrap_err();
+        let err = format!("{err:#}");
+        assert!(
+            err.contains("input file `docs.parquet`: record 2: no text (null or missing in column `text`)"),
+            "{err}"
+        );
+        // A file without the column at all is still refused, naming its columns.
+        let err = load(serde_json::json!({"file_type": "parquet", "text_column": "body"}), &[("d.parquet", &parquet)])
+            .unwrap_err();
+        assert!(
+            err.to_string().contains("no text column `body`") && err.to_string().contains("columns: text, title"),
+            "{err}"
+        );
     }
 
     #[test]
