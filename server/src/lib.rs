@@ -193,7 +193,8 @@ fn authorised(state: &State, req: &Request<Incoming>) -> bool {
 pub(crate) async fn handle(state: Arc<State>, req: Request<Incoming>) -> Resp {
     let method = req.method().clone();
     let path = req.uri().path().to_string();
-    match route(&state, req).await {
+    let sends_body = sends_body(req.headers());
+    let mut resp = match route(&state, req).await {
         Ok(r) => r,
         Err(e) => {
             if e.status.is_server_error() {
@@ -201,7 +202,20 @@ pub(crate) async fn handle(state: Arc<State>, req: Request<Incoming>) -> Resp {
             }
             e.into_response()
         }
+    };
+    // A refusal may answer before the request's body was read, and a body
+    // left unread ends the kept-alive connection: the client is told, so
+    // that it sends its next request on a new one (not into a closed socket).
+    if sends_body && !resp.status().is_success() {
+        resp.headers_mut().insert(hyper::header::CONNECTION, hyper::header::HeaderValue::from_static("close"));
     }
+    resp
+}
+
+/// Whether a request's head announces a body.
+fn sends_body(headers: &hyper::HeaderMap) -> bool {
+    let length = headers.get(hyper::header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.trim().parse::<u64>().ok());
+    length.is_some_and(|n| n > 0) || headers.contains_key(hyper::header::TRANSFER_ENCODING)
 }
 
 /// A LightRAG path graphrag-rs does not offer: 501 with the reason.
@@ -259,11 +273,16 @@ async fn route(state: &Arc<State>, req: Request<Incoming>) -> Result<Resp> {
     match (&method, path.as_str()) {
         (&Method::GET, "/auth/verify") => auth::verify(),
         (&Method::GET, "/documents") => documents::list(state),
-        (&Method::DELETE, "/documents") => documents::clear(state),
+        // Paths that take no body read any that is sent, so the connection stays usable.
+        (&Method::DELETE, "/documents") => json_body(req).await.and_then(|_| documents::clear(state)),
         (&Method::GET, "/documents/status_counts") => documents::status_counts(state),
         (&Method::GET, "/documents/supported_file_types") => documents::supported_file_types(state),
-        (&Method::POST, "/documents/reprocess_failed") => documents::reprocess_failed(state),
-        (&Method::POST, "/documents/cancel_pipeline") => documents::cancel_pipeline(state),
+        (&Method::POST, "/documents/reprocess_failed") => {
+            json_body(req).await.and_then(|_| documents::reprocess_failed(state))
+        }
+        (&Method::POST, "/documents/cancel_pipeline") => {
+            json_body(req).await.and_then(|_| documents::cancel_pipeline(state))
+        }
         (&Method::POST, "/query/data") => query_data::query_data(state, &json_body(req).await?).await,
         (&Method::GET, "/graph/label/popular") => graph_routes::popular(state, q),
         (&Method::GET, "/graph/label/search") => graph_routes::search(state, q),
@@ -284,7 +303,7 @@ async fn route(state: &Arc<State>, req: Request<Incoming>) -> Result<Resp> {
         }
         (&Method::POST, "/documents/text") => documents::insert_text(state, &json_body(req).await?),
         (&Method::POST, "/documents/texts") => documents::insert_texts(state, &json_body(req).await?),
-        (&Method::POST, "/documents/scan") => documents::scan(state),
+        (&Method::POST, "/documents/scan") => json_body(req).await.and_then(|_| documents::scan(state)),
         (&Method::DELETE, "/documents/delete_document") => documents::delete(state, &json_body(req).await?),
         (&Method::POST, "/query") => query::query(state, &json_body(req).await?).await,
         (&Method::POST, "/query/stream") => query::query_stream(state, &json_body(req).await?).await,

@@ -274,3 +274,70 @@ fn conversation_histories_are_bounded_in_messages_and_characters() {
     let r = common::post_json(server.addr(), "/v1/chat/completions", &json!({"messages": messages}));
     assert_eq!(r.status, 413, "{}", r.text());
 }
+
+/// One line of a kept-alive connection, its CRLF included.
+fn line_on(stream: &mut TcpStream) -> Vec<u8> {
+    let mut line = Vec::new();
+    let mut byte = [0u8; 1];
+    while !line.ends_with(b"\r\n") {
+        assert_eq!(stream.read(&mut byte).unwrap(), 1, "the connection ended inside a line: {line:?}");
+        line.push(byte[0]);
+    }
+    line
+}
+
+/// One answer read from a kept-alive connection: its head (lower-cased) and
+/// body, read by its Content-Length or its chunks.
+fn answer_on(stream: &mut TcpStream) -> (String, Vec<u8>) {
+    stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let mut head = Vec::new();
+    while !head.ends_with(b"\r\n\r\n") {
+        head.extend(line_on(stream));
+    }
+    let head = String::from_utf8_lossy(&head).to_ascii_lowercase();
+    let mut body = Vec::new();
+    if head.contains("transfer-encoding: chunked") {
+        loop {
+            let size = usize::from_str_radix(String::from_utf8_lossy(&line_on(stream)).trim(), 16).unwrap();
+            let mut chunk = vec![0u8; size + 2];
+            stream.read_exact(&mut chunk).unwrap();
+            if size == 0 {
+                break;
+            }
+            body.extend_from_slice(&chunk[..size]);
+        }
+    } else {
+        let length =
+            head.lines().find_map(|l| l.strip_prefix("content-length:")).map_or(0, |v| v.trim().parse().unwrap());
+        body.resize(length, 0);
+        stream.read_exact(&mut body).unwrap();
+    }
+    (head, body)
+}
+
+#[test]
+fn a_path_that_takes_no_body_keeps_the_connection_and_a_refusal_says_it_closes() {
+    let mock = MockServer::start(MockConfig::default()).unwrap();
+    let root = project(&mock, &[("fezziwig.txt", carol("Old Fezziwig", 1500))]);
+    let server = start(root.path(), None);
+    let mut stream = TcpStream::connect(server.addr()).unwrap();
+    let host = server.addr();
+    // Paths that take no body, sent one anyway (as clients do: `{}`), on one connection.
+    for path in ["/documents/scan", "/documents/reprocess_failed", "/documents/cancel_pipeline"] {
+        let post = format!(
+            "POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{{}}"
+        );
+        stream.write_all(post.as_bytes()).unwrap();
+        let (head, _) = answer_on(&mut stream);
+        assert!(head.starts_with("http/1.1 200"), "{path}: {head}");
+        assert!(!head.contains("connection: close"), "{path}: {head}");
+    }
+    stream.write_all(format!("GET /health HTTP/1.1\r\nHost: {host}\r\n\r\n").as_bytes()).unwrap();
+    let (head, _) = answer_on(&mut stream);
+    assert!(head.starts_with("http/1.1 200"), "the connection still serves: {head}");
+    // A path not offered answers 501 without reading the body: it says the connection closes.
+    let post = format!("POST /documents/clear_cache HTTP/1.1\r\nHost: {host}\r\nContent-Length: 2\r\n\r\n{{}}");
+    stream.write_all(post.as_bytes()).unwrap();
+    let (head, _) = answer_on(&mut stream);
+    assert!(head.starts_with("http/1.1 501") && head.contains("connection: close"), "{head}");
+}
