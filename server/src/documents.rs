@@ -229,6 +229,18 @@ pub fn upload(state: &Arc<State>, content_type: Option<&str>, body: &[u8], overw
         if f.data.is_empty() {
             return Err(ApiError::bad_request(format!("`{name}` is empty")));
         }
+        // A text of white space alone chunks to nothing and would stay `pending` for ever;
+        // `/documents/text` refuses the same text.
+        let plain_text = matches!(
+            name.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase()).as_deref(),
+            Some("txt" | "md" | "markdown")
+        );
+        if plain_text && std::str::from_utf8(f.data).is_ok_and(|t| t.trim().is_empty()) {
+            return Err(ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                format!("`{name}` has no text (only white space)"),
+            ));
+        }
         docs.push((name, f.data));
     }
     accept(state, "upload", docs, overwrite, "")

@@ -78,6 +78,7 @@ fn malformed_requests_get_4xx_json_and_change_nothing() {
         ("hidden file upload", upload(".env", b"GRAPHRAG_API_KEY=x"), 400),
         ("unsupported type", upload("evil.exe", b"MZ"), 415),
         ("empty file", upload("empty.txt", b""), 400),
+        ("white space only", upload("blank.TXT", b" \n\t \r\n"), 422),
         ("upload over the size limit", upload("big.txt", &vec![b'a'; 10_000]), 413),
         ("text missing", post("/documents/text", "{\"file_source\": \"a\"}"), 422),
         ("text with a traversal source", post("/documents/text", "{\"text\": \"x\", \"file_source\": \"../../evil\"}"), 400),
