@@ -79,7 +79,7 @@ impl InputDocuments {
 
     /// Removes the document `name`: false when there was none.
     pub fn remove(&self, name: &str) -> anyhow::Result<bool> {
-        if self.input.read(name)?.is_none() {
+        if !self.input.exists(name)? {
             return Ok(false);
         }
         self.input.remove(name)?;

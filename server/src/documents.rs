@@ -159,7 +159,7 @@ fn queued(state: &Arc<State>, names: &[String]) {
 }
 
 /// The first 100 characters of a text (no byte-order mark).
-fn summary(bytes: &[u8]) -> String {
+pub(crate) fn summary(bytes: &[u8]) -> String {
     String::from_utf8_lossy(&bytes[..bytes.len().min(400)]).trim_start_matches('\u{feff}').chars().take(100).collect()
 }
 

@@ -137,7 +137,7 @@ fn document_summaries(published: &Path) -> anyhow::Result<HashMap<String, String
     Ok(titles
         .into_iter()
         .zip(texts)
-        .map(|(title, text)| (title.to_string(), text.trim_start_matches('\u{feff}').chars().take(100).collect()))
+        .map(|(title, text)| (title.to_string(), crate::documents::summary(text.as_bytes())))
         .collect())
 }
 

@@ -420,6 +420,15 @@ impl Location {
         self.files().list()
     }
 
+    /// Whether the file `name` exists as every machine sees it (on an object
+    /// store one HEAD, never a download).
+    pub fn exists(&self, name: &str) -> anyhow::Result<bool> {
+        match &self.remote {
+            Some(remote) => remote.exists(name),
+            None => Ok(self.dir.join(name).is_file()),
+        }
+    }
+
     /// The published file `name` (e.g. stats.json) as every machine sees
     /// it: on an object store, from the published version (the manifest and
     /// the file, no local copy), else the folder's.

@@ -245,6 +245,16 @@ impl ObjectLocation {
         Ok(level)
     }
 
+    /// Whether the object `rel` exists (one HEAD: nothing is downloaded).
+    pub fn exists(&self, rel: &str) -> anyhow::Result<bool> {
+        let (store, key) = (self.store.clone(), self.key(rel));
+        match run(async move { store.head(&key).await })? {
+            Ok(_) => Ok(true),
+            Err(object_store::Error::NotFound { .. }) => Ok(false),
+            Err(e) => Err(e).with_context(|| format!("looking for {}", self.name(rel))),
+        }
+    }
+
     /// Deletes `rel` (nothing when it is already gone).
     pub fn delete(&self, rel: &str) -> anyhow::Result<()> {
         let (store, key) = (self.store.clone(), self.key(rel));
