@@ -37,12 +37,11 @@ pub fn project_settings(root: &Path, data: Option<&Path>) -> anyhow::Result<Load
         Some(_) => settings::load(root)?,
         None => {
             let defaults = LoadedSettings::defaults(&root.join(settings::SETTINGS_FILE));
-            let output = match data {
-                Some(data) => data.to_path_buf(),
-                None => Storage::open(root, &defaults.settings)?.output.dir().to_path_buf(),
-            };
-            if !output.is_dir() {
-                bail!("no index in {}: run `graphrag-rs index --root {}` first", output.display(), root.display());
+            if data.is_none() {
+                let output = Storage::open(root, &defaults.settings)?.output;
+                if !output.has_index()? {
+                    bail!("no index in {}: run `graphrag-rs index --root {}` first", output.describe(), root.display());
+                }
             }
             tracing::warn!("no {} in {}: using the default settings", settings::SETTINGS_FILE, root.display());
             defaults

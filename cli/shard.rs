@@ -98,7 +98,7 @@ pub fn print_shard(report: &ShardReport, verbosity: i8) {
             report.seconds,
             report.model_calls,
             report.cache_hits,
-            report.dir.display()
+            report.fragments
         );
     }
 }

@@ -103,18 +103,16 @@ pub trait PreviousIndex: Send + Sync {
     fn fingerprint(&self, name: &str) -> Option<String>;
 }
 
-/// The published tables of an index folder.
-pub struct PublishedTables {
-    pub output_dir: PathBuf,
-}
+/// The tables of the index a run resumes from.
+pub struct PublishedTables(pub crate::storage::WorkingCopy);
 
 impl PreviousIndex for PublishedTables {
     fn table(&self, name: &str) -> anyhow::Result<Option<RecordBatch>> {
-        crate::storage::Location::folder(&self.output_dir).read_table(name)
+        self.0.read_table(name)
     }
 
     fn fingerprint(&self, name: &str) -> Option<String> {
-        crate::store::file_sha256(&crate::store::table_path(&self.output_dir, name, true))
+        crate::store::file_sha256(&self.0.table_path(name))
     }
 }
 

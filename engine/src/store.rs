@@ -274,6 +274,15 @@ pub fn read_table(path: &Path) -> anyhow::Result<RecordBatch> {
     }
 }
 
+/// The published table `name` in `output_dir`, or `None` when it has none.
+pub fn read_published_table(output_dir: &Path, name: &str) -> anyhow::Result<Option<RecordBatch>> {
+    let path = table_path(output_dir, name, true);
+    if !path.exists() {
+        return Ok(None);
+    }
+    read_table(&path).map(Some)
+}
+
 /// `sha256_hex` of the file's bytes, read in blocks rather than whole (tables
 /// run to hundreds of MB).
 pub fn file_sha256(path: &Path) -> Option<String> {

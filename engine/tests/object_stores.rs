@@ -231,7 +231,12 @@ fn each_object_store_prefix_has_its_own_working_copy() {
             moto.endpoint()
         );
         let settings: Settings = serde_yaml_ng::from_str(&text).unwrap();
-        graphrag_engine::storage::Storage::open(root.path(), &settings).unwrap().output.dir().to_path_buf()
+        graphrag_engine::storage::Storage::open(root.path(), &settings)
+            .unwrap()
+            .output
+            .working_copy()
+            .path()
+            .to_path_buf()
     };
     let (first, second) = (output_dir("index-a"), output_dir("index-b"));
     assert_ne!(first, second);

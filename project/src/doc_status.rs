@@ -19,7 +19,6 @@ use graphrag_engine::pipeline::Plan;
 use graphrag_engine::runner::{self, RunOptions, Workspace};
 use graphrag_engine::schema::{float_col, float_field, id_list_col, id_list_field, opt_text_col, text_col, text_field};
 use graphrag_engine::stats::RunStats;
-use graphrag_engine::storage::Location;
 use graphrag_engine::store;
 use graphrag_engine::table::{floats, string_lists, strings};
 use graphrag_engine::{interrupt, staging};
@@ -103,15 +102,11 @@ fn schema() -> SchemaRef {
     ]))
 }
 
-/// The status rows in `output_dir`, by id; empty when there are none.
+/// The status rows a run keeps current in the index folder `output_dir`
+/// (a folder output, or a writer's working copy), by id; empty when there
+/// are none.
 pub fn read(output_dir: &Path) -> anyhow::Result<BTreeMap<String, DocStatus>> {
-    read_live(&Location::folder(output_dir))
-}
-
-/// The status rows a run keeps current in the output folder `output`, by
-/// id; empty when there are none.
-pub fn read_live(output: &Location) -> anyhow::Result<BTreeMap<String, DocStatus>> {
-    let Some(t) = output.read_table(TABLE)? else { return Ok(BTreeMap::new()) };
+    let Some(t) = store::read_published_table(output_dir, TABLE)? else { return Ok(BTreeMap::new()) };
     let name = "document_status";
     let (ids, titles, statuses) = (strings(&t, name, "id")?, strings(&t, name, "title")?, strings(&t, name, "status")?);
     let units = string_lists(&t, name, "text_unit_ids")?;
@@ -311,7 +306,7 @@ pub fn run_tracked(
     let mut tracker = tracker.lock().unwrap();
     match outcome {
         Ok(stats) => {
-            let documents = Location::folder(output_dir).read_table("documents")?;
+            let documents = store::read_published_table(output_dir, "documents")?;
             if let Some(documents) = &documents {
                 tracker.succeeded(documents, &stats.failed_items, stats.unreadable_inputs())?;
             }

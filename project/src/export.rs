@@ -12,7 +12,8 @@ use std::process::{Command, Stdio};
 
 use anyhow::{bail, Context};
 use graphrag_engine::settings::Settings;
-use graphrag_engine::storage::Storage;
+use graphrag_engine::storage::{Published, Storage};
+use graphrag_engine::store;
 
 use crate::assets::EXPORT_LANCEDB_SCRIPT;
 
@@ -84,8 +85,21 @@ pub fn lancedb(
     python: Option<&Path>,
 ) -> anyhow::Result<Vec<Exported>> {
     let output = Storage::open(root, settings)?.output;
-    let present: Vec<&str> =
-        GRAPHRAG_FIELDS.into_iter().filter(|f| output.has_table(&format!("embeddings.{f}"))).collect();
+    let version = match output.open_published()? {
+        Published::Version(version) => version,
+        Published::Busy => {
+            bail!("another graphrag-rs run is publishing {} now: export when it is done", output.describe())
+        }
+        Published::Nothing(_) => bail!(
+            "no index in {} to export: run `graphrag-rs index --root {}` first",
+            output.describe(),
+            root.display()
+        ),
+    };
+    let present: Vec<&str> = GRAPHRAG_FIELDS
+        .into_iter()
+        .filter(|f| store::table_path(version.dir(), &format!("embeddings.{f}"), true).is_file())
+        .collect();
     if present.is_empty() {
         bail!(
             "no vectors to export in {}: it has none of embeddings.{{{}}}.parquet (run `graphrag-rs index --root {}` first)",
@@ -104,7 +118,7 @@ pub fn lancedb(
     let mut child = Command::new(&python)
         .arg("-")
         .arg("--output")
-        .arg(output.dir())
+        .arg(version.dir())
         .arg("--db-uri")
         .arg(db_uri)
         .args(present.iter().map(|f| table_spec(settings, f)))

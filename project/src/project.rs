@@ -10,8 +10,7 @@ use graphrag_engine::llm::LlmService;
 use graphrag_engine::pipeline::{self, Plan};
 use graphrag_engine::runner::Workspace;
 use graphrag_engine::settings::{self, LoadedSettings, Settings};
-use graphrag_engine::storage::object::ObjectLocation;
-use graphrag_engine::storage::{Location, OpenError, Storage};
+use graphrag_engine::storage::{Backend, OpenError, Storage, WorkingCopy};
 use graphrag_operations::suggest::did_you_mean;
 
 use crate::assets::WORKFLOWS;
@@ -39,7 +38,7 @@ impl Default for OpenOptions {
 /// as one object per run, as GraphRAG's blob reporting does.
 pub struct RunLog {
     pub file: PathBuf,
-    upload: Option<(ObjectLocation, String)>,
+    upload: Option<(WorkingCopy, String)>,
 }
 
 /// The local log file's name.
@@ -51,12 +50,13 @@ impl RunLog {
     pub fn open(root: &Path, loaded: &LoadedSettings) -> Result<RunLog, ConfigError> {
         let location =
             Storage::reporting(root, &loaded.settings).map_err(|e| loaded.error_at("reporting", format!("{e:#}")))?;
-        Ok(match location.remote() {
-            None => RunLog { file: location.dir().join(LOG_FILE), upload: None },
-            Some(remote) => {
+        let copy = location.working_copy();
+        Ok(match location.backend() {
+            Backend::Folder(_) => RunLog { file: copy.path().join(LOG_FILE), upload: None },
+            Backend::ObjectStore(_) => {
                 let started = chrono::Utc::now().format("%Y%m%dT%H%M%SZ");
                 let name = format!("indexing-engine-{started}-{}.log", std::process::id());
-                RunLog { file: location.dir().join(&name), upload: Some((remote.clone(), name)) }
+                RunLog { file: copy.path().join(&name), upload: Some((copy, name)) }
             }
         })
     }
@@ -65,13 +65,12 @@ impl RunLog {
     /// the local file (a folder's log stays where it is). On failure the
     /// file is kept and the error names both places.
     pub fn upload(&self) -> anyhow::Result<()> {
-        let Some((remote, name)) = &self.upload else { return Ok(()) };
+        let Some((copy, name)) = &self.upload else { return Ok(()) };
         if !self.file.exists() {
             return Ok(());
         }
-        remote.upload(&self.file, name).with_context(|| {
-            format!("uploading the run's log to {}/{name} (it is kept in {})", remote.url(), self.file.display())
-        })?;
+        copy.push(name)
+            .with_context(|| format!("uploading the run's log {name} (it is kept in {})", self.file.display()))?;
         std::fs::remove_file(&self.file).with_context(|| format!("removing {}", self.file.display()))
     }
 }
@@ -91,10 +90,7 @@ pub(crate) fn open_storage(root: &Path, loaded: &LoadedSettings) -> Result<Stora
 /// process can write in, or can be made. Errors name the settings key and
 /// its line.
 pub(crate) fn check_folders(storage: &Storage, loaded: &LoadedSettings) -> Result<(), ConfigError> {
-    let input = storage.input.dir();
-    if storage.input.remote().is_some() {
-        return Ok(());
-    }
+    let Backend::Folder(input) = storage.input.backend() else { return Ok(()) };
     let input_error =
         |why: String| loaded.error_at("input_storage.base_dir", format!("the input folder {} {why}", input.display()));
     match std::fs::metadata(input) {
@@ -108,7 +104,7 @@ pub(crate) fn check_folders(storage: &Storage, loaded: &LoadedSettings) -> Resul
         )),
         Err(e) => return Err(input_error(format!("cannot be read: {e}"))),
     }
-    let output = storage.output.dir();
+    let Backend::Folder(output) = storage.output.backend() else { return Ok(()) };
     writable_folder(output).map_err(|why| {
         loaded.error_at("output_storage.base_dir", format!("the output folder {} {why}", output.display()))
     })
@@ -244,15 +240,10 @@ impl Project {
         &self.loaded.settings
     }
 
-    /// The index's local folder (on an object store, its working copy:
-    /// this crate's business, never shown to users).
-    pub(crate) fn output_dir(&self) -> &Path {
-        self.storage.output.dir()
-    }
-
-    /// Whether the output folder holds a published index.
+    /// Whether the index a run would start from holds one (on an object
+    /// store, as the working copy has it: brought up to date by a writer).
     pub fn has_index(&self) -> bool {
-        has_index(self.output_dir())
+        self.storage.output.working_copy().has_index()
     }
 
     /// The start-up check of the model endpoints the pipeline's steps name
@@ -317,10 +308,6 @@ impl ModelsCheck {
         log_check(report);
         Ok(())
     }
-}
-
-pub(crate) fn has_index(output_dir: &Path) -> bool {
-    Location::folder(output_dir).has_index()
 }
 
 /// Logs what a start-up check found.

@@ -36,7 +36,7 @@ use crate::doc_status;
 use indicatif::MultiProgress;
 
 use crate::export::{self, LanceDbExport};
-use crate::project::{has_index, OpenOptions, Project};
+use crate::project::{OpenOptions, Project};
 
 /// How a run reports progress and what it checks first.
 #[derive(Clone, Default)]
@@ -183,9 +183,9 @@ pub(crate) fn run_options(project: &Project, resume: bool, run: &RunSettings) ->
 
 /// The plan `index` would run, without running it.
 pub fn index_dry_run(project: Project, resume: bool) -> DryRun {
-    let output_dir = project.output_dir().to_path_buf();
+    let index = project.storage.output.working_copy();
     let publishes_to = project.storage.output.describe();
-    let (plan, workspace) = project.workspace(&output_dir, None);
+    let (plan, workspace) = project.workspace(index.path(), None);
     DryRun { plan, workspace, publishes_to, resume }
 }
 
@@ -209,21 +209,23 @@ pub(crate) fn index_with(
     adapt: impl FnOnce(&mut Plan, &Location) -> anyhow::Result<()>,
 ) -> Result<RunReport, RunError> {
     project.llm.stop_with(&opts.run.stop);
-    let output_dir = project.output_dir().to_path_buf();
     let settings = project.settings().clone();
     let run_opts = run_options(&project, opts.resume, &opts.run);
     let output = project.storage.output.clone();
     let writer = output.lock_for_writing()?;
     let staging_dir = writer.prepare(opts.resume)?;
-    let had_index = has_index(&output_dir);
+    let index = writer.index();
+    let had_index = index.has_index();
     let root = project.root.clone();
     let (mut plan, ws) = project.workspace(&staging_dir, None);
     adapt(&mut plan, &output)?;
     tracing::info!(pipeline = %plan.name, steps = plan.steps.len(), "indexing {}", root.display());
     let (stats, documents) =
-        doc_status::run_tracked(&plan, &ws, &run_opts, &output_dir, || writer.commit(), || writer.publish())
+        doc_status::run_tracked(&plan, &ws, &run_opts, index.path(), || writer.commit(), || writer.publish())
             .map_err(|e| failed(e, &output, had_index, "graphrag-rs index --resume"))?;
     warn_about_tolerated_failures(&stats);
+    // The export reads the published version, as every reader does.
+    drop(writer);
     let lancedb = export::after_run(&root, &settings);
     Ok(RunReport { plan, stats, published_to: output.describe(), documents, changes: None, lancedb })
 }
@@ -239,10 +241,10 @@ pub(crate) fn open_for_update(
     // Before the writer lock, which makes the output folder.
     crate::project::check_folders(&storage, &loaded)?;
     let output = storage.output.clone();
-    let output_dir = output.dir().to_path_buf();
+    let index = output.working_copy();
     // A dry run changes nothing: it neither takes the writer lock nor waits for it.
     let lock = if dry_run {
-        staging::recover_if_idle(&output_dir)?;
+        staging::recover_if_idle(index.path())?;
         None
     } else {
         Some(output.lock_for_writing()?)
@@ -250,7 +252,7 @@ pub(crate) fn open_for_update(
     let method = match opts.method.as_str() {
         // A dry run or a shard (no lock) has no working copy brought up to
         // date: on an object store it reads the published version's stats.
-        "auto" if lock.is_some() => previous_method(std::fs::read(output_dir.join(STATS)).ok()),
+        "auto" if lock.is_some() => previous_method(index.read_here(STATS)),
         "auto" => previous_method(output.read_published(STATS)?),
         other => Some(other.to_string()),
     }
@@ -271,10 +273,10 @@ pub(crate) fn open_for_update(
 /// make), without running it.
 pub fn update_dry_run(root: &Path, opts: &UpdateOptions) -> anyhow::Result<DryRun> {
     let (project, _) = open_for_update(root, opts, true)?;
-    let output_dir = project.output_dir().to_path_buf();
+    let index = project.storage.output.working_copy();
     let publishes_to = project.storage.output.describe();
-    let previous = project.has_index().then(|| Box::new(PublishedTables { output_dir: output_dir.clone() }) as _);
-    let (plan, workspace) = project.workspace(&staging::dir(&output_dir), previous);
+    let previous = project.has_index().then(|| Box::new(PublishedTables(index.clone())) as _);
+    let (plan, workspace) = project.workspace(&staging::dir(index.path()), previous);
     Ok(DryRun { plan, workspace, publishes_to, resume: true })
 }
 
@@ -294,23 +296,24 @@ pub(crate) fn update_with(root: &Path, opts: &UpdateOptions, adapt: AdaptPlan) -
     let writer = writer.context("an update holds the writer lock")?;
     let output = project.storage.output.clone();
     project.llm.stop_with(&opts.run.stop);
-    let output_dir = project.output_dir().to_path_buf();
-    let has_index = project.has_index();
+    let index = writer.index();
+    let has_index = index.has_index();
     let settings = project.settings().clone();
     let requests = RunRequests { since, locations: project.storage.remote_locations() };
     let run_opts = RunOptions { storage_requests: Some(requests), ..run_options(&project, true, &opts.run) };
-    let previous = has_index.then(|| Box::new(PublishedTables { output_dir: output_dir.clone() }) as _);
+    let previous = has_index.then(|| Box::new(PublishedTables(index.clone())) as _);
     let (mut plan, ws) = project.workspace(&writer.staging_dir(), previous);
     adapt(&mut plan, &output)?;
     if !has_index {
         tracing::info!("no index in {} yet: indexing every document", output.describe());
     }
-    let before = if has_index { Location::folder(&output_dir).read_table("documents")? } else { None };
+    let before = if has_index { index.read_table("documents")? } else { None };
     let (stats, documents) =
-        doc_status::run_tracked(&plan, &ws, &run_opts, &output_dir, || writer.commit(), || writer.publish())
+        doc_status::run_tracked(&plan, &ws, &run_opts, index.path(), || writer.commit(), || writer.publish())
             .map_err(|e| failed(e, &output, has_index, "graphrag-rs update"))?;
     warn_about_tolerated_failures(&stats);
     let changes = documents.as_ref().map(|after| changes(before.as_ref(), after)).transpose()?;
+    drop(writer);
     let lancedb = export::after_run(root, &settings);
     Ok(RunReport { plan, stats, published_to: output.describe(), documents, changes, lancedb })
 }
@@ -351,7 +354,6 @@ fn changes(before: Option<&RecordBatch>, after: &RecordBatch) -> anyhow::Result<
 /// A failed run's error with its note: its failed items, one per line, and
 /// what was kept and what to run next. An interruption has no note.
 fn failed(error: anyhow::Error, output: &Location, had_index: bool, rerun: &str) -> RunError {
-    let output_dir = output.dir();
     // A failed start-up check is about the settings, not the run: its error alone.
     if interrupt::caused(&error) || error.is::<runner::StartupCheckFailed>() {
         return RunError { error, note: None };
@@ -367,7 +369,7 @@ fn failed(error: anyhow::Error, output: &Location, had_index: bool, rerun: &str)
     }
     note.push_str(&format!(
         "This run's stats: {}. `{rerun}` asks the model only what was not answered yet.",
-        staging::dir(output_dir).join("stats.json").display()
+        staging::dir(output.working_copy().path()).join("stats.json").display()
     ));
     RunError { error, note: Some(note) }
 }

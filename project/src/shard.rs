@@ -53,7 +53,7 @@ pub use embed::{embed_shard, index_merge_graph, update_merge_graph, GraphStaged}
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::str::FromStr;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -263,8 +263,9 @@ pub struct ShardReport {
     /// Requests the model servers answered (cache hits not counted).
     pub model_calls: u64,
     pub cache_hits: u64,
+    /// Where its fragments are (a folder, or an object store prefix).
     #[serde(skip)]
-    pub dir: PathBuf,
+    pub fragments: String,
 }
 
 /// Keeps the documents of one shard from the load step's output.
@@ -340,7 +341,8 @@ pub fn index_shard(mut project: Project, spec: ShardSpec, run: &RunSettings) -> 
     project.llm.stop_with(&run.stop);
     let began = Instant::now();
     let shard = shard_location(&shards_location(&project.storage.output, &project.plan), spec);
-    let dir = shard.dir().to_path_buf();
+    let work = shard.working_copy();
+    let dir = work.path().to_path_buf();
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     // Done again only once this run succeeded (the input may have changed).
     shard.remove(DONE)?;
@@ -368,22 +370,22 @@ pub fn index_shard(mut project: Project, spec: ShardSpec, run: &RunSettings) -> 
         Arc::new(arrow_schema::Schema::new(vec![schema::text_field("id")])),
         vec![schema::text_col(&ids)],
     )?;
-    store::write_table(&shard.table_file(UNITS), &ids_table)?;
+    store::write_table(&work.table_path(UNITS), &ids_table)?;
     for table in plan.published.iter().map(String::as_str).chain([UNITS]) {
-        shard.push_table(table)?;
+        work.push_table(table)?;
     }
     let documents = titles.lock().unwrap().len();
     ShardReport {
         documents,
         text_units: ids.len(),
-        ..ShardReport::finished(ShardPhase::Units, spec, began, &stats, &dir)
+        ..ShardReport::finished(ShardPhase::Units, spec, began, &stats, &shard)
     }
     .save(&shard)
 }
 
 impl ShardReport {
     /// The report of a shard that just finished, its counts zero.
-    fn finished(phase: ShardPhase, spec: ShardSpec, began: Instant, stats: &RunStats, dir: &Path) -> ShardReport {
+    fn finished(phase: ShardPhase, spec: ShardSpec, began: Instant, stats: &RunStats, at: &Location) -> ShardReport {
         ShardReport {
             phase,
             shard: spec.index,
@@ -394,14 +396,14 @@ impl ShardReport {
             seconds: began.elapsed().as_secs_f64(),
             model_calls: stats.llm.values().map(|u| u.calls).sum(),
             cache_hits: stats.llm.values().map(|u| u.cache_hits).sum(),
-            dir: dir.to_path_buf(),
+            fragments: at.describe(),
         }
     }
 
     /// Writes the report as its shard's `done.json`, after everything else
     /// the shard wrote: the shard is finished.
     fn save(self, shard: &Location) -> anyhow::Result<ShardReport> {
-        shard.write(DONE, &serde_json::to_vec_pretty(&self)?)?;
+        shard.working_copy().write(DONE, &serde_json::to_vec_pretty(&self)?)?;
         Ok(self)
     }
 }
@@ -422,7 +424,7 @@ fn finished_shards(base: &Location, count: usize) -> anyhow::Result<Vec<Option<F
             let Some(marker) = location.read(DONE)? else { return Ok(None) };
             // A marker that does not parse (written by another version) is no finished shard.
             let Ok(report) = serde_json::from_slice::<ShardReport>(&marker) else { return Ok(None) };
-            let report = ShardReport { dir: location.dir().to_path_buf(), ..report };
+            let report = ShardReport { fragments: location.describe(), ..report };
             Ok(Some(Finished { report, marker, location }))
         })
         .collect()
@@ -457,12 +459,12 @@ impl Finished {
     /// this folder, or they were brought before). The marker is written
     /// locally after them.
     fn fetch(&self, tables: &[&str]) -> anyhow::Result<()> {
-        let local = self.location.dir().join(DONE);
-        if std::fs::read(&local).ok().as_ref() == Some(&self.marker) {
+        let copy = self.location.working_copy();
+        if copy.read_here(DONE).as_ref() == Some(&self.marker) {
             return Ok(());
         }
         for table in tables {
-            if !self.location.pull_table(table)? {
+            if !copy.pull_table(table)? {
                 bail!(
                     "shard {}/{} is marked finished but its fragment `{table}` is missing: run the shard again",
                     self.report.shard,
@@ -470,7 +472,7 @@ impl Finished {
                 );
             }
         }
-        store::atomic_write(&local, &self.marker)?;
+        copy.write_here(DONE, &self.marker)?;
         Ok(())
     }
 }
@@ -629,7 +631,7 @@ fn from_fragments(plan: &mut Plan, output: &Location, count: Option<usize>) -> a
         finished.into_iter().flatten().map(|f| f.fetch(&tables).map(|()| f.location)).collect::<anyhow::Result<_>>()?;
     let mut shard_units = HashSet::new();
     for shard in &shards {
-        let table = store::read_table(&shard.table_file(UNITS))?;
+        let table = store::read_table(&shard.working_copy().table_path(UNITS))?;
         shard_units.extend(strings(&table, UNITS, "id")?.into_iter().map(str::to_string));
     }
     let shard_units = Arc::new(shard_units);
@@ -637,7 +639,7 @@ fn from_fragments(plan: &mut Plan, output: &Location, count: Option<usize>) -> a
         let fragments = step
             .outputs
             .iter()
-            .map(|out| shards.iter().map(|shard| store::read_table(&shard.table_file(out))).collect())
+            .map(|out| shards.iter().map(|shard| store::read_table(&shard.working_copy().table_path(out))).collect())
             .collect::<anyhow::Result<_>>()?;
         let ann_index = (step.info.name == "embed").then(|| {
             let field = step.args["field"].as_str().unwrap_or_default().to_string();

@@ -364,7 +364,7 @@ fn require_index(root: &Path, output: &Location) -> PyResult<()> {
     match output.open_published().map_err(|e| to_py(&e))? {
         Published::Version(_) => Ok(()),
         // A writer is publishing into the folder: an index is there unless this is its first.
-        Published::Busy if output.has_index() => Ok(()),
+        Published::Busy if output.has_index().map_err(|e| to_py(&e))? => Ok(()),
         Published::Busy | Published::Nothing(_) => Err(no_index(root, output)),
     }
 }

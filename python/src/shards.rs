@@ -22,7 +22,7 @@ fn report_dict<'py>(py: Python<'py>, r: &ShardReport) -> PyResult<Bound<'py, PyD
     d.set_item("seconds", r.seconds)?;
     d.set_item("model_calls", r.model_calls)?;
     d.set_item("cache_hits", r.cache_hits)?;
-    d.set_item("dir", r.dir.display().to_string())?;
+    d.set_item("fragments", &r.fragments)?;
     Ok(d)
 }
 

@@ -6,7 +6,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::Path;
 
 use arrow_array::RecordBatch;
-use graphrag_engine::storage::Location;
+use graphrag_engine::store;
 use graphrag_engine::table::{floats, ints, string_lists, strings};
 use serde_json::{json, Value};
 
@@ -41,7 +41,7 @@ pub struct Edge {
 }
 
 fn table(output_dir: &Path, name: &str) -> anyhow::Result<Option<RecordBatch>> {
-    Location::folder(output_dir).read_table(name)
+    store::read_published_table(output_dir, name)
 }
 
 impl Graph {

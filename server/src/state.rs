@@ -14,7 +14,8 @@ use std::sync::{mpsc, Arc, Mutex, RwLock};
 use std::time::Instant;
 
 use graphrag_engine::settings::{self, Settings};
-use graphrag_engine::storage::{Location, Published, Storage};
+use graphrag_engine::storage::{Backend, Location, Published, Storage};
+use graphrag_engine::store;
 use graphrag_project::doc_status::{self, DocStatus};
 use graphrag_project::documents::InputDocuments;
 use graphrag_project::{RunSettings, StepEvent, StopFlag, UpdateOptions};
@@ -131,7 +132,7 @@ pub struct State {
 /// (what LightRAG's document lists show), read from the index itself, so a
 /// listing reads no input file.
 fn document_summaries(published: &Path) -> anyhow::Result<HashMap<String, String>> {
-    let Some(docs) = Location::folder(published).read_table("documents")? else { return Ok(HashMap::new()) };
+    let Some(docs) = store::read_published_table(published, "documents")? else { return Ok(HashMap::new()) };
     let titles = graphrag_engine::table::strings(&docs, "documents", "title")?;
     let texts = graphrag_engine::table::strings(&docs, "documents", "text")?;
     Ok(titles
@@ -183,10 +184,10 @@ impl State {
     /// run keeps current as it goes; on an object store the published
     /// version's (writer and replicas alike: what they answer from).
     pub fn document_statuses(&self) -> anyhow::Result<BTreeMap<String, DocStatus>> {
-        if self.output.remote().is_some() {
-            return Ok(self.snapshot().statuses.clone());
+        match self.output.backend() {
+            Backend::Folder(dir) => doc_status::read(dir),
+            Backend::ObjectStore(_) => Ok(self.snapshot().statuses.clone()),
         }
-        doc_status::read_live(&self.output)
     }
 
     /// Loads the published index if it changed since the snapshot was read;

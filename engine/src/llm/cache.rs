@@ -21,7 +21,7 @@ use serde::Serialize;
 use super::cache_folder::FolderAnswers;
 pub use super::cache_segments::Imported;
 use super::cache_segments::{import_folder, ObjectAnswers};
-use crate::storage::Location;
+use crate::storage::{Backend, Location};
 use graphrag_operations::ids::sha256_hex;
 
 /// A stored form `S` (an answer as the server sent it) that passed a check,
@@ -107,12 +107,12 @@ impl ResponseCache {
     /// The cache at a storage location: its folder (one file per answer),
     /// or its object store prefix (segments of answers).
     pub fn at(location: &Location) -> Self {
-        match location.remote() {
-            Some(remote) => ResponseCache {
+        match location.backend() {
+            Backend::Folder(folder) => ResponseCache::new(folder),
+            Backend::ObjectStore(remote) => ResponseCache {
                 answers: Answers::Segments(ObjectAnswers::new(remote.clone())),
                 corrupt: Arc::default(),
             },
-            None => ResponseCache::new(location.dir()),
         }
     }
 
@@ -122,10 +122,9 @@ impl ResponseCache {
     pub fn import(folder: &Path, to: &Location) -> anyhow::Result<Imported> {
         match to.remote() {
             Some(remote) => import_folder(folder, remote),
-            None => anyhow::bail!(
-                "{} is a local folder: the answers of a folder cache are copied as files",
-                to.dir().display()
-            ),
+            None => {
+                anyhow::bail!("{} is a local folder: the answers of a folder cache are copied as files", to.describe())
+            }
         }
     }
 

@@ -36,12 +36,12 @@ pub mod publish;
 mod published;
 pub mod remote;
 pub mod root;
+mod working_copy;
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use anyhow::Context;
-use arrow_array::RecordBatch;
 
 use crate::settings::{Settings, StorageConfig, StorageTarget};
 use crate::store;
@@ -49,6 +49,7 @@ use files::{FileEntry, FileSource, LocalFiles};
 use graphrag_operations::ids::sha256_hex;
 use object::ObjectLocation;
 pub use published::{Published, PublishedVersion};
+pub use working_copy::WorkingCopy;
 
 /// The input, output (index) and cache locations of a project.
 #[derive(Debug, Clone)]
@@ -140,6 +141,12 @@ pub struct Location {
     remote: Option<ObjectLocation>,
 }
 
+/// See [`Location::backend`].
+pub enum Backend<'a> {
+    Folder(&'a Path),
+    ObjectStore(&'a ObjectLocation),
+}
+
 /// The table every published index has.
 const INDEX_TABLE: &str = "documents";
 
@@ -175,6 +182,13 @@ impl Writer {
     /// publication a crash interrupted is finished.
     pub fn prepare(&self, resume: bool) -> anyhow::Result<PathBuf> {
         crate::staging::prepare(&self.output.dir, resume)
+    }
+
+    /// The index the run resumes from: the output folder, or on an object
+    /// store its working copy, brought to the published version when the
+    /// lock was taken. A run writes only under [`Writer::prepare`]'s folder.
+    pub fn index(&self) -> WorkingCopy {
+        self.output.working_copy()
     }
 
     /// The staging folder as an `update` finds it (a resumed update's steps kept).
@@ -213,10 +227,14 @@ impl Location {
         Location { dir: copy.into(), remote: Some(remote) }
     }
 
-    /// The local folder the location's files are read from and written to
-    /// (for an object store, its working copy).
-    pub fn dir(&self) -> &Path {
-        &self.dir
+    /// What the location is, for the few callers whose work differs by
+    /// kind (the answer cache's layout; the checks of a folder). An object
+    /// store location shows no local path: its working copy is this module's.
+    pub fn backend(&self) -> Backend<'_> {
+        match &self.remote {
+            None => Backend::Folder(&self.dir),
+            Some(remote) => Backend::ObjectStore(remote),
+        }
     }
 
     /// The object store prefix, when the location is one.
@@ -224,28 +242,13 @@ impl Location {
         self.remote.as_ref()
     }
 
-    /// Where the published table `name` is kept.
-    pub fn table_file(&self, name: &str) -> PathBuf {
-        store::table_path(&self.dir, name, true)
-    }
-
-    /// Whether the published table `name` exists.
-    pub fn has_table(&self, name: &str) -> bool {
-        self.table_file(name).is_file()
-    }
-
-    /// The published table `name`, or `None` when there is none.
-    pub fn read_table(&self, name: &str) -> anyhow::Result<Option<RecordBatch>> {
-        let path = self.table_file(name);
-        if !path.exists() {
-            return Ok(None);
+    /// Whether an index is published there: a folder holds its documents
+    /// table; an object store's manifest names a version (one GET).
+    pub fn has_index(&self) -> anyhow::Result<bool> {
+        match &self.remote {
+            None => Ok(self.working_copy().has_index()),
+            Some(remote) => Ok(publish::manifest(remote)?.is_some()),
         }
-        store::read_table(&path).map(Some)
-    }
-
-    /// Whether the location holds a published index.
-    pub fn has_index(&self) -> bool {
-        self.has_table(INDEX_TABLE)
     }
 
     /// The location for messages.
@@ -307,51 +310,6 @@ impl Location {
     pub fn join(&self, rel: &str) -> Location {
         let dir = rel.split('/').filter(|p| !p.is_empty()).fold(self.dir.clone(), |dir, part| dir.join(part));
         Location { dir, remote: self.remote.as_ref().map(|r| r.join(rel)) }
-    }
-
-    /// Makes the file `name`, written in the local folder, visible to every
-    /// machine: on an object store it is uploaded (whole: a reader sees the
-    /// old object or the new one); a local folder is shared as it is.
-    pub fn push(&self, name: &str) -> anyhow::Result<()> {
-        match &self.remote {
-            Some(remote) => remote.upload(&self.dir.join(name), name),
-            None => Ok(()),
-        }
-    }
-
-    /// Writes `bytes` as the file `name` of the local folder (whole or not
-    /// at all) and [`Location::push`]es it.
-    pub fn write(&self, name: &str, bytes: &[u8]) -> anyhow::Result<()> {
-        let path = self.dir.join(name);
-        store::atomic_write(&path, bytes).with_context(|| format!("writing {}", path.display()))?;
-        self.push(name)
-    }
-
-    /// [`Location::push`] of the table `name` (written at [`Location::table_file`]).
-    pub fn push_table(&self, name: &str) -> anyhow::Result<()> {
-        self.push(&table_file_name(name))
-    }
-
-    /// Puts a copy of the local file `source` as the file `name` of the
-    /// location (a hard link where the file system allows: files are
-    /// replaced, never changed in place), then [`Location::push`]es it.
-    pub fn put_file(&self, name: &str, source: &Path) -> anyhow::Result<()> {
-        let target = self.dir.join(name);
-        std::fs::create_dir_all(&self.dir).with_context(|| format!("creating {}", self.dir.display()))?;
-        let temp = self.dir.join(format!(".{name}.put"));
-        remove_file_if_present(&temp)?;
-        if std::fs::hard_link(source, &temp).is_err() {
-            std::fs::copy(source, &temp)
-                .with_context(|| format!("copying {} to {}", source.display(), temp.display()))?;
-        }
-        std::fs::rename(&temp, &target)
-            .with_context(|| format!("renaming {} to {}", temp.display(), target.display()))?;
-        self.push(name)
-    }
-
-    /// [`Location::put_file`] of the table `name`.
-    pub fn put_table(&self, name: &str, source: &Path) -> anyhow::Result<()> {
-        self.put_file(&table_file_name(name), source)
     }
 
     /// The file `name` as every machine sees it: on an object store the
@@ -436,16 +394,6 @@ impl Location {
         match &self.remote {
             Some(remote) => Ok(publish::published_file(remote, name)?.map(|b| b.to_vec())),
             None => self.read(name),
-        }
-    }
-
-    /// Brings the table `name` into the local folder (on an object store,
-    /// downloads it; a local folder has it or not): false when there is none.
-    pub fn pull_table(&self, name: &str) -> anyhow::Result<bool> {
-        let file = table_file_name(name);
-        match &self.remote {
-            Some(remote) => remote.download(&file, &self.dir.join(&file)),
-            None => Ok(self.dir.join(&file).is_file()),
         }
     }
 
@@ -567,34 +515,41 @@ mod tests {
         settings.input_storage.base_dir = "docs".into();
         settings.output_storage.base_dir = "/abs/index".into();
         let storage = Storage::open(Path::new("/p"), &settings).unwrap();
-        assert_eq!(storage.input.dir(), Path::new("/p/docs"));
-        assert_eq!(storage.output.dir(), Path::new("/abs/index"), "an absolute base_dir is kept");
-        assert_eq!(storage.cache.dir(), Path::new("/p/cache"));
-        assert_eq!(storage.output.table_file("entities"), Path::new("/abs/index/entities.parquet"));
+        let folder = |location: &Location| match location.backend() {
+            Backend::Folder(dir) => dir.to_path_buf(),
+            Backend::ObjectStore(_) => panic!("a folder"),
+        };
+        assert_eq!(folder(&storage.input), Path::new("/p/docs"));
+        assert_eq!(folder(&storage.output), Path::new("/abs/index"), "an absolute base_dir is kept");
+        assert_eq!(folder(&storage.cache), Path::new("/p/cache"));
+        let output = storage.output.working_copy();
+        assert_eq!(output.table_path("entities"), Path::new("/abs/index/entities.parquet"));
     }
 
-    /// What [`Location::push`], `write`, `put_file`, `read`, `pull_table`, `remove`,
-    /// `remove_all` and `subfolders` do on `shared`, seen from `other` (the
-    /// same place from another machine: the same folder, or another working
-    /// copy of the same prefix).
+    /// What [`WorkingCopy::push`], `write`, `put_table`, `pull_table`, and
+    /// [`Location::read`], `remove`, `remove_all` and `subfolders` do on
+    /// `shared`, seen from `other` (the same place from another machine: the
+    /// same folder, or another working copy of the same prefix).
     fn shared_files_behave_alike(shared: &Location, other: &Location) {
         let (a, b) = (shared.join("set/0-of-2"), other.join("set/0-of-2"));
+        let (a_copy, b_copy) = (a.working_copy(), b.working_copy());
         assert!(a.read("done.json").unwrap().is_none());
-        std::fs::create_dir_all(a.dir()).unwrap();
-        std::fs::write(a.table_file("units"), b"table").unwrap();
-        a.push_table("units").unwrap();
-        a.write("done.json", b"{}").unwrap();
+        std::fs::create_dir_all(a_copy.path()).unwrap();
+        std::fs::write(a_copy.table_path("units"), b"table").unwrap();
+        a_copy.push_table("units").unwrap();
+        a_copy.write("done.json", b"{}").unwrap();
         assert_eq!(b.read("done.json").unwrap().as_deref(), Some(&b"{}"[..]));
-        assert!(b.pull_table("units").unwrap());
-        assert_eq!(std::fs::read(b.table_file("units")).unwrap(), b"table");
-        assert!(!b.pull_table("none").unwrap());
+        assert!(b_copy.pull_table("units").unwrap());
+        assert_eq!(std::fs::read(b_copy.table_path("units")).unwrap(), b"table");
+        assert!(!b_copy.pull_table("none").unwrap());
         let source = tempfile::NamedTempFile::new().unwrap();
         std::fs::write(source.path(), b"staged").unwrap();
-        shared.join("set/graph").put_table("entities", source.path()).unwrap();
+        shared.join("set/graph").working_copy().put_table("entities", source.path()).unwrap();
         // Replaced afterwards (as the runner writes: a new file renamed over it), the copy stays.
         store::atomic_write(source.path(), b"changed after").unwrap();
-        assert!(other.join("set/graph").pull_table("entities").unwrap());
-        assert_eq!(std::fs::read(other.join("set/graph").table_file("entities")).unwrap(), b"staged");
+        let graph = other.join("set/graph").working_copy();
+        assert!(graph.pull_table("entities").unwrap());
+        assert_eq!(std::fs::read(graph.table_path("entities")).unwrap(), b"staged");
         assert_eq!(other.join("set").subfolders().unwrap(), ["0-of-2", "graph"]);
         assert!(other.join("nothing").subfolders().unwrap().is_empty());
         b.remove("done.json").unwrap();
@@ -644,9 +599,10 @@ mod tests {
     fn tables_are_read_by_name() {
         let dir = tempfile::tempdir().unwrap();
         let out = Location::folder(dir.path());
-        assert!(!out.has_index());
-        assert!(out.read_table("documents").unwrap().is_none());
-        let t = RecordBatch::try_new(
+        let copy = out.working_copy();
+        assert!(!out.has_index().unwrap());
+        assert!(copy.read_table("documents").unwrap().is_none());
+        let t = arrow_array::RecordBatch::try_new(
             crate::schema::documents(arrow_schema::DataType::LargeUtf8),
             vec![
                 crate::schema::text_col(["d1"]),
@@ -659,8 +615,8 @@ mod tests {
             ],
         )
         .unwrap();
-        store::write_table(&out.table_file("documents"), &t).unwrap();
-        assert!(out.has_index());
-        assert_eq!(out.read_table("documents").unwrap().unwrap().num_rows(), 1);
+        store::write_table(&copy.table_path("documents"), &t).unwrap();
+        assert!(out.has_index().unwrap());
+        assert_eq!(copy.read_table("documents").unwrap().unwrap().num_rows(), 1);
     }
 }

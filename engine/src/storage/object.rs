@@ -327,14 +327,131 @@ pub(crate) mod testing {
         /// retries, as a longer one does those of a real store's client.
         pub fn location_through(&self, proxy: &OutageProxy, bucket: &str, prefix: &str) -> ObjectLocation {
             self.create_bucket(bucket);
-            let retry = object_store::RetryConfig {
-                backoff: object_store::BackoffConfig::default(),
-                max_retries: 1,
-                retry_timeout: std::time::Duration::from_secs(1),
-            };
-            let store =
-                s3_builder(&format!("http://127.0.0.1:{}", proxy.port), bucket).with_retry(retry).build().unwrap();
+            let store = s3_builder(&format!("http://127.0.0.1:{}", proxy.port), bucket)
+                .with_retry(retry_once())
+                .build()
+                .unwrap();
             ObjectLocation::new(Arc::new(store), prefix, format!("s3://{bucket}/{prefix}")).unwrap()
+        }
+    }
+
+    /// A client that retries a failed request once only: an outage a
+    /// proxy makes outlasts the client's own retries, as a longer one does
+    /// those of a real store's client.
+    fn retry_once() -> object_store::RetryConfig {
+        object_store::RetryConfig {
+            backoff: object_store::BackoffConfig::default(),
+            max_retries: 1,
+            retry_timeout: std::time::Duration::from_secs(1),
+        }
+    }
+
+    /// Which object store a [`TestStore`] is.
+    #[derive(Clone, Copy, Debug)]
+    pub enum Kind {
+        S3,
+        Azure,
+        Gcs,
+    }
+
+    /// One of the object store servers the tests run on (moto, Azurite,
+    /// fake-gcs-server), as the locations a test reaches it by.
+    pub struct TestStore {
+        pub kind: Kind,
+        pub server: ObjectServer,
+    }
+
+    /// Every object store server installed here (under CI: all three, or
+    /// the test fails).
+    pub fn every_store() -> Vec<TestStore> {
+        let servers = [
+            (Kind::S3, moto()),
+            (Kind::Azure, super::object_servers::azurite()),
+            (Kind::Gcs, super::object_servers::gcs()),
+        ];
+        servers.into_iter().filter_map(|(kind, server)| Some(TestStore { kind, server: server? })).collect()
+    }
+
+    impl TestStore {
+        /// The prefix `prefix` of the bucket (container) `bucket`, made if new.
+        pub fn location(&self, bucket: &str, prefix: &str) -> ObjectLocation {
+            self.location_at(self.server.port, bucket, prefix, object_store::RetryConfig::default())
+        }
+
+        /// [`TestStore::location`] reached through `proxy`, by a client
+        /// that retries a failed request once only.
+        pub fn location_through(&self, proxy: &OutageProxy, bucket: &str, prefix: &str) -> ObjectLocation {
+            self.location_at(proxy.port, bucket, prefix, retry_once())
+        }
+
+        /// The first line of the request that uploads `key` of `bucket`,
+        /// up to the key (what [`OutageProxy::fail_at`] matches).
+        pub fn upload_line(&self, bucket: &str, key: &str) -> String {
+            match self.kind {
+                Kind::S3 => format!("PUT /{bucket}/{key}"),
+                // object_store's GCS client encodes every byte of the key but letters and digits.
+                Kind::Gcs => {
+                    let encoded: String = key
+                        .bytes()
+                        .map(|b| if b.is_ascii_alphanumeric() { (b as char).to_string() } else { format!("%{b:02X}") })
+                        .collect();
+                    format!("PUT /{bucket}/{encoded}")
+                }
+                Kind::Azure => format!("PUT /{}/{bucket}/{key}", super::object_servers::AZURITE_ACCOUNT),
+            }
+        }
+
+        fn location_at(
+            &self,
+            port: u16,
+            bucket: &str,
+            prefix: &str,
+            retry: object_store::RetryConfig,
+        ) -> ObjectLocation {
+            let endpoint = format!("http://127.0.0.1:{port}");
+            let options = object_store::ClientOptions::new().with_allow_http(true);
+            let (store, url): (Arc<dyn ObjectStore>, String) = match self.kind {
+                Kind::S3 => {
+                    self.server.create_bucket(bucket);
+                    (
+                        Arc::new(s3_builder(&endpoint, bucket).with_retry(retry).build().unwrap()),
+                        format!("s3://{bucket}"),
+                    )
+                }
+                Kind::Azure => {
+                    use super::object_servers::{AZURITE_ACCOUNT, AZURITE_KEY};
+                    self.server.create_container(bucket);
+                    let store = object_store::azure::MicrosoftAzureBuilder::new()
+                        .with_account(AZURITE_ACCOUNT)
+                        .with_access_key(AZURITE_KEY)
+                        .with_container_name(bucket)
+                        .with_endpoint(format!("{endpoint}/{AZURITE_ACCOUNT}"))
+                        .with_client_options(options)
+                        .with_retry(retry)
+                        .with_http_connector(crate::storage::remote::SharedTlsConnector)
+                        .build()
+                        .unwrap();
+                    (Arc::new(store), format!("az://{bucket}"))
+                }
+                Kind::Gcs => {
+                    self.server.create_bucket(bucket);
+                    // As object_store's own tests reach fake-gcs-server (see gcs()).
+                    let key = serde_json::json!({
+                        "gcs_base_url": endpoint, "disable_oauth": true,
+                        "client_email": "", "private_key": "", "private_key_id": "",
+                    });
+                    let store = object_store::gcp::GoogleCloudStorageBuilder::new()
+                        .with_service_account_key(key.to_string())
+                        .with_bucket_name(bucket)
+                        .with_client_options(options)
+                        .with_retry(retry)
+                        .with_http_connector(crate::storage::remote::SharedTlsConnector)
+                        .build()
+                        .unwrap();
+                    (Arc::new(store), format!("gs://{bucket}"))
+                }
+            };
+            ObjectLocation::new(store, prefix, format!("{url}/{prefix}")).unwrap()
         }
     }
 

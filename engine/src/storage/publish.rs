@@ -563,7 +563,7 @@ fn write_lease(remote: &ObjectLocation, holder: &str, taken: u64, ttl: Duration,
 
 #[cfg(test)]
 mod tests {
-    use super::super::object::testing::{moto, OutageProxy};
+    use super::super::object::testing::{every_store, moto, OutageProxy};
     use super::*;
 
     /// A window short enough for a test: retries for `secs`.
@@ -702,26 +702,36 @@ mod tests {
     }
 
     #[test]
-    fn a_lease_of_another_machine_is_refused_until_it_expires() {
-        let Some(moto) = moto() else { return };
-        let remote = moto.location("lease-other-host", "p/output");
-        // Same host name and pid as this process, but another boot (a
-        // machine rebooted, or one of the same name): not looked up here.
-        for (host, boot) in [("other-host".to_string(), boot_id()), (host_name(), "another-boot".to_string())] {
-            let body = serde_json::json!({
-                "holder": "o:7:0", "host": host, "pid": 7, "boot_id": boot, "started": 99,
-                "taken": 1_700_000_000, "expires": now_secs() + 25,
+    fn a_lease_of_another_machine_is_refused_until_it_expires_on_every_store() {
+        for store in every_store() {
+            let remote = store.location("lease-other-host", "p/output");
+            // Same host name and pid as this process, but another boot (a
+            // machine rebooted, or one of the same name): not looked up here.
+            for (host, boot) in [("other-host".to_string(), boot_id()), (host_name(), "another-boot".to_string())] {
+                let body = serde_json::json!({
+                    "holder": "o:7:0", "host": host, "pid": 7, "boot_id": boot, "started": 99,
+                    "taken": 1_700_000_000, "expires": now_secs() + 25,
+                });
+                let err = take_over(&remote, body).err().unwrap();
+                let held = format!("held by process 7 on {host} (since 2023-11-14 22:13:20 UTC)");
+                assert!(err.contains(&held), "{:?}: {err}", store.kind);
+                assert!(
+                    err.contains("it expires in 2") && err.contains(" s unless renewed"),
+                    "{:?}: {err}",
+                    store.kind
+                );
+                assert!(!err.contains("is writing"), "{err}");
+            }
+            let expired = serde_json::json!({
+                "holder": "o:7:0", "host": "other-host", "pid": 7, "boot_id": "x", "started": 99, "expires": now_secs() - 1,
             });
-            let err = take_over(&remote, body).err().unwrap();
-            assert!(err.contains(&format!("held by process 7 on {host} (since 2023-11-14 22:13:20 UTC)")), "{err}");
-            assert!(err.contains("it expires in 2") && err.contains(" s unless renewed"), "{err}");
-            assert!(!err.contains("is writing"), "{err}");
+            let lease = take_over(&remote, expired).unwrap_or_else(|e| panic!("{:?}: {e}", store.kind));
+            lease.check(&RetryWindow::NONE).unwrap();
+            // Held now: the next writer is refused, and proceeds once it is dropped.
+            assert!(Lease::acquire(&remote, Duration::from_secs(60)).is_err(), "{:?}", store.kind);
+            drop(lease);
+            drop(Lease::acquire(&remote, Duration::from_secs(60)).unwrap());
         }
-        let expired = serde_json::json!({
-            "holder": "o:7:0", "host": "other-host", "pid": 7, "boot_id": "x", "started": 99, "expires": now_secs() - 1,
-        });
-        let lease = take_over(&remote, expired).unwrap();
-        lease.check(&RetryWindow::NONE).unwrap();
     }
 
     #[test]
@@ -775,38 +785,40 @@ mod tests {
     }
 
     #[test]
-    fn a_publication_rides_out_a_storage_outage() {
-        let Some(moto) = moto() else { return };
-        let direct = moto.location("outage", "p/output");
-        let proxy = OutageProxy::start(moto.port);
-        let remote = moto.location_through(&proxy, "outage", "p/output");
-        let (work, readers) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-        let names = ["documents.parquet", "entities.parquet", "stats.json"];
-        write_files(work.path(), &names, 1);
-        assert_eq!(publish(work.path(), &remote, 1, &window(20.0)).unwrap(), 1);
-        // The store goes away at the second upload, before it arrives.
-        write_files(work.path(), &names, 2);
-        proxy.fail_at("PUT /outage/p/output/v-000002/entities.parquet", false, Duration::from_millis(1500));
-        let (published, warned) = warnings_of(|| publish(work.path(), &remote, 1, &window(20.0)));
-        assert_eq!(published.unwrap(), 2);
-        assert_eq!(proxy.outages(), 1);
-        assert!(
-            warned.contains("publishing to s3://outage/p/output: uploading entities.parquet failed")
-                && warned.contains("s more before giving up"),
-            "each retry is a warning saying what failed and for how long it is retried: {warned}"
-        );
-        let (copy, version) = fetch(&direct, readers.path()).unwrap().unwrap();
-        assert_eq!(version, 2);
-        assert_whole(&copy, &names, 2);
-        // The manifest's write is carried out but its answer lost (then the
-        // store is away a while): the retry finds its own manifest.
-        write_files(work.path(), &names, 3);
-        proxy.fail_at("PUT /outage/p/output/manifest.json", true, Duration::from_millis(1500));
-        assert_eq!(publish(work.path(), &remote, 1, &window(20.0)).unwrap(), 3);
-        assert_eq!(proxy.outages(), 2);
-        let (copy, version) = fetch(&direct, readers.path()).unwrap().unwrap();
-        assert_eq!(version, 3);
-        assert_whole(&copy, &names, 3);
+    fn a_publication_rides_out_a_storage_outage_on_every_store() {
+        for store in every_store() {
+            let direct = store.location("outage", "p/output");
+            let proxy = OutageProxy::start(store.server.port);
+            let remote = store.location_through(&proxy, "outage", "p/output");
+            let (work, readers) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+            let names = ["documents.parquet", "entities.parquet", "stats.json"];
+            write_files(work.path(), &names, 1);
+            assert_eq!(publish(work.path(), &remote, 1, &window(20.0)).unwrap(), 1);
+            // The store goes away at the second upload, before it arrives.
+            write_files(work.path(), &names, 2);
+            let upload = store.upload_line("outage", "p/output/v-000002/entities.parquet");
+            proxy.fail_at(&upload, false, Duration::from_millis(1500));
+            let (published, warned) = warnings_of(|| publish(work.path(), &remote, 1, &window(20.0)));
+            assert_eq!(published.unwrap_or_else(|e| panic!("{:?}: {e:#}", store.kind)), 2);
+            assert_eq!(proxy.outages(), 1, "{:?}", store.kind);
+            let failed = format!("publishing to {}: uploading entities.parquet failed", remote.url());
+            assert!(
+                warned.contains(&failed) && warned.contains("s more before giving up"),
+                "each retry is a warning saying what failed and for how long it is retried: {warned}"
+            );
+            let (copy, version) = fetch(&direct, readers.path()).unwrap().unwrap();
+            assert_eq!(version, 2);
+            assert_whole(&copy, &names, 2);
+            // The manifest's write is carried out but its answer lost (then the
+            // store is away a while): the retry finds its own manifest.
+            write_files(work.path(), &names, 3);
+            proxy.fail_at(&store.upload_line("outage", "p/output/manifest.json"), true, Duration::from_millis(1500));
+            assert_eq!(publish(work.path(), &remote, 1, &window(20.0)).unwrap(), 3, "{:?}", store.kind);
+            assert_eq!(proxy.outages(), 2, "{:?}", store.kind);
+            let (copy, version) = fetch(&direct, readers.path()).unwrap().unwrap();
+            assert_eq!(version, 3);
+            assert_whole(&copy, &names, 3);
+        }
     }
 
     #[test]

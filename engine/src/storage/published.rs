@@ -57,7 +57,7 @@ impl Location {
         let Some(lock) = staging::try_lock_for_writing(&self.dir)? else { return Ok(Published::Busy) };
         staging::recover(&self.dir)?;
         let token = staging::fingerprint(&self.dir);
-        if !self.has_index() {
+        if !self.working_copy().has_index() {
             return Ok(Published::Nothing(token));
         }
         Ok(Published::Version(PublishedVersion { dir: self.dir.clone(), token, _lock: Some(lock) }))
@@ -73,7 +73,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let out = Location::folder(dir.path());
         let Published::Nothing(empty) = out.open_published().unwrap() else { panic!("nothing is published") };
-        std::fs::write(out.table_file("documents"), b"tables").unwrap();
+        std::fs::write(out.working_copy().table_path("documents"), b"tables").unwrap();
         let writer = staging::lock_for_writing(dir.path()).unwrap();
         assert!(matches!(out.open_published().unwrap(), Published::Busy));
         drop(writer);

@@ -93,10 +93,8 @@ pub fn index_merge_graph(project: Project, count: Option<usize>, opts: &IndexOpt
 /// (which always resumes from what is staged).
 pub fn update_merge_graph(root: &Path, count: Option<usize>, opts: &UpdateOptions) -> anyhow::Result<GraphStaged> {
     let (project, writer) = open_for_update(root, opts, false)?;
-    let output_dir = project.output_dir().to_path_buf();
-    let previous = project
-        .has_index()
-        .then(|| Box::new(PublishedTables { output_dir: output_dir.clone() }) as Box<dyn PreviousIndex>);
+    let index = project.storage.output.working_copy();
+    let previous = project.has_index().then(|| Box::new(PublishedTables(index.clone())) as Box<dyn PreviousIndex>);
     let staged = stage_graph(project, previous, true, &opts.run, count);
     drop(writer);
     staged
@@ -113,9 +111,8 @@ fn stage_graph(
 ) -> anyhow::Result<GraphStaged> {
     project.llm.stop_with(&run.stop);
     let output = project.storage.output.clone();
-    let output_dir = output.dir().to_path_buf();
     let run_opts = run_options(&project, resume, run);
-    let staging_dir = staging::dir(&output_dir);
+    let staging_dir = staging::dir(output.working_copy().path());
     let (mut plan, ws) = project.workspace(&staging_dir, previous);
     let base = from_fragments(&mut plan, &output, count)?;
     let (embeds, mut steps): (Vec<Step>, Vec<Step>) = plan.steps.into_iter().partition(is_global_embed);
@@ -136,12 +133,12 @@ fn stage_graph(
     // (those of this one, staged again unchanged, are kept).
     if read_marker(&base)?.map(|before| before.tables) != Some(staged.tables.clone()) {
         clear(&base)?;
-        let copies = staged_tables(&base);
+        let copies = staged_tables(&base).working_copy();
         for table in staged.tables.keys() {
             copies.put_table(table, &store::table_path(&staging_dir, table, plan.is_published(table)))?;
         }
     }
-    base.write(GRAPH, &serde_json::to_vec_pretty(&staged)?)?;
+    base.put(GRAPH, &serde_json::to_vec_pretty(&staged)?)?;
     Ok(staged)
 }
 
@@ -203,16 +200,16 @@ pub fn embed_shard(mut project: Project, spec: ShardSpec, run: &RunSettings) -> 
         )
     };
     let shard = shard_location(&location(&base), spec);
-    let dir = shard.dir().to_path_buf();
+    let dir = shard.working_copy().path().to_path_buf();
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     shard.remove(DONE)?;
     let mut run_opts = run_options(&project, true, run);
     run_opts.tolerated_failures = 0.0;
-    let copies = staged_tables(&base);
+    let copies = staged_tables(&base).working_copy();
     let (plan, ws) = project.workspace(&dir, None);
     let mut steps: Vec<Step> = Vec::new();
     for (table, hash) in &staged.tables {
-        let path = copies.table_file(table);
+        let path = copies.table_path(table);
         // A copy brought before (or made here by `--phase graph`) is not brought again.
         if store::file_sha256(&path).as_deref() != Some(hash.as_str()) && !copies.pull_table(table)? {
             bail!("{} is missing: run `--merge --phase graph` again, then the embed shards", path.display());
@@ -241,5 +238,5 @@ pub fn embed_shard(mut project: Project, spec: ShardSpec, run: &RunSettings) -> 
     for table in &outputs {
         embedded_texts += store::read_table(&store::table_path(&dir, table, false))?.num_rows();
     }
-    ShardReport { embedded_texts, ..ShardReport::finished(ShardPhase::Embed, spec, began, &stats, &dir) }.save(&shard)
+    ShardReport { embedded_texts, ..ShardReport::finished(ShardPhase::Embed, spec, began, &stats, &shard) }.save(&shard)
 }
