@@ -120,9 +120,9 @@ impl ResponseCache {
     /// at `to`, an object store location (see [`super::cache_segments`]'s
     /// `import_folder`).
     pub fn import(folder: &Path, to: &Location) -> anyhow::Result<Imported> {
-        match to.remote() {
-            Some(remote) => import_folder(folder, remote),
-            None => {
+        match to.backend() {
+            Backend::ObjectStore(remote) => import_folder(folder, remote),
+            Backend::Folder(_) => {
                 anyhow::bail!("{} is a local folder: the answers of a folder cache are copied as files", to.describe())
             }
         }
