@@ -463,3 +463,31 @@ fn update_refuses_to_run_without_a_cache() {
     assert!(!o.status.success());
     assert!(text(&o).contains("cache.type"), "{}", text(&o));
 }
+
+#[test]
+fn an_update_over_an_unreadable_table_says_the_index_needs_index_not_update() {
+    let mock = MockServer::start(MockConfig::default()).unwrap();
+    let docs = documents();
+    let p = project(&mock, &docs[..1], 4);
+    run_ok("index", p.path());
+    put(p.path(), &docs[1]);
+    let root = p.path().to_str().unwrap();
+    for table in ["entities", "communities", "community_reports"] {
+        let file = p.path().join("output").join(format!("{table}.parquet"));
+        let good = fs::read(&file).unwrap();
+        fs::write(&file, b"garbage").unwrap();
+        let o = graphrag(&["update", "--root", root]);
+        let out = text(&o);
+        assert!(!o.status.success(), "{table}: {out}");
+        assert!(out.contains(&format!("its table `{table}` cannot be read")), "{table}: {out}");
+        assert!(out.contains("`graphrag-rs index` builds it anew"), "{table}: {out}");
+        assert!(!out.contains("queryable") && !out.contains("`graphrag-rs update` asks"), "{table}: {out}");
+        if table == "entities" {
+            let o = graphrag(&["query", "--root", root, "--method", "local", "Who is Scrooge?"]);
+            let out = text(&o);
+            assert!(!o.status.success() && out.contains("builds the index anew"), "a query says so too: {out}");
+        }
+        fs::write(&file, good).unwrap();
+    }
+    run_ok("update", p.path());
+}

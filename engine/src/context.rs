@@ -106,9 +106,18 @@ pub trait PreviousIndex: Send + Sync {
 /// The tables of the index a run resumes from.
 pub struct PublishedTables(pub crate::storage::WorkingCopy);
 
+/// A table of the index an update builds on that cannot be read: the index
+/// is not queryable as it is, and only a whole `index` rebuilds it.
+#[derive(Debug, thiserror::Error)]
+#[error("the index's table `{table}` cannot be read: {cause:#}")]
+pub struct UnreadableIndexTable {
+    pub table: String,
+    cause: anyhow::Error,
+}
+
 impl PreviousIndex for PublishedTables {
     fn table(&self, name: &str) -> anyhow::Result<Option<RecordBatch>> {
-        self.0.read_table(name)
+        self.0.read_table(name).map_err(|cause| UnreadableIndexTable { table: name.to_string(), cause }.into())
     }
 
     fn fingerprint(&self, name: &str) -> Option<String> {

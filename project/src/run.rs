@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use arrow_array::RecordBatch;
-use graphrag_engine::context::PublishedTables;
+use graphrag_engine::context::{PublishedTables, UnreadableIndexTable};
 use graphrag_engine::failures::{plural, write_list, FailedItems};
 use graphrag_engine::pipeline::Plan;
 use graphrag_engine::runner::{self, RunOptions, StepEstimate, StepObserver, Workspace};
@@ -363,6 +363,15 @@ fn failed(error: anyhow::Error, output: &Location, had_index: bool, rerun: &str)
         note.push_str(&format!("{} of {} {} failed:", failed.items.len(), failed.total, plural(failed.what)));
         let _ = write_list(&mut note, &failed.items);
         note.push('\n');
+    }
+    // What an update builds on is broken: neither queryable nor repaired by another update.
+    if let Some(unreadable) = error.chain().find_map(|c| c.downcast_ref::<UnreadableIndexTable>()) {
+        note.push_str(&format!(
+            "The index in {} cannot be queried or updated while its table `{}` cannot be read: `graphrag-rs index` builds it anew from the input (the model's answers cached so far are reused).",
+            output.describe(),
+            unreadable.table
+        ));
+        return RunError { error, note: Some(note) };
     }
     if had_index {
         note.push_str(&format!("The previous index in {} is unchanged and queryable. ", output.describe()));

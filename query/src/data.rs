@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
-use anyhow::bail;
+use anyhow::{bail, Context};
 use arrow_array::cast::AsArray;
 use arrow_array::types::Float32Type;
 use arrow_array::{Array, RecordBatch};
@@ -541,7 +541,12 @@ impl Index {
                 self.root.display()
             );
         }
-        read_table(&path)
+        read_table(&path).with_context(|| {
+            format!(
+                "the index's table `{name}` cannot be read: `graphrag-rs index --root {}` builds the index anew (cached model answers are reused)",
+                self.root.display()
+            )
+        })
     }
 
     pub fn has_table(&self, name: &str) -> bool {
