@@ -5,18 +5,11 @@
 //! knows a table's file name; callers name tables, never files.
 //!
 //! A location is a local folder, or a prefix of an object store (S3, Azure
-//! Blob, GCS) with a local working copy. What each operation guarantees, the
-//! same on every backend:
+//! Blob, GCS) with a local working copy. Its files are read and written
+//! through one interface, [`Store`], whose contracts (`backend.rs`) hold on
+//! every backend alike: a file is written whole, `create` has one winner, a
+//! listing is sorted and complete, removal is idempotent. Beyond them:
 //!
-//! - [`Location::put`] writes a file whole: a reader sees the old bytes or
-//!   the new, never part (a folder: a temporary file renamed; a store: one
-//!   PUT). The last writer wins.
-//! - [`Location::create`] writes only if the name is free, decided by the
-//!   storage (a hard link; a conditional PUT): of two creators one wins.
-//! - [`Location::read`] and [`Location::list`] see every whole file written
-//!   before they began; a listing is sorted by path and complete (a store's
-//!   pages are all read), hidden work files included (callers filter).
-//! - [`Location::remove`] is idempotent.
 //! - Publication is atomic: readers see one whole version or the one before
 //!   ([`Location::open_published`] holds it still while read); a folder
 //!   renames under its writer lock, a store writes `v-NNNNNN/` then one
@@ -29,6 +22,7 @@
 //! commits in it (`staging`), readers keep copies of published versions in
 //! it (the current and the previous).
 
+mod backend;
 pub mod counting;
 pub mod files;
 pub mod object;
@@ -45,6 +39,7 @@ use anyhow::Context;
 
 use crate::settings::{Settings, StorageConfig, StorageTarget};
 use crate::store;
+pub use backend::Store;
 use files::{FileEntry, FileSource, LocalFiles};
 use graphrag_operations::ids::sha256_hex;
 use object::ObjectLocation;
@@ -137,8 +132,11 @@ fn location(root: &Path, key: &'static str, config: &StorageConfig, folder: Path
 /// copies of published versions beside it).
 #[derive(Debug, Clone)]
 pub struct Location {
+    /// The folder, or the object store's working copy.
     dir: PathBuf,
     remote: Option<ObjectLocation>,
+    /// Where every machine reads and writes: the folder, or the prefix.
+    store: std::sync::Arc<dyn Store>,
 }
 
 /// See [`Location::backend`].
@@ -219,12 +217,13 @@ impl Writer {
 impl Location {
     /// A local folder (made when first written to).
     pub fn folder(dir: impl Into<PathBuf>) -> Location {
-        Location { dir: dir.into(), remote: None }
+        let dir = dir.into();
+        Location { store: std::sync::Arc::new(backend::Folder { dir: dir.clone() }), dir, remote: None }
     }
 
     /// A prefix of an object store, worked on in the local folder `copy`.
     pub fn object(remote: ObjectLocation, copy: impl Into<PathBuf>) -> Location {
-        Location { dir: copy.into(), remote: Some(remote) }
+        Location { dir: copy.into(), store: std::sync::Arc::new(remote.clone()), remote: Some(remote) }
     }
 
     /// What the location is, for the few callers whose work differs by
@@ -253,10 +252,7 @@ impl Location {
 
     /// The location for messages.
     pub fn describe(&self) -> String {
-        match &self.remote {
-            Some(remote) => remote.url().to_string(),
-            None => self.dir.display().to_string(),
-        }
+        self.store.describe()
     }
 
     /// Takes the right to change the index (or fails at once naming who has
@@ -309,82 +305,33 @@ impl Location {
     /// objects under that prefix.
     pub fn join(&self, rel: &str) -> Location {
         let dir = rel.split('/').filter(|p| !p.is_empty()).fold(self.dir.clone(), |dir, part| dir.join(part));
-        Location { dir, remote: self.remote.as_ref().map(|r| r.join(rel)) }
+        Location { dir, remote: self.remote.as_ref().map(|r| r.join(rel)), store: self.store.join(rel) }
     }
 
-    /// The file `name` as every machine sees it: on an object store the
-    /// object (one GET), else the local file; None when there is none.
+    /// The file `name` as every machine sees it, or `None` ([`Store::get`]).
     pub fn read(&self, name: &str) -> anyhow::Result<Option<Vec<u8>>> {
-        match &self.remote {
-            Some(remote) => Ok(remote.get(name)?.map(|b| b.to_vec())),
-            None => match std::fs::read(self.dir.join(name)) {
-                Ok(bytes) => Ok(Some(bytes)),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-                Err(e) => Err(e).with_context(|| format!("reading {}", self.dir.join(name).display())),
-            },
-        }
+        self.store.get(name)
     }
 
-    /// Writes `bytes` as the file `name` (a `/`-separated path under the
-    /// location) for every machine, whole or not at all: on an object store
-    /// one PUT (no local copy), in a folder a temporary file renamed over it.
+    /// Writes `bytes` as the file `name` for every machine, whole
+    /// ([`Store::put`]; on an object store no local copy is written).
     pub fn put(&self, name: &str, bytes: &[u8]) -> anyhow::Result<()> {
-        match &self.remote {
-            Some(remote) => remote.put(name, bytes::Bytes::copy_from_slice(bytes)),
-            None => {
-                let path = self.dir.join(name);
-                store::atomic_write(&path, bytes).with_context(|| format!("writing {}", path.display()))
-            }
-        }
+        self.store.put(name, bytes)
     }
 
-    /// [`Location::put`] only if there is no file `name` yet, decided by the
-    /// storage itself (a conditional PUT; in a folder a hard link, which
-    /// fails on an existing name): false, and nothing written, when there is
-    /// one. Two writers of one new name: one wins, the other gets false.
+    /// [`Location::put`] only if there is no file `name` yet ([`Store::create`]).
     pub fn create(&self, name: &str, bytes: &[u8]) -> anyhow::Result<bool> {
-        if let Some(remote) = &self.remote {
-            let written = remote.put_if(name, bytes::Bytes::copy_from_slice(bytes), None)?;
-            return Ok(matches!(written, object::Conditional::Written));
-        }
-        let path = self.dir.join(name);
-        let parent = path.parent().unwrap_or(&self.dir);
-        std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
-        // Written whole under a name of this call's own, then linked to its
-        // name: a reader never sees part of it.
-        static CREATED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let n = CREATED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let file_name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        let temp = parent.join(format!(".{file_name}{}{}-{n}", store::TMP_MARK, std::process::id()));
-        let linked =
-            std::fs::write(&temp, bytes).with_context(|| format!("writing {}", temp.display())).and_then(|()| {
-                match std::fs::hard_link(&temp, &path) {
-                    Ok(()) => Ok(true),
-                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
-                    Err(e) => Err(e).with_context(|| format!("writing {}", path.display())),
-                }
-            });
-        remove_file_if_present(&temp)?;
-        linked
+        self.store.create(name, bytes)
     }
 
-    /// Every file under the location, sorted by path (`/`-separated): a
-    /// folder's walk, or an object store prefix's LIST. A folder that does
-    /// not exist yet holds none.
+    /// Every file under the location, sorted by path ([`Store::list`]).
     pub fn list(&self) -> anyhow::Result<Vec<FileEntry>> {
-        if self.remote.is_none() && !self.dir.exists() {
-            return Ok(Vec::new());
-        }
-        self.files().list()
+        self.store.list()
     }
 
-    /// Whether the file `name` exists as every machine sees it (on an object
-    /// store one HEAD, never a download).
+    /// Whether the file `name` exists as every machine sees it ([`Store::exists`]).
     pub fn exists(&self, name: &str) -> anyhow::Result<bool> {
-        match &self.remote {
-            Some(remote) => remote.exists(name),
-            None => Ok(self.dir.join(name).is_file()),
-        }
+        self.store.exists(name)
     }
 
     /// The published file `name` (e.g. stats.json) as every machine sees
@@ -397,51 +344,27 @@ impl Location {
         }
     }
 
-    /// Removes the file `name` from the local folder and the object store
-    /// (nothing when it is not there).
+    /// Removes the file `name` for every machine, and from an object
+    /// store's working copy (nothing when it is not there).
     pub fn remove(&self, name: &str) -> anyhow::Result<()> {
-        remove_file_if_present(&self.dir.join(name))?;
-        match &self.remote {
-            Some(remote) => remote.delete(name),
-            None => Ok(()),
+        if self.remote.is_some() {
+            remove_file_if_present(&self.dir.join(name))?;
         }
+        self.store.delete(name)
     }
 
-    /// Removes everything under the location: the local folder and the objects.
+    /// Removes everything under the location, an object store's working
+    /// copy included.
     pub fn remove_all(&self) -> anyhow::Result<()> {
-        match std::fs::remove_dir_all(&self.dir) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                return Err(e).with_context(|| format!("removing {}", self.dir.display()))
-            }
-            _ => {}
+        if self.remote.is_some() {
+            backend::Folder { dir: self.dir.clone() }.delete_all()?;
         }
-        if let Some(remote) = &self.remote {
-            for listed in remote.list("")? {
-                remote.delete(&listed.key)?;
-            }
-        }
-        Ok(())
+        self.store.delete_all()
     }
 
-    /// The names of the folders directly under the location, sorted: on an
-    /// object store, the first parts of its objects' keys (one LIST with a
-    /// delimiter, not a listing of every object below).
+    /// The names of the folders directly under the location, sorted ([`Store::folders`]).
     pub fn subfolders(&self) -> anyhow::Result<Vec<String>> {
-        let mut names: Vec<String> = match &self.remote {
-            Some(remote) => remote.folders("")?,
-            None => match std::fs::read_dir(&self.dir) {
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-                Err(e) => return Err(e).with_context(|| format!("listing {}", self.dir.display())),
-                Ok(entries) => entries
-                    .flatten()
-                    .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-                    .filter_map(|e| e.file_name().to_str().map(str::to_string))
-                    .collect(),
-            },
-        };
-        names.sort();
-        names.dedup();
-        Ok(names)
+        self.store.folders()
     }
 
     /// The documents of an input location.
