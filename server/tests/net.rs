@@ -97,6 +97,67 @@ fn slow_heads_idle_connections_and_slow_bodies_are_cut_off() {
 }
 
 #[test]
+fn a_head_sent_a_byte_at_a_time_is_cut_at_the_header_timeout_counted_from_the_accept() {
+    let mock = MockServer::start(MockConfig::default()).unwrap();
+    let dir = project(&mock, &[]);
+    configure(dir.path(), "serve:\n  header_read_timeout: 1\n");
+    let server = start(dir.path(), None);
+    let started = Instant::now();
+    let mut trickle = TcpStream::connect(server.addr()).unwrap();
+    trickle.write_all(b"GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: ").unwrap();
+    trickle.set_read_timeout(Some(Duration::from_millis(100))).unwrap();
+    // A byte every 100 ms: a timeout reset by each byte would never end it.
+    let closed_after = loop {
+        let wrote = trickle.write_all(b"a");
+        let read = trickle.read(&mut [0u8; 64]);
+        let waiting = matches!(&read, Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut));
+        if !(wrote.is_ok() && waiting) || started.elapsed() > Duration::from_secs(5) {
+            break started.elapsed();
+        }
+    };
+    let expected = Duration::from_millis(900)..Duration::from_millis(1500);
+    assert!(expected.contains(&closed_after), "the trickled head was cut after {closed_after:?}");
+}
+
+#[test]
+fn a_slow_body_above_the_minimum_rate_is_read_whole_and_one_below_it_is_cut() {
+    let mock = MockServer::start(MockConfig::default()).unwrap();
+    let dir = project(&mock, &[]);
+    // At least 50 bytes in each 0.5 s.
+    configure(dir.path(), "serve:\n  body_read_timeout: 0.5\n  body_min_rate: 100\n");
+    let server = start(dir.path(), None);
+    let post = |body: &[u8], piece: usize, every: Duration| {
+        let started = Instant::now();
+        let mut stream = TcpStream::connect(server.addr()).unwrap();
+        let head = format!(
+            "POST /query HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+            body.len()
+        );
+        stream.write_all(head.as_bytes()).unwrap();
+        for chunk in body.chunks(piece) {
+            std::thread::sleep(every);
+            if stream.write_all(chunk).is_err() {
+                break;
+            }
+        }
+        stream.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let mut answer = Vec::new();
+        let _ = stream.read_to_end(&mut answer);
+        (status_of(&answer), started.elapsed(), String::from_utf8_lossy(&answer).into_owned())
+    };
+    // 250 bytes a second for 1.4 s: longer than a window, never below the rate.
+    let body = format!("{{\"query\": \"Who is Marley?\",{}\"mode\": \"basic\"}}", " ".repeat(300));
+    let (status, took, answer) = post(body.as_bytes(), 25, Duration::from_millis(100));
+    assert!(took > Duration::from_millis(1000), "{took:?}");
+    assert_eq!(status, 503, "read whole, then refused for want of an index: {answer}");
+    // 25 bytes a second: cut at the first window's end.
+    let (status, took, answer) = post(body.as_bytes(), 5, Duration::from_millis(200));
+    assert_eq!(status, 408, "{answer}");
+    assert!(answer.contains("serve.body_min_rate"), "{answer}");
+    assert!(took < Duration::from_secs(2), "{took:?}");
+}
+
+#[test]
 fn cors_preflights_need_no_key_and_the_bearer_scheme_is_any_case() {
     let mock = MockServer::start(MockConfig::default()).unwrap();
     let dir = project(&mock, &[]);
