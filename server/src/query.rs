@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use graphrag_engine::cancel::CancelToken;
-use graphrag_engine::settings::ServeConfig;
+use graphrag_engine::settings::{duration_of_seconds, ServeConfig};
 use graphrag_query::{Method, QueryRequest, DEFAULT_RESPONSE_TYPE};
 use hyper::StatusCode;
 use serde::Deserialize;
@@ -56,8 +56,9 @@ pub fn method(mode: &str) -> Result<Method> {
 /// Receives the answer piece by piece as the model streams it.
 pub type Tokens = Box<dyn FnMut(&str) + Send>;
 
-/// Answers `ask` on a blocking thread. Dropping the returned future (a
-/// client that went away) cancels the query's model calls.
+/// Answers `ask` on a blocking thread, within `serve.query_timeout` (504
+/// past it). Dropping the returned future (a client that went away, or the
+/// deadline) cancels the query's model calls.
 pub async fn ask(state: &Arc<State>, ask: Ask, tokens: Option<Tokens>) -> Result<Answer> {
     check_history(&state.settings.serve, &ask.history)?;
     if ask.question.trim().is_empty() {
@@ -72,9 +73,20 @@ pub async fn ask(state: &Arc<State>, ask: Ask, tokens: Option<Tokens>) -> Result
     let snapshot = state.snapshot();
     let cancel = CancelToken::new();
     let _cancel_when_dropped = cancel.cancel_on_drop();
-    tokio::task::spawn_blocking(move || answer(&snapshot, ask, tokens, cancel))
-        .await
-        .map_err(|e| ApiError::from(anyhow::anyhow!("the query stopped: {e}")))?
+    // One deadline for the whole query: a model that hangs would otherwise
+    // hold it for a request timeout, and again for each retry that starts
+    // within query.max_retry_time.
+    let limit = state.settings.serve.query_timeout;
+    let answering = tokio::task::spawn_blocking(move || answer(&snapshot, ask, tokens, cancel));
+    match tokio::time::timeout(duration_of_seconds(limit), answering).await {
+        Ok(joined) => joined.map_err(|e| ApiError::from(anyhow::anyhow!("the query stopped: {e}")))?,
+        Err(_) => Err(ApiError::new(
+            StatusCode::GATEWAY_TIMEOUT,
+            format!(
+                "the query did not finish within its deadline of {limit} s (settings serve.query_timeout), and its model calls were stopped: is the model answering? A slow one needs a longer serve.query_timeout"
+            ),
+        )),
+    }
 }
 
 /// The history a request may carry (settings `serve.max_history_messages`

@@ -242,6 +242,46 @@ fn a_failing_chat_model_fails_the_query_within_max_retry_time() {
     assert!(last["error"].as_str().is_some_and(|e| e.contains("500")), "{lines:?}");
 }
 
+/// `body` posted to `path`, waiting at most 10 s for the answer: (status,
+/// answer text, how long it took).
+fn post_within_10_s(addr: SocketAddr, path: &str, body: &serde_json::Value) -> (u16, String, Duration) {
+    let started = Instant::now();
+    let body = body.to_string();
+    let mut stream = TcpStream::connect(addr).unwrap();
+    let head = format!(
+        "POST {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(format!("{head}{body}").as_bytes()).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer);
+    (status_of(&answer), String::from_utf8_lossy(&answer).into_owned(), started.elapsed())
+}
+
+#[test]
+fn a_hanging_chat_model_fails_the_query_at_its_one_deadline_with_504() {
+    let mock = MockServer::start(MockConfig::default()).unwrap();
+    let dir = project(&mock, &[("carol.txt", carol("Marley was dead", 3000))]);
+    // The per-call timeout (60 s) and retry budget (20 s) are the defaults:
+    // the query's own deadline is what ends it.
+    configure(dir.path(), "serve:\n  query_timeout: 1.5\n");
+    common::index(dir.path());
+    mock.set_faults(vec![FaultRule::always(FaultKind::Hang).on(Endpoint::Chat)]);
+    let server = start(dir.path(), None);
+    let bound = Duration::from_millis(1500)..Duration::from_millis(3000);
+    let ask = json!({"query": "Who is Marley?", "mode": "basic"});
+    let (status, answer, took) = post_within_10_s(server.addr(), "/query", &ask);
+    assert_eq!(status, 504, "after {took:?}: {answer}");
+    assert!(answer.contains("serve.query_timeout") && answer.contains("1.5 s"), "{answer}");
+    assert!(bound.contains(&took), "the query failed after {took:?}");
+    // A stream says so in its last line, as promptly.
+    let (status, answer, took) = post_within_10_s(server.addr(), "/query/stream", &ask);
+    assert_eq!(status, 200, "{answer}");
+    assert!(answer.contains("\"error\"") && answer.contains("serve.query_timeout"), "{answer}");
+    assert!(bound.contains(&took), "the stream ended after {took:?}");
+}
+
 /// Sends `body` to `path` and hangs up once the mock has had 3 chat
 /// requests; then the chat requests that still arrive (at most the one in
 /// flight when the client left).

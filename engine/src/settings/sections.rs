@@ -541,6 +541,14 @@ section!(
     max_pending_connections_per_client: u32 = 32,
     /// The largest request head (request line and headers), bytes (at least 8192).
     max_header_bytes: usize = 32 << 10,
+    /// The longest a question to the server may take (`/query`,
+    /// `/query/stream`, `/query/data`, the Ollama and OpenAI chat paths),
+    /// seconds: one deadline for the whole query, inside which its model
+    /// calls' `query.request_timeout` and `query.max_retry_time` run. Past
+    /// it the query's model calls are dropped and it fails with 504 (a
+    /// stream with an error line). 60 s: what a reverse proxy waits by
+    /// default (nginx's proxy_read_timeout) before it answers 504 itself.
+    query_timeout: f64 = 60.0,
     /// The most earlier messages a query or chat request may carry.
     max_history_messages: usize = 200,
     /// The most characters those messages may hold together.
