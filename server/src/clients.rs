@@ -8,9 +8,9 @@
 //! hyper's header timeout and the body's minimum rate then end the held
 //! ones, so the client's count falls again.
 //!
-//! No crate bounds connections per client for hyper 1 (tower's limits count
-//! requests, not connections held before a request exists), hence these
-//! few counters.
+//! The limiting crates of the hyper / tower world (tower's ConcurrencyLimit,
+//! tower_governor) count requests, not the connections a client holds
+//! before any request of theirs exists, hence these few counters.
 
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv6Addr};

@@ -193,7 +193,8 @@ pub(crate) async fn serve(listener: TcpListener, limits: Limits, state: Arc<Stat
                             resp
                         }
                     };
-                    // Answered: a body left unread ends the connection (hyper closes it).
+                    // Answered: the request no longer counts as pending, even if
+                    // its body was left unread (hyper then drains or closes it).
                     connection.request_arrived();
                     Ok::<_, Infallible>(resp)
                 }
