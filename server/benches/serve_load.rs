@@ -172,11 +172,13 @@ fn main() {
     let mock =
         MockServer::start(MockConfig { latency: Duration::from_millis(latency), ..MockConfig::default() }).unwrap();
     let settings = std::fs::read_to_string(root.join("settings.yaml")).unwrap();
-    // Up to 64 requests in flight per model, so that the model's concurrency limit is not what is measured.
+    // Up to 64 requests in flight per model, so that the model's concurrency limit is not what is measured;
+    // every client is 127.0.0.1, so one client's connection bounds are the server's own.
     let serving = settings
         .replace(&indexer.base_url(), &mock.base_url())
         .replace("concurrent_requests: 4", "concurrent_requests: 64");
-    std::fs::write(root.join("settings.yaml"), serving).unwrap();
+    let one_client = "serve:\n  max_connections_per_client: 256\n  max_pending_connections_per_client: 256\n";
+    std::fs::write(root.join("settings.yaml"), format!("{serving}{one_client}")).unwrap();
     let server = Server::start(ServeOptions { port: 0, ..ServeOptions::new(root) }).unwrap();
     let addr = server.addr();
     let answers = if context_only { "context only" } else { "answers" };

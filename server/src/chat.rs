@@ -118,7 +118,15 @@ fn conversation(messages: Vec<ChatMessage>) -> Result<Ask> {
             history.push((m.role.clone(), message_text(i, m)?));
         }
     }
-    Ok(Ask { method, question, history, context_only, response_type: None, community_level: None })
+    Ok(Ask {
+        method,
+        question,
+        history,
+        context_only,
+        response_type: None,
+        community_level: None,
+        max_context_tokens: None,
+    })
 }
 
 pub fn version() -> Result<Resp> {
@@ -332,8 +340,15 @@ pub async fn ollama_generate(state: &Arc<State>, body: &[u8]) -> Result<Resp> {
             let req: OllamaGenerate = http::parse_json(body)?;
             let _ = req.system;
             let (method, context_only, question) = parse_prefix(&req.prompt)?;
-            let ask =
-                Ask { method, question, history: Vec::new(), context_only, response_type: None, community_level: None };
+            let ask = Ask {
+                method,
+                question,
+                history: Vec::new(),
+                context_only,
+                response_type: None,
+                community_level: None,
+                max_context_tokens: None,
+            };
             let model = req.model.unwrap_or_else(|| MODEL.into());
             ollama(state, ask, req.stream.unwrap_or(true), model, generate_piece).await
         }

@@ -3,9 +3,11 @@
 
 use std::convert::Infallible;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use http_body::Frame;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
@@ -14,6 +16,9 @@ use hyper::{Request, Response, StatusCode};
 use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use crate::clients::ClientConnection;
 
 /// A response body: whole, or streamed from a channel (NDJSON, SSE).
 pub enum Body {
@@ -104,10 +109,49 @@ pub fn stream(content_type: &'static str) -> (Resp, mpsc::UnboundedSender<Bytes>
     (with_type(StatusCode::OK, content_type, Body::Stream(rx)), tx)
 }
 
-/// When a request's body must have arrived (set by the connection layer
-/// from `serve.body_read_timeout`), in the request's extensions.
-#[derive(Debug, Clone, Copy)]
-pub struct BodyDeadline(pub tokio::time::Instant);
+/// How fast a request's body must arrive (set by the connection layer from
+/// `serve.body_read_timeout` and `serve.body_min_rate`), in the request's
+/// extensions: at least `min_bytes` in each `window`, counted from when the
+/// route starts reading it; and the connection to tell once it has.
+#[derive(Clone)]
+pub struct BodyPace {
+    pub window: Duration,
+    pub min_bytes: u64,
+    pub connection: Arc<ClientConnection>,
+}
+
+/// The windows of a [`BodyPace`] as a body arrives.
+struct PaceWindows {
+    window: Duration,
+    min_bytes: u64,
+    end: Instant,
+    got: u64,
+}
+
+impl PaceWindows {
+    fn start(pace: &BodyPace) -> PaceWindows {
+        PaceWindows { window: pace.window, min_bytes: pace.min_bytes, end: Instant::now() + pace.window, got: 0 }
+    }
+
+    /// Closes the windows over by now: each must have brought its minimum
+    /// (408 otherwise).
+    fn roll(&mut self) -> Result<()> {
+        while Instant::now() >= self.end {
+            if self.got < self.min_bytes {
+                return Err(ApiError::new(
+                    StatusCode::REQUEST_TIMEOUT,
+                    format!(
+                        "the request body arrived too slowly: {} bytes in {:?}, less than the {} required (settings serve.body_min_rate, serve.body_read_timeout)",
+                        self.got, self.window, self.min_bytes
+                    ),
+                ));
+            }
+            self.got = 0;
+            self.end += self.window;
+        }
+        Ok(())
+    }
+}
 
 /// `future`'s output, or `None` once the stream fed by `tx` has no reader
 /// (its client went away; `future` is dropped).
@@ -118,28 +162,51 @@ pub async fn until_closed<F: std::future::Future>(tx: &mpsc::UnboundedSender<Byt
     }
 }
 
-/// The request body, at most `limit` bytes (413 beyond), by its
-/// [`BodyDeadline`] (408 past it).
+/// The request body, at most `limit` bytes (413 beyond), at its
+/// [`BodyPace`] (408 below it).
 pub async fn body_bytes(req: Request<Incoming>, limit: usize) -> Result<Bytes> {
-    let deadline = req.extensions().get::<BodyDeadline>().copied();
-    let collecting = Limited::new(req.into_body(), limit).collect();
-    let collected = match deadline {
-        Some(BodyDeadline(at)) => tokio::time::timeout_at(at, collecting).await.map_err(|_| {
-            ApiError::new(
-                StatusCode::REQUEST_TIMEOUT,
-                "the request body did not arrive in time (settings serve.body_read_timeout)",
-            )
-        })?,
-        None => collecting.await,
-    };
-    match collected {
-        Ok(collected) => Ok(collected.to_bytes()),
-        Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(ApiError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            format!("the request body is larger than the limit of {limit} bytes"),
-        )),
-        Err(e) => Err(ApiError::bad_request(format!("reading the request body: {e}"))),
+    let pace = req.extensions().get::<BodyPace>().cloned();
+    let mut windows = pace.as_ref().map(PaceWindows::start);
+    let mut body = Limited::new(req.into_body(), limit);
+    let mut data = BytesMut::new();
+    loop {
+        let frame = match windows.as_mut() {
+            // A frame future holds nothing: dropping it at a window's end loses no data.
+            Some(w) => match tokio::time::timeout_at(w.end, body.frame()).await {
+                Ok(frame) => frame,
+                Err(_) => {
+                    w.roll()?;
+                    continue;
+                }
+            },
+            None => body.frame().await,
+        };
+        if let Some(w) = windows.as_mut() {
+            w.roll()?;
+        }
+        match frame {
+            None => break,
+            Some(Ok(frame)) => {
+                if let Ok(chunk) = frame.into_data() {
+                    if let Some(w) = windows.as_mut() {
+                        w.got += chunk.len() as u64;
+                    }
+                    data.extend_from_slice(&chunk);
+                }
+            }
+            Some(Err(e)) if e.is::<http_body_util::LengthLimitError>() => {
+                return Err(ApiError::new(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    format!("the request body is larger than the limit of {limit} bytes"),
+                ))
+            }
+            Some(Err(e)) => return Err(ApiError::bad_request(format!("reading the request body: {e}"))),
+        }
     }
+    if let Some(pace) = pace {
+        pace.connection.request_arrived();
+    }
+    Ok(data.freeze())
 }
 
 /// The body as JSON of type `T`; the error names the field that is wrong.

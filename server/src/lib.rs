@@ -19,6 +19,7 @@ mod api_docs;
 mod auth;
 mod chat;
 pub mod chat_model;
+mod clients;
 mod cors;
 mod documents;
 mod graph;
@@ -119,19 +120,15 @@ impl Server {
         }
         let state = State::new(&opts, api_key)?;
         let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().thread_name("graphrag-serve").build()?;
-        let socket = std::net::TcpListener::bind((opts.host.as_str(), opts.port))
+        // In the runtime's context: the listener registers with its reactor.
+        let socket = runtime
+            .block_on(async { listener::bind(&opts.host, opts.port) })
             .map_err(|e| anyhow::anyhow!("binding {}:{}: {e}", opts.host, opts.port))?;
-        socket.set_nonblocking(true)?;
         let addr = socket.local_addr()?;
         let (stop, stopped) = tokio::sync::oneshot::channel();
         let serving = state.clone();
         let limits = listener::Limits::from_settings(&state.settings.serve);
-        runtime.spawn(async move {
-            match tokio::net::TcpListener::from_std(socket) {
-                Ok(socket) => listener::serve(socket, limits, serving, stopped).await,
-                Err(e) => tracing::error!("listening: {e}"),
-            }
-        });
+        runtime.spawn(listener::serve(socket, limits, serving, stopped));
         let polling = state.clone();
         // A setting too large for a Duration waits as long as one can.
         let poll = graphrag_engine::settings::duration_of_seconds(state.settings.serve.poll_seconds);

@@ -41,12 +41,16 @@ const HTML: &str = "text/html";
 const FORM: &str = "application/x-www-form-urlencoded";
 const MULTIPART: &str = "multipart/form-data";
 
+/// The schema of a redirect's answer, whose status is 302 rather than 200.
+const REDIRECT: &str = "Redirect";
+
 const fn json_body(schema: &'static str) -> Option<(&'static str, &'static str)> {
     Some((JSON, schema))
 }
 
 /// Paths that need no API key.
-pub const PUBLIC: [&str; 7] = [
+pub const PUBLIC: [&str; 8] = [
+    "/",
     "/health",
     "/auth-status",
     "/login",
@@ -58,6 +62,7 @@ pub const PUBLIC: [&str; 7] = [
 
 #[rustfmt::skip]
 pub const ROUTES: &[Route] = &[
+    r("get", "/", "system", "Redirects (302) to the web UI at /webui/ (public)", None, ("text/plain", REDIRECT)),
     r("get", "/health", "system", "Status and configuration (no API key needed)", None, (JSON, "Health")),
     r("get", "/openapi.json", "system", "This description (public)", None, (JSON, "Object")),
     r("get", "/docs", "system", "This description as a page (public)", None, (HTML, "Html")),
@@ -164,11 +169,12 @@ pub fn document() -> Value {
     let mut paths: Map<String, Value> = Map::new();
     for route in ROUTES {
         let (answer_type, answer_schema) = route.answers;
+        let (status, description) = if answer_schema == REDIRECT { ("302", "Found") } else { ("200", "OK") };
         let mut op = json!({
             "tags": [route.tag],
             "summary": route.summary,
             "responses": {
-                "200": {"description": "OK", "content": {answer_type: {"schema": schema_ref(answer_schema)}}},
+                status: {"description": description, "content": {answer_type: {"schema": schema_ref(answer_schema)}}},
                 "4XX": {"description": "A client error: {\"detail\": message}", "content": {JSON: {"schema": schema_ref("Error")}}},
             },
         });
@@ -238,6 +244,78 @@ mod tests {
         for part in text.split("#/components/schemas/").skip(1) {
             let name = &part[..part.find('"').unwrap()];
             assert!(all[name].is_object(), "dangling $ref {name}");
+        }
+    }
+
+    /// A row of docs/lightrag-api.md's tables: method (lower case), path, status.
+    type Row = (String, String, String);
+
+    /// docs/lightrag-api.md's sections: title, the count its heading
+    /// states (`## Query (3)`), its rows.
+    fn doc_sections(doc: &str) -> Vec<(String, Option<usize>, Vec<Row>)> {
+        let mut sections: Vec<(String, Option<usize>, Vec<Row>)> = Vec::new();
+        for line in doc.lines() {
+            if let Some(title) = line.strip_prefix("## ") {
+                let stated = title.rsplit_once(" (").and_then(|(_, n)| n.strip_suffix(')')?.parse().ok());
+                sections.push((title.to_string(), stated, Vec::new()));
+            } else if let Some((_, _, rows)) = sections.last_mut() {
+                // | GET | `/path` | works | why |
+                let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+                if cells.len() >= 5 && ["GET", "POST", "DELETE"].contains(&cells[1]) {
+                    rows.push((cells[1].to_lowercase(), cells[2].trim_matches('`').to_string(), cells[3].to_string()));
+                }
+            }
+        }
+        sections
+    }
+
+    #[test]
+    fn docs_lightrag_api_md_counts_and_rows_match_the_route_table() {
+        const DOC: &str = include_str!("../../docs/lightrag-api.md");
+        let sections = doc_sections(DOC);
+        // The numbered sections are LightRAG's OpenAPI description, whose size the introduction states.
+        let mut lightrag: Vec<&Row> = Vec::new();
+        for (title, stated, rows) in &sections {
+            if let Some(stated) = stated {
+                assert_eq!(rows.len(), *stated, "docs/lightrag-api.md: ## {title} has {} rows", rows.len());
+                lightrag.extend(rows);
+            }
+        }
+        let flat = DOC.split_whitespace().collect::<Vec<_>>().join(" ");
+        let total = format!("publishes {} path + method pairs", lightrag.len());
+        assert!(flat.contains(&total), "docs/lightrag-api.md should say it {total}");
+        let count = |status: &str| lightrag.iter().filter(|r| r.2 == status).count();
+        let summary = format!(
+            "Of the {}, {} work, {} differ and {} are not offered.",
+            lightrag.len(),
+            count("works"),
+            count("differs"),
+            count("not offered")
+        );
+        assert!(flat.contains(&summary), "docs/lightrag-api.md should say: {summary}");
+
+        // Every row, in any section, as the server routes it.
+        let rows: Vec<&Row> = sections.iter().flat_map(|(_, _, rows)| rows).collect();
+        for (method, path, status) in &rows {
+            let routed = ROUTES.iter().any(|r| r.method == method && r.path == path);
+            let refused = NOT_OFFERED.iter().any(|(m, p, _)| m == method && p == path);
+            match status.as_str() {
+                "not offered" => assert!(refused && !routed, "{method} {path}: documented as not offered"),
+                // The web UI's files are served, but are no path of the API's description.
+                "works" | "differs" => assert!(routed || path == "/webui/", "{method} {path} is not in ROUTES"),
+                other => panic!("{method} {path}: unknown status `{other}`"),
+            }
+        }
+        // And every route and refusal in the doc: a row, or named under "Ours only".
+        let ours_only = DOC.split("## Ours only").nth(1).expect("an Ours only section");
+        for r in ROUTES {
+            let in_rows = rows.iter().any(|(m, p, _)| m == r.method && p == r.path);
+            let named = ours_only.contains(&format!("`{} {}`", r.method.to_uppercase(), r.path))
+                || ours_only.contains(&format!("`{}`", r.path));
+            assert!(in_rows || named, "{} {} is not in docs/lightrag-api.md", r.method, r.path);
+        }
+        for (method, path, _) in NOT_OFFERED {
+            assert!(rows.iter().any(|(m, p, s)| m == method && p == path && s == "not offered"), "{method} {path}");
         }
     }
 

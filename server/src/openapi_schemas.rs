@@ -57,6 +57,7 @@ pub fn schemas() -> Value {
         ("Error", obj(&[("detail", s())], &["detail"])),
         ("Object", json!({"type": "object"})),
         ("Html", s()),
+        ("Redirect", json!({"type": "string", "description": "the Location it redirects to"})),
         ("StatusOk", obj(&[("status", en(&["ok"]))], &["status"])),
         (
             "Health",
@@ -271,6 +272,14 @@ pub fn schemas() -> Value {
                         json!({"type": "integer", "description": "accepted; retrieval sizes come from settings.yaml"}),
                     ),
                     ("chunk_top_k", json!({"type": "integer", "description": "accepted; see top_k"})),
+                    (
+                        "max_total_tokens",
+                        json!({"type": "integer", "minimum": 1, "description": "the most tokens of context: a bound on the method's own budget (global search: not below global_search.max_context_tokens, 422)"}),
+                    ),
+                    (
+                        "ids",
+                        json!({"type": "array", "items": s(), "nullable": true, "description": "not served: a list of document ids is refused (422); null or []"}),
+                    ),
                     ("stream", boolean()),
                 ],
                 &["query"],

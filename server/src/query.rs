@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use graphrag_engine::cancel::CancelToken;
-use graphrag_engine::settings::ServeConfig;
+use graphrag_engine::settings::{duration_of_seconds, ServeConfig, Settings};
 use graphrag_query::{Method, QueryRequest, DEFAULT_RESPONSE_TYPE};
 use hyper::StatusCode;
 use serde::Deserialize;
@@ -27,6 +27,8 @@ pub struct Ask {
     pub context_only: bool,
     pub response_type: Option<String>,
     pub community_level: Option<u32>,
+    /// A context budget below the method's own (LightRAG's `max_total_tokens`).
+    pub max_context_tokens: Option<usize>,
 }
 
 pub struct Answer {
@@ -56,8 +58,9 @@ pub fn method(mode: &str) -> Result<Method> {
 /// Receives the answer piece by piece as the model streams it.
 pub type Tokens = Box<dyn FnMut(&str) + Send>;
 
-/// Answers `ask` on a blocking thread. Dropping the returned future (a
-/// client that went away) cancels the query's model calls.
+/// Answers `ask` on a blocking thread, within `serve.query_timeout` (504
+/// past it). Dropping the returned future (a client that went away, or the
+/// deadline) cancels the query's model calls.
 pub async fn ask(state: &Arc<State>, ask: Ask, tokens: Option<Tokens>) -> Result<Answer> {
     check_history(&state.settings.serve, &ask.history)?;
     if ask.question.trim().is_empty() {
@@ -72,9 +75,20 @@ pub async fn ask(state: &Arc<State>, ask: Ask, tokens: Option<Tokens>) -> Result
     let snapshot = state.snapshot();
     let cancel = CancelToken::new();
     let _cancel_when_dropped = cancel.cancel_on_drop();
-    tokio::task::spawn_blocking(move || answer(&snapshot, ask, tokens, cancel))
-        .await
-        .map_err(|e| ApiError::from(anyhow::anyhow!("the query stopped: {e}")))?
+    // One deadline for the whole query: a model that hangs would otherwise
+    // hold it for a request timeout, and again for each retry that starts
+    // within query.max_retry_time.
+    let limit = state.settings.serve.query_timeout;
+    let answering = tokio::task::spawn_blocking(move || answer(&snapshot, ask, tokens, cancel));
+    match tokio::time::timeout(duration_of_seconds(limit), answering).await {
+        Ok(joined) => joined.map_err(|e| ApiError::from(anyhow::anyhow!("the query stopped: {e}")))?,
+        Err(_) => Err(ApiError::new(
+            StatusCode::GATEWAY_TIMEOUT,
+            format!(
+                "the query did not finish within its deadline of {limit} s (settings serve.query_timeout), and its model calls were stopped: is the model answering? A slow one needs a longer serve.query_timeout"
+            ),
+        )),
+    }
 }
 
 /// The history a request may carry (settings `serve.max_history_messages`
@@ -108,6 +122,7 @@ fn answer(snapshot: &Snapshot, ask: Ask, mut tokens: Option<Tokens>, cancel: Can
     req.history = ask.history;
     req.context_only = ask.context_only;
     req.community_level = ask.community_level;
+    req.max_context_tokens = ask.max_context_tokens;
     req.response_type = ask.response_type.unwrap_or_else(|| DEFAULT_RESPONSE_TYPE.to_string());
     req.cancel = cancel;
     let streamed = tokens.is_some();
@@ -153,8 +168,9 @@ struct Message {
     content: String,
 }
 
-/// LightRAG's `QueryRequest`; its retrieval knobs (top_k, token budgets,
-/// keywords, rerank) are accepted and left to settings.yaml.
+/// LightRAG's `QueryRequest`; its other retrieval knobs (top_k, the entity
+/// and relation token budgets, keywords, rerank) are accepted and left to
+/// settings.yaml.
 #[derive(Deserialize)]
 struct QueryBody {
     query: String,
@@ -170,6 +186,14 @@ struct QueryBody {
     conversation_history: Option<Vec<Message>>,
     #[serde(default)]
     include_references: Option<bool>,
+    /// LightRAG: answer from these documents only. Not offered (the index
+    /// has no per-document filter): refused unless empty.
+    #[serde(default)]
+    ids: Option<Vec<String>>,
+    /// LightRAG: the most tokens of context; a bound on the method's own
+    /// budget ([`context_bound`]).
+    #[serde(default)]
+    max_total_tokens: Option<usize>,
     /// graphrag-rs: the community level of global / local / drift.
     #[serde(default)]
     community_level: Option<u32>,
@@ -183,7 +207,7 @@ fn default_mode() -> String {
     "mix".into()
 }
 
-pub(crate) fn parse_query(body: &[u8]) -> Result<(Ask, bool, bool)> {
+pub(crate) fn parse_query(settings: &Settings, body: &[u8]) -> Result<(Ask, bool, bool)> {
     let q: QueryBody = http::parse_json(body)?;
     if q.only_need_prompt == Some(true) {
         return Err(ApiError::new(
@@ -191,9 +215,17 @@ pub(crate) fn parse_query(body: &[u8]) -> Result<(Ask, bool, bool)> {
             "only_need_prompt is not served: use only_need_context for the retrieved context",
         ));
     }
+    if q.ids.as_ref().is_some_and(|ids| !ids.is_empty()) {
+        return Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "ids is not served: a query cannot be limited to some documents (the index answers from all of them); send null or [], or index those documents in a project of their own",
+        ));
+    }
+    let method = method(&q.mode)?;
     let history = q.conversation_history.unwrap_or_default().into_iter().map(|m| (m.role, m.content)).collect();
     let ask = Ask {
-        method: method(&q.mode)?,
+        max_context_tokens: context_bound(settings, method, q.max_total_tokens)?,
+        method,
         question: q.query,
         history,
         context_only: q.only_need_context.unwrap_or(false),
@@ -203,9 +235,39 @@ pub(crate) fn parse_query(body: &[u8]) -> Result<(Ask, bool, bool)> {
     Ok((ask, q.include_references.unwrap_or(true), q.include_context_records.unwrap_or(false)))
 }
 
+/// LightRAG's `max_total_tokens` as a bound on the context: the context
+/// budget of the request when it is below the method's own (its settings),
+/// none otherwise, so that the LightRAG web UI's default (30,000, above
+/// every default budget) changes nothing.
+fn context_bound(s: &Settings, method: Method, max_total_tokens: Option<usize>) -> Result<Option<usize>> {
+    let Some(bound) = max_total_tokens else { return Ok(None) };
+    let refuse = |why: String| Err(ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, format!("max_total_tokens: {why}")));
+    if bound == 0 {
+        return refuse("0 tokens of context leave nothing to answer from: give at least 1".into());
+    }
+    let own = match method {
+        Method::Global => {
+            let batch = s.global_search.max_context_tokens;
+            if bound < batch {
+                return refuse(format!(
+                    "global search sends the community reports in batches of global_search.max_context_tokens ({batch}) tokens, one model call each, and cannot keep to {bound}: lower that setting, or ask with another mode"
+                ));
+            }
+            return Ok(None);
+        }
+        Method::Local => s.local_search.max_context_tokens,
+        Method::Basic | Method::Dense | Method::Bm25 => s.basic_search.max_context_tokens,
+        Method::Ppr => s.ppr_search.max_context_tokens,
+        Method::Hybrid | Method::Mix => s.keyword_search.max_total_tokens,
+        // The primer's reports and the follow-up local searches share it.
+        Method::Drift => s.drift_search.data_max_tokens + s.drift_search.local_search_max_data_tokens,
+    };
+    Ok((bound < own).then_some(bound))
+}
+
 /// `POST /query`.
 pub async fn query(state: &Arc<State>, body: &[u8]) -> Result<Resp> {
-    let (ask, references, records) = parse_query(body)?;
+    let (ask, references, records) = parse_query(&state.settings, body)?;
     crate::chat_model::require(state, &ask)?;
     let started = std::time::Instant::now();
     let a = self::ask(state, ask, None).await?;
@@ -228,7 +290,7 @@ pub async fn query(state: &Arc<State>, body: &[u8]) -> Result<Resp> {
 /// streams, then `{"references": [...]}` (LightRAG sends those first; here
 /// they are known once retrieval ends, so they come last), or `{"error": …}`.
 pub async fn query_stream(state: &Arc<State>, body: &[u8]) -> Result<Resp> {
-    let (ask, references, records) = parse_query(body)?;
+    let (ask, references, records) = parse_query(&state.settings, body)?;
     crate::chat_model::require(state, &ask)?;
     let (resp, tx) = http::stream("application/x-ndjson");
     let line = |v: Value| Bytes::from(format!("{v}\n"));

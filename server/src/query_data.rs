@@ -16,7 +16,7 @@ fn records(all: &Value, key: &str) -> Value {
 }
 
 pub async fn query_data(state: &Arc<State>, body: &[u8]) -> Result<Resp> {
-    let (mut ask, _, _) = parse_query(body)?;
+    let (mut ask, _, _) = parse_query(&state.settings, body)?;
     ask.context_only = true;
     let mode = ask.method.to_string();
     let started = std::time::Instant::now();

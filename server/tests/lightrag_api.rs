@@ -339,3 +339,48 @@ fn lightrags_built_web_ui_is_served_from_a_folder() {
         ServeOptions { port: 0, webui_dir: Some(project.path().join("nowhere")), ..ServeOptions::new(project.path()) };
     assert!(Server::start(missing).err().unwrap().to_string().contains("index.html"));
 }
+
+#[test]
+fn query_ids_are_refused_and_max_total_tokens_bounds_the_context() {
+    let mock = MockServer::start(MockConfig::default()).unwrap();
+    let root = project(&mock, &[("marley.txt", carol("MARLEY'S GHOST", 6000))]);
+    index(root.path());
+    let server = Server::start(ServeOptions { port: 0, ..ServeOptions::new(root.path()) }).unwrap();
+    let addr = server.addr();
+    let context = |extra: Value| {
+        let mut body = json!({"query": "Who is Marley?", "mode": "basic", "only_need_context": true});
+        body.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        let r = post_json(addr, "/query", &body);
+        (r.status, r.json()["response"].as_str().map(str::to_string), r.text())
+    };
+    let (status, whole, text) = context(json!({}));
+    assert_eq!(status, 200, "{text}");
+    let whole = whole.unwrap();
+    // Below basic_search.max_context_tokens (12,000): the bound is the budget.
+    let (status, bounded, text) = context(json!({"max_total_tokens": 400}));
+    assert_eq!(status, 200, "{text}");
+    let bounded = bounded.unwrap();
+    assert!(!bounded.is_empty() && bounded.len() < whole.len() / 2, "{} of {} bytes", bounded.len(), whole.len());
+    // Above it (LightRAG's web UI sends 30,000): nothing changes.
+    assert_eq!(context(json!({"max_total_tokens": 30000})).1.as_deref(), Some(whole.as_str()));
+    // A bound global search cannot keep, and none at all: 422 naming the field.
+    let r = post_json(addr, "/query", &json!({"query": "Who is Marley?", "mode": "global", "max_total_tokens": 1000}));
+    assert_eq!(r.status, 422, "{}", r.text());
+    assert!(r.text().contains("max_total_tokens") && r.text().contains("global_search.max_context_tokens"));
+    let (status, _, text) = context(json!({"max_total_tokens": 0}));
+    assert_eq!(status, 422, "{text}");
+    assert!(text.contains("max_total_tokens"), "{text}");
+
+    // ids: documents to answer from, which the index cannot filter by.
+    let (status, _, text) = context(json!({"ids": ["doc-1"]}));
+    assert_eq!(status, 422, "{text}");
+    assert!(text.contains("ids"), "{text}");
+    for none in [json!(null), json!([])] {
+        assert_eq!(context(json!({ "ids": none })).1.as_deref(), Some(whole.as_str()));
+    }
+
+    // GET / is in the description, as the redirect it is.
+    let doc = get(addr, "/openapi.json").json();
+    assert!(doc["paths"]["/"]["get"]["responses"]["302"].is_object(), "{}", doc["paths"]["/"]);
+    assert_eq!(get(addr, "/").status, 302);
+}

@@ -97,6 +97,67 @@ fn slow_heads_idle_connections_and_slow_bodies_are_cut_off() {
 }
 
 #[test]
+fn a_head_sent_a_byte_at_a_time_is_cut_at_the_header_timeout_counted_from_the_accept() {
+    let mock = MockServer::start(MockConfig::default()).unwrap();
+    let dir = project(&mock, &[]);
+    configure(dir.path(), "serve:\n  header_read_timeout: 1\n");
+    let server = start(dir.path(), None);
+    let started = Instant::now();
+    let mut trickle = TcpStream::connect(server.addr()).unwrap();
+    trickle.write_all(b"GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: ").unwrap();
+    trickle.set_read_timeout(Some(Duration::from_millis(100))).unwrap();
+    // A byte every 100 ms: a timeout reset by each byte would never end it.
+    let closed_after = loop {
+        let wrote = trickle.write_all(b"a");
+        let read = trickle.read(&mut [0u8; 64]);
+        let waiting = matches!(&read, Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut));
+        if !(wrote.is_ok() && waiting) || started.elapsed() > Duration::from_secs(5) {
+            break started.elapsed();
+        }
+    };
+    let expected = Duration::from_millis(900)..Duration::from_millis(1500);
+    assert!(expected.contains(&closed_after), "the trickled head was cut after {closed_after:?}");
+}
+
+#[test]
+fn a_slow_body_above_the_minimum_rate_is_read_whole_and_one_below_it_is_cut() {
+    let mock = MockServer::start(MockConfig::default()).unwrap();
+    let dir = project(&mock, &[]);
+    // At least 50 bytes in each 0.5 s.
+    configure(dir.path(), "serve:\n  body_read_timeout: 0.5\n  body_min_rate: 100\n");
+    let server = start(dir.path(), None);
+    let post = |body: &[u8], piece: usize, every: Duration| {
+        let started = Instant::now();
+        let mut stream = TcpStream::connect(server.addr()).unwrap();
+        let head = format!(
+            "POST /query HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+            body.len()
+        );
+        stream.write_all(head.as_bytes()).unwrap();
+        for chunk in body.chunks(piece) {
+            std::thread::sleep(every);
+            if stream.write_all(chunk).is_err() {
+                break;
+            }
+        }
+        stream.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let mut answer = Vec::new();
+        let _ = stream.read_to_end(&mut answer);
+        (status_of(&answer), started.elapsed(), String::from_utf8_lossy(&answer).into_owned())
+    };
+    // 250 bytes a second for 1.4 s: longer than a window, never below the rate.
+    let body = format!("{{\"query\": \"Who is Marley?\",{}\"mode\": \"basic\"}}", " ".repeat(300));
+    let (status, took, answer) = post(body.as_bytes(), 25, Duration::from_millis(100));
+    assert!(took > Duration::from_millis(1000), "{took:?}");
+    assert_eq!(status, 503, "read whole, then refused for want of an index: {answer}");
+    // 25 bytes a second: cut at the first window's end.
+    let (status, took, answer) = post(body.as_bytes(), 5, Duration::from_millis(200));
+    assert_eq!(status, 408, "{answer}");
+    assert!(answer.contains("serve.body_min_rate"), "{answer}");
+    assert!(took < Duration::from_secs(2), "{took:?}");
+}
+
+#[test]
 fn cors_preflights_need_no_key_and_the_bearer_scheme_is_any_case() {
     let mock = MockServer::start(MockConfig::default()).unwrap();
     let dir = project(&mock, &[]);
@@ -179,6 +240,46 @@ fn a_failing_chat_model_fails_the_query_within_max_retry_time() {
     let lines = r.lines();
     let last = lines.last().expect("a line");
     assert!(last["error"].as_str().is_some_and(|e| e.contains("500")), "{lines:?}");
+}
+
+/// `body` posted to `path`, waiting at most 10 s for the answer: (status,
+/// answer text, how long it took).
+fn post_within_10_s(addr: SocketAddr, path: &str, body: &serde_json::Value) -> (u16, String, Duration) {
+    let started = Instant::now();
+    let body = body.to_string();
+    let mut stream = TcpStream::connect(addr).unwrap();
+    let head = format!(
+        "POST {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(format!("{head}{body}").as_bytes()).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer);
+    (status_of(&answer), String::from_utf8_lossy(&answer).into_owned(), started.elapsed())
+}
+
+#[test]
+fn a_hanging_chat_model_fails_the_query_at_its_one_deadline_with_504() {
+    let mock = MockServer::start(MockConfig::default()).unwrap();
+    let dir = project(&mock, &[("carol.txt", carol("Marley was dead", 3000))]);
+    // The per-call timeout (60 s) and retry budget (20 s) are the defaults:
+    // the query's own deadline is what ends it.
+    configure(dir.path(), "serve:\n  query_timeout: 1.5\n");
+    common::index(dir.path());
+    mock.set_faults(vec![FaultRule::always(FaultKind::Hang).on(Endpoint::Chat)]);
+    let server = start(dir.path(), None);
+    let bound = Duration::from_millis(1500)..Duration::from_millis(3000);
+    let ask = json!({"query": "Who is Marley?", "mode": "basic"});
+    let (status, answer, took) = post_within_10_s(server.addr(), "/query", &ask);
+    assert_eq!(status, 504, "after {took:?}: {answer}");
+    assert!(answer.contains("serve.query_timeout") && answer.contains("1.5 s"), "{answer}");
+    assert!(bound.contains(&took), "the query failed after {took:?}");
+    // A stream says so in its last line, as promptly.
+    let (status, answer, took) = post_within_10_s(server.addr(), "/query/stream", &ask);
+    assert_eq!(status, 200, "{answer}");
+    assert!(answer.contains("\"error\"") && answer.contains("serve.query_timeout"), "{answer}");
+    assert!(bound.contains(&took), "the stream ended after {took:?}");
 }
 
 /// Sends `body` to `path` and hangs up once the mock has had 3 chat

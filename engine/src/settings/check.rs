@@ -454,8 +454,12 @@ fn check_query_and_serve(loaded: &LoadedSettings) -> Result<(), ConfigError> {
     positive(loaded, "serve.header_read_timeout", sv.header_read_timeout)?;
     positive(loaded, "serve.body_read_timeout", sv.body_read_timeout)?;
     positive(loaded, "serve.send_timeout", sv.send_timeout)?;
+    positive(loaded, "serve.query_timeout", sv.query_timeout)?;
     positive(loaded, "serve.poll_seconds", sv.poll_seconds)?;
+    at_least_one(loaded, "serve.body_min_rate", sv.body_min_rate, "")?;
     at_least_one(loaded, "serve.max_connections", sv.max_connections.into(), "")?;
+    at_least_one(loaded, "serve.max_connections_per_client", sv.max_connections_per_client.into(), "")?;
+    at_least_one(loaded, "serve.max_pending_connections_per_client", sv.max_pending_connections_per_client.into(), "")?;
     if sv.max_header_bytes < MIN_HEADER_BYTES {
         return Err(loaded.error_at(
             "serve.max_header_bytes",

@@ -512,18 +512,43 @@ section!(
 section!(
     /// `graphrag-rs serve`'s connections and requests (graphrag-rs extension).
     ServeConfig {
-    /// Seconds a client has to send a request's headers; also how long a
+    /// Seconds a client has to send a request's whole head (request line
+    /// and headers), counted from the accept, not from its last byte: a head
+    /// sent a byte at a time is cut as soon as a silent one. Also how long a
     /// kept-alive connection may stay idle before its next request.
-    header_read_timeout: f64 = 10.0,
-    /// Seconds a request's whole body (an upload) may take to arrive.
-    body_read_timeout: f64 = 120.0,
+    header_read_timeout: f64 = 5.0,
+    /// A request body (an upload) must bring at least `body_min_rate` bytes
+    /// a second over each window of this many seconds: one that stalls is
+    /// cut (408) within this long, however large the upload and however
+    /// long it takes at the rate.
+    body_read_timeout: f64 = 10.0,
+    /// The slowest a request body may arrive, bytes a second (measured over
+    /// each `body_read_timeout`).
+    body_min_rate: u64 = 1024,
     /// Seconds a response may wait for a client that reads none of it
     /// before the connection is closed.
     send_timeout: f64 = 60.0,
     /// Connections served at once; more wait in the listen queue.
     max_connections: u32 = 256,
+    /// Connections one client (an IP address; for IPv6 its /64) may hold
+    /// open at once; more are refused with 429, so that one client cannot
+    /// take the `max_connections` slots from the others. Behind a reverse
+    /// proxy every connection is the proxy's: raise it to `max_connections`.
+    max_connections_per_client: u32 = 64,
+    /// Connections one client may hold that have not yet sent a whole
+    /// request (head and body): slow or stalled senders; more are refused
+    /// with 429.
+    max_pending_connections_per_client: u32 = 32,
     /// The largest request head (request line and headers), bytes (at least 8192).
     max_header_bytes: usize = 32 << 10,
+    /// The longest a question to the server may take (`/query`,
+    /// `/query/stream`, `/query/data`, the Ollama and OpenAI chat paths),
+    /// seconds: one deadline for the whole query, inside which its model
+    /// calls' `query.request_timeout` and `query.max_retry_time` run. Past
+    /// it the query's model calls are dropped and it fails with 504 (a
+    /// stream with an error line). 60 s: what a reverse proxy waits by
+    /// default (nginx's proxy_read_timeout) before it answers 504 itself.
+    query_timeout: f64 = 60.0,
     /// The most earlier messages a query or chat request may carry.
     max_history_messages: usize = 200,
     /// The most characters those messages may hold together.

@@ -466,6 +466,10 @@ fn query_and_serve_settings_are_checked_with_their_lines() {
         ("serve:\n  send_timeout: -2\n", "serve.send_timeout", 2),
         ("serve:\n  poll_seconds: 0\n", "serve.poll_seconds", 2),
         ("serve:\n  max_connections: 0\n", "serve.max_connections", 2),
+        ("serve:\n  max_connections_per_client: 0\n", "serve.max_connections_per_client", 2),
+        ("serve:\n  max_pending_connections_per_client: 0\n", "serve.max_pending_connections_per_client", 2),
+        ("serve:\n  body_min_rate: 0\n", "serve.body_min_rate", 2),
+        ("serve:\n  query_timeout: 0\n", "serve.query_timeout", 2),
         ("serve:\n  max_header_bytes: 1024\n", "serve.max_header_bytes", 2),
         ("serve:\n  cors_origins:\n    - \"*\"\n    - http://localhost:5173/\n", "serve.cors_origins[1]", 4),
         ("serve:\n  cors_origins: [localhost]\n", "serve.cors_origins[0]", 2),
@@ -553,7 +557,7 @@ fn a_working_copy_of_a_bucket_root_keeps_file_storages_in_the_bucket() {
 }
 
 /// Every setting given in seconds, as a dotted path.
-const DURATION_KEYS: [&str; 12] = [
+const DURATION_KEYS: [&str; 13] = [
     "completion_models.default_completion_model.request_timeout",
     "completion_models.default_completion_model.retry_base_delay",
     "completion_models.default_completion_model.max_retry_wait",
@@ -565,6 +569,7 @@ const DURATION_KEYS: [&str; 12] = [
     "serve.header_read_timeout",
     "serve.body_read_timeout",
     "serve.send_timeout",
+    "serve.query_timeout",
     "serve.poll_seconds",
 ];
 
@@ -595,6 +600,7 @@ fn converted_durations(s: &Settings) -> Vec<std::time::Duration> {
         s.serve.header_read_timeout,
         s.serve.body_read_timeout,
         s.serve.send_timeout,
+        s.serve.query_timeout,
         s.serve.poll_seconds,
     ];
     for m in s.completion_models.values().chain(s.embedding_models.values()) {
