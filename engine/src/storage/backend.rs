@@ -24,7 +24,7 @@
 //! `open_published`); and the working copy a run writes Parquet in
 //! ([`super::WorkingCopy`]).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::Context;
@@ -112,7 +112,7 @@ impl Store for Folder {
                     Err(e) => Err(e).with_context(|| format!("writing {}", path.display())),
                 }
             });
-        super::remove_file_if_present(&temp)?;
+        remove_file_if_present(&temp)?;
         linked
     }
 
@@ -121,7 +121,7 @@ impl Store for Folder {
     }
 
     fn delete(&self, name: &str) -> anyhow::Result<()> {
-        super::remove_file_if_present(&self.path(name))
+        remove_file_if_present(&self.path(name))
     }
 
     fn delete_all(&self) -> anyhow::Result<()> {
@@ -201,5 +201,19 @@ impl Store for ObjectLocation {
         let mut names = ObjectLocation::folders(self, "")?;
         names.dedup();
         Ok(names)
+    }
+}
+
+/// The file name of the published table `name` in a location's folder.
+pub(super) fn table_file_name(name: &str) -> String {
+    store::table_path(Path::new(""), name, true).to_string_lossy().into_owned()
+}
+
+pub(super) fn remove_file_if_present(path: &Path) -> anyhow::Result<()> {
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(e).with_context(|| format!("removing {}", path.display()))
+        }
+        _ => Ok(()),
     }
 }

@@ -35,10 +35,8 @@ mod working_copy;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use anyhow::Context;
-
 use crate::settings::{Settings, StorageConfig, StorageTarget};
-use crate::store;
+use backend::remove_file_if_present;
 pub use backend::Store;
 use files::{FileEntry, FileSource, LocalFiles};
 use graphrag_operations::ids::sha256_hex;
@@ -145,9 +143,6 @@ pub enum Backend<'a> {
     ObjectStore(&'a ObjectLocation),
 }
 
-/// The table every published index has.
-const INDEX_TABLE: &str = "documents";
-
 /// Versions kept before the published one, for readers that still hold them.
 const KEEP_PREVIOUS_VERSIONS: u64 = 1;
 
@@ -250,6 +245,11 @@ impl Location {
         }
     }
 
+    /// The location's local folder, to run in or to read fragments from.
+    pub fn working_copy(&self) -> WorkingCopy {
+        WorkingCopy { dir: self.dir.clone(), remote: self.remote.clone() }
+    }
+
     /// The location for messages.
     pub fn describe(&self) -> String {
         self.store.describe()
@@ -288,6 +288,23 @@ impl Location {
             Some(remote) => Ok(publish::fetch(remote, &self.dir.join(READER_COPIES))?
                 .map(|(dir, version)| (dir, format!("{}#{version}", remote.url())))),
         }
+    }
+
+    /// The current published version, held still to be read whole (see `published.rs`): for a folder without waiting on a writer.
+    pub fn open_published(&self) -> anyhow::Result<Published> {
+        if self.remote.is_some() {
+            return Ok(match self.published()? {
+                Some((dir, token)) => Published::Version(PublishedVersion { dir, token, _lock: None }),
+                None => Published::Nothing(String::new()),
+            });
+        }
+        let Some(lock) = crate::staging::try_lock_for_writing(&self.dir)? else { return Ok(Published::Busy) };
+        crate::staging::recover(&self.dir)?;
+        let token = crate::staging::fingerprint(&self.dir);
+        if !self.working_copy().has_index() {
+            return Ok(Published::Nothing(token));
+        }
+        Ok(Published::Version(PublishedVersion { dir: self.dir.clone(), token, _lock: Some(lock) }))
     }
 
     /// The token [`Location::published`] gives, without downloading.
@@ -376,20 +393,6 @@ impl Location {
     }
 }
 
-/// The file name of the published table `name` in a location's folder.
-fn table_file_name(name: &str) -> String {
-    store::table_path(Path::new(""), name, true).to_string_lossy().into_owned()
-}
-
-fn remove_file_if_present(path: &Path) -> anyhow::Result<()> {
-    match std::fs::remove_file(path) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-            Err(e).with_context(|| format!("removing {}", path.display()))
-        }
-        _ => Ok(()),
-    }
-}
-
 /// Where a reader's copies of published versions are kept, in the local copy.
 const READER_COPIES: &str = ".versions";
 
@@ -431,6 +434,7 @@ impl FileSource for ObjectFiles {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store;
 
     #[test]
     fn locations_follow_the_settings_base_dirs() {

@@ -11,8 +11,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::Location;
-use crate::staging::{self, WriterLock};
+use crate::staging::WriterLock;
 
 /// What [`Location::open_published`] finds.
 pub enum Published {
@@ -25,9 +24,10 @@ pub enum Published {
 
 /// One published version, held still until dropped.
 pub struct PublishedVersion {
-    dir: PathBuf,
-    token: String,
-    _lock: Option<WriterLock>,
+    pub(super) dir: PathBuf,
+    pub(super) token: String,
+    /// A folder's writer lock, held while the version is read.
+    pub(super) _lock: Option<WriterLock>,
 }
 
 impl PublishedVersion {
@@ -44,29 +44,11 @@ impl PublishedVersion {
     }
 }
 
-impl Location {
-    /// The current published version, held still to be read whole (see the
-    /// module docs): for a folder without waiting on a writer.
-    pub fn open_published(&self) -> anyhow::Result<Published> {
-        if self.remote.is_some() {
-            return Ok(match self.published()? {
-                Some((dir, token)) => Published::Version(PublishedVersion { dir, token, _lock: None }),
-                None => Published::Nothing(String::new()),
-            });
-        }
-        let Some(lock) = staging::try_lock_for_writing(&self.dir)? else { return Ok(Published::Busy) };
-        staging::recover(&self.dir)?;
-        let token = staging::fingerprint(&self.dir);
-        if !self.working_copy().has_index() {
-            return Ok(Published::Nothing(token));
-        }
-        Ok(Published::Version(PublishedVersion { dir: self.dir.clone(), token, _lock: Some(lock) }))
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use super::super::Location;
     use super::*;
+    use crate::staging;
 
     #[test]
     fn a_folder_is_busy_while_a_writer_holds_it_and_held_while_read() {

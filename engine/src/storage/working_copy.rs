@@ -19,26 +19,25 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use arrow_array::RecordBatch;
 
-use super::{remove_file_if_present, table_file_name, Location};
+use super::backend::{remove_file_if_present, table_file_name};
+use super::object::ObjectLocation;
 use crate::store;
+
+/// The table every published index has.
+pub(super) const INDEX_TABLE: &str = "documents";
 
 /// A location's local folder (see the module docs).
 #[derive(Debug, Clone)]
 pub struct WorkingCopy {
-    location: Location,
-}
-
-impl Location {
-    /// The location's local folder, to run in or to read fragments from.
-    pub fn working_copy(&self) -> WorkingCopy {
-        WorkingCopy { location: self.clone() }
-    }
+    pub(super) dir: PathBuf,
+    /// The object store prefix the folder is a copy of; none for a folder location.
+    pub(super) remote: Option<ObjectLocation>,
 }
 
 impl WorkingCopy {
     /// The folder (made when first written to).
     pub fn path(&self) -> &Path {
-        &self.location.dir
+        &self.dir
     }
 
     /// Where the table `name` is kept in the folder.
@@ -53,14 +52,14 @@ impl WorkingCopy {
 
     /// Whether the folder holds an index (its documents table).
     pub fn has_index(&self) -> bool {
-        self.table_path(super::INDEX_TABLE).is_file()
+        self.table_path(INDEX_TABLE).is_file()
     }
 
     /// Makes the file `name`, written in the folder, visible to every
     /// machine: on an object store it is uploaded (whole: a reader sees the
     /// old object or the new one); a folder location is shared as it is.
     pub fn push(&self, name: &str) -> anyhow::Result<()> {
-        match &self.location.remote {
+        match &self.remote {
             Some(remote) => remote.upload(&self.path().join(name), name),
             None => Ok(()),
         }
@@ -101,7 +100,7 @@ impl WorkingCopy {
     /// downloads it; a folder location has it or not): false when there is none.
     pub fn pull_table(&self, name: &str) -> anyhow::Result<bool> {
         let file = table_file_name(name);
-        match &self.location.remote {
+        match &self.remote {
             Some(remote) => remote.download(&file, &self.path().join(&file)),
             None => Ok(self.path().join(&file).is_file()),
         }
