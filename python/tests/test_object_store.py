@@ -1,12 +1,18 @@
 """An `Index` over a project whose index lives in an S3 bucket (moto's real
 S3 server on loopback): it answers from the published version and follows a
-new one that `update_index` publishes."""
+new one that `update_index` publishes. Documents inserted and deleted through
+Python go to the bucket's input, on S3 (moto) and Azure Blob (Azurite) alike."""
 
+import base64
+import email.utils
+import hashlib
+import hmac
 import os
 import shutil
 import socket
 import subprocess
 import time
+import urllib.error
 import urllib.request
 
 import pytest
@@ -130,24 +136,136 @@ def _exists(endpoint: str, key: str) -> bool:
     return any(o["Key"] == key for o in listed.get("Contents", []))
 
 
-def test_insert_and_delete_document_write_a_bucket_input(mock_url, moto_endpoint, tmp_path, monkeypatch):
+# Azurite's development account (public, the same in every Azurite).
+AZURITE_ACCOUNT = "devstoreaccount1"
+AZURITE_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+
+
+class Azurite:
+    """Azurite's blob service on loopback, and requests to it signed with the
+    development account's key (Azurite refuses anonymous ones)."""
+
+    def __init__(self, port: int):
+        self.port = port
+        self.connection_string = (
+            f"DefaultEndpointsProtocol=http;AccountName={AZURITE_ACCOUNT};AccountKey={AZURITE_KEY};"
+            f"BlobEndpoint=http://127.0.0.1:{port}/{AZURITE_ACCOUNT};"
+        )
+
+    def request(self, method: str, path: str, query: dict[str, str] | None = None, body: bytes = b"") -> int:
+        """One request for `path` (container/blob), Shared Key signed; its status."""
+        query = query or {}
+        headers = {"x-ms-date": email.utils.formatdate(usegmt=True), "x-ms-version": "2021-08-06"}
+        if method == "PUT" and "restype" not in query:
+            headers["x-ms-blob-type"] = "BlockBlob"
+        # urllib gives a body a form Content-Type unless told one; it is signed.
+        length, content_type = (str(len(body)), "application/octet-stream") if body else ("", "")
+        canonical_headers = "".join(f"{k}:{v}\n" for k, v in sorted(headers.items()))
+        resource = f"/{AZURITE_ACCOUNT}/{AZURITE_ACCOUNT}/{path}" + "".join(
+            f"\n{k}:{v}" for k, v in sorted(query.items())
+        )
+        to_sign = f"{method}\n\n\n{length}\n\n{content_type}\n\n\n\n\n\n\n{canonical_headers}{resource}"
+        if body:
+            headers["Content-Type"] = content_type
+        key = base64.b64decode(AZURITE_KEY)
+        signature = base64.b64encode(hmac.new(key, to_sign.encode(), hashlib.sha256).digest()).decode()
+        headers["Authorization"] = f"SharedKey {AZURITE_ACCOUNT}:{signature}"
+        url = f"http://127.0.0.1:{self.port}/{AZURITE_ACCOUNT}/{path}"
+        if query:
+            url += "?" + "&".join(f"{k}={v}" for k, v in query.items())
+        request = urllib.request.Request(url, data=body or None, method=method, headers=headers)
+        try:
+            with urllib.request.urlopen(request, timeout=10) as answer:
+                return answer.status
+        except urllib.error.HTTPError as e:
+            return e.code
+
+
+@pytest.fixture
+def azurite(tmp_path_factory):
+    binary = shutil.which("azurite-blob")
+    if binary is None:
+        if os.environ.get("CI"):
+            pytest.fail("azurite-blob not found: npm install -g azurite")
+        pytest.skip("azurite-blob not found (npm install -g azurite)")
+    port = _free_port()
+    folder = tmp_path_factory.mktemp("azurite")
+    proc = subprocess.Popen(
+        [binary, "--blobHost", "127.0.0.1", "--blobPort", str(port), "--skipApiVersionCheck", "--silent"]
+        + ["--location", str(folder)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    server = Azurite(port)
+    deadline = time.monotonic() + 60
+    # Ready once it creates the container (409: an earlier try's answer was lost).
+    while _create_container(server) not in (201, 409):
+        if time.monotonic() > deadline or proc.poll() is not None:
+            proc.kill()
+            pytest.fail("Azurite did not start within 60 s")
+        time.sleep(0.1)
+    yield server
+    proc.terminate()
+    proc.wait()
+
+
+def _create_container(server: Azurite) -> int:
+    """The status of creating the container `python-index`; 0 while nothing listens."""
+    try:
+        return server.request("PUT", "python-index", {"restype": "container"})
+    except OSError:
+        return 0
+
+
+class Bucket:
+    """The bucket a test's project root lives in: its URL scheme, how to write
+    and look for an object, and the environment its clients read."""
+
+    def __init__(self, scheme: str, put, exists):
+        self.scheme, self.put, self.exists = scheme, put, exists
+
+    def url(self, prefix: str) -> str:
+        return f"{self.scheme}://python-index/{prefix}"
+
+
+@pytest.fixture(params=["s3", "azure"])
+def bucket(request, monkeypatch):
+    if request.param == "s3":
+        endpoint = request.getfixturevalue("moto_endpoint")
+        monkeypatch.setenv("AWS_ENDPOINT_URL", endpoint)
+        monkeypatch.setenv("AWS_REGION", "us-east-1")
+        return Bucket("s3", lambda key, body: _put(endpoint, key, body), lambda key: _exists(endpoint, key))
+    server = request.getfixturevalue("azurite")
+    monkeypatch.setenv("AZURE_STORAGE_CONNECTION_STRING", server.connection_string)
+
+    def put(key: str, body: bytes) -> None:
+        assert server.request("PUT", f"python-index/{key}", body=body) == 201
+
+    return Bucket("az", put, lambda key: server.request("HEAD", f"python-index/{key}") == 200)
+
+
+def test_insert_and_delete_document_write_a_bucket_input(mock_url, bucket, tmp_path, monkeypatch):
     # A project root in the bucket: its input is the bucket's `input/` prefix.
-    root = _bucket_root(moto_endpoint, mock_url, tmp_path, monkeypatch, "docs/carol")
+    local = make_project(tmp_path / "p", mock_url, {"stave1.txt": passage("MARLEY'S GHOST", 3000)})
+    bucket.put("docs/carol/settings.yaml", (local / "settings.yaml").read_bytes())
+    bucket.put("docs/carol/input/stave1.txt", (local / "input" / "stave1.txt").read_bytes())
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    root = bucket.url("docs/carol")
     monkeypatch.chdir(tmp_path)
     graphrag_rs.build_index(root, method="fast")
     index = graphrag_rs.Index(root)
 
     name = index.insert(passage("Awaking in the middle", 3000), "stave3.txt")
-    assert _exists(moto_endpoint, "docs/carol/input/stave3.txt"), "the document is written to the bucket's input"
-    assert not (tmp_path / "s3:").exists(), "nothing is written to a local folder named after the URL"
+    assert bucket.exists("docs/carol/input/stave3.txt"), "the document is written to the bucket's input"
+    assert not (tmp_path / f"{bucket.scheme}:").exists(), "nothing is written to a local folder named after the URL"
     hits = index.query("Which berries were gleaming on the walls?", method="basic", context_only=True)
     assert "berries" in hits.context_text
     assert sorted(graphrag_rs.load_tables(root)["documents"]["title"]) == ["stave1.txt", "stave3.txt"]
-    with pytest.raises(graphrag_rs.GraphragError, match="stave3.txt exists already in s3://python-index/docs/carol/input"):
+    with pytest.raises(graphrag_rs.GraphragError, match=f"stave3.txt exists already in {root}/input"):
         index.insert("Another text.", "stave3.txt")
 
     index.delete_document(name)
-    assert not _exists(moto_endpoint, "docs/carol/input/stave3.txt"), "the document is deleted from the bucket"
+    assert not bucket.exists("docs/carol/input/stave3.txt"), "the document is deleted from the bucket"
     assert list(graphrag_rs.load_tables(root)["documents"]["title"]) == ["stave1.txt"]
-    with pytest.raises(graphrag_rs.GraphragError, match="no document 'stave3.txt' in s3://python-index/docs/carol/input"):
+    with pytest.raises(graphrag_rs.GraphragError, match=f"no document 'stave3.txt' in {root}/input"):
         index.delete_document(name)
