@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 
 pub use graphrag_local_embed::Precision;
 
-use super::{s, Secret, Unused};
+use super::{s, Provider, Secret, Unused};
 
 /// Concurrent requests per model when neither the model nor the top-level
 /// `concurrent_requests` says (GraphRAG's default).
@@ -19,8 +19,9 @@ section!(
         /// GraphRAG's client type: `litellm` (any OpenAI-compatible server).
         #[serde(rename = "type")]
         client_type: String = s("litellm"),
-        /// openai | azure | ollama | vllm | deepseek | local (in-process embeddings)
-        model_provider: String = s("openai"),
+        /// openai | azure | anthropic | gemini | ollama | vllm | deepseek | ... |
+        /// local (in-process embeddings); see `Provider`.
+        model_provider: Provider = Provider::OpenAi,
         model: String = s("gpt-4.1-mini"),
         api_key: Secret = Secret::default(),
         /// api_key | azure_managed_identity (not supported here).

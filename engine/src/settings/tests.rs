@@ -661,3 +661,40 @@ proptest::proptest! {
         }
     }
 }
+
+#[test]
+fn anthropic_and_gemini_are_providers_and_anthropic_embeds_nothing() {
+    let chat =
+        "completion_models:\n  default_completion_model:\n    model_provider: anthropic\n    model: claude-sonnet-4-5\n    api_key: k\n";
+    let loaded = parse_str(chat).unwrap();
+    let model = &loaded.settings.completion_models["default_completion_model"];
+    assert_eq!((&model.model_provider, model.max_tokens), (&Provider::Anthropic, Some(ANTHROPIC_MAX_TOKENS)));
+    let gemini =
+        "embedding_models:\n  default_embedding_model:\n    model_provider: gemini\n    model: gemini-embedding-001\n    api_key: k\n";
+    assert_eq!(
+        parse_str(gemini).unwrap().settings.embedding_models["default_embedding_model"].model_provider,
+        Provider::Gemini
+    );
+    let embed = "embedding_models:\n  default_embedding_model:\n    model: claude-x\n    model_provider: anthropic\n";
+    let err = parse_str(embed).unwrap_err();
+    assert_eq!(
+        (err.path.as_str(), err.line),
+        ("embedding_models.default_embedding_model.model_provider", Some(4)),
+        "{err}"
+    );
+    assert!(err.to_string().contains("no embeddings API"), "{err}");
+    // Anthropic's temperature ends at 1 (OpenAI's at 2).
+    let hot = format!("{chat}    temperature: 1.5\n");
+    assert_eq!(parse_str(&hot).unwrap_err().path, "completion_models.default_completion_model.temperature");
+}
+
+#[test]
+fn keys_come_from_the_provider_s_variable_only_when_settings_give_none() {
+    let text = "completion_models:\n  default_completion_model:\n    model: anthropic/claude-haiku-4-5\n  g:\n    model_provider: gemini\n    model: gemini-2.5-flash\n    api_key: from-settings\n  o:\n    model: gpt-4o\n";
+    let mut settings = parse_str(text).unwrap().settings;
+    settings.keys_from_environment(|var| Some(format!("{var}-value")));
+    let key = |id: &str| settings.completion_models[id].api_key.expose().to_string();
+    assert_eq!(key("default_completion_model"), "ANTHROPIC_API_KEY-value", "LiteLLM's form names the provider");
+    assert_eq!(key("g"), "from-settings");
+    assert_eq!(key("o"), "", "GraphRAG's OpenAI key is named in settings.yaml");
+}
