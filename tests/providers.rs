@@ -1,6 +1,7 @@
 //! Each provider's own API end to end: the binary indexes passages of the
 //! example corpus with the standard method and answers queries through
-//! Anthropic's Messages API and Gemini's API (the mock server speaks both,
+//! Anthropic's Messages API, Gemini's API and Bedrock's Converse API (the
+//! mock server speaks them all,
 //! with the same answers as its OpenAI routes), and gets the graph and the
 //! answers the OpenAI-compatible path gets; a rate limit's wait, in each
 //! API's way of saying it, is honoured and counted.
@@ -68,7 +69,7 @@ fn leaks(root: &Path) -> Vec<String> {
             let path = entry.path();
             if path.is_dir() {
                 walk(&path, out);
-            } else if path.file_name().is_some_and(|n| n != "settings.yaml")
+            } else if path.file_name().is_some_and(|n| n != "settings.yaml" && n != ".env")
                 && String::from_utf8_lossy(&fs::read(&path).unwrap()).contains(KEY)
             {
                 out.push(path.display().to_string());
@@ -109,11 +110,23 @@ fn anthropic_and_gemini_build_the_graph_of_the_openai_path_and_answer_alike() {
     assert_eq!((usage["retries"].as_u64(), usage["retry_wait_ms"].as_u64()), (Some(2), Some(500)), "{usage}");
     assert_eq!(tables(gemini.path()), want, "Gemini: the OpenAI path's graph and vectors");
 
+    // Bedrock chats through Converse, each request signed with the AWS
+    // credentials of the project's .env, in the region of call_args.
     mock.set_faults(Vec::new());
+    let bedrock = project(&mock, ("bedrock", "anthropic.claude-3-haiku-20240307-v1:0"), ("openai", "mock-embed"));
+    let settings = fs::read_to_string(bedrock.path().join("settings.yaml")).unwrap();
+    let region = "    concurrent_requests: 4\n    call_args:\n      aws_region_name: us-east-1\n";
+    fs::write(bedrock.path().join("settings.yaml"), settings.replacen("    concurrent_requests: 4\n", region, 1))
+        .unwrap();
+    let env = format!("AWS_ACCESS_KEY_ID=AKIDEXAMPLE\nAWS_SECRET_ACCESS_KEY={KEY}\n");
+    fs::write(bedrock.path().join(".env"), env).unwrap();
+    index(bedrock.path());
+    assert_eq!(tables(bedrock.path()), want, "Bedrock: the OpenAI path's graph");
+
     mock.reset_stats();
-    for (provider, root) in [("anthropic", anthropic.path()), ("gemini", gemini.path())] {
+    for (provider, root) in [("anthropic", anthropic.path()), ("gemini", gemini.path()), ("bedrock", bedrock.path())] {
         assert_eq!(answers(root), want_answers, "{provider}: the OpenAI path's answers");
         assert_eq!(leaks(root), Vec::<String>::new(), "{provider}: the key is in no output, cache or log");
     }
-    assert!(mock.stats().chat_requests >= 4, "the queries asked the models: {:?}", mock.stats());
+    assert!(mock.stats().chat_requests >= 6, "the queries asked the models: {:?}", mock.stats());
 }

@@ -510,3 +510,33 @@ fn the_start_up_check_speaks_each_api_and_keys_come_from_the_environment() {
     assert!(report.checked[0].ends_with("/v1/messages"), "{report:?}");
     assert!(report.checked[1].ends_with("/v1beta/models/gemini-embedding-001:batchEmbedContents"), "{report:?}");
 }
+
+#[test]
+fn bedrock_converse_is_signed_and_answers_as_the_openai_path() {
+    use graphrag_engine::settings::AwsAccess;
+    let mock = server(0, vec![fault(FaultKind::RateLimit { retry_after_ms: 1 }, 1)]);
+    let aws = AwsAccess {
+        key_id: "AKIDEXAMPLE".into(),
+        secret: Secret::from(KEY),
+        session_token: None,
+        region: Some("us-east-1".into()),
+    };
+    let cfg =
+        ModelConfig { aws: Some(aws.clone()), ..native(&mock, "bedrock", "anthropic.claude-3-haiku-20240307-v1:0") };
+    let usage = UsageCounters::default();
+    assert_eq!(ask_text(&cfg, 2, &usage).unwrap(), openai_text(&mock, 2), "signed, or the mock refuses it");
+    assert_eq!(usage.total().retries, 1, "a ThrottlingException (429) is retried");
+    // Converse is not read as a stream: the answer arrives whole, in one piece.
+    let mut pieces: Vec<String> = Vec::new();
+    let streamed = runtime()
+        .block_on(model(&cfg, None).chat_stream(&ask(5), &usage, &mut |d: &str| pieces.push(d.to_string())))
+        .unwrap();
+    assert_eq!((pieces, streamed.prompt_tokens > 0), (vec![openai_text(&mock, 5)], true));
+    // Without credentials or a region: one error saying what to set.
+    let no_keys = ModelConfig { aws: None, ..cfg.clone() };
+    let err = ChatModel::new("m", &no_keys, None).err().unwrap().to_string();
+    assert!(err.contains("AWS_ACCESS_KEY_ID"), "{err}");
+    let no_region = ModelConfig { aws: Some(AwsAccess { region: None, ..aws }), ..cfg };
+    let err = ChatModel::new("m", &no_region, None).err().unwrap().to_string();
+    assert!(err.contains("aws_region_name") && !err.contains(KEY), "{err}");
+}

@@ -1,5 +1,5 @@
-//! Anthropic's Messages API and Google's Gemini API, as their documents
-//! describe them: each request is checked for what the real API requires,
+//! Anthropic's Messages API, Google's Gemini API and Amazon Bedrock's
+//! Converse API, as their documents describe them: each request is checked for what the real API requires,
 //! read into the OpenAI form the answers are made from (so every provider
 //! gets the same answer to the same conversation), and the answer, its
 //! stream and its errors are written back in the provider's own format.
@@ -22,6 +22,8 @@ pub(crate) enum Wire {
     Anthropic,
     /// `POST /v1beta/models/{model}:{method}` (or `/v1/...`).
     Gemini { model: String, method: GeminiMethod },
+    /// `POST /model/{modelId}/converse`.
+    Bedrock { model: String },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,10 +37,34 @@ pub(crate) enum GeminiMethod {
     BatchEmbed,
 }
 
-/// The Anthropic and Gemini routes (`path` without trailing slash).
+/// `%XX` sequences decoded (a Bedrock model id's `%3A`).
+fn percent_decoded(segment: &str) -> String {
+    let bytes = segment.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes.get(i + 1..i + 3).and_then(|h| u8::from_str_radix(std::str::from_utf8(h).ok()?, 16).ok());
+        match (bytes[i], hex) {
+            (b'%', Some(b)) => {
+                out.push(b);
+                i += 3;
+            }
+            (b, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The Anthropic, Gemini and Bedrock routes (`path` without trailing slash).
 pub(crate) fn route(path: &str, query: &str) -> Option<(Endpoint, Wire)> {
     if path == "/v1/messages" {
         return Some((Endpoint::Chat, Wire::Anthropic));
+    }
+    if let Some(model) = path.strip_prefix("/model/").and_then(|rest| rest.strip_suffix("/converse")) {
+        return Some((Endpoint::Chat, Wire::Bedrock { model: percent_decoded(model) }));
     }
     let rest = path.strip_prefix("/v1beta/models/").or_else(|| path.strip_prefix("/v1/models/"))?;
     let (model, method) = rest.split_once(':')?;
@@ -68,6 +94,7 @@ pub(crate) fn to_openai(wire: &Wire, request: Value, headers: &HeaderMap) -> Res
     match wire {
         Wire::OpenAi { .. } => Ok(request),
         Wire::Anthropic => anthropic_request(&request, headers),
+        Wire::Bedrock { model } => converse_request(model, &request, headers),
         Wire::Gemini { model, method: GeminiMethod::Embed } => {
             Ok(json!({"model": model, "input": [gemini_text(&request)?]}))
         }
@@ -126,6 +153,46 @@ fn anthropic_request(request: &Value, headers: &HeaderMap) -> Result<Value, Stri
         "messages": messages,
         "stream": request.get("stream").and_then(Value::as_bool).unwrap_or(false),
     }))
+}
+
+/// Converse's request fields; any other is refused, as Bedrock refuses it.
+const CONVERSE_FIELDS: [&str; 10] = [
+    "messages",
+    "system",
+    "inferenceConfig",
+    "additionalModelRequestFields",
+    "toolConfig",
+    "guardrailConfig",
+    "promptVariables",
+    "additionalModelResponseFieldPaths",
+    "requestMetadata",
+    "performanceConfig",
+];
+
+/// A Converse request, signed (the mock checks that a SigV4 signature is
+/// there, not its value: the engine's test compares it with botocore's).
+fn converse_request(model: &str, request: &Value, headers: &HeaderMap) -> Result<Value, String> {
+    let signed = headers
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|a| a.starts_with("AWS4-HMAC-SHA256 Credential="));
+    if !signed || !headers.contains_key("x-amz-date") {
+        return Err("Missing Authentication Token".into());
+    }
+    if let Some(extra) =
+        request.as_object().into_iter().flatten().map(|(k, _)| k).find(|k| !CONVERSE_FIELDS.contains(&k.as_str()))
+    {
+        return Err(format!("extraneous key [{extra}] is not permitted"));
+    }
+    let mut messages = Vec::new();
+    if let Some(system) = request.get("system") {
+        messages.push(json!({"role": "system", "content": text_of(system, "text")}));
+    }
+    for m in request.get("messages").and_then(Value::as_array).ok_or("messages: required")? {
+        let role = m.get("role").and_then(Value::as_str).unwrap_or("user");
+        messages.push(json!({"role": role, "content": text_of(m.get("content").unwrap_or(&Value::Null), "text")}));
+    }
+    Ok(json!({"model": model, "messages": messages}))
 }
 
 /// The text of a Gemini embedContent request (or one of a batch).
@@ -234,6 +301,22 @@ pub(crate) fn gemini_chat(reply: &Reply, method: GeminiMethod) -> Resp {
     sse(chunks.iter().map(|c| Bytes::from(format!("data: {c}\r\n\r\n"))).collect::<VecDeque<_>>())
 }
 
+pub(crate) fn converse_chat(reply: &Reply) -> Resp {
+    json_response(
+        hyper::StatusCode::OK,
+        &json!({
+            "output": {"message": {"role": "assistant", "content": [{"text": reply.content}]}},
+            "stopReason": if reply.finish == "length" { "max_tokens" } else { "end_turn" },
+            "usage": {
+                "inputTokens": reply.prompt_tokens,
+                "outputTokens": reply.completion_tokens,
+                "totalTokens": reply.prompt_tokens + reply.completion_tokens,
+            },
+            "metrics": {"latencyMs": 0},
+        }),
+    )
+}
+
 /// An embedContent or batchEmbedContents answer.
 pub(crate) fn gemini_embeddings(vectors: Vec<Vec<f32>>, method: GeminiMethod) -> Vec<u8> {
     // Typed, so that each f32 is written as an f32 (a `Value` would widen it).
@@ -269,6 +352,8 @@ pub(crate) fn error_body(
 ) -> Value {
     match wire {
         Wire::OpenAi { .. } => json!({"error": {"message": message, "type": ty, "param": null, "code": code}}),
+        // AWS's JSON errors: the message alone (the type is a header).
+        Wire::Bedrock { .. } => json!({ "message": message }),
         Wire::Anthropic => {
             let kind = match status {
                 400 => "invalid_request_error",

@@ -313,7 +313,7 @@ fn respond(
                 Wire::Anthropic => {
                     h.insert(RETRY_AFTER, HeaderValue::from(retry_after_ms.div_ceil(1000)));
                 }
-                Wire::Gemini { .. } => {}
+                Wire::Gemini { .. } | Wire::Bedrock { .. } => {}
             }
             return r;
         }
@@ -349,6 +349,7 @@ fn respond(
                 Wire::OpenAi { .. } => openai_chat(&reply, &request),
                 Wire::Anthropic => providers::anthropic_chat(&reply, request["stream"] == true),
                 Wire::Gemini { method, .. } => providers::gemini_chat(&reply, *method),
+                Wire::Bedrock { .. } => providers::converse_chat(&reply),
             },
             Err(message) => refuse(message),
         },

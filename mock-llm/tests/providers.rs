@@ -150,3 +150,31 @@ fn a_gemini_rate_limit_says_its_wait_in_the_body() {
     assert_eq!((error["code"].as_u64(), error["status"].as_str()), (Some(429), Some("RESOURCE_EXHAUSTED")));
     assert_eq!(error["details"][0]["retryDelay"], "0.25s");
 }
+
+#[test]
+fn bedrock_converse_wants_a_signature_and_gets_the_openai_answer() {
+    let s = server_with(vec![]);
+    let want = openai_answer(&s);
+    let path = "/model/anthropic.claude-3-haiku-20240307-v1%3A0/converse";
+    let body = json!({
+        "system": [{"text": SYSTEM}],
+        "messages": [{"role": "user", "content": [{"text": ASK}]}],
+        "inferenceConfig": {"maxTokens": 500, "temperature": 0.0},
+    });
+    let r = post(&s, path, &body, &[]);
+    assert!(r.status == 400 && r.json()["message"] == "Missing Authentication Token", "{}", r.text());
+    let signed = [
+        ("authorization", "AWS4-HMAC-SHA256 Credential=AKID/20261128/us-east-1/bedrock/aws4_request, SignedHeaders=host, Signature=00"),
+        ("x-amz-date", "20261128T163000Z"),
+    ];
+    let r = post(&s, path, &body, &signed);
+    assert_eq!(r.status, 200, "{}", r.text());
+    let v = r.json();
+    assert_eq!(v["output"]["message"]["content"], json!([{"text": want}]));
+    assert_eq!(v["stopReason"], "end_turn");
+    assert!(v["usage"]["inputTokens"].as_u64().unwrap() > 0);
+    let mut openai_style = body.clone();
+    openai_style["temperature"] = 0.0.into();
+    let r = post(&s, path, &openai_style, &signed);
+    assert!(r.status == 400 && r.text().contains("extraneous key [temperature]"), "{}", r.text());
+}

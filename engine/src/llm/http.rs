@@ -6,17 +6,18 @@
 //! type from api_base, its query kept; response bodies are read up to a
 //! size limit.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER};
 use reqwest::Url;
 use serde_json::Value;
 
 use super::answer::MAX_ANSWER_BYTES;
+use super::bedrock::{self, Signer};
 use super::wire::Wire;
 use super::{anthropic, Completion, LlmError};
 use crate::api_base::{self, redact, PUBLIC_PARAMS};
-use crate::settings::{duration_of_seconds, ModelConfig, Provider};
+use crate::settings::{duration_of_seconds, AwsAccess, ModelConfig, Provider};
 
 /// The largest chat response body read: room for an answer of
 /// [`MAX_ANSWER_BYTES`] with JSON escaping. A larger one is not read to the end.
@@ -56,6 +57,8 @@ pub(crate) struct Transport {
     stream_url: Url,
     /// None: the provider has no embeddings API (Anthropic).
     embeddings_url: Option<Url>,
+    /// Signs each request (Bedrock's SigV4); None: the key is a header.
+    signer: Option<Signer>,
     /// The API key and api_base's query values: never shown.
     secrets: Vec<String>,
 }
@@ -73,16 +76,39 @@ fn default_api_base(provider: &str) -> Option<&'static str> {
     }
 }
 
+/// A Bedrock model's AWS access and region, or what to set.
+fn aws_access<'c>(id: &str, config: &'c ModelConfig) -> Result<(&'c AwsAccess, String), LlmError> {
+    let access = config.aws.as_ref().ok_or_else(|| {
+        LlmError::Config(format!(
+            "model `{id}`: Bedrock signs requests with AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN for temporary ones) in the environment or the project's .env"
+        ))
+    })?;
+    let region = access.region.clone().ok_or_else(|| {
+        LlmError::Config(format!(
+            "model `{id}`: Bedrock needs a region: set call_args.aws_region_name in settings.yaml, or AWS_REGION"
+        ))
+    })?;
+    Ok((access, region))
+}
+
 /// Whether `base`'s path already ends with an API version segment
 /// (`/v1`, `/v1beta`): the address of the API, not of its host.
 fn versioned(base: &Url) -> bool {
     base.path_segments().and_then(|mut s| s.rfind(|seg| !seg.is_empty())).is_some_and(|seg| seg.starts_with("v1"))
 }
 
-/// The chat, streamed chat and embeddings URLs of Anthropic and Gemini.
-/// api_base is the API's host (the SDKs' base URL) or its versioned root.
+/// The chat, streamed chat and embeddings URLs of Anthropic, Gemini and
+/// Bedrock. api_base is the API's host (the SDKs' base URL) or, for
+/// Anthropic and Gemini, its versioned root.
 fn native_urls(wire: Wire, base: &Url, model: &str) -> (Url, Url, Option<Url>) {
     match wire {
+        Wire::Bedrock => {
+            // Set as a path, the model id's percent-encoding is kept as is.
+            let mut chat = base.clone();
+            let path = format!("{}/model/{}/converse", base.path().trim_end_matches('/'), bedrock::path_segment(model));
+            chat.set_path(&path);
+            (chat.clone(), chat, None)
+        }
         Wire::Anthropic => {
             let chat = endpoint(base, if versioned(base) { &["messages"] } else { &["v1", "messages"] }, &[]);
             (chat.clone(), chat, None)
@@ -117,7 +143,16 @@ pub(crate) fn endpoint(base: &Url, segments: &[&str], query: &[(&str, &str)]) ->
 impl Transport {
     pub(crate) fn new(id: &str, config: &ModelConfig) -> Result<Self, LlmError> {
         let provider = config.model_provider.as_str();
-        let base = match (&config.api_base, default_api_base(provider)) {
+        let wire = Wire::of(&config.model_provider);
+        let aws = match wire {
+            Wire::Bedrock => Some(aws_access(id, config)?),
+            _ => None,
+        };
+        let default = match &aws {
+            Some((_, region)) => Some(bedrock::default_base(region)),
+            None => default_api_base(provider).map(str::to_string),
+        };
+        let base = match (&config.api_base, &default) {
             (Some(b), _) => b.as_str(),
             (None, Some(d)) => d,
             (None, None) => {
@@ -138,8 +173,14 @@ impl Transport {
             secrets.push(secret.clone());
         }
         let mut headers = HeaderMap::new();
-        let wire = Wire::of(&config.model_provider);
-        let (chat_url, embeddings_url) = if wire != Wire::OpenAi {
+        let (chat_url, embeddings_url) = if let Some((access, region)) = aws {
+            secrets.push(access.secret.expose().to_string());
+            secrets.extend(access.session_token.as_ref().map(|t| t.expose().to_string()));
+            let urls = native_urls(wire, &base, &config.model);
+            let mut transport = Transport::build(id, config, headers, wire, urls, secrets)?;
+            transport.signer = Some(Signer::new(access, &region));
+            return Ok(transport);
+        } else if wire != Wire::OpenAi {
             let (chat, stream, embeddings) = native_urls(wire, &base, &config.model);
             let key_header = if wire == Wire::Anthropic { "x-api-key" } else { "x-goog-api-key" };
             if !secret.is_empty() {
@@ -199,7 +240,30 @@ impl Transport {
             .timeout(duration_of_seconds(config.request_timeout))
             .build()
             .map_err(|e| LlmError::Config(format!("model `{id}`: cannot build HTTP client: {e}")))?;
-        Ok(Transport { client, wire, chat_url, stream_url, embeddings_url, secrets })
+        Ok(Transport { client, wire, chat_url, stream_url, embeddings_url, signer: None, secrets })
+    }
+
+    /// A POST of `body` to `url`: signed when the provider signs requests.
+    fn post(&self, url: &Url, body: &Value) -> Result<reqwest::RequestBuilder, Failure> {
+        let request = self.client.post(url.clone());
+        let Some(signer) = &self.signer else { return Ok(request.json(body)) };
+        let bytes = serde_json::to_vec(body).unwrap_or_default();
+        let json = "application/json";
+        let signed = signer.sign(url.as_str(), &[("content-type", json)], &bytes, SystemTime::now());
+        let signed =
+            signed.map_err(|message| Failure { retryable: false, status: None, message, retry_after: None })?;
+        let mut request = request.header(CONTENT_TYPE, json).body(bytes);
+        for (name, value) in signed {
+            let mut value = HeaderValue::from_str(&value).map_err(|_| Failure {
+                retryable: false,
+                status: None,
+                message: format!("the signature's {name} header is not a header value"),
+                retry_after: None,
+            })?;
+            value.set_sensitive(true);
+            request = request.header(name, value);
+        }
+        Ok(request)
     }
 
     /// A chat request of `body` (OpenAI's form, translated for the provider).
@@ -261,7 +325,7 @@ impl Transport {
 
     /// Sends a request; a non-success status becomes a classified failure.
     async fn send(&self, url: &Url, body: &Value) -> Result<reqwest::Response, Failure> {
-        let response = self.client.post(url.clone()).json(body).send().await.map_err(|e| Failure {
+        let response = self.post(url, body)?.send().await.map_err(|e| Failure {
             retryable: !is_permanent(&e),
             status: None,
             message: self.scrub(&describe_send_error(&e)),
@@ -276,9 +340,11 @@ impl Transport {
         let code = status.as_u16();
         let error = serde_json::from_str::<Value>(&text).ok();
         let retry_after = retry_after.or_else(|| error.as_ref().and_then(|e| self.wire.retry_delay(e)));
-        // Every provider's error body has `error.message` (OpenAI's, Anthropic's, Google's).
+        // `error.message` (OpenAI's, Anthropic's, Google's) or `message` (AWS's).
         let server_message = error
-            .and_then(|v| v.pointer("/error/message").and_then(Value::as_str).map(str::to_string))
+            .and_then(|v| {
+                v.pointer("/error/message").or_else(|| v.get("message")).and_then(Value::as_str).map(str::to_string)
+            })
             .unwrap_or_else(|| text.chars().take(300).collect());
         Err(Failure {
             // Other 4xx (bad key, unknown model, bad request) will not change;
@@ -299,6 +365,20 @@ impl Transport {
         body: &Value,
         on_delta: &mut (dyn FnMut(&str) + Send),
     ) -> Result<Completion, Failure> {
+        if !self.wire.streams() {
+            return match self.chat(body).await? {
+                ChatReply::Completion(whole) => {
+                    on_delta(&whole.content);
+                    Ok(whole)
+                }
+                ChatReply::Oversized { limit } => Err(Failure {
+                    retryable: false,
+                    status: None,
+                    message: format!("the answer is larger than {} MB, the most read", limit >> 20),
+                    retry_after: None,
+                }),
+            };
+        }
         let mut response = self.send(&self.stream_url, &self.wire.chat_body(body)).await?;
         let mut done = Completion::default();
         let mut pending: Vec<u8> = Vec::new();
@@ -339,7 +419,11 @@ impl Transport {
             false => (&self.chat_url, self.wire.chat_body(body)),
         };
         let shown = redact(url);
-        let response = match self.client.post(url.clone()).json(&body).send().await {
+        let request = match self.post(url, &body) {
+            Ok(request) => request,
+            Err(f) => return Probe::NoAnswer { url: shown, cause: SendFailure::Other, detail: f.message },
+        };
+        let response = match request.send().await {
             Ok(r) => r,
             Err(e) => {
                 let cause = if e.is_timeout() {

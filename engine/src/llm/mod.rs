@@ -5,6 +5,7 @@
 
 pub mod answer;
 mod anthropic;
+mod bedrock;
 mod cache;
 mod cache_budget;
 mod cache_folder;

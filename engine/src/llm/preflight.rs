@@ -278,6 +278,12 @@ fn judge(kind: ModelKind, config: &ModelConfig, probe: Probe) -> Verdict {
             }
         }
         401 | 403 => {
+            if config.model_provider == Provider::Bedrock {
+                return fail(
+                    "model_provider",
+                    format!("Bedrock refused the request (HTTP {status} from {url}: {message}): check AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN, the region, and the account's access to model `{}`", config.model),
+                );
+            }
             let from = match config.model_provider.key_variable() {
                 Some(var) => format!("{var} in the environment or the project's .env"),
                 None => "GRAPHRAG_API_KEY in the project's .env".to_string(),

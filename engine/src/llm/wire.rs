@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::{anthropic, gemini, openai, Completion};
+use super::{anthropic, bedrock, gemini, openai, Completion};
 use crate::settings::Provider;
 
 /// Which API a model speaks.
@@ -22,6 +22,8 @@ pub(crate) enum Wire {
     Anthropic,
     /// Gemini's generateContent and batchEmbedContents.
     Gemini,
+    /// Bedrock's Converse (chat only; answers are not streamed).
+    Bedrock,
 }
 
 impl Wire {
@@ -29,6 +31,7 @@ impl Wire {
         match provider {
             Provider::Anthropic => Wire::Anthropic,
             Provider::Gemini => Wire::Gemini,
+            Provider::Bedrock => Wire::Bedrock,
             _ => Wire::OpenAi,
         }
     }
@@ -39,14 +42,22 @@ impl Wire {
             Wire::OpenAi => body.clone(),
             Wire::Anthropic => anthropic::chat_body(body),
             Wire::Gemini => gemini::chat_body(body),
+            Wire::Bedrock => bedrock::chat_body(body),
         }
+    }
+
+    /// Whether answers come as server-sent events when asked to stream
+    /// (Bedrock's ConverseStream is AWS's binary event stream, not read here:
+    /// its answer is asked whole and handed on in one piece).
+    pub(crate) fn streams(self) -> bool {
+        self != Wire::Bedrock
     }
 
     /// The embeddings request body for `body` (OpenAI's form).
     pub(crate) fn embeddings_body(self, body: &Value) -> Value {
         match self {
             Wire::Gemini => gemini::embeddings_body(body),
-            Wire::OpenAi | Wire::Anthropic => body.clone(),
+            Wire::OpenAi | Wire::Anthropic | Wire::Bedrock => body.clone(),
         }
     }
 
@@ -56,6 +67,7 @@ impl Wire {
             Wire::OpenAi => openai::completion(json),
             Wire::Anthropic => anthropic::completion(json),
             Wire::Gemini => gemini::completion(json),
+            Wire::Bedrock => bedrock::completion(json),
         }
     }
 
@@ -66,6 +78,7 @@ impl Wire {
             Wire::OpenAi => Ok(openai::stream_event(event, done)),
             Wire::Anthropic => anthropic::stream_event(event, done),
             Wire::Gemini => gemini::stream_event(event, done),
+            Wire::Bedrock => Err("Bedrock's answers are not read as server-sent events".into()),
         }
     }
 
@@ -74,7 +87,7 @@ impl Wire {
     pub(crate) fn embeddings(self, bytes: &[u8], expected: usize) -> Result<(Vec<Vec<f32>>, u64), String> {
         match self {
             Wire::Gemini => gemini::embeddings(bytes, expected),
-            Wire::OpenAi | Wire::Anthropic => openai::embeddings(bytes, expected),
+            Wire::OpenAi | Wire::Anthropic | Wire::Bedrock => openai::embeddings(bytes, expected),
         }
     }
 
@@ -83,7 +96,7 @@ impl Wire {
     pub(crate) fn retry_delay(self, error: &Value) -> Option<Duration> {
         match self {
             Wire::Gemini => gemini::retry_delay(error),
-            Wire::OpenAi | Wire::Anthropic => None,
+            Wire::OpenAi | Wire::Anthropic | Wire::Bedrock => None,
         }
     }
 
@@ -91,13 +104,14 @@ impl Wire {
     pub(crate) fn is_answer(self, embeddings: bool, json: &Value) -> bool {
         let found = |pointer: &str| json.pointer(pointer).is_some();
         match (self, embeddings) {
-            (Wire::OpenAi | Wire::Anthropic, true) => {
+            (Wire::OpenAi | Wire::Anthropic | Wire::Bedrock, true) => {
                 json.pointer("/data/0/embedding").is_some_and(|e| e.is_array() || e.is_string())
             }
             (Wire::OpenAi, false) => found("/choices/0"),
             (Wire::Anthropic, false) => found("/content"),
             (Wire::Gemini, true) => found("/embeddings/0/values"),
             (Wire::Gemini, false) => found("/candidates/0"),
+            (Wire::Bedrock, false) => found("/output/message"),
         }
     }
 
@@ -107,6 +121,7 @@ impl Wire {
             Wire::OpenAi => "the OpenAI API",
             Wire::Anthropic => "Anthropic's Messages API",
             Wire::Gemini => "the Gemini API",
+            Wire::Bedrock => "Bedrock's Converse API",
         }
     }
 }

@@ -294,10 +294,11 @@ pub fn regex_error(pattern: &str, e: &regex::Error) -> String {
 /// Providers graphrag-rs calls: Anthropic's and Gemini's own APIs, and over
 /// the OpenAI API those it knows the address of and any other
 /// OpenAI-compatible server given an api_base.
-pub(super) const PROVIDERS: [&str; 17] = [
+pub(super) const PROVIDERS: [&str; 18] = [
     "openai",
     "anthropic",
     "gemini",
+    "bedrock",
     "azure",
     "ollama",
     "vllm",
@@ -363,10 +364,10 @@ fn check_model_values(
             format!("`{provider}` is not a provider graphrag-rs can call{what}: one of {}{hint}", known.join(", ")),
         ));
     }
-    if embedding && !m.model_provider.embeds() {
+    if let (true, Some(why)) = (embedding, m.model_provider.embeddings_refusal()) {
         return Err(loaded.error_at(
             &key("model_provider"),
-            format!("`{provider}` has no embeddings API: embed with another provider (openai, gemini, local, ...)"),
+            format!("`{provider}` cannot embed: {why}; embed with another provider (openai, gemini, local, ...)"),
         ));
     }
     if let Some(base) = &m.api_base {

@@ -82,7 +82,7 @@ pub use compat::IgnoredKey;
 pub use models::{
     Jitter, ModelConfig, Precision, RateLimit, RateLimitConfig, RetryConfig, RetryPolicy, DEFAULT_CONCURRENCY,
 };
-pub use provider::Provider;
+pub use provider::{AwsAccess, Provider};
 pub use sections::*;
 pub use storage::{
     AzureAccount, ProjectRoot, RemoteService, RemoteStorage, StorageConfig, StorageKeyError, StorageTarget,
@@ -163,10 +163,14 @@ impl Settings {
     }
 
     /// A model without an api_key takes its provider's variable
-    /// (`ANTHROPIC_API_KEY`, `GEMINI_API_KEY`) from `lookup`, as GraphRAG's
-    /// LiteLLM does.
+    /// (`ANTHROPIC_API_KEY`, `GEMINI_API_KEY`) from `lookup`, and a Bedrock
+    /// model the AWS credentials (see `AwsAccess`), as GraphRAG's LiteLLM does.
     pub fn keys_from_environment(&mut self, lookup: impl Fn(&str) -> Option<String>) {
         for model in self.completion_models.values_mut().chain(self.embedding_models.values_mut()) {
+            if model.model_provider == Provider::Bedrock {
+                let region = model.call_args.get("aws_region_name").and_then(|r| r.as_str()).map(str::to_string);
+                model.aws = AwsAccess::from_environment(&lookup, region);
+            }
             if let (true, Some(var)) = (model.api_key.is_empty(), model.model_provider.key_variable()) {
                 if let Some(key) = lookup(var).filter(|k| !k.trim().is_empty()) {
                     model.api_key = Secret(key);

@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 
 pub use graphrag_local_embed::Precision;
 
-use super::{s, Provider, Secret, Unused};
+use super::{s, AwsAccess, Provider, Secret, Unused};
 
 /// Concurrent requests per model when neither the model nor the top-level
 /// `concurrent_requests` says (GraphRAG's default).
@@ -77,6 +77,10 @@ section!(
         metrics: Option<Unused> = None,
         /// GraphRAG's mock provider answers (accepted, no effect).
         mock_responses: Option<Unused> = None,
+        /// A Bedrock model's AWS credentials and region, from the environment
+        /// (not a settings key: see `AwsAccess`).
+        #[serde(skip)]
+        aws: Option<AwsAccess> = None,
     }
 );
 
@@ -156,11 +160,12 @@ pub struct RateLimit {
 }
 
 impl ModelConfig {
-    /// Whether a chat model can reach a server: an API key, or an explicit
-    /// api_base (local servers need no key). Without either, queries are
-    /// retrieval-only and the fast pipeline is the one that indexes.
+    /// Whether a chat model can reach a server: an API key (AWS credentials
+    /// for Bedrock), or an explicit api_base (local servers need no key).
+    /// Without either, queries are retrieval-only and the fast pipeline is
+    /// the one that indexes.
     pub fn chat_configured(&self) -> bool {
-        !self.api_key.is_empty() || self.api_base.is_some()
+        !self.api_key.is_empty() || self.api_base.is_some() || self.aws.is_some()
     }
 
     /// Requests in flight at once.

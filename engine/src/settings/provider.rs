@@ -6,6 +6,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::Secret;
+
 /// A model's provider. Serialised as the name written in settings.yaml.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(from = "String", into = "String")]
@@ -17,6 +19,8 @@ pub enum Provider {
     Anthropic,
     /// Google's Gemini API (generativelanguage.googleapis.com).
     Gemini,
+    /// Amazon Bedrock's Converse API, requests signed with AWS credentials.
+    Bedrock,
     /// The in-process embedding model.
     Local,
     /// Another OpenAI-compatible server, by the name written (ollama, vllm,
@@ -31,6 +35,7 @@ impl Provider {
             Provider::Azure => "azure",
             Provider::Anthropic => "anthropic",
             Provider::Gemini => "gemini",
+            Provider::Bedrock => "bedrock",
             Provider::Local => "local",
             Provider::Compatible(name) => name,
         }
@@ -46,9 +51,13 @@ impl Provider {
         }
     }
 
-    /// Whether the provider's API embeds texts.
-    pub fn embeds(&self) -> bool {
-        *self != Provider::Anthropic
+    /// Why the provider cannot be an embedding model, if it cannot.
+    pub fn embeddings_refusal(&self) -> Option<&'static str> {
+        match self {
+            Provider::Anthropic => Some("Anthropic has no embeddings API"),
+            Provider::Bedrock => Some("Bedrock's embedding models (InvokeModel) are not implemented yet"),
+            _ => None,
+        }
     }
 }
 
@@ -59,6 +68,7 @@ impl From<&str> for Provider {
             "azure" => Provider::Azure,
             "anthropic" => Provider::Anthropic,
             "gemini" => Provider::Gemini,
+            "bedrock" => Provider::Bedrock,
             "local" => Provider::Local,
             other => Provider::Compatible(other.to_string()),
         }
@@ -80,6 +90,36 @@ impl From<Provider> for String {
 impl std::fmt::Display for Provider {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+/// What a Bedrock model signs its requests with: the AWS variables of the
+/// environment or the project's .env (`AWS_ACCESS_KEY_ID`,
+/// `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`), and the region of
+/// `call_args.aws_region_name` (LiteLLM's) or `AWS_REGION_NAME`,
+/// `AWS_REGION`, `AWS_DEFAULT_REGION`. Never written out.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AwsAccess {
+    pub key_id: String,
+    pub secret: Secret,
+    pub session_token: Option<Secret>,
+    pub region: Option<String>,
+}
+
+impl AwsAccess {
+    /// The access of `lookup`'s variables; None without a key pair.
+    pub(super) fn from_environment(
+        lookup: &impl Fn(&str) -> Option<String>,
+        region: Option<String>,
+    ) -> Option<AwsAccess> {
+        let var = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
+        Some(AwsAccess {
+            key_id: var("AWS_ACCESS_KEY_ID")?,
+            secret: Secret::from(var("AWS_SECRET_ACCESS_KEY")?.as_str()),
+            session_token: var("AWS_SESSION_TOKEN").map(|t| Secret::from(t.as_str())),
+            region: region
+                .or_else(|| ["AWS_REGION_NAME", "AWS_REGION", "AWS_DEFAULT_REGION"].iter().find_map(|v| var(v))),
+        })
     }
 }
 
