@@ -13,7 +13,8 @@
 //! `/v1`, and Azure's `/openai/deployments/{name}/...?api-version=...`),
 //! Anthropic's `POST /v1/messages`, Gemini's `POST
 //! /v1beta/models/{model}:generateContent` (`:streamGenerateContent`,
-//! `:embedContent`, `:batchEmbedContents`; also under `/v1`),
+//! `:embedContent`, `:batchEmbedContents`; also under `/v1`), Bedrock's
+//! `POST /model/{modelId}/converse` (SigV4-signed),
 //! `GET /v1/models`, `GET /stats`, `POST /stats/reset`, `GET /health`.
 //! Every answer is a pure function of the request (see [`answers`]).
 
