@@ -399,3 +399,144 @@ fn the_start_up_check_asks_again_after_a_dropped_connection_and_names_a_cut_shor
         assert!(warning.contains(defect) && !warning.contains("web page"), "{defect}: {warning}");
     }
 }
+
+/// `config` for `provider`'s own API at the mock server's address.
+fn native(mock: &MockServer, provider: &str, model: &str) -> ModelConfig {
+    ModelConfig {
+        model_provider: provider.into(),
+        model: model.into(),
+        api_base: Some(mock.root_url()),
+        ..config(mock)
+    }
+}
+
+/// What the OpenAI path answers question `i` (the mock answers every API alike).
+fn openai_text(mock: &MockServer, i: usize) -> String {
+    ask_text(&config(mock), i, &UsageCounters::default()).unwrap()
+}
+
+#[test]
+fn anthropic_and_gemini_answer_as_the_openai_path_streamed_or_not() {
+    let mock = server(0, vec![]);
+    for cfg in [native(&mock, "anthropic", "claude-sonnet-4-5"), native(&mock, "gemini", "gemini-2.5-flash")] {
+        let usage = UsageCounters::default();
+        let provider = cfg.model_provider.to_string();
+        assert_eq!(ask_text(&cfg, 3, &usage).unwrap(), openai_text(&mock, 3), "{provider}");
+        let counted = usage.total();
+        assert!(counted.prompt_tokens > 0 && counted.completion_tokens > 0, "{provider}: {counted:?}");
+        let mut pieces: Vec<String> = Vec::new();
+        let streamed = runtime()
+            .block_on(model(&cfg, None).chat_stream(&ask(4), &usage, &mut |d: &str| pieces.push(d.to_string())))
+            .unwrap();
+        assert!(pieces.len() > 1, "{provider}: {pieces:?}");
+        assert_eq!((pieces.concat(), streamed.content.clone()), (openai_text(&mock, 4), openai_text(&mock, 4)));
+        assert_eq!(streamed.finish_reason.as_deref(), Some("stop"), "{provider}");
+        // Tokens as the stream reports them, not an estimate of the answer alone.
+        assert!(streamed.prompt_tokens > 10, "{provider}: {streamed:?}");
+    }
+    // Gemini's JSON mode (responseMimeType) gives an object, as response_format does.
+    let json =
+        runtime().block_on(model(&native(&mock, "gemini", "g"), None).chat_json(&report(), &UsageCounters::default()));
+    assert!(json.unwrap().is_object());
+}
+
+#[test]
+fn an_anthropic_429_waits_its_retry_after_and_a_529_overload_is_retried() {
+    let mock = server(
+        0,
+        vec![
+            fault(FaultKind::RateLimit { retry_after_ms: 1000 }, 1),
+            FaultRule::always(FaultKind::ServerError { status: 529 }).after(1).first(3),
+        ],
+    );
+    let cfg = ModelConfig { max_retry_wait: 5.0, ..native(&mock, "anthropic", "claude-haiku-4-5") };
+    let usage = UsageCounters::default();
+    assert_eq!(ask_text(&cfg, 1, &usage).unwrap(), openai_text(&mock, 1));
+    let counted = usage.total();
+    assert_eq!(counted.retries, 3, "one 429 and two 529s: {counted:?}");
+    // retry-after: 1 (whole seconds, as Anthropic sends it) is waited in
+    // full; the 529s wait the backoff (milliseconds here).
+    assert!((1000..1100).contains(&counted.retry_wait_ms), "{counted:?}");
+}
+
+#[test]
+fn a_gemini_429_waits_the_retry_delay_of_its_body() {
+    let mock = server(0, vec![fault(FaultKind::RateLimit { retry_after_ms: 250 }, 2)]);
+    let cfg = ModelConfig { max_retry_wait: 5.0, ..native(&mock, "gemini", "gemini-2.5-flash") };
+    let usage = UsageCounters::default();
+    ask_text(&cfg, 1, &usage).unwrap();
+    assert_eq!((usage.total().retries, usage.total().retry_wait_ms), (2, 500));
+}
+
+#[test]
+fn gemini_embeddings_are_the_openai_vectors_and_are_cached() {
+    let mock = server(0, vec![]);
+    let texts: Vec<String> = (0..5).map(|i| format!("Marley was dead, number {i}")).collect();
+    let embed = |cfg: &ModelConfig, usage: &UsageCounters| {
+        let m = EmbeddingModel::new("e", cfg, None).unwrap();
+        runtime().block_on(m.embed(&texts, usage)).unwrap()
+    };
+    let openai = embed(&config(&mock), &UsageCounters::default());
+    let gemini_cfg = ModelConfig { batch_size: 2, ..native(&mock, "gemini", "gemini-embedding-001") };
+    let usage = UsageCounters::default();
+    assert_eq!(embed(&gemini_cfg, &usage), openai);
+    assert_eq!(mock.stats().embedding_requests, 1 + 3, "batches of two");
+    assert!(usage.total().prompt_tokens > 0, "Gemini reports none: estimated");
+}
+
+#[test]
+fn the_start_up_check_speaks_each_api_and_keys_come_from_the_environment() {
+    use graphrag_engine::llm::preflight::{check, ModelKind};
+    let mock = server(0, vec![]);
+    let dir = tempfile::tempdir().unwrap();
+    // LiteLLM's `provider/model` names; keys only in the project's .env.
+    let settings = format!(
+        "completion_models:\n  default_completion_model:\n    model_provider: anthropic\n    model: anthropic/claude-sonnet-4-5\n    api_base: {root}\nembedding_models:\n  default_embedding_model:\n    model_provider: gemini\n    model: gemini/gemini-embedding-001\n    api_base: {root}\n",
+        root = mock.root_url()
+    );
+    std::fs::write(dir.path().join("settings.yaml"), settings).unwrap();
+    std::fs::write(dir.path().join(".env"), format!("ANTHROPIC_API_KEY={KEY}\nGEMINI_API_KEY={KEY}-g\n")).unwrap();
+    let loaded = graphrag_engine::settings::load(dir.path()).unwrap();
+    let chat = &loaded.settings.completion_models["default_completion_model"];
+    let embedding = &loaded.settings.embedding_models["default_embedding_model"];
+    assert_eq!((chat.model.as_str(), chat.api_key.expose(), chat.max_tokens), ("claude-sonnet-4-5", KEY, Some(4096)));
+    assert_eq!((embedding.model.as_str(), embedding.api_key.expose()), ("gemini-embedding-001", &*format!("{KEY}-g")));
+    let targets = [
+        (ModelKind::Chat, "default_completion_model".to_string()),
+        (ModelKind::Embedding, "default_embedding_model".to_string()),
+    ];
+    let report = check(&loaded, &targets).unwrap();
+    assert_eq!(report.checked.len(), 2, "{report:?}");
+    assert!(report.checked[0].ends_with("/v1/messages"), "{report:?}");
+    assert!(report.checked[1].ends_with("/v1beta/models/gemini-embedding-001:batchEmbedContents"), "{report:?}");
+}
+
+#[test]
+fn bedrock_converse_is_signed_and_answers_as_the_openai_path() {
+    use graphrag_engine::settings::AwsAccess;
+    let mock = server(0, vec![fault(FaultKind::RateLimit { retry_after_ms: 1 }, 1)]);
+    let aws = AwsAccess {
+        key_id: "AKIDEXAMPLE".into(),
+        secret: Secret::from(KEY),
+        session_token: None,
+        region: Some("us-east-1".into()),
+    };
+    let cfg =
+        ModelConfig { aws: Some(aws.clone()), ..native(&mock, "bedrock", "anthropic.claude-3-haiku-20240307-v1:0") };
+    let usage = UsageCounters::default();
+    assert_eq!(ask_text(&cfg, 2, &usage).unwrap(), openai_text(&mock, 2), "signed, or the mock refuses it");
+    assert_eq!(usage.total().retries, 1, "a ThrottlingException (429) is retried");
+    // Converse is not read as a stream: the answer arrives whole, in one piece.
+    let mut pieces: Vec<String> = Vec::new();
+    let streamed = runtime()
+        .block_on(model(&cfg, None).chat_stream(&ask(5), &usage, &mut |d: &str| pieces.push(d.to_string())))
+        .unwrap();
+    assert_eq!((pieces, streamed.prompt_tokens > 0), (vec![openai_text(&mock, 5)], true));
+    // Without credentials or a region: one error saying what to set.
+    let no_keys = ModelConfig { aws: None, ..cfg.clone() };
+    let err = ChatModel::new("m", &no_keys, None).err().unwrap().to_string();
+    assert!(err.contains("AWS_ACCESS_KEY_ID"), "{err}");
+    let no_region = ModelConfig { aws: Some(AwsAccess { region: None, ..aws }), ..cfg };
+    let err = ChatModel::new("m", &no_region, None).err().unwrap().to_string();
+    assert!(err.contains("aws_region_name") && !err.contains(KEY), "{err}");
+}

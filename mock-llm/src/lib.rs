@@ -11,11 +11,16 @@
 //!
 //! Routes: `POST /v1/chat/completions`, `POST /v1/embeddings` (also without
 //! `/v1`, and Azure's `/openai/deployments/{name}/...?api-version=...`),
+//! Anthropic's `POST /v1/messages`, Gemini's `POST
+//! /v1beta/models/{model}:generateContent` (`:streamGenerateContent`,
+//! `:embedContent`, `:batchEmbedContents`; also under `/v1`), Bedrock's
+//! `POST /model/{modelId}/converse` (SigV4-signed),
 //! `GET /v1/models`, `GET /stats`, `POST /stats/reset`, `GET /health`.
 //! Every answer is a pure function of the request (see [`answers`]).
 
 pub mod answers;
 pub mod embed;
+mod providers;
 mod server;
 mod text;
 
@@ -327,6 +332,12 @@ impl MockServer {
     /// `http://127.0.0.1:PORT/v1`
     pub fn base_url(&self) -> String {
         format!("http://{}/v1", self.addr)
+    }
+
+    /// `http://127.0.0.1:PORT`: the host's address, as Anthropic's and
+    /// Gemini's SDKs take their base URL.
+    pub fn root_url(&self) -> String {
+        format!("http://{}", self.addr)
     }
 
     /// The bound port.

@@ -1,5 +1,6 @@
 //! The HTTP side: routing, fault injection, latency, OpenAI request/response
-//! shapes (JSON and SSE streaming), statistics.
+//! shapes (JSON and SSE streaming; Anthropic's and Gemini's are
+//! `providers`'), statistics.
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
@@ -12,7 +13,7 @@ use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
-use hyper::header::{HeaderValue, CACHE_CONTROL, CONTENT_TYPE, RETRY_AFTER};
+use hyper::header::{HeaderMap, HeaderValue, CACHE_CONTROL, CONTENT_TYPE, RETRY_AFTER};
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use serde::Serialize;
@@ -20,6 +21,7 @@ use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
 use crate::answers::{self, Message};
+use crate::providers::{self, Reply, Wire};
 use crate::{embed, Endpoint, FaultKind, Shared};
 
 /// Response body: one buffer (with Content-Length) or several chunks
@@ -68,7 +70,7 @@ impl std::fmt::Display for Dropped {
 
 impl std::error::Error for Dropped {}
 
-type Resp = Response<MockBody>;
+pub(crate) type Resp = Response<MockBody>;
 
 pub(crate) async fn serve(
     listener: tokio::net::TcpListener,
@@ -105,12 +107,13 @@ enum Route {
     Stats,
     Reset,
     Models,
-    Api(Endpoint, Option<String>),
+    Api(Endpoint, Wire),
     NotFound,
 }
 
-fn route(path: &str) -> Route {
+fn route(path: &str, query: &str) -> Route {
     let p = path.trim_end_matches('/');
+    let openai = |ep| Route::Api(ep, Wire::OpenAi { deployment: None });
     match p {
         "" | "/health" | "/v1/health" => return Route::Health,
         "/stats" | "/v1/stats" => return Route::Stats,
@@ -118,9 +121,12 @@ fn route(path: &str) -> Route {
         // The OpenAI API lives under /v1, as on OpenAI, vLLM and Ollama: a
         // base URL without it gets their 404 (clients must say so).
         "/v1/models" => return Route::Models,
-        "/v1/chat/completions" => return Route::Api(Endpoint::Chat, None),
-        "/v1/embeddings" => return Route::Api(Endpoint::Embeddings, None),
+        "/v1/chat/completions" => return openai(Endpoint::Chat),
+        "/v1/embeddings" => return openai(Endpoint::Embeddings),
         _ => {}
+    }
+    if let Some((ep, wire)) = providers::route(p, query) {
+        return Route::Api(ep, wire);
     }
     if let Some(rest) = p.strip_prefix("/openai/deployments/") {
         if let Some((name, tail)) = rest.split_once('/') {
@@ -130,14 +136,14 @@ fn route(path: &str) -> Route {
                 _ => None,
             };
             if let Some(ep) = ep {
-                return Route::Api(ep, Some(name.to_string()));
+                return Route::Api(ep, Wire::OpenAi { deployment: Some(name.to_string()) });
             }
         }
     }
     Route::NotFound
 }
 
-fn json_response(status: StatusCode, body: &impl Serialize) -> Resp {
+pub(crate) fn json_response(status: StatusCode, body: &impl Serialize) -> Resp {
     let bytes = serde_json::to_vec(body).unwrap_or_default();
     let mut r = Response::new(MockBody::Full(Some(Bytes::from(bytes))));
     *r.status_mut() = status;
@@ -152,14 +158,24 @@ fn raw_response(status: StatusCode, content_type: &'static str, body: Vec<u8>) -
     r
 }
 
-fn error_response(status: u16, ty: &str, code: Option<&str>, message: &str) -> Resp {
-    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    json_response(status, &json!({"error": {"message": message, "type": ty, "param": null, "code": code}}))
+/// An error answer in `wire`'s format (`ty` and `code`: OpenAI's).
+fn error_response(wire: &Wire, status: u16, ty: &str, code: Option<&str>, message: &str) -> Resp {
+    let body = providers::error_body(wire, status, ty, code, message, None);
+    json_response(StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR), &body)
+}
+
+/// A stream of server-sent events (chunked transfer encoding).
+pub(crate) fn sse(events: VecDeque<Bytes>) -> Resp {
+    let mut r = Response::new(MockBody::Chunks(events));
+    let h = r.headers_mut();
+    h.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    h.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    r
 }
 
 async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Resp, Dropped> {
     let method = req.method().clone();
-    let route = route(req.uri().path());
+    let route = route(req.uri().path(), req.uri().query().unwrap_or(""));
     let is_get = method == Method::GET || method == Method::HEAD;
     Ok(match route {
         Route::Health if is_get => raw_response(StatusCode::OK, "text/plain", b"ok".to_vec()),
@@ -175,16 +191,18 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Resp, Dro
                 {"id": "mock-embedding", "object": "model", "created": 0, "owned_by": "graphrag-mock-llm"}
             ]}),
         ),
-        Route::Api(ep, deployment) if method == Method::POST => {
-            return api(shared, req, ep, deployment).await;
+        Route::Api(ep, wire) if method == Method::POST => {
+            return api(shared, req, ep, wire).await;
         }
         Route::NotFound => error_response(
+            &Wire::OpenAi { deployment: None },
             404,
             "invalid_request_error",
             Some("not_found"),
             &format!("no route for {method} {}", req.uri().path()),
         ),
         _ => error_response(
+            &Wire::OpenAi { deployment: None },
             405,
             "invalid_request_error",
             Some("method_not_allowed"),
@@ -215,13 +233,9 @@ impl Drop for InFlight<'_> {
     }
 }
 
-async fn api(
-    shared: Arc<Shared>,
-    req: Request<Incoming>,
-    endpoint: Endpoint,
-    deployment: Option<String>,
-) -> Result<Resp, Dropped> {
+async fn api(shared: Arc<Shared>, req: Request<Incoming>, endpoint: Endpoint, wire: Wire) -> Result<Resp, Dropped> {
     let arrived = tokio::time::Instant::now();
+    let headers = req.headers().clone();
     let body = match req.into_body().collect().await {
         Ok(b) => b.to_bytes(),
         Err(_) => return Err(Dropped),
@@ -246,7 +260,7 @@ async fn api(
     let answer = match &fault {
         Some(FaultKind::DropConnection | FaultKind::Hang) => None,
         _ => {
-            let made = respond(&shared, &body, endpoint, deployment, fault.as_ref());
+            let made = respond(&shared, &body, endpoint, &wire, &headers, fault.as_ref());
             shared.stats.lock().unwrap().answers_made += 1;
             shared.counters_changed.notify_all();
             Some(made)
@@ -266,56 +280,98 @@ async fn api(
     answer.ok_or(Dropped)
 }
 
-/// The answer to one request: an injected error, or the chat or embeddings answer.
+/// The answer to one request: an injected error, or the chat or embeddings
+/// answer, in the wire format it came in.
 fn respond(
     shared: &Shared,
     body: &[u8],
     endpoint: Endpoint,
-    deployment: Option<String>,
+    wire: &Wire,
+    headers: &HeaderMap,
     fault: Option<&FaultKind>,
 ) -> Resp {
     match fault {
         Some(FaultKind::RateLimit { retry_after_ms }) => {
-            let mut r = error_response(
+            let message = format!("Rate limit reached (injected fault). Please try again in {retry_after_ms}ms.");
+            let body = providers::error_body(
+                wire,
                 429,
                 "requests",
                 Some("rate_limit_exceeded"),
-                &format!("Rate limit reached (injected fault). Please try again in {retry_after_ms}ms."),
+                &message,
+                Some(*retry_after_ms),
             );
-            let secs = retry_after_ms.div_ceil(1000);
+            let mut r = json_response(StatusCode::TOO_MANY_REQUESTS, &body);
             let h = r.headers_mut();
-            h.insert(RETRY_AFTER, HeaderValue::from(secs));
-            h.insert("retry-after-ms", HeaderValue::from(*retry_after_ms));
+            // OpenAI sends both headers, Anthropic whole seconds only, Gemini
+            // none (its body says how long).
+            match wire {
+                Wire::OpenAi { .. } => {
+                    h.insert(RETRY_AFTER, HeaderValue::from(retry_after_ms.div_ceil(1000)));
+                    h.insert("retry-after-ms", HeaderValue::from(*retry_after_ms));
+                }
+                Wire::Anthropic => {
+                    h.insert(RETRY_AFTER, HeaderValue::from(retry_after_ms.div_ceil(1000)));
+                }
+                Wire::Gemini { .. } | Wire::Bedrock { .. } => {}
+            }
             return r;
         }
         Some(FaultKind::ServerError { status }) => {
-            return error_response(
-                *status,
-                "server_error",
-                None,
-                "The server had an error while processing your request (injected fault).",
-            );
+            let message = match status {
+                529 => "Overloaded (injected fault).",
+                _ => "The server had an error while processing your request (injected fault).",
+            };
+            return error_response(wire, *status, "server_error", None, message);
         }
         Some(FaultKind::BadRequest) => {
-            return error_response(400, "invalid_request_error", None, "Invalid request (injected fault).");
+            return error_response(wire, 400, "invalid_request_error", None, "Invalid request (injected fault).");
         }
         _ => {}
     }
+    let refuse = |message: &str| error_response(wire, 400, "invalid_request_error", None, message);
     let request: Value = match serde_json::from_slice(body) {
         Ok(v @ Value::Object(_)) => v,
-        _ => {
-            return error_response(
-                400,
-                "invalid_request_error",
-                None,
-                "We could not parse the JSON body of your request.",
-            )
-        }
+        _ => return refuse("We could not parse the JSON body of your request."),
     };
-    let model = request.get("model").and_then(Value::as_str).map(str::to_string).or(deployment);
+    let request = match providers::to_openai(wire, request, headers) {
+        Ok(request) => request,
+        Err(message) => return refuse(&message),
+    };
+    let model = request.get("model").and_then(Value::as_str).map(str::to_string);
+    let model = model.or_else(|| match wire {
+        Wire::OpenAi { deployment } => deployment.clone(),
+        _ => None,
+    });
     match endpoint {
-        Endpoint::Chat => chat(shared, &request, model, fault),
-        Endpoint::Embeddings => embeddings(shared, &request, model, fault),
+        Endpoint::Chat => match chat(shared, &request, model, fault) {
+            Ok(reply) => match wire {
+                Wire::OpenAi { .. } => openai_chat(&reply, &request),
+                Wire::Anthropic => providers::anthropic_chat(&reply, request["stream"] == true),
+                Wire::Gemini { method, .. } => providers::gemini_chat(&reply, *method),
+                Wire::Bedrock { .. } => providers::converse_chat(&reply),
+            },
+            Err(message) => refuse(message),
+        },
+        Endpoint::Embeddings => {
+            let (vectors, tokens) = match embed_texts(shared, &request) {
+                Ok(answer) => answer,
+                Err(message) => return refuse(message),
+            };
+            let mut body = match wire {
+                Wire::Gemini { method, .. } => providers::gemini_embeddings(vectors, *method),
+                _ => openai_embeddings(shared, &request, model, vectors, tokens),
+            };
+            match fault {
+                Some(FaultKind::Malformed) => {
+                    body.pop();
+                    body.extend_from_slice(b"\n<!-- garbled mock output -->");
+                }
+                Some(FaultKind::Truncated) => body.truncate(body.len() / 2),
+                _ => {}
+            }
+            raw_response(StatusCode::OK, "application/json", body)
+        }
     }
 }
 
@@ -355,9 +411,15 @@ fn cut_half(s: &str) -> String {
     s.chars().take(n).collect()
 }
 
-fn chat(shared: &Shared, request: &Value, model: Option<String>, fault: Option<&FaultKind>) -> Resp {
+/// The answer to a chat request (OpenAI's form), or why it is refused.
+fn chat(
+    shared: &Shared,
+    request: &Value,
+    model: Option<String>,
+    fault: Option<&FaultKind>,
+) -> Result<Reply, &'static str> {
     let Some(raw_messages) = request.get("messages").and_then(Value::as_array) else {
-        return error_response(400, "invalid_request_error", None, "'messages' is a required property.");
+        return Err("'messages' is a required property.");
     };
     let messages: Vec<Message> = raw_messages
         .iter()
@@ -392,11 +454,19 @@ fn chat(shared: &Shared, request: &Value, model: Option<String>, fault: Option<&
     }
     let model = model.unwrap_or_else(|| "mock-chat".into());
     let digest = Sha256::digest(format!("{model}\u{1f}{content}").as_bytes());
-    let id = format!("chatcmpl-{}", digest[..12].iter().map(|b| format!("{b:02x}")).collect::<String>());
+    let id = digest[..12].iter().map(|b| format!("{b:02x}")).collect::<String>();
+    let words: Vec<&str> = content.split_inclusive(char::is_whitespace).collect();
+    let pieces = words.chunks(8).map(|group| group.concat()).collect();
+    Ok(Reply { id, model, content, finish, prompt_tokens, completion_tokens, pieces })
+}
+
+/// A chat completion, or its stream of chunks when the request asks.
+fn openai_chat(reply: &Reply, request: &Value) -> Resp {
+    let (id, model) = (format!("chatcmpl-{}", reply.id), &reply.model);
     let usage = json!({
-        "prompt_tokens": prompt_tokens,
-        "completion_tokens": completion_tokens,
-        "total_tokens": prompt_tokens + completion_tokens,
+        "prompt_tokens": reply.prompt_tokens,
+        "completion_tokens": reply.completion_tokens,
+        "total_tokens": reply.prompt_tokens + reply.completion_tokens,
     });
     if request.get("stream").and_then(Value::as_bool) == Some(true) {
         let include_usage = request.pointer("/stream_options/include_usage").and_then(Value::as_bool) == Some(true);
@@ -407,11 +477,10 @@ fn chat(shared: &Shared, request: &Value, model: Option<String>, fault: Option<&
             })
         };
         let mut events = vec![chunk(json!({"role": "assistant", "content": ""}), None)];
-        let words: Vec<&str> = content.split_inclusive(char::is_whitespace).collect();
-        for group in words.chunks(8) {
-            events.push(chunk(json!({"content": group.concat()}), None));
+        for piece in &reply.pieces {
+            events.push(chunk(json!({"content": piece}), None));
         }
-        events.push(chunk(json!({}), Some(finish)));
+        events.push(chunk(json!({}), Some(reply.finish)));
         if include_usage {
             events.push(json!({
                 "id": id, "object": "chat.completion.chunk", "created": 0, "model": model,
@@ -420,11 +489,7 @@ fn chat(shared: &Shared, request: &Value, model: Option<String>, fault: Option<&
         }
         let mut q: VecDeque<Bytes> = events.iter().map(|e| Bytes::from(format!("data: {e}\n\n"))).collect();
         q.push_back(Bytes::from_static(b"data: [DONE]\n\n"));
-        let mut r = Response::new(MockBody::Chunks(q));
-        let h = r.headers_mut();
-        h.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
-        h.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-        return r;
+        return sse(q);
     }
     json_response(
         StatusCode::OK,
@@ -435,8 +500,8 @@ fn chat(shared: &Shared, request: &Value, model: Option<String>, fault: Option<&
             "model": model,
             "choices": [{
                 "index": 0,
-                "message": {"role": "assistant", "content": content},
-                "finish_reason": finish,
+                "message": {"role": "assistant", "content": reply.content},
+                "finish_reason": reply.finish,
             }],
             "usage": usage,
         }),
@@ -475,7 +540,9 @@ fn token_ids_text(a: &[Value]) -> String {
     a.iter().map(|v| v.to_string()).collect::<Vec<_>>().join(" ")
 }
 
-fn embeddings(shared: &Shared, request: &Value, model: Option<String>, fault: Option<&FaultKind>) -> Resp {
+/// The vectors of an embeddings request's inputs (OpenAI's form) and their
+/// tokens, or why it is refused.
+fn embed_texts(shared: &Shared, request: &Value) -> Result<(Vec<Vec<f32>>, u64), &'static str> {
     let texts: Vec<String> = match request.get("input") {
         Some(Value::String(s)) => vec![s.clone()],
         Some(Value::Array(a)) if a.iter().all(Value::is_number) && !a.is_empty() => {
@@ -492,59 +559,48 @@ fn embeddings(shared: &Shared, request: &Value, model: Option<String>, fault: Op
         _ => Vec::new(),
     };
     if texts.is_empty() {
-        return error_response(
-            400,
-            "invalid_request_error",
-            None,
-            "'input' is a required property and must not be empty.",
-        );
+        return Err("'input' is a required property and must not be empty.");
     }
     let dim = request
         .get("dimensions")
         .and_then(Value::as_u64)
         .filter(|d| (1..=65536).contains(d))
         .map_or(shared.embed_dim, |d| d as usize);
-    let base64 = request.get("encoding_format").and_then(Value::as_str) == Some("base64");
-    let mut tokens = 0;
-    let data: Vec<EmbeddingItem> = texts
-        .iter()
-        .enumerate()
-        .map(|(index, t)| {
-            tokens += count_tokens(t);
-            let v = embed::embed(t, dim);
-            EmbeddingItem {
-                object: "embedding",
-                index,
-                embedding: if base64 {
-                    EmbeddingValue::Base64(embed::to_base64(&v))
-                } else {
-                    EmbeddingValue::Floats(v)
-                },
-            }
-        })
-        .collect();
+    let tokens: u64 = texts.iter().map(|t| count_tokens(t)).sum();
     {
         let mut s = shared.stats.lock().unwrap();
         s.embedded_texts += texts.len() as u64;
-        s.base64_embedding_requests += u64::from(base64);
         s.prompt_tokens += tokens;
     }
+    Ok((texts.iter().map(|t| embed::embed(t, dim)).collect(), tokens))
+}
+
+/// An OpenAI embeddings answer: numbers, or base64 when the request asks.
+fn openai_embeddings(
+    shared: &Shared,
+    request: &Value,
+    model: Option<String>,
+    vectors: Vec<Vec<f32>>,
+    tokens: u64,
+) -> Vec<u8> {
+    let base64 = request.get("encoding_format").and_then(Value::as_str) == Some("base64");
+    shared.stats.lock().unwrap().base64_embedding_requests += u64::from(base64);
+    let data: Vec<EmbeddingItem> = vectors
+        .into_iter()
+        .enumerate()
+        .map(|(index, v)| EmbeddingItem {
+            object: "embedding",
+            index,
+            embedding: if base64 { EmbeddingValue::Base64(embed::to_base64(&v)) } else { EmbeddingValue::Floats(v) },
+        })
+        .collect();
     let resp = EmbeddingResponse {
         object: "list",
         data,
         model: model.unwrap_or_else(|| "mock-embedding".into()),
         usage: EmbeddingUsage { prompt_tokens: tokens, total_tokens: tokens },
     };
-    let mut body = serde_json::to_vec(&resp).unwrap_or_default();
-    match fault {
-        Some(FaultKind::Malformed) => {
-            body.pop();
-            body.extend_from_slice(b"\n<!-- garbled mock output -->");
-        }
-        Some(FaultKind::Truncated) => body.truncate(body.len() / 2),
-        _ => {}
-    }
-    raw_response(StatusCode::OK, "application/json", body)
+    serde_json::to_vec(&resp).unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -553,15 +609,20 @@ mod tests {
 
     #[test]
     fn routes() {
-        assert!(matches!(route("/v1/chat/completions"), Route::Api(Endpoint::Chat, None)));
-        assert!(matches!(route("/v1/embeddings/"), Route::Api(Endpoint::Embeddings, None)));
-        assert!(matches!(route("/chat/completions"), Route::NotFound), "the API is under /v1 only");
-        match route("/openai/deployments/gpt4o/chat/completions") {
-            Route::Api(Endpoint::Chat, Some(d)) => assert_eq!(d, "gpt4o"),
+        let openai = Wire::OpenAi { deployment: None };
+        assert!(matches!(route("/v1/chat/completions", ""), Route::Api(Endpoint::Chat, w) if w == openai));
+        assert!(matches!(route("/v1/embeddings/", ""), Route::Api(Endpoint::Embeddings, w) if w == openai));
+        assert!(matches!(route("/chat/completions", ""), Route::NotFound), "the API is under /v1 only");
+        match route("/openai/deployments/gpt4o/chat/completions", "api-version=1") {
+            Route::Api(Endpoint::Chat, Wire::OpenAi { deployment: Some(d) }) => assert_eq!(d, "gpt4o"),
             _ => panic!(),
         }
-        assert!(matches!(route("/openai/deployments/emb/embeddings"), Route::Api(Endpoint::Embeddings, Some(_))));
-        assert!(matches!(route("/v2/foo"), Route::NotFound));
+        assert!(matches!(
+            route("/openai/deployments/emb/embeddings", ""),
+            Route::Api(Endpoint::Embeddings, Wire::OpenAi { deployment: Some(_) })
+        ));
+        assert!(matches!(route("/v1/messages", ""), Route::Api(Endpoint::Chat, Wire::Anthropic)));
+        assert!(matches!(route("/v2/foo", ""), Route::NotFound));
     }
 
     #[test]

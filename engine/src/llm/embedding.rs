@@ -12,12 +12,12 @@ use super::cache::{Checked, ResponseCache};
 use super::http::Transport;
 use super::retry::{CallScope, Policy};
 use super::{LlmError, UsageCounters};
-use crate::settings::ModelConfig;
+use crate::settings::{ModelConfig, Provider};
 use graphrag_operations::tokenizer::Encoding;
 
 enum Backend {
     Http {
-        transport: Transport,
+        transport: Box<Transport>,
         policy: Box<Policy>,
     },
     /// `kernel`: the setting's precision resolved for this CPU, once.
@@ -38,14 +38,17 @@ pub struct EmbeddingModel {
 
 impl EmbeddingModel {
     pub fn new(id: &str, config: &ModelConfig, cache: Option<Arc<ResponseCache>>) -> Result<Self, LlmError> {
-        let backend = if config.model_provider == "local" {
+        let backend = if config.model_provider == Provider::Local {
             Backend::Local {
                 dir: config.model_path.as_ref().map(PathBuf::from),
                 kernel: config.precision.kernel(),
                 model: OnceLock::new(),
             }
         } else {
-            Backend::Http { transport: Transport::new(id, config)?, policy: Box::new(Policy::new(id, config)) }
+            Backend::Http {
+                transport: Box::new(Transport::new(id, config)?),
+                policy: Box::new(Policy::new(id, config)),
+            }
         };
         let scope = CallScope::default();
         Ok(EmbeddingModel { id: id.to_string(), config: config.clone(), backend: Arc::new(backend), cache, scope })

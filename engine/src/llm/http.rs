@@ -1,20 +1,23 @@
-//! OpenAI-compatible HTTP transport (OpenAI, Azure OpenAI, vLLM, Ollama's
-//! /v1, DeepSeek, ...). Classifies failures as retryable or not; the API key
-//! is sent in a header and scrubbed from every message, as are the values
-//! of api_base's query string (Azure-style `?api-key=`). Endpoint URLs are
-//! built with a URL type from api_base, its query kept; response bodies are
-//! read up to a size limit.
+//! The HTTP transport of every provider (OpenAI-compatible servers, Azure
+//! OpenAI, Anthropic, Gemini: their wire formats are `wire`'s). Classifies
+//! failures as retryable or not; the API key is sent in a header and
+//! scrubbed from every message, as are the values of api_base's query
+//! string (Azure-style `?api-key=`). Endpoint URLs are built with a URL
+//! type from api_base, its query kept; response bodies are read up to a
+//! size limit.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER};
 use reqwest::Url;
 use serde_json::Value;
 
 use super::answer::MAX_ANSWER_BYTES;
-use super::{Completion, LlmError};
+use super::bedrock::{self, Signer};
+use super::wire::Wire;
+use super::{anthropic, Completion, LlmError};
 use crate::api_base::{self, redact, PUBLIC_PARAMS};
-use crate::settings::{duration_of_seconds, ModelConfig};
+use crate::settings::{duration_of_seconds, AwsAccess, ModelConfig, Provider};
 
 /// The largest chat response body read: room for an answer of
 /// [`MAX_ANSWER_BYTES`] with JSON escaping. A larger one is not read to the end.
@@ -48,8 +51,14 @@ pub(crate) const ORGANIZATION_ARG: &str = "organization";
 
 pub(crate) struct Transport {
     client: reqwest::Client,
+    wire: Wire,
     chat_url: Url,
-    embeddings_url: Url,
+    /// Where streamed chats go (Gemini's is another method; else `chat_url`).
+    stream_url: Url,
+    /// None: the provider has no embeddings API (Anthropic).
+    embeddings_url: Option<Url>,
+    /// Signs each request (Bedrock's SigV4); None: the key is a header.
+    signer: Option<Signer>,
     /// The API key and api_base's query values: never shown.
     secrets: Vec<String>,
 }
@@ -58,10 +67,63 @@ pub(crate) struct Transport {
 fn default_api_base(provider: &str) -> Option<&'static str> {
     match provider {
         "openai" => Some("https://api.openai.com/v1"),
+        "anthropic" => Some("https://api.anthropic.com"),
+        "gemini" => Some("https://generativelanguage.googleapis.com"),
         "ollama" => Some("http://localhost:11434/v1"),
         "vllm" => Some("http://localhost:8000/v1"),
         "deepseek" => Some("https://api.deepseek.com/v1"),
         _ => None,
+    }
+}
+
+/// A Bedrock model's AWS access and region, or what to set.
+fn aws_access<'c>(id: &str, config: &'c ModelConfig) -> Result<(&'c AwsAccess, String), LlmError> {
+    let access = config.aws.as_ref().ok_or_else(|| {
+        LlmError::Config(format!(
+            "model `{id}`: Bedrock signs requests with AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN for temporary ones) in the environment or the project's .env"
+        ))
+    })?;
+    let region = access.region.clone().ok_or_else(|| {
+        LlmError::Config(format!(
+            "model `{id}`: Bedrock needs a region: set call_args.aws_region_name in settings.yaml, or AWS_REGION"
+        ))
+    })?;
+    Ok((access, region))
+}
+
+/// Whether `base`'s path already ends with an API version segment
+/// (`/v1`, `/v1beta`): the address of the API, not of its host.
+fn versioned(base: &Url) -> bool {
+    base.path_segments().and_then(|mut s| s.rfind(|seg| !seg.is_empty())).is_some_and(|seg| seg.starts_with("v1"))
+}
+
+/// The chat, streamed chat and embeddings URLs of Anthropic, Gemini and
+/// Bedrock. api_base is the API's host (the SDKs' base URL) or, for
+/// Anthropic and Gemini, its versioned root.
+fn native_urls(wire: Wire, base: &Url, model: &str) -> (Url, Url, Option<Url>) {
+    match wire {
+        Wire::Bedrock => {
+            // Set as a path, the model id's percent-encoding is kept as is.
+            let mut chat = base.clone();
+            let path = format!("{}/model/{}/converse", base.path().trim_end_matches('/'), bedrock::path_segment(model));
+            chat.set_path(&path);
+            (chat.clone(), chat, None)
+        }
+        Wire::Anthropic => {
+            let chat = endpoint(base, if versioned(base) { &["messages"] } else { &["v1", "messages"] }, &[]);
+            (chat.clone(), chat, None)
+        }
+        _ => {
+            let root = if versioned(base) { base.clone() } else { endpoint(base, &["v1beta"], &[]) };
+            let model = model.strip_prefix("models/").unwrap_or(model);
+            let method =
+                |name: &str, query: &[(&str, &str)]| endpoint(&root, &["models", &format!("{model}:{name}")], query);
+            (
+                method("generateContent", &[]),
+                method("streamGenerateContent", &[("alt", "sse")]),
+                Some(method("batchEmbedContents", &[])),
+            )
+        }
     }
 }
 
@@ -81,7 +143,16 @@ pub(crate) fn endpoint(base: &Url, segments: &[&str], query: &[(&str, &str)]) ->
 impl Transport {
     pub(crate) fn new(id: &str, config: &ModelConfig) -> Result<Self, LlmError> {
         let provider = config.model_provider.as_str();
-        let base = match (&config.api_base, default_api_base(provider)) {
+        let wire = Wire::of(&config.model_provider);
+        let aws = match wire {
+            Wire::Bedrock => Some(aws_access(id, config)?),
+            _ => None,
+        };
+        let default = match &aws {
+            Some((_, region)) => Some(bedrock::default_base(region)),
+            None => default_api_base(provider).map(str::to_string),
+        };
+        let base = match (&config.api_base, &default) {
             (Some(b), _) => b.as_str(),
             (None, Some(d)) => d,
             (None, None) => {
@@ -102,7 +173,24 @@ impl Transport {
             secrets.push(secret.clone());
         }
         let mut headers = HeaderMap::new();
-        let (chat_url, embeddings_url) = if provider == "azure" {
+        let (chat_url, embeddings_url) = if let Some((access, region)) = aws {
+            secrets.push(access.secret.expose().to_string());
+            secrets.extend(access.session_token.as_ref().map(|t| t.expose().to_string()));
+            let urls = native_urls(wire, &base, &config.model);
+            let mut transport = Transport::build(id, config, headers, wire, urls, secrets)?;
+            transport.signer = Some(Signer::new(access, &region));
+            return Ok(transport);
+        } else if wire != Wire::OpenAi {
+            let (chat, stream, embeddings) = native_urls(wire, &base, &config.model);
+            let key_header = if wire == Wire::Anthropic { "x-api-key" } else { "x-goog-api-key" };
+            if !secret.is_empty() {
+                headers.insert(key_header, sensitive(&secret, id)?);
+            }
+            if wire == Wire::Anthropic {
+                headers.insert("anthropic-version", HeaderValue::from_static(anthropic::VERSION));
+            }
+            return Transport::build(id, config, headers, wire, (chat, stream, embeddings), secrets);
+        } else if config.model_provider == Provider::Azure {
             let deployment = config.deployment_name.clone().unwrap_or_else(|| config.model.clone());
             let version = config.api_version.clone().ok_or_else(|| {
                 LlmError::Config(format!("model `{id}`: Azure OpenAI needs api_version in settings.yaml"))
@@ -121,6 +209,19 @@ impl Transport {
             }
             (endpoint(&base, &["chat", "completions"], &[]), endpoint(&base, &["embeddings"], &[]))
         };
+        let urls = (chat_url.clone(), chat_url, Some(embeddings_url));
+        Transport::build(id, config, headers, wire, urls, secrets)
+    }
+
+    /// The transport with `headers` and the settings' own headers.
+    fn build(
+        id: &str,
+        config: &ModelConfig,
+        mut headers: HeaderMap,
+        wire: Wire,
+        (chat_url, stream_url, embeddings_url): (Url, Url, Option<Url>),
+        secrets: Vec<String>,
+    ) -> Result<Self, LlmError> {
         if let Some(org) = config.call_args.get(ORGANIZATION_ARG).and_then(Value::as_str) {
             let value = HeaderValue::from_str(org)
                 .map_err(|_| LlmError::Config(format!("model `{id}`: invalid call_args.organization")))?;
@@ -139,59 +240,65 @@ impl Transport {
             .timeout(duration_of_seconds(config.request_timeout))
             .build()
             .map_err(|e| LlmError::Config(format!("model `{id}`: cannot build HTTP client: {e}")))?;
-        Ok(Transport { client, chat_url, embeddings_url, secrets })
+        Ok(Transport { client, wire, chat_url, stream_url, embeddings_url, signer: None, secrets })
     }
 
+    /// A POST of `body` to `url`: signed when the provider signs requests.
+    fn post(&self, url: &Url, body: &Value) -> Result<reqwest::RequestBuilder, Failure> {
+        let request = self.client.post(url.clone());
+        let Some(signer) = &self.signer else { return Ok(request.json(body)) };
+        let bytes = serde_json::to_vec(body).unwrap_or_default();
+        let json = "application/json";
+        let signed = signer.sign(url.as_str(), &[("content-type", json)], &bytes, SystemTime::now());
+        let signed =
+            signed.map_err(|message| Failure { retryable: false, status: None, message, retry_after: None })?;
+        let mut request = request.header(CONTENT_TYPE, json).body(bytes);
+        for (name, value) in signed {
+            let mut value = HeaderValue::from_str(&value).map_err(|_| Failure {
+                retryable: false,
+                status: None,
+                message: format!("the signature's {name} header is not a header value"),
+                retry_after: None,
+            })?;
+            value.set_sensitive(true);
+            request = request.header(name, value);
+        }
+        Ok(request)
+    }
+
+    /// A chat request of `body` (OpenAI's form, translated for the provider).
     pub(crate) async fn chat(&self, body: &Value) -> Result<ChatReply, Failure> {
-        let Some(bytes) = self.post_bytes(&self.chat_url, body, MAX_CHAT_BODY_BYTES).await? else {
+        let body = self.wire.chat_body(body);
+        let Some(bytes) = self.post_bytes(&self.chat_url, &body, MAX_CHAT_BODY_BYTES).await? else {
             return Ok(ChatReply::Oversized { limit: MAX_CHAT_BODY_BYTES });
         };
-        let json = json(&bytes)?;
-        let content = json
-            .pointer("/choices/0/message/content")
-            .and_then(Value::as_str)
-            .ok_or_else(|| Failure {
-                retryable: true,
-                status: None,
-                message: "response has no choices[0].message.content".into(),
-                retry_after: None,
-            })?
-            .to_string();
-        let usage = |k: &str| json.pointer(&format!("/usage/{k}")).and_then(Value::as_u64);
-        Ok(ChatReply::Completion(Completion {
-            prompt_tokens: usage("prompt_tokens").unwrap_or(0),
-            completion_tokens: usage("completion_tokens").unwrap_or(0),
-            content,
-            finish_reason: json.pointer("/choices/0/finish_reason").and_then(Value::as_str).map(str::to_string),
-        }))
+        let completion = self.wire.completion(&json(&bytes)?).map_err(unusable)?;
+        Ok(ChatReply::Completion(completion))
     }
 
-    /// Embeddings of `texts` in order, and the prompt tokens the server reports.
+    /// The embeddings URL, or the failure of a provider without embeddings.
+    fn embeddings_url(&self) -> Result<&Url, Failure> {
+        self.embeddings_url.as_ref().ok_or_else(|| Failure {
+            retryable: false,
+            status: None,
+            message: format!("{} has no embeddings endpoint", self.wire.name()),
+            retry_after: None,
+        })
+    }
+
+    /// Embeddings of the inputs of `body` (OpenAI's form) in order, and the
+    /// prompt tokens the server reports.
     pub(crate) async fn embed(&self, body: &Value, expected: usize) -> Result<(Vec<Vec<f32>>, u64), Failure> {
         let limit = expected.max(1).saturating_mul(MAX_EMBEDDING_BODY_BYTES_PER_TEXT);
-        let bytes = self.post_bytes(&self.embeddings_url, body, limit).await?.ok_or_else(|| Failure {
+        let body = self.wire.embeddings_body(body);
+        let bytes = self.post_bytes(self.embeddings_url()?, &body, limit).await?.ok_or_else(|| Failure {
             // Not retried: a server that answers this much will again.
             retryable: false,
             status: None,
             message: format!("the response is larger than {} MB, the most read", limit >> 20),
             retry_after: None,
         })?;
-        let bad = |m: &str| Failure { retryable: true, status: None, message: m.to_string(), retry_after: None };
-        // Read straight into vectors (megabytes of numbers at 3072 dimensions);
-        // an answer of another shape is read again as JSON to say what is wrong.
-        let (items, tokens) = match serde_json::from_slice::<EmbeddingResponse>(&bytes) {
-            Ok(r) => (r.data, r.usage.and_then(|u| u.prompt_tokens).unwrap_or(0)),
-            Err(_) => return Err(bad(&embedding_defect(&json(&bytes)?))),
-        };
-        let mut out = vec![Vec::new(); expected];
-        for (pos, item) in items.into_iter().enumerate() {
-            *out.get_mut(item.index.unwrap_or(pos)).ok_or_else(|| bad("embedding index out of range"))? =
-                item.embedding;
-        }
-        if out.iter().any(Vec::is_empty) {
-            return Err(bad("response is missing embeddings for some inputs"));
-        }
-        Ok((out, tokens))
+        self.wire.embeddings(&bytes, expected).map_err(unusable)
     }
 
     /// The body of the answer to `body`; `None` when it is longer than
@@ -218,7 +325,7 @@ impl Transport {
 
     /// Sends a request; a non-success status becomes a classified failure.
     async fn send(&self, url: &Url, body: &Value) -> Result<reqwest::Response, Failure> {
-        let response = self.client.post(url.clone()).json(body).send().await.map_err(|e| Failure {
+        let response = self.post(url, body)?.send().await.map_err(|e| Failure {
             retryable: !is_permanent(&e),
             status: None,
             message: self.scrub(&describe_send_error(&e)),
@@ -231,12 +338,17 @@ impl Transport {
         let retry_after = retry_after(response.headers());
         let text = response.text().await.unwrap_or_default();
         let code = status.as_u16();
-        let server_message = serde_json::from_str::<Value>(&text)
-            .ok()
-            .and_then(|v| v.pointer("/error/message").and_then(Value::as_str).map(str::to_string))
+        let error = serde_json::from_str::<Value>(&text).ok();
+        let retry_after = retry_after.or_else(|| error.as_ref().and_then(|e| self.wire.retry_delay(e)));
+        // `error.message` (OpenAI's, Anthropic's, Google's) or `message` (AWS's).
+        let server_message = error
+            .and_then(|v| {
+                v.pointer("/error/message").or_else(|| v.get("message")).and_then(Value::as_str).map(str::to_string)
+            })
             .unwrap_or_else(|| text.chars().take(300).collect());
         Err(Failure {
-            // Other 4xx (bad key, unknown model, bad request) will not change.
+            // Other 4xx (bad key, unknown model, bad request) will not change;
+            // 5xx include Anthropic's 529 (overloaded).
             retryable: code == 408 || code == 429 || code >= 500,
             status: Some(code),
             message: self.scrub(&format!("HTTP {code}: {server_message}")),
@@ -253,17 +365,29 @@ impl Transport {
         body: &Value,
         on_delta: &mut (dyn FnMut(&str) + Send),
     ) -> Result<Completion, Failure> {
-        let mut response = self.send(&self.chat_url, body).await?;
-        let mut content = String::new();
-        let (mut prompt_tokens, mut completion_tokens) = (0, 0);
-        let mut finish_reason = None;
+        if !self.wire.streams() {
+            return match self.chat(body).await? {
+                ChatReply::Completion(whole) => {
+                    on_delta(&whole.content);
+                    Ok(whole)
+                }
+                ChatReply::Oversized { limit } => Err(Failure {
+                    retryable: false,
+                    status: None,
+                    message: format!("the answer is larger than {} MB, the most read", limit >> 20),
+                    retry_after: None,
+                }),
+            };
+        }
+        let mut response = self.send(&self.stream_url, &self.wire.chat_body(body)).await?;
+        let mut done = Completion::default();
         let mut pending: Vec<u8> = Vec::new();
         let broken = |m: String| Failure { retryable: false, status: None, message: m, retry_after: None };
         loop {
             let chunk =
                 response.chunk().await.map_err(|e| broken(self.scrub(&format!("the answer stream broke: {e}"))))?;
             let Some(chunk) = chunk else { break };
-            if content.len() > MAX_ANSWER_BYTES {
+            if done.content.len() > MAX_ANSWER_BYTES {
                 return Err(broken(format!("the answer is longer than {MAX_ANSWER_BYTES} bytes, the most accepted")));
             }
             pending.extend_from_slice(&chunk);
@@ -275,30 +399,31 @@ impl Transport {
                     continue;
                 }
                 let event: Value = serde_json::from_str(data).map_err(|e| broken(format!("bad stream event ({e})")))?;
-                if let Some(delta) = event.pointer("/choices/0/delta/content").and_then(Value::as_str) {
-                    if !delta.is_empty() {
-                        on_delta(delta);
-                        content.push_str(delta);
-                    }
-                }
-                if let Some(reason) = event.pointer("/choices/0/finish_reason").and_then(Value::as_str) {
-                    finish_reason = Some(reason.to_string());
-                }
-                if let Some(u) = event.get("usage").filter(|u| u.is_object()) {
-                    prompt_tokens = u.get("prompt_tokens").and_then(Value::as_u64).unwrap_or(prompt_tokens);
-                    completion_tokens = u.get("completion_tokens").and_then(Value::as_u64).unwrap_or(completion_tokens);
+                if let Some(delta) = self.wire.stream_event(&event, &mut done).map_err(|e| broken(self.scrub(&e)))? {
+                    on_delta(&delta);
+                    done.content.push_str(&delta);
                 }
             }
         }
-        Ok(Completion { content, prompt_tokens, completion_tokens, finish_reason })
+        Ok(done)
     }
 
     /// One request whose answer is returned as it came, for the start-up
     /// check to judge (`preflight`); nothing is retried or cached.
     pub(crate) async fn probe(&self, embeddings: bool, body: &Value) -> Probe {
-        let url = if embeddings { &self.embeddings_url } else { &self.chat_url };
+        let (url, body) = match embeddings {
+            true => match self.embeddings_url() {
+                Ok(url) => (url, self.wire.embeddings_body(body)),
+                Err(f) => return Probe::NoAnswer { url: String::new(), cause: SendFailure::Other, detail: f.message },
+            },
+            false => (&self.chat_url, self.wire.chat_body(body)),
+        };
         let shown = redact(url);
-        let response = match self.client.post(url.clone()).json(body).send().await {
+        let request = match self.post(url, &body) {
+            Ok(request) => request,
+            Err(f) => return Probe::NoAnswer { url: shown, cause: SendFailure::Other, detail: f.message },
+        };
+        let response = match request.send().await {
             Ok(r) => r,
             Err(e) => {
                 let cause = if e.is_timeout() {
@@ -447,6 +572,11 @@ fn retry_after(headers: &HeaderMap) -> Option<Duration> {
         .or_else(|| get(RETRY_AFTER.as_str()).map(duration_of_seconds))
 }
 
+/// An answer without what it must have: asked again, like a glitch.
+fn unusable(message: String) -> Failure {
+    Failure { retryable: true, status: None, message, retry_after: None }
+}
+
 /// An answer's body as JSON.
 fn json(bytes: &[u8]) -> Result<Value, Failure> {
     serde_json::from_slice(bytes).map_err(|e| Failure {
@@ -457,122 +587,9 @@ fn json(bytes: &[u8]) -> Result<Value, Failure> {
     })
 }
 
-/// An OpenAI embeddings answer.
-#[derive(serde::Deserialize)]
-struct EmbeddingResponse {
-    data: Vec<EmbeddingItem>,
-    usage: Option<EmbeddingUsage>,
-}
-
-#[derive(serde::Deserialize)]
-struct EmbeddingItem {
-    index: Option<usize>,
-    #[serde(deserialize_with = "numbers_or_base64")]
-    embedding: Vec<f32>,
-}
-
-/// A vector given as a list of numbers or as base64 of little-endian f32
-/// (`encoding_format: base64`).
-fn numbers_or_base64<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<f32>, D::Error> {
-    struct Vector;
-    impl<'de> serde::de::Visitor<'de> for Vector {
-        type Value = Vec<f32>;
-        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-            f.write_str("a list of numbers or base64 of little-endian f32")
-        }
-        fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<f32>, A::Error> {
-            let mut v = Vec::with_capacity(seq.size_hint().unwrap_or(0));
-            while let Some(x) = seq.next_element()? {
-                v.push(x);
-            }
-            Ok(v)
-        }
-        fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<Vec<f32>, E> {
-            decode_base64_f32(text).map_err(E::custom)
-        }
-    }
-    d.deserialize_any(Vector)
-}
-
-/// The f32 values of `text`, standard base64 of their little-endian bytes.
-fn decode_base64_f32(text: &str) -> Result<Vec<f32>, String> {
-    use base64::Engine as _;
-    let bytes =
-        base64::engine::general_purpose::STANDARD.decode(text).map_err(|e| format!("embedding is not base64 ({e})"))?;
-    if bytes.len() % 4 != 0 {
-        return Err(format!("base64 embedding of {} bytes is not a list of f32", bytes.len()));
-    }
-    Ok(bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect())
-}
-
-#[derive(serde::Deserialize)]
-struct EmbeddingUsage {
-    prompt_tokens: Option<u64>,
-}
-
-/// What is wrong with an embeddings answer that is JSON but not of the expected shape.
-fn embedding_defect(json: &Value) -> String {
-    let Some(data) = json.get("data").and_then(Value::as_array) else { return "response has no data array".into() };
-    for item in data {
-        match item.get("embedding") {
-            Some(Value::Array(numbers)) if !numbers.iter().all(Value::is_number) => {
-                return "embedding is not a list of numbers".into();
-            }
-            Some(Value::String(text)) => {
-                if let Err(e) = decode_base64_f32(text) {
-                    return e;
-                }
-            }
-            Some(Value::Array(_)) => {}
-            _ => return "data item has no embedding".into(),
-        }
-    }
-    "response is not an embeddings answer (data[].embedding, data[].index)".into()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn parse(body: &str) -> Result<Vec<Vec<f32>>, String> {
-        serde_json::from_str::<EmbeddingResponse>(body)
-            .map(|r| r.data.into_iter().map(|i| i.embedding).collect())
-            .map_err(|_| embedding_defect(&serde_json::from_str(body).unwrap()))
-    }
-
-    #[test]
-    fn embeddings_are_read_as_numbers_or_base64() {
-        // 1.0 and -2.5 as little-endian f32: 00 00 80 3f, 00 00 20 c0.
-        let numbers = parse(r#"{"data":[{"index":0,"embedding":[1.0,-2.5]}]}"#).unwrap();
-        let base64 = parse(r#"{"data":[{"index":0,"embedding":"AACAPwAAIMA="}]}"#).unwrap();
-        assert_eq!(numbers, vec![vec![1.0, -2.5]]);
-        assert_eq!(base64, numbers);
-    }
-
-    #[test]
-    fn broken_base64_embeddings_say_what_is_wrong() {
-        let not_base64 = parse(r#"{"data":[{"embedding":"not base64!"}]}"#).unwrap_err();
-        assert!(not_base64.starts_with("embedding is not base64"), "{not_base64}");
-        // Six bytes: one f32 and half of another.
-        let ragged = parse(r#"{"data":[{"embedding":"AACAPwAA"}]}"#).unwrap_err();
-        assert_eq!(ragged, "base64 embedding of 6 bytes is not a list of f32");
-        let words = parse(r#"{"data":[{"embedding":["a"]}]}"#).unwrap_err();
-        assert_eq!(words, "embedding is not a list of numbers");
-    }
-
-    proptest::proptest! {
-        #[test]
-        fn base64_vectors_decode_bit_for_bit(v in proptest::collection::vec(proptest::num::f32::ANY, 0..64)) {
-            // Encoded as the mock server answers `encoding_format: base64`.
-            let back = decode_base64_f32(&graphrag_mock_llm::embed::to_base64(&v)).unwrap();
-            proptest::prop_assert_eq!(back.iter().map(|x| x.to_bits()).collect::<Vec<_>>(), v.iter().map(|x| x.to_bits()).collect::<Vec<_>>());
-        }
-
-        #[test]
-        fn any_text_decodes_or_fails_cleanly(text in "\\PC{0,40}") {
-            let _ = decode_base64_f32(&text);
-        }
-    }
 
     #[test]
     fn retry_after_prefers_milliseconds() {
@@ -610,9 +627,39 @@ mod tests {
             "https://x.openai.azure.com/openai/deployments/dep/chat/completions?api-version=2024-10-21"
         );
         let t = Transport::new("m", &ModelConfig::default()).unwrap();
-        assert_eq!(t.embeddings_url.as_str(), "https://api.openai.com/v1/embeddings");
+        assert_eq!(t.embeddings_url.unwrap().as_str(), "https://api.openai.com/v1/embeddings");
         let missing = ModelConfig { api_version: None, ..azure };
         assert!(Transport::new("m", &missing).is_err());
+    }
+
+    #[test]
+    fn anthropic_and_gemini_urls_from_their_host_or_their_versioned_root() {
+        let native = |provider: &str, model: &str, base: Option<&str>| {
+            let cfg = ModelConfig {
+                model_provider: provider.into(),
+                model: model.into(),
+                api_base: base.map(str::to_string),
+                ..ModelConfig::default()
+            };
+            let t = Transport::new("m", &cfg).unwrap();
+            (t.chat_url.to_string(), t.stream_url.to_string(), t.embeddings_url.map(|u| u.to_string()))
+        };
+        let messages = "https://api.anthropic.com/v1/messages".to_string();
+        assert_eq!(native("anthropic", "claude-haiku-4-5", None), (messages.clone(), messages, None));
+        assert_eq!(native("anthropic", "c", Some("http://127.0.0.1:9/v1/")).0, "http://127.0.0.1:9/v1/messages");
+        let google = "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-flash";
+        assert_eq!(
+            native("gemini", "models/gemini-2.5-flash", None),
+            (
+                format!("{google}:generateContent"),
+                format!("{google}:streamGenerateContent?alt=sse"),
+                Some(format!("{google}:batchEmbedContents"))
+            )
+        );
+        assert_eq!(
+            native("gemini", "g", Some("http://127.0.0.1:9/v1")).0,
+            "http://127.0.0.1:9/v1/models/g:generateContent"
+        );
     }
 
     #[test]

@@ -4,6 +4,8 @@
 //! cached, the response cache, JSON repair and token accounting.
 
 pub mod answer;
+mod anthropic;
+mod bedrock;
 mod cache;
 mod cache_budget;
 mod cache_folder;
@@ -11,12 +13,15 @@ mod cache_held;
 mod cache_segments;
 mod chat;
 mod embedding;
+mod gemini;
 mod http;
 mod limiter;
+mod openai;
 pub mod preflight;
 mod retry;
 mod service;
 mod usage;
+mod wire;
 
 pub use answer::{AnswerCheck, Invalid, InvalidKind};
 pub use cache::{Checked, Imported, Lookup, ResponseCache};

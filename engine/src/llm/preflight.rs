@@ -18,8 +18,9 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use super::http::{Probe, SendFailure, Transport};
+use super::wire::Wire;
 use crate::config_error::ConfigError;
-use crate::settings::{LoadedSettings, ModelConfig};
+use crate::settings::{LoadedSettings, ModelConfig, Provider};
 
 /// Each request's limit; the endpoints are checked at once, so the whole
 /// check ends within it.
@@ -76,7 +77,7 @@ pub fn check(loaded: &LoadedSettings, targets: &[(ModelKind, String)]) -> Result
             ModelKind::Embedding => &loaded.settings.embedding_models,
         };
         let Some(config) = models.get(id) else { continue };
-        if *kind == ModelKind::Embedding && config.model_provider == "local" {
+        if *kind == ModelKind::Embedding && config.model_provider == Provider::Local {
             continue;
         }
         let path = format!("{}.{id}", kind.section());
@@ -171,7 +172,9 @@ fn address_key(config: &ModelConfig) -> &'static str {
 fn lacks_v1(config: &ModelConfig) -> bool {
     let Some(base) = &config.api_base else { return false };
     let path = base.split("://").nth(1).unwrap_or(base).split_once('/').map(|(_, p)| p).unwrap_or("");
-    config.model_provider != "azure" && !path.trim_end_matches('/').split('/').any(|seg| seg == "v1")
+    Wire::of(&config.model_provider) == Wire::OpenAi
+        && config.model_provider != Provider::Azure
+        && !path.trim_end_matches('/').split('/').any(|seg| seg == "v1")
 }
 
 /// `base` with /v1 appended to its path, its query values masked.
@@ -259,30 +262,37 @@ fn judge(kind: ModelKind, config: &ModelConfig, probe: Probe) -> Verdict {
         } else {
             hint
         };
-        return fail(key, format!("{url} answered HTTP {status} with {what}, not the OpenAI API{hint}"));
+        let api = Wire::of(&config.model_provider).name();
+        return fail(key, format!("{url} answered HTTP {status} with {what}, not {api}{hint}"));
     }
     let message = server_message(&body);
     match status {
         200..=299 => {
-            let shape = match kind {
-                ModelKind::Chat => json.as_ref().and_then(|j| j.pointer("/choices/0")).is_some(),
-                ModelKind::Embedding => {
-                    json.as_ref().and_then(|j| j.pointer("/data/0/embedding")).is_some_and(|e| e.is_array() || e.is_string())
-                }
-            };
-            if shape {
+            let wire = Wire::of(&config.model_provider);
+            if json.as_ref().is_some_and(|j| wire.is_answer(kind == ModelKind::Embedding, j)) {
                 Verdict::Ok(url)
             } else {
                 let expected = if kind == ModelKind::Chat { "a chat completion" } else { "embeddings" };
-                fail(key, format!("{url} answered JSON that is not {expected}: {key} must point at an OpenAI-compatible server"))
+                let server = if wire == Wire::OpenAi { "an OpenAI-compatible server" } else { wire.name() };
+                fail(key, format!("{url} answered JSON that is not {expected}: {key} must point at {server}"))
             }
         }
-        401 | 403 => fail(
-            "api_key",
-            format!(
-                "the server rejected the API key (HTTP {status} from {url}: {message}): set api_key (GRAPHRAG_API_KEY in the project's .env)"
-            ),
-        ),
+        401 | 403 => {
+            if config.model_provider == Provider::Bedrock {
+                return fail(
+                    "model_provider",
+                    format!("Bedrock refused the request (HTTP {status} from {url}: {message}): check AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN, the region, and the account's access to model `{}`", config.model),
+                );
+            }
+            let from = match config.model_provider.key_variable() {
+                Some(var) => format!("{var} in the environment or the project's .env"),
+                None => "GRAPHRAG_API_KEY in the project's .env".to_string(),
+            };
+            fail(
+                "api_key",
+                format!("the server rejected the API key (HTTP {status} from {url}: {message}): set api_key ({from})"),
+            )
+        }
         404 if lacks_v1(config) => fail(key, format!("{url} does not exist (HTTP 404){}", v1_hint(config))),
         404 => fail(
             "model",

@@ -82,8 +82,9 @@ impl LlmService {
                 let model = if cfg.chat_configured() {
                     ChatModel::new(id, cfg, cache.clone()).map(Arc::new).map_err(|e| e.to_string())
                 } else {
+                    let var = cfg.model_provider.key_variable().unwrap_or("GRAPHRAG_API_KEY");
                     Err(format!(
-                        "no chat model configured: completion_models.{id} has no api_key (set GRAPHRAG_API_KEY in the project's .env) and no api_base; `index --method fast` needs no LLM"
+                        "no chat model configured: completion_models.{id} has no api_key (set {var} in the project's .env) and no api_base; `index --method fast` needs no LLM"
                     ))
                 };
                 (id.clone(), model)

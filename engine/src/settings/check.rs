@@ -291,10 +291,14 @@ pub fn regex_error(pattern: &str, e: &regex::Error) -> String {
     format!("`{pattern}` is not a valid regular expression: {}", cause.trim_start_matches("error: "))
 }
 
-/// Providers graphrag-rs calls over the OpenAI API: those it knows the
-/// address of, and any other OpenAI-compatible server given an api_base.
-const PROVIDERS: [&str; 15] = [
+/// Providers graphrag-rs calls: Anthropic's and Gemini's own APIs, and over
+/// the OpenAI API those it knows the address of and any other
+/// OpenAI-compatible server given an api_base.
+pub(super) const PROVIDERS: [&str; 18] = [
     "openai",
+    "anthropic",
+    "gemini",
+    "bedrock",
     "azure",
     "ollama",
     "vllm",
@@ -360,16 +364,24 @@ fn check_model_values(
             format!("`{provider}` is not a provider graphrag-rs can call{what}: one of {}{hint}", known.join(", ")),
         ));
     }
+    if let (true, Some(why)) = (embedding, m.model_provider.embeddings_refusal()) {
+        return Err(loaded.error_at(
+            &key("model_provider"),
+            format!("`{provider}` cannot embed: {why}; embed with another provider (openai, gemini, local, ...)"),
+        ));
+    }
     if let Some(base) = &m.api_base {
         crate::api_base::parse(base).map_err(|e| loaded.error_at(&key("api_base"), e))?;
     }
+    // Anthropic's range is narrower than OpenAI's, and its API refuses more.
+    let max_temperature = if m.model_provider == super::Provider::Anthropic { 1.0 } else { 2.0 };
     if provider != "local" && m.precision != super::Precision::Auto {
         return Err(loaded.error_at(
             &key("precision"),
             "applies only to the in-process embedding model (model_provider: local); remove it",
         ));
     }
-    in_range(loaded, &key("temperature"), m.temperature, (0.0, 2.0), false)?;
+    in_range(loaded, &key("temperature"), m.temperature, (0.0, max_temperature), false)?;
     in_range(loaded, &key("top_p"), m.top_p, (0.0, 1.0), false)?;
     seconds(loaded, &key("retry_base_delay"), m.retry_base_delay, true)?;
     seconds(loaded, &key("max_retry_wait"), m.max_retry_wait, true)?;

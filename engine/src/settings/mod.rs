@@ -73,6 +73,7 @@ pub struct Unused(serde_json::Value);
 mod check;
 mod compat;
 mod models;
+mod provider;
 mod sections;
 mod storage;
 
@@ -81,6 +82,7 @@ pub use compat::IgnoredKey;
 pub use models::{
     Jitter, ModelConfig, Precision, RateLimit, RateLimitConfig, RetryConfig, RetryPolicy, DEFAULT_CONCURRENCY,
 };
+pub use provider::{AwsAccess, Provider};
 pub use sections::*;
 pub use storage::{
     AzureAccount, ProjectRoot, RemoteService, RemoteStorage, StorageConfig, StorageKeyError, StorageTarget,
@@ -92,7 +94,7 @@ fn default_completion_models() -> BTreeMap<String, ModelConfig> {
 }
 
 fn default_embedding_models() -> BTreeMap<String, ModelConfig> {
-    let local = ModelConfig { model_provider: s("local"), model: s("all-MiniLM-L6-v2"), ..ModelConfig::default() };
+    let local = ModelConfig { model_provider: Provider::Local, model: s("all-MiniLM-L6-v2"), ..ModelConfig::default() };
     BTreeMap::from([(s("default_embedding_model"), local)])
 }
 
@@ -138,7 +140,45 @@ section!(
     serve: ServeConfig = ServeConfig::default(),
 });
 
+/// A chat model's answer length on Anthropic when settings give none:
+/// within every Claude model's output limit, long enough for extraction.
+pub const ANTHROPIC_MAX_TOKENS: u32 = 4096;
+
 impl Settings {
+    /// LiteLLM's `provider/model` names become the provider and the bare
+    /// model (see `provider::split_model`), before anything else reads them.
+    fn split_model_names(&mut self) {
+        for model in self.completion_models.values_mut().chain(self.embedding_models.values_mut()) {
+            let split = provider::split_model(
+                &model.model_provider,
+                &model.model,
+                model.api_base.as_deref(),
+                &check::PROVIDERS,
+            );
+            if let Some((provider, name)) = split {
+                model.model = name.to_string();
+                model.model_provider = provider;
+            }
+        }
+    }
+
+    /// A model without an api_key takes its provider's variable
+    /// (`ANTHROPIC_API_KEY`, `GEMINI_API_KEY`) from `lookup`, and a Bedrock
+    /// model the AWS credentials (see `AwsAccess`), as GraphRAG's LiteLLM does.
+    pub fn keys_from_environment(&mut self, lookup: impl Fn(&str) -> Option<String>) {
+        for model in self.completion_models.values_mut().chain(self.embedding_models.values_mut()) {
+            if model.model_provider == Provider::Bedrock {
+                let region = model.call_args.get("aws_region_name").and_then(|r| r.as_str()).map(str::to_string);
+                model.aws = AwsAccess::from_environment(&lookup, region);
+            }
+            if let (true, Some(var)) = (model.api_key.is_empty(), model.model_provider.key_variable()) {
+                if let Some(key) = lookup(var).filter(|k| !k.trim().is_empty()) {
+                    model.api_key = Secret(key);
+                }
+            }
+        }
+    }
+
     /// Settles what one key implies for another: a model's concurrency from
     /// the top-level `concurrent_requests`, the embedding batch sizes from
     /// `embed_text`.
@@ -146,6 +186,13 @@ impl Settings {
         let default_concurrency = self.concurrent_requests;
         for model in self.completion_models.values_mut().chain(self.embedding_models.values_mut()) {
             model.concurrent_requests.get_or_insert(default_concurrency);
+        }
+        for model in self.completion_models.values_mut() {
+            // Anthropic requires max_tokens; set here, it is the model's own
+            // (in step hashes, doubled for a cut-off answer's retry).
+            if model.model_provider == Provider::Anthropic {
+                model.max_tokens.get_or_insert(ANTHROPIC_MAX_TOKENS);
+            }
         }
         if let Some(model) = self.embedding_models.get_mut(&self.embed_text.embedding_model_id) {
             if let Some(n) = self.embed_text.batch_size {
@@ -244,8 +291,10 @@ pub fn load(root: &Path) -> Result<LoadedSettings, ConfigError> {
         None => file,
     };
     let dotenv = std::fs::read_to_string(root.join(".env")).map(|t| env::parse_dotenv(&t)).unwrap_or_default();
+    let lookup = |k: &str| std::env::var(k).ok().or_else(|| dotenv.get(k).cloned());
     let text = env::substitute(&raw, &shown, &dotenv, |k| std::env::var(k).ok())?;
     let mut loaded = parse(&shown, text)?;
+    loaded.settings.keys_from_environment(lookup);
     check::prompt_files(&loaded, root)?;
     if let Some(remote) = remote_root {
         let rebased = loaded.settings.rebase(&remote);
@@ -305,7 +354,7 @@ pub fn parse(file: &Path, text: String) -> Result<LoadedSettings, ConfigError> {
         }
         err
     };
-    let settings: Settings = if text.trim().is_empty() {
+    let mut settings: Settings = if text.trim().is_empty() {
         Settings::default()
     } else if file.extension().is_some_and(|e| e == "json") {
         let mut de = serde_json::Deserializer::from_str(&text);
@@ -314,6 +363,7 @@ pub fn parse(file: &Path, text: String) -> Result<LoadedSettings, ConfigError> {
         let de = serde_yaml_ng::Deserializer::from_str(&text);
         serde_path_to_error::deserialize(de).map_err(|e| located(ConfigError::from_yaml(file, e)))?
     };
+    settings.split_model_names();
     let ignored = compat::ignored_keys(&settings);
     let mut loaded = LoadedSettings { settings, file: file.to_path_buf(), text, ignored };
     check::check(&loaded)?;

@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 
 pub use graphrag_local_embed::Precision;
 
-use super::{s, Secret, Unused};
+use super::{s, AwsAccess, Provider, Secret, Unused};
 
 /// Concurrent requests per model when neither the model nor the top-level
 /// `concurrent_requests` says (GraphRAG's default).
@@ -19,8 +19,9 @@ section!(
         /// GraphRAG's client type: `litellm` (any OpenAI-compatible server).
         #[serde(rename = "type")]
         client_type: String = s("litellm"),
-        /// openai | azure | ollama | vllm | deepseek | local (in-process embeddings)
-        model_provider: String = s("openai"),
+        /// openai | azure | anthropic | gemini | ollama | vllm | deepseek | ... |
+        /// local (in-process embeddings); see `Provider`.
+        model_provider: Provider = Provider::OpenAi,
         model: String = s("gpt-4.1-mini"),
         api_key: Secret = Secret::default(),
         /// api_key | azure_managed_identity (not supported here).
@@ -76,6 +77,10 @@ section!(
         metrics: Option<Unused> = None,
         /// GraphRAG's mock provider answers (accepted, no effect).
         mock_responses: Option<Unused> = None,
+        /// A Bedrock model's AWS credentials and region, from the environment
+        /// (not a settings key: see `AwsAccess`).
+        #[serde(skip)]
+        aws: Option<AwsAccess> = None,
     }
 );
 
@@ -155,11 +160,12 @@ pub struct RateLimit {
 }
 
 impl ModelConfig {
-    /// Whether a chat model can reach a server: an API key, or an explicit
-    /// api_base (local servers need no key). Without either, queries are
-    /// retrieval-only and the fast pipeline is the one that indexes.
+    /// Whether a chat model can reach a server: an API key (AWS credentials
+    /// for Bedrock), or an explicit api_base (local servers need no key).
+    /// Without either, queries are retrieval-only and the fast pipeline is
+    /// the one that indexes.
     pub fn chat_configured(&self) -> bool {
-        !self.api_key.is_empty() || self.api_base.is_some()
+        !self.api_key.is_empty() || self.api_base.is_some() || self.aws.is_some()
     }
 
     /// Requests in flight at once.

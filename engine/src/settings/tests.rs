@@ -667,3 +667,67 @@ proptest::proptest! {
         }
     }
 }
+
+#[test]
+fn anthropic_and_gemini_are_providers_and_anthropic_embeds_nothing() {
+    let chat =
+        "completion_models:\n  default_completion_model:\n    model_provider: anthropic\n    model: claude-sonnet-4-5\n    api_key: k\n";
+    let loaded = parse_str(chat).unwrap();
+    let model = &loaded.settings.completion_models["default_completion_model"];
+    assert_eq!((&model.model_provider, model.max_tokens), (&Provider::Anthropic, Some(ANTHROPIC_MAX_TOKENS)));
+    let gemini =
+        "embedding_models:\n  default_embedding_model:\n    model_provider: gemini\n    model: gemini-embedding-001\n    api_key: k\n";
+    assert_eq!(
+        parse_str(gemini).unwrap().settings.embedding_models["default_embedding_model"].model_provider,
+        Provider::Gemini
+    );
+    let embed = "embedding_models:\n  default_embedding_model:\n    model: claude-x\n    model_provider: anthropic\n";
+    let err = parse_str(embed).unwrap_err();
+    assert_eq!(
+        (err.path.as_str(), err.line),
+        ("embedding_models.default_embedding_model.model_provider", Some(4)),
+        "{err}"
+    );
+    assert!(err.to_string().contains("Anthropic has no embeddings API"), "{err}");
+    // Anthropic's temperature ends at 1 (OpenAI's at 2).
+    let hot = format!("{chat}    temperature: 1.5\n");
+    assert_eq!(parse_str(&hot).unwrap_err().path, "completion_models.default_completion_model.temperature");
+}
+
+#[test]
+fn keys_come_from_the_provider_s_variable_only_when_settings_give_none() {
+    let text = "completion_models:\n  default_completion_model:\n    model: anthropic/claude-haiku-4-5\n  g:\n    model_provider: gemini\n    model: gemini-2.5-flash\n    api_key: from-settings\n  o:\n    model: gpt-4o\n";
+    let mut settings = parse_str(text).unwrap().settings;
+    settings.keys_from_environment(|var| Some(format!("{var}-value")));
+    let key = |id: &str| settings.completion_models[id].api_key.expose().to_string();
+    assert_eq!(key("default_completion_model"), "ANTHROPIC_API_KEY-value", "LiteLLM's form names the provider");
+    assert_eq!(key("g"), "from-settings");
+    assert_eq!(key("o"), "", "GraphRAG's OpenAI key is named in settings.yaml");
+}
+
+#[test]
+fn bedrock_takes_the_aws_variables_and_the_region_of_call_args_first() {
+    let text = "completion_models:\n  default_completion_model:\n    model: bedrock/anthropic.claude-3-haiku-20240307-v1:0\n    call_args:\n      aws_region_name: eu-west-3\n";
+    let mut settings = parse_str(text).unwrap().settings;
+    let vars = |var: &str| match var {
+        "AWS_ACCESS_KEY_ID" => Some("AKID".to_string()),
+        "AWS_SECRET_ACCESS_KEY" => Some("secret-key-1".to_string()),
+        "AWS_REGION" => Some("us-east-1".to_string()),
+        _ => None,
+    };
+    settings.keys_from_environment(vars);
+    let model = &settings.completion_models["default_completion_model"];
+    assert_eq!(
+        (&model.model_provider, model.model.as_str()),
+        (&Provider::Bedrock, "anthropic.claude-3-haiku-20240307-v1:0")
+    );
+    let aws = model.aws.as_ref().unwrap();
+    assert_eq!(
+        (aws.key_id.as_str(), aws.secret.expose(), aws.region.as_deref()),
+        ("AKID", "secret-key-1", Some("eu-west-3"))
+    );
+    assert!(model.chat_configured(), "AWS credentials are its key");
+    assert!(!format!("{model:?}").contains("secret-key-1"));
+    let embed = "embedding_models:\n  default_embedding_model:\n    model_provider: bedrock\n    model: amazon.titan-embed-text-v2:0\n";
+    assert!(parse_str(embed).unwrap_err().to_string().contains("not implemented yet"));
+}

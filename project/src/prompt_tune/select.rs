@@ -127,7 +127,11 @@ pub(super) fn select(
 /// sent anywhere: a dry run computes them too).
 pub(super) fn embeds_locally(project: &Project) -> bool {
     let id = &project.settings().embed_text.embedding_model_id;
-    project.settings().embedding_models.get(id).is_some_and(|m| m.model_provider == "local")
+    project
+        .settings()
+        .embedding_models
+        .get(id)
+        .is_some_and(|m| m.model_provider == graphrag_engine::settings::Provider::Local)
 }
 
 /// One vector per chunk: the mean of its pieces' vectors (a chunk longer

@@ -1,0 +1,177 @@
+//! `model_provider`: which API a model is called through, parsed once when
+//! the settings are read. GraphRAG 3.3 names providers as LiteLLM does, and
+//! LiteLLM's `provider/model` form (`model: anthropic/claude-...`) is
+//! settled here too, so that the LLM layer sees one provider and a bare
+//! model name.
+
+use serde::{Deserialize, Serialize};
+
+use super::Secret;
+
+/// A model's provider. Serialised as the name written in settings.yaml.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "String", into = "String")]
+pub enum Provider {
+    OpenAi,
+    /// Azure OpenAI: deployment URLs, the `api-key` header.
+    Azure,
+    /// Anthropic's Messages API.
+    Anthropic,
+    /// Google's Gemini API (generativelanguage.googleapis.com).
+    Gemini,
+    /// Amazon Bedrock's Converse API, requests signed with AWS credentials.
+    Bedrock,
+    /// The in-process embedding model.
+    Local,
+    /// Another OpenAI-compatible server, by the name written (ollama, vllm,
+    /// ...); a name graphrag-rs does not know is refused by the settings check.
+    Compatible(String),
+}
+
+impl Provider {
+    pub fn as_str(&self) -> &str {
+        match self {
+            Provider::OpenAi => "openai",
+            Provider::Azure => "azure",
+            Provider::Anthropic => "anthropic",
+            Provider::Gemini => "gemini",
+            Provider::Bedrock => "bedrock",
+            Provider::Local => "local",
+            Provider::Compatible(name) => name,
+        }
+    }
+
+    /// The environment variable its API key is read from when settings.yaml
+    /// gives none (the variables GraphRAG's LiteLLM reads).
+    pub fn key_variable(&self) -> Option<&'static str> {
+        match self {
+            Provider::Anthropic => Some("ANTHROPIC_API_KEY"),
+            Provider::Gemini => Some("GEMINI_API_KEY"),
+            _ => None,
+        }
+    }
+
+    /// Why the provider cannot be an embedding model, if it cannot.
+    pub fn embeddings_refusal(&self) -> Option<&'static str> {
+        match self {
+            Provider::Anthropic => Some("Anthropic has no embeddings API"),
+            Provider::Bedrock => Some("Bedrock's embedding models (InvokeModel) are not implemented yet"),
+            _ => None,
+        }
+    }
+}
+
+impl From<&str> for Provider {
+    fn from(name: &str) -> Self {
+        match name {
+            "openai" => Provider::OpenAi,
+            "azure" => Provider::Azure,
+            "anthropic" => Provider::Anthropic,
+            "gemini" => Provider::Gemini,
+            "bedrock" => Provider::Bedrock,
+            "local" => Provider::Local,
+            other => Provider::Compatible(other.to_string()),
+        }
+    }
+}
+
+impl From<String> for Provider {
+    fn from(name: String) -> Self {
+        Provider::from(name.as_str())
+    }
+}
+
+impl From<Provider> for String {
+    fn from(p: Provider) -> String {
+        p.as_str().to_string()
+    }
+}
+
+impl std::fmt::Display for Provider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What a Bedrock model signs its requests with: the AWS variables of the
+/// environment or the project's .env (`AWS_ACCESS_KEY_ID`,
+/// `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`), and the region of
+/// `call_args.aws_region_name` (LiteLLM's) or `AWS_REGION_NAME`,
+/// `AWS_REGION`, `AWS_DEFAULT_REGION`. Never written out.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AwsAccess {
+    pub key_id: String,
+    pub secret: Secret,
+    pub session_token: Option<Secret>,
+    pub region: Option<String>,
+}
+
+impl AwsAccess {
+    /// The access of `lookup`'s variables; None without a key pair.
+    pub(super) fn from_environment(
+        lookup: &impl Fn(&str) -> Option<String>,
+        region: Option<String>,
+    ) -> Option<AwsAccess> {
+        let var = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
+        Some(AwsAccess {
+            key_id: var("AWS_ACCESS_KEY_ID")?,
+            secret: Secret::from(var("AWS_SECRET_ACCESS_KEY")?.as_str()),
+            session_token: var("AWS_SESSION_TOKEN").map(|t| Secret::from(t.as_str())),
+            region: region
+                .or_else(|| ["AWS_REGION_NAME", "AWS_REGION", "AWS_DEFAULT_REGION"].iter().find_map(|v| var(v))),
+        })
+    }
+}
+
+/// LiteLLM's `provider/model` form: `(provider, model)` when `model` begins
+/// with the name of a provider in `known` and the model is meant for it:
+/// its `model_provider` is that provider, or the default (openai) with no
+/// api_base. Behind an api_base (OpenRouter, a LiteLLM proxy)
+/// `anthropic/claude-...` is that server's own model name, sent as it is.
+pub(super) fn split_model<'m>(
+    provider: &Provider,
+    model: &'m str,
+    api_base: Option<&str>,
+    known: &[&str],
+) -> Option<(Provider, &'m str)> {
+    let (prefix, rest) = model.split_once('/')?;
+    if rest.is_empty() || !known.contains(&prefix) || prefix == "local" {
+        return None;
+    }
+    let named = Provider::from(prefix);
+    let meant = named == *provider || (*provider == Provider::OpenAi && api_base.is_none());
+    meant.then_some((named, rest))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const KNOWN: [&str; 4] = ["openai", "anthropic", "gemini", "ollama"];
+
+    #[test]
+    fn names_round_trip() {
+        for name in ["openai", "azure", "anthropic", "gemini", "local", "ollama"] {
+            assert_eq!(Provider::from(name).as_str(), name);
+            assert_eq!(String::from(Provider::from(name)), name);
+        }
+        assert_eq!(Provider::from("vllm"), Provider::Compatible("vllm".into()));
+    }
+
+    #[test]
+    fn litellm_model_names_carry_their_provider() {
+        let split = |p: &str, m: &'static str, base: Option<&str>| split_model(&p.into(), m, base, &KNOWN);
+        assert_eq!(
+            split("openai", "anthropic/claude-sonnet-4-5", None),
+            Some((Provider::Anthropic, "claude-sonnet-4-5"))
+        );
+        assert_eq!(split("gemini", "gemini/gemini-2.5-flash", None), Some((Provider::Gemini, "gemini-2.5-flash")));
+        assert_eq!(split("openai", "openai/gpt-4o", None), Some((Provider::OpenAi, "gpt-4o")));
+        // A gateway's own model names, and names that are no provider's.
+        assert_eq!(split("openai", "anthropic/claude-3-haiku", Some("https://openrouter.ai/api/v1")), None);
+        assert_eq!(split("ollama", "anthropic/claude", None), None);
+        assert_eq!(split("openai", "meta-llama/Llama-3-8B", None), None);
+        assert_eq!(split("openai", "anthropic/", None), None);
+        assert_eq!(split("openai", "gpt-4o", None), None);
+    }
+}
