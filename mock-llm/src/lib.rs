@@ -21,6 +21,7 @@
 pub mod answers;
 pub mod embed;
 mod providers;
+mod rerank;
 mod server;
 mod text;
 
@@ -146,6 +147,7 @@ impl FaultRule {
                 }
                 None if p == "chat" => rule.endpoint = Some(Endpoint::Chat),
                 None if p == "embeddings" || p == "embedding" => rule.endpoint = Some(Endpoint::Embeddings),
+                None if p == "rerank" => rule.endpoint = Some(Endpoint::Rerank),
                 _ => return Err(format!("fault {spec:?}: unknown option {p:?}")),
             }
         }
@@ -190,6 +192,8 @@ pub enum FaultKind {
 pub enum Endpoint {
     Chat,
     Embeddings,
+    /// Cohere's and Jina's `/rerank`.
+    Rerank,
 }
 
 /// Counters since start (or the last reset).
@@ -199,6 +203,8 @@ pub struct MockStats {
     pub requests: u64,
     pub chat_requests: u64,
     pub embedding_requests: u64,
+    /// Rerank requests (`/v1/rerank`, `/rerank`).
+    pub rerank_requests: u64,
     /// Requests whose answer (or injected error) was made; a hung or dropped
     /// request makes none. Counted before the answer is sent, after every
     /// other counter of that request.

@@ -123,6 +123,8 @@ fn route(path: &str, query: &str) -> Route {
         "/v1/models" => return Route::Models,
         "/v1/chat/completions" => return openai(Endpoint::Chat),
         "/v1/embeddings" => return openai(Endpoint::Embeddings),
+        // vLLM and Jina under /v1, Cohere under /v2, Infinity and TEI at the root.
+        "/v1/rerank" | "/v2/rerank" | "/rerank" => return openai(Endpoint::Rerank),
         _ => {}
     }
     if let Some((ep, wire)) = providers::route(p, query) {
@@ -246,6 +248,7 @@ async fn api(shared: Arc<Shared>, req: Request<Incoming>, endpoint: Endpoint, wi
         match endpoint {
             Endpoint::Chat => s.chat_requests += 1,
             Endpoint::Embeddings => s.embedding_requests += 1,
+            Endpoint::Rerank => s.rerank_requests += 1,
         }
         shared.counters_changed.notify_all();
     }
@@ -372,6 +375,15 @@ fn respond(
             }
             raw_response(StatusCode::OK, "application/json", body)
         }
+        Endpoint::Rerank => match crate::rerank::answer(&request) {
+            Ok(mut body) => {
+                if let Some(FaultKind::Malformed | FaultKind::Truncated) = fault {
+                    body.truncate(body.len() / 2);
+                }
+                raw_response(StatusCode::OK, "application/json", body)
+            }
+            Err(message) => refuse(&message),
+        },
     }
 }
 

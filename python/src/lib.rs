@@ -485,7 +485,7 @@ impl NativeIndex {
     /// (or Ctrl-C) stops the query's model calls.
     #[pyo3(signature = (question, method = "local", context_only = false, community_level = None,
         response_type = None, dynamic_community_selection = false, history = None, max_context_tokens = None,
-        on_token = None, cancel = None))]
+        on_token = None, cancel = None, enable_rerank = None))]
     #[allow(clippy::too_many_arguments, clippy::type_complexity)]
     fn query(
         &self,
@@ -500,6 +500,7 @@ impl NativeIndex {
         max_context_tokens: Option<usize>,
         on_token: Option<Py<PyAny>>,
         cancel: Option<PyRef<'_, CancelToken>>,
+        enable_rerank: Option<bool>,
     ) -> PyResult<(Option<String>, String, String, String, Option<String>)> {
         let method: Method = method.parse().map_err(|e| ConfigError::new_err(format!("{e:#}")))?;
         let mut req = QueryRequest::new(method, question);
@@ -508,6 +509,7 @@ impl NativeIndex {
         req.dynamic_community_selection = dynamic_community_selection;
         req.history = history.unwrap_or_default();
         req.max_context_tokens = max_context_tokens;
+        req.rerank = enable_rerank;
         if let Some(rt) = response_type {
             req.response_type = rt;
         }

@@ -89,6 +89,22 @@ def test_update_indexes_an_added_document(mock_url, tmp_path):
     assert len(graphrag_rs.load_tables(root)["documents"]) == 2
 
 
+def test_enable_rerank_reranks_the_chunks_with_the_configured_model(mock_url, tmp_path):
+    root = make_project(tmp_path, mock_url, {"stave1.txt": passage("MARLEY'S GHOST", 2500)})
+    with open(root / "settings.yaml", "a") as f:
+        f.write(
+            "rerank_models:\n  default_rerank_model:\n    model_provider: jina\n    model: mock-rerank\n"
+            f"    api_base: {mock_url}\n    api_key: sk-test\n"
+            "rerank:\n  model_id: default_rerank_model\n  by_default: false\n"
+        )
+    graphrag_rs.build_index(root, method="fast")
+    index = graphrag_rs.Index(root)
+    reranked = index.query("Who is Marley?", "basic", context_only=True, enable_rerank=True)
+    assert reranked.context["rerank"]["model"] == "default_rerank_model"
+    plain = index.query("Who is Marley?", "basic", context_only=True)
+    assert "rerank" not in plain.context, "rerank.by_default is false"
+
+
 def test_light_method_indexes_without_community_reports(mock_url, tmp_path):
     root = make_project(tmp_path, mock_url, {"stave1.txt": passage("MARLEY'S GHOST", 2500)})
     report = graphrag_rs.build_index(root, method="light")

@@ -36,7 +36,9 @@ use anyhow::{bail, Context as _};
 use graphrag_engine::cancel::CancelToken;
 use graphrag_engine::llm::answer::{self, AnswerCheck};
 use graphrag_engine::llm::preflight::ModelKind;
-use graphrag_engine::llm::{CallOptions, CallScope, ChatModel, LlmService, Message, RetryBudget, UsageCounters};
+use graphrag_engine::llm::{
+    CallOptions, CallScope, ChatModel, LlmService, Message, RerankModel, RetryBudget, UsageCounters,
+};
 use graphrag_engine::prompts::PromptTemplate;
 use graphrag_engine::settings::{self, Settings};
 use graphrag_engine::storage::Storage;
@@ -143,6 +145,10 @@ pub struct QueryRequest {
     /// (`max_context_tokens` and the like), filled in the method's rank order
     /// with no count limit on text units (`graphrag-rs eval --budget`).
     pub max_context_tokens: Option<usize>,
+    /// Whether the retrieved text chunks are reranked (LightRAG's
+    /// `enable_rerank`) by the model `rerank.model_id` names; `None`: as
+    /// `rerank.by_default` says.
+    pub rerank: Option<bool>,
     /// Cancels the query's model calls (a server's client that went away):
     /// the query then fails with `LlmError::Cancelled`. The default token is
     /// never cancelled.
@@ -160,6 +166,7 @@ impl QueryRequest {
             history: Vec::new(),
             dynamic_community_selection: false,
             max_context_tokens: None,
+            rerank: None,
             cancel: CancelToken::default(),
         }
     }
@@ -447,6 +454,7 @@ impl QueryEngine {
             skipped: AtomicU64::new(0),
             started,
             notices: Mutex::new(Default::default()),
+            reranked: Mutex::new(None),
             context_ms: Mutex::new(None),
             on_token: Mutex::new(on_token),
         };
@@ -461,6 +469,10 @@ impl QueryEngine {
             Method::Hybrid => methods::keyword::run(&run, false),
             Method::Mix => methods::keyword::run(&run, true),
         }?;
+        let mut outcome = outcome;
+        if let (Some(rerank), Value::Object(records)) = (run.reranked.lock().unwrap().take(), &mut outcome.records) {
+            records.insert("rerank".into(), rerank);
+        }
         let by_model = run.usage.by_model();
         let chat_usage = by_model.get(&chat_id).cloned().unwrap_or_default();
         let embed_usage =
@@ -512,6 +524,8 @@ pub(crate) struct Run<'a, 'b> {
     pub started: Instant,
     /// Notices already logged (each once per query).
     notices: Mutex<std::collections::HashSet<String>>,
+    /// What the rerank did, for the context records (`rerank`).
+    reranked: Mutex<Option<Value>>,
     context_ms: Mutex<Option<f64>>,
     /// Where the final answer streams to, if anywhere.
     on_token: Mutex<Option<&'b mut OnToken<'b>>>,
@@ -541,6 +555,28 @@ impl Run<'_, '_> {
         if self.notices.lock().unwrap().insert(message.clone()) {
             tracing::warn!("{message}");
         }
+    }
+
+    /// The rerank model when this query reranks its chunks: the request
+    /// asks (`enable_rerank`, else `rerank.by_default`) and a model is set
+    /// (`rerank.model_id`; asked for without one, a notice says so).
+    pub fn reranker(&self) -> anyhow::Result<Option<RerankModel>> {
+        let settings = &self.s().rerank;
+        if !self.req.rerank.unwrap_or(settings.by_default) {
+            return Ok(None);
+        }
+        let Some(id) = &settings.model_id else {
+            if self.req.rerank == Some(true) {
+                self.notice("rerank asked for, but no rerank model is configured (settings `rerank.model_id`): the chunks keep their retrieval order".into());
+            }
+            return Ok(None);
+        };
+        Ok(Some(self.engine.llm.rerank_model(id).context("settings `rerank.model_id`")?.within(&self.scope)))
+    }
+
+    /// Notes what the rerank did, for the context records.
+    pub fn note_rerank(&self, record: Value) {
+        *self.reranked.lock().unwrap() = Some(record);
     }
 
     pub fn skip(&self, what: &str, why: impl fmt::Display) {

@@ -5,7 +5,9 @@
 
 use std::collections::HashSet;
 
+use graphrag_engine::llm::LlmError;
 use graphrag_operations::rank_fusion::reciprocal_rank_fusion;
+use serde_json::json;
 
 use crate::context::{pack_table, Counter, PackedTable};
 use crate::data::{Field, TextUnits};
@@ -111,6 +113,48 @@ pub fn ranked_units(
     };
     ranked.truncate(n);
     Ok(ranked)
+}
+
+/// `rows` (text units, best first, duplicates dropped) with the first
+/// `rerank.candidates` reordered by the rerank model, most relevant first,
+/// when the query reranks ([`Run::reranker`]); the rest keep their order.
+/// A rerank that fails (the endpoint down, an unusable answer) leaves the
+/// order as retrieved, with a notice; a cancelled query stops here.
+pub fn reranked(run: &Run, units: &TextUnits, rows: impl IntoIterator<Item = usize>) -> anyhow::Result<Vec<usize>> {
+    let mut seen = HashSet::new();
+    let mut rows: Vec<usize> = rows.into_iter().filter(|u| seen.insert(*u)).collect();
+    let Some(model) = run.reranker()? else { return Ok(rows) };
+    let n = (run.s().rerank.candidates as usize).min(rows.len());
+    let texts: Vec<String> = rows[..n].iter().map(|&u| units.text[u].clone()).collect();
+    match run.block_on(model.rerank(&run.req.question, &texts, &run.usage)) {
+        Ok(scores) => {
+            let mut head: Vec<(usize, f64)> = rows[..n].iter().copied().zip(scores).collect();
+            // Stable: equal scores keep the retrieval order.
+            head.sort_by(|a, b| b.1.total_cmp(&a.1));
+            rows.splice(..n, head.into_iter().map(|(u, _)| u));
+            run.note_rerank(json!({ "model": model.id(), "reranked": n }));
+        }
+        Err(e @ LlmError::Cancelled) => return Err(e.into()),
+        Err(e) => {
+            run.notice(format!(
+                "the rerank model `{}` failed, so the chunks keep their retrieval order: {e}",
+                model.id()
+            ));
+            run.note_rerank(json!({ "model": model.id(), "reranked": 0, "error": e.to_string() }));
+        }
+    }
+    Ok(rows)
+}
+
+/// [`sources_table`] of `rows` after the query's rerank ([`reranked`]).
+pub fn reranked_sources(
+    run: &Run,
+    units: &TextUnits,
+    rows: impl IntoIterator<Item = usize>,
+    max_tokens: usize,
+    count: Counter,
+) -> anyhow::Result<PackedTable> {
+    Ok(sources_table(units, reranked(run, units, rows)?, max_tokens, count))
 }
 
 /// A Sources table (`id`, `text`) of the units in `rows` order, duplicates

@@ -126,6 +126,7 @@ fn conversation(messages: Vec<ChatMessage>) -> Result<Ask> {
         response_type: None,
         community_level: None,
         max_context_tokens: None,
+        rerank: None,
     })
 }
 
@@ -348,6 +349,7 @@ pub async fn ollama_generate(state: &Arc<State>, body: &[u8]) -> Result<Resp> {
                 response_type: None,
                 community_level: None,
                 max_context_tokens: None,
+                rerank: None,
             };
             let model = req.model.unwrap_or_else(|| MODEL.into());
             ollama(state, ask, req.stream.unwrap_or(true), model, generate_piece).await

@@ -277,6 +277,10 @@ pub fn schemas() -> Value {
                         json!({"type": "integer", "minimum": 1, "description": "the most tokens of context: a bound on the method's own budget (global search: not below global_search.max_context_tokens, 422)"}),
                     ),
                     (
+                        "enable_rerank",
+                        json!({"type": "boolean", "description": "rerank the retrieved chunks with settings `rerank.model_id` (default: rerank.by_default)"}),
+                    ),
+                    (
                         "ids",
                         json!({"type": "array", "items": s(), "nullable": true, "description": "not served: a list of document ids is refused (422); null or []"}),
                     ),

@@ -29,6 +29,8 @@ pub struct Ask {
     pub community_level: Option<u32>,
     /// A context budget below the method's own (LightRAG's `max_total_tokens`).
     pub max_context_tokens: Option<usize>,
+    /// LightRAG's `enable_rerank`; `None`: settings `rerank.by_default`.
+    pub rerank: Option<bool>,
 }
 
 pub struct Answer {
@@ -123,6 +125,7 @@ fn answer(snapshot: &Snapshot, ask: Ask, mut tokens: Option<Tokens>, cancel: Can
     req.context_only = ask.context_only;
     req.community_level = ask.community_level;
     req.max_context_tokens = ask.max_context_tokens;
+    req.rerank = ask.rerank;
     req.response_type = ask.response_type.unwrap_or_else(|| DEFAULT_RESPONSE_TYPE.to_string());
     req.cancel = cancel;
     let streamed = tokens.is_some();
@@ -169,7 +172,7 @@ struct Message {
 }
 
 /// LightRAG's `QueryRequest`; its other retrieval knobs (top_k, the entity
-/// and relation token budgets, keywords, rerank) are accepted and left to
+/// and relation token budgets, keywords) are accepted and left to
 /// settings.yaml.
 #[derive(Deserialize)]
 struct QueryBody {
@@ -194,6 +197,10 @@ struct QueryBody {
     /// budget ([`context_bound`]).
     #[serde(default)]
     max_total_tokens: Option<usize>,
+    /// LightRAG: rerank the retrieved chunks with the rerank model
+    /// (settings `rerank.model_id`); default `rerank.by_default`.
+    #[serde(default)]
+    enable_rerank: Option<bool>,
     /// graphrag-rs: the community level of global / local / drift.
     #[serde(default)]
     community_level: Option<u32>,
@@ -231,6 +238,7 @@ pub(crate) fn parse_query(settings: &Settings, body: &[u8]) -> Result<(Ask, bool
         context_only: q.only_need_context.unwrap_or(false),
         response_type: q.response_type,
         community_level: q.community_level,
+        rerank: q.enable_rerank,
     };
     Ok((ask, q.include_references.unwrap_or(true), q.include_context_records.unwrap_or(false)))
 }

@@ -384,3 +384,30 @@ fn query_ids_are_refused_and_max_total_tokens_bounds_the_context() {
     assert!(doc["paths"]["/"]["get"]["responses"]["302"].is_object(), "{}", doc["paths"]["/"]);
     assert_eq!(get(addr, "/").status, 302);
 }
+
+#[test]
+fn enable_rerank_reranks_the_chunks_with_the_configured_model() {
+    let mock = MockServer::start(MockConfig::default()).unwrap();
+    let root = project(&mock, &[("marley.txt", carol("MARLEY'S GHOST", 6000))]);
+    let settings = root.path().join("settings.yaml");
+    let rerank = format!(
+        "rerank_models:\n  default_rerank_model:\n    model_provider: jina\n    model: mock-rerank\n    api_base: {}\n    api_key: sk-test\nrerank:\n  model_id: default_rerank_model\n  by_default: false\n",
+        mock.base_url()
+    );
+    std::fs::write(&settings, std::fs::read_to_string(&settings).unwrap() + &rerank).unwrap();
+    index(root.path());
+    let server = Server::start(ServeOptions { port: 0, ..ServeOptions::new(root.path()) }).unwrap();
+    let ask = |enable_rerank: Value| {
+        let body = json!({"query": "Who is Marley?", "mode": "mix", "only_need_context": true,
+            "include_context_records": true, "enable_rerank": enable_rerank});
+        let r = post_json(server.addr(), "/query", &body);
+        assert_eq!(r.status, 200, "{}", r.text());
+        r.json()["context_records"]["rerank"].clone()
+    };
+    // rerank.by_default is false: only a request that asks is reranked.
+    assert!(ask(json!(null)).is_null());
+    assert_eq!(mock.stats().rerank_requests, 0);
+    assert_eq!(ask(json!(true))["model"], "default_rerank_model");
+    assert_eq!(mock.stats().rerank_requests, 1);
+    assert!(ask(json!(false)).is_null());
+}

@@ -22,6 +22,9 @@ use crate::settings::{duration_of_seconds, AwsAccess, ModelConfig, Provider};
 /// The largest chat response body read: room for an answer of
 /// [`MAX_ANSWER_BYTES`] with JSON escaping. A larger one is not read to the end.
 const MAX_CHAT_BODY_BYTES: usize = 4 * MAX_ANSWER_BYTES;
+/// Per reranked document: its index and score, or the document itself
+/// echoed back (`return_documents` is asked off, yet some servers send it).
+const MAX_RERANK_BODY_BYTES_PER_DOCUMENT: usize = 64 << 10;
 /// Per embedded text: 65,536 dimensions written out as JSON numbers.
 const MAX_EMBEDDING_BODY_BYTES_PER_TEXT: usize = 2 << 20;
 
@@ -57,6 +60,9 @@ pub(crate) struct Transport {
     stream_url: Url,
     /// None: the provider has no embeddings API (Anthropic).
     embeddings_url: Option<Url>,
+    /// api_base's `rerank` (Cohere's and Jina's shape, which vLLM, TEI and
+    /// Infinity serve); None on the native APIs, which have none.
+    rerank_url: Option<Url>,
     /// Signs each request (Bedrock's SigV4); None: the key is a header.
     signer: Option<Signer>,
     /// The API key and api_base's query values: never shown.
@@ -72,6 +78,8 @@ fn default_api_base(provider: &str) -> Option<&'static str> {
         "ollama" => Some("http://localhost:11434/v1"),
         "vllm" => Some("http://localhost:8000/v1"),
         "deepseek" => Some("https://api.deepseek.com/v1"),
+        "cohere" => Some("https://api.cohere.com/v2"),
+        "jina" => Some("https://api.jina.ai/v1"),
         _ => None,
     }
 }
@@ -210,7 +218,9 @@ impl Transport {
             (endpoint(&base, &["chat", "completions"], &[]), endpoint(&base, &["embeddings"], &[]))
         };
         let urls = (chat_url.clone(), chat_url, Some(embeddings_url));
-        Transport::build(id, config, headers, wire, urls, secrets)
+        let transport = Transport::build(id, config, headers, wire, urls, secrets)?;
+        let rerank_url = (config.model_provider != Provider::Azure).then(|| endpoint(&base, &["rerank"], &[]));
+        Ok(Transport { rerank_url, ..transport })
     }
 
     /// The transport with `headers` and the settings' own headers.
@@ -240,7 +250,7 @@ impl Transport {
             .timeout(duration_of_seconds(config.request_timeout))
             .build()
             .map_err(|e| LlmError::Config(format!("model `{id}`: cannot build HTTP client: {e}")))?;
-        Ok(Transport { client, wire, chat_url, stream_url, embeddings_url, signer: None, secrets })
+        Ok(Transport { client, wire, chat_url, stream_url, embeddings_url, rerank_url: None, signer: None, secrets })
     }
 
     /// A POST of `body` to `url`: signed when the provider signs requests.
@@ -299,6 +309,25 @@ impl Transport {
             retry_after: None,
         })?;
         self.wire.embeddings(&bytes, expected).map_err(unusable)
+    }
+
+    /// The relevance score of each of the `expected` documents of `body`
+    /// (a rerank request), by the document's position.
+    pub(crate) async fn rerank(&self, body: &Value, expected: usize) -> Result<Vec<f64>, Failure> {
+        let url = self.rerank_url.as_ref().ok_or_else(|| Failure {
+            retryable: false,
+            status: None,
+            message: format!("{} has no rerank endpoint", self.wire.name()),
+            retry_after: None,
+        })?;
+        let limit = expected.max(1).saturating_mul(MAX_RERANK_BODY_BYTES_PER_DOCUMENT);
+        let bytes = self.post_bytes(url, body, limit).await?.ok_or_else(|| Failure {
+            retryable: false,
+            status: None,
+            message: format!("the rerank response is larger than {limit} bytes, the most read"),
+            retry_after: None,
+        })?;
+        super::rerank::scores(&json(&bytes)?, expected).map_err(unusable)
     }
 
     /// The body of the answer to `body`; `None` when it is longer than

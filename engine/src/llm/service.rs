@@ -7,7 +7,7 @@ use std::future::Future;
 use std::path::Path;
 use std::sync::Arc;
 
-use super::{CallScope, ChatModel, EmbeddingModel, LlmError, ResponseCache};
+use super::{CallScope, ChatModel, EmbeddingModel, LlmError, RerankModel, ResponseCache};
 use crate::interrupt::StopFlag;
 use crate::settings::Settings;
 use crate::storage::{Location, Storage};
@@ -19,6 +19,7 @@ pub struct LlmService {
     runtime: tokio::runtime::Runtime,
     chat: BTreeMap<String, Result<Arc<ChatModel>, String>>,
     embedding: BTreeMap<String, Result<Arc<EmbeddingModel>, String>>,
+    rerank: BTreeMap<String, Result<Arc<RerankModel>, String>>,
     cache: Option<Arc<ResponseCache>>,
 }
 
@@ -54,7 +55,8 @@ impl LlmService {
     pub fn for_queries(settings: &Settings, root: &Path) -> Result<Self, LlmError> {
         let q = &settings.query;
         let mut bounded = settings.clone();
-        for model in bounded.completion_models.values_mut().chain(bounded.embedding_models.values_mut()) {
+        let models = bounded.completion_models.values_mut().chain(bounded.embedding_models.values_mut());
+        for model in models.chain(bounded.rerank_models.values_mut()) {
             model.request_timeout = model.request_timeout.min(q.request_timeout);
             model.max_consecutive_failures = u32::MAX;
         }
@@ -98,7 +100,15 @@ impl LlmService {
                 (id.clone(), model)
             })
             .collect();
-        Ok(LlmService { runtime, chat, embedding, cache })
+        let rerank = settings
+            .rerank_models
+            .iter()
+            .map(|(id, cfg)| {
+                let model = RerankModel::new(id, cfg, cache.clone()).map(Arc::new).map_err(|e| e.to_string());
+                (id.clone(), model)
+            })
+            .collect();
+        Ok(LlmService { runtime, chat, embedding, rerank, cache })
     }
 
     /// Writes the answers the cache keeps in memory (on an object store, at
@@ -147,6 +157,14 @@ impl LlmService {
             Some(name) => Arc::new(model.in_partition(name)),
             None => model,
         })
+    }
+
+    pub fn rerank_model(&self, id: &str) -> Result<Arc<RerankModel>, LlmError> {
+        match self.rerank.get(id) {
+            Some(Ok(m)) => Ok(m.clone()),
+            Some(Err(e)) => Err(LlmError::Config(e.clone())),
+            None => Err(LlmError::Config(format!("rerank model `{id}` is not defined in settings.yaml"))),
+        }
     }
 
     /// Makes every model's calls stop with the run that `stop` belongs to

@@ -132,6 +132,7 @@ pub(super) fn check(loaded: &LoadedSettings) -> Result<(), ConfigError> {
         model_ref(loaded, section, id, &s.completion_models)?;
     }
     model_ref(loaded, "embed_text.embedding_model_id", &s.embed_text.embedding_model_id, &s.embedding_models)?;
+    check_rerank(loaded)?;
     for (path, name) in [
         ("extract_graph.model_instance_name", &s.extract_graph.model_instance_name),
         ("summarize_descriptions.model_instance_name", &s.summarize_descriptions.model_instance_name),
@@ -565,6 +566,57 @@ pub(super) fn prompt_files(loaded: &LoadedSettings, root: &std::path::Path) -> R
     }
     Ok(())
 }
+
+/// Servers whose `/rerank` a rerank model is called at (Cohere's and Jina's
+/// shape: query, documents, top_n → index, relevance_score).
+pub(super) const RERANK_PROVIDERS: [&str; 6] =
+    ["cohere", "jina", "vllm", "hosted_vllm", "infinity", "openai_compatible"];
+
+/// The rerank models (a provider with `/rerank`, an address) and the query
+/// setting that names one.
+fn check_rerank(loaded: &LoadedSettings) -> Result<(), ConfigError> {
+    let s = &loaded.settings;
+    for (id, model) in &s.rerank_models {
+        let path = format!("rerank_models.{id}");
+        check_model(loaded, &path, model)?;
+        let provider = model.model_provider.as_str();
+        if !RERANK_PROVIDERS.contains(&provider) {
+            let hint = did_you_mean(provider, RERANK_PROVIDERS.iter().copied());
+            return Err(loaded.error_at(
+                &format!("{path}.model_provider"),
+                format!(
+                    "`{provider}` is not a rerank provider graphrag-rs can call: one of {}{hint}",
+                    RERANK_PROVIDERS.join(", ")
+                ),
+            ));
+        }
+        if let Some(base) = &model.api_base {
+            crate::api_base::parse(base).map_err(|e| loaded.error_at(&format!("{path}.api_base"), e))?;
+        } else if !matches!(provider, "cohere" | "jina") {
+            return Err(loaded.error_at(
+                &format!("{path}.api_base"),
+                format!(
+                    "a `{provider}` rerank model needs api_base (the server's address, e.g. http://localhost:8000/v1)"
+                ),
+            ));
+        }
+    }
+    if let Some(id) = &s.rerank.model_id {
+        model_ref(loaded, "rerank.model_id", id, &s.rerank_models)?;
+    }
+    at_least_one(loaded, "rerank.candidates", u64::from(s.rerank.candidates), "")?;
+    // Cohere's limit per request; more would be one request it refuses.
+    if s.rerank.candidates > MAX_RERANK_CANDIDATES {
+        return Err(loaded.error_at(
+            "rerank.candidates",
+            format!("{} is not a valid value: it must be at most {MAX_RERANK_CANDIDATES}", s.rerank.candidates),
+        ));
+    }
+    Ok(())
+}
+
+/// The most documents one rerank request carries.
+const MAX_RERANK_CANDIDATES: u32 = 1000;
 
 fn model_ref(
     loaded: &LoadedSettings,

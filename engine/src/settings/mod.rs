@@ -103,6 +103,9 @@ section!(
     Settings {
     completion_models: BTreeMap<String, ModelConfig> = default_completion_models(),
     embedding_models: BTreeMap<String, ModelConfig> = default_embedding_models(),
+    /// Models that rerank retrieved text chunks (graphrag-rs extension:
+    /// Cohere's and Jina's `/rerank`, as vLLM, TEI and Infinity serve it).
+    rerank_models: BTreeMap<String, ModelConfig> = BTreeMap::new(),
     /// Default `concurrent_requests` of every model that sets none.
     concurrent_requests: u32 = DEFAULT_CONCURRENCY,
     async_mode: Option<Unused> = None,
@@ -137,6 +140,7 @@ section!(
     ppr_search: PprSearchConfig = PprSearchConfig::default(),
     failures: FailuresConfig = FailuresConfig::default(),
     query: QueryConfig = QueryConfig::default(),
+    rerank: RerankConfig = RerankConfig::default(),
     serve: ServeConfig = ServeConfig::default(),
 });
 

@@ -510,6 +510,20 @@ section!(
 });
 
 section!(
+    /// Reranking of the text chunks a query retrieved, as LightRAG's
+    /// `enable_rerank` does (graphrag-rs extension): the best-ranked chunks
+    /// are reordered by a rerank model before the context is packed.
+    RerankConfig {
+    /// The `rerank_models` entry that reranks; none: no query is reranked.
+    model_id: Option<String> = None,
+    /// How many of a query's best-ranked chunks the model reorders; the
+    /// rest follow in their retrieval order.
+    candidates: u32 = 40,
+    /// Whether a query that does not say (`enable_rerank`) is reranked.
+    by_default: bool = true,
+});
+
+section!(
     /// `graphrag-rs serve`'s connections and requests (graphrag-rs extension).
     ServeConfig {
     /// Seconds a client has to send a request's whole head (request line

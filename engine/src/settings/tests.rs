@@ -731,3 +731,25 @@ fn bedrock_takes_the_aws_variables_and_the_region_of_call_args_first() {
     let embed = "embedding_models:\n  default_embedding_model:\n    model_provider: bedrock\n    model: amazon.titan-embed-text-v2:0\n";
     assert!(parse_str(embed).unwrap_err().to_string().contains("not implemented yet"));
 }
+
+#[test]
+fn rerank_settings_name_a_rerank_model_a_provider_with_rerank_and_its_address() {
+    let model = |provider: &str, base: &str| {
+        format!("rerank_models:\n  r:\n    model_provider: {provider}\n    model: m\n{base}rerank:\n  model_id: r\n")
+    };
+    let loaded = parse_str(&model("cohere", "")).unwrap();
+    assert_eq!(loaded.settings.rerank.model_id.as_deref(), Some("r"));
+    assert!(loaded.settings.rerank.by_default && loaded.settings.rerank.candidates == 40);
+    let err = parse_str(&model("cohre", "")).unwrap_err();
+    assert_eq!((err.line, err.path.as_str()), (Some(3), "rerank_models.r.model_provider"), "{err}");
+    assert!(err.to_string().contains("did you mean `cohere`"), "{err}");
+    let err = parse_str(&model("vllm", "")).unwrap_err();
+    assert!(err.path == "rerank_models.r.api_base" && err.to_string().contains("needs api_base"), "{err}");
+    parse_str(&model("vllm", "    api_base: http://localhost:8000/v1\n")).unwrap();
+    let err = parse_str("rerank:\n  model_id: nothing\n").unwrap_err();
+    assert_eq!((err.line, err.path.as_str()), (Some(2), "rerank.model_id"), "{err}");
+    for bad in [0, 1001] {
+        let err = parse_str(&format!("rerank:\n  candidates: {bad}\n")).unwrap_err();
+        assert_eq!(err.path, "rerank.candidates", "{err}");
+    }
+}

@@ -37,6 +37,7 @@ class QueryOptions(TypedDict, total=False):
     dynamic_community_selection: bool
     history: Optional[History]
     max_context_tokens: Optional[int]
+    enable_rerank: Optional[bool]
 
 
 def _check_arguments(query: str, community_level: Optional[int]) -> None:
@@ -95,6 +96,7 @@ class Index:
         dynamic_community_selection: bool = False,
         history: Optional[History] = None,
         max_context_tokens: Optional[int] = None,
+        enable_rerank: Optional[bool] = None,
         frames: bool = True,
         on_token: Optional[Callable[[str], None]] = None,
         cancel: Optional[CancelToken] = None,
@@ -107,6 +109,8 @@ class Index:
         ``dynamic_community_selection``: global search rates reports from the top level down.
         ``history``: earlier turns, oldest first, as ``(role, content)`` with role ``user`` or ``assistant``.
         ``max_context_tokens``: a context budget in place of the method's own.
+        ``enable_rerank``: rerank the retrieved chunks with the model settings
+        ``rerank.model_id`` names (LightRAG's option; default ``rerank.by_default``).
         ``frames=False`` keeps the context as lists of dicts (no pandas needed).
         ``on_token`` gets the answer's text pieces as the model streams them.
         ``cancel``: a ``CancelToken`` whose ``cancel()`` stops the query's model
@@ -124,6 +128,7 @@ class Index:
             max_context_tokens,
             on_token,
             cancel,
+            enable_rerank,
         )
         result = Result(method, raw, frames)
         self.last_result = result

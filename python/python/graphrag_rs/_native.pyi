@@ -91,4 +91,5 @@ class NativeIndex:
         max_context_tokens: Optional[int] = None,
         on_token: Optional[Callable[[str], None]] = None,
         cancel: Optional[CancelToken] = None,
+        enable_rerank: Optional[bool] = None,
     ) -> Tuple[Optional[str], str, str, str, Optional[str]]: ...

@@ -16,7 +16,7 @@ use crate::context::{
     content_words, history_text, join_parts, pack_table, rank_text_units, round_robin, MemoCounter, PackedTable,
 };
 use crate::data::{Field, Graph};
-use crate::retrieval::sources_table;
+use crate::retrieval::reranked_sources;
 use crate::{render, Outcome, Run};
 use graphrag_engine::prompts::PromptTemplate;
 
@@ -171,7 +171,7 @@ pub fn run(run: &Run, mix: bool) -> anyhow::Result<Outcome> {
         let query = run.embed_one(question)?;
         let ranking = super::ppr::rank_units(run, question, &query, budget)?;
         let units = index.text_units()?;
-        let sources = sources_table(&units, ranking.units.into_iter().take(budgets.chunks), budget, &count);
+        let sources = reranked_sources(run, &units, ranking.units.into_iter().take(budgets.chunks), budget, &count)?;
         let context = join_parts([keyword_note.as_deref().unwrap_or(""), sources.text.as_str()]);
         let records = json!({
             "keywords": keywords_record,
@@ -297,7 +297,8 @@ pub fn run(run: &Run, mix: bool) -> anyhow::Result<Outcome> {
         PackedTable::default()
     } else {
         let units = index.text_units()?;
-        sources_table(&units, chunk_ids.iter().filter_map(|id| units.by_id.get(id).copied()), chunk_budget, &count)
+        let rows = chunk_ids.iter().filter_map(|id| units.by_id.get(id).copied());
+        reranked_sources(run, &units, rows, chunk_budget, &count)?
     };
 
     let context = join_parts([

@@ -20,7 +20,7 @@ use crate::context::{
     rank_relationships, rank_text_units, reports_up_to_level, MemoCounter, PackedTable,
 };
 use crate::data::{Field, Graph};
-use crate::retrieval::sources_table;
+use crate::retrieval::reranked_sources;
 use crate::{render, Outcome, Run};
 use graphrag_engine::settings::{DriftSearchConfig, LocalSearchConfig};
 
@@ -243,7 +243,7 @@ pub fn build(
         }
         let units = index.text_units()?;
         let rows = ranked.iter().filter_map(|id| units.by_id.get(id).copied());
-        sources_table(&units, rows, text_unit_tokens, &count)
+        reranked_sources(run, &units, rows, text_unit_tokens, &count)?
     } else {
         PackedTable::default()
     };

@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 
 use crate::context::{history_table, join_parts, Counter, PackedTable};
 use crate::data::Reports;
-use crate::retrieval::sources_table;
+use crate::retrieval::reranked_sources;
 use crate::{render, Outcome, Run};
 
 /// A context of the text units `rows`, in order, as one Sources table after
@@ -26,7 +26,7 @@ pub fn sources_context(
     let turns = run.s().local_search.conversation_history_max_turns as usize;
     let history = history_table(history, turns, true, budget, count);
     let units = run.index().text_units()?;
-    let sources = sources_table(&units, rows, budget.saturating_sub(history.tokens), count);
+    let sources = reranked_sources(run, &units, rows, budget.saturating_sub(history.tokens), count)?;
     Ok((join_parts([history.text.as_str(), sources.text.as_str()]), sources))
 }
 
