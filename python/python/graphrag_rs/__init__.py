@@ -38,7 +38,9 @@ import os
 from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Dict, Iterator, Optional, Protocol, Tuple
 
 from . import _native, _progress
+from ._aio import twin
 from ._index import History, Index, QueryOptions
+from ._lightrag import QueryParam
 from ._native import CancelledError, CancelToken, ConfigError, GraphragError, NoIndexError
 from ._progress import Progress
 from ._results import Context, Result
@@ -58,13 +60,18 @@ __all__ = [
     "Progress",
     "QueryOptions",
     "History",
+    "QueryParam",
+    "api",
     "init",
+    "ainit",
     "build_index",
     "update_index",
     "abuild_index",
     "aupdate_index",
     "generate_indexing_prompts",
+    "agenerate_indexing_prompts",
     "load_tables",
+    "aload_tables",
     "local_search",
     "global_search",
     "drift_search",
@@ -159,39 +166,6 @@ def update_index(
     )
 
 
-async def abuild_index(
-    root: "os.PathLike[str] | str",
-    method: str = "auto",
-    resume: bool = False,
-    no_cache: bool = False,
-    progress: Optional[Progress] = None,
-) -> Dict[str, Any]:
-    """``build_index`` from asyncio (on a worker thread); cancelling the task
-    stops the run cleanly (resumable)."""
-    token = CancelToken()
-    try:
-        return await asyncio.to_thread(build_index, root, method, resume, no_cache, progress, token)
-    except asyncio.CancelledError:
-        token.cancel()
-        raise
-
-
-async def aupdate_index(
-    root: "os.PathLike[str] | str",
-    method: str = "auto",
-    no_cache: bool = False,
-    progress: Optional[Progress] = None,
-) -> Dict[str, Any]:
-    """``update_index`` from asyncio (on a worker thread); cancelling the task
-    stops the run cleanly."""
-    token = CancelToken()
-    try:
-        return await asyncio.to_thread(update_index, root, method, no_cache, progress, token)
-    except asyncio.CancelledError:
-        token.cancel()
-        raise
-
-
 def generate_indexing_prompts(
     root: "os.PathLike[str] | str",
     limit: int = 15,
@@ -282,15 +256,6 @@ class SearchStreaming(Protocol):
         ...
 
 
-class AsyncSearch(Protocol):
-    async def __call__(
-        self, root: "os.PathLike[str] | str", query: str, **options: "Unpack[QueryOptions]"
-    ) -> Tuple[Optional[str], Context]:
-        """``await``-able ``(response, context)``: the search on a worker
-        thread; cancelling the task cancels its model calls."""
-        ...
-
-
 class AsyncSearchStreaming(Protocol):
     def __call__(
         self, root: "os.PathLike[str] | str", query: str, **options: "Unpack[QueryOptions]"
@@ -324,19 +289,6 @@ def _search_streaming(method: str) -> SearchStreaming:
     return search
 
 
-def _asearch(method: str) -> AsyncSearch:
-    async def search(
-        root: "os.PathLike[str] | str", query: str, **options: "Unpack[QueryOptions]"
-    ) -> Tuple[Optional[str], Context]:
-        index = await asyncio.to_thread(Index, root)
-        result = await index.aquery(query, method, **options)
-        return result.response, result.context
-
-    search.__name__ = search.__qualname__ = f"a{method}_search"
-    search.__doc__ = f"{method} search over ``root`` from asyncio." + (AsyncSearch.__call__.__doc__ or "")
-    return search
-
-
 def _asearch_streaming(method: str) -> AsyncSearchStreaming:
     async def search(
         root: "os.PathLike[str] | str", query: str, **options: "Unpack[QueryOptions]"
@@ -364,13 +316,13 @@ basic_search_streaming = _search_streaming("basic")
 hybrid_search_streaming = _search_streaming("hybrid")
 mix_search_streaming = _search_streaming("mix")
 ppr_search_streaming = _search_streaming("ppr")
-alocal_search = _asearch("local")
-aglobal_search = _asearch("global")
-adrift_search = _asearch("drift")
-abasic_search = _asearch("basic")
-ahybrid_search = _asearch("hybrid")
-amix_search = _asearch("mix")
-appr_search = _asearch("ppr")
+alocal_search = twin(local_search)
+aglobal_search = twin(global_search)
+adrift_search = twin(drift_search)
+abasic_search = twin(basic_search)
+ahybrid_search = twin(hybrid_search)
+amix_search = twin(mix_search)
+appr_search = twin(ppr_search)
 alocal_search_streaming = _asearch_streaming("local")
 aglobal_search_streaming = _asearch_streaming("global")
 adrift_search_streaming = _asearch_streaming("drift")
@@ -378,3 +330,13 @@ abasic_search_streaming = _asearch_streaming("basic")
 ahybrid_search_streaming = _asearch_streaming("hybrid")
 amix_search_streaming = _asearch_streaming("mix")
 appr_search_streaming = _asearch_streaming("ppr")
+
+# The async twins of the functions above (graphrag_rs._aio.twin: cancelling
+# the task stops the work, and returns once it has stopped).
+ainit = twin(init)
+abuild_index = twin(build_index)
+aupdate_index = twin(update_index)
+agenerate_indexing_prompts = twin(generate_indexing_prompts)
+aload_tables = twin(load_tables)
+
+from . import api  # noqa: E402  (it builds on the functions above)
