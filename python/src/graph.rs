@@ -12,7 +12,7 @@ use graphrag_operations::graph_edits::name_key;
 use graphrag_project::graph_edits::GraphEdit;
 use pyo3::prelude::*;
 
-use crate::{published_dir, to_py, GraphragError};
+use crate::{graph_edit, published_dir, to_py, GraphragError};
 
 /// The published graph's entity titles and relationship ends, as
 /// `name_key`s (the way edits find them).
@@ -94,8 +94,7 @@ fn pair_key(a: &str, b: &str) -> (String, String) {
 #[pyfunction]
 #[pyo3(signature = (root, edit_json, allow_merge = false))]
 pub fn check_graph_edit(py: Python<'_>, root: std::path::PathBuf, edit_json: &str, allow_merge: bool) -> PyResult<()> {
-    let edit: GraphEdit = serde_json::from_str(edit_json)
-        .map_err(|e| pyo3::exceptions::PyValueError::new_err(format!("not a graph edit: {e}")))?;
+    let edit = graph_edit(edit_json)?;
     let dir = published_dir(&root)?;
     let names = py.detach(|| Names::read(&dir)).map_err(|e| to_py(&e))?;
     match names.problem(&edit, allow_merge) {

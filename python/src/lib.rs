@@ -371,9 +371,20 @@ fn remove_document(py: Python<'_>, root: PathBuf, name: &str) -> PyResult<Py<pyo
 /// and update applies it. Returns how many edits the file holds.
 #[pyfunction]
 fn add_graph_edit(root: PathBuf, edit_json: &str) -> PyResult<usize> {
-    let edit: graphrag_project::graph_edits::GraphEdit = serde_json::from_str(edit_json)
-        .map_err(|e| pyo3::exceptions::PyValueError::new_err(format!("not a graph edit: {e}")))?;
-    graphrag_project::graph_edits::add(&project_folder(&root)?, edit).map_err(|e| to_py(&e))
+    graphrag_project::graph_edits::add(&project_folder(&root)?, graph_edit(edit_json)?).map_err(|e| to_py(&e))
+}
+
+/// Takes back the last edit equal to the one given (its update was
+/// stopped); whether there was one.
+#[pyfunction]
+fn remove_graph_edit(root: PathBuf, edit_json: &str) -> PyResult<bool> {
+    graphrag_project::graph_edits::remove(&project_folder(&root)?, &graph_edit(edit_json)?).map_err(|e| to_py(&e))
+}
+
+/// A graph edit in graph_edits.yaml's JSON form (`{"action": "edit_entity", "name": ...}`).
+fn graph_edit(edit_json: &str) -> PyResult<graphrag_project::graph_edits::GraphEdit> {
+    serde_json::from_str(edit_json)
+        .map_err(|e| pyo3::exceptions::PyValueError::new_err(format!("not a graph edit: {e}")))
 }
 
 /// `NoIndexError` unless `output` holds a published index (on an object
@@ -592,6 +603,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(add_document, m)?)?;
     m.add_function(wrap_pyfunction!(remove_document, m)?)?;
     m.add_function(wrap_pyfunction!(add_graph_edit, m)?)?;
+    m.add_function(wrap_pyfunction!(remove_graph_edit, m)?)?;
     m.add_function(wrap_pyfunction!(graph::check_graph_edit, m)?)?;
     m.add_function(wrap_pyfunction!(graph::entity_titles, m)?)?;
     m.add_function(wrap_pyfunction!(logs::forward_logs, m)?)?;

@@ -176,3 +176,19 @@ def test_graph_verb_twins_run_from_asyncio(mock_url, tmp_path):
     assert "LAMPLIGHTER OF CORNHILL" in labels and labels == sorted(labels)
     assert "changes" in report
     assert "LAMPLIGHTER OF CORNHILL" in set(tables["entities"]["title"])
+
+
+def test_a_cancelled_graph_edit_is_taken_back(two_staves, tmp_path, mock_url, slow_mock_url):
+    root = slow_copy(two_staves, tmp_path, slow_mock_url)
+    index = graphrag_rs.Index(root)
+    name = index.get_graph_labels()[0]
+
+    def update_at_once():
+        assert "Cancelled edit." not in (root / "graph_edits.yaml").read_text(), "the cancelled edit was kept"
+        point_models_at(root, mock_url)
+        graphrag_rs.update_index(root)
+
+    edit = lambda: index.aedit_entity(name, {"description": "Cancelled edit."})  # noqa: E731
+    at_return = asyncio.run(cancel_once_asking(edit, slow_mock_url, then=update_at_once))
+    no_request_since(slow_mock_url, at_return)
+    assert index.to_networkx().nodes[name]["description"] != "Cancelled edit."

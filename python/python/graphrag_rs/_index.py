@@ -345,12 +345,19 @@ class Index:
         relationship it names that is not there is refused, as LightRAG
         raises), stores it (and ``then``, an edit that applies after it) in
         the project's graph_edits.yaml (applied by every later index and
-        update, so it survives them) and applies it now with an update."""
+        update, so it survives them) and applies it now with an update. If
+        that update is stopped (``cancel``, Ctrl-C, a cancelled twin), the
+        edits are taken back: none applies later either."""
         as_json = [json.dumps({k: v for k, v in e.items() if v is not None}) for e in (edit, then) if e]
         _native.check_graph_edit(self.root, as_json[0], allow_merge)
         for one in as_json:
             _native.add_graph_edit(self.root, one)
-        return self.update_index(progress=progress, cancel=cancel)
+
+        def undo() -> None:
+            for one in reversed(as_json):
+                _native.remove_graph_edit(self.root, one)
+
+        return self._update_or_undo(undo, progress, cancel)
 
     def edit_entity(
         self,
