@@ -192,3 +192,14 @@ def test_a_cancelled_graph_edit_is_taken_back(two_staves, tmp_path, mock_url, sl
     at_return = asyncio.run(cancel_once_asking(edit, slow_mock_url, then=update_at_once))
     no_request_since(slow_mock_url, at_return)
     assert index.to_networkx().nodes[name]["description"] != "Cancelled edit."
+
+
+def test_a_cancelled_agenerate_indexing_prompts_stops_its_model_calls(mock_url, slow_mock_url, tmp_path):
+    root = make_project(tmp_path, slow_mock_url, {"stave1.txt": passage("MARLEY'S GHOST", 4000)})
+    tune = lambda: graphrag_rs.agenerate_indexing_prompts(root, limit=3, skip_validation=True)  # noqa: E731
+    at_return = asyncio.run(cancel_once_asking(tune, slow_mock_url))
+    no_request_since(slow_mock_url, at_return)
+    # Its stop was its own: a tuning started afterwards runs to the end.
+    point_models_at(root, mock_url)
+    extract, _, _ = graphrag_rs.generate_indexing_prompts(root, limit=3, skip_validation=True)
+    assert "{{ input_text }}" in extract

@@ -181,6 +181,7 @@ def generate_indexing_prompts(
     overlap: Optional[int] = None,
     output: "os.PathLike[str] | str | None" = None,
     skip_validation: bool = False,
+    cancel: Optional[CancelToken] = None,
 ) -> Tuple[str, str, str]:
     """Prompts adapted to the corpus of ``root`` (as ``graphrag-rs prompt-tune``;
     GraphRAG's ``api.generate_indexing_prompts`` with the project's root in
@@ -189,7 +190,9 @@ def generate_indexing_prompts(
     defaults; ``selection_method``: ``random``, ``top``, ``all`` or ``auto``;
     ``chunk_size`` / ``overlap`` replace the settings' chunking. Nothing is
     written unless ``output`` (a folder, relative to ``root``) is given.
-    Needs a chat model; Ctrl-C stops it (answers so far are cached)."""
+    Needs a chat model; Ctrl-C or ``cancel.cancel()`` stops it
+    (KeyboardInterrupt; answers so far are cached, and other runs of the
+    process go on)."""
     prompts, warnings = _native.generate_indexing_prompts(
         os.fspath(root),
         limit,
@@ -205,6 +208,7 @@ def generate_indexing_prompts(
         overlap,
         None if output is None else os.fspath(output),
         skip_validation,
+        cancel,
     )
     for warning in warnings:
         _progress.logger.warning("%s", warning)
