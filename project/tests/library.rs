@@ -86,7 +86,7 @@ fn prompt_tuning_ends_with_its_own_stop_flag() {
     // and nothing process-wide was requested (another tuning still runs).
     let stop = graphrag_engine::interrupt::StopFlag::new();
     stop.request();
-    let err = graphrag_project::prompt_tune::generate_prompts_until(root, &opts, &stop).err().expect("stopped");
+    let err = graphrag_project::prompt_tune::generate_prompts_until(root, &opts, &stop).expect_err("stopped");
     assert!(graphrag_engine::interrupt::caused(&err), "{err:#}");
     assert_eq!(mock.stats().chat_requests, 0);
     assert!(!graphrag_engine::interrupt::requested());
