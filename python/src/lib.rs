@@ -264,16 +264,17 @@ fn project_folder(root: &Path) -> PyResult<PathBuf> {
 
 /// Indexes `root`'s input folder (see `graphrag_rs.build_index`).
 #[pyfunction]
-#[pyo3(signature = (root, method = "auto".to_string(), resume = false, no_cache = false, progress = None, cancel = None))]
+#[pyo3(signature = (root, method = "auto", resume = false, no_cache = false, progress = None, cancel = None))]
 fn build_index(
     py: Python<'_>,
     root: PathBuf,
-    method: String,
+    method: &str,
     resume: bool,
     no_cache: bool,
     progress: Option<Py<PyAny>>,
     cancel: Option<PyRef<'_, CancelToken>>,
 ) -> PyResult<Py<PyAny>> {
+    let method = method.to_string();
     let project =
         py.detach(|| Project::open(&project_folder(&root)?, &OpenOptions { method, no_cache }).map_err(|e| to_py(&e)));
     logs::forward(py)?;
@@ -287,17 +288,18 @@ fn build_index(
 
 /// Updates `root`'s index for the documents added, changed and removed.
 #[pyfunction]
-#[pyo3(signature = (root, method = "auto".to_string(), no_cache = false, progress = None, cancel = None))]
+#[pyo3(signature = (root, method = "auto", no_cache = false, progress = None, cancel = None))]
 fn update_index(
     py: Python<'_>,
     root: PathBuf,
-    method: String,
+    method: &str,
     no_cache: bool,
     progress: Option<Py<PyAny>>,
     cancel: Option<PyRef<'_, CancelToken>>,
 ) -> PyResult<Py<PyAny>> {
     let raised = Arc::new(Mutex::new(None));
-    let opts = UpdateOptions { method, no_cache, run: run_settings(progress, cancel.as_deref(), &raised) };
+    let opts =
+        UpdateOptions { method: method.to_string(), no_cache, run: run_settings(progress, cancel.as_deref(), &raised) };
     let stop = opts.run.stop.clone();
     let root = project_folder(&root)?;
     let result = interruptible(py, move || graphrag_project::update(&root, &opts), move || stop.request())?;

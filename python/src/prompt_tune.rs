@@ -18,7 +18,7 @@ use crate::{interruptible, to_py, CancelToken};
 #[pyo3(signature = (
     root,
     limit = prompt_tune::defaults::LIMIT,
-    selection_method = "random".to_string(),
+    selection_method = "random",
     domain = None,
     language = None,
     max_tokens = prompt_tune::defaults::MAX_TOKENS,
@@ -37,7 +37,7 @@ pub fn generate_indexing_prompts(
     py: Python<'_>,
     root: PathBuf,
     limit: usize,
-    selection_method: String,
+    selection_method: &str,
     domain: Option<String>,
     language: Option<String>,
     max_tokens: usize,
