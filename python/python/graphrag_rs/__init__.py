@@ -32,13 +32,12 @@ pandas and pyarrow are needed only for DataFrames (the search contexts and
 
 from __future__ import annotations
 
-import asyncio
 import importlib
 import os
 from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Dict, Iterator, Optional, Protocol, Tuple
 
 from . import _native, _progress
-from ._aio import twin
+from ._aio import run_stoppable, twin
 from ._index import History, Index, QueryOptions
 from ._lightrag import QueryParam
 from ._native import CancelledError, CancelToken, ConfigError, GraphragError, NoIndexError
@@ -297,7 +296,8 @@ def _asearch_streaming(method: str) -> AsyncSearchStreaming:
     async def search(
         root: "os.PathLike[str] | str", query: str, **options: "Unpack[QueryOptions]"
     ) -> AsyncIterator[str]:
-        index = await asyncio.to_thread(Index, root)
+        # Loaded as every twin works: a cancellation waits for the load to end.
+        index = await run_stoppable(lambda _: Index(root))
         async for piece in index.aquery_streaming(query, method, **options):
             yield piece
 

@@ -79,5 +79,8 @@ def twin(fn: Callable[P, R]) -> Callable[P, Coroutine[Any, Any, R]]:
 
     run.__name__ = "a" + fn.__name__
     run.__qualname__ = fn.__qualname__[: -len(fn.__name__)] + run.__name__
-    run.__doc__ = f"``{fn.__name__}`` from asyncio, on a worker thread; cancelling the task stops it (see graphrag_rs._aio)."
+    run.__doc__ = (
+        f"``{fn.__name__}`` from asyncio, on a worker thread; cancelling the task stops it and returns "
+        f"once it has stopped (see graphrag_rs._aio).\n\n{fn.__doc__ or ''}"
+    )
     return run

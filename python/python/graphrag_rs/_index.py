@@ -26,7 +26,6 @@ from typing import (
     Sequence,
     Tuple,
     TypedDict,
-    Union,
 )
 
 from . import _lightrag, _native
