@@ -36,7 +36,7 @@ import importlib
 import os
 from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Dict, Iterator, Optional, Protocol, Tuple
 
-from . import _native, _progress
+from . import _native, _progress, api
 from ._aio import run_stoppable, twin
 from ._index import History, Index, QueryOptions
 from ._lightrag import QueryParam
@@ -342,5 +342,3 @@ abuild_index = twin(build_index)
 aupdate_index = twin(update_index)
 agenerate_indexing_prompts = twin(generate_indexing_prompts)
 aload_tables = twin(load_tables)
-
-from . import api  # noqa: E402  (it builds on the functions above)
