@@ -583,6 +583,13 @@ impl NativeIndex {
         Ok((r.answer, r.context, r.context_records.to_string(), stats, r.notice))
     }
 
+    /// The titles of the documents a context's sources come from (their
+    /// `id`s), each once, in order: LightRAG's references (`query_data`).
+    fn source_documents(&self, py: Python<'_>, source_ids: Vec<String>) -> PyResult<Vec<String>> {
+        let engine = self.current(py, false)?.engine.clone();
+        py.detach(|| engine.source_documents(&source_ids)).map_err(|e| to_py(&e))
+    }
+
     /// The project folder.
     #[getter]
     fn root(&self) -> String {

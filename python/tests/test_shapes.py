@@ -136,7 +136,12 @@ def test_lightrag_shapes(fast, tmp_path):
     data = index.query_data("Who is Marley?", graphrag_rs.QueryParam(mode="local"))
     assert data["status"] == "success" and data["metadata"]["query_mode"] == "local"
     assert {"entities", "relationships", "chunks", "references"} <= set(data["data"])
-    assert data["data"]["chunks"], data
+    chunks = data["data"]["chunks"]
+    assert chunks and all(c["content"] and c["chunk_id"] for c in chunks), data
+    assert [r["file_path"] for r in data["data"]["references"]] == ["stave1.txt"], data["data"]["references"]
+    hybrid = index.query_data("Who is Marley?", graphrag_rs.QueryParam(mode="hybrid"))["data"]
+    assert all(e["entity_name"] == e["entity"] for e in hybrid["entities"]), hybrid["entities"][:2]
+    assert all({"src_id", "tgt_id", "weight"} <= set(r) for r in hybrid["relationships"])
     with pytest.raises(graphrag_rs.GraphragError, match="top_k"):
         index.query("Who is Marley?", param=graphrag_rs.QueryParam(top_k=5))
     with pytest.raises(graphrag_rs.GraphragError, match="bypass"):

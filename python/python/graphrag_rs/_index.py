@@ -527,7 +527,7 @@ class Index:
         "references", "reports"}, "metadata"}``; no chat model is asked."""
         param = param or QueryParam()
         result = self.query(query, param=param, context_only=True, frames=False, cancel=cancel)
-        return _lightrag.query_data(result.method, result.context, result.notice)
+        return _lightrag.query_data(param.mode, result.context, result.notice, self._native.source_documents)
 
     def export_data(
         self, output_path: str, file_format: ExportFormat = "csv", include_vector_data: bool = False

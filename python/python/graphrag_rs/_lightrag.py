@@ -8,7 +8,7 @@ import csv
 import importlib
 import io
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Literal, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Literal, Mapping, Optional, Sequence, Tuple
 
 from ._native import GraphragError
 
@@ -91,24 +91,36 @@ def fields_of(data: Optional[Mapping[str, Any]], verb: str, allowed: Sequence[st
     return data
 
 
-def query_data(mode: str, records: Mapping[str, Any], notice: Optional[str]) -> Dict[str, Any]:
+def query_data(
+    mode: str, records: Mapping[str, Any], notice: Optional[str], documents: Callable[[List[str]], List[str]]
+) -> Dict[str, Any]:
     """LightRAG's ``query_data`` answer from a context-only query's records
     (as the server's ``/query/data``): the retrieved entities,
-    relationships and chunks, no answer."""
+    relationships and chunks, no answer. Each row keeps the engine's
+    columns and gains LightRAG's names for them (``entity_name``,
+    ``entity_type``; ``src_id``, ``tgt_id``; ``content``, ``chunk_id``);
+    ``references`` are the chunks' documents (``documents`` of their ids)."""
 
-    def rows(key: str) -> List[Any]:
+    def rows(key: str) -> List[Dict[str, Any]]:
         value = records.get(key)
-        return value if isinstance(value, list) else []
+        return [r for r in value if isinstance(r, dict)] if isinstance(value, list) else []
 
-    chunks = rows("sources")
-    references: List[Dict[str, str]] = []
-    for chunk in chunks:
-        path = (chunk.get("document") or chunk.get("file_path")) if isinstance(chunk, dict) else None
-        if path and all(r["file_path"] != path for r in references):
-            references.append({"reference_id": str(len(references) + 1), "file_path": str(path)})
+    entities = [
+        {**r, "entity_name": r.get("entity", ""), "entity_type": r.get("type", ""), "description": r.get("description", "")}
+        for r in rows("entities")
+    ]
+    relationships = [
+        {**r, "src_id": r.get("source", ""), "tgt_id": r.get("target", ""), "description": r.get("description", "")}
+        for r in rows("relationships")
+    ]
+    chunks = [{**r, "content": r.get("text", ""), "chunk_id": str(r.get("id", ""))} for r in rows("sources")]
+    references = [
+        {"reference_id": str(i + 1), "file_path": path}
+        for i, path in enumerate(documents([c["chunk_id"] for c in chunks]) if chunks else [])
+    ]
     data = {
-        "entities": rows("entities"),
-        "relationships": rows("relationships"),
+        "entities": entities,
+        "relationships": relationships,
         "chunks": chunks,
         "references": references,
         "reports": rows("reports"),
@@ -121,8 +133,8 @@ def query_data(mode: str, records: Mapping[str, Any], notice: Optional[str]) -> 
             "query_mode": mode,
             "keywords": {"high_level": [], "low_level": []},
             "processing_info": {
-                "total_entities_found": len(data["entities"]),
-                "total_relations_found": len(data["relationships"]),
+                "total_entities_found": len(entities),
+                "total_relations_found": len(relationships),
                 "final_chunks_count": len(chunks),
             },
         },
