@@ -13,6 +13,7 @@ is indexed with the standard method and every method answers.
 """
 
 import argparse
+import asyncio
 import logging
 import shutil
 from pathlib import Path
@@ -58,6 +59,21 @@ for method in ("local", "global", "drift", "basic", "hybrid", "mix", "ppr"):
     rows = ", ".join(f"{k}: {len(v)} rows" for k, v in result.context.items() if hasattr(v, "columns"))
     print(f"--- {method} ({result.stats['latency_ms']:.0f} ms; {rows})")
     print((result.response or result.context_text)[:300])
+
+
+
+async def from_asyncio() -> None:
+    """The same from asyncio: every function and Index method has an
+    ``a``-prefixed twin, and graphrag_rs.api has GraphRAG's coroutines."""
+    result = await index.aquery(question, "basic", context_only=not args.api_base)
+    labels = await index.aget_graph_labels()
+    print(f"--- from asyncio: {len(labels)} entities; basic: {len(str(result))} characters")
+    if args.api_base:
+        response, _ = await graphrag_rs.api.global_search(root, query=question)
+        print(f"--- api.global_search: {(response or '')[:200]}")
+
+
+asyncio.run(from_asyncio())
 
 tables = graphrag_rs.load_tables(root)
 sizes = tables["communities"]["entity_ids"].map(len).sort_values(ascending=False)

@@ -32,13 +32,30 @@ pub fn add(root: &Path, edit: GraphEdit) -> anyhow::Result<usize> {
     let _one = WRITING.lock().unwrap_or_else(|e| e.into_inner());
     let mut file = read(root)?;
     file.edits.push(edit);
+    write(root, &file)?;
+    Ok(file.edits.len())
+}
+
+/// Takes back the last edit equal to `edit` (one whose update was stopped:
+/// a cancelled edit must not be applied by a later update either); whether
+/// there was one.
+pub fn remove(root: &Path, edit: &GraphEdit) -> anyhow::Result<bool> {
+    let _one = WRITING.lock().unwrap_or_else(|e| e.into_inner());
+    let mut file = read(root)?;
+    let Some(at) = file.edits.iter().rposition(|e| e == edit) else { return Ok(false) };
+    file.edits.remove(at);
+    write(root, &file)?;
+    Ok(true)
+}
+
+/// Replaces the file whole, then the project's copy in its bucket (if any).
+fn write(root: &Path, file: &GraphEditsFile) -> anyhow::Result<()> {
     let path = path(root);
     let temp = path.with_extension("yaml.tmp");
-    std::fs::write(&temp, graph_edits_file::render(&file)?)
+    std::fs::write(&temp, graph_edits_file::render(file)?)
         .and_then(|_| std::fs::rename(&temp, &path))
         .map_err(|e| anyhow::anyhow!("writing {}: {e}", path.display()))?;
-    graphrag_engine::storage::root::write_back(root, &[path])?;
-    Ok(file.edits.len())
+    graphrag_engine::storage::root::write_back(root, &[path])
 }
 
 #[cfg(test)]
@@ -54,6 +71,11 @@ mod tests {
         assert_eq!(n, 2);
         let edits = read(dir.path()).unwrap().edits;
         assert_eq!(edits[0], GraphEdit::DeleteEntity { name: "A".into() });
+        // The last equal edit is taken back; the others stay in order.
+        add(dir.path(), GraphEdit::DeleteEntity { name: "A".into() }).unwrap();
+        assert!(remove(dir.path(), &GraphEdit::DeleteEntity { name: "A".into() }).unwrap());
+        assert_eq!(read(dir.path()).unwrap().edits, edits);
+        assert!(!remove(dir.path(), &GraphEdit::DeleteEntity { name: "Z".into() }).unwrap());
         std::fs::write(path(dir.path()), "edits: [oops: 1]\n").unwrap();
         assert!(read(dir.path()).unwrap_err().to_string().contains("graph_edits.yaml"));
     }

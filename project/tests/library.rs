@@ -70,3 +70,27 @@ fn index_reports_steps_stops_when_asked_and_updates() {
     assert_eq!(changes.added, ["b.txt"]);
     assert_eq!(changes.unchanged, 1);
 }
+
+#[test]
+fn prompt_tuning_ends_with_its_own_stop_flag() {
+    let mock = MockServer::start(MockConfig::default()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    graphrag_project::init(root, &InitOptions::default()).unwrap();
+    std::fs::write(root.join("settings.yaml"), settings(&mock)).unwrap();
+    std::fs::write(root.join("input/a.txt"), "Ebenezer Scrooge kept the counting-house with Jacob Marley. ".repeat(20))
+        .unwrap();
+    let opts =
+        graphrag_project::prompt_tune::PromptTuneOptions { limit: 2, skip_validation: true, ..Default::default() };
+    // Stopped before it starts: no chat request is sent, the error is an interruption,
+    // and nothing process-wide was requested (another tuning still runs).
+    let stop = graphrag_engine::interrupt::StopFlag::new();
+    stop.request();
+    let err = graphrag_project::prompt_tune::generate_prompts_until(root, &opts, &stop).expect_err("stopped");
+    assert!(graphrag_engine::interrupt::caused(&err), "{err:#}");
+    assert_eq!(mock.stats().chat_requests, 0);
+    assert!(!graphrag_engine::interrupt::requested());
+    let tuned = graphrag_project::prompt_tune::generate_prompts(root, &opts).unwrap_or_else(|e| panic!("{e:#}"));
+    assert!(tuned.extract_graph.contains("{{ input_text }}"));
+    assert!(mock.stats().chat_requests > 0);
+}

@@ -7,6 +7,7 @@
 //! to the module's exceptions. The Python package (python/graphrag_rs)
 //! wraps it with DataFrames, streaming, async and progress display.
 
+mod graph;
 mod logs;
 mod prompt_tune;
 mod shards;
@@ -63,10 +64,22 @@ const PYTHON_WORDING: &[(&str, &str)] = &[
     ("`graphrag-rs index --method ", "`build_index(root, method=…)` with "),
     ("(`--method light` makes none", "(`method=\"light\"` makes none"),
     ("index with `--method standard`", "index with `method=\"standard\"`"),
+    ("run `graphrag-rs init --root DIR` to create a project", "run `init(root)` to create a project"),
 ];
 
+/// The advice to create a project in a bucket names its URL: `init --root URL` becomes `init("URL")`.
+const INIT_AT: &str = "`graphrag-rs init --root ";
+
 fn python_wording(message: String) -> String {
-    PYTHON_WORDING.iter().fold(message, |m, (cli, py)| m.replace(cli, py))
+    let mut message = PYTHON_WORDING.iter().fold(message, |m, (cli, py)| m.replace(cli, py));
+    if let Some(at) = message.find(INIT_AT) {
+        let url_at = at + INIT_AT.len();
+        if let Some(len) = message[url_at..].find('`') {
+            let call = format!("`init({:?})`", &message[url_at..url_at + len]);
+            message.replace_range(at..url_at + len + 1, &call);
+        }
+    }
+    message
 }
 
 /// The exception for a library error: `ConfigError` when a settings error
@@ -251,16 +264,17 @@ fn project_folder(root: &Path) -> PyResult<PathBuf> {
 
 /// Indexes `root`'s input folder (see `graphrag_rs.build_index`).
 #[pyfunction]
-#[pyo3(signature = (root, method = "auto".to_string(), resume = false, no_cache = false, progress = None, cancel = None))]
+#[pyo3(signature = (root, method = "auto", resume = false, no_cache = false, progress = None, cancel = None))]
 fn build_index(
     py: Python<'_>,
     root: PathBuf,
-    method: String,
+    method: &str,
     resume: bool,
     no_cache: bool,
     progress: Option<Py<PyAny>>,
     cancel: Option<PyRef<'_, CancelToken>>,
 ) -> PyResult<Py<PyAny>> {
+    let method = method.to_string();
     let project =
         py.detach(|| Project::open(&project_folder(&root)?, &OpenOptions { method, no_cache }).map_err(|e| to_py(&e)));
     logs::forward(py)?;
@@ -274,17 +288,18 @@ fn build_index(
 
 /// Updates `root`'s index for the documents added, changed and removed.
 #[pyfunction]
-#[pyo3(signature = (root, method = "auto".to_string(), no_cache = false, progress = None, cancel = None))]
+#[pyo3(signature = (root, method = "auto", no_cache = false, progress = None, cancel = None))]
 fn update_index(
     py: Python<'_>,
     root: PathBuf,
-    method: String,
+    method: &str,
     no_cache: bool,
     progress: Option<Py<PyAny>>,
     cancel: Option<PyRef<'_, CancelToken>>,
 ) -> PyResult<Py<PyAny>> {
     let raised = Arc::new(Mutex::new(None));
-    let opts = UpdateOptions { method, no_cache, run: run_settings(progress, cancel.as_deref(), &raised) };
+    let opts =
+        UpdateOptions { method: method.to_string(), no_cache, run: run_settings(progress, cancel.as_deref(), &raised) };
     let stop = opts.run.stop.clone();
     let root = project_folder(&root)?;
     let result = interruptible(py, move || graphrag_project::update(&root, &opts), move || stop.request())?;
@@ -314,12 +329,13 @@ fn input_documents(root: &Path) -> PyResult<InputDocuments> {
 }
 
 /// Writes the document `name` into `root`'s input, wherever it lives
-/// (`Index.insert`); a document of that name already there is an error.
+/// (`Index.insert`, and a cancelled `delete_document` putting its document
+/// back, byte for byte); a document of that name already there is an error.
 #[pyfunction]
-fn add_document(py: Python<'_>, root: PathBuf, name: &str, text: &str) -> PyResult<()> {
+fn add_document(py: Python<'_>, root: PathBuf, name: &str, content: &[u8]) -> PyResult<()> {
     py.detach(|| {
         let documents = input_documents(&project_folder(&root)?)?;
-        match documents.add(name, text.as_bytes(), false).map_err(|e| to_py(&e))? {
+        match documents.add(name, content, false).map_err(|e| to_py(&e))? {
             Added::Written => Ok(()),
             Added::NameTaken => Err(GraphragError::new_err(format!(
                 "insert: {name} exists already in {} (delete_document('{name}') first, or pick another name)",
@@ -329,14 +345,17 @@ fn add_document(py: Python<'_>, root: PathBuf, name: &str, text: &str) -> PyResu
     })
 }
 
-/// Removes the document `name` from `root`'s input (`Index.delete_document`);
-/// a name the input does not have is an error naming some that it has.
+/// Removes the document `name` from `root`'s input (`Index.delete_document`)
+/// and returns its content (put back if the update is cancelled); a name
+/// the input does not have is an error naming some that it has.
 #[pyfunction]
-fn remove_document(py: Python<'_>, root: PathBuf, name: &str) -> PyResult<()> {
-    py.detach(|| {
+fn remove_document(py: Python<'_>, root: PathBuf, name: &str) -> PyResult<Py<pyo3::types::PyBytes>> {
+    let content = py.detach(|| {
         let documents = input_documents(&project_folder(&root)?)?;
-        if documents.remove(name).map_err(|e| to_py(&e))? {
-            return Ok(());
+        if let Some(content) = documents.read(name).map_err(|e| to_py(&e))? {
+            if documents.remove(name).map_err(|e| to_py(&e))? {
+                return Ok(content);
+            }
         }
         let present: Vec<String> =
             documents.list().map_err(|e| to_py(&e))?.into_iter().take(20).map(|d| d.name).collect();
@@ -344,7 +363,8 @@ fn remove_document(py: Python<'_>, root: PathBuf, name: &str) -> PyResult<()> {
             "delete_document: no document '{name}' in {} (it has {present:?})",
             documents.describe()
         )))
-    })
+    })?;
+    Ok(pyo3::types::PyBytes::new(py, &content).unbind())
 }
 
 /// Adds a graph edit (`graphrag_project::graph_edits`, the server's LightRAG
@@ -353,9 +373,20 @@ fn remove_document(py: Python<'_>, root: PathBuf, name: &str) -> PyResult<()> {
 /// and update applies it. Returns how many edits the file holds.
 #[pyfunction]
 fn add_graph_edit(root: PathBuf, edit_json: &str) -> PyResult<usize> {
-    let edit: graphrag_project::graph_edits::GraphEdit = serde_json::from_str(edit_json)
-        .map_err(|e| pyo3::exceptions::PyValueError::new_err(format!("not a graph edit: {e}")))?;
-    graphrag_project::graph_edits::add(&project_folder(&root)?, edit).map_err(|e| to_py(&e))
+    graphrag_project::graph_edits::add(&project_folder(&root)?, graph_edit(edit_json)?).map_err(|e| to_py(&e))
+}
+
+/// Takes back the last edit equal to the one given (its update was
+/// stopped); whether there was one.
+#[pyfunction]
+fn remove_graph_edit(root: PathBuf, edit_json: &str) -> PyResult<bool> {
+    graphrag_project::graph_edits::remove(&project_folder(&root)?, &graph_edit(edit_json)?).map_err(|e| to_py(&e))
+}
+
+/// A graph edit in graph_edits.yaml's JSON form (`{"action": "edit_entity", "name": ...}`).
+fn graph_edit(edit_json: &str) -> PyResult<graphrag_project::graph_edits::GraphEdit> {
+    serde_json::from_str(edit_json)
+        .map_err(|e| pyo3::exceptions::PyValueError::new_err(format!("not a graph edit: {e}")))
 }
 
 /// `NoIndexError` unless `output` holds a published index (on an object
@@ -380,13 +411,18 @@ fn no_index(root: &Path, output: &Location) -> PyErr {
 /// The folder the published index of `root` is read from (on an object
 /// store, the local copy of its published version), which must exist
 /// (`NoIndexError`).
-#[pyfunction]
-fn index_dir(root: PathBuf) -> PyResult<String> {
-    let root = project_folder(&root)?;
+fn published_dir(root: &Path) -> PyResult<PathBuf> {
+    let root = project_folder(root)?;
     let output = output_location(&root)?;
     require_index(&root, &output)?;
     let Some((dir, _)) = output.published().map_err(|e| to_py(&e))? else { return Err(no_index(&root, &output)) };
-    Ok(dir.display().to_string())
+    Ok(dir)
+}
+
+/// [`published_dir`] for Python (`load_tables`, the graph reads).
+#[pyfunction]
+fn index_dir(root: PathBuf) -> PyResult<String> {
+    Ok(published_dir(&root)?.display().to_string())
 }
 
 /// One published index, every table read: all methods answer from it.
@@ -549,6 +585,13 @@ impl NativeIndex {
         Ok((r.answer, r.context, r.context_records.to_string(), stats, r.notice))
     }
 
+    /// The titles of the documents a context's sources come from (their
+    /// `id`s), each once, in order: LightRAG's references (`query_data`).
+    fn source_documents(&self, py: Python<'_>, source_ids: Vec<String>) -> PyResult<Vec<String>> {
+        let engine = self.current(py, false)?.engine.clone();
+        py.detach(|| engine.source_documents(&source_ids)).map_err(|e| to_py(&e))
+    }
+
     /// The project folder.
     #[getter]
     fn root(&self) -> String {
@@ -571,6 +614,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(add_document, m)?)?;
     m.add_function(wrap_pyfunction!(remove_document, m)?)?;
     m.add_function(wrap_pyfunction!(add_graph_edit, m)?)?;
+    m.add_function(wrap_pyfunction!(remove_graph_edit, m)?)?;
+    m.add_function(wrap_pyfunction!(graph::check_graph_edit, m)?)?;
+    m.add_function(wrap_pyfunction!(graph::entity_titles, m)?)?;
     m.add_function(wrap_pyfunction!(logs::forward_logs, m)?)?;
     m.add_function(wrap_pyfunction!(prompt_tune::generate_indexing_prompts, m)?)?;
     m.add_function(wrap_pyfunction!(shards::index_shard, m)?)?;

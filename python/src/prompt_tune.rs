@@ -5,10 +5,11 @@
 use std::path::PathBuf;
 
 use graphrag_project::prompt_tune::{self, PromptTuneOptions, SelectionMethod};
-use pyo3::exceptions::PyValueError;
+use graphrag_project::StopFlag;
+use pyo3::exceptions::{PyKeyboardInterrupt, PyValueError};
 use pyo3::prelude::*;
 
-use crate::{interruptible, to_py};
+use crate::{interruptible, to_py, CancelToken};
 
 /// Prompts adapted to `root`'s corpus: ((extract_graph, summarize_descriptions,
 /// community_report_graph), warnings). `output` (relative to `root`) also
@@ -17,7 +18,7 @@ use crate::{interruptible, to_py};
 #[pyo3(signature = (
     root,
     limit = prompt_tune::defaults::LIMIT,
-    selection_method = "random".to_string(),
+    selection_method = "random",
     domain = None,
     language = None,
     max_tokens = prompt_tune::defaults::MAX_TOKENS,
@@ -29,13 +30,14 @@ use crate::{interruptible, to_py};
     overlap = None,
     output = None,
     skip_validation = false,
+    cancel = None,
 ))]
 #[allow(clippy::too_many_arguments)]
 pub fn generate_indexing_prompts(
     py: Python<'_>,
     root: PathBuf,
     limit: usize,
-    selection_method: String,
+    selection_method: &str,
     domain: Option<String>,
     language: Option<String>,
     max_tokens: usize,
@@ -47,6 +49,7 @@ pub fn generate_indexing_prompts(
     overlap: Option<usize>,
     output: Option<PathBuf>,
     skip_validation: bool,
+    cancel: Option<PyRef<'_, CancelToken>>,
 ) -> PyResult<((String, String, String), Vec<String>)> {
     let selection_method: SelectionMethod = selection_method.parse().map_err(PyValueError::new_err)?;
     let opts = PromptTuneOptions {
@@ -63,19 +66,22 @@ pub fn generate_indexing_prompts(
         discover_entity_types,
         skip_validation,
     };
+    // This tuning's own stop (the token's when given): Ctrl-C or cancel()
+    // ends its model calls, not other runs of the process.
+    let stop = cancel.map_or_else(StopFlag::new, |t| t.build.clone());
+    let work_stop = stop.clone();
     let work = move || -> anyhow::Result<_> {
-        let tuned = prompt_tune::generate_prompts(&root, &opts)?;
+        let tuned = prompt_tune::generate_prompts_until(&root, &opts, &work_stop)?;
         let warnings = match output {
             Some(dir) => prompt_tune::write_prompts(&root, &tuned, &root.join(dir))?.warnings,
             None => Vec::new(),
         };
         Ok(((tuned.extract_graph, tuned.summarize_descriptions, tuned.community_report_graph), warnings))
     };
-    // Prompt tuning has no stop of its own: Ctrl-C stops the process's runs,
-    // and the flag is cleared once this one returned.
-    let outcome = interruptible(py, work, graphrag_project::stop);
-    if outcome.is_err() {
-        graphrag_project::clear_stop();
+    match interruptible(py, work, move || stop.request())? {
+        Ok(tuned) => Ok(tuned),
+        // Stopped by its token: as a stopped build, KeyboardInterrupt.
+        Err(e) if graphrag_engine::interrupt::caused(&e) => Err(PyKeyboardInterrupt::new_err(format!("{e:#}"))),
+        Err(e) => Err(to_py(&e)),
     }
-    outcome?.map_err(|e| to_py(&e))
 }

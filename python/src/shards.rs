@@ -46,7 +46,8 @@ fn shard_phase(name: &str) -> PyResult<ShardPhase> {
 
 /// The project at `root`: a folder, or a root in a bucket checked out into
 /// this machine's working copy.
-fn open(py: Python<'_>, root: &std::path::Path, method: String) -> PyResult<Project> {
+fn open(py: Python<'_>, root: &std::path::Path, method: &str) -> PyResult<Project> {
+    let method = method.to_string();
     let project = py.detach(|| {
         Project::open(&crate::project_folder(root)?, &OpenOptions { method, no_cache: false }).map_err(|e| to_py(&e))
     });
@@ -58,13 +59,13 @@ fn open(py: Python<'_>, root: &std::path::Path, method: String) -> PyResult<Proj
 /// --shard K/N [--phase embed]`) and returns its report (phase, documents,
 /// text_units, embedded_texts, seconds, model_calls, cache_hits, dir).
 #[pyfunction]
-#[pyo3(signature = (root, shard, shards, method = "auto".to_string(), phase = "units"))]
+#[pyo3(signature = (root, shard, shards, method = "auto", phase = "units"))]
 pub fn index_shard(
     py: Python<'_>,
     root: PathBuf,
     shard: usize,
     shards: usize,
-    method: String,
+    method: &str,
     phase: &str,
 ) -> PyResult<Py<PyAny>> {
     let spec: ShardSpec = format!("{shard}/{shards}").parse().map_err(pyo3::exceptions::PyValueError::new_err)?;
@@ -80,12 +81,12 @@ pub fn index_shard(
 
 /// The finished shards of `shards` of a phase (their reports; None: not finished).
 #[pyfunction]
-#[pyo3(signature = (root, shards, method = "auto".to_string(), phase = "units"))]
+#[pyo3(signature = (root, shards, method = "auto", phase = "units"))]
 pub fn shard_status(
     py: Python<'_>,
     root: PathBuf,
     shards: usize,
-    method: String,
+    method: &str,
     phase: &str,
 ) -> PyResult<Vec<Option<Py<PyAny>>>> {
     let phase = shard_phase(phase)?;
@@ -100,12 +101,12 @@ pub fn shard_status(
 /// Merges the finished shards into the published index (as `graphrag-rs
 /// index --merge`); the result is `build_index`'s.
 #[pyfunction]
-#[pyo3(signature = (root, shards = None, method = "auto".to_string(), progress = None))]
+#[pyo3(signature = (root, shards = None, method = "auto", progress = None))]
 pub fn merge_shards(
     py: Python<'_>,
     root: PathBuf,
     shards: Option<usize>,
-    method: String,
+    method: &str,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<Py<PyAny>> {
     let project = open(py, &root, method)?;
@@ -122,8 +123,8 @@ pub fn merge_shards(
 /// unchanged is kept, with its finished embed shards), for the embed
 /// shards; returns the staged tables' rows and the seconds it took.
 #[pyfunction]
-#[pyo3(signature = (root, shards = None, method = "auto".to_string()))]
-pub fn merge_graph(py: Python<'_>, root: PathBuf, shards: Option<usize>, method: String) -> PyResult<Py<PyAny>> {
+#[pyo3(signature = (root, shards = None, method = "auto"))]
+pub fn merge_graph(py: Python<'_>, root: PathBuf, shards: Option<usize>, method: &str) -> PyResult<Py<PyAny>> {
     let project = open(py, &root, method)?;
     let raised = Arc::new(Mutex::new(None));
     let opts = IndexOptions { resume: true, run: run_settings(None, None, &raised) };

@@ -256,8 +256,14 @@ def test_arguments_and_errors_speak_python(indexed, tmp_path):
     index = graphrag_rs.Index(root)
     with pytest.raises(ValueError, match="community_level must be 0 or more"):
         index.query("x", "global", community_level=-1)
-    with pytest.raises(ValueError, match="at most 65536"):
+    # Misuse the library would refuse is refused as it would be: GraphragError (issue #47 item 11).
+    with pytest.raises(graphrag_rs.GraphragError, match="at most 65536"):
         index.query("Scrooge " * 10_000, "local")
+    with pytest.raises(graphrag_rs.GraphragError, match="`user` or `assistant`, not 'system'"):
+        index.query("Who is Scrooge?", "local", history=[("system", "Answer in French."), ("user", "Hello")])
+    with pytest.raises(graphrag_rs.ConfigError, match=r"run `init\(root\)` to create a project") as missing:
+        graphrag_rs.Index(tmp_path / "no-project")
+    assert "graphrag-rs init" not in str(missing.value)
     with pytest.raises(graphrag_rs.GraphragError, match=r"force=True"):
         graphrag_rs.init(root)
     empty = tmp_path / "empty"
@@ -279,41 +285,36 @@ def test_arguments_and_errors_speak_python(indexed, tmp_path):
 
 def test_cancelling_an_abuild_index_task_stops_the_build(mock_url, tmp_path):
     root = make_project(tmp_path, mock_url, {"stave1.txt": passage("MARLEY'S GHOST", 2500)})
-    released = threading.Event()
-    started = []  # steps the cancelled run started once its token was cancelled
+    cancelled = threading.Event()
+    started = []  # steps the cancelled run started once the task was cancelled
 
     async def main():
         loop = asyncio.get_running_loop()
         task = None
 
         def cancel_the_task_at_second_step(step, index, total, status):
-            if status is None and released.is_set():
+            if status is None and cancelled.is_set():
                 started.append(index)
             if index == 1 and status is None:
                 loop.call_soon_threadsafe(task.cancel)
-                # The step holds until the cancelled task has cancelled its token.
-                assert released.wait(60)
+                cancelled.set()
+                # The run is still busy (this step) a moment after the cancellation:
+                # the awaiting task must wait for it to end.
+                threading.Event().wait(0.3)
 
         task = asyncio.create_task(graphrag_rs.abuild_index(root, method="fast", progress=cancel_the_task_at_second_step))
         with pytest.raises(asyncio.CancelledError):
             await task
-        released.set()
+        # Still in the event loop (asyncio.run's end would wait for the worker
+        # thread anyway): the cancelled task returned once its run had
+        # stopped, so no index, no lock held, and a resumed build completes
+        # at once.
+        assert not (root / "output" / "entities.parquet").exists()
+        graphrag_rs.build_index(root, method="fast", resume=True)
 
     asyncio.run(main())
-    # The stopped run leaves no index; once it has let go of the writer lock
-    # (bounded wait), a resumed build completes.
-    tick = threading.Event()
-    for _ in range(600):
-        try:
-            graphrag_rs.build_index(root, method="fast", resume=True)
-            break
-        except graphrag_rs.GraphragError as e:
-            assert "is changing" in str(e), e
-            assert not (root / "output" / "entities.parquet").exists()
-            tick.wait(0.05)
+    assert started == [], "the cancelled run started a step after its cancellation"
     assert len(graphrag_rs.load_tables(root)["entities"]) > 0
-    # The cancelled run (over now: the resumed one took the lock) started no step after its cancellation.
-    assert started == [], started
 
 
 def test_an_entity_edit_survives_update(mock_url, tmp_path):

@@ -269,3 +269,15 @@ def test_insert_and_delete_document_write_a_bucket_input(mock_url, bucket, tmp_p
     assert list(graphrag_rs.load_tables(root)["documents"]["title"]) == ["stave1.txt"]
     with pytest.raises(graphrag_rs.GraphragError, match=f"no document 'stave3.txt' in {root}/input"):
         index.delete_document(name)
+
+
+def test_a_missing_project_in_a_bucket_is_told_to_init_it(moto_endpoint, tmp_path, monkeypatch):
+    """The advice names the Python call with the root's URL (issue #47 item 11)."""
+    monkeypatch.setenv("AWS_ENDPOINT_URL", moto_endpoint)
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    with pytest.raises(graphrag_rs.GraphragError) as missing:
+        graphrag_rs.Index("s3://python-index/nobody/here")
+    message = str(missing.value)
+    assert "run `init(\"s3://python-index/nobody/here\")`" in message, message
+    assert "graphrag-rs init" not in message, message

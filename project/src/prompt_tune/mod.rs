@@ -17,6 +17,7 @@ mod templates;
 
 use std::path::{Path, PathBuf};
 
+use graphrag_engine::interrupt::StopFlag;
 use graphrag_engine::llm::preflight::{self, ModelKind};
 use graphrag_engine::llm::{count_prompt_tokens, Message, ModelUsage, UsageCounters};
 use graphrag_engine::prompts::PromptTemplate;
@@ -174,7 +175,16 @@ fn encoding(project: &Project) -> Encoding {
 /// Runs prompt tuning on the project at `root` (nothing is written: see
 /// [`write_prompts`]). Needs a chat model (`extract_graph.completion_model_id`).
 pub fn generate_prompts(root: &Path, opts: &PromptTuneOptions) -> anyhow::Result<TunedPrompts> {
-    let project = open(root, opts)?;
+    generate_prompts_until(root, opts, &StopFlag::new())
+}
+
+/// [`generate_prompts`], whose model calls also end when `stop` is
+/// requested (it fails as interrupted; answers already received are
+/// cached): a library caller stops this tuning without the process-wide
+/// stop, which would stop its other runs too.
+pub fn generate_prompts_until(root: &Path, opts: &PromptTuneOptions, stop: &StopFlag) -> anyhow::Result<TunedPrompts> {
+    let mut project = open(root, opts)?;
+    project.llm.stop_with(stop);
     let chat_id = chat_model_id(&project).to_string();
     let model = project.llm.chat_model(&chat_id).map_err(|e| {
         anyhow::anyhow!(

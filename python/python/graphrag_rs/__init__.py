@@ -32,13 +32,14 @@ pandas and pyarrow are needed only for DataFrames (the search contexts and
 
 from __future__ import annotations
 
-import asyncio
 import importlib
 import os
 from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Dict, Iterator, Optional, Protocol, Tuple
 
-from . import _native, _progress
+from . import _native, _progress, api
+from ._aio import run_stoppable, twin
 from ._index import History, Index, QueryOptions
+from ._lightrag import QueryParam
 from ._native import CancelledError, CancelToken, ConfigError, GraphragError, NoIndexError
 from ._progress import Progress
 from ._results import Context, Result
@@ -58,13 +59,18 @@ __all__ = [
     "Progress",
     "QueryOptions",
     "History",
+    "QueryParam",
+    "api",
     "init",
+    "ainit",
     "build_index",
     "update_index",
     "abuild_index",
     "aupdate_index",
     "generate_indexing_prompts",
+    "agenerate_indexing_prompts",
     "load_tables",
+    "aload_tables",
     "local_search",
     "global_search",
     "drift_search",
@@ -159,39 +165,6 @@ def update_index(
     )
 
 
-async def abuild_index(
-    root: "os.PathLike[str] | str",
-    method: str = "auto",
-    resume: bool = False,
-    no_cache: bool = False,
-    progress: Optional[Progress] = None,
-) -> Dict[str, Any]:
-    """``build_index`` from asyncio (on a worker thread); cancelling the task
-    stops the run cleanly (resumable)."""
-    token = CancelToken()
-    try:
-        return await asyncio.to_thread(build_index, root, method, resume, no_cache, progress, token)
-    except asyncio.CancelledError:
-        token.cancel()
-        raise
-
-
-async def aupdate_index(
-    root: "os.PathLike[str] | str",
-    method: str = "auto",
-    no_cache: bool = False,
-    progress: Optional[Progress] = None,
-) -> Dict[str, Any]:
-    """``update_index`` from asyncio (on a worker thread); cancelling the task
-    stops the run cleanly."""
-    token = CancelToken()
-    try:
-        return await asyncio.to_thread(update_index, root, method, no_cache, progress, token)
-    except asyncio.CancelledError:
-        token.cancel()
-        raise
-
-
 def generate_indexing_prompts(
     root: "os.PathLike[str] | str",
     limit: int = 15,
@@ -207,6 +180,7 @@ def generate_indexing_prompts(
     overlap: Optional[int] = None,
     output: "os.PathLike[str] | str | None" = None,
     skip_validation: bool = False,
+    cancel: Optional[CancelToken] = None,
 ) -> Tuple[str, str, str]:
     """Prompts adapted to the corpus of ``root`` (as ``graphrag-rs prompt-tune``;
     GraphRAG's ``api.generate_indexing_prompts`` with the project's root in
@@ -215,7 +189,9 @@ def generate_indexing_prompts(
     defaults; ``selection_method``: ``random``, ``top``, ``all`` or ``auto``;
     ``chunk_size`` / ``overlap`` replace the settings' chunking. Nothing is
     written unless ``output`` (a folder, relative to ``root``) is given.
-    Needs a chat model; Ctrl-C stops it (answers so far are cached)."""
+    Needs a chat model; Ctrl-C or ``cancel.cancel()`` stops it
+    (KeyboardInterrupt; answers so far are cached, and other runs of the
+    process go on)."""
     prompts, warnings = _native.generate_indexing_prompts(
         os.fspath(root),
         limit,
@@ -231,6 +207,7 @@ def generate_indexing_prompts(
         overlap,
         None if output is None else os.fspath(output),
         skip_validation,
+        cancel,
     )
     for warning in warnings:
         _progress.logger.warning("%s", warning)
@@ -282,15 +259,6 @@ class SearchStreaming(Protocol):
         ...
 
 
-class AsyncSearch(Protocol):
-    async def __call__(
-        self, root: "os.PathLike[str] | str", query: str, **options: "Unpack[QueryOptions]"
-    ) -> Tuple[Optional[str], Context]:
-        """``await``-able ``(response, context)``: the search on a worker
-        thread; cancelling the task cancels its model calls."""
-        ...
-
-
 class AsyncSearchStreaming(Protocol):
     def __call__(
         self, root: "os.PathLike[str] | str", query: str, **options: "Unpack[QueryOptions]"
@@ -324,24 +292,12 @@ def _search_streaming(method: str) -> SearchStreaming:
     return search
 
 
-def _asearch(method: str) -> AsyncSearch:
-    async def search(
-        root: "os.PathLike[str] | str", query: str, **options: "Unpack[QueryOptions]"
-    ) -> Tuple[Optional[str], Context]:
-        index = await asyncio.to_thread(Index, root)
-        result = await index.aquery(query, method, **options)
-        return result.response, result.context
-
-    search.__name__ = search.__qualname__ = f"a{method}_search"
-    search.__doc__ = f"{method} search over ``root`` from asyncio." + (AsyncSearch.__call__.__doc__ or "")
-    return search
-
-
 def _asearch_streaming(method: str) -> AsyncSearchStreaming:
     async def search(
         root: "os.PathLike[str] | str", query: str, **options: "Unpack[QueryOptions]"
     ) -> AsyncIterator[str]:
-        index = await asyncio.to_thread(Index, root)
+        # Loaded as every twin works: a cancellation waits for the load to end.
+        index = await run_stoppable(lambda _: Index(root))
         async for piece in index.aquery_streaming(query, method, **options):
             yield piece
 
@@ -364,13 +320,13 @@ basic_search_streaming = _search_streaming("basic")
 hybrid_search_streaming = _search_streaming("hybrid")
 mix_search_streaming = _search_streaming("mix")
 ppr_search_streaming = _search_streaming("ppr")
-alocal_search = _asearch("local")
-aglobal_search = _asearch("global")
-adrift_search = _asearch("drift")
-abasic_search = _asearch("basic")
-ahybrid_search = _asearch("hybrid")
-amix_search = _asearch("mix")
-appr_search = _asearch("ppr")
+alocal_search = twin(local_search)
+aglobal_search = twin(global_search)
+adrift_search = twin(drift_search)
+abasic_search = twin(basic_search)
+ahybrid_search = twin(hybrid_search)
+amix_search = twin(mix_search)
+appr_search = twin(ppr_search)
 alocal_search_streaming = _asearch_streaming("local")
 aglobal_search_streaming = _asearch_streaming("global")
 adrift_search_streaming = _asearch_streaming("drift")
@@ -378,3 +334,11 @@ abasic_search_streaming = _asearch_streaming("basic")
 ahybrid_search_streaming = _asearch_streaming("hybrid")
 amix_search_streaming = _asearch_streaming("mix")
 appr_search_streaming = _asearch_streaming("ppr")
+
+# The async twins of the functions above (graphrag_rs._aio.twin: cancelling
+# the task stops the work, and returns once it has stopped).
+ainit = twin(init)
+abuild_index = twin(build_index)
+aupdate_index = twin(update_index)
+agenerate_indexing_prompts = twin(generate_indexing_prompts)
+aload_tables = twin(load_tables)

@@ -13,9 +13,24 @@ import os
 import queue
 import threading
 from collections import deque
-from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, TypedDict
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    AsyncIterator,
+    Callable,
+    Dict,
+    Iterator,
+    List,
+    Mapping,
+    Optional,
+    Sequence,
+    Tuple,
+    TypedDict,
+)
 
-from . import _native
+from . import _lightrag, _native
+from ._aio import twin
+from ._lightrag import ExportFormat, QueryParam
 from ._native import CancelToken, GraphragError
 from ._progress import Progress
 from ._results import Result
@@ -40,15 +55,26 @@ class QueryOptions(TypedDict, total=False):
     enable_rerank: Optional[bool]
 
 
-def _check_arguments(query: str, community_level: Optional[int]) -> None:
+# The roles an earlier turn may have: the system prompt is the project's (prompts/), not the caller's.
+_HISTORY_ROLES = ("user", "assistant")
+
+
+def _check_arguments(query: str, community_level: Optional[int], history: Optional[History]) -> None:
     if community_level is not None and community_level < 0:
         raise ValueError(f"community_level must be 0 or more (the reports of levels 0 to N), not {community_level}")
     size = len(query.encode("utf-8"))
     if size > _native.MAX_QUESTION_BYTES:
-        raise ValueError(
+        # GraphragError, as the library raises for the same question (and for other misuse).
+        raise GraphragError(
             f"the question is {size} bytes long; at most {_native.MAX_QUESTION_BYTES} are accepted "
             "(insert long text into the index and ask about it)"
         )
+    for role, _ in history or ():
+        if role not in _HISTORY_ROLES:
+            raise GraphragError(
+                f"history: an earlier turn's role is `user` or `assistant`, not {role!r} "
+                "(the system prompt is the project's: prompts/ and settings.yaml)"
+            )
 
 
 class Index:
@@ -88,8 +114,9 @@ class Index:
     def query(
         self,
         query: str,
-        method: str = "local",
+        method: "str | QueryParam" = "local",
         *,
+        param: Optional[QueryParam] = None,
         context_only: bool = False,
         community_level: Optional[int] = None,
         response_type: Optional[str] = None,
@@ -101,7 +128,9 @@ class Index:
         on_token: Optional[Callable[[str], None]] = None,
         cancel: Optional[CancelToken] = None,
     ) -> Result:
-        """Answers ``query`` with ``method`` (one of ``METHODS``).
+        """Answers ``query`` with ``method`` (one of ``METHODS``), or as LightRAG's
+        ``query(query, param=QueryParam(...))`` (``param`` in place of
+        ``method`` and the options below; ``str(result)`` is the answer).
 
         ``context_only``: build the context, call no chat model.
         ``community_level``: the report levels 0..N used (GraphRAG's default 2).
@@ -116,7 +145,16 @@ class Index:
         ``cancel``: a ``CancelToken`` whose ``cancel()`` stops the query's model
         calls (``CancelledError``); Ctrl-C does too (``KeyboardInterrupt``).
         """
-        _check_arguments(query, community_level)
+        if isinstance(method, QueryParam):
+            param = method
+        if param is not None:
+            method, lightrag = _lightrag.query_options(param)
+            context_only = context_only or lightrag["context_only"]
+            response_type = response_type or lightrag["response_type"]
+            history = history or lightrag["history"]
+            max_context_tokens = max_context_tokens or lightrag.get("max_context_tokens")
+        assert isinstance(method, str)
+        _check_arguments(query, community_level, history)
         raw = self._native.query(
             query,
             method,
@@ -166,18 +204,6 @@ class Index:
         if "error" in outcome:
             raise outcome["error"]
 
-    async def aquery(self, query: str, method: str = "local", **options: "Unpack[QueryOptions]") -> Result:
-        """``query`` from asyncio: runs on a worker thread, so the event loop
-        is never blocked; cancelling the awaiting task cancels the query's
-        model calls."""
-        token = CancelToken()
-        call = functools.partial(self.query, query, method, cancel=token, **options)
-        try:
-            return await asyncio.get_running_loop().run_in_executor(None, call)
-        except asyncio.CancelledError:
-            token.cancel()
-            raise
-
     async def aquery_streaming(
         self, query: str, method: str = "local", **options: "Unpack[QueryOptions]"
     ) -> AsyncIterator[str]:
@@ -206,17 +232,25 @@ class Index:
         finally:
             if not future.done():
                 token.cancel()
+            # As every twin's: the query's worker has ended when the generator has.
+            await asyncio.wait([future])
+            if not future.cancelled():
+                future.exception()  # consumed: an error raised above, or a cancelled query's
 
     # -- LightRAG's verbs: documents -----------------------------------------
 
     def update_index(
-        self, method: str = "auto", no_cache: bool = False, progress: Optional[Progress] = None
+        self,
+        method: str = "auto",
+        no_cache: bool = False,
+        progress: Optional[Progress] = None,
+        cancel: Optional[CancelToken] = None,
     ) -> Dict[str, Any]:
         """Updates the index for the input folder's changes (see
         ``graphrag_rs.update_index``); this Index answers from the new one."""
         from . import update_index
 
-        report = update_index(self.root, method=method, no_cache=no_cache, progress=progress)
+        report = update_index(self.root, method=method, no_cache=no_cache, progress=progress, cancel=cancel)
         self.reload()
         return report
 
@@ -229,112 +263,288 @@ class Index:
                 f"(settings.yaml input.type): put the document in {where} yourself"
             )
 
+    def _update_or_undo(
+        self, undo: Callable[[], None], progress: Optional[Progress], cancel: Optional[CancelToken]
+    ) -> Dict[str, Any]:
+        """The update that applies a document change; if it is stopped
+        (``cancel``, Ctrl-C: the previous index stays published), ``undo``
+        puts the input back as it was, so that no later update applies the
+        change either."""
+        try:
+            return self.update_index(progress=progress, cancel=cancel)
+        except KeyboardInterrupt:
+            undo()
+            raise
+
     def insert(
-        self, text: str, name: Optional[str] = None, *, progress: Optional[Progress] = None
-    ) -> str:
-        """Adds ``text`` as a document (LightRAG's ``insert``): written to the
-        project's input (its folder, or its bucket prefix) as ``name``
-        (default: ``doc-<sha256 prefix>.txt``) and indexed by an update.
-        Returns the document's file name. If the update fails, the document
-        stays in the input and the next ``update_index()`` indexes it."""
-        if not text.strip():
-            raise ValueError("insert: the text is empty")
-        self._text_input()
+        self,
+        text: "str | Sequence[str]",
+        name: "str | Sequence[str] | None" = None,
+        *,
+        progress: Optional[Progress] = None,
+        cancel: Optional[CancelToken] = None,
+    ) -> "str | List[str]":
+        """Adds ``text`` as a document (LightRAG's ``insert``), or each text
+        of a list: written to the project's input (its folder, or its bucket
+        prefix) as ``name`` (a list of names for a list; default:
+        ``doc-<sha256 prefix>.txt``) and indexed by one update. Returns the
+        document's file name (a list of them for a list). If the update
+        fails, the documents stay in the input and the next
+        ``update_index()`` indexes them; if it is stopped (``cancel``,
+        Ctrl-C, a cancelled ``ainsert``), they are removed again: nothing
+        was inserted."""
+        texts = [text] if isinstance(text, str) else list(text)
         if name is None:
-            name = f"doc-{hashlib.sha256(text.encode('utf-8')).hexdigest()[:16]}.txt"
-        if os.path.basename(name) != name or name in ("", ".", "..") or name.startswith("."):
-            raise ValueError(f"insert: name must be a file name without a folder, not {name!r}")
-        _native.add_document(self.root, name, text)
-        self.update_index(progress=progress)
-        return name
+            names = [f"doc-{hashlib.sha256(t.encode('utf-8')).hexdigest()[:16]}.txt" for t in texts]
+        else:
+            names = [name] if isinstance(name, str) else list(name)
+        if len(names) != len(texts):
+            raise ValueError(f"insert: {len(texts)} texts and {len(names)} names")
+        for t, n in zip(texts, names):
+            if not isinstance(t, str) or not t.strip():
+                raise ValueError("insert: a text is empty")
+            if os.path.basename(n) != n or n in ("", ".", "..") or n.startswith("."):
+                raise ValueError(f"insert: name must be a file name without a folder, not {n!r}")
+        if len(set(names)) != len(names):
+            raise ValueError("insert: two documents have the same name (or the same text)")
+        self._text_input()
+        written: List[str] = []
 
-    async def ainsert(self, text: str, name: Optional[str] = None) -> str:
-        """``insert`` from asyncio (on a worker thread)."""
-        return await asyncio.to_thread(self.insert, text, name)
+        def undo() -> None:
+            for n in written:
+                _native.remove_document(self.root, n)
 
-    def delete_document(self, name: str, *, progress: Optional[Progress] = None) -> Dict[str, Any]:
+        try:
+            for t, n in zip(texts, names):
+                _native.add_document(self.root, n, t.encode("utf-8"))
+                written.append(n)
+        except GraphragError:
+            undo()
+            raise
+        self._update_or_undo(undo, progress, cancel)
+        return names[0] if isinstance(text, str) else names
+
+    def delete_document(
+        self, name: str, *, progress: Optional[Progress] = None, cancel: Optional[CancelToken] = None
+    ) -> Dict[str, Any]:
         """Removes the document ``name`` (its file in the project's input) and
         updates the index: its text units, and the entities and
-        relationships only it supported, are gone."""
-        _native.remove_document(self.root, name)
-        return self.update_index(progress=progress)
-
-    async def adelete_document(self, name: str) -> Dict[str, Any]:
-        """``delete_document`` from asyncio (on a worker thread)."""
-        return await asyncio.to_thread(self.delete_document, name)
+        relationships only it supported, are gone. If the update is stopped
+        (``cancel``, Ctrl-C, a cancelled ``adelete_document``), the document
+        is put back: nothing was deleted."""
+        content = _native.remove_document(self.root, name)
+        return self._update_or_undo(lambda: _native.add_document(self.root, name, content), progress, cancel)
 
     # -- LightRAG's verbs: graph edits ---------------------------------------
 
-    def _edit(self, edit: Dict[str, Any], progress: Optional[Progress]) -> Dict[str, Any]:
-        """Stores ``edit`` in the project's graph_edits.yaml (applied by every
-        later index and update, so it survives them) and applies it now with
-        an update."""
-        _native.add_graph_edit(self.root, json.dumps({k: v for k, v in edit.items() if v is not None}))
-        return self.update_index(progress=progress)
+    def _edit(
+        self,
+        edit: Dict[str, Any],
+        progress: Optional[Progress],
+        cancel: Optional[CancelToken],
+        allow_merge: bool = False,
+        then: Optional[Dict[str, Any]] = None,
+    ) -> Dict[str, Any]:
+        """Checks ``edit`` against the published graph (an entity or
+        relationship it names that is not there is refused, as LightRAG
+        raises), stores it (and ``then``, an edit that applies after it) in
+        the project's graph_edits.yaml (applied by every later index and
+        update, so it survives them) and applies it now with an update. If
+        that update is stopped (``cancel``, Ctrl-C, a cancelled twin), the
+        edits are taken back: none applies later either."""
+        as_json = [json.dumps({k: v for k, v in e.items() if v is not None}) for e in (edit, then) if e]
+        _native.check_graph_edit(self.root, as_json[0], allow_merge)
+        for one in as_json:
+            _native.add_graph_edit(self.root, one)
+
+        def undo() -> None:
+            for one in reversed(as_json):
+                _native.remove_graph_edit(self.root, one)
+
+        return self._update_or_undo(undo, progress, cancel)
 
     def edit_entity(
         self,
         name: str,
+        updated_data: Optional[Mapping[str, Any]] = None,
+        allow_rename: bool = True,
+        allow_merge: bool = False,
         *,
         rename: Optional[str] = None,
         type: Optional[str] = None,
         description: Optional[str] = None,
         progress: Optional[Progress] = None,
+        cancel: Optional[CancelToken] = None,
     ) -> Dict[str, Any]:
         """Changes entity ``name`` (LightRAG's ``edit_entity``): a new name,
-        type or description. Kept in graph_edits.yaml: later updates keep it."""
-        edit = {"action": "edit_entity", "name": name, "rename": rename, "type": type, "description": description}
-        return self._edit(edit, progress)
+        type or description, as keywords or as LightRAG's ``updated_data``
+        dict (``entity_name``, ``entity_type``, ``description``). Renaming
+        onto an existing entity merges the two only with ``allow_merge``.
+        An entity the index does not have is an error. Kept in
+        graph_edits.yaml: later updates keep it."""
+        data = _lightrag.fields_of(updated_data, "edit_entity", ("entity_name", "entity_type", "description"))
+        rename = rename if rename is not None else data.get("entity_name")
+        if rename is not None and rename != name and not allow_rename:
+            raise GraphragError(f"edit_entity: renaming {name!r} to {rename!r} needs allow_rename=True")
+        edit = {
+            "action": "edit_entity",
+            "name": name,
+            "rename": rename,
+            "type": type if type is not None else data.get("entity_type"),
+            "description": description if description is not None else data.get("description"),
+        }
+        return self._edit(edit, progress, cancel, allow_merge)
 
     def create_entity(
-        self, name: str, *, type: str = "", description: str = "", progress: Optional[Progress] = None
+        self,
+        name: str,
+        entity_data: Optional[Mapping[str, Any]] = None,
+        *,
+        type: str = "",
+        description: str = "",
+        progress: Optional[Progress] = None,
+        cancel: Optional[CancelToken] = None,
     ) -> Dict[str, Any]:
-        """Adds entity ``name`` (LightRAG's ``create_entity``)."""
-        edit = {"action": "create_entity", "name": name, "type": type, "description": description}
-        return self._edit(edit, progress)
+        """Adds entity ``name`` (LightRAG's ``create_entity``; ``entity_data``:
+        ``entity_type``, ``description``)."""
+        data = _lightrag.fields_of(entity_data, "create_entity", ("entity_type", "description"))
+        edit = {
+            "action": "create_entity",
+            "name": name,
+            "type": data.get("entity_type", type),
+            "description": data.get("description", description),
+        }
+        return self._edit(edit, progress, cancel)
 
-    def delete_entity(self, name: str, *, progress: Optional[Progress] = None) -> Dict[str, Any]:
+    def delete_entity(
+        self, name: str, *, progress: Optional[Progress] = None, cancel: Optional[CancelToken] = None
+    ) -> Dict[str, Any]:
         """Removes entity ``name`` and its relationships (LightRAG's ``delete_by_entity``)."""
-        return self._edit({"action": "delete_entity", "name": name}, progress)
+        return self._edit({"action": "delete_entity", "name": name}, progress, cancel)
+
+    def delete_by_entity(
+        self, entity_name: str, *, progress: Optional[Progress] = None, cancel: Optional[CancelToken] = None
+    ) -> Dict[str, Any]:
+        """LightRAG's name for ``delete_entity``."""
+        return self.delete_entity(entity_name, progress=progress, cancel=cancel)
 
     def merge_entities(
-        self, source_entities: Sequence[str], target_entity: str, *, progress: Optional[Progress] = None
+        self,
+        source_entities: Sequence[str],
+        target_entity: str,
+        merge_strategy: Optional[Mapping[str, str]] = None,
+        target_entity_data: Optional[Mapping[str, Any]] = None,
+        *,
+        progress: Optional[Progress] = None,
+        cancel: Optional[CancelToken] = None,
     ) -> Dict[str, Any]:
         """Merges ``source_entities`` into ``target_entity`` (LightRAG's
-        ``merge_entities``): text units and descriptions joined,
-        relationships re-pointed."""
+        ``merge_entities``): text units and descriptions joined
+        (LightRAG's ``concatenate``, the only ``merge_strategy`` offered),
+        relationships re-pointed; ``target_entity_data`` (``entity_type``,
+        ``description``) then set on the merged entity."""
+        strategies = set((merge_strategy or {}).values()) - {"concatenate"}
+        if strategies:
+            raise GraphragError(f"merge_entities: merge strategies {sorted(strategies)} are not offered (descriptions are concatenated)")
+        data = _lightrag.fields_of(target_entity_data, "merge_entities", ("entity_type", "description"))
         edit = {"action": "merge_entities", "from": list(source_entities), "into": target_entity}
-        return self._edit(edit, progress)
+        then = None
+        if data:
+            then = {"action": "edit_entity", "name": target_entity, "type": data.get("entity_type"), "description": data.get("description")}
+        return self._edit(edit, progress, cancel, then=then)
 
     def create_relation(
         self,
         source: str,
         target: str,
+        relation_data: Optional[Mapping[str, Any]] = None,
         *,
         description: str = "",
         weight: float = 1.0,
         progress: Optional[Progress] = None,
+        cancel: Optional[CancelToken] = None,
     ) -> Dict[str, Any]:
-        """Adds a relationship (LightRAG's ``create_relation``)."""
-        edit = {"action": "create_relationship", "source": source, "target": target, "description": description, "weight": weight}
-        return self._edit(edit, progress)
+        """Adds a relationship between two existing entities (LightRAG's
+        ``create_relation``; ``relation_data``: ``description``, ``weight``)."""
+        data = _lightrag.fields_of(relation_data, "create_relation", ("description", "weight"))
+        edit = {
+            "action": "create_relationship",
+            "source": source,
+            "target": target,
+            "description": data.get("description", description),
+            "weight": data.get("weight", weight),
+        }
+        return self._edit(edit, progress, cancel)
 
     def edit_relation(
         self,
         source: str,
         target: str,
+        updated_data: Optional[Mapping[str, Any]] = None,
         *,
         description: Optional[str] = None,
         weight: Optional[float] = None,
         progress: Optional[Progress] = None,
+        cancel: Optional[CancelToken] = None,
     ) -> Dict[str, Any]:
-        """Changes the relationship between ``source`` and ``target`` (LightRAG's ``edit_relation``)."""
-        edit = {"action": "edit_relationship", "source": source, "target": target, "description": description, "weight": weight}
-        return self._edit(edit, progress)
+        """Changes the relationship between ``source`` and ``target`` (LightRAG's
+        ``edit_relation``; ``updated_data``: ``description``, ``weight``)."""
+        data = _lightrag.fields_of(updated_data, "edit_relation", ("description", "weight"))
+        edit = {
+            "action": "edit_relationship",
+            "source": source,
+            "target": target,
+            "description": description if description is not None else data.get("description"),
+            "weight": weight if weight is not None else data.get("weight"),
+        }
+        return self._edit(edit, progress, cancel)
 
-    def delete_relation(self, source: str, target: str, *, progress: Optional[Progress] = None) -> Dict[str, Any]:
+    def delete_relation(
+        self, source: str, target: str, *, progress: Optional[Progress] = None, cancel: Optional[CancelToken] = None
+    ) -> Dict[str, Any]:
         """Removes the relationship between ``source`` and ``target`` (LightRAG's ``delete_by_relation``)."""
-        return self._edit({"action": "delete_relationship", "source": source, "target": target}, progress)
+        edit = {"action": "delete_relationship", "source": source, "target": target}
+        return self._edit(edit, progress, cancel)
+
+    def delete_by_relation(
+        self,
+        source_entity: str,
+        target_entity: str,
+        *,
+        progress: Optional[Progress] = None,
+        cancel: Optional[CancelToken] = None,
+    ) -> Dict[str, Any]:
+        """LightRAG's name for ``delete_relation``."""
+        return self.delete_relation(source_entity, target_entity, progress=progress, cancel=cancel)
+
+    # -- LightRAG's reads -----------------------------------------------------
+
+    def get_graph_labels(self) -> List[str]:
+        """Every entity name, sorted (LightRAG's ``get_graph_labels``)."""
+        return _native.entity_titles(self.root)
+
+    def query_data(
+        self, query: str, param: Optional[QueryParam] = None, *, cancel: Optional[CancelToken] = None
+    ) -> Dict[str, Any]:
+        """What a question retrieves, without an answer (LightRAG's
+        ``query_data``, as the server's ``/query/data``): ``{"status",
+        "message", "data": {"entities", "relationships", "chunks",
+        "references", "reports"}, "metadata"}``; no chat model is asked."""
+        param = param or QueryParam()
+        result = self.query(query, param=param, context_only=True, frames=False, cancel=cancel)
+        return _lightrag.query_data(param.mode, result.context, result.notice, self._native.source_documents)
+
+    def export_data(
+        self, output_path: str, file_format: ExportFormat = "csv", include_vector_data: bool = False
+    ) -> None:
+        """Writes the graph's entities and relations to ``output_path``
+        (LightRAG's ``export_data``): ``csv``, ``excel`` (needs openpyxl),
+        ``md`` or ``txt``. The vectors are not exported (they are in the
+        index's vector store): ``include_vector_data=True`` is refused."""
+        if include_vector_data:
+            raise GraphragError("export_data: include_vector_data is not offered (the vectors are in output/'s vector store)")
+        entities, relationships = self._graph_tables()
+        _lightrag.export(entities, relationships, os.fspath(output_path), file_format)
 
     # -- the graph ------------------------------------------------------------
 
@@ -412,3 +622,25 @@ class Index:
         for r in relationships:
             graph.add_edge(r["source"], r["target"], **{k: v for k, v in r.items() if k not in ("source", "target")})
         return graph
+
+    # -- the async twins (graphrag_rs._aio.twin): one per public method ----------
+
+    areload = twin(reload)
+    aquery = twin(query)
+    aupdate_index = twin(update_index)
+    ainsert = twin(insert)
+    adelete_document = twin(delete_document)
+    aedit_entity = twin(edit_entity)
+    acreate_entity = twin(create_entity)
+    adelete_entity = twin(delete_entity)
+    adelete_by_entity = twin(delete_by_entity)
+    amerge_entities = twin(merge_entities)
+    acreate_relation = twin(create_relation)
+    aedit_relation = twin(edit_relation)
+    adelete_relation = twin(delete_relation)
+    adelete_by_relation = twin(delete_by_relation)
+    aget_graph_labels = twin(get_graph_labels)
+    aquery_data = twin(query_data)
+    aexport_data = twin(export_data)
+    aget_knowledge_graph = twin(get_knowledge_graph)
+    ato_networkx = twin(to_networkx)

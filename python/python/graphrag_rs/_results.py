@@ -15,6 +15,22 @@ _SECTIONS = {
     "Claims": "claims",
 }
 
+# The columns of each method's tables (query/src/methods: the headers the
+# model sees), for a table that came back empty: its section is then missing
+# from the context text, and a DataFrame built from no rows has no columns,
+# where a caller (and GraphRAG's own frames) expects them.
+_COLUMNS = {
+    "local": {
+        "entities": ["id", "entity", "description", "number of relationships"],
+        "relationships": ["id", "source", "target", "description", "weight"],
+        "claims": ["id", "entity", "object_id", "type", "status", "start_date", "end_date", "description"],
+        "reports": ["id", "title", "content"],
+        "sources": ["id", "text"],
+    },
+    "global": {"reports": ["id", "title", "occurrence weight", "content", "rank"]},
+    "basic": {"sources": ["id", "text"]},
+}
+
 # The tables GraphRAG's local context builder gives an ``in_context`` column
 # (its reports and sources, and global and basic search's tables, have none).
 _IN_CONTEXT_TABLES = ("entities", "relationships", "claims")
@@ -45,10 +61,10 @@ class Context(Mapping[str, Any]):
 
     __slots__ = ("_records", "_frames", "_orders")
 
-    def __init__(self, records: Dict[str, Any], context_text: str = "") -> None:
+    def __init__(self, records: Dict[str, Any], context_text: str = "", method: str = "") -> None:
         self._records = records
         self._frames: Dict[str, Any] = {}
-        self._orders = _column_orders(context_text)
+        self._orders = {**_COLUMNS.get(method, {}), **_column_orders(context_text)}
 
     def __getitem__(self, key: str) -> Any:
         value = self._records[key]
@@ -58,7 +74,7 @@ class Context(Mapping[str, Any]):
         if frame is None:
             import pandas as pd
 
-            frame = pd.DataFrame(value)
+            frame = pd.DataFrame(value) if value else pd.DataFrame(columns=self._orders.get(key, []))
             order = [c for c in self._orders.get(key, []) if c in frame.columns]
             frame = frame[order + [c for c in frame.columns if c not in order]]
             if key in _IN_CONTEXT_TABLES and "in_context" not in frame.columns:
@@ -99,13 +115,18 @@ class Result:
         self.method = method
         self.response = answer
         records = json.loads(records_json) if records_json else {}
-        self.context = Context(records, text) if frames else records
+        self.context = Context(records, text, method) if frames else records
         self.context_text = text
         self.stats = json.loads(stats)
         self.notice = notice
 
     def __iter__(self) -> Iterator[Any]:
         return iter((self.response, self.context))
+
+    def __str__(self) -> str:
+        """The answer, or with none (``context_only``, no chat model) the
+        context the model would see: what LightRAG's ``query`` returns."""
+        return self.response if self.response is not None else self.context_text
 
     def __repr__(self) -> str:
         def short(text: Optional[str]) -> str:
