@@ -27,9 +27,10 @@ class QueryParam:
     ``local``, ``global``, ``hybrid``, ``mix``, and this engine's ``drift``,
     ``basic``, ``ppr``), ``only_need_context``, ``response_type``,
     ``conversation_history``, ``max_total_tokens`` (the context budget,
-    when changed). ``enable_rerank``, ``include_references`` and
-    ``disable_user_prompt_prefix`` change nothing here (no reranker, no
-    prompt prefix). The others are refused when set: ``bypass`` mode,
+    when changed), ``enable_rerank`` (``False`` turns the rerank model of
+    settings ``rerank.model_id`` off; ``True``, LightRAG's default, leaves it
+    to ``rerank.by_default``). ``include_references`` and
+    ``disable_user_prompt_prefix`` change nothing here (no prompt prefix). The others are refused when set: ``bypass`` mode,
     ``only_need_prompt``, ``stream`` (use ``query_streaming``), ``top_k``,
     ``chunk_top_k``, ``max_entity_tokens``, ``max_relation_tokens``,
     ``hl_keywords``, ``ll_keywords``, ``user_prompt``."""
@@ -77,6 +78,8 @@ def query_options(param: QueryParam) -> Tuple[str, Dict[str, Any]]:
     }
     if param.max_total_tokens != _MAX_TOTAL_TOKENS:
         options["max_context_tokens"] = param.max_total_tokens
+    if not param.enable_rerank:
+        options["enable_rerank"] = False
     return ("basic" if mode == "naive" else mode), options
 
 
