@@ -27,28 +27,39 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture
-def moto_endpoint(monkeypatch):
-    binary = shutil.which("moto_server")
+def _start(binary_name: str, install: str, args, ready, what: str):
+    """Starts `binary_name` with `args(port)` on a free port and waits (60 s at
+    most) until `ready(port)`: the process, and its port. A missing binary
+    skips the test, or fails it under CI (which installs it: `install`)."""
+    binary = shutil.which(binary_name)
     if binary is None:
         if os.environ.get("CI"):
-            pytest.fail('moto_server not found: python3 -m pip install "moto[server]"')
-        pytest.skip('moto_server not found (python3 -m pip install "moto[server]")')
+            pytest.fail(f"{binary_name} not found: {install}")
+        pytest.skip(f"{binary_name} not found ({install})")
     port = _free_port()
-    proc = subprocess.Popen(
-        [binary, "-H", "127.0.0.1", "-p", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
-    endpoint = f"http://127.0.0.1:{port}"
+    proc = subprocess.Popen([binary, *args(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 60
-    while True:
-        try:
-            urllib.request.urlopen(endpoint, timeout=2).close()
-            break
-        except OSError:
-            if time.monotonic() > deadline or proc.poll() is not None:
-                proc.kill()
-                pytest.fail("moto_server did not start within 60 s")
-            time.sleep(0.1)
+    while not ready(port):
+        if time.monotonic() > deadline or proc.poll() is not None:
+            proc.kill()
+            pytest.fail(f"{what} did not start within 60 s")
+        time.sleep(0.1)
+    return proc, port
+
+
+def _answers(port: int) -> bool:
+    try:
+        urllib.request.urlopen(f"http://127.0.0.1:{port}", timeout=2).close()
+        return True
+    except OSError:
+        return False
+
+
+@pytest.fixture
+def moto_endpoint(monkeypatch):
+    args = lambda port: ["-H", "127.0.0.1", "-p", str(port)]  # noqa: E731
+    proc, port = _start("moto_server", 'python3 -m pip install "moto[server]"', args, _answers, "moto_server")
+    endpoint = f"http://127.0.0.1:{port}"
     # Credentials as the AWS SDKs read them (moto accepts any).
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing-secret")
@@ -183,27 +194,15 @@ class Azurite:
 
 @pytest.fixture
 def azurite(tmp_path_factory):
-    binary = shutil.which("azurite-blob")
-    if binary is None:
-        if os.environ.get("CI"):
-            pytest.fail("azurite-blob not found: npm install -g azurite")
-        pytest.skip("azurite-blob not found (npm install -g azurite)")
-    port = _free_port()
     folder = tmp_path_factory.mktemp("azurite")
-    proc = subprocess.Popen(
-        [binary, "--blobHost", "127.0.0.1", "--blobPort", str(port), "--skipApiVersionCheck", "--silent"]
-        + ["--location", str(folder)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    server = Azurite(port)
-    deadline = time.monotonic() + 60
+    args = lambda port: [  # noqa: E731
+        "--blobHost", "127.0.0.1", "--blobPort", str(port), "--skipApiVersionCheck", "--silent",
+        "--location", str(folder),
+    ]
     # Ready once it creates the container (409: an earlier try's answer was lost).
-    while _create_container(server) not in (201, 409):
-        if time.monotonic() > deadline or proc.poll() is not None:
-            proc.kill()
-            pytest.fail("Azurite did not start within 60 s")
-        time.sleep(0.1)
+    ready = lambda port: _create_container(Azurite(port)) in (201, 409)  # noqa: E731
+    proc, port = _start("azurite-blob", "npm install -g azurite", args, ready, "Azurite")
+    server = Azurite(port)
     yield server
     proc.terminate()
     proc.wait()
