@@ -638,7 +638,7 @@ impl Index {
         cached(&self.entity_mentions, || {
             let (pg, g, lexical) = (self.passage_graph()?, self.graph()?, self.lexical()?);
             Ok((0..pg.entities)
-                .map(|e| crate::methods::ppr::mention_units(pg.entity_units[e].len(), &g.title[e], &lexical.bm25))
+                .map(|e| crate::passage_graph::mention_units(pg.entity_units[e].len(), &g.title[e], &lexical.bm25))
                 .collect())
         })
     }

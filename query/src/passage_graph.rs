@@ -11,6 +11,7 @@
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
+use graphrag_operations::lexical::Bm25Index;
 use graphrag_operations::pagerank::{WeightedGraph, MAX_ITERATIONS, TOLERANCE};
 
 use crate::context::title_key;
@@ -188,6 +189,15 @@ impl PassageGraph {
     }
 }
 
+/// The text units that mention an entity named `name` listed in `own`
+/// units, for its specificity (`methods::ppr::specificity`): at least the units whose text holds all
+/// of its words (in any case). The fast graph's entities are the extractor's capitalised
+/// phrases, so a common word capitalised in two units (FILM, SIMILARLY,
+/// NATIVE PLACE) lists two units and looked as rare as a name.
+pub fn mention_units(own: usize, name: &str, lexical: &Bm25Index) -> usize {
+    lexical.documents_with_all_terms(name).map_or(own, |df| df.max(own))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -236,5 +246,21 @@ mod tests {
         let pg = PassageGraph::from_lists(vec![vec![0, 1]], 2, vec![], &[(0, 1)], 4.0);
         let edges: Vec<(usize, f64)> = pg.graph.neighbours(0).collect();
         assert_eq!(edges, [(pg.unit_node(0), 1.0), (pg.unit_node(1), 4.0)]);
+    }
+
+    #[test]
+    fn a_common_word_found_capitalised_is_not_taken_for_a_rare_name() {
+        let lexical = Bm25Index::of_texts([
+            "Get Carter is a 1971 British crime film.",
+            "Film director Hugo Fregonese was born in Mendoza.",
+            "The film was directed by Marco Ferreri.",
+            "A film by Laurent Tirard.",
+        ]);
+        // FILM is an entity of the two units that capitalise it; the word is in all four.
+        assert_eq!(mention_units(2, "FILM", &lexical), 4);
+        assert_eq!(mention_units(1, "MARCO FERRERI", &lexical), 1);
+        // Never fewer than the units the entity lists (an alias, another spelling).
+        assert_eq!(mention_units(3, "MARCO FERRERI", &lexical), 3);
+        assert_eq!(mention_units(2, "ÆTHELRED", &lexical), 2, "no word indexed: its own units");
     }
 }

@@ -20,7 +20,7 @@
 //!   score, as above, over the best of theirs — [`seed_units`]), each
 //!   times its [`specificity`] (inverse document frequency, where HippoRAG
 //!   divides by the number of text units; `specificity: words` counts the
-//!   units holding every word of the name, [`mention_units`]), the
+//!   units holding every word of the name, `passage_graph::mention_units`), the
 //!   `linking_top_k` heaviest kept.
 //!   HippoRAG 2 takes its seeds from the entities of LLM-extracted facts,
 //!   weighted by the facts' similarity to the question; without a chat
@@ -50,7 +50,6 @@
 use std::collections::HashMap;
 
 use graphrag_engine::settings::{PprSpecificity, PprWalk};
-use graphrag_operations::lexical::Bm25Index;
 use graphrag_operations::nlp_graph::{PhraseExtractor, RegexEnglishExtractor};
 use graphrag_operations::pagerank::{MAX_ITERATIONS, TOLERANCE};
 use serde_json::json;
@@ -366,15 +365,6 @@ pub fn strongest_links(hits: &[Vec<(usize, f64)>], threshold: f64) -> Vec<(usize
 pub fn specificity(units: usize, total: usize) -> f64 {
     let total = total.max(2) as f64;
     (total / units.max(1) as f64).ln().max(0.0) / total.ln()
-}
-
-/// The text units that mention an entity named `name` listed in `own`
-/// units, for its [`specificity`]: at least the units whose text holds all
-/// of its words (in any case). The fast graph's entities are the extractor's capitalised
-/// phrases, so a common word capitalised in two units (FILM, SIMILARLY,
-/// NATIVE PLACE) lists two units and looked as rare as a name.
-pub fn mention_units(own: usize, name: &str, lexical: &Bm25Index) -> usize {
-    lexical.documents_with_all_terms(name).map_or(own, |df| df.max(own))
 }
 
 /// Entities listed as synonyms of each seed (HippoRAG 2's synonym edges,
@@ -702,22 +692,6 @@ mod tests {
         assert_eq!(walk_first(&walked, &fused, 2), [4, 2, 9, 1]);
         // A head longer than the walk: all of the walk, then the rest.
         assert_eq!(walk_first(&walked, &fused, 10), [4, 2, 7, 9, 1]);
-    }
-
-    #[test]
-    fn a_common_word_found_capitalised_is_not_taken_for_a_rare_name() {
-        let lexical = Bm25Index::of_texts([
-            "Get Carter is a 1971 British crime film.",
-            "Film director Hugo Fregonese was born in Mendoza.",
-            "The film was directed by Marco Ferreri.",
-            "A film by Laurent Tirard.",
-        ]);
-        // FILM is an entity of the two units that capitalise it; the word is in all four.
-        assert_eq!(mention_units(2, "FILM", &lexical), 4);
-        assert_eq!(mention_units(1, "MARCO FERRERI", &lexical), 1);
-        // Never fewer than the units the entity lists (an alias, another spelling).
-        assert_eq!(mention_units(3, "MARCO FERRERI", &lexical), 3);
-        assert_eq!(mention_units(2, "ÆTHELRED", &lexical), 2, "no word indexed: its own units");
     }
 
     #[test]
