@@ -1,7 +1,7 @@
 //! Each provider's own API end to end: the binary indexes passages of the
 //! example corpus with the standard method and answers queries through
-//! Anthropic's Messages API, Gemini's API and Bedrock's Converse API (the
-//! mock server speaks them all,
+//! Anthropic's Messages API, Gemini's API, Bedrock's Converse API and Gemini
+//! on Vertex AI (the mock server speaks them all,
 //! with the same answers as its OpenAI routes), and gets the graph and the
 //! answers the OpenAI-compatible path gets; a rate limit's wait, in each
 //! API's way of saying it, is honoured and counted.
@@ -62,27 +62,27 @@ fn answers(root: &Path) -> Vec<String> {
         .collect()
 }
 
-/// Files under `root` (its .env and settings aside) that hold the key.
-fn leaks(root: &Path) -> Vec<String> {
-    fn walk(dir: &Path, out: &mut Vec<String>) {
+/// Files under `root` (its .env and settings aside) that hold `secret`.
+fn leaks(root: &Path, secret: &str) -> Vec<String> {
+    fn walk(dir: &Path, secret: &str, out: &mut Vec<String>) {
         for entry in fs::read_dir(dir).unwrap().flatten() {
             let path = entry.path();
             if path.is_dir() {
-                walk(&path, out);
+                walk(&path, secret, out);
             } else if path.file_name().is_some_and(|n| n != "settings.yaml" && n != ".env")
-                && String::from_utf8_lossy(&fs::read(&path).unwrap()).contains(KEY)
+                && String::from_utf8_lossy(&fs::read(&path).unwrap()).contains(secret)
             {
                 out.push(path.display().to_string());
             }
         }
     }
     let mut out = Vec::new();
-    walk(root, &mut out);
+    walk(root, secret, &mut out);
     out
 }
 
 #[test]
-fn anthropic_and_gemini_build_the_graph_of_the_openai_path_and_answer_alike() {
+fn each_provider_builds_the_graph_of_the_openai_path_and_answers_alike() {
     let mock = MockServer::start(MockConfig::default()).unwrap();
     let reference = project(&mock, ("openai", "mock-gpt"), ("openai", "mock-embed"));
     index(reference.path());
@@ -123,10 +123,33 @@ fn anthropic_and_gemini_build_the_graph_of_the_openai_path_and_answer_alike() {
     index(bedrock.path());
     assert_eq!(tables(bedrock.path()), want, "Bedrock: the OpenAI path's graph");
 
+    // Vertex AI chats and embeds (`:predict`) with the access token of the
+    // service account whose key file GOOGLE_APPLICATION_CREDENTIALS names;
+    // the project and region come from the .env too.
+    let vertex = project(&mock, ("vertex_ai", "vertex_ai/gemini-2.5-flash"), ("vertex_ai", "text-embedding-005"));
+    let keys = tempfile::tempdir().unwrap();
+    let key_file = keys.path().join("service-account.json");
+    fs::write(&key_file, graphrag_mock_llm::google::test_service_account(&mock.token_uri())).unwrap();
+    let env = format!(
+        "GOOGLE_APPLICATION_CREDENTIALS={}\nVERTEXAI_PROJECT=graphrag-test\nVERTEXAI_LOCATION=europe-west4\n",
+        key_file.display()
+    );
+    fs::write(vertex.path().join(".env"), env).unwrap();
+    index(vertex.path());
+    assert_eq!(tables(vertex.path()), want, "Vertex AI: the OpenAI path's graph and vectors");
+    assert!(!mock.token_assertions().is_empty(), "the service account's token was asked for");
+
     mock.reset_stats();
-    for (provider, root) in [("anthropic", anthropic.path()), ("gemini", gemini.path()), ("bedrock", bedrock.path())] {
+    let roots = [
+        ("anthropic", anthropic.path()),
+        ("gemini", gemini.path()),
+        ("bedrock", bedrock.path()),
+        ("vertex_ai", vertex.path()),
+    ];
+    for (provider, root) in roots {
         assert_eq!(answers(root), want_answers, "{provider}: the OpenAI path's answers");
-        assert_eq!(leaks(root), Vec::<String>::new(), "{provider}: the key is in no output, cache or log");
+        assert_eq!(leaks(root, KEY), Vec::<String>::new(), "{provider}: the key is in no output, cache or log");
     }
+    assert_eq!(leaks(vertex.path(), "PRIVATE KEY"), Vec::<String>::new(), "nor the service account's");
     assert!(mock.stats().chat_requests >= 6, "the queries asked the models: {:?}", mock.stats());
 }

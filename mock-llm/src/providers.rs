@@ -1,5 +1,6 @@
-//! Anthropic's Messages API, Google's Gemini API and Amazon Bedrock's
-//! Converse API, as their documents describe them: each request is checked for what the real API requires,
+//! Anthropic's Messages API, Google's Gemini API (and Gemini on Vertex AI)
+//! and Amazon Bedrock's Converse API, as their documents describe them: each
+//! request is checked for what the real API requires,
 //! read into the OpenAI form the answers are made from (so every provider
 //! gets the same answer to the same conversation), and the answer, its
 //! stream and its errors are written back in the provider's own format.
@@ -20,8 +21,9 @@ pub(crate) enum Wire {
     OpenAi { deployment: Option<String> },
     /// `POST /v1/messages`.
     Anthropic,
-    /// `POST /v1beta/models/{model}:{method}` (or `/v1/...`).
-    Gemini { model: String, method: GeminiMethod },
+    /// `POST /v1beta/models/{model}:{method}` (or `/v1/...`); on Vertex AI
+    /// (`vertex`), `POST /v1/projects/{project}/locations/{location}/publishers/google/models/{model}:{method}`.
+    Gemini { model: String, method: GeminiMethod, vertex: bool },
     /// `POST /model/{modelId}/converse`.
     Bedrock { model: String },
 }
@@ -35,10 +37,12 @@ pub(crate) enum GeminiMethod {
     },
     Embed,
     BatchEmbed,
+    /// Vertex AI's embeddings (`:predict`, `instances[].content`).
+    Predict,
 }
 
-/// `%XX` sequences decoded (a Bedrock model id's `%3A`).
-fn percent_decoded(segment: &str) -> String {
+/// `%XX` sequences decoded (a Bedrock model id's `%3A`, a form's fields).
+pub(crate) fn percent_decoded(segment: &str) -> String {
     let bytes = segment.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
@@ -66,17 +70,32 @@ pub(crate) fn route(path: &str, query: &str) -> Option<(Endpoint, Wire)> {
     if let Some(model) = path.strip_prefix("/model/").and_then(|rest| rest.strip_suffix("/converse")) {
         return Some((Endpoint::Chat, Wire::Bedrock { model: percent_decoded(model) }));
     }
-    let rest = path.strip_prefix("/v1beta/models/").or_else(|| path.strip_prefix("/v1/models/"))?;
+    let (rest, vertex) = match vertex_model(path) {
+        Some(rest) => (rest, true),
+        None => (path.strip_prefix("/v1beta/models/").or_else(|| path.strip_prefix("/v1/models/"))?, false),
+    };
     let (model, method) = rest.split_once(':')?;
     let sse = query.split('&').any(|pair| pair == "alt=sse");
     let (endpoint, method) = match method {
         "generateContent" => (Endpoint::Chat, GeminiMethod::Generate),
         "streamGenerateContent" => (Endpoint::Chat, GeminiMethod::Stream { sse }),
-        "embedContent" => (Endpoint::Embeddings, GeminiMethod::Embed),
-        "batchEmbedContents" => (Endpoint::Embeddings, GeminiMethod::BatchEmbed),
+        "embedContent" if !vertex => (Endpoint::Embeddings, GeminiMethod::Embed),
+        "batchEmbedContents" if !vertex => (Endpoint::Embeddings, GeminiMethod::BatchEmbed),
+        "predict" if vertex => (Endpoint::Embeddings, GeminiMethod::Predict),
         _ => return None,
     };
-    Some((endpoint, Wire::Gemini { model: model.to_string(), method }))
+    Some((endpoint, Wire::Gemini { model: model.to_string(), method, vertex }))
+}
+
+/// `{model}:{method}` of a Vertex AI path, `/v1/projects/{project}/locations/{location}/publishers/google/models/{model}:{method}`.
+fn vertex_model(path: &str) -> Option<&str> {
+    let rest = path.strip_prefix("/v1/projects/")?;
+    let mut parts = rest.splitn(6, '/');
+    let (_project, locations, _location) = (parts.next()?, parts.next()?, parts.next()?);
+    let (publishers, google, models) = (parts.next()?, parts.next()?, parts.next()?);
+    let (publisher_path, model) = models.split_once('/')?;
+    let well_formed = locations == "locations" && publishers == "publishers" && google == "google";
+    (well_formed && publisher_path == "models").then_some(model)
 }
 
 /// The text of Anthropic content (a string or text blocks) or Gemini parts.
@@ -95,10 +114,11 @@ pub(crate) fn to_openai(wire: &Wire, request: Value, headers: &HeaderMap) -> Res
         Wire::OpenAi { .. } => Ok(request),
         Wire::Anthropic => anthropic_request(&request, headers),
         Wire::Bedrock { model } => converse_request(model, &request, headers),
-        Wire::Gemini { model, method: GeminiMethod::Embed } => {
+        Wire::Gemini { model, method: GeminiMethod::Predict, .. } => predict_request(model, &request),
+        Wire::Gemini { model, method: GeminiMethod::Embed, .. } => {
             Ok(json!({"model": model, "input": [gemini_text(&request)?]}))
         }
-        Wire::Gemini { model, method: GeminiMethod::BatchEmbed } => {
+        Wire::Gemini { model, method: GeminiMethod::BatchEmbed, .. } => {
             let requests = request.get("requests").and_then(Value::as_array).ok_or("requests: required")?;
             let mut input = Vec::new();
             for r in requests {
@@ -113,10 +133,10 @@ pub(crate) fn to_openai(wire: &Wire, request: Value, headers: &HeaderMap) -> Res
             }
             Ok(openai)
         }
-        Wire::Gemini { model, method: GeminiMethod::Stream { sse: false } | GeminiMethod::Generate } => {
+        Wire::Gemini { model, method: GeminiMethod::Stream { sse: false } | GeminiMethod::Generate, .. } => {
             gemini_request(model, &request)
         }
-        Wire::Gemini { model, method: GeminiMethod::Stream { sse: true } } => {
+        Wire::Gemini { model, method: GeminiMethod::Stream { sse: true }, .. } => {
             let mut openai = gemini_request(model, &request)?;
             openai["stream"] = true.into();
             Ok(openai)
@@ -193,6 +213,22 @@ fn converse_request(model: &str, request: &Value, headers: &HeaderMap) -> Result
         messages.push(json!({"role": role, "content": text_of(m.get("content").unwrap_or(&Value::Null), "text")}));
     }
     Ok(json!({"model": model, "messages": messages}))
+}
+
+/// A Vertex AI `:predict` request of a text-embedding model: `instances[].content`,
+/// `parameters.outputDimensionality`.
+fn predict_request(model: &str, request: &Value) -> Result<Value, String> {
+    let instances = request.get("instances").and_then(Value::as_array).ok_or("instances: required")?;
+    let mut input = Vec::new();
+    for (i, instance) in instances.iter().enumerate() {
+        let content = instance.get("content").and_then(Value::as_str);
+        input.push(content.ok_or_else(|| format!("instances[{i}].content: required"))?);
+    }
+    let mut openai = json!({"model": model, "input": input});
+    if let Some(d) = request.pointer("/parameters/outputDimensionality") {
+        openai["dimensions"] = d.clone();
+    }
+    Ok(openai)
 }
 
 /// The text of a Gemini embedContent request (or one of a batch).
@@ -317,6 +353,37 @@ pub(crate) fn converse_chat(reply: &Reply) -> Resp {
     )
 }
 
+/// A Vertex AI `:predict` answer: each text's vector and its tokens.
+pub(crate) fn vertex_predictions(vectors: Vec<Vec<f32>>, tokens: Vec<u64>) -> Vec<u8> {
+    // Typed, so that each f32 is written as an f32 (a `Value` would widen it).
+    #[derive(serde::Serialize)]
+    struct Statistics {
+        token_count: u64,
+        truncated: bool,
+    }
+    #[derive(serde::Serialize)]
+    struct Embeddings {
+        values: Vec<f32>,
+        statistics: Statistics,
+    }
+    #[derive(serde::Serialize)]
+    struct Prediction {
+        embeddings: Embeddings,
+    }
+    #[derive(serde::Serialize)]
+    struct Answer {
+        predictions: Vec<Prediction>,
+    }
+    let predictions = vectors
+        .into_iter()
+        .zip(tokens)
+        .map(|(values, token_count)| Prediction {
+            embeddings: Embeddings { values, statistics: Statistics { token_count, truncated: false } },
+        })
+        .collect();
+    serde_json::to_vec(&Answer { predictions }).unwrap_or_default()
+}
+
 /// An embedContent or batchEmbedContents answer.
 pub(crate) fn gemini_embeddings(vectors: Vec<Vec<f32>>, method: GeminiMethod) -> Vec<u8> {
     // Typed, so that each f32 is written as an f32 (a `Value` would widen it).
@@ -400,7 +467,7 @@ mod tests {
     #[test]
     fn routes_by_path() {
         assert_eq!(route("/v1/messages", ""), Some((Endpoint::Chat, Wire::Anthropic)));
-        let gemini = |method| Wire::Gemini { model: "gemini-2.5-flash".into(), method };
+        let gemini = |method| Wire::Gemini { model: "gemini-2.5-flash".into(), method, vertex: false };
         assert_eq!(
             route("/v1beta/models/gemini-2.5-flash:streamGenerateContent", "alt=sse"),
             Some((Endpoint::Chat, gemini(GeminiMethod::Stream { sse: true })))
@@ -410,6 +477,11 @@ mod tests {
             Some((Endpoint::Embeddings, gemini(GeminiMethod::BatchEmbed)))
         );
         assert_eq!(route("/v1beta/models/gemini-2.5-flash:countTokens", ""), None);
+        let vertex = "/v1/projects/p-1/locations/europe-west4/publishers/google/models/text-embedding-005:predict";
+        let predict = Wire::Gemini { model: "text-embedding-005".into(), method: GeminiMethod::Predict, vertex: true };
+        assert_eq!(route(vertex, ""), Some((Endpoint::Embeddings, predict)));
+        assert_eq!(route("/v1/projects/p/locations/l/publishers/meta/models/m:predict", ""), None);
+        assert_eq!(route("/v1beta/models/m:predict", ""), None, "predict is Vertex AI's");
     }
 
     #[test]
@@ -425,7 +497,7 @@ mod tests {
         assert!(to_openai(&Wire::Anthropic, no_max, &headers).unwrap_err().starts_with("max_tokens"));
         let system_turn = json!({"max_tokens": 10, "messages": [{"role": "system", "content": "x"}]});
         assert!(to_openai(&Wire::Anthropic, system_turn, &headers).is_err());
-        let batch = Wire::Gemini { model: "e".into(), method: GeminiMethod::BatchEmbed };
+        let batch = Wire::Gemini { model: "e".into(), method: GeminiMethod::BatchEmbed, vertex: false };
         let wrong_model = json!({"requests": [{"model": "models/other", "content": {"parts": [{"text": "a"}]}}]});
         assert!(to_openai(&batch, wrong_model, &headers).is_err());
     }

@@ -21,8 +21,8 @@ use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
 use crate::answers::{self, Message};
-use crate::providers::{self, Reply, Wire};
-use crate::{embed, Endpoint, FaultKind, Shared};
+use crate::providers::{self, GeminiMethod, Reply, Wire};
+use crate::{embed, google, Endpoint, FaultKind, Shared};
 
 /// Response body: one buffer (with Content-Length) or several chunks
 /// (chunked transfer encoding, used for SSE).
@@ -107,6 +107,8 @@ enum Route {
     Stats,
     Reset,
     Models,
+    /// Google's OAuth token endpoint (see `google`).
+    Token,
     Api(Endpoint, Wire),
     NotFound,
 }
@@ -123,6 +125,7 @@ fn route(path: &str, query: &str) -> Route {
         "/v1/models" => return Route::Models,
         "/v1/chat/completions" => return openai(Endpoint::Chat),
         "/v1/embeddings" => return openai(Endpoint::Embeddings),
+        "/token" => return Route::Token,
         _ => {}
     }
     if let Some((ep, wire)) = providers::route(p, query) {
@@ -191,6 +194,11 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Resp, Dro
                 {"id": "mock-embedding", "object": "model", "created": 0, "owned_by": "graphrag-mock-llm"}
             ]}),
         ),
+        Route::Token if method == Method::POST => {
+            let headers = req.headers().clone();
+            let body = req.into_body().collect().await.map_err(|_| Dropped)?.to_bytes();
+            google::token(&shared.google_tokens, &headers, &body)
+        }
         Route::Api(ep, wire) if method == Method::POST => {
             return api(shared, req, ep, wire).await;
         }
@@ -329,6 +337,10 @@ fn respond(
         }
         _ => {}
     }
+    if matches!(wire, Wire::Gemini { vertex: true, .. }) && !google::authorized(&shared.google_tokens, headers) {
+        let message = "Request had invalid authentication credentials. Expected OAuth 2 access token.";
+        return error_response(wire, 401, "authentication_error", None, message);
+    }
     let refuse = |message: &str| error_response(wire, 400, "invalid_request_error", None, message);
     let request: Value = match serde_json::from_slice(body) {
         Ok(v @ Value::Object(_)) => v,
@@ -359,6 +371,11 @@ fn respond(
                 Err(message) => return refuse(message),
             };
             let mut body = match wire {
+                Wire::Gemini { method: GeminiMethod::Predict, .. } => {
+                    let texts = request.get("input").and_then(Value::as_array).into_iter().flatten();
+                    let tokens = texts.map(|t| count_tokens(t.as_str().unwrap_or(""))).collect();
+                    providers::vertex_predictions(vectors, tokens)
+                }
                 Wire::Gemini { method, .. } => providers::gemini_embeddings(vectors, *method),
                 _ => openai_embeddings(shared, &request, model, vectors, tokens),
             };

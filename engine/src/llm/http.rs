@@ -1,5 +1,6 @@
 //! The HTTP transport of every provider (OpenAI-compatible servers, Azure
-//! OpenAI, Anthropic, Gemini: their wire formats are `wire`'s). Classifies
+//! OpenAI, Anthropic, Gemini, Bedrock, Vertex AI: their wire formats are
+//! `wire`'s). Classifies
 //! failures as retryable or not; the API key is sent in a header and
 //! scrubbed from every message, as are the values of api_base's query
 //! string (Azure-style `?api-key=`). Endpoint URLs are built with a URL
@@ -14,6 +15,7 @@ use serde_json::Value;
 
 use super::answer::MAX_ANSWER_BYTES;
 use super::bedrock::{self, Signer};
+use super::vertex::{ServiceAccount, Vertex};
 use super::wire::Wire;
 use super::{anthropic, Completion, LlmError};
 use crate::api_base::{self, redact, PUBLIC_PARAMS};
@@ -57,10 +59,20 @@ pub(crate) struct Transport {
     stream_url: Url,
     /// None: the provider has no embeddings API (Anthropic).
     embeddings_url: Option<Url>,
-    /// Signs each request (Bedrock's SigV4); None: the key is a header.
-    signer: Option<Signer>,
+    /// What each request is authorised with when a header set once does
+    /// not do; None: the key is a header.
+    auth: Option<RequestAuth>,
     /// The API key and api_base's query values: never shown.
     secrets: Vec<String>,
+}
+
+/// How a request proves who sends it, request by request.
+enum RequestAuth {
+    /// Bedrock's SigV4 signature of the request.
+    Sigv4(Signer),
+    /// Vertex AI's OAuth access token of a service account (boxed: its RSA
+    /// key is large, and a transport has one).
+    Google(Box<ServiceAccount>),
 }
 
 /// The API base a provider uses when settings give none.
@@ -93,7 +105,7 @@ fn aws_access<'c>(id: &str, config: &'c ModelConfig) -> Result<(&'c AwsAccess, S
 
 /// Whether `base`'s path already ends with an API version segment
 /// (`/v1`, `/v1beta`): the address of the API, not of its host.
-fn versioned(base: &Url) -> bool {
+pub(super) fn versioned(base: &Url) -> bool {
     base.path_segments().and_then(|mut s| s.rfind(|seg| !seg.is_empty())).is_some_and(|seg| seg.starts_with("v1"))
 }
 
@@ -178,7 +190,13 @@ impl Transport {
             secrets.extend(access.session_token.as_ref().map(|t| t.expose().to_string()));
             let urls = native_urls(wire, &base, &config.model);
             let mut transport = Transport::build(id, config, headers, wire, urls, secrets)?;
-            transport.signer = Some(Signer::new(access, &region));
+            transport.auth = Some(RequestAuth::Sigv4(Signer::new(access, &region)));
+            return Ok(transport);
+        } else if wire == Wire::Vertex {
+            let vertex = Vertex::new(id, config)?;
+            let urls = (vertex.chat, vertex.stream, Some(vertex.embeddings));
+            let mut transport = Transport::build(id, config, headers, wire, urls, secrets)?;
+            transport.auth = Some(RequestAuth::Google(Box::new(vertex.account)));
             return Ok(transport);
         } else if wire != Wire::OpenAi {
             let (chat, stream, embeddings) = native_urls(wire, &base, &config.model);
@@ -240,13 +258,21 @@ impl Transport {
             .timeout(duration_of_seconds(config.request_timeout))
             .build()
             .map_err(|e| LlmError::Config(format!("model `{id}`: cannot build HTTP client: {e}")))?;
-        Ok(Transport { client, wire, chat_url, stream_url, embeddings_url, signer: None, secrets })
+        Ok(Transport { client, wire, chat_url, stream_url, embeddings_url, auth: None, secrets })
     }
 
-    /// A POST of `body` to `url`: signed when the provider signs requests.
-    fn post(&self, url: &Url, body: &Value) -> Result<reqwest::RequestBuilder, Failure> {
+    /// A POST of `body` to `url`: signed, or with a current access token,
+    /// when the provider asks that.
+    async fn post(&self, url: &Url, body: &Value) -> Result<reqwest::RequestBuilder, Failure> {
         let request = self.client.post(url.clone());
-        let Some(signer) = &self.signer else { return Ok(request.json(body)) };
+        let signer = match &self.auth {
+            None => return Ok(request.json(body)),
+            // reqwest marks the header sensitive.
+            Some(RequestAuth::Google(account)) => {
+                return Ok(request.bearer_auth(account.bearer(&self.client).await?).json(body))
+            }
+            Some(RequestAuth::Sigv4(signer)) => signer,
+        };
         let bytes = serde_json::to_vec(body).unwrap_or_default();
         let json = "application/json";
         let signed = signer.sign(url.as_str(), &[("content-type", json)], &bytes, SystemTime::now());
@@ -325,7 +351,7 @@ impl Transport {
 
     /// Sends a request; a non-success status becomes a classified failure.
     async fn send(&self, url: &Url, body: &Value) -> Result<reqwest::Response, Failure> {
-        let response = self.post(url, body)?.send().await.map_err(|e| Failure {
+        let response = self.post(url, body).await?.send().await.map_err(|e| Failure {
             retryable: !is_permanent(&e),
             status: None,
             message: self.scrub(&describe_send_error(&e)),
@@ -419,7 +445,7 @@ impl Transport {
             false => (&self.chat_url, self.wire.chat_body(body)),
         };
         let shown = redact(url);
-        let request = match self.post(url, &body) {
+        let request = match self.post(url, &body).await {
             Ok(request) => request,
             Err(f) => return Probe::NoAnswer { url: shown, cause: SendFailure::Other, detail: f.message },
         };

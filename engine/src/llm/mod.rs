@@ -21,6 +21,7 @@ pub mod preflight;
 mod retry;
 mod service;
 mod usage;
+mod vertex;
 mod wire;
 
 pub use answer::{AnswerCheck, Invalid, InvalidKind};

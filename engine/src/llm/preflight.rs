@@ -284,6 +284,12 @@ fn judge(kind: ModelKind, config: &ModelConfig, probe: Probe) -> Verdict {
                     format!("Bedrock refused the request (HTTP {status} from {url}: {message}): check AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN, the region, and the account's access to model `{}`", config.model),
                 );
             }
+            if config.model_provider == Provider::VertexAi {
+                return fail(
+                    "model_provider",
+                    format!("Vertex AI refused the request (HTTP {status} from {url}: {message}): check that the service account of GOOGLE_APPLICATION_CREDENTIALS (or call_args.vertex_credentials) may use Vertex AI (role roles/aiplatform.user) in the project and region of the URL"),
+                );
+            }
             let from = match config.model_provider.key_variable() {
                 Some(var) => format!("{var} in the environment or the project's .env"),
                 None => "GRAPHRAG_API_KEY in the project's .env".to_string(),

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::{anthropic, bedrock, gemini, openai, Completion};
+use super::{anthropic, bedrock, gemini, openai, vertex, Completion};
 use crate::settings::Provider;
 
 /// Which API a model speaks.
@@ -22,6 +22,8 @@ pub(crate) enum Wire {
     Anthropic,
     /// Gemini's generateContent and batchEmbedContents.
     Gemini,
+    /// Gemini on Vertex AI: Gemini's generateContent, Vertex AI's `:predict`.
+    Vertex,
     /// Bedrock's Converse (chat only; answers are not streamed).
     Bedrock,
 }
@@ -32,6 +34,7 @@ impl Wire {
             Provider::Anthropic => Wire::Anthropic,
             Provider::Gemini => Wire::Gemini,
             Provider::Bedrock => Wire::Bedrock,
+            Provider::VertexAi => Wire::Vertex,
             _ => Wire::OpenAi,
         }
     }
@@ -41,7 +44,7 @@ impl Wire {
         match self {
             Wire::OpenAi => body.clone(),
             Wire::Anthropic => anthropic::chat_body(body),
-            Wire::Gemini => gemini::chat_body(body),
+            Wire::Gemini | Wire::Vertex => gemini::chat_body(body),
             Wire::Bedrock => bedrock::chat_body(body),
         }
     }
@@ -57,6 +60,7 @@ impl Wire {
     pub(crate) fn embeddings_body(self, body: &Value) -> Value {
         match self {
             Wire::Gemini => gemini::embeddings_body(body),
+            Wire::Vertex => vertex::embeddings_body(body),
             Wire::OpenAi | Wire::Anthropic | Wire::Bedrock => body.clone(),
         }
     }
@@ -66,7 +70,7 @@ impl Wire {
         match self {
             Wire::OpenAi => openai::completion(json),
             Wire::Anthropic => anthropic::completion(json),
-            Wire::Gemini => gemini::completion(json),
+            Wire::Gemini | Wire::Vertex => gemini::completion(json),
             Wire::Bedrock => bedrock::completion(json),
         }
     }
@@ -77,7 +81,7 @@ impl Wire {
         match self {
             Wire::OpenAi => Ok(openai::stream_event(event, done)),
             Wire::Anthropic => anthropic::stream_event(event, done),
-            Wire::Gemini => gemini::stream_event(event, done),
+            Wire::Gemini | Wire::Vertex => gemini::stream_event(event, done),
             Wire::Bedrock => Err("Bedrock's answers are not read as server-sent events".into()),
         }
     }
@@ -87,6 +91,7 @@ impl Wire {
     pub(crate) fn embeddings(self, bytes: &[u8], expected: usize) -> Result<(Vec<Vec<f32>>, u64), String> {
         match self {
             Wire::Gemini => gemini::embeddings(bytes, expected),
+            Wire::Vertex => vertex::embeddings(bytes, expected),
             Wire::OpenAi | Wire::Anthropic | Wire::Bedrock => openai::embeddings(bytes, expected),
         }
     }
@@ -95,7 +100,7 @@ impl Wire {
     /// not in a header).
     pub(crate) fn retry_delay(self, error: &Value) -> Option<Duration> {
         match self {
-            Wire::Gemini => gemini::retry_delay(error),
+            Wire::Gemini | Wire::Vertex => gemini::retry_delay(error),
             Wire::OpenAi | Wire::Anthropic | Wire::Bedrock => None,
         }
     }
@@ -110,7 +115,8 @@ impl Wire {
             (Wire::OpenAi, false) => found("/choices/0"),
             (Wire::Anthropic, false) => found("/content"),
             (Wire::Gemini, true) => found("/embeddings/0/values"),
-            (Wire::Gemini, false) => found("/candidates/0"),
+            (Wire::Gemini | Wire::Vertex, false) => found("/candidates/0"),
+            (Wire::Vertex, true) => found("/predictions/0/embeddings/values"),
             (Wire::Bedrock, false) => found("/output/message"),
         }
     }
@@ -121,6 +127,7 @@ impl Wire {
             Wire::OpenAi => "the OpenAI API",
             Wire::Anthropic => "Anthropic's Messages API",
             Wire::Gemini => "the Gemini API",
+            Wire::Vertex => "Vertex AI",
             Wire::Bedrock => "Bedrock's Converse API",
         }
     }

@@ -291,14 +291,16 @@ pub fn regex_error(pattern: &str, e: &regex::Error) -> String {
     format!("`{pattern}` is not a valid regular expression: {}", cause.trim_start_matches("error: "))
 }
 
-/// Providers graphrag-rs calls: Anthropic's and Gemini's own APIs, and over
+/// Providers graphrag-rs calls: Anthropic's, Gemini's (also on Vertex AI)
+/// and Bedrock's own APIs, and over
 /// the OpenAI API those it knows the address of and any other
 /// OpenAI-compatible server given an api_base.
-pub(super) const PROVIDERS: [&str; 18] = [
+pub(super) const PROVIDERS: [&str; 19] = [
     "openai",
     "anthropic",
     "gemini",
     "bedrock",
+    "vertex_ai",
     "azure",
     "ollama",
     "vllm",

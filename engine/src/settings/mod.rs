@@ -82,7 +82,7 @@ pub use compat::IgnoredKey;
 pub use models::{
     Jitter, ModelConfig, Precision, RateLimit, RateLimitConfig, RetryConfig, RetryPolicy, DEFAULT_CONCURRENCY,
 };
-pub use provider::{AwsAccess, Provider};
+pub use provider::{AwsAccess, Provider, VertexAccess};
 pub use sections::*;
 pub use storage::{
     AzureAccount, ProjectRoot, RemoteService, RemoteStorage, StorageConfig, StorageKeyError, StorageTarget,
@@ -146,7 +146,8 @@ pub const ANTHROPIC_MAX_TOKENS: u32 = 4096;
 
 impl Settings {
     /// LiteLLM's `provider/model` names become the provider and the bare
-    /// model (see `provider::split_model`), before anything else reads them.
+    /// model (see `provider::split_model`), and a Vertex AI model's
+    /// `vertex_*` call_args its `vertex` access, before anything else reads them.
     fn split_model_names(&mut self) {
         for model in self.completion_models.values_mut().chain(self.embedding_models.values_mut()) {
             let split = provider::split_model(
@@ -159,17 +160,25 @@ impl Settings {
                 model.model = name.to_string();
                 model.model_provider = provider;
             }
+            if model.model_provider == Provider::VertexAi {
+                model.vertex = VertexAccess::take_call_args(&mut model.call_args);
+            }
         }
     }
 
     /// A model without an api_key takes its provider's variable
-    /// (`ANTHROPIC_API_KEY`, `GEMINI_API_KEY`) from `lookup`, and a Bedrock
-    /// model the AWS credentials (see `AwsAccess`), as GraphRAG's LiteLLM does.
+    /// (`ANTHROPIC_API_KEY`, `GEMINI_API_KEY`) from `lookup`, a Bedrock
+    /// model the AWS credentials (see `AwsAccess`) and a Vertex AI model
+    /// what settings left unset of its access (see `VertexAccess`), as
+    /// GraphRAG's LiteLLM does.
     pub fn keys_from_environment(&mut self, lookup: impl Fn(&str) -> Option<String>) {
         for model in self.completion_models.values_mut().chain(self.embedding_models.values_mut()) {
             if model.model_provider == Provider::Bedrock {
                 let region = model.call_args.get("aws_region_name").and_then(|r| r.as_str()).map(str::to_string);
                 model.aws = AwsAccess::from_environment(&lookup, region);
+            }
+            if model.model_provider == Provider::VertexAi {
+                model.vertex.fill_from_environment(&lookup);
             }
             if let (true, Some(var)) = (model.api_key.is_empty(), model.model_provider.key_variable()) {
                 if let Some(key) = lookup(var).filter(|k| !k.trim().is_empty()) {

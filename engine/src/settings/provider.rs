@@ -21,6 +21,9 @@ pub enum Provider {
     Gemini,
     /// Amazon Bedrock's Converse API, requests signed with AWS credentials.
     Bedrock,
+    /// Gemini models on Google Cloud's Vertex AI, with a service account's
+    /// OAuth access tokens.
+    VertexAi,
     /// The in-process embedding model.
     Local,
     /// Another OpenAI-compatible server, by the name written (ollama, vllm,
@@ -36,6 +39,7 @@ impl Provider {
             Provider::Anthropic => "anthropic",
             Provider::Gemini => "gemini",
             Provider::Bedrock => "bedrock",
+            Provider::VertexAi => "vertex_ai",
             Provider::Local => "local",
             Provider::Compatible(name) => name,
         }
@@ -69,6 +73,7 @@ impl From<&str> for Provider {
             "anthropic" => Provider::Anthropic,
             "gemini" => Provider::Gemini,
             "bedrock" => Provider::Bedrock,
+            "vertex_ai" => Provider::VertexAi,
             "local" => Provider::Local,
             other => Provider::Compatible(other.to_string()),
         }
@@ -123,6 +128,54 @@ impl AwsAccess {
     }
 }
 
+/// What a Vertex AI model authenticates and addresses with, as LiteLLM
+/// takes them: `call_args.vertex_credentials` (a service account's key file,
+/// its path or its JSON) or `GOOGLE_APPLICATION_CREDENTIALS` (its path);
+/// the project of `call_args.vertex_project`, `VERTEXAI_PROJECT` or
+/// `GOOGLE_CLOUD_PROJECT` (else the key file's); the region of
+/// `call_args.vertex_location`, `VERTEXAI_LOCATION` or
+/// `GOOGLE_CLOUD_LOCATION` (else LiteLLM's default, us-central1). The
+/// `vertex_*` keys are taken out of call_args when the settings are read:
+/// they address the request, and the key must never be in a request body,
+/// a cache key or a step hash.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct VertexAccess {
+    pub credentials: Option<Secret>,
+    pub project: Option<String>,
+    pub location: Option<String>,
+}
+
+impl VertexAccess {
+    /// The `vertex_*` keys of `call_args`, taken out of it.
+    pub(super) fn take_call_args(call_args: &mut serde_json::Map<String, serde_json::Value>) -> VertexAccess {
+        let mut take = |key: &str| match call_args.remove(key)? {
+            serde_json::Value::String(s) => Some(s),
+            // LiteLLM takes the key file's JSON as an object too.
+            object @ serde_json::Value::Object(_) => Some(object.to_string()),
+            other => Some(other.to_string()),
+        };
+        VertexAccess {
+            credentials: take("vertex_credentials").map(|c| Secret::from(c.as_str())),
+            project: take("vertex_project"),
+            location: take("vertex_location"),
+        }
+    }
+
+    /// What settings left unset, from `lookup`'s variables.
+    pub(super) fn fill_from_environment(&mut self, lookup: &impl Fn(&str) -> Option<String>) {
+        let var = |names: &[&str]| names.iter().find_map(|n| lookup(n).filter(|v| !v.trim().is_empty()));
+        if self.credentials.is_none() {
+            self.credentials = var(&["GOOGLE_APPLICATION_CREDENTIALS"]).map(|p| Secret::from(p.as_str()));
+        }
+        if self.project.is_none() {
+            self.project = var(&["VERTEXAI_PROJECT", "GOOGLE_CLOUD_PROJECT"]);
+        }
+        if self.location.is_none() {
+            self.location = var(&["VERTEXAI_LOCATION", "GOOGLE_CLOUD_LOCATION"]);
+        }
+    }
+}
+
 /// LiteLLM's `provider/model` form: `(provider, model)` when `model` begins
 /// with the name of a provider in `known` and the model is meant for it:
 /// its `model_provider` is that provider, or the default (openai) with no
@@ -151,7 +204,7 @@ mod tests {
 
     #[test]
     fn names_round_trip() {
-        for name in ["openai", "azure", "anthropic", "gemini", "local", "ollama"] {
+        for name in ["openai", "azure", "anthropic", "gemini", "bedrock", "vertex_ai", "local", "ollama"] {
             assert_eq!(Provider::from(name).as_str(), name);
             assert_eq!(String::from(Provider::from(name)), name);
         }

@@ -731,3 +731,32 @@ fn bedrock_takes_the_aws_variables_and_the_region_of_call_args_first() {
     let embed = "embedding_models:\n  default_embedding_model:\n    model_provider: bedrock\n    model: amazon.titan-embed-text-v2:0\n";
     assert!(parse_str(embed).unwrap_err().to_string().contains("not implemented yet"));
 }
+
+#[test]
+fn vertex_ai_takes_its_vertex_call_args_out_of_the_request_and_the_rest_from_the_environment() {
+    let text = "completion_models:\n  default_completion_model:\n    model: vertex_ai/gemini-2.5-flash\n    call_args:\n      vertex_project: from-settings\n      vertex_credentials: {\"type\": \"service_account\"}\n      seed: 1\n";
+    let mut settings = parse_str(text).unwrap().settings;
+    let vars = |var: &str| match var {
+        "GOOGLE_APPLICATION_CREDENTIALS" => Some("/keys/sa.json".to_string()),
+        "GOOGLE_CLOUD_PROJECT" => Some("from-environment".to_string()),
+        "VERTEXAI_LOCATION" => Some("europe-west4".to_string()),
+        _ => None,
+    };
+    settings.keys_from_environment(vars);
+    let model = &settings.completion_models["default_completion_model"];
+    assert_eq!((&model.model_provider, model.model.as_str()), (&Provider::VertexAi, "gemini-2.5-flash"));
+    assert_eq!(model.call_args.keys().collect::<Vec<_>>(), ["seed"], "the rest is sent");
+    let access = &model.vertex;
+    assert_eq!(
+        (access.credentials.as_ref().map(|c| c.expose()), access.project.as_deref(), access.location.as_deref()),
+        (Some(r#"{"type":"service_account"}"#), Some("from-settings"), Some("europe-west4"))
+    );
+    assert!(model.chat_configured(), "the service account is its key");
+    assert!(!format!("{model:?}").contains("service_account"), "never shown");
+    let plain =
+        "completion_models:\n  default_completion_model:\n    model_provider: vertex_ai\n    model: gemini-2.5-flash\n";
+    let mut settings = parse_str(plain).unwrap().settings;
+    settings.keys_from_environment(vars);
+    let credentials = settings.completion_models["default_completion_model"].vertex.credentials.clone();
+    assert_eq!(credentials.as_ref().map(|c| c.expose()), Some("/keys/sa.json"));
+}
