@@ -607,3 +607,26 @@ fn vertex_ai_answers_as_the_openai_path_with_one_access_token_signed_by_the_serv
     let err = ChatModel::new("m", &none, None).err().unwrap().to_string();
     assert!(err.contains("GOOGLE_APPLICATION_CREDENTIALS"), "{err}");
 }
+
+#[test]
+fn azure_ai_foundry_answers_and_embeds_as_the_openai_path() {
+    let mock = server(0, vec![]);
+    let cfg = ModelConfig {
+        api_base: Some(format!("{}/models", mock.root_url())),
+        api_version: Some("2024-05-01-preview".into()),
+        ..native(&mock, "azure_ai", "Llama-3.3-70B-Instruct")
+    };
+    let usage = UsageCounters::default();
+    assert_eq!(
+        ask_text(&cfg, 6, &usage).unwrap(),
+        openai_text(&mock, 6),
+        "the api-version is asked, or the route is not found"
+    );
+    let texts = vec!["Marley was dead".to_string(), "to begin with".to_string()];
+    let embed = |cfg: &ModelConfig| {
+        runtime()
+            .block_on(EmbeddingModel::new("e", cfg, None).unwrap().embed(&texts, &UsageCounters::default()))
+            .unwrap()
+    };
+    assert_eq!(embed(&cfg), embed(&config(&mock)));
+}

@@ -10,7 +10,8 @@
 //! ```
 //!
 //! Routes: `POST /v1/chat/completions`, `POST /v1/embeddings` (also without
-//! `/v1`, and Azure's `/openai/deployments/{name}/...?api-version=...`),
+//! `/v1`, Azure's `/openai/deployments/{name}/...?api-version=...` and
+//! Azure AI Foundry's `/models/chat/completions?api-version=...`),
 //! Anthropic's `POST /v1/messages`, Gemini's `POST
 //! /v1beta/models/{model}:generateContent` (`:streamGenerateContent`,
 //! `:embedContent`, `:batchEmbedContents`; also under `/v1`), Bedrock's

@@ -116,6 +116,7 @@ enum Route {
 fn route(path: &str, query: &str) -> Route {
     let p = path.trim_end_matches('/');
     let openai = |ep| Route::Api(ep, Wire::OpenAi { deployment: None });
+    let has_api_version = query.split('&').any(|pair| pair.starts_with("api-version="));
     match p {
         "" | "/health" | "/v1/health" => return Route::Health,
         "/stats" | "/v1/stats" => return Route::Stats,
@@ -125,6 +126,9 @@ fn route(path: &str, query: &str) -> Route {
         "/v1/models" => return Route::Models,
         "/v1/chat/completions" => return openai(Endpoint::Chat),
         "/v1/embeddings" => return openai(Endpoint::Embeddings),
+        // Azure AI Foundry's model inference API, which asks an api-version.
+        "/models/chat/completions" if has_api_version => return openai(Endpoint::Chat),
+        "/models/embeddings" if has_api_version => return openai(Endpoint::Embeddings),
         "/token" => return Route::Token,
         _ => {}
     }
@@ -639,6 +643,10 @@ mod tests {
             Route::Api(Endpoint::Embeddings, Wire::OpenAi { deployment: Some(_) })
         ));
         assert!(matches!(route("/v1/messages", ""), Route::Api(Endpoint::Chat, Wire::Anthropic)));
+        assert!(
+            matches!(route("/models/embeddings", "api-version=2024-05-01-preview"), Route::Api(Endpoint::Embeddings, w) if w == openai)
+        );
+        assert!(matches!(route("/models/chat/completions", ""), Route::NotFound), "api-version is required");
         assert!(matches!(route("/v2/foo", ""), Route::NotFound));
     }
 

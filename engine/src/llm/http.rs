@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use super::answer::MAX_ANSWER_BYTES;
 use super::bedrock::{self, Signer};
-use super::vertex::{ServiceAccount, Vertex};
+use super::vertex::{self, ServiceAccount, Vertex};
 use super::wire::Wire;
 use super::{anthropic, Completion, LlmError};
 use crate::api_base::{self, redact, PUBLIC_PARAMS};
@@ -74,6 +74,10 @@ enum RequestAuth {
     /// key is large, and a transport has one).
     Google(Box<ServiceAccount>),
 }
+
+/// The Azure AI model inference API's version when settings name none (the
+/// `azure-ai-inference` SDK's).
+const AZURE_AI_API_VERSION: &str = "2024-05-01-preview";
 
 /// The API base a provider uses when settings give none.
 fn default_api_base(provider: &str) -> Option<&'static str> {
@@ -162,6 +166,7 @@ impl Transport {
         };
         let default = match &aws {
             Some((_, region)) => Some(bedrock::default_base(region)),
+            None if wire == Wire::Vertex => Some(vertex::default_base(vertex::location(config))),
             None => default_api_base(provider).map(str::to_string),
         };
         let base = match (&config.api_base, &default) {
@@ -193,7 +198,7 @@ impl Transport {
             transport.auth = Some(RequestAuth::Sigv4(Signer::new(access, &region)));
             return Ok(transport);
         } else if wire == Wire::Vertex {
-            let vertex = Vertex::new(id, config)?;
+            let vertex = Vertex::new(id, config, &base)?;
             let urls = (vertex.chat, vertex.stream, Some(vertex.embeddings));
             let mut transport = Transport::build(id, config, headers, wire, urls, secrets)?;
             transport.auth = Some(RequestAuth::Google(Box::new(vertex.account)));
@@ -221,6 +226,21 @@ impl Transport {
                 endpoint(&base, &["openai", "deployments", &deployment, "chat", "completions"], &query),
                 endpoint(&base, &["openai", "deployments", &deployment, "embeddings"], &query),
             )
+        } else if config.model_provider == Provider::AzureAi {
+            // A Foundry resource serves the model inference API under
+            // /models, with an api-version; a serverless endpoint at its root.
+            let foundry = base.host_str().is_some_and(|h| h.ends_with(".services.ai.azure.com"));
+            let under_models = base.path().trim_end_matches('/').ends_with("/models");
+            let root = if foundry && !under_models { endpoint(&base, &["models"], &[]) } else { base.clone() };
+            let version = config.api_version.as_deref().or(foundry.then_some(AZURE_AI_API_VERSION));
+            let query: Vec<(&str, &str)> = version.map(|v| ("api-version", v)).into_iter().collect();
+            // The header each kind of endpoint documents (LiteLLM's choice too).
+            if !secret.is_empty() && foundry {
+                headers.insert("api-key", sensitive(&secret, id)?);
+            } else if !secret.is_empty() {
+                headers.insert(AUTHORIZATION, sensitive(&format!("Bearer {secret}"), id)?);
+            }
+            (endpoint(&root, &["chat", "completions"], &query), endpoint(&root, &["embeddings"], &query))
         } else {
             if !secret.is_empty() {
                 headers.insert(AUTHORIZATION, sensitive(&format!("Bearer {secret}"), id)?);
@@ -685,6 +705,54 @@ mod tests {
         assert_eq!(
             native("gemini", "g", Some("http://127.0.0.1:9/v1")).0,
             "http://127.0.0.1:9/v1/models/g:generateContent"
+        );
+    }
+
+    #[test]
+    fn azure_ai_urls_of_a_foundry_resource_and_of_a_serverless_endpoint() {
+        let urls = |base: &str, version: Option<&str>| {
+            let cfg = ModelConfig {
+                model_provider: "azure_ai".into(),
+                api_base: Some(base.into()),
+                api_version: version.map(str::to_string),
+                api_key: "k-123456".into(),
+                ..ModelConfig::default()
+            };
+            let t = Transport::new("m", &cfg).unwrap();
+            (t.chat_url.to_string(), t.embeddings_url.unwrap().to_string())
+        };
+        let foundry = "https://res.services.ai.azure.com/models";
+        let want = (
+            format!("{foundry}/chat/completions?api-version=2024-05-01-preview"),
+            format!("{foundry}/embeddings?api-version=2024-05-01-preview"),
+        );
+        assert_eq!(urls("https://res.services.ai.azure.com", None), want);
+        assert_eq!(urls("https://res.services.ai.azure.com/models/", None), want);
+        assert_eq!(
+            urls("https://llama.eastus2.models.ai.azure.com", None).0,
+            "https://llama.eastus2.models.ai.azure.com/chat/completions"
+        );
+        assert!(urls(foundry, Some("2025-01-01")).0.ends_with("?api-version=2025-01-01"));
+        let none = ModelConfig { model_provider: "azure_ai".into(), ..ModelConfig::default() };
+        assert!(Transport::new("m", &none).err().unwrap().to_string().contains("api_base"));
+    }
+
+    #[test]
+    fn vertex_ai_urls_of_the_region_s_host() {
+        let cfg = ModelConfig {
+            model_provider: "vertex_ai".into(),
+            model: "gemini-2.5-flash".into(),
+            vertex: crate::settings::VertexAccess {
+                credentials: Some(graphrag_mock_llm::google::test_service_account("http://x/token").as_str().into()),
+                project: None,
+                location: Some("global".into()),
+            },
+            ..ModelConfig::default()
+        };
+        let t = Transport::new("m", &cfg).unwrap();
+        assert_eq!(
+            t.chat_url.as_str(),
+            "https://aiplatform.googleapis.com/v1/projects/graphrag-mock/locations/global/publishers/google/models/gemini-2.5-flash:generateContent"
         );
     }
 

@@ -168,12 +168,13 @@ fn address_key(config: &ModelConfig) -> &'static str {
 }
 
 /// Whether the configured base URL lacks the /v1 that OpenAI-compatible
-/// servers serve their API under (Azure's deployment URLs have none).
+/// servers serve their API under (Azure's deployment URLs and Azure AI's
+/// endpoints have none).
 fn lacks_v1(config: &ModelConfig) -> bool {
     let Some(base) = &config.api_base else { return false };
     let path = base.split("://").nth(1).unwrap_or(base).split_once('/').map(|(_, p)| p).unwrap_or("");
     Wire::of(&config.model_provider) == Wire::OpenAi
-        && config.model_provider != Provider::Azure
+        && !matches!(config.model_provider, Provider::Azure | Provider::AzureAi)
         && !path.trim_end_matches('/').split('/').any(|seg| seg == "v1")
 }
 

@@ -39,8 +39,13 @@ const RENEW_BEFORE: Duration = Duration::from_secs(300);
 /// assertion that follows is base64url and dots: nothing to encode).
 const GRANT: &str = "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=";
 
+/// The region of a Vertex AI model.
+pub(super) fn location(config: &ModelConfig) -> &str {
+    config.vertex.location.as_deref().unwrap_or(DEFAULT_LOCATION)
+}
+
 /// The Vertex AI host of `location` (`global` has no regional host).
-fn default_base(location: &str) -> String {
+pub(super) fn default_base(location: &str) -> String {
     match location {
         "global" => "https://aiplatform.googleapis.com".to_string(),
         region => format!("https://{region}-aiplatform.googleapis.com"),
@@ -56,9 +61,9 @@ pub(super) struct Vertex {
 }
 
 impl Vertex {
-    /// The model's endpoints under api_base (the host, or the `/v1` root;
-    /// default: the region's host) and its service account, or what to set.
-    pub(super) fn new(id: &str, config: &ModelConfig) -> Result<Vertex, LlmError> {
+    /// The model's endpoints under `base` (api_base: the host, or the `/v1`
+    /// root; default: the region's host) and its service account, or what to set.
+    pub(super) fn new(id: &str, config: &ModelConfig, base: &Url) -> Result<Vertex, LlmError> {
         let access = &config.vertex;
         let config_error = |what: String| LlmError::Config(format!("model `{id}`: {what}"));
         let credentials = access.credentials.as_ref().ok_or_else(|| {
@@ -70,10 +75,8 @@ impl Vertex {
                 "Vertex AI needs a project: set call_args.vertex_project in settings.yaml, or VERTEXAI_PROJECT".into(),
             )
         })?;
-        let location = access.location.as_deref().unwrap_or(DEFAULT_LOCATION);
-        let base = config.api_base.clone().unwrap_or_else(|| default_base(location));
-        let base = crate::api_base::parse(&base).map_err(|e| config_error(format!("api_base {e}")))?;
-        let root = if versioned(&base) { base } else { endpoint(&base, &["v1"], &[]) };
+        let location = location(config);
+        let root = if versioned(base) { base.clone() } else { endpoint(base, &["v1"], &[]) };
         let model = config.model.strip_prefix("models/").unwrap_or(&config.model);
         let path = ["projects", &project, "locations", location, "publishers", "google", "models"];
         let method = |name: &str, query: &[(&str, &str)]| {
@@ -321,26 +324,31 @@ mod tests {
         }
     }
 
+    fn vertex(cfg: &ModelConfig) -> Result<Vertex, LlmError> {
+        let base = cfg.api_base.clone().unwrap_or_else(|| default_base(location(cfg)));
+        Vertex::new("m", cfg, &crate::api_base::parse(&base).unwrap())
+    }
+
     fn key_file() -> String {
         graphrag_mock_llm::google::test_service_account("https://oauth2.googleapis.com/token")
     }
 
     #[test]
     fn endpoints_are_the_region_s_and_the_project_s() {
-        let v = Vertex::new("m", &config(Some(&key_file()), Some("p-1"), None)).unwrap();
+        let v = vertex(&config(Some(&key_file()), Some("p-1"), None)).unwrap();
         let model = "https://europe-west4-aiplatform.googleapis.com/v1/projects/p-1/locations/europe-west4/publishers/google/models/gemini-2.5-flash";
         assert_eq!(v.chat.as_str(), format!("{model}:generateContent"));
         assert_eq!(v.stream.as_str(), format!("{model}:streamGenerateContent?alt=sse"));
         assert_eq!(v.embeddings.as_str(), format!("{model}:predict"));
         // The key file's project when settings name none; a proxy's /v1 root.
-        let v = Vertex::new("m", &config(Some(&key_file()), None, Some("http://127.0.0.1:9/v1"))).unwrap();
+        let v = vertex(&config(Some(&key_file()), None, Some("http://127.0.0.1:9/v1"))).unwrap();
         assert!(v.chat.as_str().starts_with("http://127.0.0.1:9/v1/projects/graphrag-mock/"), "{}", v.chat);
         assert_eq!(default_base("global"), "https://aiplatform.googleapis.com");
     }
 
     #[test]
     fn what_is_missing_is_named_and_the_key_never_shown() {
-        let err = |cfg: &ModelConfig| Vertex::new("m", cfg).err().unwrap().to_string();
+        let err = |cfg: &ModelConfig| vertex(cfg).err().unwrap().to_string();
         assert!(err(&config(None, Some("p"), None)).contains("GOOGLE_APPLICATION_CREDENTIALS"));
         assert!(err(&config(Some("/no/such/key.json"), Some("p"), None)).contains("/no/such/key.json"));
         let broken = key_file().replace("\"type\"", "\"type\" 1");

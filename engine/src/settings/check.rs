@@ -295,13 +295,14 @@ pub fn regex_error(pattern: &str, e: &regex::Error) -> String {
 /// and Bedrock's own APIs, and over
 /// the OpenAI API those it knows the address of and any other
 /// OpenAI-compatible server given an api_base.
-pub(super) const PROVIDERS: [&str; 19] = [
+pub(super) const PROVIDERS: [&str; 20] = [
     "openai",
     "anthropic",
     "gemini",
     "bedrock",
     "vertex_ai",
     "azure",
+    "azure_ai",
     "ollama",
     "vllm",
     "hosted_vllm",

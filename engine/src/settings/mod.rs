@@ -167,7 +167,8 @@ impl Settings {
     }
 
     /// A model without an api_key takes its provider's variable
-    /// (`ANTHROPIC_API_KEY`, `GEMINI_API_KEY`) from `lookup`, a Bedrock
+    /// (`ANTHROPIC_API_KEY`, `GEMINI_API_KEY`, `AZURE_AI_API_KEY`; an
+    /// azure_ai model without api_base `AZURE_AI_API_BASE`) from `lookup`, a Bedrock
     /// model the AWS credentials (see `AwsAccess`) and a Vertex AI model
     /// what settings left unset of its access (see `VertexAccess`), as
     /// GraphRAG's LiteLLM does.
@@ -179,6 +180,10 @@ impl Settings {
             }
             if model.model_provider == Provider::VertexAi {
                 model.vertex.fill_from_environment(&lookup);
+            }
+            // LiteLLM's variable for an Azure AI endpoint.
+            if model.model_provider == Provider::AzureAi && model.api_base.is_none() {
+                model.api_base = lookup("AZURE_AI_API_BASE").filter(|b| !b.trim().is_empty());
             }
             if let (true, Some(var)) = (model.api_key.is_empty(), model.model_provider.key_variable()) {
                 if let Some(key) = lookup(var).filter(|k| !k.trim().is_empty()) {

@@ -15,6 +15,8 @@ pub enum Provider {
     OpenAi,
     /// Azure OpenAI: deployment URLs, the `api-key` header.
     Azure,
+    /// Azure AI Foundry's model inference API (OpenAI's wire at `/models`).
+    AzureAi,
     /// Anthropic's Messages API.
     Anthropic,
     /// Google's Gemini API (generativelanguage.googleapis.com).
@@ -36,6 +38,7 @@ impl Provider {
         match self {
             Provider::OpenAi => "openai",
             Provider::Azure => "azure",
+            Provider::AzureAi => "azure_ai",
             Provider::Anthropic => "anthropic",
             Provider::Gemini => "gemini",
             Provider::Bedrock => "bedrock",
@@ -51,6 +54,7 @@ impl Provider {
         match self {
             Provider::Anthropic => Some("ANTHROPIC_API_KEY"),
             Provider::Gemini => Some("GEMINI_API_KEY"),
+            Provider::AzureAi => Some("AZURE_AI_API_KEY"),
             _ => None,
         }
     }
@@ -70,6 +74,7 @@ impl From<&str> for Provider {
         match name {
             "openai" => Provider::OpenAi,
             "azure" => Provider::Azure,
+            "azure_ai" => Provider::AzureAi,
             "anthropic" => Provider::Anthropic,
             "gemini" => Provider::Gemini,
             "bedrock" => Provider::Bedrock,
@@ -204,7 +209,7 @@ mod tests {
 
     #[test]
     fn names_round_trip() {
-        for name in ["openai", "azure", "anthropic", "gemini", "bedrock", "vertex_ai", "local", "ollama"] {
+        for name in ["openai", "azure", "azure_ai", "anthropic", "gemini", "bedrock", "vertex_ai", "local", "ollama"] {
             assert_eq!(Provider::from(name).as_str(), name);
             assert_eq!(String::from(Provider::from(name)), name);
         }

@@ -760,3 +760,16 @@ fn vertex_ai_takes_its_vertex_call_args_out_of_the_request_and_the_rest_from_the
     let credentials = settings.completion_models["default_completion_model"].vertex.credentials.clone();
     assert_eq!(credentials.as_ref().map(|c| c.expose()), Some("/keys/sa.json"));
 }
+
+#[test]
+fn azure_ai_takes_litellm_s_key_and_endpoint_variables() {
+    let text = "completion_models:\n  default_completion_model:\n    model: azure_ai/mistral-large-2411\n";
+    let mut settings = parse_str(text).unwrap().settings;
+    settings.keys_from_environment(|var| Some(format!("{var}-value")));
+    let model = &settings.completion_models["default_completion_model"];
+    assert_eq!((&model.model_provider, model.model.as_str()), (&Provider::AzureAi, "mistral-large-2411"));
+    assert_eq!(
+        (model.api_key.expose(), model.api_base.as_deref()),
+        ("AZURE_AI_API_KEY-value", Some("AZURE_AI_API_BASE-value"))
+    );
+}
