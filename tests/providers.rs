@@ -110,18 +110,24 @@ fn each_provider_builds_the_graph_of_the_openai_path_and_answers_alike() {
     assert_eq!((usage["retries"].as_u64(), usage["retry_wait_ms"].as_u64()), (Some(2), Some(500)), "{usage}");
     assert_eq!(tables(gemini.path()), want, "Gemini: the OpenAI path's graph and vectors");
 
-    // Bedrock chats through Converse, each request signed with the AWS
-    // credentials of the project's .env, in the region of call_args.
+    // Bedrock chats through Converse and embeds with Titan through
+    // InvokeModel (one text a request), each request signed with the AWS
+    // credentials of the project's .env, in the region of call_args (the
+    // chat model's) or of the .env (the embedding model's).
     mock.set_faults(Vec::new());
-    let bedrock = project(&mock, ("bedrock", "anthropic.claude-3-haiku-20240307-v1:0"), ("openai", "mock-embed"));
+    let bedrock = project(
+        &mock,
+        ("bedrock", "anthropic.claude-3-haiku-20240307-v1:0"),
+        ("bedrock", "amazon.titan-embed-text-v2:0"),
+    );
     let settings = fs::read_to_string(bedrock.path().join("settings.yaml")).unwrap();
     let region = "    concurrent_requests: 4\n    call_args:\n      aws_region_name: us-east-1\n";
     fs::write(bedrock.path().join("settings.yaml"), settings.replacen("    concurrent_requests: 4\n", region, 1))
         .unwrap();
-    let env = format!("AWS_ACCESS_KEY_ID=AKIDEXAMPLE\nAWS_SECRET_ACCESS_KEY={KEY}\n");
+    let env = format!("AWS_ACCESS_KEY_ID=AKIDEXAMPLE\nAWS_SECRET_ACCESS_KEY={KEY}\nAWS_REGION=eu-west-1\n");
     fs::write(bedrock.path().join(".env"), env).unwrap();
     index(bedrock.path());
-    assert_eq!(tables(bedrock.path()), want, "Bedrock: the OpenAI path's graph");
+    assert_eq!(tables(bedrock.path()), want, "Bedrock: the OpenAI path's graph and vectors");
 
     // Vertex AI chats and embeds (`:predict`) with the access token of the
     // service account whose key file GOOGLE_APPLICATION_CREDENTIALS names;

@@ -630,3 +630,36 @@ fn azure_ai_foundry_answers_and_embeds_as_the_openai_path() {
     };
     assert_eq!(embed(&cfg), embed(&config(&mock)));
 }
+
+#[test]
+fn bedrock_embeds_with_titan_and_cohere_through_signed_invoke_model() {
+    use graphrag_engine::settings::AwsAccess;
+    let mock = server(0, vec![]);
+    let aws = AwsAccess {
+        key_id: "AKIDEXAMPLE".into(),
+        secret: Secret::from(KEY),
+        session_token: None,
+        region: Some("us-east-1".into()),
+    };
+    let texts: Vec<String> = (0..5).map(|i| format!("Marley was dead, number {i}")).collect();
+    let embed = |cfg: &ModelConfig, usage: &UsageCounters| {
+        runtime().block_on(EmbeddingModel::new("e", cfg, None).unwrap().embed(&texts, usage)).unwrap()
+    };
+    let openai = embed(&config(&mock), &UsageCounters::default());
+    // Titan takes one text per request (the settings make its batches so).
+    let titan = ModelConfig {
+        aws: Some(aws.clone()),
+        batch_size: 1,
+        ..native(&mock, "bedrock", "amazon.titan-embed-text-v2:0")
+    };
+    let usage = UsageCounters::default();
+    mock.reset_stats();
+    mock.set_faults(vec![fault(FaultKind::RateLimit { retry_after_ms: 1 }, 1)]);
+    assert_eq!(embed(&titan, &usage), openai, "signed, or the mock refuses it");
+    assert_eq!(usage.total().retries, 1, "a ThrottlingException (429) is retried");
+    assert_eq!(usage.total().prompt_tokens, mock.stats().prompt_tokens, "Titan's inputTextTokenCount");
+    let cohere = ModelConfig { aws: Some(aws), batch_size: 96, ..native(&mock, "bedrock", "cohere.embed-english-v3") };
+    mock.reset_stats();
+    assert_eq!(embed(&cohere, &UsageCounters::default()), openai);
+    assert_eq!(mock.stats().embedding_requests, 1, "Cohere's texts in one request");
+}

@@ -15,7 +15,8 @@
 //! Anthropic's `POST /v1/messages`, Gemini's `POST
 //! /v1beta/models/{model}:generateContent` (`:streamGenerateContent`,
 //! `:embedContent`, `:batchEmbedContents`; also under `/v1`), Bedrock's
-//! `POST /model/{modelId}/converse` (SigV4-signed), Vertex AI's `POST
+//! `POST /model/{modelId}/converse` and `/invoke` (Titan and Cohere
+//! embeddings; SigV4-signed), Vertex AI's `POST
 //! /v1/projects/{project}/locations/{location}/publishers/google/models/{model}:generateContent`
 //! (`:streamGenerateContent`, `:predict`; with an access token of Google's
 //! OAuth endpoint, `POST /token`, for the service account of [`google`]),

@@ -1,5 +1,5 @@
 //! Anthropic's Messages API, Google's Gemini API (and Gemini on Vertex AI)
-//! and Amazon Bedrock's Converse API, as their documents describe them: each
+//! and Amazon Bedrock's Converse and InvokeModel APIs, as their documents describe them: each
 //! request is checked for what the real API requires,
 //! read into the OpenAI form the answers are made from (so every provider
 //! gets the same answer to the same conversation), and the answer, its
@@ -24,8 +24,9 @@ pub(crate) enum Wire {
     /// `POST /v1beta/models/{model}:{method}` (or `/v1/...`); on Vertex AI
     /// (`vertex`), `POST /v1/projects/{project}/locations/{location}/publishers/google/models/{model}:{method}`.
     Gemini { model: String, method: GeminiMethod, vertex: bool },
-    /// `POST /model/{modelId}/converse`.
-    Bedrock { model: String },
+    /// `POST /model/{modelId}/converse`, or an embedding model's
+    /// `POST /model/{modelId}/invoke` (`invoke`).
+    Bedrock { model: String, invoke: bool },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,8 +68,14 @@ pub(crate) fn route(path: &str, query: &str) -> Option<(Endpoint, Wire)> {
     if path == "/v1/messages" {
         return Some((Endpoint::Chat, Wire::Anthropic));
     }
-    if let Some(model) = path.strip_prefix("/model/").and_then(|rest| rest.strip_suffix("/converse")) {
-        return Some((Endpoint::Chat, Wire::Bedrock { model: percent_decoded(model) }));
+    if let Some(rest) = path.strip_prefix("/model/") {
+        let (model, method) = rest.rsplit_once('/')?;
+        let model = percent_decoded(model);
+        return match method {
+            "converse" => Some((Endpoint::Chat, Wire::Bedrock { model, invoke: false })),
+            "invoke" => Some((Endpoint::Embeddings, Wire::Bedrock { model, invoke: true })),
+            _ => None,
+        };
     }
     let (rest, vertex) = match vertex_model(path) {
         Some(rest) => (rest, true),
@@ -113,7 +120,8 @@ pub(crate) fn to_openai(wire: &Wire, request: Value, headers: &HeaderMap) -> Res
     match wire {
         Wire::OpenAi { .. } => Ok(request),
         Wire::Anthropic => anthropic_request(&request, headers),
-        Wire::Bedrock { model } => converse_request(model, &request, headers),
+        Wire::Bedrock { model, invoke: false } => converse_request(model, &request, headers),
+        Wire::Bedrock { model, invoke: true } => invoke_request(model, &request, headers),
         Wire::Gemini { model, method: GeminiMethod::Predict, .. } => predict_request(model, &request),
         Wire::Gemini { model, method: GeminiMethod::Embed, .. } => {
             Ok(json!({"model": model, "input": [gemini_text(&request)?]}))
@@ -189,9 +197,9 @@ const CONVERSE_FIELDS: [&str; 10] = [
     "performanceConfig",
 ];
 
-/// A Converse request, signed (the mock checks that a SigV4 signature is
-/// there, not its value: the engine's test compares it with botocore's).
-fn converse_request(model: &str, request: &Value, headers: &HeaderMap) -> Result<Value, String> {
+/// Whether a Bedrock request is signed (the mock checks that a SigV4
+/// signature is there, not its value: the engine's test compares it with botocore's).
+fn signed(headers: &HeaderMap) -> Result<(), String> {
     let signed = headers
         .get("authorization")
         .and_then(|v| v.to_str().ok())
@@ -199,11 +207,21 @@ fn converse_request(model: &str, request: &Value, headers: &HeaderMap) -> Result
     if !signed || !headers.contains_key("x-amz-date") {
         return Err("Missing Authentication Token".into());
     }
-    if let Some(extra) =
-        request.as_object().into_iter().flatten().map(|(k, _)| k).find(|k| !CONVERSE_FIELDS.contains(&k.as_str()))
-    {
-        return Err(format!("extraneous key [{extra}] is not permitted"));
+    Ok(())
+}
+
+/// The first key of `request` not in `fields`, refused as Bedrock refuses it.
+fn only(request: &Value, fields: &[&str]) -> Result<(), String> {
+    match request.as_object().into_iter().flatten().map(|(k, _)| k).find(|k| !fields.contains(&k.as_str())) {
+        Some(extra) => Err(format!("extraneous key [{extra}] is not permitted")),
+        None => Ok(()),
     }
+}
+
+/// A signed Converse request.
+fn converse_request(model: &str, request: &Value, headers: &HeaderMap) -> Result<Value, String> {
+    signed(headers)?;
+    only(request, &CONVERSE_FIELDS)?;
     let mut messages = Vec::new();
     if let Some(system) = request.get("system") {
         messages.push(json!({"role": "system", "content": text_of(system, "text")}));
@@ -213,6 +231,35 @@ fn converse_request(model: &str, request: &Value, headers: &HeaderMap) -> Result
         messages.push(json!({"role": role, "content": text_of(m.get("content").unwrap_or(&Value::Null), "text")}));
     }
     Ok(json!({"model": model, "messages": messages}))
+}
+
+/// A signed InvokeModel request of an embedding model: Titan's (`inputText`,
+/// one text) or Cohere's (`texts`, at most 96, and the `input_type` it requires).
+fn invoke_request(model: &str, request: &Value, headers: &HeaderMap) -> Result<Value, String> {
+    signed(headers)?;
+    let (input, dimensions) = if model.contains("cohere.embed") {
+        only(request, &["texts", "input_type", "truncate", "embedding_types", "output_dimension", "images"])?;
+        let texts = request.get("texts").and_then(Value::as_array).ok_or("texts: required")?;
+        if texts.is_empty() || texts.len() > 96 || !texts.iter().all(Value::is_string) {
+            return Err("texts: between 1 and 96 strings".into());
+        }
+        let kinds = ["search_document", "search_query", "classification", "clustering"];
+        if !request.get("input_type").and_then(Value::as_str).is_some_and(|t| kinds.contains(&t)) {
+            return Err(format!("input_type: required, one of {}", kinds.join(", ")));
+        }
+        (texts.clone(), request.get("output_dimension"))
+    } else if model.contains("titan-embed") {
+        only(request, &["inputText", "dimensions", "normalize", "embeddingTypes"])?;
+        let text = request.get("inputText").filter(|t| t.is_string()).ok_or("inputText: required")?;
+        (vec![text.clone()], request.get("dimensions"))
+    } else {
+        return Err("The provided model identifier is invalid.".into());
+    };
+    let mut openai = json!({"model": model, "input": input});
+    if let Some(d) = dimensions {
+        openai["dimensions"] = d.clone();
+    }
+    Ok(openai)
 }
 
 /// A Vertex AI `:predict` request of a text-embedding model: `instances[].content`,
@@ -353,6 +400,33 @@ pub(crate) fn converse_chat(reply: &Reply) -> Resp {
     )
 }
 
+/// An InvokeModel answer of an embedding model: Titan's one vector and its
+/// tokens, or Cohere's vectors of `texts`.
+pub(crate) fn bedrock_embeddings(model: &str, vectors: Vec<Vec<f32>>, texts: Vec<String>, tokens: u64) -> Vec<u8> {
+    // Typed, so that each f32 is written as an f32 (a `Value` would widen it).
+    #[derive(serde::Serialize)]
+    #[serde(untagged)]
+    enum Answer {
+        Titan {
+            embedding: Vec<f32>,
+            #[serde(rename = "inputTextTokenCount")]
+            tokens: u64,
+        },
+        Cohere {
+            id: String,
+            embeddings: Vec<Vec<f32>>,
+            texts: Vec<String>,
+            response_type: &'static str,
+        },
+    }
+    let answer = if model.contains("cohere.embed") {
+        Answer::Cohere { id: "mock-embed".into(), embeddings: vectors, texts, response_type: "embeddings_floats" }
+    } else {
+        Answer::Titan { embedding: vectors.into_iter().next().unwrap_or_default(), tokens }
+    };
+    serde_json::to_vec(&answer).unwrap_or_default()
+}
+
 /// A Vertex AI `:predict` answer: each text's vector and its tokens.
 pub(crate) fn vertex_predictions(vectors: Vec<Vec<f32>>, tokens: Vec<u64>) -> Vec<u8> {
     // Typed, so that each f32 is written as an f32 (a `Value` would widen it).
@@ -482,6 +556,8 @@ mod tests {
         assert_eq!(route(vertex, ""), Some((Endpoint::Embeddings, predict)));
         assert_eq!(route("/v1/projects/p/locations/l/publishers/meta/models/m:predict", ""), None);
         assert_eq!(route("/v1beta/models/m:predict", ""), None, "predict is Vertex AI's");
+        let titan = Wire::Bedrock { model: "amazon.titan-embed-text-v2:0".into(), invoke: true };
+        assert_eq!(route("/model/amazon.titan-embed-text-v2%3A0/invoke", ""), Some((Endpoint::Embeddings, titan)));
     }
 
     #[test]

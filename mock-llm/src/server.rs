@@ -381,6 +381,16 @@ fn respond(
                     providers::vertex_predictions(vectors, tokens)
                 }
                 Wire::Gemini { method, .. } => providers::gemini_embeddings(vectors, *method),
+                Wire::Bedrock { model, .. } => {
+                    let texts: Vec<String> = request
+                        .get("input")
+                        .and_then(Value::as_array)
+                        .into_iter()
+                        .flatten()
+                        .map(|t| t.as_str().unwrap_or("").to_string())
+                        .collect();
+                    providers::bedrock_embeddings(model, vectors, texts, tokens)
+                }
                 _ => openai_embeddings(shared, &request, model, vectors, tokens),
             };
             match fault {

@@ -120,10 +120,13 @@ fn native_urls(wire: Wire, base: &Url, model: &str) -> (Url, Url, Option<Url>) {
     match wire {
         Wire::Bedrock => {
             // Set as a path, the model id's percent-encoding is kept as is.
-            let mut chat = base.clone();
-            let path = format!("{}/model/{}/converse", base.path().trim_end_matches('/'), bedrock::path_segment(model));
-            chat.set_path(&path);
-            (chat.clone(), chat, None)
+            let method = |name: &str| {
+                let mut url = base.clone();
+                let model = bedrock::path_segment(model);
+                url.set_path(&format!("{}/model/{model}/{name}", base.path().trim_end_matches('/')));
+                url
+            };
+            (method("converse"), method("converse"), Some(method("invoke")))
         }
         Wire::Anthropic => {
             let chat = endpoint(base, if versioned(base) { &["messages"] } else { &["v1", "messages"] }, &[]);

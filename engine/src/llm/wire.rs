@@ -24,7 +24,7 @@ pub(crate) enum Wire {
     Gemini,
     /// Gemini on Vertex AI: Gemini's generateContent, Vertex AI's `:predict`.
     Vertex,
-    /// Bedrock's Converse (chat only; answers are not streamed).
+    /// Bedrock's Converse (answers are not streamed) and its embedding models' InvokeModel.
     Bedrock,
 }
 
@@ -61,7 +61,8 @@ impl Wire {
         match self {
             Wire::Gemini => gemini::embeddings_body(body),
             Wire::Vertex => vertex::embeddings_body(body),
-            Wire::OpenAi | Wire::Anthropic | Wire::Bedrock => body.clone(),
+            Wire::Bedrock => bedrock::embeddings_body(body),
+            Wire::OpenAi | Wire::Anthropic => body.clone(),
         }
     }
 
@@ -92,7 +93,8 @@ impl Wire {
         match self {
             Wire::Gemini => gemini::embeddings(bytes, expected),
             Wire::Vertex => vertex::embeddings(bytes, expected),
-            Wire::OpenAi | Wire::Anthropic | Wire::Bedrock => openai::embeddings(bytes, expected),
+            Wire::Bedrock => bedrock::embeddings(bytes, expected),
+            Wire::OpenAi | Wire::Anthropic => openai::embeddings(bytes, expected),
         }
     }
 
@@ -109,7 +111,7 @@ impl Wire {
     pub(crate) fn is_answer(self, embeddings: bool, json: &Value) -> bool {
         let found = |pointer: &str| json.pointer(pointer).is_some();
         match (self, embeddings) {
-            (Wire::OpenAi | Wire::Anthropic | Wire::Bedrock, true) => {
+            (Wire::OpenAi | Wire::Anthropic, true) => {
                 json.pointer("/data/0/embedding").is_some_and(|e| e.is_array() || e.is_string())
             }
             (Wire::OpenAi, false) => found("/choices/0"),
@@ -118,6 +120,7 @@ impl Wire {
             (Wire::Gemini | Wire::Vertex, false) => found("/candidates/0"),
             (Wire::Vertex, true) => found("/predictions/0/embeddings/values"),
             (Wire::Bedrock, false) => found("/output/message"),
+            (Wire::Bedrock, true) => found("/embedding") || found("/embeddings"),
         }
     }
 
@@ -128,7 +131,7 @@ impl Wire {
             Wire::Anthropic => "Anthropic's Messages API",
             Wire::Gemini => "the Gemini API",
             Wire::Vertex => "Vertex AI",
-            Wire::Bedrock => "Bedrock's Converse API",
+            Wire::Bedrock => "Amazon Bedrock's API",
         }
     }
 }

@@ -367,7 +367,7 @@ fn check_model_values(
             format!("`{provider}` is not a provider graphrag-rs can call{what}: one of {}{hint}", known.join(", ")),
         ));
     }
-    if let (true, Some(why)) = (embedding, m.model_provider.embeddings_refusal()) {
+    if let (true, Some(why)) = (embedding, m.model_provider.embeddings_refusal(&m.model)) {
         return Err(loaded.error_at(
             &key("model_provider"),
             format!("`{provider}` cannot embed: {why}; embed with another provider (openai, gemini, local, ...)"),

@@ -82,7 +82,7 @@ pub use compat::IgnoredKey;
 pub use models::{
     Jitter, ModelConfig, Precision, RateLimit, RateLimitConfig, RetryConfig, RetryPolicy, DEFAULT_CONCURRENCY,
 };
-pub use provider::{AwsAccess, Provider, VertexAccess};
+pub use provider::{AwsAccess, BedrockEmbedder, Provider, VertexAccess};
 pub use sections::*;
 pub use storage::{
     AzureAccount, ProjectRoot, RemoteService, RemoteStorage, StorageConfig, StorageKeyError, StorageTarget,
@@ -195,7 +195,7 @@ impl Settings {
 
     /// Settles what one key implies for another: a model's concurrency from
     /// the top-level `concurrent_requests`, the embedding batch sizes from
-    /// `embed_text`.
+    /// `embed_text` (within what a Bedrock embedding model takes).
     fn resolve(&mut self) {
         let default_concurrency = self.concurrent_requests;
         for model in self.completion_models.values_mut().chain(self.embedding_models.values_mut()) {
@@ -214,6 +214,13 @@ impl Settings {
             }
             if let Some(n) = self.embed_text.batch_max_tokens {
                 model.batch_max_tokens = n;
+            }
+        }
+        // Bedrock's embedding models take a fixed number of texts at most
+        // (Titan one): a larger batch could only be refused.
+        for model in self.embedding_models.values_mut().filter(|m| m.model_provider == Provider::Bedrock) {
+            if let Some(family) = BedrockEmbedder::of(&model.model) {
+                model.batch_size = model.batch_size.min(family.most_texts());
             }
         }
     }

@@ -21,7 +21,7 @@ pub enum Provider {
     Anthropic,
     /// Google's Gemini API (generativelanguage.googleapis.com).
     Gemini,
-    /// Amazon Bedrock's Converse API, requests signed with AWS credentials.
+    /// Amazon Bedrock's Converse and InvokeModel APIs, requests signed with AWS credentials.
     Bedrock,
     /// Gemini models on Google Cloud's Vertex AI, with a service account's
     /// OAuth access tokens.
@@ -59,12 +59,47 @@ impl Provider {
         }
     }
 
-    /// Why the provider cannot be an embedding model, if it cannot.
-    pub fn embeddings_refusal(&self) -> Option<&'static str> {
+    /// Why the provider cannot embed with `model`, if it cannot.
+    pub fn embeddings_refusal(&self, model: &str) -> Option<&'static str> {
         match self {
             Provider::Anthropic => Some("Anthropic has no embeddings API"),
-            Provider::Bedrock => Some("Bedrock's embedding models (InvokeModel) are not implemented yet"),
+            Provider::Bedrock if BedrockEmbedder::of(model).is_none() => Some(
+                "Bedrock embeds with Amazon Titan Text Embeddings (amazon.titan-embed-text-v2:0, ...) or Cohere Embed (cohere.embed-english-v3, cohere.embed-v4:0, ...) models",
+            ),
             _ => None,
+        }
+    }
+}
+
+/// The embedding models Bedrock serves through InvokeModel, by the request
+/// body each takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BedrockEmbedder {
+    /// Amazon Titan Text Embeddings (`amazon.titan-embed-text-v2:0`, v1):
+    /// `inputText`, one text per request.
+    Titan,
+    /// Cohere Embed (`cohere.embed-english-v3`, `-multilingual-v3`, `v4:0`):
+    /// `texts`, up to 96 per request.
+    Cohere,
+}
+
+impl BedrockEmbedder {
+    /// The family of a model id, an inference profile's (`us.cohere.embed-v4:0`) or an ARN.
+    pub fn of(model: &str) -> Option<BedrockEmbedder> {
+        if model.contains("amazon.titan-embed-text") || model.contains("amazon.titan-embed-g1-text") {
+            Some(BedrockEmbedder::Titan)
+        } else if model.contains("cohere.embed") {
+            Some(BedrockEmbedder::Cohere)
+        } else {
+            None
+        }
+    }
+
+    /// The most texts one request takes.
+    pub fn most_texts(self) -> u32 {
+        match self {
+            BedrockEmbedder::Titan => 1,
+            BedrockEmbedder::Cohere => 96,
         }
     }
 }

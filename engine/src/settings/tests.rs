@@ -729,7 +729,17 @@ fn bedrock_takes_the_aws_variables_and_the_region_of_call_args_first() {
     assert!(model.chat_configured(), "AWS credentials are its key");
     assert!(!format!("{model:?}").contains("secret-key-1"));
     let embed = "embedding_models:\n  default_embedding_model:\n    model_provider: bedrock\n    model: amazon.titan-embed-text-v2:0\n";
-    assert!(parse_str(embed).unwrap_err().to_string().contains("not implemented yet"));
+    let batch = |text: &str| parse_str(text).unwrap().settings.embedding_models["default_embedding_model"].batch_size;
+    assert_eq!(batch(embed), 1, "Titan embeds one text per request");
+    assert_eq!(batch(&embed.replace("amazon.titan-embed-text-v2:0", "us.cohere.embed-v4:0")), 16);
+    assert_eq!(
+        batch(
+            &format!("{embed}    batch_size: 200\n").replace("amazon.titan-embed-text-v2:0", "cohere.embed-english-v3")
+        ),
+        96
+    );
+    let err = parse_str(&embed.replace("amazon.titan-embed-text-v2:0", "anthropic.claude-3-haiku")).unwrap_err();
+    assert!(err.to_string().contains("Titan Text Embeddings"), "{err}");
 }
 
 #[test]
