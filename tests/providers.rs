@@ -114,7 +114,8 @@ fn each_provider_builds_the_graph_of_the_openai_path_and_answers_alike() {
     // InvokeModel (one text a request), each request signed with the AWS
     // credentials of the project's .env, in the region of call_args (the
     // chat model's) or of the .env (the embedding model's).
-    mock.set_faults(Vec::new());
+    // Its 429s are ThrottlingExceptions without a wait: retried with backoff.
+    mock.set_faults(vec![rate_limit(1000)]);
     let bedrock = project(
         &mock,
         ("bedrock", "anthropic.claude-3-haiku-20240307-v1:0"),
@@ -127,7 +128,9 @@ fn each_provider_builds_the_graph_of_the_openai_path_and_answers_alike() {
     let env = format!("AWS_ACCESS_KEY_ID=AKIDEXAMPLE\nAWS_SECRET_ACCESS_KEY={KEY}\nAWS_REGION=eu-west-1\n");
     fs::write(bedrock.path().join(".env"), env).unwrap();
     index(bedrock.path());
+    assert_eq!(chat_usage(bedrock.path())["retries"].as_u64(), Some(2), "{}", chat_usage(bedrock.path()));
     assert_eq!(tables(bedrock.path()), want, "Bedrock: the OpenAI path's graph and vectors");
+    mock.set_faults(Vec::new());
 
     // Vertex AI chats and embeds (`:predict`) with the access token of the
     // service account whose key file GOOGLE_APPLICATION_CREDENTIALS names;

@@ -526,6 +526,9 @@ fn bedrock_converse_is_signed_and_answers_as_the_openai_path() {
     let usage = UsageCounters::default();
     assert_eq!(ask_text(&cfg, 2, &usage).unwrap(), openai_text(&mock, 2), "signed, or the mock refuses it");
     assert_eq!(usage.total().retries, 1, "a ThrottlingException (429) is retried");
+    mock.set_faults(vec![fault(FaultKind::BadRequest, 1)]);
+    let err = ask_text(&cfg, 3, &usage).unwrap_err().to_string();
+    assert!(err.contains("HTTP 400 ValidationException: Invalid request"), "the exception is named: {err}");
     // Converse is not read as a stream: the answer arrives whole, in one piece.
     let mut pieces: Vec<String> = Vec::new();
     let streamed = runtime()

@@ -481,6 +481,19 @@ pub(crate) fn gemini_embeddings(vectors: Vec<Vec<f32>>, method: GeminiMethod) ->
     serde_json::to_vec(&answer).unwrap_or_default()
 }
 
+/// The AWS exception Bedrock answers with `status`.
+pub(crate) fn aws_exception(status: u16) -> &'static str {
+    match status {
+        400 => "ValidationException",
+        403 => "AccessDeniedException",
+        404 => "ResourceNotFoundException",
+        408 => "ModelTimeoutException",
+        429 => "ThrottlingException",
+        503 => "ServiceUnavailableException",
+        _ => "InternalServerException",
+    }
+}
+
 /// An error body in the wire's format. `retry_after_ms`: a rate limit's
 /// wait, which Gemini says in the body (`RetryInfo`) and the others in headers.
 pub(crate) fn error_body(

@@ -168,7 +168,18 @@ fn raw_response(status: StatusCode, content_type: &'static str, body: Vec<u8>) -
 /// An error answer in `wire`'s format (`ty` and `code`: OpenAI's).
 fn error_response(wire: &Wire, status: u16, ty: &str, code: Option<&str>, message: &str) -> Resp {
     let body = providers::error_body(wire, status, ty, code, message, None);
-    json_response(StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR), &body)
+    let mut r = json_response(StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR), &body);
+    aws_error_type(&mut r, wire, status);
+    r
+}
+
+/// AWS names the exception of an error answer in a header, not its body.
+fn aws_error_type(r: &mut Resp, wire: &Wire, status: u16) {
+    if matches!(wire, Wire::Bedrock { .. }) {
+        let name = providers::aws_exception(status);
+        let value = format!("{name}:http://internal.amazon.com/coral/com.amazon.bedrock/");
+        r.headers_mut().insert("x-amzn-errortype", HeaderValue::from_str(&value).expect("ASCII"));
+    }
 }
 
 /// A stream of server-sent events (chunked transfer encoding).
@@ -314,9 +325,10 @@ fn respond(
                 Some(*retry_after_ms),
             );
             let mut r = json_response(StatusCode::TOO_MANY_REQUESTS, &body);
+            aws_error_type(&mut r, wire, 429);
             let h = r.headers_mut();
             // OpenAI sends both headers, Anthropic whole seconds only, Gemini
-            // none (its body says how long).
+            // none (its body says how long), Bedrock none (a ThrottlingException).
             match wire {
                 Wire::OpenAi { .. } => {
                     h.insert(RETRY_AFTER, HeaderValue::from(retry_after_ms.div_ceil(1000)));

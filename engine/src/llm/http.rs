@@ -385,6 +385,9 @@ impl Transport {
             return Ok(response);
         }
         let retry_after = retry_after(response.headers());
+        // AWS names the exception in a header (`ThrottlingException:http://...`).
+        let exception = response.headers().get("x-amzn-errortype").and_then(|v| v.to_str().ok());
+        let exception = exception.and_then(|t| t.split(':').next()).map(|t| format!(" {t}")).unwrap_or_default();
         let text = response.text().await.unwrap_or_default();
         let code = status.as_u16();
         let error = serde_json::from_str::<Value>(&text).ok();
@@ -400,7 +403,7 @@ impl Transport {
             // 5xx include Anthropic's 529 (overloaded).
             retryable: code == 408 || code == 429 || code >= 500,
             status: Some(code),
-            message: self.scrub(&format!("HTTP {code}: {server_message}")),
+            message: self.scrub(&format!("HTTP {code}{exception}: {server_message}")),
             retry_after,
         })
     }
