@@ -96,7 +96,7 @@ fn default_api_base(provider: &str) -> Option<&'static str> {
 fn aws_access<'c>(id: &str, config: &'c ModelConfig) -> Result<(&'c AwsAccess, String), LlmError> {
     let access = config.aws.as_ref().ok_or_else(|| {
         LlmError::Config(format!(
-            "model `{id}`: Bedrock signs requests with AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN for temporary ones) in the environment or the project's .env"
+            "model `{id}`: Bedrock signs requests with AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN for temporary ones) in the environment or the project's .env, or name a profile of ~/.aws/credentials with its keys in AWS_PROFILE (an SSO or role profile: its keys are what `aws configure export-credentials --profile NAME --format env` prints)"
         ))
     })?;
     let region = access.region.clone().ok_or_else(|| {

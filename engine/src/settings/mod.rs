@@ -70,6 +70,7 @@ pub(crate) fn s(v: &str) -> String {
 #[serde(transparent)]
 pub struct Unused(serde_json::Value);
 
+mod aws_profile;
 mod check;
 mod compat;
 mod models;

@@ -140,9 +140,11 @@ impl std::fmt::Display for Provider {
 
 /// What a Bedrock model signs its requests with: the AWS variables of the
 /// environment or the project's .env (`AWS_ACCESS_KEY_ID`,
-/// `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`), and the region of
-/// `call_args.aws_region_name` (LiteLLM's) or `AWS_REGION_NAME`,
-/// `AWS_REGION`, `AWS_DEFAULT_REGION`. Never written out.
+/// `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`), else the keys of the
+/// shared files' profile (`AWS_PROFILE`, see `aws_profile`), as the AWS
+/// SDKs' chain takes them; and the region of `call_args.aws_region_name`
+/// (LiteLLM's) or `AWS_REGION_NAME`, `AWS_REGION`, `AWS_DEFAULT_REGION`,
+/// else the profile's. Never written out.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AwsAccess {
     pub key_id: String,
@@ -158,12 +160,21 @@ impl AwsAccess {
         region: Option<String>,
     ) -> Option<AwsAccess> {
         let var = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
+        let profile = super::aws_profile::profile(lookup);
+        let region = region
+            .or_else(|| ["AWS_REGION_NAME", "AWS_REGION", "AWS_DEFAULT_REGION"].iter().find_map(|v| var(v)))
+            .or(profile.region);
+        // The environment's keys win, as a pair: a key id of one source
+        // never signs with the secret of another.
+        let (key_id, secret, session_token) = match (var("AWS_ACCESS_KEY_ID"), var("AWS_SECRET_ACCESS_KEY")) {
+            (Some(key_id), Some(secret)) => (key_id, secret, var("AWS_SESSION_TOKEN")),
+            _ => (profile.key_id?, profile.secret?, profile.session_token),
+        };
         Some(AwsAccess {
-            key_id: var("AWS_ACCESS_KEY_ID")?,
-            secret: Secret::from(var("AWS_SECRET_ACCESS_KEY")?.as_str()),
-            session_token: var("AWS_SESSION_TOKEN").map(|t| Secret::from(t.as_str())),
-            region: region
-                .or_else(|| ["AWS_REGION_NAME", "AWS_REGION", "AWS_DEFAULT_REGION"].iter().find_map(|v| var(v))),
+            key_id,
+            secret: Secret::from(secret.as_str()),
+            session_token: session_token.map(|t| Secret::from(t.as_str())),
+            region,
         })
     }
 }

@@ -783,3 +783,34 @@ fn azure_ai_takes_litellm_s_key_and_endpoint_variables() {
         ("AZURE_AI_API_KEY-value", Some("AZURE_AI_API_BASE-value"))
     );
 }
+
+#[test]
+fn bedrock_takes_the_keys_of_the_aws_profile_when_the_environment_has_none() {
+    let dir = tempfile::tempdir().unwrap();
+    let credentials = dir.path().join("credentials");
+    std::fs::write(&credentials, "[work]\naws_access_key_id = AKIDWORK\naws_secret_access_key = work-secret\n")
+        .unwrap();
+    let config = dir.path().join("config");
+    std::fs::write(&config, "[profile work]\nregion = ap-southeast-2\n").unwrap();
+    let text =
+        "completion_models:\n  default_completion_model:\n    model: bedrock/anthropic.claude-3-haiku-20240307-v1:0\n";
+    let access = |env_keys: bool| {
+        let mut settings = parse_str(text).unwrap().settings;
+        settings.keys_from_environment(|var: &str| match var {
+            "AWS_SHARED_CREDENTIALS_FILE" => Some(credentials.display().to_string()),
+            "AWS_CONFIG_FILE" => Some(config.display().to_string()),
+            "AWS_PROFILE" => Some("work".to_string()),
+            "AWS_ACCESS_KEY_ID" if env_keys => Some("AKIDENV".to_string()),
+            "AWS_SECRET_ACCESS_KEY" if env_keys => Some("env-secret".to_string()),
+            _ => None,
+        });
+        let aws = settings.completion_models["default_completion_model"].aws.clone().unwrap();
+        (aws.key_id, aws.secret.expose().to_string(), aws.region)
+    };
+    assert_eq!(access(false), ("AKIDWORK".into(), "work-secret".into(), Some("ap-southeast-2".into())));
+    assert_eq!(
+        access(true),
+        ("AKIDENV".into(), "env-secret".into(), Some("ap-southeast-2".into())),
+        "the environment's first"
+    );
+}
