@@ -1,11 +1,11 @@
 //! The HTTP transport of every provider (OpenAI-compatible servers, Azure
-//! OpenAI, Anthropic, Gemini, Bedrock, Vertex AI: their wire formats are
-//! `wire`'s). Classifies
-//! failures as retryable or not; the API key is sent in a header and
-//! scrubbed from every message, as are the values of api_base's query
-//! string (Azure-style `?api-key=`). Endpoint URLs are built with a URL
-//! type from api_base, its query kept; response bodies are read up to a
-//! size limit.
+//! OpenAI, Azure AI, Anthropic, Gemini, Bedrock, Vertex AI: their wire
+//! formats are `wire`'s). Classifies failures as retryable or not; the API
+//! key is sent in a header (or signs the request, or gets a service
+//! account's token) and scrubbed from every message, as are the values of
+//! api_base's query string (Azure-style `?api-key=`). Endpoint URLs are
+//! built with a URL type from api_base, its query kept; response bodies are
+//! read up to a size limit.
 
 use std::time::{Duration, SystemTime};
 
