@@ -666,3 +666,18 @@ fn bedrock_embeds_with_titan_and_cohere_through_signed_invoke_model() {
     assert_eq!(embed(&cohere, &UsageCounters::default()), openai);
     assert_eq!(mock.stats().embedding_requests, 1, "Cohere's texts in one request");
 }
+
+#[test]
+fn a_revoked_vertex_ai_token_is_replaced_and_the_request_asked_again() {
+    let mock = server(0, vec![]);
+    let dir = tempfile::tempdir().unwrap();
+    let chat = model(&vertex(&mock, dir.path(), "gemini-2.5-flash"), None);
+    let ask_once = |i: usize, usage: &UsageCounters| {
+        runtime().block_on(chat.chat(&ask(i), false, usage, &answer::text())).unwrap().completion.content
+    };
+    assert_eq!(ask_once(1, &UsageCounters::default()), openai_text(&mock, 1));
+    mock.revoke_tokens();
+    let usage = UsageCounters::default();
+    assert_eq!(ask_once(2, &usage), openai_text(&mock, 2));
+    assert_eq!((usage.total().retries, mock.token_assertions().len()), (1, 2), "one 401, one new token");
+}

@@ -110,7 +110,7 @@ pub(crate) fn token(issued: &std::sync::Mutex<Vec<(String, String)>>, headers: &
 /// Whether a request carries an access token issued by [`token`].
 pub(crate) fn authorized(issued: &std::sync::Mutex<Vec<(String, String)>>, headers: &HeaderMap) -> bool {
     let bearer = headers.get("authorization").and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
-    bearer.is_some_and(|token| issued.lock().unwrap().iter().any(|(_, t)| t == token))
+    bearer.is_some_and(|token| !token.is_empty() && issued.lock().unwrap().iter().any(|(_, t)| t == token))
 }
 
 #[cfg(test)]

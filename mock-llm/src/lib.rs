@@ -359,6 +359,11 @@ impl MockServer {
         self.shared.google_tokens.lock().unwrap().iter().map(|(assertion, _)| assertion.clone()).collect()
     }
 
+    /// Revokes every access token issued so far (their assertions are kept).
+    pub fn revoke_tokens(&self) {
+        self.shared.google_tokens.lock().unwrap().iter_mut().for_each(|(_, token)| token.clear());
+    }
+
     /// The bound port.
     pub fn port(&self) -> u16 {
         self.addr.port()

@@ -284,15 +284,16 @@ impl Transport {
         Ok(Transport { client, wire, chat_url, stream_url, embeddings_url, auth: None, secrets })
     }
 
-    /// A POST of `body` to `url`: signed, or with a current access token,
-    /// when the provider asks that.
-    async fn post(&self, url: &Url, body: &Value) -> Result<reqwest::RequestBuilder, Failure> {
+    /// A POST of `body` to `url`: signed, or with a current access token
+    /// (returned too), when the provider asks that.
+    async fn post(&self, url: &Url, body: &Value) -> Result<(reqwest::RequestBuilder, Option<String>), Failure> {
         let request = self.client.post(url.clone());
         let signer = match &self.auth {
-            None => return Ok(request.json(body)),
-            // reqwest marks the header sensitive.
+            None => return Ok((request.json(body), None)),
             Some(RequestAuth::Google(account)) => {
-                return Ok(request.bearer_auth(account.bearer(&self.client).await?).json(body))
+                let token = account.bearer(&self.client).await?;
+                // reqwest marks the header sensitive.
+                return Ok((request.bearer_auth(&token).json(body), Some(token)));
             }
             Some(RequestAuth::Sigv4(signer)) => signer,
         };
@@ -312,7 +313,7 @@ impl Transport {
             value.set_sensitive(true);
             request = request.header(name, value);
         }
-        Ok(request)
+        Ok((request, None))
     }
 
     /// A chat request of `body` (OpenAI's form, translated for the provider).
@@ -374,14 +375,22 @@ impl Transport {
 
     /// Sends a request; a non-success status becomes a classified failure.
     async fn send(&self, url: &Url, body: &Value) -> Result<reqwest::Response, Failure> {
-        let response = self.post(url, body).await?.send().await.map_err(|e| Failure {
+        let (request, token) = self.post(url, body).await?;
+        let response = request.send().await.map_err(|e| Failure {
             retryable: !is_permanent(&e),
             status: None,
             message: self.scrub(&describe_send_error(&e)),
             retry_after: None,
         })?;
         let status = response.status();
+        let account = match (&self.auth, &token) {
+            (Some(RequestAuth::Google(account)), Some(token)) => Some((account, token.as_str())),
+            _ => None,
+        };
         if status.is_success() {
+            if let Some((account, token)) = account {
+                account.answered(token);
+            }
             return Ok(response);
         }
         let retry_after = retry_after(response.headers());
@@ -398,10 +407,15 @@ impl Transport {
                 v.pointer("/error/message").or_else(|| v.get("message")).and_then(Value::as_str).map(str::to_string)
             })
             .unwrap_or_else(|| text.chars().take(300).collect());
+        // A service account's token refused: asked again if another one will be used.
+        let renewed = match account {
+            Some((account, token)) if code == 401 => account.forget(token).await,
+            _ => false,
+        };
         Err(Failure {
             // Other 4xx (bad key, unknown model, bad request) will not change;
             // 5xx include Anthropic's 529 (overloaded).
-            retryable: code == 408 || code == 429 || code >= 500,
+            retryable: code == 408 || code == 429 || code >= 500 || renewed,
             status: Some(code),
             message: self.scrub(&format!("HTTP {code}{exception}: {server_message}")),
             retry_after,
@@ -472,7 +486,7 @@ impl Transport {
         };
         let shown = redact(url);
         let request = match self.post(url, &body).await {
-            Ok(request) => request,
+            Ok((request, _)) => request,
             Err(f) => return Probe::NoAnswer { url: shown, cause: SendFailure::Other, detail: f.message },
         };
         let response = match request.send().await {

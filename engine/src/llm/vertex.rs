@@ -122,6 +122,10 @@ pub(crate) struct ServiceAccount {
     /// Held across a renewal, so that the requests that find the token stale
     /// together wait for one token request.
     token: tokio::sync::Mutex<Option<AccessToken>>,
+    /// The last token a request was answered with: Vertex AI refusing it
+    /// later means it was revoked or expired early, not that the account
+    /// cannot call.
+    answered: std::sync::Mutex<Option<String>>,
 }
 
 impl ServiceAccount {
@@ -159,6 +163,7 @@ impl ServiceAccount {
             token_uri,
             project: file.project_id,
             token: tokio::sync::Mutex::new(None),
+            answered: std::sync::Mutex::new(None),
         })
     }
 
@@ -188,6 +193,32 @@ impl ServiceAccount {
         let value = token.value.clone();
         *kept = Some(token);
         Ok(value)
+    }
+
+    /// Notes that a request with `token` was answered.
+    pub(super) fn answered(&self, token: &str) {
+        let mut last = self.answered.lock().unwrap();
+        if last.as_deref() != Some(token) {
+            *last = Some(token.to_string());
+        }
+    }
+
+    /// After Vertex AI refused `token` (401): whether asking again will use
+    /// another token. A token that was answered before is forgotten (revoked,
+    /// or expired early); one never answered is refused for a cause its
+    /// successor would share, and asking again would only repeat it.
+    pub(super) async fn forget(&self, token: &str) -> bool {
+        let mut kept = self.token.lock().await;
+        match kept.as_ref() {
+            // Renewed, or forgotten, since the request took it.
+            Some(current) if current.value != token => true,
+            None => true,
+            Some(_) if self.answered.lock().unwrap().as_deref() == Some(token) => {
+                *kept = None;
+                true
+            }
+            Some(_) => false,
+        }
     }
 
     async fn request_token(&self, client: &reqwest::Client) -> Result<AccessToken, Failure> {
@@ -372,6 +403,24 @@ mod tests {
         assert_eq!(embeddings(answer, 2).unwrap(), (vec![vec![1.0, 0.5], vec![0.0, 1.0]], 7));
         assert_eq!(embeddings(answer, 3).unwrap_err(), "2 embeddings for 3 inputs");
         assert!(embeddings(br#"{"embeddings":[]}"#, 1).unwrap_err().contains("predictions[]"));
+    }
+
+    #[test]
+    fn a_refused_token_is_forgotten_only_once_it_was_answered() {
+        let account = ServiceAccount::load(&key_file()).unwrap();
+        let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let keep = |value: &str| {
+            let token = AccessToken { value: value.into(), renew_at: Instant::now() + Duration::from_secs(60) };
+            *account.token.try_lock().unwrap() = Some(token);
+        };
+        keep("t1");
+        assert!(!runtime.block_on(account.forget("t1")), "a new token refused: not asked again");
+        assert!(account.token.try_lock().unwrap().is_some());
+        account.answered("t1");
+        assert!(runtime.block_on(account.forget("t1")), "revoked: forgotten and asked again");
+        assert!(account.token.try_lock().unwrap().is_none());
+        keep("t2");
+        assert!(runtime.block_on(account.forget("t1")), "already renewed");
     }
 
     #[test]
