@@ -1,7 +1,7 @@
 //! Each provider's own API end to end: the binary indexes passages of the
 //! example corpus with the standard method and answers queries through
-//! Anthropic's Messages API, Gemini's API, Bedrock's Converse API and Gemini
-//! on Vertex AI (the mock server speaks them all,
+//! Anthropic's Messages API, Gemini's API, Bedrock's Converse API, Gemini
+//! on Vertex AI and Azure AI Foundry (the mock server speaks them all,
 //! with the same answers as its OpenAI routes), and gets the graph and the
 //! answers the OpenAI-compatible path gets; a rate limit's wait, in each
 //! API's way of saying it, is honoured and counted.
@@ -148,12 +148,24 @@ fn each_provider_builds_the_graph_of_the_openai_path_and_answers_alike() {
     assert_eq!(tables(vertex.path()), want, "Vertex AI: the OpenAI path's graph and vectors");
     assert!(!mock.token_assertions().is_empty(), "the service account's token was asked for");
 
+    // Azure AI Foundry's model inference API: OpenAI's wire under the
+    // resource's /models, with an api-version, the key as its api-key header.
+    let azure_ai = project(&mock, ("azure_ai", "Llama-3.3-70B-Instruct"), ("azure_ai", "mock-embed"));
+    let settings = fs::read_to_string(azure_ai.path().join("settings.yaml")).unwrap();
+    let root = mock.root_url();
+    let foundry = format!("api_base: {root}/models\n    api_version: 2024-05-01-preview\n");
+    fs::write(azure_ai.path().join("settings.yaml"), settings.replace(&format!("api_base: {root}\n"), &foundry))
+        .unwrap();
+    index(azure_ai.path());
+    assert_eq!(tables(azure_ai.path()), want, "azure_ai: the OpenAI path's graph and vectors");
+
     mock.reset_stats();
     let roots = [
         ("anthropic", anthropic.path()),
         ("gemini", gemini.path()),
         ("bedrock", bedrock.path()),
         ("vertex_ai", vertex.path()),
+        ("azure_ai", azure_ai.path()),
     ];
     for (provider, root) in roots {
         assert_eq!(answers(root), want_answers, "{provider}: the OpenAI path's answers");
