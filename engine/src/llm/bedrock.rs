@@ -14,7 +14,7 @@ use aws_sigv4::sign::v4;
 use aws_smithy_runtime_api::client::identity::Identity;
 use serde_json::{json, Map, Value};
 
-use super::wire::split_messages;
+use super::wire::{split_messages, OPENAI_ONLY};
 use super::Completion;
 use crate::settings::{AwsAccess, BedrockEmbedder};
 
@@ -31,24 +31,9 @@ const INFERENCE: [(&str, &str); 5] = [
 ];
 
 /// Keys that are no model parameter (the model is in the URL, the region
-/// picks the host) or that Converse has no counterpart for; the rest go to
+/// picks the host); with [`OPENAI_ONLY`] they are left out, the rest go to
 /// `additionalModelRequestFields`, the model's own (`top_k`, ...).
-const NOT_TAKEN: [&str; 14] = [
-    "model",
-    "messages",
-    "stream",
-    "stream_options",
-    "response_format",
-    "seed",
-    "frequency_penalty",
-    "presence_penalty",
-    "n",
-    "logit_bias",
-    "logprobs",
-    "top_logprobs",
-    "user",
-    "aws_region_name",
-];
+const NOT_TAKEN: [&str; 4] = ["model", "messages", "stream", "aws_region_name"];
 
 /// Bedrock's runtime endpoint in `region`.
 pub(super) fn default_base(region: &str) -> String {
@@ -84,7 +69,7 @@ pub(super) fn chat_body(body: &Value) -> Value {
         if let Some((_, field)) = INFERENCE.iter().find(|(openai, _)| openai == k) {
             let v = if k == "stop" && v.is_string() { json!([v]) } else { v.clone() };
             inference.insert(field.to_string(), v);
-        } else if !NOT_TAKEN.contains(&k.as_str()) {
+        } else if !NOT_TAKEN.contains(&k.as_str()) && !OPENAI_ONLY.contains(&k.as_str()) {
             additional.insert(k.clone(), v.clone());
         }
     }

@@ -11,6 +11,22 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::{anthropic, bedrock, gemini, openai, vertex, Completion};
+
+/// OpenAI chat parameters that Anthropic's Messages API and Bedrock's
+/// Converse have no counterpart for: left out, so a GraphRAG `call_args`
+/// written for OpenAI works unchanged on them.
+pub(super) const OPENAI_ONLY: [&str; 10] = [
+    "seed",
+    "frequency_penalty",
+    "presence_penalty",
+    "n",
+    "logit_bias",
+    "logprobs",
+    "top_logprobs",
+    "user",
+    "response_format",
+    "stream_options",
+];
 use crate::settings::Provider;
 
 /// Which API a model speaks.
