@@ -526,6 +526,9 @@ fn bedrock_converse_is_signed_and_answers_as_the_openai_path() {
     let usage = UsageCounters::default();
     assert_eq!(ask_text(&cfg, 2, &usage).unwrap(), openai_text(&mock, 2), "signed, or the mock refuses it");
     assert_eq!(usage.total().retries, 1, "a ThrottlingException (429) is retried");
+    mock.set_faults(vec![fault(FaultKind::BadRequest, 1)]);
+    let err = ask_text(&cfg, 3, &usage).unwrap_err().to_string();
+    assert!(err.contains("HTTP 400 ValidationException: Invalid request"), "the exception is named: {err}");
     // Converse is not read as a stream: the answer arrives whole, in one piece.
     let mut pieces: Vec<String> = Vec::new();
     let streamed = runtime()
@@ -539,4 +542,142 @@ fn bedrock_converse_is_signed_and_answers_as_the_openai_path() {
     let no_region = ModelConfig { aws: Some(AwsAccess { region: None, ..aws }), ..cfg };
     let err = ChatModel::new("m", &no_region, None).err().unwrap().to_string();
     assert!(err.contains("aws_region_name") && !err.contains(KEY), "{err}");
+}
+
+/// A Vertex AI model at the mock, with the test service account's key file
+/// (written into `dir`, its token_uri the mock's).
+fn vertex(mock: &MockServer, dir: &Path, model: &str) -> ModelConfig {
+    use graphrag_engine::settings::VertexAccess;
+    let key_file = dir.join("service-account.json");
+    std::fs::write(&key_file, graphrag_mock_llm::google::test_service_account(&mock.token_uri())).unwrap();
+    let access = VertexAccess {
+        credentials: Some(Secret::from(key_file.to_str().unwrap())),
+        project: Some("graphrag-test".into()),
+        location: Some("europe-west4".into()),
+    };
+    ModelConfig { vertex: access, ..native(mock, "vertex_ai", model) }
+}
+
+/// Whether `jwt`'s RS256 signature verifies against the test service
+/// account's public key (PKCS#1, as `openssl rsa -RSAPublicKey_out` wrote it).
+fn signed_by_the_test_key(jwt: &str) -> bool {
+    use base64::Engine as _;
+    use ring::signature::{UnparsedPublicKey, RSA_PKCS1_2048_8192_SHA256};
+    let pem = graphrag_mock_llm::google::TEST_SERVICE_ACCOUNT_PUBLIC_KEY;
+    let body: String = pem.lines().filter(|l| !l.starts_with("-----")).collect();
+    let public = base64::engine::general_purpose::STANDARD.decode(body).unwrap();
+    let (message, signature) = jwt.rsplit_once('.').unwrap();
+    let signature = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(signature).unwrap();
+    UnparsedPublicKey::new(&RSA_PKCS1_2048_8192_SHA256, public).verify(message.as_bytes(), &signature).is_ok()
+}
+
+#[test]
+fn vertex_ai_answers_as_the_openai_path_with_one_access_token_signed_by_the_service_account() {
+    let mock = server(0, vec![fault(FaultKind::RateLimit { retry_after_ms: 1 }, 1)]);
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = vertex(&mock, dir.path(), "gemini-2.5-flash");
+    let usage = UsageCounters::default();
+    // Eight requests at once: the first token request is the only one.
+    let answers = chat_many(&model(&cfg, None), 8, &usage);
+    let want: Vec<String> = (0..8).map(|i| openai_text(&mock, i)).collect();
+    assert_eq!(answers.into_iter().collect::<Result<Vec<_>, _>>().unwrap(), want);
+    assert_eq!(usage.total().retries, 1, "a RESOURCE_EXHAUSTED (429) is retried");
+    let mut pieces: Vec<String> = Vec::new();
+    let streamed = runtime()
+        .block_on(model(&cfg, None).chat_stream(&ask(4), &usage, &mut |d: &str| pieces.push(d.to_string())))
+        .unwrap();
+    assert!(pieces.len() > 1 && streamed.content == want[4], "{pieces:?}");
+    // text-embedding models answer `:predict`, with their tokens.
+    let texts: Vec<String> = (0..5).map(|i| format!("Marley was dead, number {i}")).collect();
+    let embed = |cfg: &ModelConfig, usage: &UsageCounters| {
+        runtime().block_on(EmbeddingModel::new("e", cfg, None).unwrap().embed(&texts, usage)).unwrap()
+    };
+    let embedding_usage = UsageCounters::default();
+    mock.reset_stats();
+    let vectors = embed(&vertex(&mock, dir.path(), "text-embedding-005"), &embedding_usage);
+    assert_eq!(embedding_usage.total().prompt_tokens, mock.stats().prompt_tokens, "as the server counted them");
+    assert_eq!(vectors, embed(&config(&mock), &UsageCounters::default()));
+
+    // One token per model (the chat model, a second chat model, the embedding model).
+    let assertions = mock.token_assertions();
+    assert_eq!(assertions.len(), 3, "{assertions:?}");
+    assert!(assertions.iter().all(|jwt| signed_by_the_test_key(jwt)), "RS256 with the key file's key");
+    let forged = assertions[0].replacen('.', ".e30", 1);
+    assert!(!signed_by_the_test_key(&forged), "the check can fail");
+
+    // A key file missing or naming no project: one error saying what to set.
+    let none = ModelConfig { vertex: Default::default(), ..cfg.clone() };
+    let err = ChatModel::new("m", &none, None).err().unwrap().to_string();
+    assert!(err.contains("GOOGLE_APPLICATION_CREDENTIALS"), "{err}");
+}
+
+#[test]
+fn azure_ai_foundry_answers_and_embeds_as_the_openai_path() {
+    let mock = server(0, vec![]);
+    let cfg = ModelConfig {
+        api_base: Some(format!("{}/models", mock.root_url())),
+        api_version: Some("2024-05-01-preview".into()),
+        ..native(&mock, "azure_ai", "Llama-3.3-70B-Instruct")
+    };
+    let usage = UsageCounters::default();
+    assert_eq!(
+        ask_text(&cfg, 6, &usage).unwrap(),
+        openai_text(&mock, 6),
+        "the api-version is asked, or the route is not found"
+    );
+    let texts = vec!["Marley was dead".to_string(), "to begin with".to_string()];
+    let embed = |cfg: &ModelConfig| {
+        runtime()
+            .block_on(EmbeddingModel::new("e", cfg, None).unwrap().embed(&texts, &UsageCounters::default()))
+            .unwrap()
+    };
+    assert_eq!(embed(&cfg), embed(&config(&mock)));
+}
+
+#[test]
+fn bedrock_embeds_with_titan_and_cohere_through_signed_invoke_model() {
+    use graphrag_engine::settings::AwsAccess;
+    let mock = server(0, vec![]);
+    let aws = AwsAccess {
+        key_id: "AKIDEXAMPLE".into(),
+        secret: Secret::from(KEY),
+        session_token: None,
+        region: Some("us-east-1".into()),
+    };
+    let texts: Vec<String> = (0..5).map(|i| format!("Marley was dead, number {i}")).collect();
+    let embed = |cfg: &ModelConfig, usage: &UsageCounters| {
+        runtime().block_on(EmbeddingModel::new("e", cfg, None).unwrap().embed(&texts, usage)).unwrap()
+    };
+    let openai = embed(&config(&mock), &UsageCounters::default());
+    // Titan takes one text per request (the settings make its batches so).
+    let titan = ModelConfig {
+        aws: Some(aws.clone()),
+        batch_size: 1,
+        ..native(&mock, "bedrock", "amazon.titan-embed-text-v2:0")
+    };
+    let usage = UsageCounters::default();
+    mock.reset_stats();
+    mock.set_faults(vec![fault(FaultKind::RateLimit { retry_after_ms: 1 }, 1)]);
+    assert_eq!(embed(&titan, &usage), openai, "signed, or the mock refuses it");
+    assert_eq!(usage.total().retries, 1, "a ThrottlingException (429) is retried");
+    assert_eq!(usage.total().prompt_tokens, mock.stats().prompt_tokens, "Titan's inputTextTokenCount");
+    let cohere = ModelConfig { aws: Some(aws), batch_size: 96, ..native(&mock, "bedrock", "cohere.embed-english-v3") };
+    mock.reset_stats();
+    assert_eq!(embed(&cohere, &UsageCounters::default()), openai);
+    assert_eq!(mock.stats().embedding_requests, 1, "Cohere's texts in one request");
+}
+
+#[test]
+fn a_revoked_vertex_ai_token_is_replaced_and_the_request_asked_again() {
+    let mock = server(0, vec![]);
+    let dir = tempfile::tempdir().unwrap();
+    let chat = model(&vertex(&mock, dir.path(), "gemini-2.5-flash"), None);
+    let ask_once = |i: usize, usage: &UsageCounters| {
+        runtime().block_on(chat.chat(&ask(i), false, usage, &answer::text())).unwrap().completion.content
+    };
+    assert_eq!(ask_once(1, &UsageCounters::default()), openai_text(&mock, 1));
+    mock.revoke_tokens();
+    let usage = UsageCounters::default();
+    assert_eq!(ask_once(2, &usage), openai_text(&mock, 2));
+    assert_eq!((usage.total().retries, mock.token_assertions().len()), (1, 2), "one 401, one new token");
 }

@@ -10,16 +10,22 @@
 //! ```
 //!
 //! Routes: `POST /v1/chat/completions`, `POST /v1/embeddings` (also without
-//! `/v1`, and Azure's `/openai/deployments/{name}/...?api-version=...`),
+//! `/v1`, Azure's `/openai/deployments/{name}/...?api-version=...` and
+//! Azure AI Foundry's `/models/chat/completions?api-version=...`),
 //! Anthropic's `POST /v1/messages`, Gemini's `POST
 //! /v1beta/models/{model}:generateContent` (`:streamGenerateContent`,
 //! `:embedContent`, `:batchEmbedContents`; also under `/v1`), Bedrock's
-//! `POST /model/{modelId}/converse` (SigV4-signed),
+//! `POST /model/{modelId}/converse` and `/invoke` (Titan and Cohere
+//! embeddings; SigV4-signed), Vertex AI's `POST
+//! /v1/projects/{project}/locations/{location}/publishers/google/models/{model}:generateContent`
+//! (`:streamGenerateContent`, `:predict`; with an access token of Google's
+//! OAuth endpoint, `POST /token`, for the service account of [`google`]),
 //! `GET /v1/models`, `GET /stats`, `POST /stats/reset`, `GET /health`.
 //! Every answer is a pure function of the request (see [`answers`]).
 
 pub mod answers;
 pub mod embed;
+pub mod google;
 mod providers;
 mod rerank;
 mod server;
@@ -237,6 +243,8 @@ pub(crate) struct Shared {
     pub faults: Mutex<Vec<(FaultRule, u64, u64)>>,
     /// (prompt class, last message) of each answered chat request, when recorded.
     pub prompts: Option<Mutex<Vec<(String, String)>>>,
+    /// (JWT assertion, access token) of each token issued (see `google`).
+    pub google_tokens: Mutex<Vec<(String, String)>>,
 }
 
 impl Shared {
@@ -249,6 +257,7 @@ impl Shared {
             in_flight: Mutex::new(0),
             faults: Mutex::new(cfg.faults.iter().cloned().map(|r| (r, 0, 0)).collect()),
             prompts: cfg.record_prompts.then(|| Mutex::new(Vec::new())),
+            google_tokens: Mutex::new(Vec::new()),
         }
     }
 
@@ -344,6 +353,21 @@ impl MockServer {
     /// Gemini's SDKs take their base URL.
     pub fn root_url(&self) -> String {
         format!("http://{}", self.addr)
+    }
+
+    /// Where Google's OAuth token endpoint is (a service account's `token_uri`).
+    pub fn token_uri(&self) -> String {
+        format!("http://{}/token", self.addr)
+    }
+
+    /// The JWT assertion of every access token issued, in order.
+    pub fn token_assertions(&self) -> Vec<String> {
+        self.shared.google_tokens.lock().unwrap().iter().map(|(assertion, _)| assertion.clone()).collect()
+    }
+
+    /// Revokes every access token issued so far (their assertions are kept).
+    pub fn revoke_tokens(&self) {
+        self.shared.google_tokens.lock().unwrap().iter_mut().for_each(|(_, token)| token.clear());
     }
 
     /// The bound port.

@@ -1,5 +1,6 @@
-//! Anthropic's Messages API, Google's Gemini API and Amazon Bedrock's
-//! Converse API, as their documents describe them: each request is checked for what the real API requires,
+//! Anthropic's Messages API, Google's Gemini API (and Gemini on Vertex AI)
+//! and Amazon Bedrock's Converse and InvokeModel APIs, as their documents describe them: each
+//! request is checked for what the real API requires,
 //! read into the OpenAI form the answers are made from (so every provider
 //! gets the same answer to the same conversation), and the answer, its
 //! stream and its errors are written back in the provider's own format.
@@ -20,10 +21,12 @@ pub(crate) enum Wire {
     OpenAi { deployment: Option<String> },
     /// `POST /v1/messages`.
     Anthropic,
-    /// `POST /v1beta/models/{model}:{method}` (or `/v1/...`).
-    Gemini { model: String, method: GeminiMethod },
-    /// `POST /model/{modelId}/converse`.
-    Bedrock { model: String },
+    /// `POST /v1beta/models/{model}:{method}` (or `/v1/...`); on Vertex AI
+    /// (`vertex`), `POST /v1/projects/{project}/locations/{location}/publishers/google/models/{model}:{method}`.
+    Gemini { model: String, method: GeminiMethod, vertex: bool },
+    /// `POST /model/{modelId}/converse`, or an embedding model's
+    /// `POST /model/{modelId}/invoke` (`invoke`).
+    Bedrock { model: String, invoke: bool },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,10 +38,12 @@ pub(crate) enum GeminiMethod {
     },
     Embed,
     BatchEmbed,
+    /// Vertex AI's embeddings (`:predict`, `instances[].content`).
+    Predict,
 }
 
-/// `%XX` sequences decoded (a Bedrock model id's `%3A`).
-fn percent_decoded(segment: &str) -> String {
+/// `%XX` sequences decoded (a Bedrock model id's `%3A`, a form's fields).
+pub(crate) fn percent_decoded(segment: &str) -> String {
     let bytes = segment.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
@@ -63,20 +68,41 @@ pub(crate) fn route(path: &str, query: &str) -> Option<(Endpoint, Wire)> {
     if path == "/v1/messages" {
         return Some((Endpoint::Chat, Wire::Anthropic));
     }
-    if let Some(model) = path.strip_prefix("/model/").and_then(|rest| rest.strip_suffix("/converse")) {
-        return Some((Endpoint::Chat, Wire::Bedrock { model: percent_decoded(model) }));
+    if let Some(rest) = path.strip_prefix("/model/") {
+        let (model, method) = rest.rsplit_once('/')?;
+        let model = percent_decoded(model);
+        return match method {
+            "converse" => Some((Endpoint::Chat, Wire::Bedrock { model, invoke: false })),
+            "invoke" => Some((Endpoint::Embeddings, Wire::Bedrock { model, invoke: true })),
+            _ => None,
+        };
     }
-    let rest = path.strip_prefix("/v1beta/models/").or_else(|| path.strip_prefix("/v1/models/"))?;
+    let (rest, vertex) = match vertex_model(path) {
+        Some(rest) => (rest, true),
+        None => (path.strip_prefix("/v1beta/models/").or_else(|| path.strip_prefix("/v1/models/"))?, false),
+    };
     let (model, method) = rest.split_once(':')?;
     let sse = query.split('&').any(|pair| pair == "alt=sse");
     let (endpoint, method) = match method {
         "generateContent" => (Endpoint::Chat, GeminiMethod::Generate),
         "streamGenerateContent" => (Endpoint::Chat, GeminiMethod::Stream { sse }),
-        "embedContent" => (Endpoint::Embeddings, GeminiMethod::Embed),
-        "batchEmbedContents" => (Endpoint::Embeddings, GeminiMethod::BatchEmbed),
+        "embedContent" if !vertex => (Endpoint::Embeddings, GeminiMethod::Embed),
+        "batchEmbedContents" if !vertex => (Endpoint::Embeddings, GeminiMethod::BatchEmbed),
+        "predict" if vertex => (Endpoint::Embeddings, GeminiMethod::Predict),
         _ => return None,
     };
-    Some((endpoint, Wire::Gemini { model: model.to_string(), method }))
+    Some((endpoint, Wire::Gemini { model: model.to_string(), method, vertex }))
+}
+
+/// `{model}:{method}` of a Vertex AI path, `/v1/projects/{project}/locations/{location}/publishers/google/models/{model}:{method}`.
+fn vertex_model(path: &str) -> Option<&str> {
+    let rest = path.strip_prefix("/v1/projects/")?;
+    let mut parts = rest.splitn(6, '/');
+    let (_project, locations, _location) = (parts.next()?, parts.next()?, parts.next()?);
+    let (publishers, google, models) = (parts.next()?, parts.next()?, parts.next()?);
+    let (publisher_path, model) = models.split_once('/')?;
+    let well_formed = locations == "locations" && publishers == "publishers" && google == "google";
+    (well_formed && publisher_path == "models").then_some(model)
 }
 
 /// The text of Anthropic content (a string or text blocks) or Gemini parts.
@@ -94,11 +120,13 @@ pub(crate) fn to_openai(wire: &Wire, request: Value, headers: &HeaderMap) -> Res
     match wire {
         Wire::OpenAi { .. } => Ok(request),
         Wire::Anthropic => anthropic_request(&request, headers),
-        Wire::Bedrock { model } => converse_request(model, &request, headers),
-        Wire::Gemini { model, method: GeminiMethod::Embed } => {
+        Wire::Bedrock { model, invoke: false } => converse_request(model, &request, headers),
+        Wire::Bedrock { model, invoke: true } => invoke_request(model, &request, headers),
+        Wire::Gemini { model, method: GeminiMethod::Predict, .. } => predict_request(model, &request),
+        Wire::Gemini { model, method: GeminiMethod::Embed, .. } => {
             Ok(json!({"model": model, "input": [gemini_text(&request)?]}))
         }
-        Wire::Gemini { model, method: GeminiMethod::BatchEmbed } => {
+        Wire::Gemini { model, method: GeminiMethod::BatchEmbed, .. } => {
             let requests = request.get("requests").and_then(Value::as_array).ok_or("requests: required")?;
             let mut input = Vec::new();
             for r in requests {
@@ -113,10 +141,10 @@ pub(crate) fn to_openai(wire: &Wire, request: Value, headers: &HeaderMap) -> Res
             }
             Ok(openai)
         }
-        Wire::Gemini { model, method: GeminiMethod::Stream { sse: false } | GeminiMethod::Generate } => {
+        Wire::Gemini { model, method: GeminiMethod::Stream { sse: false } | GeminiMethod::Generate, .. } => {
             gemini_request(model, &request)
         }
-        Wire::Gemini { model, method: GeminiMethod::Stream { sse: true } } => {
+        Wire::Gemini { model, method: GeminiMethod::Stream { sse: true }, .. } => {
             let mut openai = gemini_request(model, &request)?;
             openai["stream"] = true.into();
             Ok(openai)
@@ -169,9 +197,9 @@ const CONVERSE_FIELDS: [&str; 10] = [
     "performanceConfig",
 ];
 
-/// A Converse request, signed (the mock checks that a SigV4 signature is
-/// there, not its value: the engine's test compares it with botocore's).
-fn converse_request(model: &str, request: &Value, headers: &HeaderMap) -> Result<Value, String> {
+/// Whether a Bedrock request is signed (the mock checks that a SigV4
+/// signature is there, not its value: the engine's test compares it with botocore's).
+fn signed(headers: &HeaderMap) -> Result<(), String> {
     let signed = headers
         .get("authorization")
         .and_then(|v| v.to_str().ok())
@@ -179,11 +207,21 @@ fn converse_request(model: &str, request: &Value, headers: &HeaderMap) -> Result
     if !signed || !headers.contains_key("x-amz-date") {
         return Err("Missing Authentication Token".into());
     }
-    if let Some(extra) =
-        request.as_object().into_iter().flatten().map(|(k, _)| k).find(|k| !CONVERSE_FIELDS.contains(&k.as_str()))
-    {
-        return Err(format!("extraneous key [{extra}] is not permitted"));
+    Ok(())
+}
+
+/// The first key of `request` not in `fields`, refused as Bedrock refuses it.
+fn only(request: &Value, fields: &[&str]) -> Result<(), String> {
+    match request.as_object().into_iter().flatten().map(|(k, _)| k).find(|k| !fields.contains(&k.as_str())) {
+        Some(extra) => Err(format!("extraneous key [{extra}] is not permitted")),
+        None => Ok(()),
     }
+}
+
+/// A signed Converse request.
+fn converse_request(model: &str, request: &Value, headers: &HeaderMap) -> Result<Value, String> {
+    signed(headers)?;
+    only(request, &CONVERSE_FIELDS)?;
     let mut messages = Vec::new();
     if let Some(system) = request.get("system") {
         messages.push(json!({"role": "system", "content": text_of(system, "text")}));
@@ -193,6 +231,51 @@ fn converse_request(model: &str, request: &Value, headers: &HeaderMap) -> Result
         messages.push(json!({"role": role, "content": text_of(m.get("content").unwrap_or(&Value::Null), "text")}));
     }
     Ok(json!({"model": model, "messages": messages}))
+}
+
+/// A signed InvokeModel request of an embedding model: Titan's (`inputText`,
+/// one text) or Cohere's (`texts`, at most 96, and the `input_type` it requires).
+fn invoke_request(model: &str, request: &Value, headers: &HeaderMap) -> Result<Value, String> {
+    signed(headers)?;
+    let (input, dimensions) = if model.contains("cohere.embed") {
+        only(request, &["texts", "input_type", "truncate", "embedding_types", "output_dimension", "images"])?;
+        let texts = request.get("texts").and_then(Value::as_array).ok_or("texts: required")?;
+        if texts.is_empty() || texts.len() > 96 || !texts.iter().all(Value::is_string) {
+            return Err("texts: between 1 and 96 strings".into());
+        }
+        let kinds = ["search_document", "search_query", "classification", "clustering"];
+        if !request.get("input_type").and_then(Value::as_str).is_some_and(|t| kinds.contains(&t)) {
+            return Err(format!("input_type: required, one of {}", kinds.join(", ")));
+        }
+        (texts.clone(), request.get("output_dimension"))
+    } else if model.contains("titan-embed") {
+        only(request, &["inputText", "dimensions", "normalize", "embeddingTypes"])?;
+        let text = request.get("inputText").filter(|t| t.is_string()).ok_or("inputText: required")?;
+        (vec![text.clone()], request.get("dimensions"))
+    } else {
+        return Err("The provided model identifier is invalid.".into());
+    };
+    let mut openai = json!({"model": model, "input": input});
+    if let Some(d) = dimensions {
+        openai["dimensions"] = d.clone();
+    }
+    Ok(openai)
+}
+
+/// A Vertex AI `:predict` request of a text-embedding model: `instances[].content`,
+/// `parameters.outputDimensionality`.
+fn predict_request(model: &str, request: &Value) -> Result<Value, String> {
+    let instances = request.get("instances").and_then(Value::as_array).ok_or("instances: required")?;
+    let mut input = Vec::new();
+    for (i, instance) in instances.iter().enumerate() {
+        let content = instance.get("content").and_then(Value::as_str);
+        input.push(content.ok_or_else(|| format!("instances[{i}].content: required"))?);
+    }
+    let mut openai = json!({"model": model, "input": input});
+    if let Some(d) = request.pointer("/parameters/outputDimensionality") {
+        openai["dimensions"] = d.clone();
+    }
+    Ok(openai)
 }
 
 /// The text of a Gemini embedContent request (or one of a batch).
@@ -317,6 +400,64 @@ pub(crate) fn converse_chat(reply: &Reply) -> Resp {
     )
 }
 
+/// An InvokeModel answer of an embedding model: Titan's one vector and its
+/// tokens, or Cohere's vectors of `texts`.
+pub(crate) fn bedrock_embeddings(model: &str, vectors: Vec<Vec<f32>>, texts: Vec<String>, tokens: u64) -> Vec<u8> {
+    // Typed, so that each f32 is written as an f32 (a `Value` would widen it).
+    #[derive(serde::Serialize)]
+    #[serde(untagged)]
+    enum Answer {
+        Titan {
+            embedding: Vec<f32>,
+            #[serde(rename = "inputTextTokenCount")]
+            tokens: u64,
+        },
+        Cohere {
+            id: String,
+            embeddings: Vec<Vec<f32>>,
+            texts: Vec<String>,
+            response_type: &'static str,
+        },
+    }
+    let answer = if model.contains("cohere.embed") {
+        Answer::Cohere { id: "mock-embed".into(), embeddings: vectors, texts, response_type: "embeddings_floats" }
+    } else {
+        Answer::Titan { embedding: vectors.into_iter().next().unwrap_or_default(), tokens }
+    };
+    serde_json::to_vec(&answer).unwrap_or_default()
+}
+
+/// A Vertex AI `:predict` answer: each text's vector and its tokens.
+pub(crate) fn vertex_predictions(vectors: Vec<Vec<f32>>, tokens: Vec<u64>) -> Vec<u8> {
+    // Typed, so that each f32 is written as an f32 (a `Value` would widen it).
+    #[derive(serde::Serialize)]
+    struct Statistics {
+        token_count: u64,
+        truncated: bool,
+    }
+    #[derive(serde::Serialize)]
+    struct Embeddings {
+        values: Vec<f32>,
+        statistics: Statistics,
+    }
+    #[derive(serde::Serialize)]
+    struct Prediction {
+        embeddings: Embeddings,
+    }
+    #[derive(serde::Serialize)]
+    struct Answer {
+        predictions: Vec<Prediction>,
+    }
+    let predictions = vectors
+        .into_iter()
+        .zip(tokens)
+        .map(|(values, token_count)| Prediction {
+            embeddings: Embeddings { values, statistics: Statistics { token_count, truncated: false } },
+        })
+        .collect();
+    serde_json::to_vec(&Answer { predictions }).unwrap_or_default()
+}
+
 /// An embedContent or batchEmbedContents answer.
 pub(crate) fn gemini_embeddings(vectors: Vec<Vec<f32>>, method: GeminiMethod) -> Vec<u8> {
     // Typed, so that each f32 is written as an f32 (a `Value` would widen it).
@@ -338,6 +479,19 @@ pub(crate) fn gemini_embeddings(vectors: Vec<Vec<f32>>, method: GeminiMethod) ->
     };
     // An externally tagged enum is `{"embedding": ...}` or `{"embeddings": [...]}`.
     serde_json::to_vec(&answer).unwrap_or_default()
+}
+
+/// The AWS exception Bedrock answers with `status`.
+pub(crate) fn aws_exception(status: u16) -> &'static str {
+    match status {
+        400 => "ValidationException",
+        403 => "AccessDeniedException",
+        404 => "ResourceNotFoundException",
+        408 => "ModelTimeoutException",
+        429 => "ThrottlingException",
+        503 => "ServiceUnavailableException",
+        _ => "InternalServerException",
+    }
 }
 
 /// An error body in the wire's format. `retry_after_ms`: a rate limit's
@@ -400,7 +554,7 @@ mod tests {
     #[test]
     fn routes_by_path() {
         assert_eq!(route("/v1/messages", ""), Some((Endpoint::Chat, Wire::Anthropic)));
-        let gemini = |method| Wire::Gemini { model: "gemini-2.5-flash".into(), method };
+        let gemini = |method| Wire::Gemini { model: "gemini-2.5-flash".into(), method, vertex: false };
         assert_eq!(
             route("/v1beta/models/gemini-2.5-flash:streamGenerateContent", "alt=sse"),
             Some((Endpoint::Chat, gemini(GeminiMethod::Stream { sse: true })))
@@ -410,6 +564,13 @@ mod tests {
             Some((Endpoint::Embeddings, gemini(GeminiMethod::BatchEmbed)))
         );
         assert_eq!(route("/v1beta/models/gemini-2.5-flash:countTokens", ""), None);
+        let vertex = "/v1/projects/p-1/locations/europe-west4/publishers/google/models/text-embedding-005:predict";
+        let predict = Wire::Gemini { model: "text-embedding-005".into(), method: GeminiMethod::Predict, vertex: true };
+        assert_eq!(route(vertex, ""), Some((Endpoint::Embeddings, predict)));
+        assert_eq!(route("/v1/projects/p/locations/l/publishers/meta/models/m:predict", ""), None);
+        assert_eq!(route("/v1beta/models/m:predict", ""), None, "predict is Vertex AI's");
+        let titan = Wire::Bedrock { model: "amazon.titan-embed-text-v2:0".into(), invoke: true };
+        assert_eq!(route("/model/amazon.titan-embed-text-v2%3A0/invoke", ""), Some((Endpoint::Embeddings, titan)));
     }
 
     #[test]
@@ -425,7 +586,7 @@ mod tests {
         assert!(to_openai(&Wire::Anthropic, no_max, &headers).unwrap_err().starts_with("max_tokens"));
         let system_turn = json!({"max_tokens": 10, "messages": [{"role": "system", "content": "x"}]});
         assert!(to_openai(&Wire::Anthropic, system_turn, &headers).is_err());
-        let batch = Wire::Gemini { model: "e".into(), method: GeminiMethod::BatchEmbed };
+        let batch = Wire::Gemini { model: "e".into(), method: GeminiMethod::BatchEmbed, vertex: false };
         let wrong_model = json!({"requests": [{"model": "models/other", "content": {"parts": [{"text": "a"}]}}]});
         assert!(to_openai(&batch, wrong_model, &headers).is_err());
     }

@@ -21,8 +21,8 @@ use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
 use crate::answers::{self, Message};
-use crate::providers::{self, Reply, Wire};
-use crate::{embed, Endpoint, FaultKind, Shared};
+use crate::providers::{self, GeminiMethod, Reply, Wire};
+use crate::{embed, google, Endpoint, FaultKind, Shared};
 
 /// Response body: one buffer (with Content-Length) or several chunks
 /// (chunked transfer encoding, used for SSE).
@@ -107,6 +107,8 @@ enum Route {
     Stats,
     Reset,
     Models,
+    /// Google's OAuth token endpoint (see `google`).
+    Token,
     Api(Endpoint, Wire),
     NotFound,
 }
@@ -114,6 +116,7 @@ enum Route {
 fn route(path: &str, query: &str) -> Route {
     let p = path.trim_end_matches('/');
     let openai = |ep| Route::Api(ep, Wire::OpenAi { deployment: None });
+    let has_api_version = query.split('&').any(|pair| pair.starts_with("api-version="));
     match p {
         "" | "/health" | "/v1/health" => return Route::Health,
         "/stats" | "/v1/stats" => return Route::Stats,
@@ -125,6 +128,10 @@ fn route(path: &str, query: &str) -> Route {
         "/v1/embeddings" => return openai(Endpoint::Embeddings),
         // vLLM and Jina under /v1, Cohere under /v2, Infinity and TEI at the root.
         "/v1/rerank" | "/v2/rerank" | "/rerank" => return openai(Endpoint::Rerank),
+        // Azure AI Foundry's model inference API, which asks an api-version.
+        "/models/chat/completions" if has_api_version => return openai(Endpoint::Chat),
+        "/models/embeddings" if has_api_version => return openai(Endpoint::Embeddings),
+        "/token" => return Route::Token,
         _ => {}
     }
     if let Some((ep, wire)) = providers::route(p, query) {
@@ -163,7 +170,18 @@ fn raw_response(status: StatusCode, content_type: &'static str, body: Vec<u8>) -
 /// An error answer in `wire`'s format (`ty` and `code`: OpenAI's).
 fn error_response(wire: &Wire, status: u16, ty: &str, code: Option<&str>, message: &str) -> Resp {
     let body = providers::error_body(wire, status, ty, code, message, None);
-    json_response(StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR), &body)
+    let mut r = json_response(StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR), &body);
+    aws_error_type(&mut r, wire, status);
+    r
+}
+
+/// AWS names the exception of an error answer in a header, not its body.
+fn aws_error_type(r: &mut Resp, wire: &Wire, status: u16) {
+    if matches!(wire, Wire::Bedrock { .. }) {
+        let name = providers::aws_exception(status);
+        let value = format!("{name}:http://internal.amazon.com/coral/com.amazon.bedrock/");
+        r.headers_mut().insert("x-amzn-errortype", HeaderValue::from_str(&value).expect("ASCII"));
+    }
 }
 
 /// A stream of server-sent events (chunked transfer encoding).
@@ -193,6 +211,11 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Resp, Dro
                 {"id": "mock-embedding", "object": "model", "created": 0, "owned_by": "graphrag-mock-llm"}
             ]}),
         ),
+        Route::Token if method == Method::POST => {
+            let headers = req.headers().clone();
+            let body = req.into_body().collect().await.map_err(|_| Dropped)?.to_bytes();
+            google::token(&shared.google_tokens, &headers, &body)
+        }
         Route::Api(ep, wire) if method == Method::POST => {
             return api(shared, req, ep, wire).await;
         }
@@ -305,9 +328,10 @@ fn respond(
                 Some(*retry_after_ms),
             );
             let mut r = json_response(StatusCode::TOO_MANY_REQUESTS, &body);
+            aws_error_type(&mut r, wire, 429);
             let h = r.headers_mut();
             // OpenAI sends both headers, Anthropic whole seconds only, Gemini
-            // none (its body says how long).
+            // none (its body says how long), Bedrock none (a ThrottlingException).
             match wire {
                 Wire::OpenAi { .. } => {
                     h.insert(RETRY_AFTER, HeaderValue::from(retry_after_ms.div_ceil(1000)));
@@ -331,6 +355,10 @@ fn respond(
             return error_response(wire, 400, "invalid_request_error", None, "Invalid request (injected fault).");
         }
         _ => {}
+    }
+    if matches!(wire, Wire::Gemini { vertex: true, .. }) && !google::authorized(&shared.google_tokens, headers) {
+        let message = "Request had invalid authentication credentials. Expected OAuth 2 access token.";
+        return error_response(wire, 401, "authentication_error", None, message);
     }
     let refuse = |message: &str| error_response(wire, 400, "invalid_request_error", None, message);
     let request: Value = match serde_json::from_slice(body) {
@@ -362,7 +390,22 @@ fn respond(
                 Err(message) => return refuse(message),
             };
             let mut body = match wire {
+                Wire::Gemini { method: GeminiMethod::Predict, .. } => {
+                    let texts = request.get("input").and_then(Value::as_array).into_iter().flatten();
+                    let tokens = texts.map(|t| count_tokens(t.as_str().unwrap_or(""))).collect();
+                    providers::vertex_predictions(vectors, tokens)
+                }
                 Wire::Gemini { method, .. } => providers::gemini_embeddings(vectors, *method),
+                Wire::Bedrock { model, .. } => {
+                    let texts: Vec<String> = request
+                        .get("input")
+                        .and_then(Value::as_array)
+                        .into_iter()
+                        .flatten()
+                        .map(|t| t.as_str().unwrap_or("").to_string())
+                        .collect();
+                    providers::bedrock_embeddings(model, vectors, texts, tokens)
+                }
                 _ => openai_embeddings(shared, &request, model, vectors, tokens),
             };
             match fault {
@@ -634,6 +677,10 @@ mod tests {
             Route::Api(Endpoint::Embeddings, Wire::OpenAi { deployment: Some(_) })
         ));
         assert!(matches!(route("/v1/messages", ""), Route::Api(Endpoint::Chat, Wire::Anthropic)));
+        assert!(
+            matches!(route("/models/embeddings", "api-version=2024-05-01-preview"), Route::Api(Endpoint::Embeddings, w) if w == openai)
+        );
+        assert!(matches!(route("/models/chat/completions", ""), Route::NotFound), "api-version is required");
         assert!(matches!(route("/v2/foo", ""), Route::NotFound));
     }
 

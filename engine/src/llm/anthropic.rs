@@ -5,29 +5,13 @@
 
 use serde_json::{json, Map, Value};
 
-use super::wire::split_messages;
+use super::wire::{split_messages, OPENAI_ONLY};
 use super::Completion;
 use crate::settings::ANTHROPIC_MAX_TOKENS;
 
 /// The API version sent as `anthropic-version` (the current one; it fixes
 /// the wire format, not the model).
 pub(super) const VERSION: &str = "2023-06-01";
-
-/// OpenAI parameters the Messages API does not take: sent, they are a 400
-/// ("Extra inputs are not permitted"), so a GraphRAG `call_args` written
-/// for OpenAI works unchanged.
-const NOT_TAKEN: [&str; 10] = [
-    "seed",
-    "frequency_penalty",
-    "presence_penalty",
-    "n",
-    "logit_bias",
-    "logprobs",
-    "top_logprobs",
-    "user",
-    "response_format",
-    "stream_options",
-];
 
 /// The Messages request for an OpenAI chat body. There is no JSON mode: the
 /// prompts ask for JSON, and answers are checked (and repaired) as always.
@@ -44,7 +28,8 @@ pub(super) fn chat_body(body: &Value) -> Value {
     for (k, v) in body.as_object().into_iter().flatten() {
         match k.as_str() {
             "messages" => {}
-            k if NOT_TAKEN.contains(&k) => {}
+            // Sent, they are a 400 ("Extra inputs are not permitted").
+            k if OPENAI_ONLY.contains(&k) => {}
             "max_completion_tokens" => {
                 out.insert("max_tokens".into(), v.clone());
             }

@@ -1,8 +1,10 @@
-//! Amazon Bedrock's Converse API (`POST /model/{modelId}/converse`), every
+//! Amazon Bedrock's Converse API (`POST /model/{modelId}/converse`) and its
+//! embedding models' InvokeModel (`POST /model/{modelId}/invoke`), every
 //! request signed with AWS Signature Version 4 by the `aws-sigv4` crate
 //! (the AWS SDKs' own signer) from the credentials of the environment or
 //! the project's .env. The system prompt is `system`, sampling is
-//! `inferenceConfig`, the answer is content blocks.
+//! `inferenceConfig`, the answer is content blocks; an embedding request is
+//! the model family's own body (Titan's `inputText`, Cohere's `texts`).
 
 use std::time::SystemTime;
 
@@ -12,9 +14,9 @@ use aws_sigv4::sign::v4;
 use aws_smithy_runtime_api::client::identity::Identity;
 use serde_json::{json, Map, Value};
 
-use super::wire::split_messages;
+use super::wire::{split_messages, OPENAI_ONLY};
 use super::Completion;
-use crate::settings::AwsAccess;
+use crate::settings::{AwsAccess, BedrockEmbedder};
 
 /// The service name requests are signed for.
 const SERVICE: &str = "bedrock";
@@ -29,24 +31,9 @@ const INFERENCE: [(&str, &str); 5] = [
 ];
 
 /// Keys that are no model parameter (the model is in the URL, the region
-/// picks the host) or that Converse has no counterpart for; the rest go to
+/// picks the host); with [`OPENAI_ONLY`] they are left out, the rest go to
 /// `additionalModelRequestFields`, the model's own (`top_k`, ...).
-const NOT_TAKEN: [&str; 14] = [
-    "model",
-    "messages",
-    "stream",
-    "stream_options",
-    "response_format",
-    "seed",
-    "frequency_penalty",
-    "presence_penalty",
-    "n",
-    "logit_bias",
-    "logprobs",
-    "top_logprobs",
-    "user",
-    "aws_region_name",
-];
+const NOT_TAKEN: [&str; 4] = ["model", "messages", "stream", "aws_region_name"];
 
 /// Bedrock's runtime endpoint in `region`.
 pub(super) fn default_base(region: &str) -> String {
@@ -82,7 +69,7 @@ pub(super) fn chat_body(body: &Value) -> Value {
         if let Some((_, field)) = INFERENCE.iter().find(|(openai, _)| openai == k) {
             let v = if k == "stop" && v.is_string() { json!([v]) } else { v.clone() };
             inference.insert(field.to_string(), v);
-        } else if !NOT_TAKEN.contains(&k.as_str()) {
+        } else if !NOT_TAKEN.contains(&k.as_str()) && !OPENAI_ONLY.contains(&k.as_str()) {
             additional.insert(k.clone(), v.clone());
         }
     }
@@ -97,6 +84,89 @@ pub(super) fn chat_body(body: &Value) -> Value {
         out["additionalModelRequestFields"] = Value::Object(additional);
     }
     out
+}
+
+/// Keys of an OpenAI embeddings body that are no model parameter.
+const NOT_EMBEDDING_PARAMETERS: [&str; 6] =
+    ["model", "input", "encoding_format", "user", "aws_region_name", "dimensions"];
+
+/// The InvokeModel request for an OpenAI embeddings body: Titan's
+/// (`inputText`, the first text: Titan's batches are of one) or Cohere's
+/// (`texts`, `input_type` `search_document` unless call_args say, as
+/// LiteLLM's); `dimensions` is Titan's `dimensions`, Cohere v4's
+/// `output_dimension`; other `call_args` (`normalize`, `truncate`, ...) are sent as written.
+pub(super) fn embeddings_body(body: &Value) -> Value {
+    let model = body.get("model").and_then(Value::as_str).unwrap_or("");
+    let mut out: Map<String, Value> = body
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter(|(k, _)| !NOT_EMBEDDING_PARAMETERS.contains(&k.as_str()))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let inputs: Vec<&str> = match body.get("input") {
+        Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).collect(),
+        Some(Value::String(text)) => vec![text],
+        _ => Vec::new(),
+    };
+    let dimensions = body.get("dimensions").cloned();
+    match BedrockEmbedder::of(model) {
+        Some(BedrockEmbedder::Cohere) => {
+            out.insert("texts".into(), inputs.into());
+            out.entry("input_type").or_insert_with(|| "search_document".into());
+            if let Some(d) = dimensions {
+                out.insert("output_dimension".into(), d);
+            }
+        }
+        // Refused by the settings check for other models; Titan's form.
+        Some(BedrockEmbedder::Titan) | None => {
+            out.insert("inputText".into(), inputs.first().copied().unwrap_or("").into());
+            if let Some(d) = dimensions {
+                out.insert("dimensions".into(), d);
+            }
+        }
+    }
+    Value::Object(out)
+}
+
+/// An InvokeModel answer of an embedding model.
+#[derive(serde::Deserialize)]
+#[serde(untagged)]
+enum EmbeddingAnswer {
+    Titan {
+        embedding: Vec<f32>,
+        #[serde(rename = "inputTextTokenCount", default)]
+        tokens: u64,
+    },
+    Cohere {
+        embeddings: CohereVectors,
+    },
+}
+
+/// Cohere's vectors: floats, or by type when `embedding_types` was asked.
+#[derive(serde::Deserialize)]
+#[serde(untagged)]
+enum CohereVectors {
+    Floats(Vec<Vec<f32>>),
+    ByType { float: Vec<Vec<f32>> },
+}
+
+/// The vectors of an InvokeModel answer in input order, and the tokens
+/// Titan reports (Cohere's are in a header, not read: estimated).
+pub(super) fn embeddings(bytes: &[u8], expected: usize) -> Result<(Vec<Vec<f32>>, u64), String> {
+    let answer: EmbeddingAnswer =
+        serde_json::from_slice(bytes).map_err(|e| match serde_json::from_slice::<Value>(bytes) {
+            Err(_) => format!("response is not JSON ({e})"),
+            Ok(_) => "response is not an embeddings answer (Titan's embedding, Cohere's embeddings)".to_string(),
+        })?;
+    let (vectors, tokens) = match answer {
+        EmbeddingAnswer::Titan { embedding, tokens } => (vec![embedding], tokens),
+        EmbeddingAnswer::Cohere { embeddings: CohereVectors::Floats(v) | CohereVectors::ByType { float: v } } => (v, 0),
+    };
+    if vectors.len() != expected {
+        return Err(format!("{} embeddings for {expected} inputs", vectors.len()));
+    }
+    Ok((vectors, tokens))
 }
 
 /// A Converse answer; `stopReason` in OpenAI's words.
@@ -186,6 +256,31 @@ mod tests {
             })
         );
         assert_eq!(path_segment("anthropic.claude-3-haiku-20240307-v1:0"), "anthropic.claude-3-haiku-20240307-v1%3A0");
+    }
+
+    #[test]
+    fn embedding_requests_are_each_family_s_own_and_so_are_their_answers() {
+        let body = |model: &str| json!({"model": model, "input": ["a"], "encoding_format": "base64", "dimensions": 256, "normalize": true});
+        assert_eq!(
+            embeddings_body(&body("amazon.titan-embed-text-v2:0")),
+            json!({"inputText": "a", "dimensions": 256, "normalize": true})
+        );
+        let mut cohere = body("us.cohere.embed-v4:0");
+        cohere["input"] = json!(["a", "b"]);
+        assert_eq!(
+            embeddings_body(&cohere),
+            json!({"texts": ["a", "b"], "input_type": "search_document", "output_dimension": 256, "normalize": true})
+        );
+        cohere["input_type"] = "clustering".into();
+        assert_eq!(embeddings_body(&cohere)["input_type"], "clustering", "call_args win");
+        let titan = br#"{"embedding":[0.5,1.0],"inputTextTokenCount":3}"#;
+        assert_eq!(embeddings(titan, 1).unwrap(), (vec![vec![0.5, 1.0]], 3));
+        let floats = br#"{"id":"x","embeddings":[[1.0],[0.5]],"texts":["a","b"],"response_type":"embeddings_floats"}"#;
+        assert_eq!(embeddings(floats, 2).unwrap(), (vec![vec![1.0], vec![0.5]], 0));
+        let by_type = br#"{"embeddings":{"float":[[1.0]]},"response_type":"embeddings_by_type"}"#;
+        assert_eq!(embeddings(by_type, 1).unwrap().0, vec![vec![1.0]]);
+        assert_eq!(embeddings(titan, 2).unwrap_err(), "1 embeddings for 2 inputs");
+        assert!(embeddings(br#"{"data":[]}"#, 1).unwrap_err().contains("Titan's embedding"));
     }
 
     #[test]

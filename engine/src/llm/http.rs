@@ -1,10 +1,11 @@
 //! The HTTP transport of every provider (OpenAI-compatible servers, Azure
-//! OpenAI, Anthropic, Gemini: their wire formats are `wire`'s). Classifies
-//! failures as retryable or not; the API key is sent in a header and
-//! scrubbed from every message, as are the values of api_base's query
-//! string (Azure-style `?api-key=`). Endpoint URLs are built with a URL
-//! type from api_base, its query kept; response bodies are read up to a
-//! size limit.
+//! OpenAI, Azure AI, Anthropic, Gemini, Bedrock, Vertex AI: their wire
+//! formats are `wire`'s). Classifies failures as retryable or not; the API
+//! key is sent in a header (or signs the request, or gets a service
+//! account's token) and scrubbed from every message, as are the values of
+//! api_base's query string (Azure-style `?api-key=`). Endpoint URLs are
+//! built with a URL type from api_base, its query kept; response bodies are
+//! read up to a size limit.
 
 use std::time::{Duration, SystemTime};
 
@@ -14,6 +15,7 @@ use serde_json::Value;
 
 use super::answer::MAX_ANSWER_BYTES;
 use super::bedrock::{self, Signer};
+use super::vertex::{self, ServiceAccount, Vertex};
 use super::wire::Wire;
 use super::{anthropic, Completion, LlmError};
 use crate::api_base::{self, redact, PUBLIC_PARAMS};
@@ -63,11 +65,25 @@ pub(crate) struct Transport {
     /// api_base's `rerank` (Cohere's and Jina's shape, which vLLM, TEI and
     /// Infinity serve); None on the native APIs, which have none.
     rerank_url: Option<Url>,
-    /// Signs each request (Bedrock's SigV4); None: the key is a header.
-    signer: Option<Signer>,
+    /// What each request is authorised with when a header set once does
+    /// not do; None: the key is a header.
+    auth: Option<RequestAuth>,
     /// The API key and api_base's query values: never shown.
     secrets: Vec<String>,
 }
+
+/// How a request proves who sends it, request by request.
+enum RequestAuth {
+    /// Bedrock's SigV4 signature of the request.
+    Sigv4(Signer),
+    /// Vertex AI's OAuth access token of a service account (boxed: its RSA
+    /// key is large, and a transport has one).
+    Google(Box<ServiceAccount>),
+}
+
+/// The Azure AI model inference API's version when settings name none (the
+/// `azure-ai-inference` SDK's).
+const AZURE_AI_API_VERSION: &str = "2024-05-01-preview";
 
 /// The API base a provider uses when settings give none.
 fn default_api_base(provider: &str) -> Option<&'static str> {
@@ -88,7 +104,7 @@ fn default_api_base(provider: &str) -> Option<&'static str> {
 fn aws_access<'c>(id: &str, config: &'c ModelConfig) -> Result<(&'c AwsAccess, String), LlmError> {
     let access = config.aws.as_ref().ok_or_else(|| {
         LlmError::Config(format!(
-            "model `{id}`: Bedrock signs requests with AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN for temporary ones) in the environment or the project's .env"
+            "model `{id}`: Bedrock signs requests with AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN for temporary ones) in the environment or the project's .env, or name a profile of ~/.aws/credentials with its keys in AWS_PROFILE (an SSO or role profile: its keys are what `aws configure export-credentials --profile NAME --format env` prints)"
         ))
     })?;
     let region = access.region.clone().ok_or_else(|| {
@@ -101,7 +117,7 @@ fn aws_access<'c>(id: &str, config: &'c ModelConfig) -> Result<(&'c AwsAccess, S
 
 /// Whether `base`'s path already ends with an API version segment
 /// (`/v1`, `/v1beta`): the address of the API, not of its host.
-fn versioned(base: &Url) -> bool {
+pub(super) fn versioned(base: &Url) -> bool {
     base.path_segments().and_then(|mut s| s.rfind(|seg| !seg.is_empty())).is_some_and(|seg| seg.starts_with("v1"))
 }
 
@@ -112,10 +128,13 @@ fn native_urls(wire: Wire, base: &Url, model: &str) -> (Url, Url, Option<Url>) {
     match wire {
         Wire::Bedrock => {
             // Set as a path, the model id's percent-encoding is kept as is.
-            let mut chat = base.clone();
-            let path = format!("{}/model/{}/converse", base.path().trim_end_matches('/'), bedrock::path_segment(model));
-            chat.set_path(&path);
-            (chat.clone(), chat, None)
+            let method = |name: &str| {
+                let mut url = base.clone();
+                let model = bedrock::path_segment(model);
+                url.set_path(&format!("{}/model/{model}/{name}", base.path().trim_end_matches('/')));
+                url
+            };
+            (method("converse"), method("converse"), Some(method("invoke")))
         }
         Wire::Anthropic => {
             let chat = endpoint(base, if versioned(base) { &["messages"] } else { &["v1", "messages"] }, &[]);
@@ -158,6 +177,7 @@ impl Transport {
         };
         let default = match &aws {
             Some((_, region)) => Some(bedrock::default_base(region)),
+            None if wire == Wire::Vertex => Some(vertex::default_base(vertex::location(config))),
             None => default_api_base(provider).map(str::to_string),
         };
         let base = match (&config.api_base, &default) {
@@ -186,7 +206,13 @@ impl Transport {
             secrets.extend(access.session_token.as_ref().map(|t| t.expose().to_string()));
             let urls = native_urls(wire, &base, &config.model);
             let mut transport = Transport::build(id, config, headers, wire, urls, secrets)?;
-            transport.signer = Some(Signer::new(access, &region));
+            transport.auth = Some(RequestAuth::Sigv4(Signer::new(access, &region)));
+            return Ok(transport);
+        } else if wire == Wire::Vertex {
+            let vertex = Vertex::new(id, config, &base)?;
+            let urls = (vertex.chat, vertex.stream, Some(vertex.embeddings));
+            let mut transport = Transport::build(id, config, headers, wire, urls, secrets)?;
+            transport.auth = Some(RequestAuth::Google(Box::new(vertex.account)));
             return Ok(transport);
         } else if wire != Wire::OpenAi {
             let (chat, stream, embeddings) = native_urls(wire, &base, &config.model);
@@ -211,6 +237,21 @@ impl Transport {
                 endpoint(&base, &["openai", "deployments", &deployment, "chat", "completions"], &query),
                 endpoint(&base, &["openai", "deployments", &deployment, "embeddings"], &query),
             )
+        } else if config.model_provider == Provider::AzureAi {
+            // A Foundry resource serves the model inference API under
+            // /models, with an api-version; a serverless endpoint at its root.
+            let foundry = base.host_str().is_some_and(|h| h.ends_with(".services.ai.azure.com"));
+            let under_models = base.path().trim_end_matches('/').ends_with("/models");
+            let root = if foundry && !under_models { endpoint(&base, &["models"], &[]) } else { base.clone() };
+            let version = config.api_version.as_deref().or(foundry.then_some(AZURE_AI_API_VERSION));
+            let query: Vec<(&str, &str)> = version.map(|v| ("api-version", v)).into_iter().collect();
+            // The header each kind of endpoint documents (LiteLLM's choice too).
+            if !secret.is_empty() && foundry {
+                headers.insert("api-key", sensitive(&secret, id)?);
+            } else if !secret.is_empty() {
+                headers.insert(AUTHORIZATION, sensitive(&format!("Bearer {secret}"), id)?);
+            }
+            (endpoint(&root, &["chat", "completions"], &query), endpoint(&root, &["embeddings"], &query))
         } else {
             if !secret.is_empty() {
                 headers.insert(AUTHORIZATION, sensitive(&format!("Bearer {secret}"), id)?);
@@ -219,7 +260,9 @@ impl Transport {
         };
         let urls = (chat_url.clone(), chat_url, Some(embeddings_url));
         let transport = Transport::build(id, config, headers, wire, urls, secrets)?;
-        let rerank_url = (config.model_provider != Provider::Azure).then(|| endpoint(&base, &["rerank"], &[]));
+        // The rerank providers (cohere, jina, vllm, ...) are all OpenAI-compatible servers.
+        let rerank_url =
+            matches!(config.model_provider, Provider::Compatible(_)).then(|| endpoint(&base, &["rerank"], &[]));
         Ok(Transport { rerank_url, ..transport })
     }
 
@@ -250,13 +293,22 @@ impl Transport {
             .timeout(duration_of_seconds(config.request_timeout))
             .build()
             .map_err(|e| LlmError::Config(format!("model `{id}`: cannot build HTTP client: {e}")))?;
-        Ok(Transport { client, wire, chat_url, stream_url, embeddings_url, rerank_url: None, signer: None, secrets })
+        Ok(Transport { client, wire, chat_url, stream_url, embeddings_url, rerank_url: None, auth: None, secrets })
     }
 
-    /// A POST of `body` to `url`: signed when the provider signs requests.
-    fn post(&self, url: &Url, body: &Value) -> Result<reqwest::RequestBuilder, Failure> {
+    /// A POST of `body` to `url`: signed, or with a current access token
+    /// (returned too), when the provider asks that.
+    async fn post(&self, url: &Url, body: &Value) -> Result<(reqwest::RequestBuilder, Option<String>), Failure> {
         let request = self.client.post(url.clone());
-        let Some(signer) = &self.signer else { return Ok(request.json(body)) };
+        let signer = match &self.auth {
+            None => return Ok((request.json(body), None)),
+            Some(RequestAuth::Google(account)) => {
+                let token = account.bearer(&self.client).await?;
+                // reqwest marks the header sensitive.
+                return Ok((request.bearer_auth(&token).json(body), Some(token)));
+            }
+            Some(RequestAuth::Sigv4(signer)) => signer,
+        };
         let bytes = serde_json::to_vec(body).unwrap_or_default();
         let json = "application/json";
         let signed = signer.sign(url.as_str(), &[("content-type", json)], &bytes, SystemTime::now());
@@ -273,7 +325,7 @@ impl Transport {
             value.set_sensitive(true);
             request = request.header(name, value);
         }
-        Ok(request)
+        Ok((request, None))
     }
 
     /// A chat request of `body` (OpenAI's form, translated for the provider).
@@ -354,17 +406,28 @@ impl Transport {
 
     /// Sends a request; a non-success status becomes a classified failure.
     async fn send(&self, url: &Url, body: &Value) -> Result<reqwest::Response, Failure> {
-        let response = self.post(url, body)?.send().await.map_err(|e| Failure {
+        let (request, token) = self.post(url, body).await?;
+        let response = request.send().await.map_err(|e| Failure {
             retryable: !is_permanent(&e),
             status: None,
             message: self.scrub(&describe_send_error(&e)),
             retry_after: None,
         })?;
         let status = response.status();
+        let account = match (&self.auth, &token) {
+            (Some(RequestAuth::Google(account)), Some(token)) => Some((account, token.as_str())),
+            _ => None,
+        };
         if status.is_success() {
+            if let Some((account, token)) = account {
+                account.answered(token);
+            }
             return Ok(response);
         }
         let retry_after = retry_after(response.headers());
+        // AWS names the exception in a header (`ThrottlingException:http://...`).
+        let exception = response.headers().get("x-amzn-errortype").and_then(|v| v.to_str().ok());
+        let exception = exception.and_then(|t| t.split(':').next()).map(|t| format!(" {t}")).unwrap_or_default();
         let text = response.text().await.unwrap_or_default();
         let code = status.as_u16();
         let error = serde_json::from_str::<Value>(&text).ok();
@@ -375,12 +438,17 @@ impl Transport {
                 v.pointer("/error/message").or_else(|| v.get("message")).and_then(Value::as_str).map(str::to_string)
             })
             .unwrap_or_else(|| text.chars().take(300).collect());
+        // A service account's token refused: asked again if another one will be used.
+        let renewed = match account {
+            Some((account, token)) if code == 401 => account.forget(token).await,
+            _ => false,
+        };
         Err(Failure {
             // Other 4xx (bad key, unknown model, bad request) will not change;
             // 5xx include Anthropic's 529 (overloaded).
-            retryable: code == 408 || code == 429 || code >= 500,
+            retryable: code == 408 || code == 429 || code >= 500 || renewed,
             status: Some(code),
-            message: self.scrub(&format!("HTTP {code}: {server_message}")),
+            message: self.scrub(&format!("HTTP {code}{exception}: {server_message}")),
             retry_after,
         })
     }
@@ -448,8 +516,8 @@ impl Transport {
             false => (&self.chat_url, self.wire.chat_body(body)),
         };
         let shown = redact(url);
-        let request = match self.post(url, &body) {
-            Ok(request) => request,
+        let request = match self.post(url, &body).await {
+            Ok((request, _)) => request,
             Err(f) => return Probe::NoAnswer { url: shown, cause: SendFailure::Other, detail: f.message },
         };
         let response = match request.send().await {
@@ -688,6 +756,54 @@ mod tests {
         assert_eq!(
             native("gemini", "g", Some("http://127.0.0.1:9/v1")).0,
             "http://127.0.0.1:9/v1/models/g:generateContent"
+        );
+    }
+
+    #[test]
+    fn azure_ai_urls_of_a_foundry_resource_and_of_a_serverless_endpoint() {
+        let urls = |base: &str, version: Option<&str>| {
+            let cfg = ModelConfig {
+                model_provider: "azure_ai".into(),
+                api_base: Some(base.into()),
+                api_version: version.map(str::to_string),
+                api_key: "k-123456".into(),
+                ..ModelConfig::default()
+            };
+            let t = Transport::new("m", &cfg).unwrap();
+            (t.chat_url.to_string(), t.embeddings_url.unwrap().to_string())
+        };
+        let foundry = "https://res.services.ai.azure.com/models";
+        let want = (
+            format!("{foundry}/chat/completions?api-version=2024-05-01-preview"),
+            format!("{foundry}/embeddings?api-version=2024-05-01-preview"),
+        );
+        assert_eq!(urls("https://res.services.ai.azure.com", None), want);
+        assert_eq!(urls("https://res.services.ai.azure.com/models/", None), want);
+        assert_eq!(
+            urls("https://llama.eastus2.models.ai.azure.com", None).0,
+            "https://llama.eastus2.models.ai.azure.com/chat/completions"
+        );
+        assert!(urls(foundry, Some("2025-01-01")).0.ends_with("?api-version=2025-01-01"));
+        let none = ModelConfig { model_provider: "azure_ai".into(), ..ModelConfig::default() };
+        assert!(Transport::new("m", &none).err().unwrap().to_string().contains("api_base"));
+    }
+
+    #[test]
+    fn vertex_ai_urls_of_the_region_s_host() {
+        let cfg = ModelConfig {
+            model_provider: "vertex_ai".into(),
+            model: "gemini-2.5-flash".into(),
+            vertex: crate::settings::VertexAccess {
+                credentials: Some(graphrag_mock_llm::google::test_service_account("http://x/token").as_str().into()),
+                project: None,
+                location: Some("global".into()),
+            },
+            ..ModelConfig::default()
+        };
+        let t = Transport::new("m", &cfg).unwrap();
+        assert_eq!(
+            t.chat_url.as_str(),
+            "https://aiplatform.googleapis.com/v1/projects/graphrag-mock/locations/global/publishers/google/models/gemini-2.5-flash:generateContent"
         );
     }
 

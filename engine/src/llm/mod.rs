@@ -22,6 +22,7 @@ pub mod rerank;
 mod retry;
 mod service;
 mod usage;
+mod vertex;
 mod wire;
 
 pub use answer::{AnswerCheck, Invalid, InvalidKind};

@@ -168,12 +168,13 @@ fn address_key(config: &ModelConfig) -> &'static str {
 }
 
 /// Whether the configured base URL lacks the /v1 that OpenAI-compatible
-/// servers serve their API under (Azure's deployment URLs have none).
+/// servers serve their API under (Azure's deployment URLs and Azure AI's
+/// endpoints have none).
 fn lacks_v1(config: &ModelConfig) -> bool {
     let Some(base) = &config.api_base else { return false };
     let path = base.split("://").nth(1).unwrap_or(base).split_once('/').map(|(_, p)| p).unwrap_or("");
     Wire::of(&config.model_provider) == Wire::OpenAi
-        && config.model_provider != Provider::Azure
+        && !matches!(config.model_provider, Provider::Azure | Provider::AzureAi)
         && !path.trim_end_matches('/').split('/').any(|seg| seg == "v1")
 }
 
@@ -282,6 +283,12 @@ fn judge(kind: ModelKind, config: &ModelConfig, probe: Probe) -> Verdict {
                 return fail(
                     "model_provider",
                     format!("Bedrock refused the request (HTTP {status} from {url}: {message}): check AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN, the region, and the account's access to model `{}`", config.model),
+                );
+            }
+            if config.model_provider == Provider::VertexAi {
+                return fail(
+                    "model_provider",
+                    format!("Vertex AI refused the request (HTTP {status} from {url}: {message}): check that the service account of GOOGLE_APPLICATION_CREDENTIALS (or call_args.vertex_credentials) may use Vertex AI (role roles/aiplatform.user) in the project and region of the URL"),
                 );
             }
             let from = match config.model_provider.key_variable() {

@@ -10,7 +10,23 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::{anthropic, bedrock, gemini, openai, Completion};
+use super::{anthropic, bedrock, gemini, openai, vertex, Completion};
+
+/// OpenAI chat parameters that Anthropic's Messages API and Bedrock's
+/// Converse have no counterpart for: left out, so a GraphRAG `call_args`
+/// written for OpenAI works unchanged on them.
+pub(super) const OPENAI_ONLY: [&str; 10] = [
+    "seed",
+    "frequency_penalty",
+    "presence_penalty",
+    "n",
+    "logit_bias",
+    "logprobs",
+    "top_logprobs",
+    "user",
+    "response_format",
+    "stream_options",
+];
 use crate::settings::Provider;
 
 /// Which API a model speaks.
@@ -22,7 +38,9 @@ pub(crate) enum Wire {
     Anthropic,
     /// Gemini's generateContent and batchEmbedContents.
     Gemini,
-    /// Bedrock's Converse (chat only; answers are not streamed).
+    /// Gemini on Vertex AI: Gemini's generateContent, Vertex AI's `:predict`.
+    Vertex,
+    /// Bedrock's Converse (answers are not streamed) and its embedding models' InvokeModel.
     Bedrock,
 }
 
@@ -32,6 +50,7 @@ impl Wire {
             Provider::Anthropic => Wire::Anthropic,
             Provider::Gemini => Wire::Gemini,
             Provider::Bedrock => Wire::Bedrock,
+            Provider::VertexAi => Wire::Vertex,
             _ => Wire::OpenAi,
         }
     }
@@ -41,7 +60,7 @@ impl Wire {
         match self {
             Wire::OpenAi => body.clone(),
             Wire::Anthropic => anthropic::chat_body(body),
-            Wire::Gemini => gemini::chat_body(body),
+            Wire::Gemini | Wire::Vertex => gemini::chat_body(body),
             Wire::Bedrock => bedrock::chat_body(body),
         }
     }
@@ -57,7 +76,9 @@ impl Wire {
     pub(crate) fn embeddings_body(self, body: &Value) -> Value {
         match self {
             Wire::Gemini => gemini::embeddings_body(body),
-            Wire::OpenAi | Wire::Anthropic | Wire::Bedrock => body.clone(),
+            Wire::Vertex => vertex::embeddings_body(body),
+            Wire::Bedrock => bedrock::embeddings_body(body),
+            Wire::OpenAi | Wire::Anthropic => body.clone(),
         }
     }
 
@@ -66,7 +87,7 @@ impl Wire {
         match self {
             Wire::OpenAi => openai::completion(json),
             Wire::Anthropic => anthropic::completion(json),
-            Wire::Gemini => gemini::completion(json),
+            Wire::Gemini | Wire::Vertex => gemini::completion(json),
             Wire::Bedrock => bedrock::completion(json),
         }
     }
@@ -77,7 +98,7 @@ impl Wire {
         match self {
             Wire::OpenAi => Ok(openai::stream_event(event, done)),
             Wire::Anthropic => anthropic::stream_event(event, done),
-            Wire::Gemini => gemini::stream_event(event, done),
+            Wire::Gemini | Wire::Vertex => gemini::stream_event(event, done),
             Wire::Bedrock => Err("Bedrock's answers are not read as server-sent events".into()),
         }
     }
@@ -87,7 +108,9 @@ impl Wire {
     pub(crate) fn embeddings(self, bytes: &[u8], expected: usize) -> Result<(Vec<Vec<f32>>, u64), String> {
         match self {
             Wire::Gemini => gemini::embeddings(bytes, expected),
-            Wire::OpenAi | Wire::Anthropic | Wire::Bedrock => openai::embeddings(bytes, expected),
+            Wire::Vertex => vertex::embeddings(bytes, expected),
+            Wire::Bedrock => bedrock::embeddings(bytes, expected),
+            Wire::OpenAi | Wire::Anthropic => openai::embeddings(bytes, expected),
         }
     }
 
@@ -95,7 +118,7 @@ impl Wire {
     /// not in a header).
     pub(crate) fn retry_delay(self, error: &Value) -> Option<Duration> {
         match self {
-            Wire::Gemini => gemini::retry_delay(error),
+            Wire::Gemini | Wire::Vertex => gemini::retry_delay(error),
             Wire::OpenAi | Wire::Anthropic | Wire::Bedrock => None,
         }
     }
@@ -104,14 +127,16 @@ impl Wire {
     pub(crate) fn is_answer(self, embeddings: bool, json: &Value) -> bool {
         let found = |pointer: &str| json.pointer(pointer).is_some();
         match (self, embeddings) {
-            (Wire::OpenAi | Wire::Anthropic | Wire::Bedrock, true) => {
+            (Wire::OpenAi | Wire::Anthropic, true) => {
                 json.pointer("/data/0/embedding").is_some_and(|e| e.is_array() || e.is_string())
             }
             (Wire::OpenAi, false) => found("/choices/0"),
             (Wire::Anthropic, false) => found("/content"),
             (Wire::Gemini, true) => found("/embeddings/0/values"),
-            (Wire::Gemini, false) => found("/candidates/0"),
+            (Wire::Gemini | Wire::Vertex, false) => found("/candidates/0"),
+            (Wire::Vertex, true) => found("/predictions/0/embeddings/values"),
             (Wire::Bedrock, false) => found("/output/message"),
+            (Wire::Bedrock, true) => found("/embedding") || found("/embeddings"),
         }
     }
 
@@ -121,7 +146,8 @@ impl Wire {
             Wire::OpenAi => "the OpenAI API",
             Wire::Anthropic => "Anthropic's Messages API",
             Wire::Gemini => "the Gemini API",
-            Wire::Bedrock => "Bedrock's Converse API",
+            Wire::Vertex => "Vertex AI",
+            Wire::Bedrock => "Amazon Bedrock's API",
         }
     }
 }

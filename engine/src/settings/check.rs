@@ -292,15 +292,18 @@ pub fn regex_error(pattern: &str, e: &regex::Error) -> String {
     format!("`{pattern}` is not a valid regular expression: {}", cause.trim_start_matches("error: "))
 }
 
-/// Providers graphrag-rs calls: Anthropic's and Gemini's own APIs, and over
+/// Providers graphrag-rs calls: Anthropic's, Gemini's (also on Vertex AI)
+/// and Bedrock's own APIs, and over
 /// the OpenAI API those it knows the address of and any other
 /// OpenAI-compatible server given an api_base.
-pub(super) const PROVIDERS: [&str; 18] = [
+pub(super) const PROVIDERS: [&str; 20] = [
     "openai",
     "anthropic",
     "gemini",
     "bedrock",
+    "vertex_ai",
     "azure",
+    "azure_ai",
     "ollama",
     "vllm",
     "hosted_vllm",
@@ -365,7 +368,7 @@ fn check_model_values(
             format!("`{provider}` is not a provider graphrag-rs can call{what}: one of {}{hint}", known.join(", ")),
         ));
     }
-    if let (true, Some(why)) = (embedding, m.model_provider.embeddings_refusal()) {
+    if let (true, Some(why)) = (embedding, m.model_provider.embeddings_refusal(&m.model)) {
         return Err(loaded.error_at(
             &key("model_provider"),
             format!("`{provider}` cannot embed: {why}; embed with another provider (openai, gemini, local, ...)"),

@@ -70,6 +70,7 @@ pub(crate) fn s(v: &str) -> String {
 #[serde(transparent)]
 pub struct Unused(serde_json::Value);
 
+mod aws_profile;
 mod check;
 mod compat;
 mod models;
@@ -82,7 +83,7 @@ pub use compat::IgnoredKey;
 pub use models::{
     Jitter, ModelConfig, Precision, RateLimit, RateLimitConfig, RetryConfig, RetryPolicy, DEFAULT_CONCURRENCY,
 };
-pub use provider::{AwsAccess, Provider};
+pub use provider::{AwsAccess, BedrockEmbedder, Provider, VertexAccess};
 pub use sections::*;
 pub use storage::{
     AzureAccount, ProjectRoot, RemoteService, RemoteStorage, StorageConfig, StorageKeyError, StorageTarget,
@@ -150,7 +151,8 @@ pub const ANTHROPIC_MAX_TOKENS: u32 = 4096;
 
 impl Settings {
     /// LiteLLM's `provider/model` names become the provider and the bare
-    /// model (see `provider::split_model`), before anything else reads them.
+    /// model (see `provider::split_model`), and a Vertex AI model's
+    /// `vertex_*` call_args its `vertex` access, before anything else reads them.
     fn split_model_names(&mut self) {
         for model in self.completion_models.values_mut().chain(self.embedding_models.values_mut()) {
             let split = provider::split_model(
@@ -163,17 +165,30 @@ impl Settings {
                 model.model = name.to_string();
                 model.model_provider = provider;
             }
+            if model.model_provider == Provider::VertexAi {
+                model.vertex = VertexAccess::take_call_args(&mut model.call_args);
+            }
         }
     }
 
     /// A model without an api_key takes its provider's variable
-    /// (`ANTHROPIC_API_KEY`, `GEMINI_API_KEY`) from `lookup`, and a Bedrock
-    /// model the AWS credentials (see `AwsAccess`), as GraphRAG's LiteLLM does.
+    /// (`ANTHROPIC_API_KEY`, `GEMINI_API_KEY`, `AZURE_AI_API_KEY`; an
+    /// azure_ai model without api_base `AZURE_AI_API_BASE`) from `lookup`, a Bedrock
+    /// model the AWS credentials (see `AwsAccess`) and a Vertex AI model
+    /// what settings left unset of its access (see `VertexAccess`), as
+    /// GraphRAG's LiteLLM does.
     pub fn keys_from_environment(&mut self, lookup: impl Fn(&str) -> Option<String>) {
         for model in self.completion_models.values_mut().chain(self.embedding_models.values_mut()) {
             if model.model_provider == Provider::Bedrock {
                 let region = model.call_args.get("aws_region_name").and_then(|r| r.as_str()).map(str::to_string);
                 model.aws = AwsAccess::from_environment(&lookup, region);
+            }
+            if model.model_provider == Provider::VertexAi {
+                model.vertex.fill_from_environment(&lookup);
+            }
+            // LiteLLM's variable for an Azure AI endpoint.
+            if model.model_provider == Provider::AzureAi && model.api_base.is_none() {
+                model.api_base = lookup("AZURE_AI_API_BASE").filter(|b| !b.trim().is_empty());
             }
             if let (true, Some(var)) = (model.api_key.is_empty(), model.model_provider.key_variable()) {
                 if let Some(key) = lookup(var).filter(|k| !k.trim().is_empty()) {
@@ -185,7 +200,7 @@ impl Settings {
 
     /// Settles what one key implies for another: a model's concurrency from
     /// the top-level `concurrent_requests`, the embedding batch sizes from
-    /// `embed_text`.
+    /// `embed_text` (within what a Bedrock embedding model takes).
     fn resolve(&mut self) {
         let default_concurrency = self.concurrent_requests;
         for model in self.completion_models.values_mut().chain(self.embedding_models.values_mut()) {
@@ -204,6 +219,13 @@ impl Settings {
             }
             if let Some(n) = self.embed_text.batch_max_tokens {
                 model.batch_max_tokens = n;
+            }
+        }
+        // Bedrock's embedding models take a fixed number of texts at most
+        // (Titan one): a larger batch could only be refused.
+        for model in self.embedding_models.values_mut().filter(|m| m.model_provider == Provider::Bedrock) {
+            if let Some(family) = BedrockEmbedder::of(&model.model) {
+                model.batch_size = model.batch_size.min(family.most_texts());
             }
         }
     }

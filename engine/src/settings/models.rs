@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 
 pub use graphrag_local_embed::Precision;
 
-use super::{s, AwsAccess, Provider, Secret, Unused};
+use super::{s, AwsAccess, Provider, Secret, Unused, VertexAccess};
 
 /// Concurrent requests per model when neither the model nor the top-level
 /// `concurrent_requests` says (GraphRAG's default).
@@ -81,6 +81,10 @@ section!(
         /// (not a settings key: see `AwsAccess`).
         #[serde(skip)]
         aws: Option<AwsAccess> = None,
+        /// A Vertex AI model's service account, project and region, from
+        /// call_args and the environment (see `VertexAccess`).
+        #[serde(skip)]
+        vertex: VertexAccess = VertexAccess::default(),
     }
 );
 
@@ -161,11 +165,12 @@ pub struct RateLimit {
 
 impl ModelConfig {
     /// Whether a chat model can reach a server: an API key (AWS credentials
-    /// for Bedrock), or an explicit api_base (local servers need no key).
+    /// for Bedrock, a service account for Vertex AI), or an explicit
+    /// api_base (local servers need no key).
     /// Without either, queries are retrieval-only and the fast pipeline is
     /// the one that indexes.
     pub fn chat_configured(&self) -> bool {
-        !self.api_key.is_empty() || self.api_base.is_some() || self.aws.is_some()
+        !self.api_key.is_empty() || self.api_base.is_some() || self.aws.is_some() || self.vertex.credentials.is_some()
     }
 
     /// Requests in flight at once.

@@ -15,12 +15,17 @@ pub enum Provider {
     OpenAi,
     /// Azure OpenAI: deployment URLs, the `api-key` header.
     Azure,
+    /// Azure AI Foundry's model inference API (OpenAI's wire at `/models`).
+    AzureAi,
     /// Anthropic's Messages API.
     Anthropic,
     /// Google's Gemini API (generativelanguage.googleapis.com).
     Gemini,
-    /// Amazon Bedrock's Converse API, requests signed with AWS credentials.
+    /// Amazon Bedrock's Converse and InvokeModel APIs, requests signed with AWS credentials.
     Bedrock,
+    /// Gemini models on Google Cloud's Vertex AI, with a service account's
+    /// OAuth access tokens.
+    VertexAi,
     /// The in-process embedding model.
     Local,
     /// Another OpenAI-compatible server, by the name written (ollama, vllm,
@@ -33,9 +38,11 @@ impl Provider {
         match self {
             Provider::OpenAi => "openai",
             Provider::Azure => "azure",
+            Provider::AzureAi => "azure_ai",
             Provider::Anthropic => "anthropic",
             Provider::Gemini => "gemini",
             Provider::Bedrock => "bedrock",
+            Provider::VertexAi => "vertex_ai",
             Provider::Local => "local",
             Provider::Compatible(name) => name,
         }
@@ -47,16 +54,52 @@ impl Provider {
         match self {
             Provider::Anthropic => Some("ANTHROPIC_API_KEY"),
             Provider::Gemini => Some("GEMINI_API_KEY"),
+            Provider::AzureAi => Some("AZURE_AI_API_KEY"),
             _ => None,
         }
     }
 
-    /// Why the provider cannot be an embedding model, if it cannot.
-    pub fn embeddings_refusal(&self) -> Option<&'static str> {
+    /// Why the provider cannot embed with `model`, if it cannot.
+    pub fn embeddings_refusal(&self, model: &str) -> Option<&'static str> {
         match self {
             Provider::Anthropic => Some("Anthropic has no embeddings API"),
-            Provider::Bedrock => Some("Bedrock's embedding models (InvokeModel) are not implemented yet"),
+            Provider::Bedrock if BedrockEmbedder::of(model).is_none() => Some(
+                "Bedrock embeds with Amazon Titan Text Embeddings (amazon.titan-embed-text-v2:0, ...) or Cohere Embed (cohere.embed-english-v3, cohere.embed-v4:0, ...) models",
+            ),
             _ => None,
+        }
+    }
+}
+
+/// The embedding models Bedrock serves through InvokeModel, by the request
+/// body each takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BedrockEmbedder {
+    /// Amazon Titan Text Embeddings (`amazon.titan-embed-text-v2:0`, v1):
+    /// `inputText`, one text per request.
+    Titan,
+    /// Cohere Embed (`cohere.embed-english-v3`, `-multilingual-v3`, `v4:0`):
+    /// `texts`, up to 96 per request.
+    Cohere,
+}
+
+impl BedrockEmbedder {
+    /// The family of a model id, an inference profile's (`us.cohere.embed-v4:0`) or an ARN.
+    pub fn of(model: &str) -> Option<BedrockEmbedder> {
+        if model.contains("amazon.titan-embed-text") || model.contains("amazon.titan-embed-g1-text") {
+            Some(BedrockEmbedder::Titan)
+        } else if model.contains("cohere.embed") {
+            Some(BedrockEmbedder::Cohere)
+        } else {
+            None
+        }
+    }
+
+    /// The most texts one request takes.
+    pub fn most_texts(self) -> u32 {
+        match self {
+            BedrockEmbedder::Titan => 1,
+            BedrockEmbedder::Cohere => 96,
         }
     }
 }
@@ -66,9 +109,11 @@ impl From<&str> for Provider {
         match name {
             "openai" => Provider::OpenAi,
             "azure" => Provider::Azure,
+            "azure_ai" => Provider::AzureAi,
             "anthropic" => Provider::Anthropic,
             "gemini" => Provider::Gemini,
             "bedrock" => Provider::Bedrock,
+            "vertex_ai" => Provider::VertexAi,
             "local" => Provider::Local,
             other => Provider::Compatible(other.to_string()),
         }
@@ -95,9 +140,11 @@ impl std::fmt::Display for Provider {
 
 /// What a Bedrock model signs its requests with: the AWS variables of the
 /// environment or the project's .env (`AWS_ACCESS_KEY_ID`,
-/// `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`), and the region of
-/// `call_args.aws_region_name` (LiteLLM's) or `AWS_REGION_NAME`,
-/// `AWS_REGION`, `AWS_DEFAULT_REGION`. Never written out.
+/// `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`), else the keys of the
+/// shared files' profile (`AWS_PROFILE`, see `aws_profile`), as the AWS
+/// SDKs' chain takes them; and the region of `call_args.aws_region_name`
+/// (LiteLLM's) or `AWS_REGION_NAME`, `AWS_REGION`, `AWS_DEFAULT_REGION`,
+/// else the profile's. Never written out.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AwsAccess {
     pub key_id: String,
@@ -113,13 +160,70 @@ impl AwsAccess {
         region: Option<String>,
     ) -> Option<AwsAccess> {
         let var = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
+        let profile = super::aws_profile::profile(lookup);
+        let region = region
+            .or_else(|| ["AWS_REGION_NAME", "AWS_REGION", "AWS_DEFAULT_REGION"].iter().find_map(|v| var(v)))
+            .or(profile.region);
+        // The environment's keys win, as a pair: a key id of one source
+        // never signs with the secret of another.
+        let (key_id, secret, session_token) = match (var("AWS_ACCESS_KEY_ID"), var("AWS_SECRET_ACCESS_KEY")) {
+            (Some(key_id), Some(secret)) => (key_id, secret, var("AWS_SESSION_TOKEN")),
+            _ => (profile.key_id?, profile.secret?, profile.session_token),
+        };
         Some(AwsAccess {
-            key_id: var("AWS_ACCESS_KEY_ID")?,
-            secret: Secret::from(var("AWS_SECRET_ACCESS_KEY")?.as_str()),
-            session_token: var("AWS_SESSION_TOKEN").map(|t| Secret::from(t.as_str())),
-            region: region
-                .or_else(|| ["AWS_REGION_NAME", "AWS_REGION", "AWS_DEFAULT_REGION"].iter().find_map(|v| var(v))),
+            key_id,
+            secret: Secret::from(secret.as_str()),
+            session_token: session_token.map(|t| Secret::from(t.as_str())),
+            region,
         })
+    }
+}
+
+/// What a Vertex AI model authenticates and addresses with, as LiteLLM
+/// takes them: `call_args.vertex_credentials` (a service account's key file,
+/// its path or its JSON) or `GOOGLE_APPLICATION_CREDENTIALS` (its path);
+/// the project of `call_args.vertex_project`, `VERTEXAI_PROJECT` or
+/// `GOOGLE_CLOUD_PROJECT` (else the key file's); the region of
+/// `call_args.vertex_location`, `VERTEXAI_LOCATION` or
+/// `GOOGLE_CLOUD_LOCATION` (else LiteLLM's default, us-central1). The
+/// `vertex_*` keys are taken out of call_args when the settings are read:
+/// they address the request, and the key must never be in a request body,
+/// a cache key or a step hash.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct VertexAccess {
+    pub credentials: Option<Secret>,
+    pub project: Option<String>,
+    pub location: Option<String>,
+}
+
+impl VertexAccess {
+    /// The `vertex_*` keys of `call_args`, taken out of it.
+    pub(super) fn take_call_args(call_args: &mut serde_json::Map<String, serde_json::Value>) -> VertexAccess {
+        let mut take = |key: &str| match call_args.remove(key)? {
+            serde_json::Value::String(s) => Some(s),
+            // LiteLLM takes the key file's JSON as an object too.
+            object @ serde_json::Value::Object(_) => Some(object.to_string()),
+            other => Some(other.to_string()),
+        };
+        VertexAccess {
+            credentials: take("vertex_credentials").map(|c| Secret::from(c.as_str())),
+            project: take("vertex_project"),
+            location: take("vertex_location"),
+        }
+    }
+
+    /// What settings left unset, from `lookup`'s variables.
+    pub(super) fn fill_from_environment(&mut self, lookup: &impl Fn(&str) -> Option<String>) {
+        let var = |names: &[&str]| names.iter().find_map(|n| lookup(n).filter(|v| !v.trim().is_empty()));
+        if self.credentials.is_none() {
+            self.credentials = var(&["GOOGLE_APPLICATION_CREDENTIALS"]).map(|p| Secret::from(p.as_str()));
+        }
+        if self.project.is_none() {
+            self.project = var(&["VERTEXAI_PROJECT", "GOOGLE_CLOUD_PROJECT"]);
+        }
+        if self.location.is_none() {
+            self.location = var(&["VERTEXAI_LOCATION", "GOOGLE_CLOUD_LOCATION"]);
+        }
     }
 }
 
@@ -151,7 +255,7 @@ mod tests {
 
     #[test]
     fn names_round_trip() {
-        for name in ["openai", "azure", "anthropic", "gemini", "local", "ollama"] {
+        for name in ["openai", "azure", "azure_ai", "anthropic", "gemini", "bedrock", "vertex_ai", "local", "ollama"] {
             assert_eq!(Provider::from(name).as_str(), name);
             assert_eq!(String::from(Provider::from(name)), name);
         }

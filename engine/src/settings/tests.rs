@@ -729,7 +729,90 @@ fn bedrock_takes_the_aws_variables_and_the_region_of_call_args_first() {
     assert!(model.chat_configured(), "AWS credentials are its key");
     assert!(!format!("{model:?}").contains("secret-key-1"));
     let embed = "embedding_models:\n  default_embedding_model:\n    model_provider: bedrock\n    model: amazon.titan-embed-text-v2:0\n";
-    assert!(parse_str(embed).unwrap_err().to_string().contains("not implemented yet"));
+    let batch = |text: &str| parse_str(text).unwrap().settings.embedding_models["default_embedding_model"].batch_size;
+    assert_eq!(batch(embed), 1, "Titan embeds one text per request");
+    assert_eq!(batch(&embed.replace("amazon.titan-embed-text-v2:0", "us.cohere.embed-v4:0")), 16);
+    assert_eq!(
+        batch(
+            &format!("{embed}    batch_size: 200\n").replace("amazon.titan-embed-text-v2:0", "cohere.embed-english-v3")
+        ),
+        96
+    );
+    let err = parse_str(&embed.replace("amazon.titan-embed-text-v2:0", "anthropic.claude-3-haiku")).unwrap_err();
+    assert!(err.to_string().contains("Titan Text Embeddings"), "{err}");
+}
+
+#[test]
+fn vertex_ai_takes_its_vertex_call_args_out_of_the_request_and_the_rest_from_the_environment() {
+    let text = "completion_models:\n  default_completion_model:\n    model: vertex_ai/gemini-2.5-flash\n    call_args:\n      vertex_project: from-settings\n      vertex_credentials: {\"type\": \"service_account\"}\n      seed: 1\n";
+    let mut settings = parse_str(text).unwrap().settings;
+    let vars = |var: &str| match var {
+        "GOOGLE_APPLICATION_CREDENTIALS" => Some("/keys/sa.json".to_string()),
+        "GOOGLE_CLOUD_PROJECT" => Some("from-environment".to_string()),
+        "VERTEXAI_LOCATION" => Some("europe-west4".to_string()),
+        _ => None,
+    };
+    settings.keys_from_environment(vars);
+    let model = &settings.completion_models["default_completion_model"];
+    assert_eq!((&model.model_provider, model.model.as_str()), (&Provider::VertexAi, "gemini-2.5-flash"));
+    assert_eq!(model.call_args.keys().collect::<Vec<_>>(), ["seed"], "the rest is sent");
+    let access = &model.vertex;
+    assert_eq!(
+        (access.credentials.as_ref().map(|c| c.expose()), access.project.as_deref(), access.location.as_deref()),
+        (Some(r#"{"type":"service_account"}"#), Some("from-settings"), Some("europe-west4"))
+    );
+    assert!(model.chat_configured(), "the service account is its key");
+    assert!(!format!("{model:?}").contains("service_account"), "never shown");
+    let plain =
+        "completion_models:\n  default_completion_model:\n    model_provider: vertex_ai\n    model: gemini-2.5-flash\n";
+    let mut settings = parse_str(plain).unwrap().settings;
+    settings.keys_from_environment(vars);
+    let credentials = settings.completion_models["default_completion_model"].vertex.credentials.clone();
+    assert_eq!(credentials.as_ref().map(|c| c.expose()), Some("/keys/sa.json"));
+}
+
+#[test]
+fn azure_ai_takes_litellm_s_key_and_endpoint_variables() {
+    let text = "completion_models:\n  default_completion_model:\n    model: azure_ai/mistral-large-2411\n";
+    let mut settings = parse_str(text).unwrap().settings;
+    settings.keys_from_environment(|var| Some(format!("{var}-value")));
+    let model = &settings.completion_models["default_completion_model"];
+    assert_eq!((&model.model_provider, model.model.as_str()), (&Provider::AzureAi, "mistral-large-2411"));
+    assert_eq!(
+        (model.api_key.expose(), model.api_base.as_deref()),
+        ("AZURE_AI_API_KEY-value", Some("AZURE_AI_API_BASE-value"))
+    );
+}
+
+#[test]
+fn bedrock_takes_the_keys_of_the_aws_profile_when_the_environment_has_none() {
+    let dir = tempfile::tempdir().unwrap();
+    let credentials = dir.path().join("credentials");
+    std::fs::write(&credentials, "[work]\naws_access_key_id = AKIDWORK\naws_secret_access_key = work-secret\n")
+        .unwrap();
+    let config = dir.path().join("config");
+    std::fs::write(&config, "[profile work]\nregion = ap-southeast-2\n").unwrap();
+    let text =
+        "completion_models:\n  default_completion_model:\n    model: bedrock/anthropic.claude-3-haiku-20240307-v1:0\n";
+    let access = |env_keys: bool| {
+        let mut settings = parse_str(text).unwrap().settings;
+        settings.keys_from_environment(|var: &str| match var {
+            "AWS_SHARED_CREDENTIALS_FILE" => Some(credentials.display().to_string()),
+            "AWS_CONFIG_FILE" => Some(config.display().to_string()),
+            "AWS_PROFILE" => Some("work".to_string()),
+            "AWS_ACCESS_KEY_ID" if env_keys => Some("AKIDENV".to_string()),
+            "AWS_SECRET_ACCESS_KEY" if env_keys => Some("env-secret".to_string()),
+            _ => None,
+        });
+        let aws = settings.completion_models["default_completion_model"].aws.clone().unwrap();
+        (aws.key_id, aws.secret.expose().to_string(), aws.region)
+    };
+    assert_eq!(access(false), ("AKIDWORK".into(), "work-secret".into(), Some("ap-southeast-2".into())));
+    assert_eq!(
+        access(true),
+        ("AKIDENV".into(), "env-secret".into(), Some("ap-southeast-2".into())),
+        "the environment's first"
+    );
 }
 
 #[test]
