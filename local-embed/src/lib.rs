@@ -11,7 +11,10 @@
 //! tokenizer (`tokenizer` module), the encoder forward pass over
 //! `matrixmultiply` GEMMs (`bert` module) or, at int8 precision, over
 //! VNNI integer kernels (`int8` module), or at bf16 over AVX-512 BF16
-//! kernels (`bf16` module), `safetensors` to read weights.
+//! kernels (`bf16` module), `safetensors` to read weights. The model file
+//! is mapped, not read; the dense layers as a precision prepares them are
+//! kept in a per-user cache (`weight_cache` module), so that a process that
+//! embeds one question starts in milliseconds.
 
 /// Element-wise kernels, compiled three times: for the baseline target and,
 /// on x86-64, with AVX-512 or AVX2 + FMA enabled (chosen at run time), so
@@ -54,14 +57,17 @@ macro_rules! multiversion {
 mod attention;
 mod bert;
 mod bf16;
+mod buf;
 mod int8;
 mod locate;
 pub mod tokenizer;
+mod weight_cache;
 
 pub use bf16::Bf16Kernel;
 pub use int8::Int8Kernel;
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
 use rayon::prelude::*;
@@ -120,6 +126,16 @@ impl<'de> serde::Deserialize<'de> for Precision {
 }
 
 impl Precision {
+    /// The settings value: `f32`, `int8`, `bf16` or `auto`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Precision::F32 => "f32",
+            Precision::Int8 => "int8",
+            Precision::Bf16 => "bf16",
+            Precision::Auto => "auto",
+        }
+    }
+
     /// The kernel this precision runs with on this CPU.
     pub fn kernel(self) -> Kernel {
         let best = Int8Kernel::best();
@@ -188,11 +204,27 @@ impl Kernel {
     }
 }
 
+/// Where a loaded model's dense layers, as its precision prepares them,
+/// came from (see [`LocalEmbedder::load_cached`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PreparedWeights {
+    /// Mapped from this cache file, which an earlier load wrote.
+    Mapped(PathBuf),
+    /// Prepared from the model file and stored in this cache file for the
+    /// next load; `replaced` says why a file already there was not used
+    /// (stale: another model or format; or damaged).
+    Stored { path: PathBuf, replaced: Option<String> },
+    /// Prepared from the model file and not kept: no cache folder (`None`),
+    /// or why the file could not be written.
+    NotKept(Option<String>),
+}
+
 /// A loaded sentence-embedding model.
 pub struct LocalEmbedder {
     dir: PathBuf,
     tokenizer: WordPieceTokenizer,
     model: bert::BertModel,
+    prepared: PreparedWeights,
     /// Longest input in tokens, `[CLS]` and `[SEP]` included (sentence-transformers' `max_seq_length`).
     max_seq_length: usize,
 }
@@ -230,9 +262,29 @@ impl LocalEmbedder {
         Self::load_with(dir, Kernel::F32)
     }
 
-    /// Loads a model directory for `kernel` (see [`Precision::kernel`]).
+    /// Loads a model directory for `kernel` (see [`Precision::kernel`]),
+    /// with the prepared weights kept in the default cache folder
+    /// ([`default_weight_cache_dir`](Self::default_weight_cache_dir)).
     /// A kernel whose instructions the CPU lacks is refused.
     pub fn load_with(dir: &Path, kernel: Kernel) -> Result<LocalEmbedder> {
+        Self::load_cached(dir, kernel, Self::default_weight_cache_dir().as_deref())
+    }
+
+    /// The folder where [`load_with`](Self::load_with) keeps prepared
+    /// weights: `$GRAPHRAG_MODEL_CACHE_DIR` (`off` for none), else
+    /// `graphrag-rs/local-embed` under `$XDG_CACHE_HOME`, `%LOCALAPPDATA%`
+    /// or `~/.cache`.
+    pub fn default_weight_cache_dir() -> Option<PathBuf> {
+        weight_cache::default_dir()
+    }
+
+    /// Loads a model directory for `kernel`. With `cache_dir`, the dense
+    /// layers as `kernel`'s precision prepares them (int8 quantized, bf16
+    /// rounded, f32 transposed) are mapped from a file there when one was
+    /// made from the same model bytes, else prepared and stored there
+    /// (a folder that cannot be written only costs the preparation at every
+    /// load). The vectors are the same bits either way.
+    pub fn load_cached(dir: &Path, kernel: Kernel, cache_dir: Option<&Path>) -> Result<LocalEmbedder> {
         if !kernel.is_available() {
             bail!("this CPU lacks the instructions of kernel {}", kernel.name());
         }
@@ -284,10 +336,28 @@ impl LocalEmbedder {
                 .unwrap_or(256)
                 .clamp(2, cfg.max_position_embeddings);
 
-        let bytes = std::fs::read(&weights_path).with_context(|| format!("reading {}", weights_path.display()))?;
-        let model = bert::BertModel::from_safetensors(cfg, &bytes, kernel)
+        // Mapped, not read: a query touches a few rows of the embedding
+        // tables, and with cached dense layers nothing else of the file.
+        let file = std::fs::File::open(&weights_path).with_context(|| format!("opening {}", weights_path.display()))?;
+        // SAFETY: the model file is not written while loaded: installers
+        // replace files by rename, which leaves this mapping on the old one.
+        let map =
+            unsafe { memmap2::Mmap::map(&file) }.with_context(|| format!("mapping {}", weights_path.display()))?;
+        // Cache files hold numbers as they lie in memory, read back by
+        // mapping: written little-endian, so only little-endian targets keep one.
+        let cache = cache_dir.filter(|_| cfg!(target_endian = "little")).map(|dir| bert::CacheAt {
+            dir,
+            model_path: &weights_path,
+            file: &file,
+        });
+        let (model, prepared) = bert::BertModel::from_mapped(cfg, &Arc::new(map), kernel, cache)
             .with_context(|| format!("loading {}", weights_path.display()))?;
-        Ok(LocalEmbedder { dir: dir.to_path_buf(), tokenizer, model, max_seq_length })
+        Ok(LocalEmbedder { dir: dir.to_path_buf(), tokenizer, model, prepared, max_seq_length })
+    }
+
+    /// Where the dense layers came from: the weight cache, or prepared now.
+    pub fn prepared_weights(&self) -> &PreparedWeights {
+        &self.prepared
     }
 
     /// Finds the default model: `$GRAPHRAG_EMBEDDING_MODEL_DIR`, then the
