@@ -478,10 +478,14 @@ impl LocalEmbedder {
     }
 }
 
+/// `tokenizer.json`'s settings, its vocabulary as `V`: a map when the
+/// tokenizer is built from it, [`serde::de::IgnoredAny`] when `vocab.txt`
+/// gives it (skipping its 30,000 entries rather than allocating a map that
+/// is thrown away: every query process loads the tokenizer).
 #[derive(serde::Deserialize)]
-struct TokenizerJson {
+struct TokenizerJson<V> {
     normalizer: Option<NormalizerJson>,
-    model: Option<TokenizerModelJson>,
+    model: Option<TokenizerModelJson<V>>,
 }
 
 #[derive(serde::Deserialize)]
@@ -503,62 +507,77 @@ fn yes() -> bool {
 }
 
 #[derive(serde::Deserialize)]
-struct TokenizerModelJson {
+struct TokenizerModelJson<V> {
     #[serde(rename = "type")]
     kind: String,
-    #[serde(default)]
-    vocab: Option<std::collections::HashMap<String, u32>>,
+    #[serde(default = "none")]
+    vocab: Option<V>,
     #[serde(default)]
     max_input_chars_per_word: Option<usize>,
     #[serde(default)]
     continuing_subword_prefix: Option<String>,
 }
 
+fn none<V>() -> Option<V> {
+    None
+}
+
+/// The tokenizer settings of `tokenizer.json` (defaults: uncased BERT).
+struct TokenizerSettings<V> {
+    options: NormalizerOptions,
+    max_chars: usize,
+    prefix: String,
+    vocab: Option<V>,
+}
+
+fn tokenizer_settings<V: serde::de::DeserializeOwned>(path: &Path) -> Result<TokenizerSettings<V>> {
+    let mut out = TokenizerSettings {
+        options: NormalizerOptions::default(),
+        max_chars: 100,
+        prefix: "##".to_string(),
+        vocab: None,
+    };
+    if !path.is_file() {
+        return Ok(out);
+    }
+    let j: TokenizerJson<V> = read_json(path)?;
+    if let Some(n) = j.normalizer {
+        if n.kind != "BertNormalizer" {
+            bail!("{}: normalizer {:?} is not supported (BERT WordPiece models only)", path.display(), n.kind);
+        }
+        out.options = NormalizerOptions {
+            clean_text: n.clean_text,
+            handle_chinese_chars: n.handle_chinese_chars,
+            strip_accents: n.strip_accents,
+            lowercase: n.lowercase,
+        };
+    }
+    if let Some(m) = j.model {
+        if m.kind != "WordPiece" {
+            bail!("{}: tokenizer model {:?} is not supported (BERT WordPiece models only)", path.display(), m.kind);
+        }
+        out.max_chars = m.max_input_chars_per_word.unwrap_or(out.max_chars);
+        out.prefix = m.continuing_subword_prefix.unwrap_or(out.prefix);
+        out.vocab = m.vocab;
+    }
+    Ok(out)
+}
+
 /// The tokenizer: vocabulary from `vocab.txt` (else `tokenizer.json`),
 /// settings from `tokenizer.json` when present (defaults: uncased BERT).
 fn load_tokenizer(vocab_path: &Path, tokenizer_json: &Path) -> Result<WordPieceTokenizer> {
-    let json: Option<TokenizerJson> = if tokenizer_json.is_file() { Some(read_json(tokenizer_json)?) } else { None };
-    let mut options = NormalizerOptions::default();
-    let mut max_chars = 100;
-    let mut prefix = "##".to_string();
-    let mut json_vocab = None;
-    if let Some(j) = json {
-        if let Some(n) = j.normalizer {
-            if n.kind != "BertNormalizer" {
-                bail!(
-                    "{}: normalizer {:?} is not supported (BERT WordPiece models only)",
-                    tokenizer_json.display(),
-                    n.kind
-                );
-            }
-            options = NormalizerOptions {
-                clean_text: n.clean_text,
-                handle_chinese_chars: n.handle_chinese_chars,
-                strip_accents: n.strip_accents,
-                lowercase: n.lowercase,
-            };
-        }
-        if let Some(m) = j.model {
-            if m.kind != "WordPiece" {
-                bail!(
-                    "{}: tokenizer model {:?} is not supported (BERT WordPiece models only)",
-                    tokenizer_json.display(),
-                    m.kind
-                );
-            }
-            max_chars = m.max_input_chars_per_word.unwrap_or(max_chars);
-            prefix = m.continuing_subword_prefix.unwrap_or(prefix);
-            json_vocab = m.vocab;
-        }
-    }
-    let tok = if vocab_path.is_file() {
+    let (tok, max_chars, prefix) = if vocab_path.is_file() {
+        let s = tokenizer_settings::<serde::de::IgnoredAny>(tokenizer_json)?;
         let text = std::fs::read_to_string(vocab_path).with_context(|| format!("reading {}", vocab_path.display()))?;
-        WordPieceTokenizer::from_vocab_txt(&text, options)
-            .with_context(|| format!("loading {}", vocab_path.display()))?
+        let tok = WordPieceTokenizer::from_vocab_txt(&text, s.options)
+            .with_context(|| format!("loading {}", vocab_path.display()))?;
+        (tok, s.max_chars, s.prefix)
     } else {
-        let vocab = json_vocab.with_context(|| format!("{} has no WordPiece vocabulary", tokenizer_json.display()))?;
-        WordPieceTokenizer::from_vocab(vocab, options)
-            .with_context(|| format!("loading {}", tokenizer_json.display()))?
+        let s = tokenizer_settings::<std::collections::HashMap<String, u32>>(tokenizer_json)?;
+        let vocab = s.vocab.with_context(|| format!("{} has no WordPiece vocabulary", tokenizer_json.display()))?;
+        let tok = WordPieceTokenizer::from_vocab(vocab, s.options)
+            .with_context(|| format!("loading {}", tokenizer_json.display()))?;
+        (tok, s.max_chars, s.prefix)
     };
     Ok(tok.with_wordpiece_options(max_chars, &prefix))
 }
