@@ -10,12 +10,19 @@
 //! mask computes, without the wasted work.
 
 use anyhow::{bail, Context, Result};
+use memmap2::Mmap;
+use sha2::{Digest, Sha256};
 use std::collections::HashMap;
+use std::fs::File;
+use std::path::Path;
+use std::sync::Arc;
 
 use crate::attention::{attention_head, quantize_queries, AttentionScratch, HeadShape};
 use crate::bf16::{Bf16Kernel, Bf16Linear, Bf16Scratch};
+use crate::buf::Buf;
 use crate::int8::{Int8Kernel, QuantLinear, QuantScratch};
-use crate::Kernel;
+use crate::weight_cache::{Arrays, Reader, Slot};
+use crate::{Kernel, PreparedWeights};
 
 /// The part of `config.json` the forward pass needs.
 #[derive(Debug, Clone, serde::Deserialize)]
@@ -50,8 +57,8 @@ fn default_act() -> String {
 
 /// A dense layer; the weight is stored transposed (`[in, out]`, row-major).
 struct Linear {
-    w_t: Vec<f32>,
-    b: Vec<f32>,
+    w_t: Buf<f32>,
+    b: Buf<f32>,
     n_in: usize,
     n_out: usize,
 }
@@ -67,11 +74,42 @@ impl Dense {
     /// From PyTorch's layout (`w`: `[n_out, n_in]`, row-major).
     fn new(w: &[f32], b: Vec<f32>, n_in: usize, n_out: usize, kernel: Kernel) -> Dense {
         match kernel {
-            Kernel::F32 => Dense::F32(Linear { w_t: transpose(w, n_out, n_in), b, n_in, n_out }),
+            Kernel::F32 => Dense::F32(Linear { w_t: transpose(w, n_out, n_in).into(), b: b.into(), n_in, n_out }),
             Kernel::Int8(k) => Dense::Int8(QuantLinear::new(w, &b, n_in, n_out), k),
             Kernel::Bf16(k) => Dense::Bf16(Bf16Linear::new(w, &b, n_in, n_out), k),
         }
     }
+
+    /// The prepared arrays, for the weight cache.
+    fn arrays<'a>(&'a self, out: &mut Arrays<'a>) {
+        match self {
+            Dense::F32(l) => {
+                out.push(&l.w_t);
+                out.push(&l.b);
+            }
+            Dense::Int8(q, _) => q.arrays(out),
+            Dense::Bf16(l, _) => l.arrays(out),
+        }
+    }
+
+    /// The layer as `arrays` stored it, viewed in the cache file.
+    fn read(r: &mut Reader, n_in: usize, n_out: usize, kernel: Kernel) -> Result<Dense> {
+        Ok(match kernel {
+            Kernel::F32 => Dense::F32(Linear { w_t: r.take(n_in * n_out)?, b: r.take(n_out)?, n_in, n_out }),
+            Kernel::Int8(k) => Dense::Int8(QuantLinear::read(r, n_in, n_out)?, k),
+            Kernel::Bf16(k) => Dense::Bf16(Bf16Linear::read(r, n_in, n_out)?, k),
+        })
+    }
+}
+
+/// The dense layers of one encoder layer, in the order they are stored:
+/// query, key and value fused, attention output, intermediate, output.
+type LayerDense = [Dense; 4];
+
+/// `(n_in, n_out)` of the four dense layers of an encoder layer.
+fn dense_shapes(cfg: &BertConfig) -> [(usize, usize); 4] {
+    let (h, i) = (cfg.hidden_size, cfg.intermediate_size);
+    [(h, 3 * h), (h, h), (h, i), (i, h)]
 }
 
 struct LayerNorm {
@@ -91,9 +129,12 @@ struct Layer {
 
 pub struct BertModel {
     cfg: BertConfig,
-    word: Vec<f32>,
-    position: Vec<f32>,
-    token_type: Vec<f32>,
+    /// The embedding tables, viewed in the mapped model file where it holds
+    /// them as aligned f32: a query reads only its tokens' rows of the
+    /// 47 MB word table.
+    word: Buf<f32>,
+    position: Buf<f32>,
+    token_type: Buf<f32>,
     emb_ln: LayerNorm,
     layers: Vec<Layer>,
     eps: f32,
@@ -113,7 +154,11 @@ struct TensorInfo {
 /// then the raw little-endian data the offsets point into.
 struct Tensors<'a> {
     infos: HashMap<String, TensorInfo>,
+    header: &'a [u8],
     data: &'a [u8],
+    /// The mapping the file lies in and where `data` starts in it, when
+    /// loaded by mapping: the embedding tables are then viewed, not copied.
+    map: Option<(&'a Arc<Mmap>, usize)>,
     prefix: &'static str,
 }
 
@@ -136,10 +181,18 @@ impl<'a> Tensors<'a> {
             infos.insert(name, info);
         }
         let prefix = if infos.contains_key("embeddings.word_embeddings.weight") { "" } else { "bert." };
-        Ok(Tensors { infos, data, prefix })
+        Ok(Tensors { infos, header, data, map: None, prefix })
     }
 
-    fn get(&self, name: &str, shape: &[usize]) -> Result<Vec<f32>> {
+    /// The tensors of a mapped file.
+    fn parse_mapped(map: &'a Arc<Mmap>) -> Result<Tensors<'a>> {
+        let mut t = Tensors::parse(map)?;
+        t.map = Some((map, 8 + t.header.len()));
+        Ok(t)
+    }
+
+    /// The bytes of tensor `name`, after checking its shape and extent.
+    fn raw(&self, name: &str, shape: &[usize]) -> Result<(&TensorInfo, std::ops::Range<usize>)> {
         let full = format!("{}{name}", self.prefix);
         let t = self.infos.get(&full).with_context(|| format!("model.safetensors has no tensor {full}"))?;
         if t.shape != shape {
@@ -155,7 +208,12 @@ impl<'a> Tensors<'a> {
         if start > end || end > self.data.len() || end - start != n * width {
             bail!("tensor {full} has invalid data offsets {start}..{end}");
         }
-        let data = &self.data[start..end];
+        Ok((t, start..end))
+    }
+
+    fn get(&self, name: &str, shape: &[usize]) -> Result<Vec<f32>> {
+        let (t, range) = self.raw(name, shape)?;
+        let data = &self.data[range];
         let v: Vec<f32> = match t.dtype.as_str() {
             "F32" => data.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect(),
             "F16" => data.chunks_exact(2).map(|b| f16_to_f32(u16::from_le_bytes([b[0], b[1]]))).collect(),
@@ -164,6 +222,39 @@ impl<'a> Tensors<'a> {
             }
         };
         Ok(v)
+    }
+
+    /// A table read by rows: viewed in the mapping when it is stored as
+    /// aligned f32, else converted.
+    fn table(&self, name: &str, shape: &[usize]) -> Result<Buf<f32>> {
+        let (t, range) = self.raw(name, shape)?;
+        if let Some((map, base)) = self.map.filter(|_| t.dtype == "F32") {
+            if let Some(b) = Buf::mapped(map, base + range.start, range.len() / 4) {
+                return Ok(b);
+            }
+        }
+        Ok(self.get(name, shape)?.into())
+    }
+
+    /// What the weight cache knows the file's contents by: the header (names,
+    /// shapes, types, offsets) and 256 bytes at the start, middle and end of
+    /// every tensor, so that a model with other weights in any tensor gets
+    /// another identity. About 100 KB for MiniLM, against the 90 MB a full
+    /// hash would read.
+    fn fingerprint(&self, h: &mut Sha256) {
+        const SAMPLE: usize = 256;
+        h.update((self.header.len() as u64).to_le_bytes());
+        h.update(self.header);
+        let mut ranges: Vec<[usize; 2]> = self.infos.values().map(|t| t.data_offsets).collect();
+        ranges.sort_unstable();
+        for [start, end] in ranges {
+            let end = end.min(self.data.len());
+            let start = start.min(end);
+            let mid = start + (end - start) / 2;
+            for at in [start, mid.saturating_sub(SAMPLE / 2).max(start), end.saturating_sub(SAMPLE).max(start)] {
+                h.update(&self.data[at..(at + SAMPLE).min(end)]);
+            }
+        }
     }
 
     /// A dense layer's weight (`[n_out, n_in]`, PyTorch's layout) and bias.
@@ -212,10 +303,25 @@ fn f16_to_f32(h: u16) -> f32 {
     f32::from_bits(bits)
 }
 
+/// Where the prepared dense layers may be kept: a cache folder, and the
+/// model file (its path names the cache file, its bytes key it).
+pub struct CacheAt<'a> {
+    pub dir: &'a Path,
+    pub model_path: &'a Path,
+    pub file: &'a File,
+}
+
 impl BertModel {
-    /// Builds the model from the bytes of `model.safetensors`, its dense
-    /// layers prepared for `kernel`.
-    pub fn from_safetensors(cfg: BertConfig, bytes: &[u8], kernel: Kernel) -> Result<BertModel> {
+    /// Builds the model from the mapped `model.safetensors`, its dense
+    /// layers prepared for `kernel`: mapped from the cache when `cache`
+    /// holds a valid file for these bytes and this precision, else prepared
+    /// from the model's weights and, with a cache, stored for the next load.
+    pub fn from_mapped(
+        cfg: BertConfig,
+        map: &Arc<Mmap>,
+        kernel: Kernel,
+        cache: Option<CacheAt>,
+    ) -> Result<(BertModel, PreparedWeights)> {
         if cfg.hidden_act != "gelu" {
             bail!("unsupported hidden_act {:?} (only exact \"gelu\" BERT models are supported)", cfg.hidden_act);
         }
@@ -226,15 +332,89 @@ impl BertModel {
         if cfg.num_attention_heads == 0 || !h.is_multiple_of(cfg.num_attention_heads) {
             bail!("hidden_size {h} is not a multiple of num_attention_heads");
         }
-        let t = Tensors::parse(bytes).context("model.safetensors is not a valid safetensors file")?;
-        let word = t.get("embeddings.word_embeddings.weight", &[cfg.vocab_size, h])?;
-        let position = t.get("embeddings.position_embeddings.weight", &[cfg.max_position_embeddings, h])?;
-        let token_type = t.get("embeddings.token_type_embeddings.weight", &[cfg.type_vocab_size, h])?;
+        let t = Tensors::parse_mapped(map).context("model.safetensors is not a valid safetensors file")?;
+        let word = t.table("embeddings.word_embeddings.weight", &[cfg.vocab_size, h])?;
+        let position = t.table("embeddings.position_embeddings.weight", &[cfg.max_position_embeddings, h])?;
+        let token_type = t.table("embeddings.token_type_embeddings.weight", &[cfg.type_vocab_size, h])?;
         let emb_ln = t.layer_norm("embeddings.LayerNorm", h)?;
+        let mut norms = Vec::with_capacity(cfg.num_hidden_layers);
+        for i in 0..cfg.num_hidden_layers {
+            let p = format!("encoder.layer.{i}");
+            let attn = t.layer_norm(&format!("{p}.attention.output.LayerNorm"), h)?;
+            norms.push((attn, t.layer_norm(&format!("{p}.output.LayerNorm"), h)?));
+        }
+        let (dense, prepared) = match cache {
+            Some(at) => {
+                // The precision's name; the kernel path (VNNI or portable) reads the same bytes.
+                let layout = kernel.precision().name();
+                let slot = Slot::new(at.dir, at.model_path, at.file, layout, |h| t.fingerprint(h));
+                Self::cached_dense(&cfg, &t, kernel, &slot)?
+            }
+            None => (Self::prepare_dense(&cfg, &t, kernel)?, PreparedWeights::NotKept(None)),
+        };
+        let layers = dense
+            .into_iter()
+            .zip(norms)
+            .map(|([qkv, attn_out, inter, out], (attn_ln, out_ln))| Layer {
+                qkv,
+                attn_out,
+                attn_ln,
+                inter,
+                out,
+                out_ln,
+            })
+            .collect();
+        let eps = cfg.layer_norm_eps as f32;
+        Ok((BertModel { cfg, word, position, token_type, emb_ln, layers, eps, kernel }, prepared))
+    }
+
+    /// The dense layers from `slot`'s file when it is valid; else prepared
+    /// from the model and stored there (a cache that cannot be written is
+    /// no error: the layers are then prepared at every load, as without one).
+    fn cached_dense(
+        cfg: &BertConfig,
+        t: &Tensors,
+        kernel: Kernel,
+        slot: &Slot,
+    ) -> Result<(Vec<LayerDense>, PreparedWeights)> {
+        let read = slot.open().and_then(|r| r.map(|r| Self::read_dense(cfg, r, kernel)).transpose());
+        let replaced = match read {
+            Ok(Some(dense)) => return Ok((dense, PreparedWeights::Mapped(slot.path.clone()))),
+            Ok(None) => None,
+            Err(e) => Some(format!("{e:#}")),
+        };
+        let dense = Self::prepare_dense(cfg, t, kernel)?;
+        let mut arrays = Arrays::default();
+        dense.iter().flatten().for_each(|d| d.arrays(&mut arrays));
+        let prepared = match slot.store(&arrays) {
+            Ok(()) => PreparedWeights::Stored { path: slot.path.clone(), replaced },
+            Err(e) => PreparedWeights::NotKept(Some(format!("{e:#}"))),
+        };
+        Ok((dense, prepared))
+    }
+
+    /// The dense layers as the cache file stores them, checked against
+    /// the model's shapes.
+    fn read_dense(cfg: &BertConfig, mut r: Reader, kernel: Kernel) -> Result<Vec<LayerDense>> {
+        let shapes = dense_shapes(cfg);
+        let mut layers = Vec::with_capacity(cfg.num_hidden_layers);
+        for _ in 0..cfg.num_hidden_layers {
+            let mut layer = shapes.iter().map(|&(n_in, n_out)| Dense::read(&mut r, n_in, n_out, kernel));
+            let mut next = || layer.next().expect("four shapes");
+            layers.push([next()?, next()?, next()?, next()?]);
+        }
+        r.finish()?;
+        Ok(layers)
+    }
+
+    /// The dense layers prepared from the model's f32 (or f16, bf16) weights.
+    fn prepare_dense(cfg: &BertConfig, t: &Tensors, kernel: Kernel) -> Result<Vec<LayerDense>> {
+        let h = cfg.hidden_size;
+        let [qkv, attn_out, inter, out] = dense_shapes(cfg);
         let mut layers = Vec::with_capacity(cfg.num_hidden_layers);
         for i in 0..cfg.num_hidden_layers {
             let p = format!("encoder.layer.{i}");
-            let dense = |name: &str, n_in, n_out| -> Result<Dense> {
+            let dense = |name: &str, (n_in, n_out)| -> Result<Dense> {
                 let (w, b) = t.linear(&format!("{p}.{name}"), n_in, n_out)?;
                 Ok(Dense::new(&w, b, n_in, n_out, kernel))
             };
@@ -245,17 +425,20 @@ impl BertModel {
                 w.extend(pw);
                 b.extend(pb);
             }
-            layers.push(Layer {
-                qkv: Dense::new(&w, b, h, 3 * h, kernel),
-                attn_out: dense("attention.output.dense", h, h)?,
-                attn_ln: t.layer_norm(&format!("{p}.attention.output.LayerNorm"), h)?,
-                inter: dense("intermediate.dense", h, cfg.intermediate_size)?,
-                out: dense("output.dense", cfg.intermediate_size, h)?,
-                out_ln: t.layer_norm(&format!("{p}.output.LayerNorm"), h)?,
-            });
+            layers.push([
+                Dense::new(&w, b, qkv.0, qkv.1, kernel),
+                dense("attention.output.dense", attn_out)?,
+                dense("intermediate.dense", inter)?,
+                dense("output.dense", out)?,
+            ]);
         }
-        let eps = cfg.layer_norm_eps as f32;
-        Ok(BertModel { cfg, word, position, token_type, emb_ln, layers, eps, kernel })
+        Ok(layers)
+    }
+
+    /// True when the word table is viewed in the model file's mapping.
+    #[cfg(test)]
+    pub fn word_table_is_mapped(&self) -> bool {
+        self.word.is_mapped()
     }
 
     pub fn config(&self) -> &BertConfig {

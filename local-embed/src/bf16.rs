@@ -12,7 +12,11 @@
 //! the same order, so the two paths agree bit for bit except where the
 //! hardware flushes a subnormal result (below 2⁻¹²⁶) to zero.
 
+use anyhow::Result;
+
+use crate::buf::Buf;
 use crate::int8::RowMap;
+use crate::weight_cache::{Arrays, Reader};
 
 /// Output channels per packed panel: one 512-bit register of f32.
 const PANEL: usize = 16;
@@ -97,8 +101,8 @@ pub struct Bf16Linear {
     k_pad: usize,
     /// `n_out` rounded up to a multiple of 16.
     n_pad: usize,
-    packed: Vec<u16>,
-    bias: Vec<f32>,
+    packed: Buf<u16>,
+    bias: Buf<f32>,
 }
 
 /// The bf16 input rows of one product (reused across products).
@@ -111,7 +115,8 @@ pub struct Bf16Scratch {
 
 impl Bf16Linear {
     /// From `w` (`[n_out, n_in]`, row-major, PyTorch's layout), each weight
-    /// rounded to bf16.
+    /// rounded to bf16. The weight cache keeps these bytes: a change here
+    /// needs a new `weight_cache::FORMAT_VERSION`.
     pub fn new(w: &[f32], b: &[f32], n_in: usize, n_out: usize) -> Bf16Linear {
         assert_eq!(w.len(), n_in * n_out);
         assert_eq!(b.len(), n_out);
@@ -126,7 +131,20 @@ impl Bf16Linear {
         }
         let mut bias = b.to_vec();
         bias.resize(n_pad, 0.0);
-        Bf16Linear { n_in, n_out, k_pad, n_pad, packed, bias }
+        Bf16Linear { n_in, n_out, k_pad, n_pad, packed: packed.into(), bias: bias.into() }
+    }
+
+    /// The prepared arrays, for the weight cache.
+    pub(crate) fn arrays<'a>(&'a self, out: &mut Arrays<'a>) {
+        out.push(&self.packed);
+        out.push(&self.bias);
+    }
+
+    /// The layer as `arrays` stored it.
+    pub(crate) fn read(r: &mut Reader, n_in: usize, n_out: usize) -> Result<Bf16Linear> {
+        let (k_pad, n_pad) = (n_in.next_multiple_of(PAIR), n_out.next_multiple_of(PANEL));
+        let (packed, bias) = (r.take(k_pad * n_pad)?, r.take(n_pad)?);
+        Ok(Bf16Linear { n_in, n_out, k_pad, n_pad, packed, bias })
     }
 
     /// `out[n, n_out] = bf16(x[n, n_in]) · Wᵀ + b`.

@@ -17,6 +17,11 @@
 //! `Σ q` kept from load. Sums stay far inside i32 (1536 · 255 · 127 < 2^26)
 //! and `vpdpbusd` does not saturate.
 
+use anyhow::Result;
+
+use crate::buf::Buf;
+use crate::weight_cache::{Arrays, Reader};
+
 /// Columns (output channels) per packed panel: one 512-bit register of i32.
 pub(crate) const PANEL: usize = 16;
 /// Bytes of one input row that `vpdpbusd` sums into one lane.
@@ -87,11 +92,11 @@ pub struct QuantLinear {
     k_pad: usize,
     /// `n_out` rounded up to a multiple of 16.
     n_pad: usize,
-    packed: Vec<i8>,
+    packed: Buf<i8>,
     /// Per output channel: the weight scale and Σ_k q (for the row minima).
-    scales: Vec<f32>,
-    col_sums: Vec<f32>,
-    bias: Vec<f32>,
+    scales: Buf<f32>,
+    col_sums: Buf<f32>,
+    bias: Buf<f32>,
 }
 
 /// A function applied to each input row before its quantization
@@ -112,7 +117,9 @@ pub struct QuantScratch {
 
 impl QuantLinear {
     /// Quantizes `w` (`[n_out, n_in]`, row-major, PyTorch's layout): each
-    /// output channel gets scale `max |w| / 127`.
+    /// output channel gets scale `max |w| / 127`. The weight cache keeps
+    /// these bytes: a change here or in the packing needs a new
+    /// `weight_cache::FORMAT_VERSION`.
     pub fn new(w: &[f32], b: &[f32], n_in: usize, n_out: usize) -> QuantLinear {
         assert_eq!(w.len(), n_in * n_out);
         assert_eq!(b.len(), n_out);
@@ -140,7 +147,24 @@ impl QuantLinear {
         }
         let mut bias = b.to_vec();
         bias.resize(n_pad, 0.0);
+        let (packed, scales, col_sums, bias) = (packed.into(), scales.into(), col_sums.into(), bias.into());
         QuantLinear { n_in, n_out, k_pad, n_pad, packed, scales, col_sums, bias }
+    }
+
+    /// The prepared arrays, for the weight cache.
+    pub(crate) fn arrays<'a>(&'a self, out: &mut Arrays<'a>) {
+        out.push(&self.packed);
+        out.push(&self.scales);
+        out.push(&self.col_sums);
+        out.push(&self.bias);
+    }
+
+    /// The layer as `arrays` stored it.
+    pub(crate) fn read(r: &mut Reader, n_in: usize, n_out: usize) -> Result<QuantLinear> {
+        let (k_pad, n_pad) = (n_in.next_multiple_of(GROUP), n_out.next_multiple_of(PANEL));
+        let packed = r.take(k_pad * n_pad)?;
+        let (scales, col_sums, bias) = (r.take(n_pad)?, r.take(n_pad)?, r.take(n_pad)?);
+        Ok(QuantLinear { n_in, n_out, k_pad, n_pad, packed, scales, col_sums, bias })
     }
 
     /// `out[n, n_out] = x[n, n_in] · Wᵀ + b` with `x` quantized per row.

@@ -11,7 +11,10 @@
 //! tokenizer (`tokenizer` module), the encoder forward pass over
 //! `matrixmultiply` GEMMs (`bert` module) or, at int8 precision, over
 //! VNNI integer kernels (`int8` module), or at bf16 over AVX-512 BF16
-//! kernels (`bf16` module), `safetensors` to read weights.
+//! kernels (`bf16` module), `safetensors` to read weights. The model file
+//! is mapped, not read; the dense layers as a precision prepares them are
+//! kept in a per-user cache (`weight_cache` module), so that a process that
+//! embeds one question starts in milliseconds.
 
 /// Element-wise kernels, compiled three times: for the baseline target and,
 /// on x86-64, with AVX-512 or AVX2 + FMA enabled (chosen at run time), so
@@ -54,14 +57,17 @@ macro_rules! multiversion {
 mod attention;
 mod bert;
 mod bf16;
+mod buf;
 mod int8;
 mod locate;
 pub mod tokenizer;
+mod weight_cache;
 
 pub use bf16::Bf16Kernel;
 pub use int8::Int8Kernel;
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
 use rayon::prelude::*;
@@ -120,6 +126,16 @@ impl<'de> serde::Deserialize<'de> for Precision {
 }
 
 impl Precision {
+    /// The settings value: `f32`, `int8`, `bf16` or `auto`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Precision::F32 => "f32",
+            Precision::Int8 => "int8",
+            Precision::Bf16 => "bf16",
+            Precision::Auto => "auto",
+        }
+    }
+
     /// The kernel this precision runs with on this CPU.
     pub fn kernel(self) -> Kernel {
         let best = Int8Kernel::best();
@@ -188,11 +204,27 @@ impl Kernel {
     }
 }
 
+/// Where a loaded model's dense layers, as its precision prepares them,
+/// came from (see [`LocalEmbedder::load_cached`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PreparedWeights {
+    /// Mapped from this cache file, which an earlier load wrote.
+    Mapped(PathBuf),
+    /// Prepared from the model file and stored in this cache file for the
+    /// next load; `replaced` says why a file already there was not used
+    /// (stale: another model or format; or damaged).
+    Stored { path: PathBuf, replaced: Option<String> },
+    /// Prepared from the model file and not kept: no cache folder (`None`),
+    /// or why the file could not be written.
+    NotKept(Option<String>),
+}
+
 /// A loaded sentence-embedding model.
 pub struct LocalEmbedder {
     dir: PathBuf,
     tokenizer: WordPieceTokenizer,
     model: bert::BertModel,
+    prepared: PreparedWeights,
     /// Longest input in tokens, `[CLS]` and `[SEP]` included (sentence-transformers' `max_seq_length`).
     max_seq_length: usize,
 }
@@ -230,9 +262,29 @@ impl LocalEmbedder {
         Self::load_with(dir, Kernel::F32)
     }
 
-    /// Loads a model directory for `kernel` (see [`Precision::kernel`]).
+    /// Loads a model directory for `kernel` (see [`Precision::kernel`]),
+    /// with the prepared weights kept in the default cache folder
+    /// ([`default_weight_cache_dir`](Self::default_weight_cache_dir)).
     /// A kernel whose instructions the CPU lacks is refused.
     pub fn load_with(dir: &Path, kernel: Kernel) -> Result<LocalEmbedder> {
+        Self::load_cached(dir, kernel, Self::default_weight_cache_dir().as_deref())
+    }
+
+    /// The folder where [`load_with`](Self::load_with) keeps prepared
+    /// weights: `$GRAPHRAG_MODEL_CACHE_DIR` (`off` for none), else
+    /// `graphrag-rs/local-embed` under `$XDG_CACHE_HOME`, `%LOCALAPPDATA%`
+    /// or `~/.cache`.
+    pub fn default_weight_cache_dir() -> Option<PathBuf> {
+        weight_cache::default_dir()
+    }
+
+    /// Loads a model directory for `kernel`. With `cache_dir`, the dense
+    /// layers as `kernel`'s precision prepares them (int8 quantized, bf16
+    /// rounded, f32 transposed) are mapped from a file there when one was
+    /// made from the same model bytes, else prepared and stored there
+    /// (a folder that cannot be written only costs the preparation at every
+    /// load). The vectors are the same bits either way.
+    pub fn load_cached(dir: &Path, kernel: Kernel, cache_dir: Option<&Path>) -> Result<LocalEmbedder> {
         if !kernel.is_available() {
             bail!("this CPU lacks the instructions of kernel {}", kernel.name());
         }
@@ -284,10 +336,28 @@ impl LocalEmbedder {
                 .unwrap_or(256)
                 .clamp(2, cfg.max_position_embeddings);
 
-        let bytes = std::fs::read(&weights_path).with_context(|| format!("reading {}", weights_path.display()))?;
-        let model = bert::BertModel::from_safetensors(cfg, &bytes, kernel)
+        // Mapped, not read: a query touches a few rows of the embedding
+        // tables, and with cached dense layers nothing else of the file.
+        let file = std::fs::File::open(&weights_path).with_context(|| format!("opening {}", weights_path.display()))?;
+        // SAFETY: the model file is not written while loaded: installers
+        // replace files by rename, which leaves this mapping on the old one.
+        let map =
+            unsafe { memmap2::Mmap::map(&file) }.with_context(|| format!("mapping {}", weights_path.display()))?;
+        // Cache files hold numbers as they lie in memory, read back by
+        // mapping: written little-endian, so only little-endian targets keep one.
+        let cache = cache_dir.filter(|_| cfg!(target_endian = "little")).map(|dir| bert::CacheAt {
+            dir,
+            model_path: &weights_path,
+            file: &file,
+        });
+        let (model, prepared) = bert::BertModel::from_mapped(cfg, &Arc::new(map), kernel, cache)
             .with_context(|| format!("loading {}", weights_path.display()))?;
-        Ok(LocalEmbedder { dir: dir.to_path_buf(), tokenizer, model, max_seq_length })
+        Ok(LocalEmbedder { dir: dir.to_path_buf(), tokenizer, model, prepared, max_seq_length })
+    }
+
+    /// Where the dense layers came from: the weight cache, or prepared now.
+    pub fn prepared_weights(&self) -> &PreparedWeights {
+        &self.prepared
     }
 
     /// Finds the default model: `$GRAPHRAG_EMBEDDING_MODEL_DIR`, then the
@@ -408,10 +478,14 @@ impl LocalEmbedder {
     }
 }
 
+/// `tokenizer.json`'s settings, its vocabulary as `V`: a map when the
+/// tokenizer is built from it, [`serde::de::IgnoredAny`] when `vocab.txt`
+/// gives it (skipping its 30,000 entries rather than allocating a map that
+/// is thrown away: every query process loads the tokenizer).
 #[derive(serde::Deserialize)]
-struct TokenizerJson {
+struct TokenizerJson<V> {
     normalizer: Option<NormalizerJson>,
-    model: Option<TokenizerModelJson>,
+    model: Option<TokenizerModelJson<V>>,
 }
 
 #[derive(serde::Deserialize)]
@@ -433,62 +507,77 @@ fn yes() -> bool {
 }
 
 #[derive(serde::Deserialize)]
-struct TokenizerModelJson {
+struct TokenizerModelJson<V> {
     #[serde(rename = "type")]
     kind: String,
-    #[serde(default)]
-    vocab: Option<std::collections::HashMap<String, u32>>,
+    #[serde(default = "none")]
+    vocab: Option<V>,
     #[serde(default)]
     max_input_chars_per_word: Option<usize>,
     #[serde(default)]
     continuing_subword_prefix: Option<String>,
 }
 
+fn none<V>() -> Option<V> {
+    None
+}
+
+/// The tokenizer settings of `tokenizer.json` (defaults: uncased BERT).
+struct TokenizerSettings<V> {
+    options: NormalizerOptions,
+    max_chars: usize,
+    prefix: String,
+    vocab: Option<V>,
+}
+
+fn tokenizer_settings<V: serde::de::DeserializeOwned>(path: &Path) -> Result<TokenizerSettings<V>> {
+    let mut out = TokenizerSettings {
+        options: NormalizerOptions::default(),
+        max_chars: 100,
+        prefix: "##".to_string(),
+        vocab: None,
+    };
+    if !path.is_file() {
+        return Ok(out);
+    }
+    let j: TokenizerJson<V> = read_json(path)?;
+    if let Some(n) = j.normalizer {
+        if n.kind != "BertNormalizer" {
+            bail!("{}: normalizer {:?} is not supported (BERT WordPiece models only)", path.display(), n.kind);
+        }
+        out.options = NormalizerOptions {
+            clean_text: n.clean_text,
+            handle_chinese_chars: n.handle_chinese_chars,
+            strip_accents: n.strip_accents,
+            lowercase: n.lowercase,
+        };
+    }
+    if let Some(m) = j.model {
+        if m.kind != "WordPiece" {
+            bail!("{}: tokenizer model {:?} is not supported (BERT WordPiece models only)", path.display(), m.kind);
+        }
+        out.max_chars = m.max_input_chars_per_word.unwrap_or(out.max_chars);
+        out.prefix = m.continuing_subword_prefix.unwrap_or(out.prefix);
+        out.vocab = m.vocab;
+    }
+    Ok(out)
+}
+
 /// The tokenizer: vocabulary from `vocab.txt` (else `tokenizer.json`),
 /// settings from `tokenizer.json` when present (defaults: uncased BERT).
 fn load_tokenizer(vocab_path: &Path, tokenizer_json: &Path) -> Result<WordPieceTokenizer> {
-    let json: Option<TokenizerJson> = if tokenizer_json.is_file() { Some(read_json(tokenizer_json)?) } else { None };
-    let mut options = NormalizerOptions::default();
-    let mut max_chars = 100;
-    let mut prefix = "##".to_string();
-    let mut json_vocab = None;
-    if let Some(j) = json {
-        if let Some(n) = j.normalizer {
-            if n.kind != "BertNormalizer" {
-                bail!(
-                    "{}: normalizer {:?} is not supported (BERT WordPiece models only)",
-                    tokenizer_json.display(),
-                    n.kind
-                );
-            }
-            options = NormalizerOptions {
-                clean_text: n.clean_text,
-                handle_chinese_chars: n.handle_chinese_chars,
-                strip_accents: n.strip_accents,
-                lowercase: n.lowercase,
-            };
-        }
-        if let Some(m) = j.model {
-            if m.kind != "WordPiece" {
-                bail!(
-                    "{}: tokenizer model {:?} is not supported (BERT WordPiece models only)",
-                    tokenizer_json.display(),
-                    m.kind
-                );
-            }
-            max_chars = m.max_input_chars_per_word.unwrap_or(max_chars);
-            prefix = m.continuing_subword_prefix.unwrap_or(prefix);
-            json_vocab = m.vocab;
-        }
-    }
-    let tok = if vocab_path.is_file() {
+    let (tok, max_chars, prefix) = if vocab_path.is_file() {
+        let s = tokenizer_settings::<serde::de::IgnoredAny>(tokenizer_json)?;
         let text = std::fs::read_to_string(vocab_path).with_context(|| format!("reading {}", vocab_path.display()))?;
-        WordPieceTokenizer::from_vocab_txt(&text, options)
-            .with_context(|| format!("loading {}", vocab_path.display()))?
+        let tok = WordPieceTokenizer::from_vocab_txt(&text, s.options)
+            .with_context(|| format!("loading {}", vocab_path.display()))?;
+        (tok, s.max_chars, s.prefix)
     } else {
-        let vocab = json_vocab.with_context(|| format!("{} has no WordPiece vocabulary", tokenizer_json.display()))?;
-        WordPieceTokenizer::from_vocab(vocab, options)
-            .with_context(|| format!("loading {}", tokenizer_json.display()))?
+        let s = tokenizer_settings::<std::collections::HashMap<String, u32>>(tokenizer_json)?;
+        let vocab = s.vocab.with_context(|| format!("{} has no WordPiece vocabulary", tokenizer_json.display()))?;
+        let tok = WordPieceTokenizer::from_vocab(vocab, s.options)
+            .with_context(|| format!("loading {}", tokenizer_json.display()))?;
+        (tok, s.max_chars, s.prefix)
     };
     Ok(tok.with_wordpiece_options(max_chars, &prefix))
 }
