@@ -146,6 +146,8 @@ fn without_lancedb_export_says_what_to_install_and_index_still_succeeds() {
     let empty = tempfile::tempdir().unwrap();
     assert!(graphrag(&["init", "--root", empty.path().to_str().unwrap()], &[]).status.success());
     fs::create_dir_all(empty.path().join("output")).unwrap();
+    // An output folder with no index in it: the export reads the published index, and there is none.
     let o = graphrag(&["export", "lancedb", "--root", empty.path().to_str().unwrap()], &[]);
-    assert!(text(&o).contains("no vectors to export"), "{}", text(&o));
+    assert!(!o.status.success());
+    assert!(text(&o).contains("no index in") && text(&o).contains("run `graphrag-rs index --root"), "{}", text(&o));
 }
