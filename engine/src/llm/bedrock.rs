@@ -14,7 +14,7 @@ use aws_sigv4::sign::v4;
 use aws_smithy_runtime_api::client::identity::Identity;
 use serde_json::{json, Map, Value};
 
-use super::wire::{split_messages, OPENAI_ONLY};
+use super::wire::{embedding_inputs, split_messages, OPENAI_ONLY};
 use super::Completion;
 use crate::settings::{AwsAccess, BedrockEmbedder};
 
@@ -104,11 +104,7 @@ pub(super) fn embeddings_body(body: &Value) -> Value {
         .filter(|(k, _)| !NOT_EMBEDDING_PARAMETERS.contains(&k.as_str()))
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
-    let inputs: Vec<&str> = match body.get("input") {
-        Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).collect(),
-        Some(Value::String(text)) => vec![text],
-        _ => Vec::new(),
-    };
+    let inputs = embedding_inputs(body);
     let dimensions = body.get("dimensions").cloned();
     match BedrockEmbedder::of(model) {
         Some(BedrockEmbedder::Cohere) => {

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 
-use super::wire::split_messages;
+use super::wire::{embedding_inputs, split_messages};
 use super::Completion;
 use crate::settings::duration_of_seconds;
 
@@ -95,11 +95,7 @@ pub(super) fn embeddings_body(body: &Value) -> Value {
             }
         }
     }
-    let inputs: Vec<&str> = match body.get("input") {
-        Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).collect(),
-        Some(Value::String(text)) => vec![text],
-        _ => Vec::new(),
-    };
+    let inputs = embedding_inputs(body);
     let requests: Vec<Value> = inputs
         .into_iter()
         .map(|text| {

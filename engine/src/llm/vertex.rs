@@ -19,6 +19,7 @@ use rustls::pki_types::PrivatePkcs8KeyDer;
 use serde_json::{json, Map, Value};
 
 use super::http::{endpoint, versioned, Failure};
+use super::wire::embedding_inputs;
 use super::LlmError;
 use crate::settings::ModelConfig;
 
@@ -277,11 +278,7 @@ pub(super) fn embeddings_body(body: &Value) -> Value {
             }
         }
     }
-    let inputs: Vec<&str> = match body.get("input") {
-        Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).collect(),
-        Some(Value::String(text)) => vec![text],
-        _ => Vec::new(),
-    };
+    let inputs = embedding_inputs(body);
     let instances: Vec<Value> = inputs
         .into_iter()
         .map(|text| {

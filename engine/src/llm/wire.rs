@@ -12,6 +12,15 @@ use serde_json::Value;
 
 use super::{anthropic, bedrock, gemini, openai, vertex, Completion};
 
+/// The texts of an OpenAI embeddings body (`input`: one string, or a list).
+pub(super) fn embedding_inputs(body: &Value) -> Vec<&str> {
+    match body.get("input") {
+        Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).collect(),
+        Some(Value::String(text)) => vec![text],
+        _ => Vec::new(),
+    }
+}
+
 /// OpenAI chat parameters that Anthropic's Messages API and Bedrock's
 /// Converse have no counterpart for: left out, so a GraphRAG `call_args`
 /// written for OpenAI works unchanged on them.

@@ -67,16 +67,8 @@ pub fn history_text(history: &[(String, String)], max_turns: usize) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::super::tables::testing::{row, words};
     use super::*;
-
-    /// One token per whitespace-separated word plus one per line: easy to reason about.
-    fn words(t: &str) -> usize {
-        t.split_whitespace().count() + t.matches('\n').count()
-    }
-
-    fn row(cells: &[&str]) -> Vec<String> {
-        cells.iter().map(|c| c.to_string()).collect()
-    }
 
     fn hist() -> Vec<(String, String)> {
         [("user", "q1"), ("assistant", "a1"), ("user", "q2"), ("assistant", "a2"), ("user", "q3")]

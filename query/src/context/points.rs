@@ -74,12 +74,8 @@ pub fn pack_points(mut points: Vec<Point>, max_tokens: usize, count: Counter) ->
 
 #[cfg(test)]
 mod tests {
+    use super::super::tables::testing::words;
     use super::*;
-
-    /// One token per whitespace-separated word plus one per line: easy to reason about.
-    fn words(t: &str) -> usize {
-        t.split_whitespace().count() + t.matches('\n').count()
-    }
 
     #[test]
     fn points_are_parsed_filtered_sorted_and_packed() {

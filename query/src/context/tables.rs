@@ -184,18 +184,23 @@ pub fn join_parts<'a>(parts: impl IntoIterator<Item = &'a str>) -> String {
     parts.into_iter().filter(|p| !p.trim().is_empty()).collect::<Vec<_>>().join("\n\n")
 }
 
+/// What the context modules' tests count and pack with.
 #[cfg(test)]
-mod tests {
-    use super::*;
-
+pub(super) mod testing {
     /// One token per whitespace-separated word plus one per line: easy to reason about.
-    fn words(t: &str) -> usize {
+    pub fn words(t: &str) -> usize {
         t.split_whitespace().count() + t.matches('\n').count()
     }
 
-    fn row(cells: &[&str]) -> Vec<String> {
+    pub fn row(cells: &[&str]) -> Vec<String> {
         cells.iter().map(|c| c.to_string()).collect()
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testing::{row, words};
+    use super::*;
 
     #[test]
     fn cells_are_single_line_without_separator() {
