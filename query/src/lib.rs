@@ -458,7 +458,7 @@ impl QueryEngine {
             context_ms: Mutex::new(None),
             on_token: Mutex::new(on_token),
         };
-        let outcome = match req.method {
+        let mut outcome = match req.method {
             Method::Local => methods::local::run(&run),
             Method::Global => methods::global::run(&run),
             Method::Basic => methods::basic::run(&run, self.basic_retriever()),
@@ -469,7 +469,6 @@ impl QueryEngine {
             Method::Hybrid => methods::keyword::run(&run, false),
             Method::Mix => methods::keyword::run(&run, true),
         }?;
-        let mut outcome = outcome;
         if let (Some(rerank), Value::Object(records)) = (run.reranked.lock().unwrap().take(), &mut outcome.records) {
             records.insert("rerank".into(), rerank);
         }

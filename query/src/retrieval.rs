@@ -5,7 +5,7 @@
 
 use std::collections::HashSet;
 
-use graphrag_engine::llm::LlmError;
+use graphrag_engine::llm::{LlmError, RerankModel};
 use graphrag_operations::rank_fusion::reciprocal_rank_fusion;
 use serde_json::json;
 
@@ -115,15 +115,35 @@ pub fn ranked_units(
     Ok(ranked)
 }
 
-/// `rows` (text units, best first, duplicates dropped) with the first
-/// `rerank.candidates` reordered by the rerank model, most relevant first,
-/// when the query reranks ([`Run::reranker`]); the rest keep their order.
-/// A rerank that fails (the endpoint down, an unusable answer) leaves the
-/// order as retrieved, with a notice; a cancelled query stops here.
-pub fn reranked(run: &Run, units: &TextUnits, rows: impl IntoIterator<Item = usize>) -> anyhow::Result<Vec<usize>> {
+/// [`sources_table`] of `rows` (text units, best first) after the query's
+/// rerank, when it reranks ([`Run::reranker`]); else the table of `rows` as
+/// they are, packed lazily as ever.
+pub fn reranked_sources(
+    run: &Run,
+    units: &TextUnits,
+    rows: impl IntoIterator<Item = usize>,
+    max_tokens: usize,
+    count: Counter,
+) -> anyhow::Result<PackedTable> {
+    let rows = match run.reranker()? {
+        Some(model) => reranked(run, &model, units, rows)?,
+        None => return Ok(sources_table(units, rows, max_tokens, count)),
+    };
+    Ok(sources_table(units, rows, max_tokens, count))
+}
+
+/// `rows` (duplicates dropped) with the first `rerank.candidates` reordered
+/// by `model`, most relevant first; the rest keep their order. A rerank that
+/// fails (the endpoint down, an unusable answer) leaves the order as
+/// retrieved, with a notice; a cancelled query stops here.
+fn reranked(
+    run: &Run,
+    model: &RerankModel,
+    units: &TextUnits,
+    rows: impl IntoIterator<Item = usize>,
+) -> anyhow::Result<Vec<usize>> {
     let mut seen = HashSet::new();
     let mut rows: Vec<usize> = rows.into_iter().filter(|u| seen.insert(*u)).collect();
-    let Some(model) = run.reranker()? else { return Ok(rows) };
     let n = (run.s().rerank.candidates as usize).min(rows.len());
     let texts: Vec<String> = rows[..n].iter().map(|&u| units.text[u].clone()).collect();
     match run.block_on(model.rerank(&run.req.question, &texts, &run.usage)) {
@@ -144,17 +164,6 @@ pub fn reranked(run: &Run, units: &TextUnits, rows: impl IntoIterator<Item = usi
         }
     }
     Ok(rows)
-}
-
-/// [`sources_table`] of `rows` after the query's rerank ([`reranked`]).
-pub fn reranked_sources(
-    run: &Run,
-    units: &TextUnits,
-    rows: impl IntoIterator<Item = usize>,
-    max_tokens: usize,
-    count: Counter,
-) -> anyhow::Result<PackedTable> {
-    Ok(sources_table(units, reranked(run, units, rows)?, max_tokens, count))
 }
 
 /// A Sources table (`id`, `text`) of the units in `rows` order, duplicates

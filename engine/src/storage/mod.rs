@@ -222,7 +222,8 @@ impl Location {
     }
 
     /// What the location is, for the few callers whose work differs by
-    /// kind (the answer cache's layout; the checks of a folder). An object
+    /// kind (the answer cache's layout; the checks of a folder; a run log's
+    /// upload; the server's live statuses). An object
     /// store location shows no local path: its working copy is this module's.
     pub fn backend(&self) -> Backend<'_> {
         match &self.remote {
