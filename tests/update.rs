@@ -160,7 +160,7 @@ fn an_added_then_removed_document_pays_only_its_share_and_keeps_unchanged_work()
             "{table}: the graph of an update is a fresh index's (descriptions aside)"
         );
     }
-    // Communities are warm-started from the previous ones (README: they may
+    // Communities are warm-started from the previous ones (docs/cli.md: they may
     // differ from a fresh index's): the level-0 communities hold the same
     // entities, each in exactly one.
     let members = level0_members(&after["communities"]);
