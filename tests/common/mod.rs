@@ -100,6 +100,13 @@ pub fn project_with(mock: &MockServer, docs: &[(String, String)], model_settings
     for doc in docs {
         put(dir.path(), doc);
     }
+    fs::write(dir.path().join("settings.yaml"), mock_settings(mock, model_settings)).unwrap();
+    dir
+}
+
+/// A settings.yaml whose chat and embedding models are the mock server, with
+/// more settings for both models (`key: value` lines).
+pub fn mock_settings(mock: &MockServer, model_settings: &str) -> String {
     let extra: String = model_settings.lines().map(|l| format!("    {}\n", l.trim())).collect();
     let model = |name: &str| {
         format!(
@@ -107,13 +114,11 @@ pub fn project_with(mock: &MockServer, docs: &[(String, String)], model_settings
             mock.base_url()
         )
     };
-    let settings = format!(
+    format!(
         "completion_models:\n  default_completion_model:\n{}embedding_models:\n  default_embedding_model:\n{}chunking:\n  size: 300\n  overlap: 30\n",
         model("mock-gpt"),
         model("mock-embed")
-    );
-    fs::write(dir.path().join("settings.yaml"), settings).unwrap();
-    dir
+    )
 }
 
 pub fn kind(stats: &graphrag_mock_llm::MockStats, class: &str) -> u64 {
