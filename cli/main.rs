@@ -1,4 +1,23 @@
 //! The `graphrag-rs` command line: argument parsing, logging, exit codes.
+//!
+//! # Modules
+//!
+//! Argument parsing and printing over `project/` and `query/`: `main.rs` (clap commands, exit codes: 1 on
+//! error, 130 after Ctrl-C, 143 after SIGTERM; installs the SIGINT/SIGTERM handler; `--root` is parsed into
+//! a `ProjectRoot` once, a bucket root checked out by `storage::root::local_root` before the command; at
+//! the end a run's log is uploaded when `reporting` is in a bucket), `init.rs`, `prompt_tune.rs`
+//! (GraphRAG's prompt-tune flags, the dry run's table), `index.rs` (index and its dry run: the plan, the
+//! estimate, the per-step table; verbs), `shard.rs` (`--shard K/N`, `--merge`, `--shards N`, `--phase
+//! units|embed|graph` of `index` and `update`, checked together into one `Sharded`), `update.rs` (update:
+//! change summary), `export.rs`, `cache.rs` (`cache import`: `ResponseCache::import`), `query.rs`,
+//! `eval.rs` (retrieval evaluation: questions file, per-question scores with recall@2/5/10 over the
+//! context's first source units, summary per method / k / budget / type; global refused), `logging.rs`
+//! (stderr + log file; console lines go through the progress bars' `MultiProgress` so they print above the
+//! bars). `index`, `update` and `query` run the start-up check (`engine::llm::preflight`;
+//! `Project::models_check`) before any model is called: `query` before it starts, `index` and `update`
+//! beside their first steps that call no model (`runner::StartupCheck`: the steps that call a model wait
+//! for it, so a failing check still ends the run with its error alone before any model call);
+//! `--skip-validation` skips it.
 
 mod cache;
 mod eval;

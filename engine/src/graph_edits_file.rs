@@ -16,6 +16,14 @@
 //! Errors name the file, line and key: of YAML that does not parse, and of
 //! values no edit can mean (an empty entity name; a weight that is not a
 //! finite number at least 0, the server's rule for the weights it records).
+//!
+//! # In detail
+//!
+//! The user's graph edits (the project's `graph_edits.yaml`: entity and relationship create / edit /
+//! delete, entity merges, in order; `engine/src/graph_edits_file.rs` parses it,
+//! `operations/src/graph_edits.rs` applies it, `project/src/graph_edits.rs` adds an edit for the server and
+//! the Python package) are applied by `finalize_graph` before ids and degrees, and the file's hash is that
+//! step's external fingerprint: every index and update keeps them.
 
 use std::path::Path;
 

@@ -2,6 +2,24 @@
 //! persisted atomically, a state file recording each step's hash so that
 //! `--resume` skips steps whose verb, args, inputs and external inputs are
 //! unchanged and whose outputs are intact.
+//!
+//! # In detail
+//!
+//! executes a `Plan`: a step starts on its own thread once its inputs exist; outputs are written
+//! atomically; `state.json` records each step's hash (verb, args, output names, input hashes, the verb's
+//! external fingerprint — input files, model and prompt texts) for `--resume`. `estimate()` is the dry run:
+//! steps that call no model run in memory, LLM steps report `llm_estimate`, and a step that calls a model
+//! without one (`calls_model`: reports, summaries, embeddings) is never run by it. With
+//! `RunOptions::progress` (the caller's `MultiProgress`), an overall "step i/n, elapsed" line sits above
+//! one bar per running step. `RunOptions::startup_check` (the start-up check, as a closure) runs on its own
+//! thread beside the steps that call no model (loading, chunking); a step whose args name a model
+//! (`model_id`) starts only once it passed, and a failure ends the run with its error
+//! (`StartupCheckFailed`) before any such step started. stats.json records each step's `start` (seconds
+//! after the run began) and the check's seconds (`startup_check`). A table stays in memory only while a
+//! step that can run next reads it; a reader further down the plan reads it back from disk. Verb outputs
+//! are shrunk to their contents (builders over-allocate), and Parquet is written one column chunk at a
+//! time, its pages waiting in an unlinked temporary file (`store::write_table`). After each step the freed
+//! heap is handed back to the system (glibc's `malloc_trim`).
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};

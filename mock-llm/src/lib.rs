@@ -22,6 +22,20 @@
 //! OAuth endpoint, `POST /token`, for the service account of [`google`]),
 //! `GET /v1/models`, `GET /stats`, `POST /stats/reset`, `GET /health`.
 //! Every answer is a pure function of the request (see [`answers`]).
+//!
+//! # Modules
+//!
+//! A deterministic OpenAI-compatible server on 127.0.0.1 for tests and benchmarks: answers every prompt the
+//! project sends and Microsoft GraphRAG's own prompt files (classified by phrases of both), under `/v1`
+//! only (a base URL without it gets a 404, as from OpenAI or Ollama), embeddings, latency (each answer is
+//! made first and sent `latency` after its request arrived, as from a remote server), fault injection (429
+//! with Retry-After, 5xx, 400, slow, hang, dropped connections, malformed, truncated, empty, huge and
+//! "mixed" output, each every k-th request or always; it answers graphrag-rs's corrective retries like the
+//! request before them), request stats, the prompts it was sent by class (`MockConfig::record_prompts`, for
+//! tests that check what was asked) and `wait_for_requests` (tests kill a client at an exact request).
+//! `answers/`: every answer is a pure function of the messages — `mod.rs` classifies the prompt and
+//! dispatches, and makes JSON mode's answers JSON; `extraction`, `reports`, `query` and `tuning` (prompt
+//! tuning's questions) answer one family of prompts each.
 
 pub mod answers;
 pub mod embed;

@@ -6,6 +6,55 @@
 //! calls, forwards the library's logs to Python's `logging`, and maps errors
 //! to the module's exceptions. The Python package (python/graphrag_rs)
 //! wraps it with DataFrames, streaming, async and progress display.
+//!
+//! # Modules
+//!
+//! pyo3 0.27 bindings, abi3 (one wheel for CPython ≥ 3.10), built by maturin as pip's PEP 517 backend (`pip
+//! install ./python`; `python/pyproject.toml`). `src/lib.rs` is the native module `graphrag_rs._native` and
+//! holds no indexing or query logic: `init`, `build_index`, `update_index` call `graphrag-project`
+//! (`src/shards.rs`: `index_shard` and `shard_status` with a `phase` (`units`, `embed`), `merge_graph`,
+//! `merge_shards`, which `python/graphrag_rs/ray.py` — the Ray driver, `python -m graphrag_rs.ray` — runs
+//! as Ray tasks); `NativeIndex` holds the `graphrag_query::QueryEngine` of one publication, every table
+//! read (`load_all`), and compares the output `Location`'s `published_token` (a local folder:
+//! `engine::staging::fingerprint`, a few `stat` calls, the server's check too; an object store: the
+//! manifest's version, one GET) before each question, reading a newer publication whole (a local folder
+//! under the writer lock, kept as it is while a writer holds it). Every long call runs on a Rust thread
+//! with the GIL released while the caller waits in 50 ms slices checking `Python::check_signals`: a
+//! KeyboardInterrupt during `build_index` / `update_index` requests the run's own `StopFlag`
+//! (`RunSettings::stop`: other builds in the process go on) and waits for the run to return (resumable
+//! state); during a query it cancels the query's `CancelToken` (`QueryRequest::cancel`), which drops its
+//! model calls. The Python `CancelToken` holds both, for `cancel=` from another thread or an asyncio task.
+//! Step progress (`RunSettings::on_step`) goes to a Python callback; an exception from it stops that run.
+//! `src/logs.rs` is the process's tracing subscriber: the library's records (INFO and above) are queued by
+//! whatever thread emits them and handed to the `graphrag_rs` logger by the thread that holds the GIL in a
+//! call of the module (never waiting for the GIL from a Rust thread). Errors are `GraphragError` /
+//! `ConfigError` / `NoIndexError` / `CancelledError`, the library's text with its CLI advice reworded for
+//! Python (`resume=True`, `force=True`). The Python face: `graphrag_rs/__init__.py` (the GraphRAG-shaped
+//! `*_search(root, query) -> (response, context)` functions typed by `Protocol`s with explicit keywords,
+//! their streaming twins, `build_index` with its default progress display from `_progress.py`: tqdm when
+//! installed, else log lines), `_aio.py` (`twin`: the `a`-prefixed coroutine of every public function and
+//! `Index` method, made from the function itself: it runs on an executor thread, the task's cancellation
+//! cancels the call's token, and `CancelledError` propagates only once the worker has ended, so the writer
+//! lock is free), `api.py` (GraphRAG 3.x's `graphrag.api` query coroutines, same names and parameters, over
+//! `Index`), `_lightrag.py` (LightRAG's `QueryParam`, its edit dicts, `query_data` and `export_data`
+//! shapes), `_index.py` (`Index`: `query` returning a `Result` that unpacks as `(response, context)`,
+//! streaming through `on_token` and a queue, `aquery_streaming` with the task's cancellation reaching the
+//! token, LightRAG's `insert` / `delete_document` as input-folder changes plus `update` (undone when the
+//! update is stopped), the entity and relation edits checked against the published graph (`src/graph.rs`: a
+//! name it lacks is refused) then kept through `graphrag_project::graph_edits::add` (native
+//! `add_graph_edit`; taken back by `remove` when their update is stopped) plus `update`,
+//! `get_knowledge_graph` and `to_networkx` from the entity and relationship tables), `_results.py`
+//! (`Result`, `Context`: the context tables cross as the query crate's JSON records and become DataFrames
+//! Python-side, columns in the context text's header order, with `in_context` on entities, relationships
+//! and claims as GraphRAG), `_native.pyi` + `py.typed` (the types mypy reads). pandas, pyarrow and networkx
+//! are imported only when asked for. Tests: `python/tests` (pytest, the mock server's binary on a free
+//! port), run by `.ci/run`. `python/Cargo.toml` also names `hyper` (server) and `bitflags` (std) without
+//! using them: that gives the dependencies the features the whole workspace turns on, so the wheel build
+//! (`-p graphrag-rs-python`, what maturin runs) reuses the artifacts `cargo test --workspace` / `cargo
+//! bench --workspace` built instead of compiling arrow, parquet and every graphrag crate again (keep it so
+//! when a workspace crate turns on a new feature: compare `cargo tree -p graphrag-rs-python -e normal,build
+//! -f "{p} [{f}]"` with the `--workspace -e normal,build,dev` one). `python/benches/query_latency.py`
+//! measures `Index.query` against `benches/query.rs` on the same project.
 
 mod graph;
 mod logs;

@@ -15,6 +15,53 @@
 //! async runtime, so call it from a plain thread (inside an async program, use
 //! `spawn_blocking`). Tables and vectors are loaded on first use and kept, so
 //! later queries through the same engine read nothing from disk.
+//!
+//! # Modules (and the vector store, crate graphrag-vectors)
+//!
+//! The query engine: `QueryEngine` loads only the tables and vectors a method needs (once; the entities'
+//! and relationships' text unit lists as numbers of the distinct ids, `table::IdNumbers`), `context.rs`
+//! holds the pure packing/ranking functions, `methods/` one file per search method; every method makes
+//! exactly one final chat call (`Run::chat`), streamed when the caller asks. `embeddings.rs` turns an
+//! embeddings.<field>.parquet into a searchable store; a text unit that `embed` split into pieces (longer
+//! than the embedding model's window) also has its pieces' vectors (`piece_vectors`) and scores as the best
+//! of its whole vector and its pieces (MaxP). `retrieval.rs` holds the text unit rankings every method
+//! shares — dense, BM25 (`Index::lexical`: lexical_index.parquet, or built in memory from text_units for an
+//! older index), their reciprocal rank fusion — and the Sources table packed from a ranking, after the
+//! rerank stage (`reranked_sources`: the best `rerank.candidates` chunks reordered by a rerank model,
+//! engine `llm/rerank.rs`, when the query reranks; a failure keeps the order); `basic` (hybrid by default,
+//! `dense`, `bm25`) is those rankings cut at k or at a budget. `passage_graph.rs` is the graph the walks
+//! use, built once per index: one node per entity and per text unit, unit–entity edges from the entities'
+//! `text_unit_ids` (the edge to the entity a unit's document title names weighted
+//! `ppr_search.title_edge_weight`), entity–entity edges from relationships, the units by their document
+//! titles' names (with title options), entity PageRank on demand; `Index::entity_mentions` counts once per
+//! index the units holding every word of each entity's name. `methods/ppr.rs` seeds it (named entities —
+//! with `ppr_search.link_threshold` also those whose name vectors are close to the question's noun phrases
+//! —, entities of the best hybrid units weighted by those units' scores, each entity also by its inverse
+//! document frequency over the units — with `ppr_search.specificity: words` over the units holding every
+//! word of its name, from the BM25 index —, every unit by its dense and BM25 scores, with
+//! `ppr_search.title_seed_weight` the units whose document title the question names), walks it
+//! (`ppr_search.walk`: Personalized PageRank, MiniRAG-style paths, RAGFlow-style n-hop) — with
+//! `ppr_search.bridge_units` a second time, from the entities of the first walk's best units — and fuses
+//! the walks' rankings with the hybrid one (`ppr_search.walk_head`: the walk's first units ahead of the
+//! fusion), then moves near copies (unit vectors within `ppr_search.duplicate_similarity`) out of the first
+//! five places; the five title-dependent options come from `PprSearchConfig::tuning` (engine settings),
+//! which fills those left null by whether the documents have titles (`input.title_column`; `specificity`
+//! and `walk` are the enums `PprSpecificity` and `PprWalk`, parsed with the settings); `local`, `hybrid`
+//! and `mix` call the same ranking on an index whose entities have no descriptions. A request's
+//! `max_context_tokens` (eval's `--budget`) replaces each method's own token limits; rankings are then
+//! fused over the units each would fit into the budget on its own (`retrieval::budget_window`), as `k`
+//! fuses the top k of each. A community level N means the reports of levels 0 to N, as GraphRAG 3.3's
+//! `read_indexer_reports` selects them (`context::reports_up_to_level`); a level beyond the index's deepest
+//! uses the deepest, with a notice (`Run::notice`, once per query). Multi-call methods (global, drift) load
+//! and check their prompts' placeholders before the first call (`Run::checked_prompt`). `methods/drift.rs`
+//! is GraphRAG 3.3's loop: HyDE query expansion → primer folds over the closest reports → `n_depth` rounds
+//! of local searches (`local::build` with DRIFT's `local_search_*` parameters, `LocalParams`) over the
+//! unasked follow-ups, drawn in a question-seeded order → reduce. `prompts.rs` falls back to the shipped
+//! prompt of a setting whose file does not exist (with a notice), as GraphRAG does. The embedded vector
+//! store: exact SIMD cosine search, HNSW (8-bit quantised graph, f32 re-scoring, checksummed file format)
+//! from `vector_store.ann_threshold` vectors on, searched with beam `vector_store.ann_ef_search` (a beam of
+//! at least n / 100 scans the 8-bit codes instead of walking the graph), a `VectorStore` trait for external
+//! stores.
 
 pub mod context;
 mod data;

@@ -14,6 +14,44 @@
 //! delete, or `graphrag-rs update` run beside the server) is loaded whole
 //! and swapped in. Adding or deleting documents writes the input folder and
 //! queues an `update` (graphrag_project) on the one writer thread.
+//!
+//! # Modules
+//!
+//! `graphrag-rs serve` on plain hyper (already in the tree for mock-llm; no framework). `lib.rs`
+//! (`Server::start(ServeOptions)`: binds, routes, checks the API key, refuses writes on a `--read-only`
+//! replica (`writes`), polls every `serve.poll_seconds` for an index published by another process),
+//! `listener.rs` (the connection layer, settings `serve`: accept loop with a connection cap and a pause on
+//! EMFILE-like errors, hyper's header read timeout — also the idle keep-alive limit — and head size limit,
+//! the body deadline `http::body_bytes` enforces, a send timeout on each connection's writes
+//! (`SendTimeout`, for clients that stop reading), CORS preflights before the key check via `cors.rs`),
+//! `state.rs` (the `Snapshot` — a `QueryEngine` with every table and vector read at once
+//! (`QueryEngine::load_all`) while holding the index's writer lock, so it is one publication, plus the
+//! explorer's `Graph` — swapped whole in an `RwLock<Arc<_>>`; a query keeps the `Arc` it started with, so
+//! it never sees two indexes; the writer thread that runs `graphrag_project::update` for queued document
+//! changes, one run per batch of requests, and the pipeline status its step callback feeds), `documents.rs`
+//! (LightRAG's document paths; names sanitised, input/ only; uploads checked against the project's input
+//! settings (`graphrag_project::InputFiles`), content duplicates recorded failed), `uploads.rs` (track ids
+//! and refused uploads, for the server's lifetime), `query.rs` (`/query`, `/query/stream`, graph paths;
+//! queries run on blocking threads), `query_data.rs` (`/query/data`), `chat.rs` (Ollama and OpenAI chat:
+//! mode prefixes, content parts, `/api/show`, `/v1/models/{model}`, stream usage, errors in each API's
+//! shape), `chat_model.rs` (whether the default method has a usable chat model — `/health`, the start-up
+//! log — and the 503 that refuses a question without one), `graph.rs` (neighbourhoods for `/graphs`),
+//! `graph_routes.rs` (label popular/search, graph editing into `graph_edits.yaml`), `auth.rs` (LightRAG's
+//! `/auth-status`, `/login`, `/auth/verify`: guest mode, its 403s for its UI), `multipart.rs`,
+//! `openapi.rs` + `openapi_schemas.rs` (the route table with each body's JSON schema, also used to answer 405 vs 404,
+//! and LightRAG's paths not offered, answered 501 with the reason), `api_docs.rs` + `api_docs.html`
+//! (`/docs`), `webui_dir.rs` (`--webui-dir`: a built UI such as LightRAG's served from a folder), `http.rs`
+//! (bodies, bounded reads, JSON errors `{"detail"}`), `webui.rs` + `webui/` (plain HTML/JS/CSS embedded
+//! with `include_str!`, no build step; `webui/vendor/` holds marked and DOMPurify copied unchanged from
+//! npm, for answers rendered as Markdown; the graph is a canvas with a small force layout over the
+//! requested subgraph only). Tests: `server/tests/api.rs` (end to end on the mock LLM, and queries during
+//! an update), `chat_api.rs` (message shapes, model paths, stream usage, no usable chat model; it runs
+//! `sdk_clients.py`, the official `openai` and `ollama` Python clients in a scripted session),
+//! `lightrag_api.rs` (LightRAG's paths, upload statuses, graph edits surviving an update), `bad_input.rs`
+//! (malformed requests), `webui_browser.rs` and `lightrag_webui_browser.rs` (the built-in UI, and
+//! LightRAG's own UI from the lightrag-hku wheel, in headless Chromium over the DevTools protocol of
+//! `tests/common/browser.rs`, screenshots in target/webui-screenshots/); `benches/serve_load.rs` the load
+//! test.
 
 mod api_docs;
 mod auth;

@@ -1,6 +1,24 @@
 //! The verbs of graphrag-rs, one file each (a serde config struct and a
 //! function from input tables to output tables), and the registry that
 //! hands them to the engine.
+//!
+//! # Modules
+//!
+//! One file per verb (`load_documents/` is a folder: the verb, and `formats.rs` for PDF via pdf-extract,
+//! DOCX via zip + roxmltree, Parquet rows; a parser panic on a malformed PDF becomes that file's error);
+//! `lib.rs` holds the registry (one line per verb): `load_documents`, `chunk`, `entity_extract`,
+//! `extract_graph_nlp`, `merge_graphs`, `resolve_entities`, `summarize`, `extract_claims`,
+//! `finalize_graph`, `cluster_leiden`, `community_report`, `embed`, `lexical_index`. Shared helpers:
+//! `graph_tables.rs` (intermediate graph tables), `llm_steps.rs` (concurrent calls from a sync verb, the
+//! extraction answer check, the gleaning conversation, fingerprints, dry-run estimates). An LLM verb never
+//! drops an item whose call failed: it reports it (`VerbContext::item_failures`); `summarize` also cuts
+//! every stored description to `max_length` words. `merge_graphs` records which text units gave each
+//! description (`description_sources`), so that `summarize` can tell, in an update, the descriptions new
+//! text units brought: an element whose text units only grew is summarised from its previous description
+//! plus those (one call), one whose text units are unchanged keeps its description, one that lost a text
+//! unit is summarised from all its descriptions. `community_report` keeps, in an update, the previous
+//! report of every community that did not change materially (`update.community_reports`; the policy itself
+//! is `operations::community_report::needs_new_report`).
 
 pub mod chunk;
 pub mod cluster_leiden;

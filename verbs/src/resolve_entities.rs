@@ -6,6 +6,19 @@
 //! (parallel ones merged, weights added, self-loops dropped), and every merge
 //! is a row of `entity_aliases` (alias, canonical entity, method, score,
 //! evidence): nothing is lost, and every merge can be seen and undone.
+//!
+//! # In detail
+//!
+//! Entity resolution (`resolve_entities`, every pipeline — standard, light, fast —, before summaries and
+//! clustering): candidate pairs by blocking on names (rarest content word, same letters, initials,
+//! neighbours in sorted letter order — never all pairs), judged by rules
+//! (`operations/src/entity_resolution/`) or, with a chat model (`resolve_entities.mode`), by batched yes/no
+//! questions whose answers are checked and cached like every answer; the project's `aliases.yaml` forces
+//! (`same:`) or forbids (`different:`) merges and is part of the step's fingerprint, so `update` redoes
+//! resolution (and what depends on it) when the file changes. Merged entities keep the union of their text
+//! units and descriptions; relationships are re-pointed (parallel ones merged, weights added, self-loops
+//! dropped); every merge is a row of `entity_aliases.parquet`, which the query engine reads to find an
+//! entity by any of its names.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;

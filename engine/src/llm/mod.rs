@@ -2,6 +2,62 @@
 //! engine goes through here. It owns concurrency and rate limits, retries
 //! and their bounds, the checks every answer must pass before it is used or
 //! cached, the response cache, JSON repair and token accounting.
+//!
+//! # In detail
+//!
+//! `ChatModel` (`chat.rs`: OpenAI-compatible chat over reqwest+rustls; every call names the `AnswerCheck`
+//! its answer must pass, and an unusable answer is asked again — as is, then corrective or with a larger
+//! `max_tokens` — and never cached; `chat_json`/`chat_json_with` for JSON objects with required fields;
+//! `chat_stream`; `call_args` merged into every body; `with_options(CallOptions)`: the same model asked
+//! with one call's own temperature / top_p / max_tokens, e.g. DRIFT's `local_search_*` and `reduce_*`
+//! settings), `answer` (the checks: cut off (`finish_reason: length`), over 1 MB, or not what was asked:
+//! text, JSON + schema, Y/N; extraction's record check lives in `verbs/llm_steps.rs`), `EmbeddingModel`
+//! (HTTP batched by count and tokens, vectors asked as base64 and read as base64 or numbers (`http.rs`), or
+//! the local model at its `precision`, whose `Kernel::vector_identity` (`@int8-attn`, `@bf16`) int8 and
+//! bf16 add to the cache key and the fingerprint (f32 keys unchanged); vectors checked: one dimension,
+//! finite), `retry` (`Policy`: the limiter, the model's `RetryPolicy` with every wait capped by
+//! `max_retry_wait` (or GraphRAG's `retry.max_delay`) — a server's Retry-After included —, the
+//! `max_retry_time` budget, not-retryable failures (4xx but 408/429, bad URL, TLS) ending at once, long
+//! waits logged as warnings, and the circuit breaker: `max_consecutive_failures` calls in a row failed for
+//! good → no more calls this run; a `CallScope` — a query's cancel token and `RetryBudget` (no retry later
+//! than its limit after the query's first failure) — bounds the calls of one model made `within` it),
+//! `LlmService::for_queries` (the query policy: settings `query` lower every model's timeout and retry
+//! budget, no breaker, answers in the size-bounded `query` partition of the cache, `cache_budget.rs`: least
+//! recently used deleted first), `limiter` (concurrency semaphore + requests/tokens-per-period buckets),
+//! `http` (transport: URLs built with `Url` from `api_base`, query kept; bodies read up to a limit; the key
+//! and api_base's query values scrubbed from every message, `api_base.rs`), `wire` (each provider's wire
+//! format: requests are made in OpenAI's form — the form of cache keys, step hashes, `call_args` and
+//! corrective retries — and translated at the transport: `openai.rs`, `anthropic.rs` (Messages API),
+//! `gemini.rs` (generateContent, batchEmbedContents), `bedrock.rs` (Converse, each request SigV4-signed by
+//! `aws-sigv4`), `vertex.rs` (Gemini on Vertex AI: its URLs, `:predict` embeddings, and the service
+//! account's access token, an RS256 JWT signed by `ring` exchanged at its token URI and kept until near
+//! expiry); answers, stream events, embeddings and a 429's wait read back into one `Completion`; the
+//! provider is `settings::Provider`, parsed once), `cache` (`ResponseCache`: `put` takes only a `Checked`
+//! value and `get` re-runs the caller's check; corrupt entries are counted, one warning; a step's partition
+//! `<model_instance_name>/` reads the root's answers too; two backends: `cache_folder` (one JSON file per
+//! request under DIR/cache, atomic but not synced to disk (`store::atomic_write_unsynced`: a sync per
+//! answer cost milliseconds on the request path; an entry a machine crash tore is unreadable, counted
+//! corrupt and asked again); bounded by `cache_budget.rs`: least recently used deleted first) and, on an
+//! object store, `cache_segments` (`ObjectAnswers`): each process writes its own segment objects
+//! (`<partition>/segments/<writer>-<n>.answers`, a line per answer: key, tab, JSON), one at a time per
+//! partition, at each step's end (`LlmService::flush_cache`, called by the runner), every second by a
+//! thread while answers wait, at 2,000 answers / 16 MiB, and when the cache is dropped; a reader lists a
+//! partition's `segments/` once (a miss then costs nothing) and reads them 16 at a time, later segments
+//! replacing earlier answers; a segment is deleted only by its writer, which folds its own small
+//! consecutive segments into runs of up to 16 MiB once it has 64 in a partition (folded written first,
+//! under a name that sorts where the run's last did; a reader that finds a listed segment gone lists
+//! again); readers never write or delete; `ResponseCache::import` (CLI `cache import`) copies a local cache
+//! folder into a bucket, one-object-per-answer layouts are not read; `cache_held` (`Held`): the answers
+//! held in memory, by key and segment line; bounded (the query cache, `ResponseCache::bounded`) it counts
+//! each entry and loaded answer against `query.cache_max_bytes`, unloads the least recently used answers
+//! first (read again with one ranged GET of their line; gone, folded since: asked again), then forgets
+//! entries), `usage` (calls/tokens/cache hits/retries and waits/unusable answers by kind per model →
+//! stats.json), `service` (`LlmService`: the project's models + the tokio runtime that synchronous verbs
+//! `block_on`; `chat_model_for(id, partition)`), `preflight` (the start-up check: one 1-token chat /
+//! one-text embedding per endpoint a run uses, its own 4 s timeout, no cache, no retry but of a dropped
+//! connection; judges the answer — refused, DNS, timeout, HTML, 404 without /v1, 401 — into one
+//! `ConfigError` with the settings key and the fix; a 5xx, a connection dropped three times or a cut-short
+//! or malformed JSON body into a warning, as the run retries those).
 
 pub mod answer;
 mod anthropic;

@@ -5,6 +5,23 @@
 //! `models` and `sections` hold the structs, `check` the checks serde cannot
 //! express, `compat` what a GraphRAG project may bring that has no effect
 //! here (one warning) or is not implemented (an error).
+//!
+//! # In detail
+//!
+//! `Settings`: one serde struct per GraphRAG 3.3 section (`sections.rs`; the models' entries and their
+//! effective retry / rate-limit policy in `models.rs`), `deny_unknown_fields`, a default for every key,
+//! every key of GraphRAG 3.3's resolved configuration among them. `load()` finds settings.yaml / .yml /
+//! .json, substitutes `${VAR}` (`env.rs`: process env over `DIR/.env`), parses with serde_yaml_ng or
+//! serde_json + serde_path_to_error, `check()`s what serde cannot (`check.rs`: values, references, backends
+//! that are not implemented → errors naming what is supported) and `resolve()`s keys that set others
+//! (top-level `concurrent_requests` → each model, `embed_text.batch_*` → its model). `compat.rs` lists the
+//! GraphRAG keys present that have no effect here (`Unused` fields), for one warning with their lines.
+//! `Secret` keeps API keys and connection strings out of Debug and serialisation. `storage.rs`: the storage
+//! sections, `type` parsed once into `StorageType` (file | blob | s3 | gcs | cosmosdb), and
+//! `StorageConfig::target()` → `StorageTarget` (a folder, or a `RemoteStorage`: bucket/container + object
+//! prefix; also parsed from `s3://`, `az://`, `gs://` URLs; a bucket or container name its service would
+//! refuse is a key error naming the rule, `NameRule`), whose key errors `check.rs` turns into file/line/key
+//! errors.
 
 use std::collections::BTreeMap;
 use std::fmt;

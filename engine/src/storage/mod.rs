@@ -21,6 +21,88 @@
 //! The working copy is this module's business: the runner stages and
 //! commits in it (`staging`), readers keep copies of published versions in
 //! it (the current and the previous).
+//!
+//! # In detail
+//!
+//! where a project's documents, index and answers live. Every backend is reached through one trait, `Store`
+//! (`backend.rs`: get, put, create, exists, delete, delete_all, list, folders, join, describe), a folder
+//! and `object_store`'s S3 / Azure / GCS behind it, its contracts written on it (a file is written whole;
+//! `create` has one winner; listings are sorted and complete; removal is idempotent). Publication (atomic)
+//! and the writer's lease (one writer at a time) differ by backend and are `Location`'s (module docs of
+//! `storage/mod.rs`). Readers open the published index only through `Location::open_published`
+//! (`published.rs`: a folder's version held by the writer lock while read, `Busy` while a writer publishes;
+//! a store's local copy of one version) — serve's snapshots and Python's `Index` alike; writers change it
+//! only through `storage::Writer` (`lock_for_writing`, then `prepare` the staging folder, `commit`,
+//! `publish`). `Storage { input, output, cache }` is opened once from the root and the settings
+//! (`Storage::open`: the only join of the root with a `base_dir`); each is a `Location`: a local folder, or
+//! a prefix of an object store with a local copy. A `Location` shows no local path: what is read and
+//! written for every machine goes through its own methods (`read`, `put`, `create`, `list`, `exists`,
+//! `remove`, `remove_all`, `subfolders`, `join` for a sub-location), and the three local folders storage
+//! hands out are typed by what they are for: `WorkingCopy` (`working_copy.rs`: where a run or a shard
+//! writes Parquet, then `push` / `push_table` / `put_table` / `pull_table` to and from the store; for a
+//! folder the folder itself), `Writer::index` and its staging (the index a run resumes from), and
+//! `PublishedVersion::dir` (a reader's held copy). `Location::backend()` (`Folder(path)` | `ObjectStore`)
+//! is for the callers whose work differs by kind: the answer cache's layout, the checks of a folder, a run
+//! log's name and upload, and where the server reads live document statuses. Callers name tables, never
+//! `.parquet` files, and no `object_store` type leaves `engine/`. `read_published` reads one file of the
+//! published version (the manifest and the file, no local copy: `update --shard`'s previous method).
+//! `object.rs`: `ObjectLocation` (get, ranged get, put, conditional put, list, list one level's folders,
+//! delete, upload, download) over `Arc<dyn ObjectStore>`, synchronous like the engine: each request runs on
+//! the module's own small runtime and is waited for over a channel (safe from any thread, a tokio worker
+//! included). `publish.rs`: publication without rename — a run stages and commits in its local working copy
+//! as on disk (`staging`), then uploads the published files under `v-NNNNNN/` and writes `manifest.json`
+//! naming that version with a conditional put (create, or update from the e-tag read); readers read the
+//! manifest first (`fetch`: a local copy per version, downloaded once, so a server's snapshot stays whole;
+//! marked complete only with every file at its manifest size; once a new copy is complete, copies older
+//! than the one before it are deleted), the previous version is kept and older ones deleted by the next
+//! publication. Publication's storage calls (the manifest's read, uploads, the manifest's conditional put,
+//! `Lease::check` before them) are retried with doubling waits within a `RetryWindow`
+//! (`PUBLISH_RETRY_SECONDS`, 60 s; a `tracing::warn!` per retry naming the call and the time left; not a
+//! denied access nor another writer's `Conditional::Lost`), then fail saying nothing was published; the
+//! manifest carries a unique `publication` id, so a conditional put carried out whose answer was lost (its
+//! retry then loses) is recognized by reading the manifest back. Cleanup of old versions after the manifest
+//! only warns. One writer at a time: `lease.json` (conditional put, `LEASE_SECONDS` 30 s, renewed every 10
+//! s by a thread; it records host, pid, boot id and the process's start time in clock ticks: a holder with
+//! this host and boot id whose pid is gone or started at another time — a container's PID 1 — is taken over
+//! at once, others when the lease expires; a refusal names the holder's process, host, since when, and the
+//! seconds left). A writer first mirrors the published version into its working copy (`mirror`), which
+//! `update` and `--resume` start from. `root.rs`: a project root in a bucket (`--root s3://…`):
+//! `local_root` checks its project files (settings, `.env`, top-level files, `prompts/`, `workflows/`) out
+//! into a local working copy marked with its URL (`settings::REMOTE_ROOT_FILE`), where `settings::load`
+//! turns every `file` storage into the same folder under the root's prefix (`Settings::rebase`); `init`
+//! uploads a scaffold, `write_back` the project files a command wrote (graph edits, tuned prompts).
+//! `Storage::reporting`: where run logs go (`project::RunLog` uploads a run's log to a bucket at its end).
+//! The answer cache on an object store is written in segments (`llm/cache_segments.rs`), the input one
+//! object per document (listed once a run: `ObjectFiles` keeps its first listing for the load step's resume
+//! check and load). Every store `Storage::open` connects counts its requests into the process's counters of
+//! its setting and location (`counting::CountingStore::for_setting`); the runner writes those of the run's
+//! own locations since it began into stats.json (`storage_requests`, from `RunOptions::storage_requests`,
+//! which project/'s runs set from `Storage::remote_locations`); `scripts/shard_s3_requests.py` counts a
+//! whole process's requests with a proxy in front of moto.
+//!
+//! object storage on Apache Arrow's `object_store` crate (features aws-base, azure-base, gcp-base, ring: no
+//! aws-lc-rs C build; HTTP through reqwest on `tls`'s shared rustls config). `remote.rs`: `connect(setting,
+//! &RemoteStorage)` builds the store (credentials from the environment as the cloud SDKs read them, or a
+//! blob `connection_string`; connect/request timeouts, bounded retries) and makes one bounded LIST,
+//! classifying failures into `RemoteError` (NoSuchBucket, AccessDenied, EndpointDown, …, each naming the
+//! setting, never a secret). `counting.rs`: `CountingStore`, an `ObjectStore` decorator counting
+//! GET/HEAD/PUT/LIST/DELETE/COPY requests and bytes (`RequestCounts`, serialisable for stats.json), into
+//! the process's counters of a setting and location (`for_setting`; `RequestSnapshot`, `RunRequests`: the
+//! runner's `storage_requests`). Tested against real servers on loopback (engine/tests/object_stores.rs;
+//! tests/common/object_servers.rs starts moto's S3 server, Azurite and fake-gcs-server, skipped with a
+//! message when absent, a failure under CI). fake-gcs-server lacks the XML API's upload that object_store's
+//! GCS client sends, so object_servers.rs puts an `UploadAdapter` in front of it that turns that one
+//! request into the JSON API's multipart upload (`ifGenerationMatch` kept: conditional puts are the
+//! emulator's own); the rest reaches it unchanged. A GCS endpoint is object_store's: GOOGLE_BASE_URL or the
+//! service-account key's `gcs_base_url` (`remote.rs` reads it too, to allow plain HTTP). Not tested on GCS:
+//! the typed errors (fake-gcs-server answers a missing bucket's LIST with a 500, where GCS answers
+//! `NoSuchBucket`, and checks no credentials). End to end: project/tests/object_store.rs (fast and standard
+//! index, update, on S3, on Azurite with `graphrag init`'s blob settings and a fast index and its rerun on
+//! GCS, each byte-equal to the local folder) and tests/object_store_kill.rs (index and update on S3,
+//! Azurite and GCS killed by SIGKILL at seeded random moments: the published version stays whole, the rerun
+//! repeats no model call), tests/object_store_root.rs (a project root in a bucket: S3; in a container and a
+//! GCS bucket, indexed there), and tests/shards_object_store.rs (sharded index and update into S3, each
+//! command in its own working copy, byte-equal to a local index).
 
 mod backend;
 pub mod counting;
