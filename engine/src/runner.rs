@@ -67,7 +67,7 @@ pub type StepObserver = Arc<dyn Fn(&StepEvent) + Send + Sync>;
 /// The start-up check of the model endpoints (`llm::preflight`), run on its
 /// own thread beside the steps that call no model (loading, chunking), so
 /// that its round trip is not added to the run's. Steps that name a model
-/// (a `model_id` arg) start only once it passed; when it fails, none of them
+/// ([`crate::verb::Verb::names_model`]) start only once it passed; when it fails, none of them
 /// starts and the run ends with its error ([`StartupCheckFailed`]).
 pub type StartupCheck = Arc<dyn Fn() -> anyhow::Result<()> + Send + Sync>;
 
@@ -82,11 +82,6 @@ impl std::fmt::Display for StartupCheckFailed {
 }
 
 impl std::error::Error for StartupCheckFailed {}
-
-/// Whether a step waits for the start-up check: it names a model.
-fn names_model(step: &Step) -> bool {
-    step.args.get("model_id").is_some()
-}
 
 #[derive(Clone, Default)]
 pub struct RunOptions {
@@ -488,7 +483,7 @@ pub fn run(plan: &Plan, ws: &Workspace, opts: &RunOptions) -> anyhow::Result<Run
             if failure.is_none() {
                 for (i, started) in started_steps.iter_mut().enumerate() {
                     let step = &plan.steps[i];
-                    let ready = step.deps.iter().all(|&d| done[d]) && !(check_pending && names_model(step));
+                    let ready = step.deps.iter().all(|&d| done[d]) && !(check_pending && step.verb.names_model());
                     if !*started && ready {
                         *started = true;
                         running += 1;
