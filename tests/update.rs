@@ -254,7 +254,11 @@ fn an_added_then_removed_document_pays_only_its_share_and_keeps_unchanged_work()
         a.symmetric_difference(b).count() as f64 / a.union(b).count().max(1) as f64
     };
     let policy = graphrag_engine::settings::UpdateConfig { material_fraction, ..Default::default() };
-    assert_eq!(policy.community_reports, "material", "the default policy");
+    assert_eq!(
+        policy.community_reports,
+        graphrag_operations::community_report::Refresh::Material,
+        "the default policy"
+    );
     let (mut kept, mut renewed) = (0, 0);
     for (key, (ents, rels, _)) in &now {
         let material = match then.get(key) {

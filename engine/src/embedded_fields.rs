@@ -1,40 +1,78 @@
 //! The text fields that are embedded (GraphRAG's text_unit_text,
 //! entity_description, community_full_content, and LightRAG's
 //! relationship_description): which table each comes from and the text of
-//! each row. Shared by the `embed` verb and the query engine.
+//! each row. Shared by the `embed` verb, the settings and the query engine.
 
 use arrow_array::RecordBatch;
+use serde::{Deserialize, Serialize};
 
 use crate::table::strings;
 
-pub const FIELDS: [&str; 4] =
-    ["text_unit_text", "entity_description", "community_full_content", "relationship_description"];
+/// An embedded field, written by its name (`embeddings.<name>.parquet`).
+/// The order is that of the query engine's per-field slots.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EmbeddedField {
+    TextUnitText,
+    EntityDescription,
+    RelationshipDescription,
+    CommunityFullContent,
+}
 
-/// The table whose rows a field's vectors belong to.
-pub fn source_table(field: &str) -> &'static str {
-    match field {
-        "text_unit_text" => "text_units",
-        "entity_description" => "entities",
-        "community_full_content" => "community_reports",
-        _ => "relationships",
+impl EmbeddedField {
+    pub const ALL: [EmbeddedField; 4] = [
+        EmbeddedField::TextUnitText,
+        EmbeddedField::EntityDescription,
+        EmbeddedField::RelationshipDescription,
+        EmbeddedField::CommunityFullContent,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            EmbeddedField::TextUnitText => "text_unit_text",
+            EmbeddedField::EntityDescription => "entity_description",
+            EmbeddedField::RelationshipDescription => "relationship_description",
+            EmbeddedField::CommunityFullContent => "community_full_content",
+        }
     }
+
+    /// The table whose rows the field's vectors belong to.
+    pub fn table(self) -> &'static str {
+        match self {
+            EmbeddedField::TextUnitText => "text_units",
+            EmbeddedField::EntityDescription => "entities",
+            EmbeddedField::RelationshipDescription => "relationships",
+            EmbeddedField::CommunityFullContent => "community_reports",
+        }
+    }
+}
+
+/// What is done with a text longer than the embedding model takes
+/// (`embed_text.long_text`: `split` or `truncate`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LongText {
+    /// Embed the parts and average their vectors.
+    Split,
+    /// Embed the first part only.
+    Truncate,
 }
 
 /// (row ids, texts) of `field` in its source table; None where a row has
 /// nothing to embed (an empty text, or a relationship without description).
-pub fn texts(field: &str, t: &RecordBatch) -> anyhow::Result<(Vec<String>, Vec<Option<String>>)> {
-    let table = source_table(field);
+pub fn texts(field: EmbeddedField, t: &RecordBatch) -> anyhow::Result<(Vec<String>, Vec<Option<String>>)> {
+    let table = field.table();
     let own = |v: Vec<&str>| v.into_iter().map(|s| (!s.trim().is_empty()).then(|| s.to_string())).collect::<Vec<_>>();
     let ids = strings(t, table, "id")?;
     let texts: Vec<Option<String>> = match field {
-        "text_unit_text" => own(strings(t, table, "text")?),
-        "entity_description" => strings(t, table, "title")?
+        EmbeddedField::TextUnitText => own(strings(t, table, "text")?),
+        EmbeddedField::EntityDescription => strings(t, table, "title")?
             .iter()
             .zip(strings(t, table, "description")?)
             .map(|(title, d)| Some(format!("{title}:{d}")))
             .collect(),
-        "community_full_content" => own(strings(t, table, "full_content")?),
-        _ => {
+        EmbeddedField::CommunityFullContent => own(strings(t, table, "full_content")?),
+        EmbeddedField::RelationshipDescription => {
             let (s, g, d) =
                 (strings(t, table, "source")?, strings(t, table, "target")?, strings(t, table, "description")?);
             (0..t.num_rows())
@@ -46,7 +84,20 @@ pub fn texts(field: &str, t: &RecordBatch) -> anyhow::Result<(Vec<String>, Vec<O
 }
 
 /// Rows with something to embed: (ids, texts).
-pub fn embeddable(field: &str, t: &RecordBatch) -> anyhow::Result<(Vec<String>, Vec<String>)> {
+pub fn embeddable(field: EmbeddedField, t: &RecordBatch) -> anyhow::Result<(Vec<String>, Vec<String>)> {
     let (ids, texts) = texts(field, t)?;
     Ok(ids.into_iter().zip(texts).filter_map(|(id, t)| t.map(|t| (id, t))).unzip())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fields_are_written_by_name() {
+        for field in EmbeddedField::ALL {
+            assert_eq!(serde_json::to_value(field).unwrap(), field.name());
+            assert_eq!(serde_json::from_value::<EmbeddedField>(field.name().into()).unwrap(), field);
+        }
+    }
 }

@@ -38,7 +38,7 @@ use crate::failures::{self, FailedItem, FailedItems};
 use crate::interrupt;
 use crate::llm::LlmService;
 use crate::pipeline::{Plan, Step};
-use crate::stats::{peak_rss_mb, RunStats, StepStats};
+use crate::stats::{peak_rss_mb, RunStats, RunStatus, StepStats, StepStatus};
 use crate::storage::counting::RunRequests;
 use crate::storage::files::FileSource;
 use crate::store;
@@ -75,8 +75,8 @@ pub struct StepEvent<'a> {
     /// The step's place in the plan (0-based) and the plan's length.
     pub index: usize,
     pub total: usize,
-    /// `None` when it starts; its status when it ends: `ran`, `skipped` or `failed`.
-    pub finished: Option<&'a str>,
+    /// `None` when it starts; its status when it ends.
+    pub finished: Option<StepStatus>,
 }
 
 /// Called with each [`StepEvent`], from the step's thread.
@@ -85,7 +85,7 @@ pub type StepObserver = Arc<dyn Fn(&StepEvent) + Send + Sync>;
 /// The start-up check of the model endpoints (`llm::preflight`), run on its
 /// own thread beside the steps that call no model (loading, chunking), so
 /// that its round trip is not added to the run's. Steps that name a model
-/// (a `model_id` arg) start only once it passed; when it fails, none of them
+/// ([`crate::verb::Verb::names_model`]) start only once it passed; when it fails, none of them
 /// starts and the run ends with its error ([`StartupCheckFailed`]).
 pub type StartupCheck = Arc<dyn Fn() -> anyhow::Result<()> + Send + Sync>;
 
@@ -100,11 +100,6 @@ impl std::fmt::Display for StartupCheckFailed {
 }
 
 impl std::error::Error for StartupCheckFailed {}
-
-/// Whether a step waits for the start-up check: it names a model.
-fn names_model(step: &Step) -> bool {
-    step.args.get("model_id").is_some()
-}
 
 #[derive(Clone, Default)]
 pub struct RunOptions {
@@ -345,7 +340,8 @@ impl Shared<'_> {
         let mut stats = StepStats { verb: step.info.name.to_string(), ..StepStats::default() };
         let result = self.run_step(i, &counters, &mut stats);
         stats.overall = started.elapsed().as_secs_f64();
-        if stats.status == "ran" {
+        stats.status = *result.as_ref().unwrap_or(&StepStatus::Failed);
+        if stats.status == StepStatus::Ran {
             tracing::info!(step = %step.id, seconds = (stats.overall * 100.0).round() / 100.0, "finished");
         }
         stats.peak_rss_mb = peak_rss_mb();
@@ -361,16 +357,14 @@ impl Shared<'_> {
         }
         stats.failed_items = std::mem::take(&mut *counters.failed.lock().unwrap());
         stats.unreadable_inputs = std::mem::take(&mut *counters.unreadable.lock().unwrap());
-        if result.is_err() {
-            stats.status = "failed".into();
-        }
         if let Some(observe) = &self.opts.on_step {
-            observe(&event(Some(&stats.status)));
+            observe(&event(Some(stats.status)));
         }
-        (stats, result)
+        (stats, result.map(drop))
     }
 
-    fn run_step(&self, i: usize, counters: &StepCounters, stats: &mut StepStats) -> anyhow::Result<()> {
+    /// Runs or skips step `i`, saying which.
+    fn run_step(&self, i: usize, counters: &StepCounters, stats: &mut StepStats) -> anyhow::Result<StepStatus> {
         let step = &self.plan.steps[i];
         let ctx = self
             .ws
@@ -391,8 +385,7 @@ impl Shared<'_> {
                 drop(state);
                 self.hashes.lock().unwrap().extend(outputs);
                 self.finished_reading(i);
-                stats.status = "skipped".into();
-                return Ok(());
+                return Ok(StepStatus::Skipped);
             }
         }
         let inputs = step.inputs.iter().map(|t| self.table(t)).collect::<anyhow::Result<Vec<_>>>()?;
@@ -431,8 +424,7 @@ impl Shared<'_> {
             store::atomic_write(&state_path(&self.ws.output_dir), &bytes)?;
         }
         release_free_heap();
-        stats.status = "ran".into();
-        Ok(())
+        Ok(StepStatus::Ran)
     }
 
     /// Names failed text units after their documents (the run's documents
@@ -509,7 +501,7 @@ pub fn run(plan: &Plan, ws: &Workspace, opts: &RunOptions) -> anyhow::Result<Run
             if failure.is_none() {
                 for (i, started) in started_steps.iter_mut().enumerate() {
                     let step = &plan.steps[i];
-                    let ready = step.deps.iter().all(|&d| done[d]) && !(check_pending && names_model(step));
+                    let ready = step.deps.iter().all(|&d| done[d]) && !(check_pending && step.verb.names_model());
                     if !*started && ready {
                         *started = true;
                         running += 1;
@@ -578,11 +570,10 @@ pub fn run(plan: &Plan, ws: &Workspace, opts: &RunOptions) -> anyhow::Result<Run
     stats.total_runtime = began.elapsed().as_secs_f64();
     stats.sum_llm_usage();
     stats.status = match &failure {
-        None => "completed",
-        Some(e) if interrupt::caused(e) => "interrupted",
-        Some(_) => "failed",
-    }
-    .into();
+        None => RunStatus::Completed,
+        Some(e) if interrupt::caused(e) => RunStatus::Interrupted,
+        Some(_) => RunStatus::Failed,
+    };
     stats.error = failure.as_ref().map(|e| format!("{e:#}"));
     if failure.is_none() && plan.is_published("documents") {
         stats.num_documents = shared.table("documents").map(|t| t.num_rows() as u64).unwrap_or(0);
@@ -623,10 +614,9 @@ mod tests {
         )
     }
 
-    fn statuses(stats: &RunStats) -> Vec<(&str, &str)> {
-        let mut v: Vec<_> = stats.workflows.iter().map(|(k, s)| (k.as_str(), s.status.as_str())).collect();
-        v.sort();
-        v
+    /// Each step's status, by step id (the order of `workflows`).
+    fn statuses(stats: &RunStats) -> Vec<(&str, StepStatus)> {
+        stats.workflows.iter().map(|(k, s)| (k.as_str(), s.status)).collect()
     }
 
     fn scaled(ws: &Workspace) -> Vec<i64> {
@@ -685,38 +675,39 @@ mod tests {
 
     #[test]
     fn resume_skips_unchanged_and_reruns_changed_steps() {
+        use StepStatus::{Ran, Skipped};
         let dir = tempfile::tempdir().unwrap();
         let ws = workspace(dir.path());
         let resume = RunOptions { resume: true, ..RunOptions::default() };
         let first = run(&plan(&chain(3, 2)).unwrap(), &ws, &resume).unwrap();
-        assert_eq!(statuses(&first), [("scale", "ran"), ("src", "ran")]);
+        assert_eq!(statuses(&first), [("scale", Ran), ("src", Ran)]);
         assert_eq!(scaled(&ws), [6]);
         assert!(ws.output_dir.join(".steps/raw.parquet").exists(), "intermediate table kept");
 
         let again = run(&plan(&chain(3, 2)).unwrap(), &ws, &resume).unwrap();
-        assert_eq!(statuses(&again), [("scale", "skipped"), ("src", "skipped")]);
+        assert_eq!(statuses(&again), [("scale", Skipped), ("src", Skipped)]);
         assert_eq!(resume_preview(&plan(&chain(3, 2)).unwrap(), &ws).unwrap(), [true, true]);
 
         // A changed arg reruns that step only.
         let changed = run(&plan(&chain(3, 5)).unwrap(), &ws, &resume).unwrap();
-        assert_eq!(statuses(&changed), [("scale", "ran"), ("src", "skipped")]);
+        assert_eq!(statuses(&changed), [("scale", Ran), ("src", Skipped)]);
         assert_eq!(scaled(&ws), [15]);
 
         // A changed upstream step reruns everything downstream.
         assert_eq!(resume_preview(&plan(&chain(4, 5)).unwrap(), &ws).unwrap(), [false, false]);
         let upstream = run(&plan(&chain(4, 5)).unwrap(), &ws, &resume).unwrap();
-        assert_eq!(statuses(&upstream), [("scale", "ran"), ("src", "ran")]);
+        assert_eq!(statuses(&upstream), [("scale", Ran), ("src", Ran)]);
         assert_eq!(scaled(&ws), [20]);
 
         // A damaged or missing output reruns its step.
         std::fs::write(ws.output_dir.join("scaled.parquet"), b"garbage").unwrap();
         let repaired = run(&plan(&chain(4, 5)).unwrap(), &ws, &resume).unwrap();
-        assert_eq!(statuses(&repaired), [("scale", "ran"), ("src", "skipped")]);
+        assert_eq!(statuses(&repaired), [("scale", Ran), ("src", Skipped)]);
         assert_eq!(scaled(&ws), [20]);
 
         // Without --resume everything runs.
         let full = run(&plan(&chain(4, 5)).unwrap(), &ws, &RunOptions::default()).unwrap();
-        assert_eq!(statuses(&full), [("scale", "ran"), ("src", "ran")]);
+        assert_eq!(statuses(&full), [("scale", Ran), ("src", Ran)]);
         let stats: serde_json::Value =
             serde_json::from_slice(&std::fs::read(ws.output_dir.join("stats.json")).unwrap()).unwrap();
         assert_eq!(stats["workflows"]["scale"]["rows_out"], 1);

@@ -9,12 +9,71 @@ use crate::failures::FailedItem;
 use crate::llm::ModelUsage;
 use crate::storage::counting::RequestsBySetting;
 
+/// How a run ended, written to stats.json as `completed`, `failed` or
+/// `interrupted`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum RunStatus {
+    Completed,
+    /// The default: a run is set `completed` only once every step ran.
+    #[default]
+    Failed,
+    /// A stop request ([`crate::interrupt`]) ended it.
+    Interrupted,
+}
+
+impl RunStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Completed => "completed",
+            RunStatus::Failed => "failed",
+            RunStatus::Interrupted => "interrupted",
+        }
+    }
+}
+
+impl std::fmt::Display for RunStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // `pad`, so that a width (`{:<8}`) applies as to a string.
+        f.pad(self.as_str())
+    }
+}
+
+/// How a step ended, written to stats.json (and shown, and passed to step
+/// observers) as `ran`, `skipped` or `failed`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum StepStatus {
+    Ran,
+    /// `--resume` found its outputs up to date.
+    Skipped,
+    /// The default: a step is set `ran` or `skipped` only once it succeeded.
+    #[default]
+    Failed,
+}
+
+impl StepStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StepStatus::Ran => "ran",
+            StepStatus::Skipped => "skipped",
+            StepStatus::Failed => "failed",
+        }
+    }
+}
+
+impl std::fmt::Display for StepStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Default)]
 pub struct RunStats {
     pub pipeline: String,
-    /// `completed`, `failed` or `interrupted` (a failed run's stats.json is
-    /// written beside its staged outputs, not over the live index's).
-    pub status: String,
+    /// A failed run's stats.json is written beside its staged outputs, not
+    /// over the live index's.
+    pub status: RunStatus,
     /// Why the run failed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -62,8 +121,7 @@ impl RunStats {
 #[derive(Debug, Clone, Serialize, Default)]
 pub struct StepStats {
     pub verb: String,
-    /// `ran`, `skipped` when --resume found its outputs up to date, or `failed`.
-    pub status: String,
+    pub status: StepStatus,
     /// Seconds after the run began that the step started.
     pub start: f64,
     /// Seconds.
@@ -99,4 +157,27 @@ pub fn peak_rss_mb() -> Option<f64> {
     let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
     let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some((kb / 1024.0 * 10.0).round() / 10.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_are_written_and_shown_as_their_words() {
+        for (status, word) in
+            [(StepStatus::Ran, "ran"), (StepStatus::Skipped, "skipped"), (StepStatus::Failed, "failed")]
+        {
+            assert_eq!(serde_json::to_value(status).unwrap(), word);
+            assert_eq!(format!("{status:<8}|"), format!("{word:<8}|"));
+        }
+        for (status, word) in [
+            (RunStatus::Completed, "completed"),
+            (RunStatus::Failed, "failed"),
+            (RunStatus::Interrupted, "interrupted"),
+        ] {
+            assert_eq!(serde_json::to_value(status).unwrap(), word);
+            assert_eq!(status.to_string(), word);
+        }
+    }
 }

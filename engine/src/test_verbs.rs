@@ -110,7 +110,7 @@ impl Verb for Fail {
     }
 }
 
-/// Stands for a step that calls a model (it has a `model_id` arg): records
+/// Stands for a step that calls a model ([`Verb::names_model`]): records
 /// that it ran, and fails unless the start-up check for `model_id` passed
 /// first ([`CHECKED`]).
 #[derive(Deserialize)]
@@ -128,6 +128,10 @@ impl VerbDef for ModelStep {
 }
 
 impl Verb for ModelStep {
+    fn names_model(&self) -> bool {
+        true
+    }
+
     fn run(&self, inputs: &[Arc<RecordBatch>], _: &VerbContext) -> anyhow::Result<Vec<RecordBatch>> {
         MODEL_STEPS_RUN.lock().unwrap().push(self.model_id.clone());
         anyhow::ensure!(CHECKED.lock().unwrap().contains(&self.model_id), "started before the start-up check passed");

@@ -55,6 +55,14 @@ pub trait Verb: Send + Sync {
     fn calls_model(&self, _ctx: &VerbContext) -> anyhow::Result<bool> {
         Ok(false)
     }
+
+    /// Whether the step names a model of the settings (its `model_id`),
+    /// whether or not these inputs will call it: such a step starts only once
+    /// the start-up check of the model endpoints passed (see
+    /// `runner::StartupCheck`).
+    fn names_model(&self) -> bool {
+        false
+    }
 }
 
 /// Expected LLM cost of a step.

@@ -8,15 +8,19 @@ use std::ops::Range;
 use std::sync::OnceLock;
 
 use regex::Regex;
+use serde::{Deserialize, Serialize};
 
 use crate::tokenizer::Encoding;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Written `tokens` or `sentence` (GraphRAG's `chunking.type`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Strategy {
     /// Fixed windows of `size` tokens advancing by `size - overlap` (GraphRAG's `tokens`).
+    #[serde(rename = "tokens")]
     Tokens,
     /// Whole sentences packed up to `size` tokens; the overlap is made of whole
     /// trailing sentences. A sentence longer than `size` is split by tokens.
+    #[serde(rename = "sentence")]
     Sentences,
 }
 

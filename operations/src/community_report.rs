@@ -6,6 +6,7 @@
 use std::cell::OnceCell;
 use std::collections::HashSet;
 
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::tokenizer::Encoding;
@@ -429,8 +430,10 @@ pub fn extractive_report(
     }
 }
 
-/// Which community reports an update writes again (`update.community_reports`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Which community reports an update writes again (`update.community_reports`:
+/// `all`, `changed` or `material`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Refresh {
     /// Every report whose input changed, as a fresh index of the same graph
     /// would (a report whose input did not change comes from the cache).
@@ -441,17 +444,28 @@ pub enum Refresh {
     Material,
 }
 
-impl Refresh {
-    pub const NAMES: [&'static str; 3] = ["all", "changed", "material"];
+/// Whether community reports are written by a chat model
+/// (`community_reports.mode`: `auto`, `llm` or `extractive`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ReportMode {
+    /// The chat model when one is configured, else extractive reports.
+    Auto,
+    /// The chat model, required.
+    Llm,
+    /// Never a model: extractive reports.
+    Extractive,
+}
 
-    pub fn parse(name: &str) -> Option<Refresh> {
-        match name {
-            "all" => Some(Refresh::All),
-            "changed" => Some(Refresh::Changed),
-            "material" => Some(Refresh::Material),
-            _ => None,
-        }
-    }
+/// What a community report is made from (the `community_report` step's
+/// `method`: `graph` or `text`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ReportMethod {
+    /// Entities, relationships and claims.
+    Graph,
+    /// Source passages.
+    Text,
 }
 
 /// When a community's change is material: more than `fraction` of its
@@ -683,11 +697,12 @@ mod tests {
         // The fraction is a setting: at 0.5 the swap is no longer material.
         let lenient = Materiality { fraction: 0.5, degree: 10 };
         assert!(!needs_new_report(Refresh::Material, &before, &swapped, degree, lenient));
+        let parse = |name: &str| serde_json::from_value::<Refresh>(name.into()).ok();
         assert_eq!(
-            Refresh::NAMES.map(Refresh::parse),
+            ["all", "changed", "material"].map(parse),
             [Some(Refresh::All), Some(Refresh::Changed), Some(Refresh::Material)]
         );
-        assert_eq!(Refresh::parse("sometimes"), None);
+        assert_eq!(parse("sometimes"), None);
     }
 
     #[test]

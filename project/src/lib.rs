@@ -91,6 +91,7 @@ mod shard;
 
 pub use graphrag_engine::interrupt::StopFlag;
 pub use graphrag_engine::runner::{StepEstimate, StepEvent, StepObserver};
+pub use graphrag_engine::stats::{RunStatus, StepStatus};
 /// Which files the project's input settings read (the server checks uploads against it).
 pub use graphrag_verbs::load_documents::InputFiles;
 pub use init::{init, InitOptions, InitReport};

@@ -121,6 +121,15 @@ impl fmt::Display for RunError {
     }
 }
 
+/// So that a caller can put a failed run behind `?` in its own error type;
+/// the run's error is the source.
+impl std::error::Error for RunError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        let error: &(dyn std::error::Error + Send + Sync + 'static) = self.error.as_ref();
+        Some(error)
+    }
+}
+
 /// Documents added, changed (same title, new content), removed and
 /// unchanged between two documents tables.
 #[derive(Debug, Default, Clone, PartialEq)]
@@ -401,6 +410,14 @@ fn warn_about_tolerated_failures(stats: &RunStats) {
 mod tests {
     use super::*;
     use graphrag_engine::schema;
+
+    #[test]
+    fn a_run_error_is_a_std_error_whose_source_is_the_runs_error() {
+        let e = RunError { error: anyhow::anyhow!("step `x` failed"), note: Some("kept".into()) };
+        let as_std: &dyn std::error::Error = &e;
+        assert_eq!(as_std.source().map(ToString::to_string).as_deref(), Some("step `x` failed"));
+        assert_eq!(as_std.to_string(), "kept\nstep `x` failed");
+    }
 
     fn docs(rows: &[(&str, &str)]) -> RecordBatch {
         let n = rows.len();

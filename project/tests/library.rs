@@ -46,8 +46,7 @@ fn index_reports_steps_stops_when_asked_and_updates() {
     // Resumed to the end, with every step reported once started and once ended.
     let events = Arc::new(Mutex::new(Vec::new()));
     let seen = events.clone();
-    let record =
-        Arc::new(move |e: &StepEvent| seen.lock().unwrap().push((e.step.to_string(), e.finished.map(str::to_string))));
+    let record = Arc::new(move |e: &StepEvent| seen.lock().unwrap().push((e.step.to_string(), e.finished)));
     let project = Project::open(root, &OpenOptions::default()).unwrap();
     let steps = project.plan.steps.len();
     let opts = IndexOptions {

@@ -71,7 +71,8 @@ use graphrag_engine::settings::ProjectRoot;
 use graphrag_engine::storage::{Location, Published, Storage};
 use graphrag_project::documents::{Added, InputDocuments};
 use graphrag_project::{
-    IndexOptions, OpenOptions, Project, RunError, RunReport, RunSettings, StepEvent, StopFlag, UpdateOptions,
+    IndexOptions, OpenOptions, Project, RunError, RunReport, RunSettings, StepEvent, StepStatus, StopFlag,
+    UpdateOptions,
 };
 use graphrag_query::{Method, QueryEngine, QueryRequest};
 use pyo3::create_exception;
@@ -221,9 +222,9 @@ fn observer(callback: Py<PyAny>, raised: Arc<Mutex<Option<PyErr>>>, stop: StopFl
     Arc::new(move |ev: &StepEvent| {
         Python::attach(|py| {
             let forwarded = logs::forward(py);
-            if let Err(e) =
-                forwarded.and_then(|()| callback.call1(py, (ev.step, ev.index, ev.total, ev.finished)).map(drop))
-            {
+            if let Err(e) = forwarded.and_then(|()| {
+                callback.call1(py, (ev.step, ev.index, ev.total, ev.finished.map(StepStatus::as_str))).map(drop)
+            }) {
                 let mut slot = raised.lock().unwrap_or_else(|e| e.into_inner());
                 if slot.is_none() {
                     *slot = Some(e);

@@ -654,7 +654,7 @@ impl Index {
 
     /// Number of rows of a field's source table (Parquet footer only).
     fn source_rows(&self, field: Field) -> usize {
-        *self.rows[field.slot()].get_or_init(|| {
+        *self.rows[crate::embeddings::slot(field)].get_or_init(|| {
             let path = self.table_path(field.table());
             std::fs::File::open(&path)
                 .ok()
@@ -685,7 +685,7 @@ impl Index {
 
     /// The vectors file of `field` as it is (read once), empty or not.
     fn read_vectors(&self, field: Field) -> anyhow::Result<Arc<Vectors>> {
-        cached(&self.vectors[field.slot()], || {
+        cached(&self.vectors[crate::embeddings::slot(field)], || {
             let path = self.table_path(&format!("embeddings.{}", field.name()));
             if !path.exists() {
                 bail!(
@@ -713,9 +713,9 @@ impl Index {
         if path.exists() || !self.output.join("lancedb").is_dir() {
             return self.vectors(field);
         }
-        cached(&self.vectors[field.slot()], || {
+        cached(&self.vectors[crate::embeddings::slot(field)], || {
             let table = read_table(&self.table_path(field.table()))?;
-            let (ids, texts) = graphrag_engine::embedded_fields::embeddable(field.name(), &table)?;
+            let (ids, texts) = graphrag_engine::embedded_fields::embeddable(field, &table)?;
             tracing::info!(
                 "no {} (a Microsoft GraphRAG index keeps its vectors in LanceDB): embedding {} texts of {} now",
                 path.display(),

@@ -16,38 +16,12 @@ use graphrag_engine::store::read_table;
 use graphrag_engine::table::{column_of, strings};
 use graphrag_vectors::{Collection, EmbeddedStore, HnswParams, VectorStore};
 
-/// The embedded fields (embeddings.<field>.parquet).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Field {
-    TextUnitText,
-    EntityDescription,
-    RelationshipDescription,
-    CommunityFullContent,
-}
+/// The embedded fields (embeddings.<field>.parquet), as the index writes them.
+pub use graphrag_engine::embedded_fields::EmbeddedField as Field;
 
-impl Field {
-    pub fn name(self) -> &'static str {
-        match self {
-            Field::TextUnitText => "text_unit_text",
-            Field::EntityDescription => "entity_description",
-            Field::RelationshipDescription => "relationship_description",
-            Field::CommunityFullContent => "community_full_content",
-        }
-    }
-
-    /// The table whose rows the vectors belong to.
-    pub fn table(self) -> &'static str {
-        match self {
-            Field::TextUnitText => "text_units",
-            Field::EntityDescription => "entities",
-            Field::RelationshipDescription => "relationships",
-            Field::CommunityFullContent => "community_reports",
-        }
-    }
-
-    pub(crate) fn slot(self) -> usize {
-        self as usize
-    }
+/// The field's place in the per-field caches (`Field::ALL`'s order).
+pub(crate) fn slot(field: Field) -> usize {
+    field as usize
 }
 
 /// The vectors of the pieces long texts were split into, each with the

@@ -24,8 +24,7 @@ pub struct Chunk {
     pub size: usize,
     pub overlap: usize,
     pub encoding_model: String,
-    /// `tokens` or `sentence`.
-    pub strategy: String,
+    pub strategy: Strategy,
     /// Document fields written at the head of each chunk as `field: value.`
     /// lines, as GraphRAG's `chunking.prepend_metadata`: `id`, `title`,
     /// `text`, `creation_date`, or a raw_data column (csv/json inputs).
@@ -47,16 +46,11 @@ impl Default for Chunk {
 
 impl Chunk {
     fn config(&self) -> Result<ChunkConfig, String> {
-        let strategy = match self.strategy.as_str() {
-            "tokens" => Strategy::Tokens,
-            "sentence" => Strategy::Sentences,
-            other => return Err(format!("strategy `{other}` is not one of tokens, sentence")),
-        };
         let cfg = ChunkConfig {
             size: self.size,
             overlap: self.overlap,
             encoding: self.encoding_model.parse::<Encoding>()?,
-            strategy,
+            strategy: self.strategy,
         };
         cfg.validate()?;
         Ok(cfg)
@@ -252,6 +246,7 @@ mod tests {
         let bad = |v| serde_json::from_value::<Chunk>(v).unwrap().check().unwrap_err();
         assert!(bad(serde_json::json!({"size": 10, "overlap": 10})).contains("overlap"));
         assert!(bad(serde_json::json!({"encoding_model": "p50k"})).contains("unknown encoding"));
-        assert!(bad(serde_json::json!({"strategy": "words"})).contains("strategy"));
+        let unknown = serde_json::from_value::<Chunk>(serde_json::json!({"strategy": "words"})).unwrap_err();
+        assert!(unknown.to_string().contains("unknown variant `words`"), "{unknown}");
     }
 }

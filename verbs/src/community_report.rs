@@ -22,7 +22,7 @@ use graphrag_engine::verb::{Verb, VerbDef, VerbInfo};
 use graphrag_operations::community_report::{
     extractive_report, full_content, is_extractive, needs_new_report, report_from_json, report_json, text_context,
     ContextClaim, ContextEntity, ContextRelationship, Finding, GraphContext, Materiality, Membership, Refresh, Report,
-    SubReport,
+    ReportMethod, ReportMode, SubReport,
 };
 use graphrag_operations::ids::stable_uuid;
 
@@ -34,11 +34,8 @@ use crate::llm_steps::{fingerprint, IN_FLIGHT};
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct CommunityReport {
-    /// `graph` (entities, relationships, claims) or `text` (source passages).
-    pub method: String,
-    /// `auto`: the chat model when one is configured, else extractive;
-    /// `llm`: require the chat model; `extractive`: never call a model.
-    pub mode: String,
+    pub method: ReportMethod,
+    pub mode: ReportMode,
     pub model_id: String,
     /// The cache partition of this step's answers (`cache/<name>/`), as
     /// GraphRAG's `model_instance_name`; none: the cache root.
@@ -49,10 +46,9 @@ pub struct CommunityReport {
     pub max_length: u32,
     /// Tokens of context per community.
     pub max_input_length: usize,
-    /// In an update, which reports are written again: `all`, `changed` or
-    /// `material` (the others are kept from the previous index); see
-    /// `community_report::Refresh`.
-    pub refresh: String,
+    /// In an update, which reports are written again (the others are kept
+    /// from the previous index).
+    pub refresh: Refresh,
     /// `material`: a community whose members or relationships turned over by
     /// more than this fraction.
     pub material_fraction: f64,
@@ -65,7 +61,7 @@ impl Default for CommunityReport {
     fn default() -> Self {
         let (s, u) = (CommunityReportsConfig::default(), UpdateConfig::default());
         CommunityReport {
-            method: "graph".into(),
+            method: ReportMethod::Graph,
             mode: s.mode,
             model_id: s.completion_model_id,
             model_instance_name: None,
@@ -89,15 +85,6 @@ impl VerbDef for CommunityReport {
     };
 
     fn check(&self) -> Result<(), String> {
-        if !["graph", "text"].contains(&self.method.as_str()) {
-            return Err(format!("method `{}` is not one of graph, text", self.method));
-        }
-        if !["auto", "llm", "extractive"].contains(&self.mode.as_str()) {
-            return Err(format!("mode `{}` is not one of auto, llm, extractive", self.mode));
-        }
-        if Refresh::parse(&self.refresh).is_none() {
-            return Err(format!("refresh `{}` is not one of {}", self.refresh, Refresh::NAMES.join(", ")));
-        }
         if !(0.0..=1.0).contains(&self.material_fraction) {
             return Err(format!("material_fraction {} is not between 0 and 1", self.material_fraction));
         }
@@ -110,18 +97,17 @@ impl VerbDef for CommunityReport {
 
 impl CommunityReport {
     fn uses_llm(&self, ctx: &VerbContext) -> anyhow::Result<bool> {
-        Ok(match self.mode.as_str() {
-            "extractive" => false,
-            "llm" => true,
-            _ => ctx.llm()?.has_chat_model(&self.model_id),
+        Ok(match self.mode {
+            ReportMode::Extractive => false,
+            ReportMode::Llm => true,
+            ReportMode::Auto => ctx.llm()?.has_chat_model(&self.model_id),
         })
     }
 
     fn prompt_path(&self) -> &str {
-        if self.method == "text" {
-            &self.text_prompt
-        } else {
-            &self.graph_prompt
+        match self.method {
+            ReportMethod::Text => &self.text_prompt,
+            ReportMethod::Graph => &self.graph_prompt,
         }
     }
 }
@@ -287,6 +273,10 @@ impl<'a> Sources<'a> {
 }
 
 impl Verb for CommunityReport {
+    fn names_model(&self) -> bool {
+        true
+    }
+
     fn calls_model(&self, ctx: &VerbContext) -> anyhow::Result<bool> {
         self.uses_llm(ctx)
     }
@@ -385,10 +375,9 @@ impl Verb for CommunityReport {
                         });
                     }
                     let m = sources.gather(i);
-                    let context = if self.method == "text" {
-                        text_context(&m.units, self.max_input_length)
-                    } else {
-                        m.graph_context().render(&sub_reports, self.max_input_length)
+                    let context = match self.method {
+                        ReportMethod::Text => text_context(&m.units, self.max_input_length),
+                        ReportMethod::Graph => m.graph_context().render(&sub_reports, self.max_input_length),
                     };
                     let vars = BTreeMap::from([
                         ("input_text", Value::from(context)),
@@ -483,7 +472,7 @@ impl CommunityReport {
         let row_of: HashMap<i64, usize> = community.iter().enumerate().map(|(i, &c)| (c, i)).collect();
         let waits: Vec<bool> = (0..community.len())
             .map(|i| {
-                self.method != "text"
+                self.method == ReportMethod::Graph
                     && !done.contains_key(&community[i])
                     && children[i].iter().any(|c| row_of.contains_key(c))
                     && !sources.gather(i).graph_context().fits(self.max_input_length)
@@ -519,7 +508,7 @@ impl CommunityReport {
     /// and level, a model-made report, no source text unit removed, and no
     /// change that `refresh` calls for a new report.
     fn reports_to_keep(&self, ctx: &VerbContext, inputs: &[Arc<RecordBatch>]) -> anyhow::Result<HashMap<i64, Report>> {
-        let refresh = Refresh::parse(&self.refresh).unwrap_or(Refresh::Material);
+        let refresh = self.refresh;
         let Some(previous) = ctx.previous().filter(|_| refresh != Refresh::All) else { return Ok(HashMap::new()) };
         let (Some(before), Some(old_reports)) = (previous.table("communities")?, previous.table("community_reports")?)
         else {

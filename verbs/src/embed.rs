@@ -15,44 +15,51 @@ use arrow_schema::{DataType, Field, Schema};
 use serde::Deserialize;
 
 use graphrag_engine::context::VerbContext;
-use graphrag_engine::embedded_fields::{self, FIELDS};
+use graphrag_engine::embedded_fields::{self, EmbeddedField, LongText};
 use graphrag_engine::schema;
 use graphrag_engine::settings::{EmbedTextConfig, VectorStoreConfig};
 use graphrag_engine::verb::{Verb, VerbDef, VerbInfo};
-use graphrag_operations::suggest::did_you_mean;
 use graphrag_vectors::{Collection, HnswParams};
 
+/// The step's args; only `field` is required (it has no default: each
+/// step embeds its own), the others default to settings.yaml's.
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields, default)]
+#[serde(deny_unknown_fields)]
 pub struct Embed {
-    /// One of FIELDS; the input table must be the matching one.
-    pub field: String,
+    /// The input table must be the field's.
+    pub field: EmbeddedField,
     /// The fields settings ask for (embed_text.names): when `field` is not
     /// among them the output is empty and no model is called.
-    pub names: Vec<String>,
+    #[serde(default = "default_names")]
+    pub names: Vec<EmbeddedField>,
+    #[serde(default = "default_model_id")]
     pub model_id: String,
     /// The cache partition of this step's answers (`cache/<name>/`), as
     /// GraphRAG's `model_instance_name`; none: the cache root.
+    #[serde(default)]
     pub model_instance_name: Option<String>,
-    /// `split` (embed the parts and average) or `truncate`.
-    pub long_text: String,
+    #[serde(default = "default_long_text")]
+    pub long_text: LongText,
     /// From this many vectors an HNSW index is built and saved as
     /// `output/vectors/<field>.hnsw` for the query engine (0: never).
+    #[serde(default = "default_ann_threshold")]
     pub ann_threshold: usize,
 }
 
-impl Default for Embed {
-    fn default() -> Self {
-        let s = EmbedTextConfig::default();
-        Embed {
-            field: String::new(),
-            names: s.names,
-            model_id: s.embedding_model_id,
-            model_instance_name: None,
-            long_text: s.long_text,
-            ann_threshold: VectorStoreConfig::default().ann_threshold,
-        }
-    }
+fn default_names() -> Vec<EmbeddedField> {
+    EmbedTextConfig::default().names
+}
+
+fn default_model_id() -> String {
+    EmbedTextConfig::default().embedding_model_id
+}
+
+fn default_long_text() -> LongText {
+    EmbedTextConfig::default().long_text
+}
+
+fn default_ann_threshold() -> usize {
+    VectorStoreConfig::default().ann_threshold
 }
 
 impl VerbDef for Embed {
@@ -62,22 +69,6 @@ impl VerbDef for Embed {
         inputs: &["table"],
         outputs: &["embeddings"],
     };
-
-    fn check(&self) -> Result<(), String> {
-        for f in std::iter::once(&self.field).chain(&self.names) {
-            if !FIELDS.contains(&f.as_str()) {
-                return Err(format!(
-                    "`{f}` is not an embeddable field{}; expected one of {}",
-                    did_you_mean(f, FIELDS),
-                    FIELDS.join(", ")
-                ));
-            }
-        }
-        if !["split", "truncate"].contains(&self.long_text.as_str()) {
-            return Err(format!("long_text `{}` is not one of split, truncate", self.long_text));
-        }
-        Ok(())
-    }
 }
 
 /// The value field of a vector (Arrow's list item).
@@ -160,6 +151,10 @@ pub fn save_ann_index(
 const EMBED_BATCH: usize = 256;
 
 impl Verb for Embed {
+    fn names_model(&self) -> bool {
+        true
+    }
+
     fn external_fingerprint(&self, ctx: &VerbContext) -> anyhow::Result<Option<String>> {
         if !self.names.contains(&self.field) {
             return Ok(None);
@@ -179,13 +174,16 @@ impl Verb for Embed {
         let model = llm.embedding_model_for(&self.model_id, self.model_instance_name.as_deref())?;
         // Rows with nothing to embed get no vector (e.g. the fast method's
         // relationships, which have no descriptions).
-        let (ids, texts) = embedded_fields::embeddable(&self.field, &inputs[0])?;
+        let (ids, texts) = embedded_fields::embeddable(self.field, &inputs[0])?;
         // Each text becomes one or more pieces; vectors of pieces are averaged.
         let mut pieces: Vec<String> = Vec::new();
         let mut owner: Vec<usize> = Vec::new();
         for (i, text) in texts.iter().enumerate() {
             let parts = model.split_to_fit(text)?;
-            let parts = if self.long_text == "truncate" { parts.into_iter().take(1).collect() } else { parts };
+            let parts = match self.long_text {
+                LongText::Truncate => parts.into_iter().take(1).collect(),
+                LongText::Split => parts,
+            };
             for p in parts {
                 pieces.push(p);
                 owner.push(i);
@@ -195,7 +193,7 @@ impl Verb for Embed {
         ctx.count("pieces", pieces.len() as u64);
         // Text units split in two or more keep their pieces' vectors (MaxP at
         // query time); other fields and single-piece units only the average.
-        let keep_pieces = self.field == "text_unit_text";
+        let keep_pieces = self.field == EmbeddedField::TextUnitText;
         let mut piece_count = vec![0usize; texts.len()];
         owner.iter().for_each(|&o| piece_count[o] += 1);
         let mut kept: Vec<Vec<f32>> = vec![Vec::new(); texts.len()];
@@ -233,7 +231,7 @@ impl Verb for Embed {
                 v.iter_mut().for_each(|x| *x /= norm);
             }
         }
-        save_ann_index(&self.field, &ids, &flat, dim, self.ann_threshold, ctx)?;
+        save_ann_index(self.field.name(), &ids, &flat, dim, self.ann_threshold, ctx)?;
         let list = FixedSizeListArray::try_new(vector_item(), dim as i32, Arc::new(Float32Array::from(flat)), None)?;
         let table = RecordBatch::try_new(
             embeddings_schema(dim),

@@ -74,6 +74,10 @@ fn vars(d: &Delimiters, entity_types: &str, text: &str) -> BTreeMap<&'static str
 }
 
 impl Verb for EntityExtract {
+    fn names_model(&self) -> bool {
+        true
+    }
+
     fn external_fingerprint(&self, ctx: &VerbContext) -> anyhow::Result<Option<String>> {
         let model = ctx.llm()?.chat_model_for(&self.model_id, self.model_instance_name.as_deref())?;
         let prompts = [ctx.prompt(&self.prompt)?, ctx.prompt(&self.continue_prompt)?, ctx.prompt(&self.loop_prompt)?];

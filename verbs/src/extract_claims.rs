@@ -109,6 +109,10 @@ impl ExtractClaims {
 }
 
 impl Verb for ExtractClaims {
+    fn names_model(&self) -> bool {
+        true
+    }
+
     fn external_fingerprint(&self, ctx: &VerbContext) -> anyhow::Result<Option<String>> {
         if !self.enabled {
             return Ok(None);

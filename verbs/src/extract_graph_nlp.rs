@@ -17,14 +17,14 @@ use graphrag_engine::settings::{ExtractGraphNlpConfig, PruneGraphConfig};
 use graphrag_engine::table::{string_column, strings};
 use graphrag_engine::verb::{Verb, VerbDef, VerbInfo};
 use graphrag_operations::nlp_graph::{
-    add_title_mentions, build_cooccurrence_graph, resolve_sentence_initial, NlpGraphConfig, PhraseExtractor,
-    RegexEnglishExtractor, UnitPhrases,
+    add_title_mentions, build_cooccurrence_graph, resolve_sentence_initial, ExtractorType, NlpGraphConfig,
+    PhraseExtractor, RegexEnglishExtractor, UnitPhrases,
 };
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ExtractGraphNlp {
-    pub extractor_type: String,
+    pub extractor_type: ExtractorType,
     pub normalize_edge_weights: bool,
     pub cooccurrence_window: u32,
     pub max_word_length: usize,
@@ -66,22 +66,14 @@ impl Default for ExtractGraphNlp {
     }
 }
 
-/// The phrase extractors by name (`extractor_type`).
-const EXTRACTORS: [&str; 1] = ["regex_english"];
-
 impl ExtractGraphNlp {
-    fn extractor(&self) -> Result<Box<dyn PhraseExtractor>, String> {
-        match self.extractor_type.as_str() {
-            "regex_english" => Ok(Box::new(RegexEnglishExtractor {
+    fn extractor(&self) -> Box<dyn PhraseExtractor> {
+        match self.extractor_type {
+            ExtractorType::RegexEnglish => Box::new(RegexEnglishExtractor {
                 max_word_length: self.max_word_length,
                 min_words: self.min_phrase_words,
                 max_words: self.max_phrase_words,
-            })),
-            other => Err(format!(
-                "extractor_type `{other}` is not one of {}{}",
-                EXTRACTORS.join(", "),
-                graphrag_operations::suggest::did_you_mean(other, EXTRACTORS)
-            )),
+            }),
         }
     }
 }
@@ -98,13 +90,13 @@ impl VerbDef for ExtractGraphNlp {
         if self.min_phrase_words == 0 || self.min_phrase_words > self.max_phrase_words {
             return Err("min_phrase_words must be between 1 and max_phrase_words".into());
         }
-        self.extractor().map(|_| ())
+        Ok(())
     }
 }
 
 impl Verb for ExtractGraphNlp {
     fn run(&self, inputs: &[Arc<RecordBatch>], ctx: &VerbContext) -> anyhow::Result<Vec<RecordBatch>> {
-        let extractor = self.extractor().map_err(anyhow::Error::msg)?;
+        let extractor = self.extractor();
         let units = &inputs[0];
         let unit_ids = string_column(units, "text_units", "id")?.clone();
         let texts = strings(units, "text_units", "text")?;

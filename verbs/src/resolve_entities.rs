@@ -40,7 +40,7 @@ use graphrag_operations::entity_resolution::cluster::{Cluster, Edge, Member};
 use graphrag_operations::entity_resolution::decisions::{batches, parse_decisions, questions_text, Side};
 use graphrag_operations::entity_resolution::merge::{plan, union_in_order, GraphPlan};
 use graphrag_operations::entity_resolution::names::NameForm;
-use graphrag_operations::entity_resolution::{group, rule_merges, Entity, Method, Overrides};
+use graphrag_operations::entity_resolution::{group, rule_merges, Entity, Method, Overrides, ResolveMode};
 use graphrag_operations::ids::{entity_id, sha256_hex};
 
 use crate::graph_tables::joined_descriptions;
@@ -51,9 +51,7 @@ use crate::llm_steps::{fingerprint, map_concurrently, IN_FLIGHT};
 pub struct ResolveEntities {
     /// Merge what rules or the model find; false: only the aliases file's merges.
     pub enabled: bool,
-    /// `auto`: the chat model decides when one is configured, else rules;
-    /// `rules`: never call a model; `llm`: require the chat model.
-    pub mode: String,
+    pub mode: ResolveMode,
     /// Whether `auto` asks a configured chat model (the standard pipeline);
     /// false in the fast pipeline, whose noun-phrase entities have no type
     /// or description to show a model, so that it calls none unless `llm`.
@@ -94,9 +92,6 @@ impl VerbDef for ResolveEntities {
     };
 
     fn check(&self) -> Result<(), String> {
-        if !["auto", "rules", "llm"].contains(&self.mode.as_str()) {
-            return Err(format!("mode `{}` is not one of auto, rules, llm", self.mode));
-        }
         if self.batch_size == 0 {
             return Err("batch_size must be at least 1".into());
         }
@@ -160,10 +155,10 @@ struct Batch {
 impl ResolveEntities {
     fn uses_llm(&self, ctx: &VerbContext) -> anyhow::Result<bool> {
         Ok(self.enabled
-            && match self.mode.as_str() {
-                "rules" => false,
-                "llm" => true,
-                _ => self.model_in_auto && ctx.llm()?.has_chat_model(&self.model_id),
+            && match self.mode {
+                ResolveMode::Rules => false,
+                ResolveMode::Llm => true,
+                ResolveMode::Auto => self.model_in_auto && ctx.llm()?.has_chat_model(&self.model_id),
             })
     }
 
@@ -457,6 +452,10 @@ fn relationship_ends<'t>(rels: &'t RecordBatch, titles: &[&str]) -> anyhow::Resu
 }
 
 impl Verb for ResolveEntities {
+    fn names_model(&self) -> bool {
+        true
+    }
+
     fn external_fingerprint(&self, ctx: &VerbContext) -> anyhow::Result<Option<String>> {
         let (_, aliases) = self.aliases(ctx)?;
         let model = if self.uses_llm(ctx)? {

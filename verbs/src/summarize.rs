@@ -228,6 +228,10 @@ fn previous_graph(ctx: &VerbContext) -> anyhow::Result<PreviousGraph> {
 }
 
 impl Verb for Summarize {
+    fn names_model(&self) -> bool {
+        true
+    }
+
     fn calls_model(&self, _ctx: &VerbContext) -> anyhow::Result<bool> {
         Ok(true)
     }

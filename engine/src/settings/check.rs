@@ -7,10 +7,9 @@ use graphrag_operations::suggest::did_you_mean;
 
 use super::{LoadedSettings, ModelConfig, StorageConfig, MAX_SECONDS};
 use crate::config_error::ConfigError;
-use crate::embedded_fields::FIELDS;
+use crate::embedded_fields::EmbeddedField;
 
 const FILE_TYPES: [&str; 9] = ["text", "markdown", "csv", "json", "jsonl", "parquet", "pdf", "docx", "markitdown"];
-const CHUNK_STRATEGIES: [&str; 2] = ["tokens", "sentence"];
 const CACHE_TYPES: [&str; 4] = ["json", "file", "memory", "none"];
 
 fn one_of(loaded: &LoadedSettings, path: &str, value: &str, allowed: &[&str]) -> Result<(), ConfigError> {
@@ -90,7 +89,6 @@ pub(super) fn check(loaded: &LoadedSettings) -> Result<(), ConfigError> {
             return Err(loaded.error_at("input.file_pattern", regex_error(p, &e)));
         }
     }
-    one_of(loaded, "chunking.type", &s.chunking.strategy, &CHUNK_STRATEGIES)?;
     one_of(
         loaded,
         "chunking.encoding_model",
@@ -149,7 +147,6 @@ pub(super) fn check(loaded: &LoadedSettings) -> Result<(), ConfigError> {
             ));
         }
     }
-    one_of(loaded, "resolve_entities.mode", &s.resolve_entities.mode, &["auto", "rules", "llm"])?;
     if s.resolve_entities.batch_size == 0 {
         return Err(loaded.error_at("resolve_entities.batch_size", "must be at least 1"));
     }
@@ -206,12 +203,13 @@ fn check_vector_store(loaded: &LoadedSettings) -> Result<(), ConfigError> {
         &["embedded", "lancedb"],
         "The embedded store (exact search, HNSW from vector_store.ann_threshold vectors) serves every query; lancedb is accepted as GraphRAG's default and served by it",
     )?;
+    let fields = EmbeddedField::ALL.map(EmbeddedField::name);
     for name in vs.index_schema.keys() {
-        if !FIELDS.contains(&name.as_str()) {
-            let hint = did_you_mean(name, FIELDS.iter().copied());
+        if !fields.contains(&name.as_str()) {
+            let hint = did_you_mean(name, fields);
             return Err(loaded.error_at(
                 &format!("vector_store.index_schema.{name}"),
-                format!("`{name}` is not an embedding name{hint}; embeddings: {}", FIELDS.join(", ")),
+                format!("`{name}` is not an embedding name{hint}; embeddings: {}", fields.join(", ")),
             ));
         }
     }
@@ -451,8 +449,6 @@ fn check_ranges(loaded: &LoadedSettings) -> Result<(), ConfigError> {
         ));
     }
     let update = &s.update;
-    let policies = graphrag_operations::community_report::Refresh::NAMES;
-    one_of(loaded, "update.community_reports", &update.community_reports, &policies)?;
     in_range(loaded, "update.material_fraction", update.material_fraction, (0.0, 1.0), false)?;
     at_least_one(loaded, "update.material_degree", update.material_degree.into(), "")?;
     in_range(loaded, "failures.tolerated_fraction", s.failures.tolerated_fraction, (0.0, 1.0), false)?;

@@ -5,7 +5,12 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use graphrag_operations::nlp_graph::{NlpGraphConfig, RegexEnglishExtractor};
+use graphrag_operations::chunking::Strategy;
+use graphrag_operations::community_report::{Refresh, ReportMode};
+use graphrag_operations::entity_resolution::ResolveMode;
+use graphrag_operations::nlp_graph::{ExtractorType, NlpGraphConfig, RegexEnglishExtractor};
+
+use crate::embedded_fields::{EmbeddedField, LongText};
 
 use super::{s, Secret, StorageConfig, Unused};
 
@@ -69,7 +74,7 @@ impl CacheConfig {
 section!(ChunkingConfig {
     /// tokens | sentence
     #[serde(rename = "type")]
-    strategy: String = s("tokens"),
+    strategy: Strategy = Strategy::Tokens,
     size: usize = 1200,
     overlap: usize = 100,
     encoding_model: String = s("o200k_base"),
@@ -124,14 +129,14 @@ section!(EmbedTextConfig {
     /// Texts and tokens per request (default: the model's batch_size / batch_max_tokens).
     batch_size: Option<u32> = None,
     batch_max_tokens: Option<u32> = None,
-    names: Vec<String> = vec![
-        s("text_unit_text"),
-        s("entity_description"),
-        s("community_full_content"),
-        s("relationship_description"),
+    names: Vec<EmbeddedField> = vec![
+        EmbeddedField::TextUnitText,
+        EmbeddedField::EntityDescription,
+        EmbeddedField::CommunityFullContent,
+        EmbeddedField::RelationshipDescription,
     ],
     /// truncate | split (split long texts and average the parts)
-    long_text: String = s("split"),
+    long_text: LongText = LongText::Split,
 });
 
 section!(ExtractGraphConfig {
@@ -180,7 +185,7 @@ section!(ExtractGraphNlpConfig {
 section!(TextAnalyzerConfig {
     /// regex_english (noun phrases by rules); GraphRAG's spaCy extractors
     /// (syntactic_parser, cfg) are not available.
-    extractor_type: String = s("regex_english"),
+    extractor_type: ExtractorType = ExtractorType::RegexEnglish,
     max_word_length: usize = phrases().max_word_length,
     min_phrase_words: usize = phrases().min_words,
     max_phrase_words: usize = phrases().max_words,
@@ -214,7 +219,7 @@ section!(
     enabled: bool = true,
     /// auto (the chat model decides when one is configured, in the standard
     /// method; rules in the fast one) | rules | llm
-    mode: String = s("auto"),
+    mode: ResolveMode = ResolveMode::Auto,
     completion_model_id: String = s("default_completion_model"),
     model_instance_name: String = s("resolve_entities"),
     prompt: String = prompt("resolve_entities"),
@@ -243,7 +248,7 @@ section!(ExtractClaimsConfig {
 
 section!(CommunityReportsConfig {
     /// auto (the chat model when configured, else extractive reports) | llm | extractive
-    mode: String = s("auto"),
+    mode: ReportMode = ReportMode::Auto,
     completion_model_id: String = s("default_completion_model"),
     model_instance_name: String = s("community_reporting"),
     graph_prompt: String = prompt("community_report_graph"),
@@ -259,7 +264,7 @@ section!(
     /// whose input changed, as a fresh index), `changed` (communities whose
     /// members or relationships changed) or `material` (those that changed
     /// materially: see the two keys below); the others are kept.
-    community_reports: String = s("material"),
+    community_reports: Refresh = Refresh::Material,
     /// `material`: more than this fraction of a community's members, or of
     /// its relationships, came or went.
     material_fraction: f64 = 0.3,

@@ -335,6 +335,17 @@ fn nonsense_values_are_rejected_with_file_line_and_key() {
             3,
         ),
         ("failures:\n  tolerated_fraction: 1.5\n".into(), "failures.tolerated_fraction".into(), 2),
+        ("chunking:\n  size: 500\n  type: words\n".into(), "chunking.type".into(), 3),
+        ("resolve_entities:\n  mode: rulez\n".into(), "resolve_entities.mode".into(), 2),
+        ("community_reports:\n  mode: extract\n".into(), "community_reports.mode".into(), 2),
+        ("update:\n  community_reports: some\n".into(), "update.community_reports".into(), 2),
+        ("embed_text:\n  long_text: cut\n".into(), "embed_text.long_text".into(), 2),
+        ("embed_text:\n  names: [text_unit_text, entity_desc]\n".into(), "embed_text.names[1]".into(), 2),
+        (
+            "extract_graph_nlp:\n  text_analyzer:\n    extractor_type: syntactic_parser\n".into(),
+            "extract_graph_nlp.text_analyzer.extractor_type".into(),
+            3,
+        ),
     ];
     for (text, key, line) in cases {
         let err = parse_str(&text).expect_err(&text);
@@ -343,6 +354,8 @@ fn nonsense_values_are_rejected_with_file_line_and_key() {
     }
     let skynet = parse_str(&model("model_provider: skynet")).unwrap_err().to_string();
     assert!(skynet.contains("openai") && skynet.contains("skynet"), "{skynet}");
+    let mode = parse_str("resolve_entities:\n  mode: rulez\n").unwrap_err().to_string();
+    assert!(mode.contains("unknown variant `rulez`") && mode.contains("did you mean `rules`"), "{mode}");
     let rpm = parse_str(&model("requests_per_minute: 0")).unwrap_err().to_string();
     assert!(rpm.contains("leave it out for no limit"), "{rpm}");
     // Sane values still pass, a local embedding model included.

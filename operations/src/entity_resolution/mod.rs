@@ -17,9 +17,24 @@ pub mod names;
 use std::cmp::Ordering;
 use std::collections::HashSet;
 
+use serde::{Deserialize, Serialize};
+
 use candidates::{conflict, Candidate};
 use cluster::{cluster, Cluster, Edge};
 use names::NameForm;
+
+/// Who decides which entities are one (`resolve_entities.mode`: `auto`,
+/// `rules` or `llm`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ResolveMode {
+    /// The chat model when one is configured (and the pipeline asks it), else rules.
+    Auto,
+    /// Rules only: never a model.
+    Rules,
+    /// The chat model, required.
+    Llm,
+}
 
 /// One entity as resolution sees it.
 #[derive(Debug, Clone, Copy)]

@@ -12,9 +12,20 @@ mod regex_english;
 
 use std::collections::HashMap;
 
+use serde::{Deserialize, Serialize};
+
 pub use cooccurrence::{build_cooccurrence_graph, npmi_weight, NlpEdge, NlpGraph, NlpGraphConfig, NlpNode};
 use regex_english::{is_connector, strip_possessive};
 pub use regex_english::{RegexEnglishExtractor, STOP_WORDS};
+
+/// The phrase extractors by name (`text_analyzer.extractor_type`; GraphRAG's
+/// spaCy extractors, `syntactic_parser` and `cfg`, are not available).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExtractorType {
+    /// [`RegexEnglishExtractor`].
+    RegexEnglish,
+}
 
 /// One noun phrase found in a text unit.
 #[derive(Debug, Clone, PartialEq, Eq)]
