@@ -1,9 +1,16 @@
 //! tiktoken-compatible token counting and encoding, offline (ranks are embedded).
+//!
+//! The byte-pair tables are bpe-openai's, stored by `build.rs` in postcard's
+//! format (see there why); the pre-tokenizer patterns are tiktoken's, as
+//! bpe-openai writes them (a test holds both to bpe-openai's tokenizers).
 
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::fmt;
 use std::str::FromStr;
+use std::sync::LazyLock;
+
+use bpe_openai::Tokenizer;
 
 /// Pieces longer than this (bytes) are counted, never remembered.
 const MAX_REMEMBERED_PIECE: usize = 48;
@@ -35,10 +42,10 @@ impl Encoding {
         }
     }
 
-    pub fn tokenizer(self) -> &'static bpe_openai::Tokenizer {
+    pub fn tokenizer(self) -> &'static Tokenizer {
         match self {
-            Encoding::O200kBase => bpe_openai::o200k_base(),
-            Encoding::Cl100kBase => bpe_openai::cl100k_base(),
+            Encoding::O200kBase => &O200K_BASE,
+            Encoding::Cl100kBase => &CL100K_BASE,
         }
     }
 
@@ -78,6 +85,37 @@ impl Encoding {
     pub fn token_len(self, token: u32) -> usize {
         self.tokenizer().bpe.token_len(token)
     }
+}
+
+/// tiktoken's o200k_base pre-tokenizer with its negative look-ahead
+/// `\s+(?!\S)` written as a one-character look-ahead pattern (`\s+\s`),
+/// as bpe-openai does.
+static O200K_BASE: LazyLock<Tokenizer> = LazyLock::new(|| {
+    let words = [
+        "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+        "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+        "\\p{N}{1,3}",
+        " ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*",
+        "\\s*[\\r\\n]+",
+        "\\s+$",
+    ]
+    .join("|");
+    tokenizer(include_bytes!(concat!(env!("OUT_DIR"), "/o200k_base.postcard")), &words)
+});
+
+/// tiktoken's cl100k_base pre-tokenizer, written as for [`O200K_BASE`].
+static CL100K_BASE: LazyLock<Tokenizer> = LazyLock::new(|| {
+    let words = "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+$";
+    tokenizer(include_bytes!(concat!(env!("OUT_DIR"), "/cl100k_base.postcard")), words)
+});
+
+/// A tokenizer from byte-pair tables stored by `build.rs` and the words
+/// pattern of its pre-tokenizer (the whitespace patterns are the same for
+/// both encodings). Neither can fail but by a broken build.
+fn tokenizer(tables: &[u8], words: &str) -> Tokenizer {
+    let bpe = postcard::from_bytes(tables).expect("build.rs stored valid byte-pair tables");
+    Tokenizer::new_lookahead(bpe, &[(words, false), ("\\s+\\s", true), ("\\s+", false)], false)
+        .expect("the pre-tokenizer patterns compile")
 }
 
 /// The pre-tokenizer pieces of a text with their token counts: the exact
@@ -168,6 +206,32 @@ impl FromStr for Encoding {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The tables and patterns of `build.rs` and [`O200K_BASE`] /
+    /// [`CL100K_BASE`] are bpe-openai's: same pieces and token ids on a long
+    /// real text (every kind of character class the patterns name) and on
+    /// arbitrary strings.
+    #[test]
+    fn encodes_as_bpe_openai_does() {
+        let text = include_str!("../../examples/christmas-carol/a_christmas_carol.txt");
+        let mixed = "Ünïcödé 123456 x\r\n\n  y\t's 'LL ??? /path/to\n\u{00A0}日本語のテキスト 😀 e\u{301}";
+        for (ours, theirs) in
+            [(Encoding::O200kBase, bpe_openai::o200k_base()), (Encoding::Cl100kBase, bpe_openai::cl100k_base())]
+        {
+            for t in [text, mixed] {
+                assert_eq!(ours.tokenizer().split(t).collect::<Vec<_>>(), theirs.split(t).collect::<Vec<_>>());
+                assert_eq!(ours.encode(t), theirs.encode(t), "{ours}");
+            }
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn encodes_arbitrary_text_as_bpe_openai_does(t in "\\PC{0,80}") {
+            proptest::prop_assert_eq!(Encoding::O200kBase.encode(&t), bpe_openai::o200k_base().encode(t.as_str()));
+            proptest::prop_assert_eq!(Encoding::Cl100kBase.encode(&t), bpe_openai::cl100k_base().encode(t.as_str()));
+        }
+    }
 
     #[test]
     fn counts_match_known_tiktoken_values() {
