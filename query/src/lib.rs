@@ -49,7 +49,7 @@
 //! and `walk` are the enums `PprSpecificity` and `PprWalk`, parsed with the settings); `local`, `hybrid`
 //! and `mix` call the same ranking on an index whose entities have no descriptions. A request's
 //! `max_context_tokens` (eval's `--budget`) replaces each method's own token limits; rankings are then
-//! fused over the units each would fit into the budget on its own (`retrieval::budget_window`), as `k`
+//! fused over the units each would fit into the budget on its own, ten at least (`retrieval::budget_window`), as `k`
 //! fuses the top k of each. A community level N means the reports of levels 0 to N, as GraphRAG 3.3's
 //! `read_indexer_reports` selects them (`context::reports_up_to_level`); a level beyond the index's deepest
 //! uses the deepest, with a notice (`Run::notice`, once per query). Multi-call methods (global, drift) load

@@ -65,10 +65,20 @@ pub fn fuse(rankings: &[&Ranking], window: usize, k: f64) -> Ranking {
 /// Elasticsearch's `rank_window_size` defaults to the result size (and a
 /// count `k` fuses the top k of each); fusing whole rankings instead lets
 /// middling units that both rankings list push out either ranking's best
-/// (docs/benchmarks-history.md measures both).
+/// (docs/benchmarks-history.md measures both). The window is at least
+/// [`MIN_FUSION_WINDOW`] units.
 pub fn budget_window(units: &TextUnits, rankings: &[&Ranking], budget: usize) -> usize {
-    rankings.iter().map(|r| units.fitting(r.iter().map(|h| h.0), budget)).max().unwrap_or(0)
+    let fitting = rankings.iter().map(|r| units.fitting(r.iter().map(|h| h.0), budget)).max().unwrap_or(0);
+    fitting.max(MIN_FUSION_WINDOW)
 }
+
+/// The fewest units of each ranking a fusion looks at. Where a few long
+/// units fill the budget (LiHua-World's chat logs at 2,000 tokens: four to
+/// six), a unit one ranking places just below that cut counts for nothing,
+/// so the fusion could not lift a unit both rankings place well but not
+/// first (docs/benchmarks.md: R@2 and R@5 rose on LiHua-World; the other six
+/// sets' windows were already this wide).
+pub const MIN_FUSION_WINDOW: usize = 10;
 
 /// Where a ranking is cut: after k units, or once a token budget is filled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
