@@ -78,11 +78,8 @@ impl RunLog {
 /// The storage `loaded` names, opened once for a run (each object store
 /// connected with one request); an error names the setting and its line.
 pub(crate) fn open_storage(root: &Path, loaded: &LoadedSettings) -> Result<Storage, ConfigError> {
-    Storage::open(root, &loaded.settings).map_err(|e| {
-        // The line of the setting that failed (its message names the cause).
-        let key = e.downcast_ref::<OpenError>().map_or("input_storage", |open| open.key);
-        loaded.error_at(key, format!("{e:#}"))
-    })
+    // The line of the setting that failed (its message names the cause).
+    Storage::open(root, &loaded.settings).map_err(|e: OpenError| loaded.error_at(e.key, e.to_string()))
 }
 
 /// The folders a run reads and writes, checked before anything runs (a dry
