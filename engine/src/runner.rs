@@ -85,7 +85,7 @@ pub type StepObserver = Arc<dyn Fn(&StepEvent) + Send + Sync>;
 /// The start-up check of the model endpoints (`llm::preflight`), run on its
 /// own thread beside the steps that call no model (loading, chunking), so
 /// that its round trip is not added to the run's. Steps that name a model
-/// ([`crate::verb::Verb::names_model`]) start only once it passed; when it fails, none of them
+/// ([`crate::verb::Verb::model_to_call`]) start only once it passed; when it fails, none of them
 /// starts and the run ends with its error ([`RunFailure::StartupCheck`]).
 pub type StartupCheck = Arc<dyn Fn() -> anyhow::Result<()> + Send + Sync>;
 
@@ -541,7 +541,8 @@ pub fn run(plan: &Plan, ws: &Workspace, opts: &RunOptions) -> Result<RunStats, R
             if failure.is_none() {
                 for (i, started) in started_steps.iter_mut().enumerate() {
                     let step = &plan.steps[i];
-                    let ready = step.deps.iter().all(|&d| done[d]) && !(check_pending && step.verb.names_model());
+                    let ready =
+                        step.deps.iter().all(|&d| done[d]) && !(check_pending && step.verb.model_to_call().is_some());
                     if !*started && ready {
                         *started = true;
                         running += 1;
