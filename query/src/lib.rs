@@ -29,7 +29,7 @@
 //! older index), their reciprocal rank fusion — and the Sources table packed from a ranking, after the
 //! rerank stage (`reranked_sources`: the best `rerank.candidates` chunks reordered by a rerank model,
 //! engine `llm/rerank.rs`, when the query reranks; a failure keeps the order); `basic` (hybrid by default,
-//! `dense`, `bm25`) is those rankings cut at k or at a budget. `passage_graph.rs` is the graph the walks
+//! `dense`, `bm25`) is those rankings cut at k or at a budget. `data/passage_graph.rs` is the graph the walks
 //! use, built once per index: one node per entity and per text unit, unit–entity edges from the entities'
 //! `text_unit_ids` (the edge to the entity a unit's document title names weighted
 //! `ppr_search.title_edge_weight`), entity–entity edges from relationships, the units by their document
@@ -67,7 +67,6 @@ pub mod context;
 mod data;
 mod embeddings;
 mod methods;
-mod passage_graph;
 mod prompts;
 mod retrieval;
 
