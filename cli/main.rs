@@ -460,7 +460,9 @@ fn main() -> ExitCode {
     })();
     let code = match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) if graphrag_engine::interrupt::caused(&e) => {
+        // Ctrl-C or SIGTERM (the handler `index`, `update` and `prompt-tune`
+        // install) stops the run, which then ends with an error: the stop's.
+        Err(_) if graphrag_engine::interrupt::requested() => {
             tracing::warn!(target: logging::FILE_ONLY, "interrupted ({})", graphrag_engine::interrupt::cause());
             eprintln!("{}", graphrag_engine::interrupt::Interrupted);
             // The shell's code for a process ended by the signal (130 SIGINT, 143 SIGTERM).

@@ -12,6 +12,7 @@ use arrow_array::RecordBatch;
 use indicatif::{MultiProgress, ProgressBar, ProgressFinish, ProgressStyle};
 
 use crate::failures::{FailedItem, FailedItems};
+use crate::interrupt::{Interrupted, StopFlag};
 use crate::llm::{Answer, LlmService, UsageCounters};
 use crate::prompts::{self, PromptTemplate};
 use crate::storage::files::FileSource;
@@ -57,6 +58,12 @@ pub struct StepCounters {
     pub failed: Mutex<Vec<FailedItem>>,
     /// Input files that could not be read (the step went on without them).
     pub unreadable: Mutex<Vec<FailedItem>>,
+    /// The items that failed the step ([`VerbContext::item_failures`]): the
+    /// runner reports the step's failure with them.
+    pub failing: Mutex<Option<FailedItems>>,
+    /// A table of the index an update builds on that the step could not
+    /// read ([`Previous::table`]).
+    pub unreadable_index_table: Mutex<Option<String>>,
 }
 
 /// Project files a verb may read (prompt templates) or write besides tables
@@ -98,7 +105,7 @@ impl ProjectFiles for LocalProject {
 /// The published tables of the index an update starts from (read-only).
 pub trait PreviousIndex: Send + Sync {
     /// The table, or `None` when that index has none.
-    fn table(&self, name: &str) -> anyhow::Result<Option<RecordBatch>>;
+    fn table(&self, name: &str) -> Result<Option<RecordBatch>, UnreadableIndexTable>;
     /// A hash of the table's file (for step hashes), `None` when absent.
     fn fingerprint(&self, name: &str) -> Option<String>;
 }
@@ -116,12 +123,35 @@ pub struct UnreadableIndexTable {
 }
 
 impl PreviousIndex for PublishedTables {
-    fn table(&self, name: &str) -> anyhow::Result<Option<RecordBatch>> {
-        self.0.read_table(name).map_err(|cause| UnreadableIndexTable { table: name.to_string(), cause }.into())
+    fn table(&self, name: &str) -> Result<Option<RecordBatch>, UnreadableIndexTable> {
+        self.0.read_table(name).map_err(|cause| UnreadableIndexTable { table: name.to_string(), cause })
     }
 
     fn fingerprint(&self, name: &str) -> Option<String> {
         crate::store::file_sha256(&self.0.table_path(name))
+    }
+}
+
+/// The index an update builds on, as a step reads it: a table it cannot
+/// read is recorded in the step's counters, for the runner to report
+/// ([`crate::runner::StepFailure::unreadable_index_table`]).
+#[derive(Clone, Copy)]
+pub struct Previous<'a> {
+    index: &'a dyn PreviousIndex,
+    counters: &'a StepCounters,
+}
+
+impl Previous<'_> {
+    /// The table, or `None` when that index has none.
+    pub fn table(&self, name: &str) -> Result<Option<RecordBatch>, UnreadableIndexTable> {
+        self.index.table(name).inspect_err(|e| {
+            *self.counters.unreadable_index_table.lock().unwrap() = Some(e.table.clone());
+        })
+    }
+
+    /// A hash of the table's file (for step hashes), `None` when absent.
+    pub fn fingerprint(&self, name: &str) -> Option<String> {
+        self.index.fingerprint(name)
     }
 }
 
@@ -133,6 +163,7 @@ pub struct VerbContext<'a> {
     llm: Option<&'a LlmService>,
     progress: Option<&'a MultiProgress>,
     previous: Option<&'a dyn PreviousIndex>,
+    stop: Option<&'a StopFlag>,
     tolerated_failures: f64,
 }
 
@@ -146,6 +177,7 @@ impl<'a> VerbContext<'a> {
             llm: None,
             progress: None,
             previous: None,
+            stop: None,
             tolerated_failures: 0.0,
         }
     }
@@ -177,10 +209,17 @@ impl<'a> VerbContext<'a> {
         self
     }
 
+    /// The run's stop ([`Self::item_failures`] ends the step as stopped
+    /// once it is requested); without one, the process-wide stop.
+    pub fn with_stop(mut self, stop: &'a StopFlag) -> Self {
+        self.stop = Some(stop);
+        self
+    }
+
     /// The index this run updates, if it is an update (`None` for `index`,
     /// whose outputs depend on the inputs alone).
-    pub fn previous(&self) -> Option<&'a dyn PreviousIndex> {
-        self.previous
+    pub fn previous(&self) -> Option<Previous<'a>> {
+        self.previous.map(|index| Previous { index, counters: self.counters })
     }
 
     fn project(&self) -> anyhow::Result<&'a dyn ProjectFiles> {
@@ -248,11 +287,14 @@ impl<'a> VerbContext<'a> {
     }
 
     /// Reports this step's items whose model call failed, of `total` items
-    /// of kind `what` (singular): each as (id, name, error). A stop request
-    /// among them ends the step as interrupted; more than the tolerated
-    /// fraction fail the step ([`FailedItems`]); fewer are logged, named in
-    /// stats.json, and the step goes on without them. Counted as
-    /// `<plural>_failed` (`text_units_failed`).
+    /// of kind `what` (singular): each as (id, name, error). Once a stop was
+    /// requested the step ends as interrupted (the model layer refuses new
+    /// calls, so their failures are the stop's); more than the tolerated
+    /// fraction fail the step with [`FailedItems`], which are also kept in
+    /// the counters (`failing`) for the runner, that names them and makes
+    /// them the step's error (return this error as the step's); fewer are
+    /// logged, named in stats.json, and the step goes on without them.
+    /// Counted as `<plural>_failed` (`text_units_failed`).
     pub fn item_failures(
         &self,
         what: &'static str,
@@ -262,8 +304,8 @@ impl<'a> VerbContext<'a> {
         if failed.is_empty() {
             return Ok(());
         }
-        if failed.iter().any(|(_, _, e)| crate::interrupt::caused(e)) {
-            return Err(crate::interrupt::Interrupted.into());
+        if self.stop.map_or_else(crate::interrupt::requested, StopFlag::requested) {
+            return Err(Interrupted.into());
         }
         self.count(&format!("{}_failed", crate::failures::plural(what).replace(' ', "_")), failed.len() as u64);
         let items: Vec<FailedItem> = failed
@@ -278,7 +320,9 @@ impl<'a> VerbContext<'a> {
             self.counters.failed.lock().unwrap().extend(items);
             return Ok(());
         }
-        Err(FailedItems { what, total, tolerated_fraction: self.tolerated_failures, items }.into())
+        let failing = FailedItems { what, total, tolerated_fraction: self.tolerated_failures, items };
+        *self.counters.failing.lock().unwrap() = Some(failing.clone());
+        Err(failing.into())
     }
 
     /// An input file this step could not read and goes on without (`id`:
@@ -314,17 +358,17 @@ mod tests {
         assert_eq!(counters.failed.lock().unwrap().len(), 2, "tolerated: kept for stats.json");
         assert_eq!(counters.counts.lock().unwrap()["text_units_failed"], 2);
         let err = ctx.item_failures("text unit", 8, failed(3)).unwrap_err();
-        let items = err.downcast_ref::<FailedItems>().expect("the step's error");
+        let items = counters.failing.lock().unwrap().take().expect("kept for the runner");
         assert_eq!((items.items.len(), items.total), (3, 8));
         assert_eq!(items.items[0].step, "extract_graph");
+        assert_eq!(err.to_string(), items.to_string(), "the step's error");
         let strict = VerbContext::new("extract_graph", &files, &counters);
         assert!(strict.item_failures("text unit", 1000, failed(1)).is_err(), "none tolerated by default");
-        let mut stopped = failed(1);
-        stopped.push((
-            "u9".into(),
-            "text unit u9".into(),
-            crate::llm::LlmError::Interrupted(crate::interrupt::Interrupted).into(),
-        ));
-        assert!(crate::interrupt::caused(&ctx.item_failures("text unit", 8, stopped).unwrap_err()));
+        assert_eq!(counters.failing.lock().unwrap().take().map(|f| f.items.len()), Some(1));
+        let stop = StopFlag::new();
+        stop.request();
+        let stopped = ctx.with_stop(&stop).item_failures("text unit", 8, failed(1)).unwrap_err();
+        assert_eq!(stopped.to_string(), Interrupted.to_string(), "a stopped step's failures are the stop's");
+        assert!(counters.failing.lock().unwrap().is_none());
     }
 }

@@ -39,11 +39,6 @@ pub fn requested() -> bool {
     REQUESTED.load(Ordering::SeqCst)
 }
 
-/// Whether `error` (or any error in its chain) is an interruption.
-pub fn caused(error: &anyhow::Error) -> bool {
-    error.chain().any(|e| e.downcast_ref::<Interrupted>().is_some())
-}
-
 /// The stop of one run (a build among others in a library caller's
 /// process): requested for this run and its clones only. A run is also
 /// stopped by the process-wide [`request`] (Ctrl-C in the CLI).

@@ -14,7 +14,7 @@
 //! one bar per running step. `RunOptions::startup_check` (the start-up check, as a closure) runs on its own
 //! thread beside the steps that call no model (loading, chunking); a step whose args name a model
 //! (`model_id`) starts only once it passed, and a failure ends the run with its error
-//! (`StartupCheckFailed`) before any such step started. stats.json records each step's `start` (seconds
+//! (`RunFailure::StartupCheck`) before any such step started. stats.json records each step's `start` (seconds
 //! after the run began) and the check's seconds (`startup_check`). A table stays in memory only while a
 //! step that can run next reads it; a reader further down the plan reads it back from disk. Verb outputs
 //! are shrunk to their contents (builders over-allocate), and Parquet is written one column chunk at a
@@ -85,21 +85,55 @@ pub type StepObserver = Arc<dyn Fn(&StepEvent) + Send + Sync>;
 /// The start-up check of the model endpoints (`llm::preflight`), run on its
 /// own thread beside the steps that call no model (loading, chunking), so
 /// that its round trip is not added to the run's. Steps that name a model
-/// ([`crate::verb::Verb::names_model`]) start only once it passed; when it fails, none of them
-/// starts and the run ends with its error ([`StartupCheckFailed`]).
+/// ([`crate::verb::Verb::model_to_call`]) start only once it passed; when it fails, none of them
+/// starts and the run ends with its error ([`RunFailure::StartupCheck`]).
 pub type StartupCheck = Arc<dyn Fn() -> anyhow::Result<()> + Send + Sync>;
 
-/// The run's error when its [`StartupCheck`] failed: the check's own message.
-#[derive(Debug)]
-pub struct StartupCheckFailed(pub anyhow::Error);
+/// Why a run ended without completing: what its caller tells apart (the
+/// exit code, the note it prints, document_status) without inspecting the
+/// error's text or type. Displayed as stats.json's `error`.
+#[derive(Debug, thiserror::Error)]
+pub enum RunFailure {
+    /// A stop was requested ([`interrupt`]): no further step started.
+    #[error(transparent)]
+    Interrupted(#[from] interrupt::Interrupted),
+    /// The [`StartupCheck`] failed: the check's own message.
+    #[error("{0:#}")]
+    StartupCheck(anyhow::Error),
+    /// A step failed.
+    #[error("{0}")]
+    Step(Box<StepFailure>),
+    /// The run could not start or record itself (its folder, stats.json), or
+    /// what followed it failed (publishing).
+    #[error(transparent)]
+    Other(#[from] anyhow::Error),
+}
 
-impl std::fmt::Display for StartupCheckFailed {
+/// A failed step: its error, naming the step, and what the caller reports
+/// beside it.
+#[derive(Debug)]
+pub struct StepFailure {
+    /// `step `x` (verb `y`) failed: ` and the step's error.
+    pub error: anyhow::Error,
+    /// The items whose model call failed beyond the tolerated fraction, text
+    /// units named after their documents (what failed the step, if they did).
+    pub failed_items: Option<FailedItems>,
+    /// The table of the index an update builds on that the step could not read.
+    pub unreadable_index_table: Option<String>,
+}
+
+impl std::fmt::Display for StepFailure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{:#}", self.0)
+        write!(f, "{:#}", self.error)
     }
 }
 
-impl std::error::Error for StartupCheckFailed {}
+/// A step's error with what its counters recorded about it.
+struct StepError {
+    error: anyhow::Error,
+    failed_items: Option<FailedItems>,
+    unreadable_index_table: Option<String>,
+}
 
 #[derive(Clone, Default)]
 pub struct RunOptions {
@@ -247,7 +281,7 @@ pub fn estimate(plan: &Plan, ws: &Workspace) -> anyhow::Result<Vec<StepEstimate>
 
 /// What the run's loop hears from the threads it started.
 enum Event {
-    Step(usize, Box<StepStats>, anyhow::Result<()>),
+    Step(usize, Box<StepStats>, Result<(), StepError>),
     /// The start-up check's result and its seconds.
     Checked(anyhow::Result<()>, f64),
 }
@@ -329,7 +363,7 @@ impl Shared<'_> {
     }
 
     /// Runs step `i`; its stats (LLM usage included) whether or not it succeeded.
-    fn execute(&self, i: usize) -> (StepStats, anyhow::Result<()>) {
+    fn execute(&self, i: usize) -> (StepStats, Result<(), StepError>) {
         let step = &self.plan.steps[i];
         let event = |finished| StepEvent { step: &step.id, index: i, total: self.plan.steps.len(), finished };
         if let Some(observe) = &self.opts.on_step {
@@ -360,7 +394,12 @@ impl Shared<'_> {
         if let Some(observe) = &self.opts.on_step {
             observe(&event(Some(stats.status)));
         }
-        (stats, result.map(drop))
+        let result = result.map(drop).map_err(|error| StepError {
+            error,
+            failed_items: counters.failing.lock().unwrap().take(),
+            unreadable_index_table: counters.unreadable_index_table.lock().unwrap().take(),
+        });
+        (stats, result)
     }
 
     /// Runs or skips step `i`, saying which.
@@ -370,6 +409,7 @@ impl Shared<'_> {
             .ws
             .context(step, counters)
             .with_progress(self.progress.as_ref())
+            .with_stop(&self.opts.stop)
             .with_tolerated_failures(self.opts.tolerated_failures);
         let input_hashes: Vec<String> = {
             let hashes = self.hashes.lock().unwrap();
@@ -456,7 +496,7 @@ fn overall_bar(multi: &MultiProgress, steps: usize) -> ProgressBar {
 /// outputs are kept (so `--resume` continues from them), and the error names
 /// the failing step; a stop request ([`interrupt`]) starts no further step.
 /// stats.json is written in either case (`status`, `error`, `failed_items`).
-pub fn run(plan: &Plan, ws: &Workspace, opts: &RunOptions) -> anyhow::Result<RunStats> {
+pub fn run(plan: &Plan, ws: &Workspace, opts: &RunOptions) -> Result<RunStats, RunFailure> {
     let began = Instant::now();
     std::fs::create_dir_all(ws.output_dir.join(".steps"))
         .with_context(|| format!("creating {}", ws.output_dir.display()))?;
@@ -476,7 +516,7 @@ pub fn run(plan: &Plan, ws: &Workspace, opts: &RunOptions) -> anyhow::Result<Run
     let mut done = vec![false; n];
     let mut started_steps = vec![false; n];
     let mut stats = RunStats { pipeline: plan.name.clone(), ..RunStats::default() };
-    let mut failure: Option<anyhow::Error> = None;
+    let mut failure: Option<RunFailure> = None;
     let (tx, rx) = mpsc::channel::<Event>();
     let overall = shared.progress.as_ref().map(|multi| overall_bar(multi, n));
     let mut running_ids: Vec<&str> = Vec::new();
@@ -496,12 +536,13 @@ pub fn run(plan: &Plan, ws: &Workspace, opts: &RunOptions) -> anyhow::Result<Run
         }
         loop {
             if failure.is_none() && opts.stop.requested() {
-                failure = Some(interrupt::Interrupted.into());
+                failure = Some(RunFailure::Interrupted(interrupt::Interrupted));
             }
             if failure.is_none() {
                 for (i, started) in started_steps.iter_mut().enumerate() {
                     let step = &plan.steps[i];
-                    let ready = step.deps.iter().all(|&d| done[d]) && !(check_pending && step.verb.names_model());
+                    let ready =
+                        step.deps.iter().all(|&d| done[d]) && !(check_pending && step.verb.model_to_call().is_some());
                     if !*started && ready {
                         *started = true;
                         running += 1;
@@ -531,8 +572,8 @@ pub fn run(plan: &Plan, ws: &Workspace, opts: &RunOptions) -> anyhow::Result<Run
                     check_pending = false;
                     stats.startup_check = Some(seconds);
                     if let Err(e) = result {
-                        if failure.as_ref().is_none_or(interrupt::caused) {
-                            failure = Some(StartupCheckFailed(e).into());
+                        if matches!(failure, None | Some(RunFailure::Interrupted(_))) {
+                            failure = Some(RunFailure::StartupCheck(e));
                         }
                     }
                     continue;
@@ -549,17 +590,29 @@ pub fn run(plan: &Plan, ws: &Workspace, opts: &RunOptions) -> anyhow::Result<Run
             stats.workflows.insert(step.id.clone(), *step_stats);
             match result {
                 Ok(()) => done[i] = true,
-                Err(mut e) => {
-                    if let Some(failed) = e.downcast_mut::<FailedItems>() {
+                Err(StepError { error, mut failed_items, unreadable_index_table }) => {
+                    if let Some(failed) = &mut failed_items {
                         shared.name_failed_items(&mut failed.items);
                         stats.failed_items.extend(failed.items.iter().cloned());
                     }
-                    let interrupted = interrupt::caused(&e);
-                    if failure.as_ref().is_none_or(|f| interrupt::caused(f) && !interrupted) {
+                    // A step that fails once a stop was requested was stopped:
+                    // its model calls were refused (`LlmError::Interrupted`).
+                    let interrupted = opts.stop.requested();
+                    // A step's own failure outranks a stop (the run failed, whatever else stopped).
+                    let outranks = match failure {
+                        None => true,
+                        Some(RunFailure::Interrupted(_)) => !interrupted,
+                        Some(_) => false,
+                    };
+                    if outranks {
                         failure = Some(if interrupted {
-                            e
+                            RunFailure::Interrupted(interrupt::Interrupted)
                         } else {
-                            e.context(format!("step `{}` (verb `{}`) failed", step.id, step.info.name))
+                            // The items, named, are the step's error (`VerbContext::item_failures`).
+                            let error = failed_items.clone().map_or(error, anyhow::Error::from);
+                            let context = format!("step `{}` (verb `{}`) failed", step.id, step.info.name);
+                            let error = error.context(context);
+                            RunFailure::Step(Box::new(StepFailure { error, failed_items, unreadable_index_table }))
                         });
                     }
                 }
@@ -571,7 +624,7 @@ pub fn run(plan: &Plan, ws: &Workspace, opts: &RunOptions) -> anyhow::Result<Run
     stats.sum_llm_usage();
     stats.status = match &failure {
         None => RunStatus::Completed,
-        Some(e) if interrupt::caused(e) => RunStatus::Interrupted,
+        Some(RunFailure::Interrupted(_)) => RunStatus::Interrupted,
         Some(_) => RunStatus::Failed,
     };
     stats.error = failure.as_ref().map(|e| format!("{e:#}"));
@@ -584,11 +637,14 @@ pub fn run(plan: &Plan, ws: &Workspace, opts: &RunOptions) -> anyhow::Result<Run
     if let Some(requests) = &opts.storage_requests {
         stats.storage_requests = requests.counts();
     }
-    let written = store::atomic_write(&ws.output_dir.join("stats.json"), &serde_json::to_vec_pretty(&stats)?);
+    let written = store::atomic_write(
+        &ws.output_dir.join("stats.json"),
+        &serde_json::to_vec_pretty(&stats).map_err(anyhow::Error::from)?,
+    );
     if let Some(e) = failure {
         return Err(e);
     }
-    written?;
+    written.map_err(anyhow::Error::from)?;
     Ok(stats)
 }
 
@@ -736,7 +792,7 @@ mod tests {
     }
 
     /// src (no model) -> a step naming `model`, with the start-up check `check`.
-    fn gated(dir: &Path, model: &str, check: StartupCheck) -> (Workspace, anyhow::Result<RunStats>) {
+    fn gated(dir: &Path, model: &str, check: StartupCheck) -> (Workspace, Result<RunStats, RunFailure>) {
         let ws = workspace(dir);
         let yaml = format!(
             "name: t\noutputs: [b]\nsteps:\n  - {{id: src, verb: source, outputs: [a], args: {{value: 1}}}}\n  - {{id: call, verb: model_step, inputs: [a], outputs: [b], args: {{model_id: {model}}}}}\n"
@@ -774,7 +830,7 @@ mod tests {
         let check: StartupCheck = Arc::new(|| anyhow::bail!("settings.yaml:5: nothing is listening at 127.0.0.1:9"));
         let (ws, result) = gated(dir.path(), "failing", check);
         let err = result.unwrap_err();
-        assert!(err.is::<StartupCheckFailed>(), "{err:#}");
+        assert!(matches!(err, RunFailure::StartupCheck(_)), "{err:#}");
         assert_eq!(format!("{err:#}"), "settings.yaml:5: nothing is listening at 127.0.0.1:9");
         assert!(!MODEL_STEPS_RUN.lock().unwrap().contains(&"failing".to_string()), "the model step never started");
         assert!(!ws.output_dir.join("b.parquet").exists());

@@ -110,7 +110,7 @@ impl Verb for Fail {
     }
 }
 
-/// Stands for a step that calls a model ([`Verb::names_model`]): records
+/// Stands for a step that calls a model ([`Verb::model_to_call`]): records
 /// that it ran, and fails unless the start-up check for `model_id` passed
 /// first ([`CHECKED`]).
 #[derive(Deserialize)]
@@ -128,8 +128,8 @@ impl VerbDef for ModelStep {
 }
 
 impl Verb for ModelStep {
-    fn names_model(&self) -> bool {
-        true
+    fn model_to_call(&self) -> Option<&str> {
+        Some(&self.model_id)
     }
 
     fn run(&self, inputs: &[Arc<RecordBatch>], _: &VerbContext) -> anyhow::Result<Vec<RecordBatch>> {

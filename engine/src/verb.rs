@@ -56,12 +56,14 @@ pub trait Verb: Send + Sync {
         Ok(false)
     }
 
-    /// Whether the step names a model of the settings (its `model_id`),
-    /// whether or not these inputs will call it: such a step starts only once
-    /// the start-up check of the model endpoints passed (see
-    /// `runner::StartupCheck`).
-    fn names_model(&self) -> bool {
-        false
+    /// The model of the settings this step calls (its `model_id`: a chat or
+    /// an embedding model, whether or not these inputs need a call), or
+    /// `None` when the verb calls none or its args rule calling one out
+    /// (disabled, extractive reports, entity resolution by rules). The
+    /// start-up check of the model endpoints checks it, and the step starts
+    /// only once that check passed (see `runner::StartupCheck`).
+    fn model_to_call(&self) -> Option<&str> {
+        None
     }
 }
 

@@ -14,9 +14,9 @@ use std::time::SystemTime;
 use arrow_array::RecordBatch;
 use arrow_schema::{Schema, SchemaRef};
 
-use graphrag_engine::failures::{FailedItem, FailedItems};
+use graphrag_engine::failures::FailedItem;
 use graphrag_engine::pipeline::Plan;
-use graphrag_engine::runner::{self, RunOptions, Workspace};
+use graphrag_engine::runner::{self, RunFailure, RunOptions, Workspace};
 use graphrag_engine::schema::{float_col, float_field, id_list_col, id_list_field, opt_text_col, text_col, text_field};
 use graphrag_engine::stats::RunStats;
 use graphrag_engine::store;
@@ -291,7 +291,7 @@ pub fn run_tracked(
     output_dir: &Path,
     commit: impl FnOnce() -> anyhow::Result<()>,
     publish: impl FnOnce() -> anyhow::Result<()>,
-) -> anyhow::Result<(RunStats, Option<RecordBatch>)> {
+) -> Result<(RunStats, Option<RecordBatch>), RunFailure> {
     let tracker = Arc::new(Mutex::new(Tracker::start(output_dir)?));
     let mut opts = opts.clone();
     let observer = tracker.clone();
@@ -302,7 +302,7 @@ pub fn run_tracked(
             }
         }
     }));
-    let outcome = runner::run(plan, ws, &opts).and_then(|stats| commit().map(|()| stats));
+    let outcome = runner::run(plan, ws, &opts).and_then(|stats| Ok(commit().map(|()| stats)?));
     let mut tracker = tracker.lock().unwrap();
     match outcome {
         Ok(stats) => {
@@ -316,12 +316,15 @@ pub fn run_tracked(
             publish()?;
             Ok((stats, documents))
         }
-        Err(e) if interrupt::caused(&e) => {
+        Err(e @ RunFailure::Interrupted(_)) => {
             tracker.interrupted()?;
             Err(e)
         }
         Err(e) => {
-            let items = e.chain().find_map(|c| c.downcast_ref::<FailedItems>()).map(|f| f.items.as_slice());
+            let items = match &e {
+                RunFailure::Step(step) => step.failed_items.as_ref().map(|f| f.items.as_slice()),
+                _ => None,
+            };
             tracker.failed(&format!("{e:#}"), items.unwrap_or_default())?;
             Err(e)
         }

@@ -97,8 +97,8 @@ pub use graphrag_verbs::load_documents::InputFiles;
 pub use init::{init, InitOptions, InitReport};
 pub use project::{log_check, ModelsCheck, OpenOptions, Project, RunLog};
 pub use run::{
-    index, index_dry_run, update, update_dry_run, Changes, DryRun, IndexOptions, RunError, RunReport, RunSettings,
-    UpdateOptions,
+    index, index_dry_run, update, update_dry_run, Changes, DryRun, IndexOptions, RunError, RunErrorKind, RunReport,
+    RunSettings, UpdateOptions,
 };
 pub use shard::{
     index_merge, index_merge_graph, run_shard, shard_of, shard_status, update_merge, update_merge_graph, update_shard,

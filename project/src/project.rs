@@ -78,11 +78,8 @@ impl RunLog {
 /// The storage `loaded` names, opened once for a run (each object store
 /// connected with one request); an error names the setting and its line.
 pub(crate) fn open_storage(root: &Path, loaded: &LoadedSettings) -> Result<Storage, ConfigError> {
-    Storage::open(root, &loaded.settings).map_err(|e| {
-        // The line of the setting that failed (its message names the cause).
-        let key = e.downcast_ref::<OpenError>().map_or("input_storage", |open| open.key);
-        loaded.error_at(key, format!("{e:#}"))
-    })
+    // The line of the setting that failed (its message names the cause).
+    Storage::open(root, &loaded.settings).map_err(|e: OpenError| loaded.error_at(e.key, e.to_string()))
 }
 
 /// The folders a run reads and writes, checked before anything runs (a dry
@@ -246,23 +243,16 @@ impl Project {
         self.storage.output.working_copy().has_index()
     }
 
-    /// The start-up check of the model endpoints the pipeline's steps name
-    /// (their `model_id` args), skipping steps that will call none
-    /// (disabled, extractive) and chat models that are not configured (those
-    /// steps run without one), ready to run on its own thread.
+    /// The start-up check of the model endpoints the pipeline's steps call
+    /// ([`graphrag_engine::verb::Verb::model_to_call`]: none for a step its
+    /// args rule out calling one, disabled or extractive), skipping chat
+    /// models that are not configured (those steps run without one), ready
+    /// to run on its own thread.
     pub fn models_check(&self) -> ModelsCheck {
         let s = self.settings();
         let mut targets = Vec::new();
         for step in &self.plan.steps {
-            let args = &step.args;
-            let arg_is = |key: &str, value: serde_json::Value| args.get(key) == Some(&value);
-            // Off, extractive reports, entity resolution by rules (`auto` means
-            // rules where `model_in_auto` is false: the fast pipeline).
-            let calls_none = arg_is("enabled", false.into())
-                || arg_is("mode", "extractive".into())
-                || arg_is("mode", "rules".into())
-                || (arg_is("mode", "auto".into()) && arg_is("model_in_auto", false.into()));
-            let Some(id) = args.get("model_id").and_then(|v| v.as_str()).filter(|_| !calls_none) else { continue };
+            let Some(id) = step.verb.model_to_call() else { continue };
             if s.completion_models.contains_key(id) && self.llm.has_chat_model(id) {
                 targets.push((ModelKind::Chat, id.to_string()));
             }

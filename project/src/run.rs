@@ -21,10 +21,10 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use arrow_array::RecordBatch;
-use graphrag_engine::context::{PublishedTables, UnreadableIndexTable};
-use graphrag_engine::failures::{plural, write_list, FailedItems};
+use graphrag_engine::context::PublishedTables;
+use graphrag_engine::failures::{plural, write_list};
 use graphrag_engine::pipeline::Plan;
-use graphrag_engine::runner::{self, RunOptions, StepEstimate, StepObserver, Workspace};
+use graphrag_engine::runner::{self, RunFailure, RunOptions, StepEstimate, StepObserver, Workspace};
 use graphrag_engine::settings;
 use graphrag_engine::stats::RunStats;
 use graphrag_engine::storage::counting::{RequestSnapshot, RunRequests};
@@ -97,18 +97,28 @@ pub struct RunReport {
 pub struct RunError {
     pub error: anyhow::Error,
     pub note: Option<String>,
+    pub kind: RunErrorKind,
+}
+
+/// What ended a run, for a caller that answers each its own way (an exit
+/// code, an exception type).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunErrorKind {
+    /// Stopped ([`interrupt::request`], or the run's stop flag).
+    Interrupted,
+    Failed,
 }
 
 impl RunError {
     /// Whether the run was stopped ([`interrupt::request`]) rather than failed.
     pub fn interrupted(&self) -> bool {
-        interrupt::caused(&self.error)
+        self.kind == RunErrorKind::Interrupted
     }
 }
 
 impl From<anyhow::Error> for RunError {
     fn from(error: anyhow::Error) -> RunError {
-        RunError { error, note: None }
+        RunError { error, note: None, kind: RunErrorKind::Failed }
     }
 }
 
@@ -362,25 +372,31 @@ fn changes(before: Option<&RecordBatch>, after: &RecordBatch) -> anyhow::Result<
 
 /// A failed run's error with its note: its failed items, one per line, and
 /// what was kept and what to run next. An interruption has no note.
-fn failed(error: anyhow::Error, output: &Location, had_index: bool, rerun: &str) -> RunError {
-    // A failed start-up check is about the settings, not the run: its error alone.
-    if interrupt::caused(&error) || error.is::<runner::StartupCheckFailed>() {
-        return RunError { error, note: None };
-    }
+fn failed(failure: RunFailure, output: &Location, had_index: bool, rerun: &str) -> RunError {
+    let (failed_items, unreadable_table) = match &failure {
+        RunFailure::Interrupted(_) => {
+            return RunError { error: failure.into(), note: None, kind: RunErrorKind::Interrupted };
+        }
+        // A failed start-up check is about the settings, not the run: its error alone.
+        RunFailure::StartupCheck(_) => return RunError::from(anyhow::Error::from(failure)),
+        RunFailure::Step(step) => (step.failed_items.as_ref(), step.unreadable_index_table.clone()),
+        RunFailure::Other(_) => (None, None),
+    };
     let mut note = String::new();
-    if let Some(failed) = error.chain().find_map(|c| c.downcast_ref::<FailedItems>()) {
+    if let Some(failed) = failed_items {
         note.push_str(&format!("{} of {} {} failed:", failed.items.len(), failed.total, plural(failed.what)));
         let _ = write_list(&mut note, &failed.items);
         note.push('\n');
     }
+    let error = anyhow::Error::from(failure);
+    let with_note = |note: String| RunError { error, note: Some(note), kind: RunErrorKind::Failed };
     // What an update builds on is broken: neither queryable nor repaired by another update.
-    if let Some(unreadable) = error.chain().find_map(|c| c.downcast_ref::<UnreadableIndexTable>()) {
+    if let Some(table) = unreadable_table {
         note.push_str(&format!(
-            "The index in {} cannot be queried or updated while its table `{}` cannot be read: `graphrag-rs index` builds it anew from the input (the model's answers cached so far are reused).",
+            "The index in {} cannot be queried or updated while its table `{table}` cannot be read: `graphrag-rs index` builds it anew from the input (the model's answers cached so far are reused).",
             output.describe(),
-            unreadable.table
         ));
-        return RunError { error, note: Some(note) };
+        return with_note(note);
     }
     if had_index {
         note.push_str(&format!("The previous index in {} is unchanged and queryable. ", output.describe()));
@@ -389,7 +405,7 @@ fn failed(error: anyhow::Error, output: &Location, had_index: bool, rerun: &str)
         "This run's stats: {}. `{rerun}` asks the model only what was not answered yet.",
         staging::dir(output.working_copy().path()).join("stats.json").display()
     ));
-    RunError { error, note: Some(note) }
+    with_note(note)
 }
 
 /// Failed items the run tolerated (`failures.tolerated_fraction`), named:
@@ -413,7 +429,11 @@ mod tests {
 
     #[test]
     fn a_run_error_is_a_std_error_whose_source_is_the_runs_error() {
-        let e = RunError { error: anyhow::anyhow!("step `x` failed"), note: Some("kept".into()) };
+        let e = RunError {
+            error: anyhow::anyhow!("step `x` failed"),
+            note: Some("kept".into()),
+            kind: RunErrorKind::Failed,
+        };
         let as_std: &dyn std::error::Error = &e;
         assert_eq!(as_std.source().map(ToString::to_string).as_deref(), Some("step `x` failed"));
         assert_eq!(as_std.to_string(), "kept\nstep `x` failed");

@@ -360,7 +360,7 @@ pub fn index_shard(mut project: Project, spec: ShardSpec, run: &RunSettings) -> 
         let which = if titles.is_empty() { "documents not loaded yet".to_string() } else { titles.join(", ") };
         e.context(format!("shard {spec} failed (its documents: {which})"))
     };
-    let stats = runner::run(&plan, &ws, &run_opts).map_err(named)?;
+    let stats = runner::run(&plan, &ws, &run_opts).map_err(|e| named(e.into()))?;
     // The shard's documents, also when its steps were all done before.
     let documents = store::read_table(&store::table_path(&dir, &chunk_documents(&plan)?, false))?;
     *titles.lock().unwrap() = strings(&documents, "documents", "title")?.iter().map(|t| t.to_string()).collect();

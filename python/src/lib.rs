@@ -133,10 +133,14 @@ fn python_wording(message: String) -> String {
 }
 
 /// The exception for a library error: `ConfigError` when a settings error
-/// is in its chain, `CancelledError` for a cancelled query, else
-/// `GraphragError`; the message worded for Python.
+/// is in its chain, else `GraphragError`; the message worded for Python.
 fn to_py(e: &anyhow::Error) -> PyErr {
     error_with(e, format!("{e:#}"))
+}
+
+/// The exception for a query its `CancelToken` cancelled.
+fn cancelled_error(e: &anyhow::Error) -> PyErr {
+    CancelledError::new_err(python_wording(format!("{e:#}")))
 }
 
 /// [`to_py`]'s exception type with another message.
@@ -144,8 +148,6 @@ fn error_with(e: &anyhow::Error, message: String) -> PyErr {
     let message = python_wording(message);
     if e.chain().any(|c| c.downcast_ref::<SettingsError>().is_some()) {
         ConfigError::new_err(message)
-    } else if e.chain().any(|c| matches!(c.downcast_ref(), Some(graphrag_engine::llm::LlmError::Cancelled))) {
-        CancelledError::new_err(message)
     } else {
         GraphragError::new_err(message)
     }
@@ -360,7 +362,7 @@ fn update_index(
 /// an object store prefix).
 fn output_location(root: &Path) -> PyResult<Location> {
     let loaded = graphrag_engine::settings::load(root).map_err(|e| to_py(&e.into()))?;
-    Ok(Storage::open(root, &loaded.settings).map_err(|e| to_py(&e))?.output)
+    Ok(Storage::open(root, &loaded.settings).map_err(|e| to_py(&e.into()))?.output)
 }
 
 /// The input folder of `root` and the type of file it reads (`text`, `csv`, `json`).
@@ -369,13 +371,13 @@ fn input_settings(root: PathBuf) -> PyResult<(String, String)> {
     let root = project_folder(&root)?;
     let loaded = graphrag_engine::settings::load(&root).map_err(|e| to_py(&e.into()))?;
     let s = &loaded.settings;
-    Ok((Storage::open(&root, s).map_err(|e| to_py(&e))?.input.describe(), s.input.file_type.clone()))
+    Ok((Storage::open(&root, s).map_err(|e| to_py(&e.into()))?.input.describe(), s.input.file_type.clone()))
 }
 
 /// The input documents of `root` (a folder, or objects under a bucket prefix).
 fn input_documents(root: &Path) -> PyResult<InputDocuments> {
     let loaded = graphrag_engine::settings::load(root).map_err(|e| to_py(&e.into()))?;
-    Ok(InputDocuments::of(&Storage::open(root, &loaded.settings).map_err(|e| to_py(&e))?))
+    Ok(InputDocuments::of(&Storage::open(root, &loaded.settings).map_err(|e| to_py(&e.into()))?))
 }
 
 /// Writes the document `name` into `root`'s input, wherever it lives
@@ -603,6 +605,7 @@ impl NativeIndex {
             req.cancel = token.query.clone();
         }
         let engine = self.current(py, false)?.engine.clone();
+        let cancelled = req.cancel.clone();
         // Retrieval alone is milliseconds of CPU: answered on this thread
         // (GIL released), as the Rust library is, without a worker thread's
         // start and hand-back. A model call can wait for seconds: that runs
@@ -630,7 +633,8 @@ impl NativeIndex {
                 move || cancel.cancel(),
             )?
         };
-        let r = result.map_err(|e| to_py(&e))?;
+        // Cancelled: its model calls were dropped, which is the error it ended with.
+        let r = result.map_err(|e| if cancelled.is_cancelled() { cancelled_error(&e) } else { to_py(&e) })?;
         let stats = serde_json::to_string(&r.stats).map_err(|e| GraphragError::new_err(e.to_string()))?;
         Ok((r.answer, r.context, r.context_records.to_string(), stats, r.notice))
     }

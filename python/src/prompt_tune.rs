@@ -69,7 +69,7 @@ pub fn generate_indexing_prompts(
     // This tuning's own stop (the token's when given): Ctrl-C or cancel()
     // ends its model calls, not other runs of the process.
     let stop = cancel.map_or_else(StopFlag::new, |t| t.build.clone());
-    let work_stop = stop.clone();
+    let (work_stop, stopped) = (stop.clone(), stop.clone());
     let work = move || -> anyhow::Result<_> {
         let tuned = prompt_tune::generate_prompts_until(&root, &opts, &work_stop)?;
         let warnings = match output {
@@ -80,8 +80,9 @@ pub fn generate_indexing_prompts(
     };
     match interruptible(py, work, move || stop.request())? {
         Ok(tuned) => Ok(tuned),
-        // Stopped by its token: as a stopped build, KeyboardInterrupt.
-        Err(e) if graphrag_engine::interrupt::caused(&e) => Err(PyKeyboardInterrupt::new_err(format!("{e:#}"))),
+        // Stopped by its token: as a stopped build, KeyboardInterrupt (its
+        // model calls were refused, which is the error it ended with).
+        Err(e) if stopped.requested() => Err(PyKeyboardInterrupt::new_err(format!("{e:#}"))),
         Err(e) => Err(to_py(&e)),
     }
 }

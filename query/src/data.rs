@@ -2,6 +2,8 @@
 //! `OnceLock` per table), so a method reads only the Parquet files it needs
 //! and repeated queries through one [`crate::QueryEngine`] read nothing again.
 
+pub mod passage_graph;
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
@@ -20,7 +22,7 @@ use graphrag_vectors::{Collection, EmbeddedStore};
 
 use crate::embeddings::AnnSettings;
 pub use crate::embeddings::{Field, Vectors};
-use crate::passage_graph::PassageGraph;
+use passage_graph::PassageGraph;
 
 fn owned(v: Vec<&str>) -> Vec<String> {
     v.into_iter().map(str::to_string).collect()
@@ -638,7 +640,7 @@ impl Index {
         cached(&self.entity_mentions, || {
             let (pg, g, lexical) = (self.passage_graph()?, self.graph()?, self.lexical()?);
             Ok((0..pg.entities)
-                .map(|e| crate::passage_graph::mention_units(pg.entity_units[e].len(), &g.title[e], &lexical.bm25))
+                .map(|e| passage_graph::mention_units(pg.entity_units[e].len(), &g.title[e], &lexical.bm25))
                 .collect())
         })
     }

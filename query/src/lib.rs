@@ -29,7 +29,7 @@
 //! older index), their reciprocal rank fusion — and the Sources table packed from a ranking, after the
 //! rerank stage (`reranked_sources`: the best `rerank.candidates` chunks reordered by a rerank model,
 //! engine `llm/rerank.rs`, when the query reranks; a failure keeps the order); `basic` (hybrid by default,
-//! `dense`, `bm25`) is those rankings cut at k or at a budget. `passage_graph.rs` is the graph the walks
+//! `dense`, `bm25`) is those rankings cut at k or at a budget. `data/passage_graph.rs` is the graph the walks
 //! use, built once per index: one node per entity and per text unit, unit–entity edges from the entities'
 //! `text_unit_ids` (the edge to the entity a unit's document title names weighted
 //! `ppr_search.title_edge_weight`), entity–entity edges from relationships, the units by their document
@@ -67,7 +67,6 @@ pub mod context;
 mod data;
 mod embeddings;
 mod methods;
-mod passage_graph;
 mod prompts;
 mod retrieval;
 
@@ -84,7 +83,7 @@ use graphrag_engine::cancel::CancelToken;
 use graphrag_engine::llm::answer::{self, AnswerCheck};
 use graphrag_engine::llm::preflight::ModelKind;
 use graphrag_engine::llm::{
-    CallOptions, CallScope, ChatModel, LlmService, Message, RerankModel, RetryBudget, UsageCounters,
+    CallOptions, CallScope, ChatModel, LlmError, LlmService, Message, RerankModel, RetryBudget, UsageCounters,
 };
 use graphrag_engine::prompts::PromptTemplate;
 use graphrag_engine::settings::{self, Settings};
@@ -714,8 +713,8 @@ impl Run<'_, '_> {
         vectors.search(query, k, allowed)
     }
 
-    fn chat_model(&self) -> anyhow::Result<&Arc<ChatModel>> {
-        self.chat.as_ref().ok_or_else(|| anyhow::anyhow!("internal: chat call in retrieval-only mode"))
+    fn chat_model(&self) -> Result<&Arc<ChatModel>, LlmError> {
+        self.chat.as_ref().ok_or_else(|| LlmError::Config("internal: chat call in retrieval-only mode".into()))
     }
 
     /// One chat call: `system` prompt, then the history (when given), then the question.
@@ -741,14 +740,14 @@ impl Run<'_, '_> {
     }
 
     /// An intermediate text answer (not streamed).
-    pub fn complete(&self, messages: &[Message]) -> anyhow::Result<String> {
+    pub fn complete(&self, messages: &[Message]) -> Result<String, LlmError> {
         let model = self.chat_model()?;
         Ok(self.block_on(model.chat(messages, false, &self.usage, &answer::text()))?.completion.content)
     }
 
     /// Several JSON chat calls in parallel (the model's own concurrency limit
     /// applies); each result separately.
-    pub fn chat_json_all(&self, calls: Vec<Vec<Message>>) -> anyhow::Result<Vec<anyhow::Result<Value>>> {
+    pub fn chat_json_all(&self, calls: Vec<Vec<Message>>) -> Result<Vec<Result<Value, LlmError>>, LlmError> {
         self.chat_json_all_with(calls, &answer::json_object())
     }
 
@@ -757,7 +756,7 @@ impl Run<'_, '_> {
         &self,
         calls: Vec<Vec<Message>>,
         check: &AnswerCheck<F>,
-    ) -> anyhow::Result<Vec<anyhow::Result<T>>>
+    ) -> Result<Vec<Result<T, LlmError>>, LlmError>
     where
         F: Fn(&str) -> Result<(T, bool), String>,
     {
@@ -772,7 +771,7 @@ impl Run<'_, '_> {
         check: &AnswerCheck<F>,
         options: &CallOptions,
         in_flight: usize,
-    ) -> anyhow::Result<Vec<anyhow::Result<T>>>
+    ) -> Result<Vec<Result<T, LlmError>>, LlmError>
     where
         F: Fn(&str) -> Result<(T, bool), String>,
     {
@@ -780,13 +779,11 @@ impl Run<'_, '_> {
         let model = self.chat_model()?.with_options(options);
         let model = &model;
         let usage = &self.usage;
-        let futures = calls.iter().map(|m| async move {
-            model.chat_json_with(m, usage, check).await.map(|a| a.value).map_err(anyhow::Error::from)
-        });
+        let futures = calls.iter().map(|m| async move { model.chat_json_with(m, usage, check).await.map(|a| a.value) });
         Ok(self.block_on(futures_util::stream::iter(futures).buffered(in_flight.max(1)).collect()))
     }
 
-    pub fn chat_json(&self, messages: Vec<Message>) -> anyhow::Result<Value> {
+    pub fn chat_json(&self, messages: Vec<Message>) -> Result<Value, LlmError> {
         self.chat_json_all(vec![messages])?.pop().expect("one call")
     }
 }

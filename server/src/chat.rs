@@ -276,7 +276,7 @@ async fn ollama(
     model: String,
     piece: fn(&str, &str, &str) -> Value,
 ) -> Result<Resp> {
-    chat_model::require(state, &ask)?;
+    chat_model::require(state, ask.method, ask.context_only)?;
     let started = Instant::now();
     let created = || crate::state::now();
     if !stream {
@@ -407,7 +407,7 @@ pub async fn openai_chat(state: &Arc<State>, body: &[u8]) -> Result<Resp> {
 async fn chat_completions(state: &Arc<State>, body: &[u8]) -> Result<Resp> {
     let req: OpenAiChat = http::parse_json(body)?;
     let ask = conversation(req.messages)?;
-    chat_model::require(state, &ask)?;
+    chat_model::require(state, ask.method, ask.context_only)?;
     let model = req.model.unwrap_or_else(|| MODEL.into());
     let created = chrono::Utc::now().timestamp();
     let id = format!("chatcmpl-{created}{:x}", std::process::id());

@@ -16,7 +16,7 @@
 //! outcome in `/health`. A failed check refuses nothing: the model server
 //! may come up later, and each question then says what went wrong.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use graphrag_engine::llm::preflight::{self, ModelKind};
 use graphrag_engine::settings::{self, Settings};
@@ -25,8 +25,7 @@ use hyper::StatusCode;
 use serde_json::{json, Value};
 
 use crate::http::{ApiError, Result};
-use crate::query::Ask;
-use crate::state::State;
+use crate::state::{CheckState, StartupCheck, State};
 
 /// The method a question without one is answered with (LightRAG's default).
 pub const DEFAULT_METHOD: Method = Method::Mix;
@@ -76,44 +75,6 @@ impl ChatModelStatus {
     }
 }
 
-/// The outcome of the chat model's start-up check.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CheckState {
-    NotRun,
-    Running,
-    Passed,
-    Failed(String),
-}
-
-/// Where `serve` keeps the check's outcome (a field of `State`).
-pub struct StartupCheck(Mutex<CheckState>);
-
-impl Default for StartupCheck {
-    fn default() -> StartupCheck {
-        StartupCheck(Mutex::new(CheckState::NotRun))
-    }
-}
-
-impl StartupCheck {
-    pub fn get(&self) -> CheckState {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
-    }
-
-    fn set(&self, state: CheckState) {
-        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = state;
-    }
-
-    /// `/health`'s words for it.
-    pub fn to_json(&self) -> Value {
-        match self.get() {
-            CheckState::NotRun => json!("not run"),
-            CheckState::Running => json!("running"),
-            CheckState::Passed => json!("passed"),
-            CheckState::Failed(why) => json!({ "failed": why }),
-        }
-    }
-}
-
 /// Runs the start-up check of a configured chat model on its own thread
 /// (the project's check: one request of one token, its own 4 s limit, no
 /// retries); its outcome goes to the log and `/health`. Nothing to check
@@ -149,19 +110,19 @@ fn not_configured(id: &str) -> String {
     )
 }
 
-/// Refuses a question that asks for an answer when its method has no usable
-/// chat model (503). Context-only questions pass, and so does any question
-/// before an index exists (the query itself says that there is none).
-pub fn require(state: &State, ask: &Ask) -> Result<()> {
-    if ask.context_only {
+/// Refuses a question (by `method`) that asks for an answer when its method
+/// has no usable chat model (503). Context-only questions pass, and so does
+/// any question before an index exists (the query itself says that there is none).
+pub fn require(state: &State, method: Method, context_only: bool) -> Result<()> {
+    if context_only {
         return Ok(());
     }
     let snapshot = state.snapshot();
     let Some(engine) = snapshot.engine.as_ref() else { return Ok(()) };
-    if engine.can_answer(ask.method) {
+    if engine.can_answer(method) {
         return Ok(());
     }
-    Err(refusal(ask.method, &engine.chat_model_id(ask.method)))
+    Err(refusal(method, &engine.chat_model_id(method)))
 }
 
 fn refusal(method: Method, id: &str) -> ApiError {

@@ -18,7 +18,7 @@ use sha2::{Digest, Sha256};
 
 use crate::http::{self, ApiError, Resp, Result};
 use crate::multipart;
-use crate::state::{now, State};
+use crate::state::{now, summary, State};
 use crate::uploads::FailedUpload;
 
 const MAX_NAME_BYTES: usize = 200;
@@ -156,11 +156,6 @@ fn queued(state: &Arc<State>, names: &[String]) {
     }
     drop(p);
     state.queue_update(&names.join(", "));
-}
-
-/// The first 100 characters of a text (no byte-order mark).
-pub(crate) fn summary(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(&bytes[..bytes.len().min(400)]).trim_start_matches('\u{feff}').chars().take(100).collect()
 }
 
 /// Writes accepted documents (name, bytes), in order: a content another

@@ -276,7 +276,7 @@ fn context_bound(s: &Settings, method: Method, max_total_tokens: Option<usize>) 
 /// `POST /query`.
 pub async fn query(state: &Arc<State>, body: &[u8]) -> Result<Resp> {
     let (ask, references, records) = parse_query(&state.settings, body)?;
-    crate::chat_model::require(state, &ask)?;
+    crate::chat_model::require(state, ask.method, ask.context_only)?;
     let started = std::time::Instant::now();
     let a = self::ask(state, ask, None).await?;
     let mut out = json!({
@@ -299,7 +299,7 @@ pub async fn query(state: &Arc<State>, body: &[u8]) -> Result<Resp> {
 /// they are known once retrieval ends, so they come last), or `{"error": …}`.
 pub async fn query_stream(state: &Arc<State>, body: &[u8]) -> Result<Resp> {
     let (ask, references, records) = parse_query(&state.settings, body)?;
-    crate::chat_model::require(state, &ask)?;
+    crate::chat_model::require(state, ask.method, ask.context_only)?;
     let (resp, tx) = http::stream("application/x-ndjson");
     let line = |v: Value| Bytes::from(format!("{v}\n"));
     let pieces = tx.clone();

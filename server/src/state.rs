@@ -125,7 +125,7 @@ pub struct State {
     /// Track ids and refused uploads (see `uploads`).
     pub uploads: Mutex<Uploads>,
     /// The chat model's start-up check, when `serve` runs it.
-    pub chat_check: crate::chat_model::StartupCheck,
+    pub chat_check: StartupCheck,
 }
 
 /// The first 100 characters of each published document's text, by title
@@ -135,11 +135,51 @@ fn document_summaries(published: &Path) -> anyhow::Result<HashMap<String, String
     let Some(docs) = store::read_published_table(published, "documents")? else { return Ok(HashMap::new()) };
     let titles = graphrag_engine::table::strings(&docs, "documents", "title")?;
     let texts = graphrag_engine::table::strings(&docs, "documents", "text")?;
-    Ok(titles
-        .into_iter()
-        .zip(texts)
-        .map(|(title, text)| (title.to_string(), crate::documents::summary(text.as_bytes())))
-        .collect())
+    Ok(titles.into_iter().zip(texts).map(|(title, text)| (title.to_string(), summary(text.as_bytes()))).collect())
+}
+
+/// The first 100 characters of a text (no byte-order mark).
+pub(crate) fn summary(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(&bytes[..bytes.len().min(400)]).trim_start_matches('\u{feff}').chars().take(100).collect()
+}
+
+/// The outcome of the chat model's start-up check.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CheckState {
+    NotRun,
+    Running,
+    Passed,
+    Failed(String),
+}
+
+/// Where `serve` keeps the check's outcome (`State::chat_check`; run by
+/// `chat_model::check_in_background`).
+pub struct StartupCheck(Mutex<CheckState>);
+
+impl Default for StartupCheck {
+    fn default() -> StartupCheck {
+        StartupCheck(Mutex::new(CheckState::NotRun))
+    }
+}
+
+impl StartupCheck {
+    pub fn get(&self) -> CheckState {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    pub(crate) fn set(&self, state: CheckState) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = state;
+    }
+
+    /// `/health`'s words for it.
+    pub fn to_json(&self) -> Value {
+        match self.get() {
+            CheckState::NotRun => json!("not run"),
+            CheckState::Running => json!("running"),
+            CheckState::Passed => json!("passed"),
+            CheckState::Failed(why) => json!({ "failed": why }),
+        }
+    }
 }
 
 pub fn now() -> String {

@@ -273,8 +273,10 @@ impl<'a> Sources<'a> {
 }
 
 impl Verb for CommunityReport {
-    fn names_model(&self) -> bool {
-        true
+    /// `auto` calls it when it is configured (the start-up check skips a
+    /// chat model that is not).
+    fn model_to_call(&self) -> Option<&str> {
+        (self.mode != ReportMode::Extractive).then_some(&self.model_id)
     }
 
     fn calls_model(&self, ctx: &VerbContext) -> anyhow::Result<bool> {

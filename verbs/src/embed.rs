@@ -151,8 +151,8 @@ pub fn save_ann_index(
 const EMBED_BATCH: usize = 256;
 
 impl Verb for Embed {
-    fn names_model(&self) -> bool {
-        true
+    fn model_to_call(&self) -> Option<&str> {
+        Some(&self.model_id)
     }
 
     fn external_fingerprint(&self, ctx: &VerbContext) -> anyhow::Result<Option<String>> {

@@ -74,8 +74,8 @@ fn vars(d: &Delimiters, entity_types: &str, text: &str) -> BTreeMap<&'static str
 }
 
 impl Verb for EntityExtract {
-    fn names_model(&self) -> bool {
-        true
+    fn model_to_call(&self) -> Option<&str> {
+        Some(&self.model_id)
     }
 
     fn external_fingerprint(&self, ctx: &VerbContext) -> anyhow::Result<Option<String>> {

@@ -109,8 +109,8 @@ impl ExtractClaims {
 }
 
 impl Verb for ExtractClaims {
-    fn names_model(&self) -> bool {
-        true
+    fn model_to_call(&self) -> Option<&str> {
+        self.enabled.then_some(&self.model_id)
     }
 
     fn external_fingerprint(&self, ctx: &VerbContext) -> anyhow::Result<Option<String>> {

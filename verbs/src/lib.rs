@@ -98,4 +98,32 @@ mod tests {
         let err = plan_error("community_report", "mode: extractve");
         assert!(err.message.contains("did you mean `extractive`"), "{err}");
     }
+
+    #[test]
+    fn the_model_a_step_calls_is_none_where_its_args_rule_calling_one_out() {
+        let registry = super::registry();
+        for (verb, args, model) in [
+            ("entity_extract", serde_json::json!({"model_id": "chat"}), Some("chat")),
+            ("summarize", serde_json::json!({"model_id": "chat"}), Some("chat")),
+            ("embed", serde_json::json!({"field": "text_unit_text", "model_id": "vectors"}), Some("vectors")),
+            ("extract_claims", serde_json::json!({"enabled": true, "model_id": "chat"}), Some("chat")),
+            ("extract_claims", serde_json::json!({"enabled": false, "model_id": "chat"}), None),
+            ("community_report", serde_json::json!({"mode": "auto", "model_id": "chat"}), Some("chat")),
+            ("community_report", serde_json::json!({"mode": "llm", "model_id": "chat"}), Some("chat")),
+            ("community_report", serde_json::json!({"mode": "extractive", "model_id": "chat"}), None),
+            ("resolve_entities", serde_json::json!({"enabled": true, "mode": "llm", "model_id": "chat"}), Some("chat")),
+            (
+                "resolve_entities",
+                serde_json::json!({"enabled": true, "mode": "auto", "model_id": "chat"}),
+                Some("chat"),
+            ),
+            ("resolve_entities", serde_json::json!({"enabled": true, "mode": "auto", "model_in_auto": false}), None),
+            ("resolve_entities", serde_json::json!({"enabled": true, "mode": "rules"}), None),
+            ("resolve_entities", serde_json::json!({"enabled": false, "mode": "llm"}), None),
+            ("chunk", serde_json::json!({}), None),
+        ] {
+            let step = registry.build(verb, args.clone()).unwrap().unwrap();
+            assert_eq!(step.model_to_call(), model, "{verb} {args}");
+        }
+    }
 }

@@ -452,8 +452,15 @@ fn relationship_ends<'t>(rels: &'t RecordBatch, titles: &[&str]) -> anyhow::Resu
 }
 
 impl Verb for ResolveEntities {
-    fn names_model(&self) -> bool {
-        true
+    /// `auto` calls it when it is configured (the start-up check skips a
+    /// chat model that is not), unless `model_in_auto` is off (the fast pipeline).
+    fn model_to_call(&self) -> Option<&str> {
+        let calls = match self.mode {
+            ResolveMode::Rules => false,
+            ResolveMode::Llm => true,
+            ResolveMode::Auto => self.model_in_auto,
+        };
+        (self.enabled && calls).then_some(&self.model_id)
     }
 
     fn external_fingerprint(&self, ctx: &VerbContext) -> anyhow::Result<Option<String>> {

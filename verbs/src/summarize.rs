@@ -228,8 +228,8 @@ fn previous_graph(ctx: &VerbContext) -> anyhow::Result<PreviousGraph> {
 }
 
 impl Verb for Summarize {
-    fn names_model(&self) -> bool {
-        true
+    fn model_to_call(&self) -> Option<&str> {
+        Some(&self.model_id)
     }
 
     fn calls_model(&self, _ctx: &VerbContext) -> anyhow::Result<bool> {

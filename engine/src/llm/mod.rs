@@ -137,8 +137,8 @@ pub enum LlmError {
     InvalidAnswer { model: String, kind: &'static str, reason: String, attempts: u32 },
     #[error("{model}: not called: {failures} calls in a row failed (max_consecutive_failures); the last: {last}")]
     Stopped { model: String, failures: u32, last: String },
-    /// The run was stopped: its source is the run's [`Interrupted`], which
-    /// `interrupt::caused` finds in an error's chain.
+    /// The run was stopped ([`Interrupted`]): a caller that tells a stop
+    /// apart checks its stop flag, which the error's chain need not reach.
     #[error("the model call was stopped")]
     Interrupted(#[source] Interrupted),
     /// The request the call served was cancelled (see `crate::cancel`).

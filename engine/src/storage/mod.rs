@@ -141,7 +141,7 @@ impl Storage {
     /// The locations `settings` name: folders relative to the project
     /// `root`, or object store prefixes, each connected and checked with one
     /// request (an error names the setting and the cause).
-    pub fn open(root: &Path, settings: &Settings) -> anyhow::Result<Storage> {
+    pub fn open(root: &Path, settings: &Settings) -> Result<Storage, OpenError> {
         let (input, output) = (&settings.input_storage, &settings.output_storage);
         Ok(Storage {
             input: location(root, "input_storage", input, root.join(&input.base_dir))?,
@@ -161,16 +161,16 @@ impl Storage {
 
     /// The reporting location (where run logs go): a folder, or an object
     /// store prefix the logs are uploaded to.
-    pub fn reporting(root: &Path, settings: &Settings) -> anyhow::Result<Location> {
+    pub fn reporting(root: &Path, settings: &Settings) -> Result<Location, OpenError> {
         let config = &settings.reporting;
-        Ok(location(root, "reporting", config, root.join(&config.base_dir))?)
+        location(root, "reporting", config, root.join(&config.base_dir))
     }
 
     /// The cache location alone (the LLM layer's).
-    pub fn cache(root: &Path, settings: &Settings) -> anyhow::Result<Location> {
+    pub fn cache(root: &Path, settings: &Settings) -> Result<Location, OpenError> {
         let dir = root.join(settings.cache.dir());
         match &settings.cache.storage {
-            Some(config) => Ok(location(root, "cache.storage", config, dir)?),
+            Some(config) => location(root, "cache.storage", config, dir),
             None => Ok(Location::folder(dir)),
         }
     }

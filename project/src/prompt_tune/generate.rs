@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 
 use futures_util::future::{join3, join_all};
+use graphrag_engine::interrupt::Interrupted;
 use graphrag_engine::llm::{answer, AnswerCheck, ChatModel, LlmError, Message, UsageCounters};
 use graphrag_engine::prompts::PromptTemplate;
 use graphrag_operations::extraction_parser::{parse_graph_records, Delimiters};
@@ -140,6 +141,16 @@ pub(super) fn parse_example(text: &str, types: &[String]) -> Result<Example, Str
     Ok(Example { text: String::new(), entities, relationships })
 }
 
+/// A question without an answer: the run was stopped (which ends prompt
+/// tuning), or the call failed (which a few-shot example may).
+#[derive(Debug, thiserror::Error)]
+enum AskError {
+    #[error(transparent)]
+    Interrupted(#[from] Interrupted),
+    #[error("prompt tuning, {what}: {error}")]
+    Failed { what: String, error: LlmError },
+}
+
 /// One model call; an error names the question.
 async fn ask<T, F>(
     model: &ChatModel,
@@ -148,14 +159,14 @@ async fn ask<T, F>(
     json: bool,
     usage: &UsageCounters,
     check: &AnswerCheck<F>,
-) -> anyhow::Result<T>
+) -> Result<T, AskError>
 where
     F: Fn(&str) -> Result<T, String>,
 {
     match model.chat(&messages, json, usage, check).await {
         Ok(answer) => Ok(answer.value),
         Err(LlmError::Interrupted(stopped)) => Err(stopped.into()),
-        Err(e) => Err(anyhow::anyhow!("prompt tuning, {what}: {e}")),
+        Err(error) => Err(AskError::Failed { what: what.to_string(), error }),
     }
 }
 
@@ -297,7 +308,7 @@ async fn ask_examples(
         async move {
             let what = format!("few-shot example from selected chunk {}", i + 1);
             let m = messages::example(persona, domain, language, types, chunk);
-            let example: anyhow::Result<Example> = ask(model, &what, m, false, usage, check).await;
+            let example: Result<Example, AskError> = ask(model, &what, m, false, usage, check).await;
             example.map(|e| Example { text: chunk.clone(), ..e })
         }
     });
@@ -306,7 +317,7 @@ async fn ask_examples(
     for result in join_all(asked).await {
         match result {
             Ok(e) => examples.push(e),
-            Err(e) if graphrag_engine::interrupt::caused(&e) => return Err(e),
+            Err(e @ AskError::Interrupted(_)) => return Err(e.into()),
             Err(e) => failures.push(e),
         }
     }

@@ -233,7 +233,8 @@ pub fn embed_shard(mut project: Project, spec: ShardSpec, run: &RunSettings) -> 
     steps.extend(embeds);
     relink(&mut steps)?;
     let plan = Plan { steps, published: BTreeSet::new(), ..plan };
-    let stats = runner::run(&plan, &ws, &run_opts).map_err(|e| e.context(format!("embed shard {spec} failed")))?;
+    let stats = runner::run(&plan, &ws, &run_opts)
+        .map_err(|e| anyhow::Error::from(e).context(format!("embed shard {spec} failed")))?;
     let mut embedded_texts = 0;
     for table in &outputs {
         embedded_texts += store::read_table(&store::table_path(&dir, table, false))?.num_rows();

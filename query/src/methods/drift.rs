@@ -193,14 +193,14 @@ pub fn run(run: &Run) -> anyhow::Result<Outcome> {
                 actions.add_follow_ups(&v);
             }
             Err(e) if super::is_bad_json(&e) => {
-                run.skip(&what, format!("{e:#}"));
+                run.skip(&what, e.to_string());
                 first_error.get_or_insert(e);
             }
-            Err(e) => return Err(e.context("DRIFT primer call failed")),
+            Err(e) => return Err(anyhow::Error::from(e).context("DRIFT primer call failed")),
         }
     }
     if let (true, Some(e)) = (primer_answers.is_empty(), first_error) {
-        return Err(e.context(format!("every DRIFT primer call failed ({} folds)", folds.len())));
+        return Err(anyhow::Error::from(e).context(format!("every DRIFT primer call failed ({} folds)", folds.len())));
     }
     if let Some(primer) = actions.list.first_mut() {
         primer.asked = true;
@@ -255,8 +255,8 @@ pub fn run(run: &Run) -> anyhow::Result<Outcome> {
                     actions.list[i].score = super::number_of(v.get("score"));
                     actions.add_follow_ups(&v);
                 }
-                Err(e) if super::is_bad_json(&e) => run.skip("DRIFT follow-up step", format!("{e:#}")),
-                Err(e) => return Err(e.context("DRIFT follow-up call failed")),
+                Err(e) if super::is_bad_json(&e) => run.skip("DRIFT follow-up step", e.to_string()),
+                Err(e) => return Err(anyhow::Error::from(e).context("DRIFT follow-up call failed")),
             }
         }
     }
@@ -351,10 +351,10 @@ fn expand_query(run: &Run, prompt: &PromptTemplate, reports: &Reports, selected:
         Ok(answer) => Ok(answer),
         Err(e) if super::is_bad_json(&e) => {
             // GraphRAG searches with the question itself when the expansion is empty.
-            run.skip("DRIFT query expansion", format!("{e:#}; searching with the question itself"));
+            run.skip("DRIFT query expansion", format!("{e}; searching with the question itself"));
             Ok(question.clone())
         }
-        Err(e) => Err(e.context("DRIFT query expansion failed")),
+        Err(e) => Err(anyhow::Error::from(e).context("DRIFT query expansion failed")),
     }
 }
 

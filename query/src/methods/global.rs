@@ -6,6 +6,7 @@
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
+use graphrag_engine::llm::LlmError;
 use serde_json::{json, Value};
 
 use crate::context::{
@@ -118,7 +119,7 @@ pub fn run(run: &Run) -> anyhow::Result<Outcome> {
     let mut points: Vec<Point> = Vec::new();
     // Calls without a usable answer: skipped while others answered, the
     // query's error when none did (no answer is not "no relevant data").
-    let mut failed: Vec<(String, Option<anyhow::Error>)> = Vec::new();
+    let mut failed: Vec<(String, Option<LlmError>)> = Vec::new();
     for (i, r) in results.into_iter().enumerate() {
         let what = format!("global search map call {} of {total}", i + 1);
         let why = match r {
@@ -129,7 +130,7 @@ pub fn run(run: &Run) -> anyhow::Result<Outcome> {
                 }
                 None => ("the answer has no `points` list".to_string(), None),
             },
-            Err(e) => (format!("{e:#}"), Some(e)),
+            Err(e) => (super::with_causes(&e), Some(e)),
         };
         run.skip(&what, &why.0);
         failed.push((format!("{what}: {}", why.0), why.1));
@@ -161,18 +162,18 @@ pub fn run(run: &Run) -> anyhow::Result<Outcome> {
 /// The error of a step whose every model call (`failed`: what each was and
 /// why it failed) went without a usable answer: an interruption stays one
 /// (the caller exits as after Ctrl-C), anything else names every call.
-fn every_call_failed(step: &str, failed: Vec<(String, Option<anyhow::Error>)>) -> anyhow::Error {
+fn every_call_failed(step: &str, failed: Vec<(String, Option<LlmError>)>) -> anyhow::Error {
     let n = failed.len();
     let mut interrupted = None;
     let mut named = Vec::with_capacity(n);
     for (what, error) in failed {
         match error {
-            Some(e) if graphrag_engine::interrupt::caused(&e) => interrupted = Some(e),
+            Some(e @ LlmError::Interrupted(_)) => interrupted = Some(e),
             _ => named.push(what),
         }
     }
     if let Some(e) = interrupted {
-        return e;
+        return e.into();
     }
     // The first few say why; the same cause usually fails them all.
     const SHOWN: usize = 10;
@@ -253,7 +254,7 @@ fn dynamic_selection(run: &Run, reports: &Reports) -> anyhow::Result<Vec<usize>>
     let mut level = 0;
     let repeats = gs.dynamic_search_num_repeats.max(1) as usize;
     let mut rated = 0;
-    let mut failed: Vec<(String, Option<anyhow::Error>)> = Vec::new();
+    let mut failed: Vec<(String, Option<LlmError>)> = Vec::new();
     while !queue.is_empty() {
         let mut calls = Vec::new();
         for &r in &queue {
@@ -279,7 +280,7 @@ fn dynamic_selection(run: &Run, reports: &Reports) -> anyhow::Result<Vec<usize>>
                         }
                         None => ("the answer has no `rating`".to_string(), None),
                     },
-                    Err(e) => (format!("{e:#}"), Some(e)),
+                    Err(e) => (super::with_causes(&e), Some(e)),
                 };
                 run.skip(&what, &why);
                 failed.push((format!("{what}: {why}"), error));

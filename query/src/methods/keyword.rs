@@ -65,10 +65,10 @@ fn keywords(run: &Run, history: &str) -> anyhow::Result<Keywords> {
             Ok(Keywords { high, low, fallback: None })
         }
         Err(e) if super::is_bad_json(&e) => {
-            run.skip("keyword extraction", format!("{e:#}"));
+            run.skip("keyword extraction", e.to_string());
             Ok(fallback("the keyword extraction answer was not valid JSON"))
         }
-        Err(e) => Err(e),
+        Err(e) => Err(e.into()),
     }
 }
 

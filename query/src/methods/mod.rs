@@ -100,9 +100,12 @@ pub fn strings_of(v: Option<&Value>) -> Vec<String> {
 
 /// Whether an error is a model answer that stayed unusable (not the JSON
 /// asked for; skipped and counted) rather than a failure to reach the model.
-pub fn is_bad_json(e: &anyhow::Error) -> bool {
-    matches!(
-        e.downcast_ref::<graphrag_engine::llm::LlmError>(),
-        Some(graphrag_engine::llm::LlmError::InvalidAnswer { .. })
-    )
+pub fn is_bad_json(e: &graphrag_engine::llm::LlmError) -> bool {
+    matches!(e, graphrag_engine::llm::LlmError::InvalidAnswer { .. })
+}
+
+/// A model call's error with its causes, as `{:#}` of the `anyhow::Error`
+/// it becomes shows it (a stopped call names the stop).
+pub fn with_causes(e: &graphrag_engine::llm::LlmError) -> String {
+    format!("{:#}", anyhow::Error::from(e.clone()))
 }

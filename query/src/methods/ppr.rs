@@ -1,6 +1,6 @@
 //! graphrag-rs PPR search: HippoRAG 2's graph propagation without its LLM
 //! steps. Text units are ranked by a walk over the graph of entities and
-//! text units ([`crate::passage_graph`]), that ranking is fused with the
+//! text units ([`crate::data::passage_graph`]), that ranking is fused with the
 //! hybrid (dense + BM25) ranking by reciprocal rank fusion (each ranking's
 //! units that would fill the budget on their own), and the units are packed
 //! into `ppr_search.max_context_tokens` as a Sources table answered with
@@ -33,7 +33,7 @@
 //! for the names the fast graph pruned or never extracted). With
 //! `walk_head` the walk's first units come before the fused ranking
 //! ([`walk_first`]); `title_edge_weight` weighs the passage graph's title
-//! edges ([`crate::passage_graph`]). With `bridge_units` a second walk
+//! edges ([`crate::data::passage_graph`]). With `bridge_units` a second walk
 //! starts from the entities of the first walk's best units too
 //! ([`walk_units`]) and its ranking is fused as a third; with
 //! `duplicate_similarity` a near copy of a unit ranked before it leaves the
@@ -55,8 +55,8 @@ use graphrag_operations::pagerank::{MAX_ITERATIONS, TOLERANCE};
 use serde_json::json;
 
 use crate::context::{entities_named_in, MemoCounter};
+use crate::data::passage_graph::PassageGraph;
 use crate::data::{Field, Graph};
-use crate::passage_graph::PassageGraph;
 use crate::retrieval::{self, budget_window, Ranking};
 use crate::{Outcome, Run};
 

@@ -14,8 +14,8 @@ use std::sync::OnceLock;
 use graphrag_operations::lexical::Bm25Index;
 use graphrag_operations::pagerank::{WeightedGraph, MAX_ITERATIONS, TOLERANCE};
 
+use super::{Graph, TextUnits, UnitDocuments};
 use crate::context::title_key;
-use crate::data::{Graph, TextUnits, UnitDocuments};
 
 /// PageRank's usual damping, for the entity ranking (RAGFlow uses networkx's default).
 const ENTITY_PAGERANK_DAMPING: f64 = 0.85;
