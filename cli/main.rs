@@ -329,9 +329,9 @@ enum Command {
 
 #[derive(Subcommand)]
 enum CacheCommand {
-    /// Copy a local cache folder (one JSON file per answer, as a `cache/` folder holds them) into
-    /// the project's cache on an object store (`cache.storage`), which reads answers in segments
-    /// only.
+    /// Copy a local cache folder (its segments, and the one JSON file per answer of older
+    /// versions) into the project's cache on an object store (`cache.storage`), which reads
+    /// answers in segments only.
     Import {
         /// The local cache folder, e.g. an earlier project's cache/.
         folder: PathBuf,

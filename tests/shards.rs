@@ -237,7 +237,7 @@ fn a_shard_killed_mid_run_reruns_without_repeated_calls() {
     // Shard 1 again in a fresh project, killed (SIGKILL) after 5 answers, rerun.
     let killed = project(&mock, &docs, 1);
     index(killed.path(), &["--method", "standard", "--shard", "0/2"]);
-    let cached = |root: &Path| common::cache_files(root, |f| f.extension().is_some_and(|x| x == "json"));
+    let cached = |root: &Path| common::cached_answers(root, |_| true);
     let cached_before = cached(killed.path());
     mock.reset_stats();
     mock.set_faults(vec![FaultRule::always(FaultKind::Hang).after(5)]);

@@ -333,9 +333,9 @@ fn hanging(mock: &MockServer, command: &str, root: &Path, answered: u32) -> Chil
     child
 }
 
-/// Answers in the project's cache (one file each).
+/// Answers in the project's cache.
 fn cache_entries(root: &Path) -> u64 {
-    common::cache_files(root, |p| p.extension().is_some_and(|x| x == "json"))
+    common::cached_answers(root, |_| true)
 }
 
 /// Requests of the start-up check before a run (one chat, one embedding).

@@ -140,22 +140,25 @@ pub fn carol_passage(from: &str, len: usize) -> String {
     full[start..end].to_string()
 }
 
-/// Files in the project's cache (every folder below `cache/`) for which
-/// `keep` holds: each cached answer is one file.
-pub fn cache_files(root: &Path, keep: impl Fn(&Path) -> bool + Copy) -> u64 {
-    fn walk(dir: &Path, keep: impl Fn(&Path) -> bool + Copy) -> u64 {
+/// Answers in the project's cache (every folder below `cache/`) whose
+/// stored form `keep` accepts: each line of a segment (`*.answers`: key,
+/// tab, answer) and each file of an older version's layout (`*.json`).
+pub fn cached_answers(root: &Path, keep: impl Fn(&[u8]) -> bool + Copy) -> u64 {
+    fn walk(dir: &Path, keep: impl Fn(&[u8]) -> bool + Copy) -> u64 {
         let Ok(entries) = fs::read_dir(dir) else { return 0 };
-        entries
-            .flatten()
-            .map(|e| {
-                let path = e.path();
-                if path.is_dir() {
-                    walk(&path, keep)
-                } else {
-                    u64::from(keep(&path))
-                }
-            })
-            .sum()
+        let count = |path: &Path| -> u64 {
+            let Ok(bytes) = fs::read(path) else { return 0 };
+            match path.extension().and_then(|x| x.to_str()) {
+                Some("json") => u64::from(keep(&bytes)),
+                Some("answers") => bytes
+                    .split(|&b| b == b'\n')
+                    .filter_map(|line| line.iter().position(|&b| b == b'\t').map(|tab| &line[tab + 1..]))
+                    .filter(|answer| keep(answer))
+                    .count() as u64,
+                _ => 0,
+            }
+        };
+        entries.flatten().map(|e| if e.path().is_dir() { walk(&e.path(), keep) } else { count(&e.path()) }).sum()
     }
     walk(&root.join("cache"), keep)
 }

@@ -1,7 +1,15 @@
 //! Persistent response cache, keyed by a hash of the model, parameters and
-//! messages (never the API key), with two backends: a local folder, one file
-//! per answer ([`super::cache_folder`]), or an object store, many answers to
-//! an object ([`super::cache_segments`]).
+//! messages (never the API key). One implementation for a local folder and
+//! an object store: a partition's answers are written together, in
+//! segments ([`super::cache_segments`], which holds the format and its
+//! contracts), through the storage location's [`crate::storage::Store`].
+//! A folder also reads the one-file-per-answer layout of older versions
+//! ([`super::cache_folder`]), and keeps a bounded cache's segments within
+//! its bound ([`ResponseCache::bounded`]).
+//!
+//! An answer is kept as its JSON, compact; an embedding vector as the
+//! base64 of its f32 values ([`super::cache_vector`], through
+//! [`ResponseCache::get_vector`] and [`ResponseCache::put_vector`]).
 //!
 //! The cache holds only answers that passed their purpose's check: [`put`]
 //! takes a [`Checked`] value, which only running a check makes, and [`get`]
@@ -11,16 +19,18 @@
 //! [`put`]: ResponseCache::put
 //! [`get`]: ResponseCache::get
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use bytes::Bytes;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use super::cache_folder::FolderAnswers;
+use super::cache_folder::LegacyFiles;
 pub use super::cache_segments::Imported;
-use super::cache_segments::{import_folder, ObjectAnswers};
+use super::cache_segments::{import_folder, SegmentAnswers};
+use super::cache_vector;
 use crate::storage::{Backend, Location};
 use graphrag_operations::ids::sha256_hex;
 
@@ -87,41 +97,35 @@ impl<S, T, E: std::fmt::Display> Lookup<S, T, E> {
 }
 
 pub struct ResponseCache {
-    answers: Answers,
+    segments: SegmentAnswers,
+    /// In a local folder: the answers of older versions, one file each.
+    legacy: Option<LegacyFiles>,
     /// Corrupt entries met (the root's and its partitions': one warning).
     corrupt: Arc<AtomicU64>,
 }
 
-/// Where the answers are kept.
-enum Answers {
-    Folder(FolderAnswers),
-    /// On an object store: this partition's answers (falling back to the root's).
-    Segments(ObjectAnswers),
-}
-
 impl ResponseCache {
+    /// The cache in the local folder `dir`.
     pub fn new(dir: &Path) -> Self {
-        ResponseCache { answers: Answers::Folder(FolderAnswers::new(dir)), corrupt: Arc::default() }
+        ResponseCache::at(&Location::folder(dir))
     }
 
-    /// The cache at a storage location: its folder (one file per answer),
-    /// or its object store prefix (segments of answers).
+    /// The cache at a storage location: segments of answers in its folder
+    /// or under its object store prefix.
     pub fn at(location: &Location) -> Self {
-        match location.backend() {
-            Backend::Folder(folder) => ResponseCache::new(folder),
-            Backend::ObjectStore(remote) => ResponseCache {
-                answers: Answers::Segments(ObjectAnswers::new(remote.clone())),
-                corrupt: Arc::default(),
-            },
-        }
+        let legacy = match location.backend() {
+            Backend::Folder(dir) => Some(LegacyFiles::new(dir)),
+            Backend::ObjectStore(_) => None,
+        };
+        ResponseCache { segments: SegmentAnswers::new(location.store()), legacy, corrupt: Arc::default() }
     }
 
-    /// Copies the answers of the local cache folder `folder` into the cache
-    /// at `to`, an object store location (see [`super::cache_segments`]'s
-    /// `import_folder`).
+    /// Copies the answers of the local cache folder `folder` (segments, and
+    /// files of older versions) into the cache at `to`, an object store
+    /// location (see [`super::cache_segments`]'s `import_folder`).
     pub fn import(folder: &Path, to: &Location) -> anyhow::Result<Imported> {
         match to.backend() {
-            Backend::ObjectStore(remote) => import_folder(folder, remote),
+            Backend::ObjectStore(_) => import_folder(folder, to.store().as_ref()),
             Backend::Folder(_) => {
                 anyhow::bail!("{} is a local folder: the answers of a folder cache are copied as files", to.describe())
             }
@@ -131,37 +135,31 @@ impl ResponseCache {
     /// The cache of one pipeline step (GraphRAG's `model_instance_name`):
     /// entries under `DIR/<name>/`, reading older unpartitioned entries too.
     pub fn partition(&self, name: &str) -> Self {
-        let answers = match &self.answers {
-            Answers::Folder(folder) => Answers::Folder(folder.partition(name)),
-            Answers::Segments(segments) => Answers::Segments(segments.partition(name)),
-        };
-        ResponseCache { answers, corrupt: self.corrupt.clone() }
-    }
-
-    /// Writes the answers an object store cache keeps in memory (a step's,
-    /// when it ends); a folder's are written as they come.
-    pub fn flush(&self) {
-        if let Answers::Segments(segments) = &self.answers {
-            segments.flush();
+        ResponseCache {
+            segments: self.segments.partition(name),
+            legacy: self.legacy.as_ref().map(|legacy| legacy.partition(name)),
+            corrupt: self.corrupt.clone(),
         }
     }
 
-    /// The same cache holding at most `max_bytes` of entries in its own
-    /// folder: past that, the least recently used are deleted (for answers
-    /// that keep coming, a server's query answers; an index's are never
-    /// bounded, they are what makes a rerun cheap).
-    /// On an object store the bound is on the answers this process holds in
-    /// memory (see [`super::cache_held`]; a bucket's lifecycle rule expires
-    /// old segments).
+    /// Writes the answers the cache keeps in memory (a step's, when it
+    /// ends; otherwise every second, see [`super::cache_segments`]).
+    pub fn flush(&self) {
+        self.segments.flush();
+    }
+
+    /// The same cache holding at most `max_bytes` of answers in memory (see
+    /// [`super::cache_held`]), for answers that keep coming (a server's
+    /// query answers; an index's are never bounded, they are what makes a
+    /// rerun cheap). In a local folder its segments also take at most
+    /// `max_bytes`, the oldest deleted first; on an object store a bucket's
+    /// lifecycle rule expires old segments.
     pub fn bounded(self, max_bytes: u64) -> Self {
-        let answers = match self.answers {
-            Answers::Folder(folder) => Answers::Folder(folder.bounded(max_bytes)),
-            Answers::Segments(segments) => {
-                segments.bound(max_bytes);
-                Answers::Segments(segments)
-            }
-        };
-        ResponseCache { answers, ..self }
+        self.segments.bound(max_bytes);
+        if self.legacy.is_some() {
+            self.segments.keep_at_most(max_bytes);
+        }
+        self
     }
 
     pub fn key(parts: &[&str]) -> String {
@@ -171,21 +169,30 @@ impl ResponseCache {
 
     /// The entry under `key` if it reads and passes `check`.
     pub fn get<S: DeserializeOwned, T, E>(&self, key: &str, check: impl FnOnce(&S) -> Result<T, E>) -> Lookup<S, T, E> {
-        let found = match &self.answers {
-            Answers::Folder(folder) => folder.get(key),
-            Answers::Segments(segments) => segments.get(key).map(|found| (PathBuf::from(found.name), found.bytes)),
-        };
-        let Some((path, bytes)) = found else {
+        self.get_as(key, |bytes| serde_json::from_slice(bytes).map_err(|e| e.to_string()), check)
+    }
+
+    /// The embedding vector under `key` if it reads and passes `check`.
+    pub fn get_vector<T, E>(&self, key: &str, check: impl FnOnce(&Vec<f32>) -> Result<T, E>) -> Lookup<Vec<f32>, T, E> {
+        self.get_as(key, cache_vector::decode, check)
+    }
+
+    fn get_as<S, T, E>(
+        &self,
+        key: &str,
+        decode: impl FnOnce(&[u8]) -> Result<S, String>,
+        check: impl FnOnce(&S) -> Result<T, E>,
+    ) -> Lookup<S, T, E> {
+        let found = self.segments.get(key).map(|found| (found.name, found.bytes)).or_else(|| {
+            let (path, bytes) = self.legacy.as_ref()?.get(key)?;
+            Some((path.display().to_string(), bytes))
+        });
+        let Some((name, bytes)) = found else {
             return Lookup::Miss;
         };
-        match serde_json::from_slice(&bytes) {
+        match decode(&bytes) {
             Ok(stored) => match Checked::new(stored, check) {
-                Ok(hit) => {
-                    if let Answers::Folder(folder) = &self.answers {
-                        folder.used(&path);
-                    }
-                    Lookup::Hit(hit)
-                }
+                Ok(hit) => Lookup::Hit(hit),
                 Err((_, e)) => Lookup::Rejected(e),
             },
             Err(e) => {
@@ -193,11 +200,10 @@ impl ResponseCache {
                 // not listed: a damaged cache can hold thousands.
                 if self.corrupt.fetch_add(1, Ordering::Relaxed) == 0 {
                     tracing::warn!(
-                        "ignoring corrupt cache entry {} ({e}); its request is sent again (further corrupt entries are counted in stats.json as cache_corrupt, not listed)",
-                        path.display()
+                        "ignoring corrupt cache entry {name} ({e}); its request is sent again (further corrupt entries are counted in stats.json as cache_corrupt, not listed)"
                     );
                 } else {
-                    tracing::debug!("ignoring corrupt cache entry {} ({e})", path.display());
+                    tracing::debug!("ignoring corrupt cache entry {name} ({e})");
                 }
                 Lookup::Corrupt
             }
@@ -206,21 +212,15 @@ impl ResponseCache {
 
     /// Stores a checked answer; a failure to write only costs a future cache miss.
     pub fn put<S: Serialize, T>(&self, key: &str, value: &Checked<S, T>) {
-        let bytes = match serde_json::to_vec(value.stored()) {
-            Ok(bytes) => bytes,
-            Err(e) => {
-                tracing::warn!("could not write cache entry {key}: {e}");
-                return;
-            }
-        };
-        match &self.answers {
-            Answers::Segments(segments) => segments.put(key, bytes.into()),
-            Answers::Folder(folder) => {
-                if let Err(e) = folder.put(key, &bytes) {
-                    tracing::warn!("could not write cache entry {}: {e}", folder.path(key).display());
-                }
-            }
+        match serde_json::to_vec(value.stored()) {
+            Ok(bytes) => self.segments.put(key, bytes.into()),
+            Err(e) => tracing::warn!("could not write cache entry {key}: {e}"),
         }
+    }
+
+    /// Stores a checked embedding vector, compact ([`super::cache_vector`]).
+    pub fn put_vector<T>(&self, key: &str, value: &Checked<Vec<f32>, T>) {
+        self.segments.put(key, Bytes::from(cache_vector::encode(value.stored())));
     }
 }
 
@@ -237,12 +237,34 @@ mod tests {
         }
     }
 
+    /// Writes `json` as the answer to `key` in the layout of older versions.
+    fn old_file(dir: &Path, partition: &str, key: &str, json: &str) {
+        let folder = dir.join(partition).join(&key[..2]);
+        std::fs::create_dir_all(&folder).unwrap();
+        std::fs::write(folder.join(format!("{key}.json")), json).unwrap();
+    }
+
+    /// The segment files of `partition` in the cache folder `dir`.
+    fn segment_files(dir: &Path, partition: &str) -> Vec<std::path::PathBuf> {
+        let entries = std::fs::read_dir(dir.join(partition).join("segments")).into_iter().flatten().flatten();
+        let mut files: Vec<_> =
+            entries.map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "answers")).collect();
+        files.sort();
+        files
+    }
+
     #[test]
     fn only_checked_values_go_in_and_only_passing_entries_come_out() {
         let dir = tempfile::tempdir().unwrap();
-        let cache = ResponseCache::new(dir.path());
         let key = ResponseCache::key(&["chat", "gpt", "{}"]);
-        assert!(matches!(cache.get(&key, short), Lookup::Miss));
+        old_file(dir.path(), "", &key, "{truncated");
+        let cache = ResponseCache::new(dir.path());
+        assert!(matches!(cache.get(&key, short), Lookup::Corrupt), "a damaged entry is asked again");
+        assert!(matches!(cache.get(&key, short), Lookup::Corrupt));
+        assert_eq!(cache.corrupt.load(Ordering::Relaxed), 2);
+        let other = ResponseCache::key(&["chat", "gpt", "{ }"]);
+        assert_ne!(key, other);
+        assert!(matches!(cache.get(&other, short), Lookup::Miss));
         assert!(Checked::new(vec![1u32, 2, 3, 4], short).is_err(), "a failing value cannot be made, so not stored");
         cache.put(&key, &Checked::new(vec![1u32, 2, 3], short).unwrap());
         match cache.get(&key, short) {
@@ -254,14 +276,81 @@ mod tests {
             cache.get(&key, |v: &Vec<u32>| if v.len() < 2 { Ok(()) } else { Err(()) }),
             Lookup::Rejected(())
         ));
-        let Answers::Folder(folder) = &cache.answers else { unreachable!() };
-        std::fs::write(folder.path(&key), b"{truncated").unwrap();
-        assert!(matches!(cache.get(&key, short), Lookup::Corrupt));
-        assert!(matches!(cache.get(&key, short), Lookup::Corrupt));
-        assert_eq!(cache.corrupt.load(Ordering::Relaxed), 2);
-        cache.put(&key, &Checked::new(vec![4u32], short).unwrap());
-        assert!(matches!(cache.get(&key, short), Lookup::Hit(_)));
-        assert_ne!(key, ResponseCache::key(&["chat", "gpt", "{ }"]));
+        drop(cache);
+        let later = ResponseCache::new(dir.path());
+        assert!(matches!(later.get(&key, short), Lookup::Hit(_)), "the new answer, written, replaces the damaged one");
+    }
+
+    #[test]
+    fn a_folder_keeps_answers_in_segments_and_still_reads_the_files_of_older_versions() {
+        let dir = tempfile::tempdir().unwrap();
+        let any = |v: &u32| Ok::<u32, ()>(*v);
+        let keys: Vec<String> = (0..4).map(|i| ResponseCache::key(&[&i.to_string()])).collect();
+        old_file(dir.path(), "", &keys[0], "10");
+        old_file(dir.path(), "extract_graph", &keys[1], "11");
+        old_file(dir.path(), "extract_graph", &keys[2], "12");
+        let root = ResponseCache::new(dir.path());
+        let part = root.partition("extract_graph");
+        part.put(&keys[2], &Checked::new(22u32, any).unwrap());
+        part.put(&keys[3], &Checked::new(23u32, any).unwrap());
+        root.flush();
+        let files = segment_files(dir.path(), "extract_graph");
+        assert_eq!(files.len(), 1, "one segment for the step's answers, not a file each");
+        assert!(!dir.path().join("extract_graph").join(&keys[3][..2]).exists());
+        drop((root, part));
+        let root = ResponseCache::new(dir.path());
+        let part = root.partition("extract_graph");
+        let got = |cache: &ResponseCache, key: &str| match cache.get(key, any) {
+            Lookup::Hit(hit) => Some(*hit.value()),
+            _ => None,
+        };
+        assert_eq!(got(&part, &keys[0]), Some(10), "an old file of the root, through the fallback");
+        assert_eq!(got(&part, &keys[1]), Some(11), "an old file of the partition");
+        assert_eq!(got(&part, &keys[2]), Some(22), "a segment's answer before an old file's");
+        assert_eq!(got(&part, &keys[3]), Some(23));
+        assert_eq!(got(&root, &keys[3]), None, "partitions do not leak into the root");
+    }
+
+    #[test]
+    fn a_torn_last_line_is_a_miss_and_the_lines_before_it_still_hit() {
+        let dir = tempfile::tempdir().unwrap();
+        let any = |v: &String| Ok::<usize, ()>(v.len());
+        let keys: Vec<String> = (0..3).map(|i| ResponseCache::key(&[&i.to_string()])).collect();
+        let cache = ResponseCache::new(dir.path()).partition("summarize");
+        for key in &keys {
+            cache.put(key, &Checked::new(format!("answer to {key}"), any).unwrap());
+        }
+        drop(cache);
+        // As a machine crash may leave it: cut in the last line.
+        let segment = segment_files(dir.path(), "summarize").pop().unwrap();
+        let bytes = std::fs::read(&segment).unwrap();
+        std::fs::write(&segment, &bytes[..bytes.len() - 10]).unwrap();
+        let cache = ResponseCache::new(dir.path()).partition("summarize");
+        let hits: Vec<bool> = keys.iter().map(|k| matches!(cache.get(k, any), Lookup::Hit(_))).collect();
+        assert_eq!(hits, [true, true, false]);
+        assert_eq!(cache.corrupt.load(Ordering::Relaxed), 0, "a torn line is a miss, not an answer");
+    }
+
+    #[test]
+    fn vectors_are_kept_compact_and_read_back_bit_for_bit_and_older_decimal_ones_still_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let any = |v: &Vec<f32>| Ok::<usize, ()>(v.len());
+        let (new, old) = (ResponseCache::key(&["new"]), ResponseCache::key(&["old"]));
+        old_file(dir.path(), "embed", &old, "[0.25,-1.5]");
+        let vector: Vec<f32> = (0..3072).map(|i| (i as f32 * 0.37).cos() / 3.0).collect();
+        let cache = ResponseCache::new(dir.path());
+        cache.partition("embed").put_vector(&new, &Checked::new(vector.clone(), any).unwrap());
+        drop(cache);
+        let segment = std::fs::read(segment_files(dir.path(), "embed").pop().unwrap()).unwrap();
+        assert!(segment.len() < 3072 * 6, "{} bytes for 3,072 floats", segment.len());
+        let embed = ResponseCache::new(dir.path()).partition("embed");
+        let read = |key: &str| match embed.get_vector(key, any) {
+            Lookup::Hit(hit) => hit.into_parts().0,
+            other => panic!("{other:?}"),
+        };
+        let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&read(&new)), bits(&vector));
+        assert_eq!(read(&old), [0.25, -1.5]);
     }
 
     #[test]
@@ -293,49 +382,34 @@ mod tests {
         for key in &keys {
             queries.put(key, &Checked::new("y".repeat(1000), any).unwrap());
         }
-        let Answers::Segments(segments) = &queries.answers else { panic!("not on the object store") };
-        let held = || segments.held_bytes();
+        let held = || queries.segments.held_bytes();
         assert!(held() > 0 && held() <= budget, "{} bytes held", held());
         assert!(keys.iter().all(|k| matches!(queries.get(k, any), Lookup::Hit(_))), "every answer still found");
         assert!(held() <= budget);
     }
 
     #[test]
-    fn a_bounded_cache_deletes_its_least_recently_used_entries() {
+    fn a_bounded_folder_deletes_its_oldest_segments_past_its_bound_and_never_the_root_s() {
         let dir = tempfile::tempdir().unwrap();
-        let root = ResponseCache::new(dir.path());
         let any = |v: &String| Ok::<usize, ()>(v.len());
+        let root = ResponseCache::new(dir.path());
         let old_key = ResponseCache::key(&["root entry"]);
         root.put(&old_key, &Checked::new("x".repeat(500), any).unwrap());
-        // Each entry is 102 bytes of JSON: three fit in 350.
-        let bounded = root.partition("query").bounded(350);
-        let keys: Vec<String> = (0..4).map(|i| ResponseCache::key(&[&i.to_string()])).collect();
-        let hit = |key: &str| matches!(bounded.get(key, any), Lookup::Hit(_));
-        for key in &keys[..3] {
+        root.flush();
+        // Each answer's line is 168 bytes, a segment each: three fit in 550.
+        let bounded = root.partition("query").bounded(550);
+        let keys: Vec<String> = (0..5).map(|i| ResponseCache::key(&[&i.to_string()])).collect();
+        for key in &keys {
             bounded.put(key, &Checked::new("y".repeat(100), any).unwrap());
+            bounded.flush();
+            let bytes: u64 = segment_files(dir.path(), "query").iter().map(|f| f.metadata().unwrap().len()).sum();
+            assert!(bytes <= 550, "{bytes} bytes of segments");
         }
-        assert!(hit(&keys[0]), "read: now the most recently used");
-        bounded.put(&keys[3], &Checked::new("y".repeat(100), any).unwrap());
-        assert_eq!(keys.iter().map(|k| hit(k)).collect::<Vec<_>>(), [true, false, true, true]);
-        assert!(hit(&old_key), "entries of the root (unbounded) are read and never deleted");
-    }
-
-    #[test]
-    fn partitions_write_apart_and_read_older_root_entries() {
-        let dir = tempfile::tempdir().unwrap();
-        let root = ResponseCache::new(dir.path());
-        let part = root.partition("extract_graph");
-        let (old, new) = (ResponseCache::key(&["old"]), ResponseCache::key(&["new"]));
-        let any = |v: &u32| Ok::<u32, ()>(*v);
-        root.put(&old, &Checked::new(1u32, any).unwrap());
-        part.put(&new, &Checked::new(2u32, any).unwrap());
-        let got = |cache: &ResponseCache, key: &str| match cache.get(key, any) {
-            Lookup::Hit(hit) => Some(*hit.value()),
-            _ => None,
-        };
-        assert_eq!(got(&part, &old), Some(1), "an answer cached before partitions still counts");
-        assert_eq!(got(&part, &new), Some(2));
-        assert_eq!(got(&root, &new), None, "partitions do not leak into the root");
-        assert!(dir.path().join("extract_graph").join(&new[..2]).join(format!("{new}.json")).is_file());
+        assert_eq!(segment_files(dir.path(), "query").len(), 3);
+        drop((root, bounded));
+        let later = ResponseCache::new(dir.path()).partition("query");
+        let hit = |key: &str| matches!(later.get(key, any), Lookup::Hit(_));
+        assert_eq!(keys.iter().map(|k| hit(k)).collect::<Vec<_>>(), [false, false, true, true, true]);
+        assert!(hit(&old_key), "answers of the root (unbounded) are read and never deleted");
     }
 }

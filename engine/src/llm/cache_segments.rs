@@ -1,32 +1,41 @@
-//! The answer cache on an object store, in segments. One object per answer
-//! (the local folder's layout) made a cached re-index cost one GET per
-//! answer: a million answers, a million requests. Here a partition's answers
-//! are written together, one segment object at a time
+//! The answer cache in segments, one implementation for a local folder and
+//! an object store (reached through the location's [`Store`]). One file or
+//! object per answer made a fresh index spend a fifth of its CPU creating
+//! files (a folder) and a cached re-index read one file, or send one GET,
+//! per answer: a million answers, a million requests. Here a partition's
+//! answers are written together, one segment at a time
 //! (`<partition>/segments/<writer>-<n>.answers`; the root's under
-//! `segments/`): a run costs requests per segment, not per answer.
+//! `segments/`): a run costs a file or a request per segment, not per answer.
 //!
-//! A segment's format: one line per answer, the 64 hex digits of its key, a
-//! tab, the answer's JSON (written compact, so with no raw line break).
+//! A segment's format: one line per answer, the 64 lowercase hex digits of
+//! its key, a tab, the answer, a line break. The answer is its JSON written
+//! compact (so with no raw line break or tab), or, for an embedding vector,
+//! `#f32le:` then the base64 of its little-endian f32 values
+//! ([`super::cache_vector`]); the caller that asks knows which it stored.
+//! A line without its line break (the end of a file a crash tore), or
+//! whose key does not read, is damaged: counted in one warning, not read,
+//! and its request asked again.
 //!
 //! Writing. Each process is a writer with a name of its own (its start time
 //! then a random part, so that names sort by when writers started) and
 //! writes only its own segments, numbered, one at a time per partition: at
-//! the end of each step ([`ObjectAnswers::flush`]), every [`FLUSH_INTERVAL`]
+//! the end of each step ([`SegmentAnswers::flush`]), every [`FLUSH_INTERVAL`]
 //! by a thread while answers wait, as soon as [`FLUSH_ANSWERS`] answers or
-//! [`FLUSH_BYTES`] wait, and when the cache is dropped. A segment is one
-//! PUT, which an object store makes visible whole or not at all: a process
-//! killed loses the answers of its last [`FLUSH_INTERVAL`] at most (the next
-//! run asks them again) and never damages the cache.
+//! [`FLUSH_BYTES`] wait, and when the cache is dropped. A segment is
+//! written whole ([`Store::put`]: a folder's is written under a temporary
+//! name, synced, then renamed; an object store's is one PUT, visible whole
+//! or not at all): a process killed loses the answers of its last
+//! [`FLUSH_INTERVAL`] at most (the next run asks them again) and never
+//! leaves a part of a segment a reader would read.
 //!
 //! Reading. A partition is listed once per process, when it is first asked
 //! (one LIST of its `segments/`; a miss then makes no request), and its
 //! segments are read a few at a time in name order, which is the order
 //! their writers started in, then their own: a later answer to a key
-//! replaces an earlier one, as rewriting a file does locally. A process
-//! holds in memory the answers it read and those it wrote; a bounded cache
-//! (a server's query answers) holds at most its bound of them and reads an
-//! unloaded one again with one ranged GET of its line
-//! ([`super::cache_held`]).
+//! replaces an earlier one. A process holds in memory the answers it read
+//! and those it wrote; a bounded cache (a server's query answers) holds at
+//! most its bound of them and reads an unloaded one again with one ranged
+//! read of its line ([`super::cache_held`]).
 //!
 //! Folding, the contract: a segment is deleted only by the process that
 //! wrote it; a reader never rewrites or deletes one. A writer with
@@ -39,8 +48,16 @@
 //! most); a bounded reader whose unloaded answer's segment was folded since
 //! asks that answer again.
 //!
-//! A local cache folder is copied into a bucket by [`import_folder`] (the
-//! layout of one object per answer is not read).
+//! The one exception: a partition kept within a size
+//! ([`SegmentAnswers::keep_at_most`], a bounded cache in a local folder,
+//! which has no lifecycle rule to expire old segments) deletes its oldest
+//! segments, whoever wrote them, before writing one that would not fit. Its
+//! answers are then the most recently written (not read) ones; one in a
+//! deleted segment is a miss, asked again, as when a reader finds it folded.
+//!
+//! A local cache folder (its segments, and the files of older versions) is
+//! copied into a bucket by [`import_folder`]; in a folder, the files of
+//! older versions are read by [`super::cache_folder`].
 
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{BuildHasher, Hasher};
@@ -53,7 +70,7 @@ use anyhow::Context;
 use bytes::Bytes;
 
 use super::cache_held::{hex_digit, slot, Held, Holding, Place};
-use crate::storage::object::ObjectLocation;
+use crate::storage::Store;
 
 /// How long an answer waits in memory at most while a run goes on.
 pub const FLUSH_INTERVAL: Duration = Duration::from_secs(1);
@@ -79,7 +96,7 @@ const LISTINGS: usize = 3;
 /// the partition it falls back to (the root, for answers cached before
 /// caches were partitioned).
 #[derive(Clone)]
-pub(super) struct ObjectAnswers {
+pub(super) struct SegmentAnswers {
     shared: Arc<Shared>,
     path: String,
     fallback: Option<String>,
@@ -87,7 +104,7 @@ pub(super) struct ObjectAnswers {
 
 /// What the partitions of one cache share.
 struct Shared {
-    root: ObjectLocation,
+    root: Arc<dyn Store>,
     writer: String,
     state: Mutex<State>,
 }
@@ -103,7 +120,10 @@ struct State {
 struct Partition {
     /// Its index in [`State::waiting`], and its entries' in [`State::held`].
     number: u32,
-    at: ObjectLocation,
+    at: Arc<dyn Store>,
+    /// The most bytes its segments may take, if bounded (see
+    /// [`SegmentAnswers::keep_at_most`]).
+    stored_bound: OnceLock<u64>,
     /// Listed and read: once, when first asked (its gets wait for that).
     read: OnceLock<()>,
     /// This process's segments of it, held while one is written or folded:
@@ -161,15 +181,15 @@ fn writer_name() -> String {
     format!("{millis:013}-{random:016x}")
 }
 
-impl ObjectAnswers {
+impl SegmentAnswers {
     /// The root of the cache at `root`. Its answers are written every
     /// [`FLUSH_INTERVAL`] by a thread that ends once the cache is dropped
     /// (which writes what is left).
-    pub fn new(root: ObjectLocation) -> ObjectAnswers {
-        ObjectAnswers::flushed_every(root, FLUSH_INTERVAL)
+    pub fn new(root: Arc<dyn Store>) -> SegmentAnswers {
+        SegmentAnswers::flushed_every(root, FLUSH_INTERVAL)
     }
 
-    fn flushed_every(root: ObjectLocation, interval: Duration) -> ObjectAnswers {
+    fn flushed_every(root: Arc<dyn Store>, interval: Duration) -> SegmentAnswers {
         let shared = Arc::new(Shared { root, writer: writer_name(), state: Mutex::default() });
         let weak = Arc::downgrade(&shared);
         let flusher = std::thread::Builder::new().name("cache-flush".into()).spawn(move || flush_every(weak, interval));
@@ -178,13 +198,13 @@ impl ObjectAnswers {
                 "could not start the cache's writer thread ({e}): answers are written at the end of each step"
             );
         }
-        ObjectAnswers { shared, path: String::new(), fallback: None }
+        SegmentAnswers { shared, path: String::new(), fallback: None }
     }
 
     /// The partition `name` under this one, falling back to this one.
-    pub fn partition(&self, name: &str) -> ObjectAnswers {
+    pub fn partition(&self, name: &str) -> SegmentAnswers {
         let path = if self.path.is_empty() { name.to_string() } else { format!("{}/{name}", self.path) };
-        ObjectAnswers { shared: self.shared.clone(), path, fallback: Some(self.path.clone()) }
+        SegmentAnswers { shared: self.shared.clone(), path, fallback: Some(self.path.clone()) }
     }
 
     /// Holds at most `max_bytes` of answers in memory, this cache's
@@ -192,6 +212,13 @@ impl ObjectAnswers {
     /// answer.
     pub fn bound(&self, max_bytes: u64) {
         self.shared.state().held.bound(max_bytes);
+    }
+
+    /// Keeps this partition's segments within `max_bytes` of storage (a
+    /// folder's: it has no lifecycle rule): before a segment is written, the
+    /// oldest are deleted, whoever wrote them, until it fits.
+    pub fn keep_at_most(&self, max_bytes: u64) {
+        let _ = self.shared.partition(&self.path).stored_bound.set(max_bytes);
     }
 
     /// What the answers held in memory are counted as, for a bounded cache.
@@ -213,7 +240,7 @@ impl ObjectAnswers {
     pub fn put(&self, key: &str, answer: Bytes) {
         let partition = self.shared.partition(&self.path);
         let Some(slot) = slot(partition.number, key) else {
-            tracing::warn!("not caching an answer under `{key}` in {}: not a cache key", partition.at.url());
+            tracing::warn!("not caching an answer under `{key}` in {}: not a cache key", partition.at.describe());
             return;
         };
         let full = {
@@ -266,7 +293,13 @@ impl Shared {
         }
         let number = state.waiting.len() as u32;
         let at = if path.is_empty() { self.root.clone() } else { self.root.join(path) };
-        let partition = Arc::new(Partition { number, at, read: OnceLock::new(), own: Mutex::default() });
+        let partition = Arc::new(Partition {
+            number,
+            at,
+            stored_bound: OnceLock::new(),
+            read: OnceLock::new(),
+            own: Mutex::default(),
+        });
         state.waiting.push(Waiting::default());
         state.partitions.insert(path.to_string(), partition.clone());
         partition
@@ -297,7 +330,10 @@ impl Shared {
         own.next += 1;
         let name = segment_name(&self.writer, segment);
         let (bytes, lines) = segment_of(waiting.answers.iter().map(|(key, answer)| (key.as_str(), answer)));
-        match partition.at.put(&name, bytes.clone()) {
+        if let Some(&max_bytes) = partition.stored_bound.get() {
+            self.make_room(partition, own, bytes.len() as u64, max_bytes);
+        }
+        match partition.at.put(&name, &bytes) {
             Ok(()) => {
                 own.live.push(OwnSegment { bytes: bytes.len() as u64, ..segment });
                 let name: Arc<str> = Arc::from(name);
@@ -312,13 +348,39 @@ impl Shared {
                 tracing::warn!(
                     "could not write {} cached answer(s) to {}: {e:#}; trying again at the next flush",
                     waiting.answers.len(),
-                    partition.at.url()
+                    partition.at.describe()
                 );
                 let mut state = self.state();
                 let later = std::mem::replace(&mut state.waiting[partition.number as usize], waiting);
                 let again = &mut state.waiting[partition.number as usize];
                 again.bytes += later.bytes;
                 again.answers.extend(later.answers);
+            }
+        }
+    }
+
+    /// Deletes the oldest segments of `partition` (`own`: this process's,
+    /// held) until `incoming` more bytes fit in `max_bytes` (a segment larger
+    /// than that is written alone, and goes before the next).
+    fn make_room(&self, partition: &Partition, own: &mut OwnSegments, incoming: u64, max_bytes: u64) {
+        let listed = match partition.segments() {
+            Ok(listed) => listed,
+            Err(e) => {
+                tracing::warn!("could not list the cache segments of {}: {e:#}", partition.at.describe());
+                return;
+            }
+        };
+        let mut total = incoming + listed.iter().map(|(_, size)| size).sum::<u64>();
+        for (name, size) in listed {
+            if total <= max_bytes {
+                break;
+            }
+            match partition.at.delete(&name) {
+                Ok(()) => {
+                    total -= size;
+                    own.live.retain(|&segment| segment_name(&self.writer, segment) != name);
+                }
+                Err(e) => tracing::warn!("could not delete an old cache segment: {e:#}"),
             }
         }
     }
@@ -336,7 +398,7 @@ impl Shared {
                     own.live.drain(run.clone());
                     own.live.insert(run.start, folded);
                 }
-                Err(e) => tracing::warn!("could not fold cache segments of {}: {e:#}", partition.at.url()),
+                Err(e) => tracing::warn!("could not fold cache segments of {}: {e:#}", partition.at.describe()),
             }
         }
     }
@@ -359,7 +421,7 @@ impl Shared {
         let folded = OwnSegment { number: last.number, folds: last.folds + 1, bytes: 0 };
         let name = segment_name(&self.writer, folded);
         let (bytes, lines) = segment_of(answers.iter().map(|(key, answer)| (key.as_str(), answer)));
-        partition.at.put(&name, bytes.clone())?;
+        partition.at.put(&name, &bytes)?;
         {
             let (name, mut state) = (Arc::from(name), self.state());
             for (key, line) in answers.keys().zip(lines) {
@@ -374,7 +436,7 @@ impl Shared {
                 tracing::warn!("could not delete a cache segment folded away: {e:#}");
             }
         }
-        tracing::debug!("folded {} cache segments of {} into one", run.len(), partition.at.url());
+        tracing::debug!("folded {} cache segments of {} into one", run.len(), partition.at.describe());
         Ok(OwnSegment { bytes: bytes.len() as u64, ..folded })
     }
 }
@@ -406,7 +468,7 @@ impl Partition {
             if let Err(e) = self.read_segments(shared) {
                 tracing::warn!(
                     "could not read the cached answers of {}: {e:#}; their requests are sent again",
-                    self.at.url()
+                    self.at.describe()
                 );
             }
         });
@@ -431,8 +493,8 @@ impl Partition {
 
     fn name_of(&self, key: &str, mine: bool) -> String {
         match mine {
-            true => format!("{} (this run's answer {key})", self.at.url()),
-            false => format!("{}/{SEGMENTS} (answer {key})", self.at.url()),
+            true => format!("{} (this run's answer {key})", self.at.describe()),
+            false => format!("{}/{SEGMENTS} (answer {key})", self.at.describe()),
         }
     }
 
@@ -456,14 +518,18 @@ impl Partition {
     /// folded segment a listing then shows).
     fn read_segments(&self, shared: &Shared) -> anyhow::Result<()> {
         for listing in 1..=LISTINGS {
-            let listed = self.at.list(SEGMENTS)?;
-            let segments: Vec<(String, u64)> =
-                listed.into_iter().filter(|l| l.key.ends_with(SEGMENT_SUFFIX)).map(|l| (l.key, l.size)).collect();
-            if self.read_listed(shared, &segments, listing == LISTINGS)? {
+            if self.read_listed(shared, &self.segments()?, listing == LISTINGS)? {
                 break;
             }
         }
         Ok(())
+    }
+
+    /// The partition's segments (name, size), in name order.
+    fn segments(&self) -> anyhow::Result<Vec<(String, u64)>> {
+        let listed = self.at.join(SEGMENTS).list()?;
+        let segments = listed.into_iter().filter(|l| l.path.ends_with(SEGMENT_SUFFIX));
+        Ok(segments.map(|l| (format!("{SEGMENTS}/{}", l.path), l.size)).collect())
     }
 
     /// Reads the segments listed (name, size; in name order), a few at a
@@ -494,7 +560,7 @@ impl Partition {
         if damaged > 0 {
             tracing::warn!(
                 "{damaged} damaged line(s) in the cache segments of {}: their requests are sent again",
-                self.at.url()
+                self.at.describe()
             );
         }
         Ok(true)
@@ -584,24 +650,29 @@ pub struct Imported {
     pub skipped: u64,
 }
 
-/// Copies the answers of the local cache folder `dir` (one file per answer,
-/// `[<partition>/]<xx>/<key>.json`: the folder cache's layout) into the
-/// cache at `to`, as segments of a writer of its own (a partition's
-/// answers already there stay; where both have a key, the copy's answer is
-/// the later). Folders of two hex digits hold answers; any other folder is
-/// a partition.
-pub(super) fn import_folder(dir: &Path, to: &ObjectLocation) -> anyhow::Result<Imported> {
+/// Copies the answers of the local cache folder `dir` (its segments, and
+/// the one file per answer of older versions,
+/// `[<partition>/]<xx>/<key>.json`) into the cache at `to`, as segments of a
+/// writer of its own (a partition's answers already there stay; where both
+/// have a key, the copy's answer is the later; in the copy, a segment's
+/// answer is later than an old file's). Folders of two hex digits hold old
+/// files, `segments/` segments; any other folder is a partition.
+pub(super) fn import_folder(dir: &Path, to: &dyn Store) -> anyhow::Result<Imported> {
     let (writer, mut imported) = (writer_name(), Imported::default());
     import_partition(dir, to, &writer, &mut imported)?;
     Ok(imported)
 }
 
-fn import_partition(dir: &Path, to: &ObjectLocation, writer: &str, imported: &mut Imported) -> anyhow::Result<()> {
+fn import_partition(dir: &Path, to: &dyn Store, writer: &str, imported: &mut Imported) -> anyhow::Result<()> {
     let mut batch = Waiting::default();
     for folder in sorted_entries(dir)?.into_iter().filter(|p| p.is_dir()) {
         let name = folder.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_string();
+        if name == SEGMENTS {
+            import_segments(&folder, to, writer, imported, &mut batch)?;
+            continue;
+        }
         if !(name.len() == 2 && name.bytes().all(|b| hex_digit(b).is_some())) {
-            import_partition(&folder, &to.join(&name), writer, imported)?;
+            import_partition(&folder, to.join(&name).as_ref(), writer, imported)?;
             continue;
         }
         for file in sorted_entries(&folder)? {
@@ -622,15 +693,37 @@ fn import_partition(dir: &Path, to: &ObjectLocation, writer: &str, imported: &mu
     imported.write(to, writer, &mut batch)
 }
 
+/// Adds the answers of a folder cache's segments (`dir`, a partition's
+/// `segments/`) to `batch`, in name order (a later line replaces an earlier
+/// one in the copy too); a damaged line is skipped.
+fn import_segments(
+    dir: &Path,
+    to: &dyn Store,
+    writer: &str,
+    imported: &mut Imported,
+    batch: &mut Waiting,
+) -> anyhow::Result<()> {
+    for file in sorted_entries(dir)?.into_iter().filter(|p| p.to_string_lossy().ends_with(SEGMENT_SUFFIX)) {
+        let segment = Bytes::from(std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?);
+        let mut full = false;
+        imported.skipped +=
+            segment_lines(&segment, |key, _, answer| full |= batch.add(key, answer, FLUSH_BYTES)) as u64;
+        if full {
+            imported.write(to, writer, batch)?;
+        }
+    }
+    Ok(())
+}
+
 impl Imported {
     /// Writes `batch` (if any) as a segment of `writer` at `to`.
-    fn write(&mut self, to: &ObjectLocation, writer: &str, batch: &mut Waiting) -> anyhow::Result<()> {
+    fn write(&mut self, to: &dyn Store, writer: &str, batch: &mut Waiting) -> anyhow::Result<()> {
         let batch = std::mem::take(batch);
         if batch.answers.is_empty() {
             return Ok(());
         }
         let (bytes, _) = segment_of(batch.answers.iter().map(|(key, answer)| (key.as_str(), answer)));
-        to.put(&segment_name(writer, OwnSegment { number: self.segments, folds: 0, bytes: 0 }), bytes)?;
+        to.put(&segment_name(writer, OwnSegment { number: self.segments, folds: 0, bytes: 0 }), &bytes)?;
         self.segments += 1;
         self.answers += batch.answers.len() as u64;
         Ok(())

@@ -196,7 +196,7 @@ impl EmbeddingModel {
 
     /// A usable cached vector for `key`.
     fn cached(&self, key: &str, usage: &UsageCounters) -> Option<Vec<f32>> {
-        let hit = self.cache.as_ref()?.get(key, |v: &Vec<f32>| usable_vector(v, None)).hit(usage, &self.id)?;
+        let hit = self.cache.as_ref()?.get_vector(key, |v| usable_vector(v, None)).hit(usage, &self.id)?;
         Some(hit.into_parts().0)
     }
 
@@ -212,7 +212,7 @@ impl EmbeddingModel {
         for (key, v) in keys.zip(vectors) {
             let checked = Checked::new(v, |v: &Vec<f32>| usable_vector(v, dim)).map_err(|(_, e)| e)?;
             if let Some(c) = &self.cache {
-                c.put(key, &checked);
+                c.put_vector(key, &checked);
             }
             out.push(checked.into_parts().0);
         }

@@ -22,8 +22,8 @@
 //! good → no more calls this run; a `CallScope` — a query's cancel token and `RetryBudget` (no retry later
 //! than its limit after the query's first failure) — bounds the calls of one model made `within` it),
 //! `LlmService::for_queries` (the query policy: settings `query` lower every model's timeout and retry
-//! budget, no breaker, answers in the size-bounded `query` partition of the cache, `cache_budget.rs`: least
-//! recently used deleted first), `limiter` (concurrency semaphore + requests/tokens-per-period buckets),
+//! budget, no breaker, answers in the size-bounded `query` partition of the cache: in a folder its oldest
+//! segments deleted first), `limiter` (concurrency semaphore + requests/tokens-per-period buckets),
 //! `http` (transport: URLs built with `Url` from `api_base`, query kept; bodies read up to a limit; the key
 //! and api_base's query values scrubbed from every message, `api_base.rs`), `wire` (each provider's wire
 //! format: requests are made in OpenAI's form — the form of cache keys, step hashes, `call_args` and
@@ -34,20 +34,21 @@
 //! expiry); answers, stream events, embeddings and a 429's wait read back into one `Completion`; the
 //! provider is `settings::Provider`, parsed once), `cache` (`ResponseCache`: `put` takes only a `Checked`
 //! value and `get` re-runs the caller's check; corrupt entries are counted, one warning; a step's partition
-//! `<model_instance_name>/` reads the root's answers too; two backends: `cache_folder` (one JSON file per
-//! request under DIR/cache, atomic but not synced to disk (`store::atomic_write_unsynced`: a sync per
-//! answer cost milliseconds on the request path; an entry a machine crash tore is unreadable, counted
-//! corrupt and asked again); bounded by `cache_budget.rs`: least recently used deleted first) and, on an
-//! object store, `cache_segments` (`ObjectAnswers`): each process writes its own segment objects
-//! (`<partition>/segments/<writer>-<n>.answers`, a line per answer: key, tab, JSON), one at a time per
-//! partition, at each step's end (`LlmService::flush_cache`, called by the runner), every second by a
-//! thread while answers wait, at 2,000 answers / 16 MiB, and when the cache is dropped; a reader lists a
-//! partition's `segments/` once (a miss then costs nothing) and reads them 16 at a time, later segments
-//! replacing earlier answers; a segment is deleted only by its writer, which folds its own small
-//! consecutive segments into runs of up to 16 MiB once it has 64 in a partition (folded written first,
-//! under a name that sorts where the run's last did; a reader that finds a listed segment gone lists
-//! again); readers never write or delete; `ResponseCache::import` (CLI `cache import`) copies a local cache
-//! folder into a bucket, one-object-per-answer layouts are not read; `cache_held` (`Held`): the answers
+//! `<model_instance_name>/` reads the root's answers too; one implementation for a local folder and an object store,
+//! reached through the location's `storage::Store`: `cache_segments` (`SegmentAnswers`): each process writes its
+//! own segment files (`<partition>/segments/<writer>-<n>.answers`, a line per answer: key, tab, compact JSON or
+//! `#f32le:` + base64 for an embedding vector, `cache_vector`), one at a time per partition, each whole (a
+//! folder: renamed into place, synced; a store: one PUT), at each step's end (`LlmService::flush_cache`,
+//! called by the runner), every second by a thread while answers wait, at 2,000 answers / 16 MiB, and when the
+//! cache is dropped (a process killed loses its last second of answers; a torn line is a miss); a reader lists
+//! a partition's `segments/` once (a miss then costs nothing) and reads them 16 at a time, later segments
+//! replacing earlier answers; a segment is deleted only by its writer, which folds its own small consecutive
+//! segments into runs of up to 16 MiB once it has 64 in a partition (folded written first, under a name that
+//! sorts where the run's last did; a reader that finds a listed segment gone lists again), or, in a bounded
+//! folder (the query cache), as the oldest of the partition past its bound; readers never write or delete;
+//! `cache_folder` (`LegacyFiles`) reads the one-JSON-file-per-answer layout (`DIR/[<partition>/]<xx>/<key>.json`)
+//! older versions wrote in a folder, after the segments; `ResponseCache::import` (CLI `cache import`) copies a
+//! local cache folder (segments and old files) into a bucket; `cache_held` (`Held`): the answers
 //! held in memory, by key and segment line; bounded (the query cache, `ResponseCache::bounded`) it counts
 //! each entry and loaded answer against `query.cache_max_bytes`, unloads the least recently used answers
 //! first (read again with one ranged GET of their line; gone, folded since: asked again), then forgets
@@ -63,10 +64,10 @@ pub mod answer;
 mod anthropic;
 mod bedrock;
 mod cache;
-mod cache_budget;
 mod cache_folder;
 mod cache_held;
 mod cache_segments;
+mod cache_vector;
 mod chat;
 mod embedding;
 mod gemini;

@@ -180,7 +180,7 @@ fn check_storage(loaded: &LoadedSettings) -> Result<(), ConfigError> {
         "cache.type",
         &s.cache.kind,
         &CACHE_TYPES,
-        "json keeps one file per model answer under the cache folder",
+        "json keeps the model answers in segment files under the cache folder",
     )?;
     if let Some(st) = &s.cache.storage {
         storage(loaded, "cache.storage", st)?;

@@ -49,7 +49,7 @@ section!(
 });
 
 section!(CacheConfig {
-    /// json (one file per answer under the cache folder) | memory | none
+    /// json (the answers in segment files under the cache folder) | memory | none
     #[serde(rename = "type")]
     kind: String = s("json"),
     /// The cache folder (graphrag-rs's key; GraphRAG's is `storage.base_dir`).

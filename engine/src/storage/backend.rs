@@ -13,6 +13,9 @@
 //!   file written before they began. A listing is sorted by path and
 //!   complete (every page of a store's LIST is read), hidden work files
 //!   included (callers filter); a folder not made yet lists nothing.
+//! - [`Store::get_all`] reads several files at once (a store: a few GETs
+//!   in flight), [`Store::get_range`] part of one (a store: one ranged GET;
+//!   a range past the file's end comes back short).
 //! - [`Store::delete`] and [`Store::delete_all`] are idempotent: a name
 //!   already gone is no error.
 //! - [`Store::folders`] names the folders directly below (a store: one LIST
@@ -24,6 +27,8 @@
 //! `open_published`); and the working copy a run writes Parquet in
 //! ([`super::WorkingCopy`]).
 
+use std::io::{Read, Seek, SeekFrom};
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -42,6 +47,12 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     fn join(&self, rel: &str) -> Arc<dyn Store>;
     /// The file `name`, or `None` when there is none.
     fn get(&self, name: &str) -> anyhow::Result<Option<Vec<u8>>>;
+    /// The files `names` (same order; `None` for one that is not there).
+    fn get_all(&self, names: &[String]) -> anyhow::Result<Vec<Option<Bytes>>> {
+        names.iter().map(|name| Ok(self.get(name)?.map(Bytes::from))).collect()
+    }
+    /// The bytes `range` of the file `name`, or `None` when there is none.
+    fn get_range(&self, name: &str, range: Range<u64>) -> anyhow::Result<Option<Bytes>>;
     /// Writes the file `name` whole.
     fn put(&self, name: &str, bytes: &[u8]) -> anyhow::Result<()>;
     /// Writes the file `name` only if there is none yet: false, and nothing
@@ -84,6 +95,22 @@ impl Store for Folder {
         let path = self.path(name);
         match std::fs::read(&path) {
             Ok(bytes) => Ok(Some(bytes)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
+        }
+    }
+
+    fn get_range(&self, name: &str, range: Range<u64>) -> anyhow::Result<Option<Bytes>> {
+        let path = self.path(name);
+        let read = || -> std::io::Result<Vec<u8>> {
+            let mut file = std::fs::File::open(&path)?;
+            file.seek(SeekFrom::Start(range.start))?;
+            let mut bytes = Vec::new();
+            file.take(range.end.saturating_sub(range.start)).read_to_end(&mut bytes)?;
+            Ok(bytes)
+        };
+        match read() {
+            Ok(bytes) => Ok(Some(Bytes::from(bytes))),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
         }
@@ -166,6 +193,14 @@ impl Store for ObjectLocation {
 
     fn get(&self, name: &str) -> anyhow::Result<Option<Vec<u8>>> {
         Ok(ObjectLocation::get(self, name)?.map(|b| b.to_vec()))
+    }
+
+    fn get_all(&self, names: &[String]) -> anyhow::Result<Vec<Option<Bytes>>> {
+        ObjectLocation::get_all(self, names)
+    }
+
+    fn get_range(&self, name: &str, range: Range<u64>) -> anyhow::Result<Option<Bytes>> {
+        ObjectLocation::get_range(self, name, range)
     }
 
     fn put(&self, name: &str, bytes: &[u8]) -> anyhow::Result<()> {

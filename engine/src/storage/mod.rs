@@ -408,6 +408,12 @@ impl Location {
         Location { dir, remote: self.remote.as_ref().map(|r| r.join(rel)), store: self.store.join(rel) }
     }
 
+    /// The files of the location as every machine reads and writes them
+    /// (for a caller that keeps its own layout there: the answer cache).
+    pub(crate) fn store(&self) -> std::sync::Arc<dyn Store> {
+        self.store.clone()
+    }
+
     /// The file `name` as every machine sees it, or `None` ([`Store::get`]).
     pub fn read(&self, name: &str) -> anyhow::Result<Option<Vec<u8>>> {
         self.store.get(name)
@@ -549,6 +555,10 @@ mod tests {
         a_copy.push_table("units").unwrap();
         a_copy.write("done.json", b"{}").unwrap();
         assert_eq!(b.read("done.json").unwrap().as_deref(), Some(&b"{}"[..]));
+        let parts = b.store().get_all(&["done.json".into(), "none.json".into()]).unwrap();
+        assert_eq!(parts, [Some(bytes::Bytes::from_static(b"{}")), None]);
+        assert_eq!(b.store().get_range("done.json", 1..2).unwrap().as_deref(), Some(&b"}"[..]));
+        assert_eq!(b.store().get_range("none.json", 0..1).unwrap(), None);
         assert!(b_copy.pull_table("units").unwrap());
         assert_eq!(std::fs::read(b_copy.table_path("units")).unwrap(), b"table");
         assert!(!b_copy.pull_table("none").unwrap());

@@ -1,6 +1,6 @@
 use super::*;
 use crate::storage::counting::CountingStore;
-use crate::storage::object::Listed;
+use crate::storage::object::{Listed, ObjectLocation};
 
 fn key(n: u32) -> String {
     crate::llm::ResponseCache::key(&[&n.to_string()])
@@ -29,10 +29,10 @@ fn segments_read_back_line_by_line_and_a_torn_line_is_counted_not_read() {
 
 /// A cache on `bucket` (of moto), counting its requests; written only
 /// when flushed or full (its timer is an hour).
-fn cache_on(bucket: &Arc<dyn object_store::ObjectStore>) -> (ObjectAnswers, Arc<CountingStore>) {
+fn cache_on(bucket: &Arc<dyn object_store::ObjectStore>) -> (SegmentAnswers, Arc<CountingStore>) {
     let store = Arc::new(CountingStore::new(bucket.clone()));
     let at = ObjectLocation::new(store.clone(), "project/cache", "s3://bucket/project/cache").unwrap();
-    (ObjectAnswers::flushed_every(at, Duration::from_secs(3600)), store)
+    (SegmentAnswers::flushed_every(Arc::new(at), Duration::from_secs(3600)), store)
 }
 
 /// Every object of `bucket`'s cache, with its contents.
@@ -352,16 +352,16 @@ fn a_line_read_again_must_be_whole_and_the_key_s() {
     let (cache, _) = cache_on(&bucket);
     let partition = cache.shared.partition("query");
     let (k, name) = (key(1), format!("{SEGMENTS}/x{SEGMENT_SUFFIX}"));
-    partition.at.put(&name, Bytes::from(format!("{k}\t[1]\n{k}\t[2]\n"))).unwrap();
+    partition.at.put(&name, &Bytes::from(format!("{k}\t[1]\n{k}\t[2]\n"))).unwrap();
     let place = |start, len| Place { segment: Arc::from(name.as_str()), start, len };
     let second = (k.len() as u64 + 5, k.len() as u64 + 4);
     assert_eq!(partition.read_again(&k, &place(second.0, second.1)).unwrap(), Some(Bytes::from_static(b"[2]")));
     assert_eq!(partition.read_again(&key(2), &place(second.0, second.1)).unwrap(), None, "another key's line");
     // Its lines longer: the key's line at the place, cut short.
-    partition.at.put(&name, Bytes::from(format!("{k}\t[1000]\n"))).unwrap();
+    partition.at.put(&name, &Bytes::from(format!("{k}\t[1000]\n"))).unwrap();
     assert_eq!(partition.read_again(&k, &place(0, second.1)).unwrap(), None, "not the cut line");
     // Or shorter: the place runs past its end.
-    partition.at.put(&name, Bytes::from(format!("{k}\t1\n"))).unwrap();
+    partition.at.put(&name, &Bytes::from(format!("{k}\t1\n"))).unwrap();
     assert_eq!(partition.read_again(&k, &place(0, second.1)).unwrap(), None, "not read past the end");
 }
 
@@ -380,14 +380,21 @@ fn a_local_cache_folder_is_imported_into_a_bucket() {
     file("extract_graph", &key(3), "{torn");
     file("extract_graph", &key(4), "[4]");
     std::fs::write(dir.path().join("extract_graph").join("notes.txt"), "not an answer").unwrap();
+    // A folder cache's own segments: copied too, after the files of older versions.
+    let segments = dir.path().join("extract_graph").join(SEGMENTS);
+    std::fs::create_dir_all(&segments).unwrap();
+    let segment = format!("{}\t[5]\n{}\t#f32le:AACAPw==\n{}\t[torn", key(5), key(4), key(6));
+    std::fs::write(segments.join(format!("w-00000000{SEGMENT_SUFFIX}")), segment).unwrap();
     let (cache, _) = cache_on(&bucket);
-    let imported = import_folder(dir.path(), &cache.shared.root).unwrap();
-    assert_eq!(imported, Imported { answers: 3, segments: 2, skipped: 1 });
+    let imported = import_folder(dir.path(), cache.shared.root.as_ref()).unwrap();
+    assert_eq!(imported, Imported { answers: 5, segments: 2, skipped: 2 });
     let (reader, _) = cache_on(&bucket);
     assert_eq!(answer(reader.get(&key(1))), Some(Bytes::from_static(b"\"root\"")));
     let extract = reader.partition("extract_graph");
     assert_eq!(answer(extract.get(&key(2))), Some(Bytes::from_static(b"{\"pretty\":true}")), "made one line");
-    assert_eq!(answer(extract.get(&key(4))), Some(Bytes::from_static(b"[4]")));
+    assert_eq!(answer(extract.get(&key(4))), Some(Bytes::from_static(b"#f32le:AACAPw==")), "the segment's, later");
+    assert_eq!(answer(extract.get(&key(5))), Some(Bytes::from_static(b"[5]")));
+    assert!(answer(extract.get(&key(6))).is_none());
     assert_eq!(answer(extract.get(&key(1))), Some(Bytes::from_static(b"\"root\"")), "through the fallback");
     assert!(answer(extract.get(&key(3))).is_none());
 }
@@ -398,7 +405,7 @@ fn a_batch_that_failed_to_write_is_written_at_a_later_flush_and_a_later_answer_s
     let Some(moto) = crate::storage::object::testing::moto() else { return };
     let proxy = OutageProxy::start(moto.port);
     let at = moto.location_through(&proxy, "requeued", "p/cache");
-    let writer = ObjectAnswers::flushed_every(at.clone(), Duration::from_secs(3600));
+    let writer = SegmentAnswers::flushed_every(Arc::new(at.clone()), Duration::from_secs(3600));
     let query = writer.partition("query");
     query.put(&key(1), Bytes::from_static(b"\"older\""));
     proxy.fail_at("PUT /requeued/p/cache/query/segments/", false, Duration::from_millis(1500));
@@ -411,6 +418,7 @@ fn a_batch_that_failed_to_write_is_written_at_a_later_flush_and_a_later_answer_s
         std::thread::sleep(Duration::from_millis(100));
         writer.flush();
     }
-    let reader = ObjectAnswers::flushed_every(moto.location("requeued", "p/cache"), Duration::from_secs(3600));
+    let reader =
+        SegmentAnswers::flushed_every(Arc::new(moto.location("requeued", "p/cache")), Duration::from_secs(3600));
     assert_eq!(answer(reader.partition("query").get(&key(1))), Some(Bytes::from_static(b"\"newer\"")));
 }
