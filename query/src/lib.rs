@@ -225,6 +225,40 @@ pub const DEFAULT_RESPONSE_TYPE: &str = "Multiple Paragraphs";
 /// one multiplies into millions of prompt tokens.
 pub const MAX_QUESTION_BYTES: usize = 64 * 1024;
 
+/// Why a question is not asked: the one check of a question, for the
+/// engine and for every edge that wants to refuse it before any work (the
+/// server answers 422 with this text).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum QuestionRefused {
+    Empty,
+    TooLong { bytes: usize },
+}
+
+impl std::fmt::Display for QuestionRefused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            QuestionRefused::Empty => f.write_str("the question is empty"),
+            QuestionRefused::TooLong { bytes } => write!(
+                f,
+                "the question is {bytes} bytes long; at most {MAX_QUESTION_BYTES} are accepted (put long text in the input folder and index it, then ask about it)"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for QuestionRefused {}
+
+/// Whether `question` may be asked: not blank, at most [`MAX_QUESTION_BYTES`].
+pub fn check_question(question: &str) -> Result<(), QuestionRefused> {
+    if question.trim().is_empty() {
+        return Err(QuestionRefused::Empty);
+    }
+    if question.len() > MAX_QUESTION_BYTES {
+        return Err(QuestionRefused::TooLong { bytes: question.len() });
+    }
+    Ok(())
+}
+
 /// Cost and timing of one query.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct QueryStats {
@@ -436,15 +470,7 @@ impl QueryEngine {
     /// nothing in retrieval-only mode).
     pub fn query<'b>(&self, req: &QueryRequest, on_token: Option<&'b mut OnToken<'b>>) -> anyhow::Result<QueryResult> {
         let started = Instant::now();
-        if req.question.trim().is_empty() {
-            bail!("the question is empty");
-        }
-        if req.question.len() > MAX_QUESTION_BYTES {
-            bail!(
-                "the question is {} bytes long; at most {MAX_QUESTION_BYTES} are accepted (put long text in the input folder and index it, then ask about it)",
-                req.question.len()
-            );
-        }
+        check_question(&req.question)?;
         if req.cancel.is_cancelled() {
             return Err(graphrag_engine::llm::LlmError::Cancelled.into());
         }
@@ -798,4 +824,19 @@ pub(crate) fn render(prompt: &PromptTemplate, vars: &[(&str, Value)]) -> anyhow:
 fn assert_send_sync() {
     fn is<T: Send + Sync>() {}
     is::<QueryEngine>();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_question_is_refused_blank_or_past_the_limit_in_bytes() {
+        assert_eq!(check_question(" \n\t"), Err(QuestionRefused::Empty));
+        assert_eq!(check_question(&"a".repeat(MAX_QUESTION_BYTES)), Ok(()));
+        // Bytes, not characters: 'é' is two.
+        let long = "é".repeat(MAX_QUESTION_BYTES / 2 + 1);
+        assert_eq!(check_question(&long), Err(QuestionRefused::TooLong { bytes: MAX_QUESTION_BYTES + 2 }));
+        assert!(check_question(&long).unwrap_err().to_string().contains("at most 65536"));
+    }
 }

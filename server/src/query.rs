@@ -16,9 +16,6 @@ use serde_json::{json, Value};
 use crate::http::{self, ApiError, Resp, Result};
 use crate::state::{Snapshot, State};
 
-/// The longest question or message accepted (characters).
-pub const MAX_QUERY_CHARS: usize = 100_000;
-
 /// One question to the index, from any of the APIs.
 pub struct Ask {
     pub method: Method,
@@ -65,15 +62,9 @@ pub type Tokens = Box<dyn FnMut(&str) + Send>;
 /// deadline) cancels the query's model calls.
 pub async fn ask(state: &Arc<State>, ask: Ask, tokens: Option<Tokens>) -> Result<Answer> {
     check_history(&state.settings.serve, &ask.history)?;
-    if ask.question.trim().is_empty() {
-        return Err(ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "the query is empty"));
-    }
-    if ask.question.chars().count() > MAX_QUERY_CHARS {
-        return Err(ApiError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            format!("the query is longer than {MAX_QUERY_CHARS} characters"),
-        ));
-    }
+    // The query crate's own check, before any work: one limit everywhere.
+    graphrag_query::check_question(&ask.question)
+        .map_err(|refused| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, refused.to_string()))?;
     let snapshot = state.snapshot();
     let cancel = CancelToken::new();
     let _cancel_when_dropped = cancel.cancel_on_drop();
