@@ -239,16 +239,7 @@ impl EmbeddingModel {
                     self.keep_vectors(batch.iter().map(|(_, key)| *key), vectors)
                 };
                 let call = || transport.embed(&body, batch.len());
-                let result = match policy.send(usage, tokens, &self.scope, call, keep).await {
-                    Ok(Ok(vectors)) => Ok(vectors),
-                    Ok(Err(reason)) => {
-                        usage.record_invalid(&self.id, super::InvalidKind::Malformed);
-                        usage.record_answer_failure(&self.id);
-                        Err(LlmError::InvalidAnswer { model: self.id.clone(), kind: "malformed", reason, attempts: 1 })
-                    }
-                    Err(e) => Err(e),
-                };
-                policy.settle(result)
+                policy.settle_checked(usage, policy.send(usage, tokens, &self.scope, call, keep).await)
             }))
             .buffered(concurrency)
             .collect()

@@ -86,16 +86,7 @@ impl RerankModel {
             Ok::<_, String>(checked.into_parts().0)
         };
         let call = || self.transport.rerank(&body, n);
-        let result = match self.policy.send(usage, tokens, &self.scope, call, keep).await {
-            Ok(Ok(scores)) => Ok(scores),
-            Ok(Err(reason)) => {
-                usage.record_invalid(&self.id, super::InvalidKind::Malformed);
-                usage.record_answer_failure(&self.id);
-                Err(LlmError::InvalidAnswer { model: self.id.clone(), kind: "malformed", reason, attempts: 1 })
-            }
-            Err(e) => Err(e),
-        };
-        self.policy.settle(result)
+        self.policy.settle_checked(usage, self.policy.send(usage, tokens, &self.scope, call, keep).await)
     }
 }
 

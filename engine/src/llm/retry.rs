@@ -209,6 +209,26 @@ impl Policy {
         }
         result
     }
+
+    /// [`Self::settle`] for a call whose answer is read and checked once, by
+    /// `send`'s `keep` (embeddings, rerank scores: no repair prompt): an
+    /// answer that did not pass is a malformed one, counted in `usage` and by
+    /// the breaker.
+    pub(crate) fn settle_checked<R>(
+        &self,
+        usage: &UsageCounters,
+        result: Result<Result<R, String>, LlmError>,
+    ) -> Result<R, LlmError> {
+        let result = match result {
+            Ok(answer) => answer.map_err(|reason| {
+                usage.record_invalid(&self.id, super::InvalidKind::Malformed);
+                usage.record_answer_failure(&self.id);
+                LlmError::InvalidAnswer { model: self.id.clone(), kind: "malformed", reason, attempts: 1 }
+            }),
+            Err(e) => Err(e),
+        };
+        self.settle(result)
+    }
 }
 
 /// Stops calling a model after `limit` calls in a row failed for good: a
