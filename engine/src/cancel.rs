@@ -38,7 +38,7 @@ impl CancelToken {
     }
 
     /// Completes once the token is cancelled.
-    pub async fn cancelled(&self) {
+    pub(crate) async fn cancelled(&self) {
         loop {
             // Registered before the flag is read: a cancel() in between wakes it.
             let notified = self.0.notify.notified();

@@ -21,7 +21,7 @@ impl ConfigError {
 
     /// Builds the error from a serde_yaml_ng deserialization failure tracked by
     /// serde_path_to_error.
-    pub fn from_yaml(file: &Path, err: serde_path_to_error::Error<serde_yaml_ng::Error>) -> Self {
+    pub(crate) fn from_yaml(file: &Path, err: serde_path_to_error::Error<serde_yaml_ng::Error>) -> Self {
         let path = clean_path(&err.path().to_string());
         let inner = err.into_inner();
         let line = inner.location().map(|l| l.line());
@@ -29,7 +29,7 @@ impl ConfigError {
     }
 
     /// The same for a settings.json file (serde_json's error knows its line).
-    pub fn from_json(file: &Path, err: serde_path_to_error::Error<serde_json::Error>) -> Self {
+    pub(crate) fn from_json(file: &Path, err: serde_path_to_error::Error<serde_json::Error>) -> Self {
         let path = clean_path(&err.path().to_string());
         let inner = err.into_inner();
         let line = (inner.line() > 0).then(|| inner.line());

@@ -60,7 +60,7 @@ pub struct StepCounters {
     pub unreadable: Mutex<Vec<FailedItem>>,
     /// The items that failed the step ([`VerbContext::item_failures`]): the
     /// runner reports the step's failure with them.
-    pub failing: Mutex<Option<FailedItems>>,
+    pub(crate) failing: Mutex<Option<FailedItems>>,
     /// A table of the index an update builds on that the step could not
     /// read ([`Previous::table`]).
     pub unreadable_index_table: Mutex<Option<String>>,
@@ -184,7 +184,7 @@ impl<'a> VerbContext<'a> {
 
     /// The fraction of a step's items whose model call may fail before the
     /// step does (`failures.tolerated_fraction`).
-    pub fn with_tolerated_failures(mut self, fraction: f64) -> Self {
+    pub(crate) fn with_tolerated_failures(mut self, fraction: f64) -> Self {
         self.tolerated_failures = fraction;
         self
     }
@@ -199,19 +199,19 @@ impl<'a> VerbContext<'a> {
         self
     }
 
-    pub fn with_progress(mut self, progress: Option<&'a MultiProgress>) -> Self {
+    pub(crate) fn with_progress(mut self, progress: Option<&'a MultiProgress>) -> Self {
         self.progress = progress;
         self
     }
 
-    pub fn with_previous(mut self, previous: Option<&'a dyn PreviousIndex>) -> Self {
+    pub(crate) fn with_previous(mut self, previous: Option<&'a dyn PreviousIndex>) -> Self {
         self.previous = previous;
         self
     }
 
     /// The run's stop ([`Self::item_failures`] ends the step as stopped
     /// once it is requested); without one, the process-wide stop.
-    pub fn with_stop(mut self, stop: &'a StopFlag) -> Self {
+    pub(crate) fn with_stop(mut self, stop: &'a StopFlag) -> Self {
         self.stop = Some(stop);
         self
     }

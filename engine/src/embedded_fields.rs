@@ -20,7 +20,7 @@ pub enum EmbeddedField {
 }
 
 impl EmbeddedField {
-    pub const ALL: [EmbeddedField; 4] = [
+    pub(crate) const ALL: [EmbeddedField; 4] = [
         EmbeddedField::TextUnitText,
         EmbeddedField::EntityDescription,
         EmbeddedField::RelationshipDescription,

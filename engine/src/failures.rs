@@ -84,7 +84,7 @@ pub fn write_list(f: &mut impl fmt::Write, items: &[FailedItem]) -> fmt::Result 
 
 /// Renames failed text units after their document and chunk number, from
 /// the documents table (`title`, `text_unit_ids` in chunk order).
-pub fn name_text_units(items: &mut [FailedItem], documents: &RecordBatch) -> anyhow::Result<()> {
+pub(crate) fn name_text_units(items: &mut [FailedItem], documents: &RecordBatch) -> anyhow::Result<()> {
     let titles = strings(documents, "documents", "title")?;
     let units = string_lists(documents, "documents", "text_unit_ids")?;
     let mut place: HashMap<&str, (usize, usize, usize)> = HashMap::new();

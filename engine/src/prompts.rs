@@ -42,7 +42,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
 ];
 
 /// The built-in prompt `file_name` (e.g. `extract_graph_loop.txt`).
-pub fn builtin(file_name: &str) -> Option<PromptTemplate> {
+pub(crate) fn builtin(file_name: &str) -> Option<PromptTemplate> {
     BUILTIN
         .iter()
         .find(|(name, _)| *name == file_name)
@@ -73,7 +73,7 @@ pub fn project_prompt(
 }
 
 /// The built-in prompt a project file stands for: the one of the same file name.
-pub fn builtin_name(rel_path: &str) -> Option<&str> {
+pub(crate) fn builtin_name(rel_path: &str) -> Option<&str> {
     let name = rel_path.rsplit(['/', '\\']).next()?;
     BUILTIN.iter().any(|(n, _)| *n == name).then_some(name)
 }
@@ -101,7 +101,7 @@ impl PromptTemplate {
     }
 
     /// GraphRAG's Python format strings have no `{{ name }}` placeholders.
-    pub fn is_graphrag_format(&self) -> bool {
+    pub(crate) fn is_graphrag_format(&self) -> bool {
         !jinja_placeholder().is_match(&self.text)
     }
 

@@ -24,7 +24,7 @@ pub fn id_list_field(name: &str) -> Field {
     Field::new(name, DataType::List(Arc::new(Field::new("item", DataType::Utf8, true))), true)
 }
 
-pub fn int_field(name: &str) -> Field {
+pub(crate) fn int_field(name: &str) -> Field {
     Field::new(name, DataType::Int64, true)
 }
 
@@ -185,7 +185,7 @@ pub fn covariates() -> SchemaRef {
     Arc::new(Schema::new(fields))
 }
 
-pub fn int_list_field(name: &str) -> Field {
+pub(crate) fn int_list_field(name: &str) -> Field {
     Field::new(name, DataType::List(Arc::new(Field::new("item", DataType::Int64, true))), true)
 }
 
@@ -222,7 +222,7 @@ pub fn lexical_index(analyzer: &str) -> SchemaRef {
 }
 
 /// The struct of one finding in community_reports.findings.
-pub fn finding_fields() -> Fields {
+pub(crate) fn finding_fields() -> Fields {
     Fields::from(vec![Field::new("explanation", DataType::Utf8, true), Field::new("summary", DataType::Utf8, true)])
 }
 
@@ -357,7 +357,7 @@ pub fn is_id_list(data_type: &DataType) -> bool {
 
 /// Whether a column of this type is an id list in its in-memory form
 /// ([`id_list_col_of`]), which files never hold.
-pub fn is_keyed_id_list(data_type: &DataType) -> bool {
+pub(crate) fn is_keyed_id_list(data_type: &DataType) -> bool {
     matches!(data_type, DataType::List(item) if matches!(item.data_type(), DataType::Dictionary(k, _) if **k == DataType::Int32))
 }
 
@@ -379,11 +379,11 @@ pub fn batch(schema: SchemaRef, columns: Vec<ArrayRef>) -> Result<RecordBatch, A
 
 /// The id list columns of the tables: in memory they take the form of
 /// [`id_list_col_of`], whoever made them (`store::read_table` too).
-pub const ID_LIST_COLUMNS: [&str; 4] = ["text_unit_ids", "entity_ids", "relationship_ids", "covariate_ids"];
+pub(crate) const ID_LIST_COLUMNS: [&str; 4] = ["text_unit_ids", "entity_ids", "relationship_ids", "covariate_ids"];
 
 /// The schema a table of `file_schema` is read with: its id lists
 /// ([`ID_LIST_COLUMNS`] of type `list<string>`) in their in-memory form.
-pub fn in_memory_schema(file_schema: &Schema) -> SchemaRef {
+pub(crate) fn in_memory_schema(file_schema: &Schema) -> SchemaRef {
     let keyed = DataType::List(Arc::new(Field::new(
         "item",
         DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8)),
@@ -401,7 +401,7 @@ pub fn in_memory_schema(file_schema: &Schema) -> SchemaRef {
 }
 
 /// The schema a table is written with: id lists as plain `list<string>`.
-pub fn file_schema(schema: &Schema) -> SchemaRef {
+pub(crate) fn file_schema(schema: &Schema) -> SchemaRef {
     let fields: Vec<Field> = schema
         .fields()
         .iter()
@@ -416,7 +416,7 @@ pub fn file_schema(schema: &Schema) -> SchemaRef {
 /// A column as it is written: an id list in its in-memory form expanded to
 /// plain `list<string>` (the same array [`id_list_col`] builds); others as
 /// they are.
-pub fn file_column(column: &ArrayRef) -> ArrayRef {
+pub(crate) fn file_column(column: &ArrayRef) -> ArrayRef {
     match StringLists::of_array(column.as_ref()) {
         Some(lists) if is_keyed_id_list(column.data_type()) => id_list_col(lists.rows()),
         _ => column.clone(),

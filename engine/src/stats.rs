@@ -108,7 +108,7 @@ impl RunStats {
     }
 
     /// Fills the run's per-model totals from the steps.
-    pub fn sum_llm_usage(&mut self) {
+    pub(crate) fn sum_llm_usage(&mut self) {
         self.llm.clear();
         for step in self.workflows.values() {
             for (model, u) in &step.llm {
@@ -152,7 +152,7 @@ pub struct StepStats {
 }
 
 /// Peak resident set size of this process in MB (VmHWM), where available.
-pub fn peak_rss_mb() -> Option<f64> {
+pub(crate) fn peak_rss_mb() -> Option<f64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
     let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;

@@ -134,7 +134,7 @@ impl<'a> StringLists<'a> {
     }
 
     /// A `list<string>` array (plain or keyed) read in place; None for other types.
-    pub fn of_array(col: &'a dyn Array) -> Option<Self> {
+    pub(crate) fn of_array(col: &'a dyn Array) -> Option<Self> {
         let lists = col.as_list_opt::<i32>()?;
         let items = lists.values();
         let values = match items.as_dictionary_opt::<Int32Type>() {

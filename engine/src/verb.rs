@@ -95,7 +95,7 @@ type Build = fn(serde_json::Value) -> Result<Box<dyn Verb>, ArgError>;
 
 /// Why a step's args were rejected; `path` is the arg's key path.
 #[derive(Debug, Clone)]
-pub struct ArgError {
+pub(crate) struct ArgError {
     pub path: String,
     pub message: String,
 }
@@ -119,7 +119,7 @@ impl Registry {
         self.verbs.keys().copied()
     }
 
-    pub fn build(&self, name: &str, args: serde_json::Value) -> Option<Result<Box<dyn Verb>, ArgError>> {
+    pub(crate) fn build(&self, name: &str, args: serde_json::Value) -> Option<Result<Box<dyn Verb>, ArgError>> {
         self.verbs.get(name).map(|(_, b)| b(args))
     }
 }

@@ -44,7 +44,7 @@ pub struct Invalid {
 }
 
 impl Invalid {
-    pub fn malformed(reason: impl Into<String>) -> Invalid {
+    pub(crate) fn malformed(reason: impl Into<String>) -> Invalid {
         Invalid { kind: InvalidKind::Malformed, reason: reason.into() }
     }
 }

@@ -30,7 +30,7 @@ pub struct Answer<T> {
 const ANSWER_RETRIES: u32 = 2;
 
 /// How a corrective retry begins (the mock server recognises it).
-pub const CORRECTION: &str = "Your previous answer could not be used";
+pub(crate) const CORRECTION: &str = "Your previous answer could not be used";
 
 /// The most of an unusable answer a corrective retry quotes back.
 const QUOTED_ANSWER_CHARS: usize = 4000;
@@ -67,7 +67,7 @@ impl ChatModel {
 
     /// The same model (same limits and circuit breaker) caching its answers
     /// in the partition `name` of the cache (a step's `model_instance_name`).
-    pub fn in_partition(&self, name: &str) -> ChatModel {
+    pub(crate) fn in_partition(&self, name: &str) -> ChatModel {
         ChatModel {
             id: self.id.clone(),
             config: self.config.clone(),

@@ -56,7 +56,7 @@ impl EmbeddingModel {
 
     /// The same model caching its vectors in the partition `name` of the
     /// cache (the embed step's `model_instance_name`).
-    pub fn in_partition(&self, name: &str) -> EmbeddingModel {
+    pub(crate) fn in_partition(&self, name: &str) -> EmbeddingModel {
         EmbeddingModel {
             id: self.id.clone(),
             config: self.config.clone(),

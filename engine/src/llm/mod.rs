@@ -75,7 +75,7 @@ mod http;
 mod limiter;
 mod openai;
 pub mod preflight;
-pub mod rerank;
+mod rerank;
 mod retry;
 mod service;
 mod usage;
@@ -83,7 +83,7 @@ mod vertex;
 mod wire;
 
 pub use answer::{AnswerCheck, Invalid, InvalidKind};
-pub use cache::{Checked, Imported, Lookup, ResponseCache};
+pub use cache::{Imported, ResponseCache};
 pub use chat::{Answer, CallOptions, ChatModel};
 pub use embedding::EmbeddingModel;
 pub use rerank::RerankModel;

@@ -27,7 +27,7 @@ pub struct RerankModel {
 }
 
 impl RerankModel {
-    pub fn new(id: &str, config: &ModelConfig, cache: Option<Arc<ResponseCache>>) -> Result<Self, LlmError> {
+    pub(crate) fn new(id: &str, config: &ModelConfig, cache: Option<Arc<ResponseCache>>) -> Result<Self, LlmError> {
         Ok(RerankModel {
             id: id.to_string(),
             model: config.model.clone(),

@@ -113,7 +113,7 @@ impl LlmService {
 
     /// Writes the answers the cache keeps in memory (on an object store, at
     /// the end of a step: see [`ResponseCache::flush`]).
-    pub fn flush_cache(&self) {
+    pub(crate) fn flush_cache(&self) {
         if let Some(cache) = &self.cache {
             cache.flush();
         }

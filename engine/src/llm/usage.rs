@@ -80,17 +80,17 @@ impl UsageCounters {
         f(map.entry(model.to_string()).or_default());
     }
 
-    pub fn record_call(&self, model: &str, prompt_tokens: u64, completion_tokens: u64) {
+    pub(crate) fn record_call(&self, model: &str, prompt_tokens: u64, completion_tokens: u64) {
         self.with(model, |u| {
             u.calls += 1;
             u.prompt_tokens += prompt_tokens;
             u.completion_tokens += completion_tokens;
         });
     }
-    pub fn record_cache_hit(&self, model: &str) {
+    pub(crate) fn record_cache_hit(&self, model: &str) {
         self.with(model, |u| u.cache_hits += 1);
     }
-    pub fn record_retry(&self, model: &str, wait: std::time::Duration) {
+    pub(crate) fn record_retry(&self, model: &str, wait: std::time::Duration) {
         self.with(model, |u| {
             u.retries += 1;
             // Saturating: a wait from a settings struct built in code may be
@@ -99,32 +99,32 @@ impl UsageCounters {
             u.retry_wait_ms = u.retry_wait_ms.saturating_add(ms);
         });
     }
-    pub fn record_failure(&self, model: &str) {
+    pub(crate) fn record_failure(&self, model: &str) {
         self.with(model, |u| u.failures += 1);
     }
-    pub fn record_invalid(&self, model: &str, kind: InvalidKind) {
+    pub(crate) fn record_invalid(&self, model: &str, kind: InvalidKind) {
         self.with(model, |u| match kind {
             InvalidKind::Truncated => u.truncated_answers += 1,
             InvalidKind::Malformed => u.malformed_answers += 1,
             InvalidKind::Oversized => u.oversized_answers += 1,
         });
     }
-    pub fn record_answer_failure(&self, model: &str) {
+    pub(crate) fn record_answer_failure(&self, model: &str) {
         self.with(model, |u| u.answer_failures += 1);
     }
-    pub fn record_json_repair(&self, model: &str) {
+    pub(crate) fn record_json_repair(&self, model: &str) {
         self.with(model, |u| u.json_repairs += 1);
     }
-    pub fn record_cache_rejected(&self, model: &str) {
+    pub(crate) fn record_cache_rejected(&self, model: &str) {
         self.with(model, |u| u.cache_rejected += 1);
     }
-    pub fn record_cache_corrupt(&self, model: &str) {
+    pub(crate) fn record_cache_corrupt(&self, model: &str) {
         self.with(model, |u| u.cache_corrupt += 1);
     }
-    pub fn record_embedded(&self, model: &str, texts: u64) {
+    pub(crate) fn record_embedded(&self, model: &str, texts: u64) {
         self.with(model, |u| u.embedded_texts += texts);
     }
-    pub fn record_embedding_kernel(&self, model: &str, kernel: &str) {
+    pub(crate) fn record_embedding_kernel(&self, model: &str, kernel: &str) {
         self.with(model, |u| u.embedding_kernel = Some(kernel.to_string()));
     }
 

@@ -11,7 +11,7 @@ use super::{s, AwsAccess, Provider, Secret, Unused, VertexAccess};
 
 /// Concurrent requests per model when neither the model nor the top-level
 /// `concurrent_requests` says (GraphRAG's default).
-pub const DEFAULT_CONCURRENCY: u32 = 25;
+pub(crate) const DEFAULT_CONCURRENCY: u32 = 25;
 
 section!(
     /// One model of `completion_models:` / `embedding_models:`.
@@ -120,7 +120,7 @@ section!(
 
 /// How a model retries: the number of retries and the wait before each.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct RetryPolicy {
+pub(crate) struct RetryPolicy {
     pub max_retries: u32,
     /// Seconds before the first retry.
     pub first_delay: f64,
@@ -132,7 +132,7 @@ pub struct RetryPolicy {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Jitter {
+pub(crate) enum Jitter {
     None,
     /// The wait times a random factor in [0.5, 1) (graphrag-rs's keys).
     Proportional,
@@ -158,7 +158,7 @@ impl RetryPolicy {
 
 /// A request or token limit per period.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RateLimit {
+pub(crate) struct RateLimit {
     pub limit: u32,
     pub period_seconds: u32,
 }
@@ -179,7 +179,7 @@ impl ModelConfig {
     }
 
     /// The retry policy: GraphRAG's `retry:` when given, else ours.
-    pub fn retry_policy(&self) -> RetryPolicy {
+    pub(crate) fn retry_policy(&self) -> RetryPolicy {
         match &self.retry {
             Some(r) if r.kind == "immediate" => RetryPolicy {
                 max_retries: r.max_retries.unwrap_or(7),
@@ -210,12 +210,12 @@ impl ModelConfig {
     }
 
     /// Requests per period: `rate_limit.requests_per_period` or `requests_per_minute`.
-    pub fn request_limit(&self) -> Option<RateLimit> {
+    pub(crate) fn request_limit(&self) -> Option<RateLimit> {
         self.limit(|r| r.requests_per_period, self.requests_per_minute)
     }
 
     /// Prompt tokens per period: `rate_limit.tokens_per_period` or `tokens_per_minute`.
-    pub fn token_limit(&self) -> Option<RateLimit> {
+    pub(crate) fn token_limit(&self) -> Option<RateLimit> {
         self.limit(|r| r.tokens_per_period, self.tokens_per_minute)
     }
 

@@ -50,7 +50,7 @@ impl Provider {
 
     /// The environment variable its API key is read from when settings.yaml
     /// gives none (the variables GraphRAG's LiteLLM reads).
-    pub fn key_variable(&self) -> Option<&'static str> {
+    pub(crate) fn key_variable(&self) -> Option<&'static str> {
         match self {
             Provider::Anthropic => Some("ANTHROPIC_API_KEY"),
             Provider::Gemini => Some("GEMINI_API_KEY"),
@@ -60,7 +60,7 @@ impl Provider {
     }
 
     /// Why the provider cannot embed with `model`, if it cannot.
-    pub fn embeddings_refusal(&self, model: &str) -> Option<&'static str> {
+    pub(crate) fn embeddings_refusal(&self, model: &str) -> Option<&'static str> {
         match self {
             Provider::Anthropic => Some("Anthropic has no embeddings API"),
             Provider::Bedrock if BedrockEmbedder::of(model).is_none() => Some(
@@ -74,7 +74,7 @@ impl Provider {
 /// The embedding models Bedrock serves through InvokeModel, by the request
 /// body each takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BedrockEmbedder {
+pub(crate) enum BedrockEmbedder {
     /// Amazon Titan Text Embeddings (`amazon.titan-embed-text-v2:0`, v1):
     /// `inputText`, one text per request.
     Titan,
@@ -96,7 +96,7 @@ impl BedrockEmbedder {
     }
 
     /// The most texts one request takes.
-    pub fn most_texts(self) -> u32 {
+    pub(crate) fn most_texts(self) -> u32 {
         match self {
             BedrockEmbedder::Titan => 1,
             BedrockEmbedder::Cohere => 96,

@@ -161,14 +161,14 @@ impl StorageConfig {
 /// In the working copy of a project whose root is in a bucket, the file
 /// that names that root (its URL), written by `storage::root::checkout`:
 /// [`super::load`] then keeps the settings' `file` storages in the bucket.
-pub const REMOTE_ROOT_FILE: &str = ".graphrag-rs/root-url";
+pub(crate) const REMOTE_ROOT_FILE: &str = ".graphrag-rs/root-url";
 
 impl StorageConfig {
     /// A `file` section of a project whose root is the bucket prefix `root`:
     /// the same folder name under that prefix, on the same store (other
     /// types are left as they are). A `base_dir` that leaves the root is an
     /// error: a bucket has nothing above the root to point at.
-    pub fn rebase(&mut self, root: &RemoteStorage) -> Result<(), StorageKeyError> {
+    pub(crate) fn rebase(&mut self, root: &RemoteStorage) -> Result<(), StorageKeyError> {
         if self.kind != StorageType::File {
             return Ok(());
         }
@@ -369,7 +369,7 @@ impl RemoteStorage {
     /// `s3://bucket/prefix`, `az://container/prefix` (also `azure://`), or
     /// `gs://bucket/prefix` (a `--root` or any storage URL). Endpoints, regions
     /// and accounts then come from the environment.
-    pub fn parse_url(url: &str) -> Result<RemoteStorage, String> {
+    pub(crate) fn parse_url(url: &str) -> Result<RemoteStorage, String> {
         let (scheme, rest) =
             url.split_once("://").ok_or_else(|| format!("`{url}` is not a storage URL (s3://, az://, gs://)"))?;
         let (name, prefix) = rest.split_once('/').unwrap_or((rest, ""));

@@ -88,7 +88,10 @@ impl RequestSnapshot {
     /// (setting, location), by setting: those of a run to its own storages
     /// (a run beside it in the process on other locations is not counted;
     /// one on the same locations is). Settings without requests are left out.
-    pub fn requests_since<'a>(&self, locations: impl IntoIterator<Item = (&'a str, &'a str)>) -> RequestsBySetting {
+    pub(crate) fn requests_since<'a>(
+        &self,
+        locations: impl IntoIterator<Item = (&'a str, &'a str)>,
+    ) -> RequestsBySetting {
         let now = RequestSnapshot::now();
         let mut by_setting = RequestsBySetting::new();
         for (setting, location) in locations {
@@ -164,7 +167,7 @@ impl CountingStore {
 
     /// `inner`, counting into this process's counters of the storage
     /// setting `setting` at `location` (see [`RequestSnapshot`]).
-    pub fn for_setting(setting: &'static str, location: &str, inner: Arc<dyn ObjectStore>) -> Self {
+    pub(crate) fn for_setting(setting: &'static str, location: &str, inner: Arc<dyn ObjectStore>) -> Self {
         let mut counters = registry().lock().unwrap_or_else(|e| e.into_inner());
         let counters = counters.entry((setting, location.to_string())).or_default().clone();
         CountingStore { inner, counters }

@@ -34,7 +34,7 @@ pub trait FileSource: Send + Sync {
 /// UTF-8 is listed with each byte that is not as `\xNN` (`caf\xE9.txt`: no
 /// other file's name, unlike a lossy `caf\u{FFFD}.txt`), and read under its
 /// real name.
-pub struct LocalFiles {
+pub(crate) struct LocalFiles {
     pub root: PathBuf,
     /// Listed paths that differ from the real ones (a name not UTF-8).
     renamed: Mutex<BTreeMap<String, PathBuf>>,

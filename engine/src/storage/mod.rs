@@ -119,7 +119,7 @@ use std::sync::OnceLock;
 
 use crate::settings::{Settings, StorageConfig, StorageTarget};
 use backend::remove_file_if_present;
-pub use backend::Store;
+pub(crate) use backend::Store;
 use files::{FileEntry, FileSource, LocalFiles};
 use graphrag_operations::ids::sha256_hex;
 use object::ObjectLocation;

@@ -95,7 +95,7 @@ pub fn write_back(root: &Path, files: &[PathBuf]) -> anyhow::Result<()> {
 /// `$XDG_CACHE_HOME/graphrag-rs/<hash>/` (`~/.cache` without it): one per
 /// root URL and endpoint, so that two servers' buckets of the same name do
 /// not share a copy.
-pub fn default_work_dir(remote: &RemoteStorage, endpoint: &str) -> anyhow::Result<PathBuf> {
+pub(crate) fn default_work_dir(remote: &RemoteStorage, endpoint: &str) -> anyhow::Result<PathBuf> {
     let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
     let cache = var("XDG_CACHE_HOME").or_else(|| var("HOME").map(|home| home.join(".cache"))).ok_or_else(|| {
         anyhow!("neither XDG_CACHE_HOME nor HOME is set: name the working copy of {} with --work-dir", remote.url())
