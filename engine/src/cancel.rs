@@ -22,17 +22,19 @@ struct Inner {
 }
 
 impl CancelToken {
+    /// A token not yet cancelled.
     pub fn new() -> CancelToken {
         CancelToken::default()
     }
 
     /// Cancels the calls made under this token and its clones (at once for
-    /// those waiting in [`CancelToken::cancelled`]).
+    /// those waiting for it).
     pub fn cancel(&self) {
         self.0.cancelled.store(true, Ordering::SeqCst);
         self.0.notify.notify_waiters();
     }
 
+    /// Whether [`CancelToken::cancel`] was called on it or a clone.
     pub fn is_cancelled(&self) -> bool {
         self.0.cancelled.load(Ordering::SeqCst)
     }

@@ -4,17 +4,22 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+/// A mistake in a settings or pipeline file, located for the person who
+/// fixes it (shown as `file:line: path: message`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConfigError {
+    /// The file, as messages name it.
     pub file: PathBuf,
     /// 1-based line, when known.
     pub line: Option<usize>,
     /// Dotted key path (`chunking.size`, `steps[2].args`), may be empty.
     pub path: String,
+    /// What is wrong, with a "did you mean" where one is close.
     pub message: String,
 }
 
 impl ConfigError {
+    /// An error at `path` of `file`, on `line` when known.
     pub fn new(file: &Path, line: Option<usize>, path: impl Into<String>, message: impl Into<String>) -> Self {
         ConfigError { file: file.to_path_buf(), line, path: path.into(), message: message.into() }
     }

@@ -39,6 +39,7 @@ impl Waves {
         waves[wave] += 1;
     }
 
+    /// Calls per wave so far, wave 0 first (stats.json `llm_waves`).
     pub fn counts(&self) -> Vec<u64> {
         self.0.lock().unwrap().clone()
     }
@@ -47,6 +48,7 @@ impl Waves {
 /// Counters a verb bumps; they end up in stats.json.
 #[derive(Debug, Default)]
 pub struct StepCounters {
+    /// Warnings logged through [`VerbContext::warn`].
     pub warnings: AtomicU64,
     /// LLM calls, tokens, cache hits, retries, per model.
     pub usage: UsageCounters,
@@ -79,7 +81,9 @@ pub trait ProjectFiles: Send + Sync {
 
 /// Project files of a local project folder.
 pub struct LocalProject {
+    /// The project folder, which `read_text` paths are relative to.
     pub root: PathBuf,
+    /// Where outputs are written: the run's staging folder.
     pub output_dir: PathBuf,
 }
 
@@ -118,6 +122,7 @@ pub struct PublishedTables(pub crate::storage::WorkingCopy);
 #[derive(Debug, thiserror::Error)]
 #[error("the index's table `{table}` cannot be read: {cause:#}")]
 pub struct UnreadableIndexTable {
+    /// The table's name (`entities`, …).
     pub table: String,
     cause: anyhow::Error,
 }
@@ -155,9 +160,15 @@ impl Previous<'_> {
     }
 }
 
+/// What one step's verb gets besides its input tables. The engine builds it
+/// for each step; a verb's tests build it with [`VerbContext::new`] and only
+/// what they need.
 pub struct VerbContext<'a> {
+    /// The step's id in the pipeline (for messages, progress and counters).
     pub step_id: &'a str,
+    /// The project's input files.
     pub files: &'a dyn FileSource,
+    /// Where the step's counts go (stats.json).
     pub counters: &'a StepCounters,
     project: Option<&'a dyn ProjectFiles>,
     llm: Option<&'a LlmService>,
@@ -168,6 +179,8 @@ pub struct VerbContext<'a> {
 }
 
 impl<'a> VerbContext<'a> {
+    /// A context without project files, models, progress bars or a previous
+    /// index (each an error or absent when asked for), tolerating no failed item.
     pub fn new(step_id: &'a str, files: &'a dyn FileSource, counters: &'a StepCounters) -> Self {
         VerbContext {
             step_id,
@@ -189,11 +202,13 @@ impl<'a> VerbContext<'a> {
         self
     }
 
+    /// Prompt templates and the output folder ([`Self::prompt`], [`Self::write_output`]).
     pub fn with_project(mut self, project: Option<&'a dyn ProjectFiles>) -> Self {
         self.project = project;
         self
     }
 
+    /// The project's models ([`Self::llm`]).
     pub fn with_llm(mut self, llm: Option<&'a LlmService>) -> Self {
         self.llm = llm;
         self

@@ -13,9 +13,13 @@ use crate::table::strings;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EmbeddedField {
+    /// `text_units.text`.
     TextUnitText,
+    /// `entities.description`, after the entity's title.
     EntityDescription,
+    /// `relationships.description`, after its source and target.
     RelationshipDescription,
+    /// `community_reports.full_content`.
     CommunityFullContent,
 }
 
@@ -27,6 +31,7 @@ impl EmbeddedField {
         EmbeddedField::CommunityFullContent,
     ];
 
+    /// The name settings and file names use.
     pub fn name(self) -> &'static str {
         match self {
             EmbeddedField::TextUnitText => "text_unit_text",

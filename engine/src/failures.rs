@@ -28,6 +28,7 @@ pub struct FailedItem {
     pub id: String,
     /// How people know it: `document a.txt, chunk 3 of 7`.
     pub name: String,
+    /// Why its call failed.
     pub error: String,
 }
 
@@ -36,8 +37,11 @@ pub struct FailedItem {
 pub struct FailedItems {
     /// What the items are, singular (`text unit`, `description`, `community report`).
     pub what: &'static str,
+    /// The step's items of that kind, failed or not.
     pub total: usize,
+    /// `failures.tolerated_fraction`, which they exceeded.
     pub tolerated_fraction: f64,
+    /// The failed ones.
     pub items: Vec<FailedItem>,
 }
 

@@ -78,10 +78,13 @@ pub(crate) fn builtin_name(rel_path: &str) -> Option<&str> {
     BUILTIN.iter().any(|(n, _)| *n == name).then_some(name)
 }
 
+/// A prompt's text and where it came from; rendered as minijinja, or as a
+/// GraphRAG prompt file (`{name}` placeholders) when it is written so.
 #[derive(Debug, Clone)]
 pub struct PromptTemplate {
     /// Where it came from, for error messages.
     pub source: String,
+    /// The template as written.
     pub text: String,
 }
 
@@ -96,6 +99,7 @@ fn python_placeholder() -> &'static Regex {
 }
 
 impl PromptTemplate {
+    /// A template of `text`, named `source` in messages.
     pub fn new(source: impl Into<String>, text: impl Into<String>) -> Self {
         PromptTemplate { source: source.into(), text: text.into() }
     }

@@ -1,11 +1,11 @@
 //! Publishing a run all at once. `index` and `update` run their pipeline
 //! into `output/.update/`, leaving the live index untouched (and queryable)
-//! until every step succeeded; then [`commit`] writes a marker listing the
+//! until every step succeeded; then `commit` writes a marker listing the
 //! staged files and moves them into the output folder. A crash after the
-//! marker is finished by [`recover`] (every command that opens the index
+//! marker is finished by `recover` (every command that opens the index
 //! calls it); a crash, an error, a full disk or Ctrl-C before it leaves the
 //! live index as it was, and the staged steps for the next run to resume
-//! from. One `index` or `update` changes an index at a time ([`lock_for_writing`]).
+//! from. One `index` or `update` changes an index at a time (`lock_for_writing`).
 
 use std::collections::BTreeSet;
 use std::fs::{File, OpenOptions};
@@ -63,7 +63,7 @@ pub(crate) fn try_lock_for_writing(output_dir: &Path) -> anyhow::Result<Option<W
     Ok(try_lock(output_dir)?.map(|file| WriterLock { _file: file }))
 }
 
-/// [`recover`] for readers and dry runs: only while no writer is at work (a
+/// `recover` for readers and dry runs: only while no writer is at work (a
 /// writer that is publishing finishes its own publication).
 pub fn recover_if_idle(output_dir: &Path) -> anyhow::Result<bool> {
     if !dir(output_dir).join(MARKER).exists() {

@@ -97,6 +97,9 @@ impl<S, T, E: std::fmt::Display> Lookup<S, T, E> {
     }
 }
 
+/// The model answer cache of a project (or of one partition of it): a
+/// local folder or an object store prefix, answers in segment files; every
+/// entry read is checked again by the caller before use.
 pub struct ResponseCache {
     segments: SegmentAnswers,
     /// In a local folder: the answers of older versions, one file each.
@@ -123,7 +126,7 @@ impl ResponseCache {
 
     /// Copies the answers of the local cache folder `folder` (segments, and
     /// files of older versions) into the cache at `to`, an object store
-    /// location (see [`super::cache_segments`]'s `import_folder`).
+    /// location.
     pub fn import(folder: &Path, to: &Location) -> anyhow::Result<Imported> {
         match to.backend() {
             Backend::ObjectStore(_) => import_folder(folder, to.store().as_ref()),

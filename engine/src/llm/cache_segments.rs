@@ -641,10 +641,12 @@ fn segment_lines(segment: &Bytes, mut each: impl FnMut(&str, Range<u64>, Bytes))
     damaged
 }
 
-/// What [`import_folder`] copied.
+/// What [`ResponseCache::import`](super::ResponseCache::import) copied.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Imported {
+    /// Answers copied.
     pub answers: u64,
+    /// Segment files written to the store.
     pub segments: u64,
     /// Files named as answers that are not JSON (not copied).
     pub skipped: u64,

@@ -35,7 +35,9 @@ const INIT_PLACEHOLDER: &str = "<API_KEY>";
 /// Which kind of model a settings entry is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ModelKind {
+    /// A `completion_models` entry.
     Chat,
+    /// An `embedding_models` entry.
     Embedding,
 }
 

@@ -17,6 +17,8 @@ use super::{LlmError, UsageCounters};
 use crate::settings::ModelConfig;
 use graphrag_operations::tokenizer::Encoding;
 
+/// One rerank model of the settings (`/rerank`, Cohere's and Jina's form):
+/// its transport, limits, retries and answer cache.
 pub struct RerankModel {
     id: String,
     model: String,
@@ -50,6 +52,7 @@ impl RerankModel {
         }
     }
 
+    /// Its id in the settings (`rerank_models`).
     pub fn id(&self) -> &str {
         &self.id
     }

@@ -12,6 +12,7 @@ use super::Secret;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(from = "String", into = "String")]
 pub enum Provider {
+    /// OpenAI's API.
     OpenAi,
     /// Azure OpenAI: deployment URLs, the `api-key` header.
     Azure,
@@ -34,6 +35,7 @@ pub enum Provider {
 }
 
 impl Provider {
+    /// The name settings.yaml holds.
     pub fn as_str(&self) -> &str {
         match self {
             Provider::OpenAi => "openai",
@@ -147,9 +149,13 @@ impl std::fmt::Display for Provider {
 /// else the profile's. Never written out.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AwsAccess {
+    /// `AWS_ACCESS_KEY_ID`, or the profile's.
     pub key_id: String,
+    /// `AWS_SECRET_ACCESS_KEY`, or the profile's.
     pub secret: Secret,
+    /// For temporary credentials (`AWS_SESSION_TOKEN`).
     pub session_token: Option<Secret>,
+    /// `None`: no region anywhere, which a Bedrock call reports as an error.
     pub region: Option<String>,
 }
 
@@ -191,8 +197,11 @@ impl AwsAccess {
 /// a cache key or a step hash.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct VertexAccess {
+    /// The service account's key file: its path or its JSON.
     pub credentials: Option<Secret>,
+    /// The Google Cloud project; `None`: the key file's.
     pub project: Option<String>,
+    /// The region; `None`: us-central1.
     pub location: Option<String>,
 }
 

@@ -51,8 +51,11 @@ pub(crate) enum Conditional {
 /// One listed object: its key under the location and its size and time.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Listed {
+    /// The object's name under the location's prefix, `/`-separated.
     pub key: String,
+    /// Bytes.
     pub size: u64,
+    /// When it was last written.
     pub modified: SystemTime,
 }
 
@@ -96,6 +99,7 @@ impl ObjectLocation {
         ObjectLocation { store, prefix, url }
     }
 
+    /// `s3://bucket/prefix` (or `az://`, `gs://`), for messages.
     pub fn url(&self) -> &str {
         &self.url
     }

@@ -12,7 +12,7 @@
 //! A publication comes after all of a run's model work, so a storage call
 //! of it that fails (a network blip, a store's short outage, past the
 //! client's own few retries) is retried with growing waits for a bounded
-//! time ([`RetryWindow`], each retry a warning), then fails saying so; the
+//! time (`RetryWindow`, each retry a warning), then fails saying so; the
 //! manifest is written last, so a publication that fails before it leaves
 //! the previous version published, whole. A manifest write whose answer was
 //! lost (written, though the writer was not told) is recognized by the

@@ -3,8 +3,8 @@
 //! The project's own files — the settings file, `.env`, the other files at
 //! the top of the prefix (aliases, graph edits) and the `prompts/` and
 //! `workflows/` folders — are copied into a local working copy
-//! ([`checkout`]), which every command then runs in as in a project folder.
-//! The working copy names its root ([`REMOTE_ROOT_FILE`]), so that loading
+//! (`checkout`), which every command then runs in as in a project folder.
+//! The working copy names its root (`REMOTE_ROOT_FILE`), so that loading
 //! its settings keeps every `file` storage in the bucket, under the same
 //! prefix (`settings::Settings::rebase`): input, index, cache and logs never
 //! live only in the working copy.
@@ -26,7 +26,7 @@ const ROOT_SETTING: &str = "--root";
 
 /// The local folder a command runs in: a folder root as it is; a root in a
 /// bucket checked out into `work_dir` (default: a folder of the user's
-/// cache, [`default_work_dir`]).
+/// cache, `default_work_dir`).
 pub fn local_root(root: &ProjectRoot, work_dir: Option<&Path>) -> anyhow::Result<PathBuf> {
     match root {
         ProjectRoot::Folder(dir) => Ok(dir.clone()),
