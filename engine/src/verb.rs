@@ -99,10 +99,12 @@ pub trait VerbDef: Verb + DeserializeOwned + 'static {
 
 type Build = fn(serde_json::Value) -> Result<Box<dyn Verb>, ArgError>;
 
-/// Why a step's args were rejected; `path` is the arg's key path.
+/// Why a step's args were rejected.
 #[derive(Debug, Clone)]
-pub(crate) struct ArgError {
+pub struct ArgError {
+    /// The arg's key path (`entity_types[2]`); empty for the args as a whole.
     pub path: String,
+    /// What is wrong with it.
     pub message: String,
 }
 
@@ -130,7 +132,9 @@ impl Registry {
         self.verbs.keys().copied()
     }
 
-    pub(crate) fn build(&self, name: &str, args: serde_json::Value) -> Option<Result<Box<dyn Verb>, ArgError>> {
+    /// The verb `name` configured by `args` (null: its defaults); `None`
+    /// when no verb has that name.
+    pub fn build(&self, name: &str, args: serde_json::Value) -> Option<Result<Box<dyn Verb>, ArgError>> {
         self.verbs.get(name).map(|(_, b)| b(args))
     }
 }
