@@ -49,7 +49,8 @@
 
 mod embed;
 
-pub use embed::{embed_shard, index_merge_graph, update_merge_graph, GraphStaged};
+use embed::embed_shard;
+pub use embed::{index_merge_graph, update_merge_graph, GraphStaged};
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
@@ -91,11 +92,14 @@ fn shard_count(count: usize) -> Result<usize, String> {
     Err(format!("the shard count N must be 1 to {MAX_SHARDS}"))
 }
 
-/// Shard `index` of `count` (0-based), as `K/N` on the command line.
+/// Shard `index` of `count` (0-based), as `K/N` on the command line; made
+/// by parsing `K/N`, which checks that K < N ≤ [`MAX_SHARDS`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ShardSpec {
-    pub index: usize,
-    pub count: usize,
+    /// K, 0 to `count` - 1.
+    pub(crate) index: usize,
+    /// N, the number of shards.
+    pub(crate) count: usize,
 }
 
 impl FromStr for ShardSpec {
@@ -121,7 +125,7 @@ impl fmt::Display for ShardSpec {
 }
 
 /// The shard (0 to `count` - 1) of a document, from its stable id alone.
-pub fn shard_of(document_id: &str, count: usize) -> usize {
+pub(crate) fn shard_of(document_id: &str, count: usize) -> usize {
     let digest = sha256_hex(&[document_id.as_bytes()]);
     let head = u64::from_str_radix(&digest[..16], 16).expect("hex digest");
     (head % count as u64) as usize
@@ -250,18 +254,25 @@ pub enum ShardPhase {
 /// What a finished shard did (its `done.json`).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct ShardReport {
+    /// The map it ran (absent from an older marker: `units`).
     #[serde(default)]
     pub phase: ShardPhase,
+    /// K.
     pub shard: usize,
+    /// N.
     pub shards: usize,
+    /// The units phase: the documents of the shard.
     pub documents: usize,
+    /// The units phase: their text units.
     pub text_units: usize,
     /// The embed phase: the texts it embedded (or found in the cache).
     #[serde(default)]
     pub embedded_texts: usize,
+    /// The shard's wall time, in seconds.
     pub seconds: f64,
     /// Requests the model servers answered (cache hits not counted).
     pub model_calls: u64,
+    /// Model requests the cache answered.
     pub cache_hits: u64,
     /// Where its fragments are (a folder, or an object store prefix).
     #[serde(skip)]
@@ -337,7 +348,7 @@ impl Verb for NoVerb {
 /// returns what it did; a shard that finished before with the same input
 /// and settings is not run again (only checked). Errors name the shard and
 /// its documents.
-pub fn index_shard(mut project: Project, spec: ShardSpec, run: &RunSettings) -> anyhow::Result<ShardReport> {
+pub(crate) fn index_shard(mut project: Project, spec: ShardSpec, run: &RunSettings) -> anyhow::Result<ShardReport> {
     project.llm.stop_with(&run.stop);
     let began = Instant::now();
     let shard = shard_location(&shards_location(&project.storage.output, &project.plan), spec);
@@ -559,8 +570,10 @@ pub fn index_merge(project: Project, count: Option<usize>, opts: &IndexOptions) 
     Ok(report)
 }
 
-/// Runs shard `spec` of `phase`: [`index_shard`] (the per-document steps)
-/// or [`embed_shard`] (the staged global rows' embeddings).
+/// Runs shard `spec` of `phase` and returns what it did: the per-document
+/// steps (`Units`) or the staged global rows' embeddings (`Embed`); see the
+/// crate docs. A shard that finished before with the same input and settings
+/// is only checked. Errors name the shard.
 pub fn run_shard(
     project: Project,
     spec: ShardSpec,

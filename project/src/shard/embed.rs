@@ -56,11 +56,13 @@ fn staged_tables(base: &Location) -> Location {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct GraphStaged {
     /// The staged tables the embed steps read: sha256 of each file.
-    pub tables: BTreeMap<String, String>,
+    pub(crate) tables: BTreeMap<String, String>,
     /// Their rows (the texts the embed shards share out, at most).
     pub rows: BTreeMap<String, usize>,
+    /// The staged run's stats.
     #[serde(skip)]
     pub stats: RunStats,
+    /// Where the staged run is (the next `--merge` resumes from it).
     #[serde(skip)]
     pub staging_dir: PathBuf,
 }
@@ -183,7 +185,7 @@ impl Verb for StagedRows {
 /// `index --shard K/N --phase embed`: embeds the staged rows of shard K
 /// into the model cache (see the module docs); a finished shard is only
 /// checked. Errors name the shard.
-pub fn embed_shard(mut project: Project, spec: ShardSpec, run: &RunSettings) -> anyhow::Result<ShardReport> {
+pub(crate) fn embed_shard(mut project: Project, spec: ShardSpec, run: &RunSettings) -> anyhow::Result<ShardReport> {
     let cache = &project.settings().cache;
     if !cache.enabled() {
         bail!(
