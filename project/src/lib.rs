@@ -95,7 +95,7 @@ pub use graphrag_engine::stats::{RunStatus, StepStatus};
 /// Which files the project's input settings read (the server checks uploads against it).
 pub use graphrag_verbs::load_documents::InputFiles;
 pub use init::{init, InitOptions, InitReport};
-pub use project::{log_check, ModelsCheck, OpenOptions, Project, RunLog};
+pub use project::{log_check, ModelsCheck, OpenOptions, Project, ProjectError, RunLog};
 pub use run::{
     index, index_dry_run, update, update_dry_run, Changes, DryRun, IndexOptions, RunError, RunErrorKind, RunReport,
     RunSettings, UpdateOptions,

@@ -36,7 +36,7 @@ use crate::doc_status;
 use indicatif::MultiProgress;
 
 use crate::export::{self, LanceDbExport};
-use crate::project::{OpenOptions, Project};
+use crate::project::{OpenOptions, Project, ProjectError};
 
 /// How a run reports progress and what it checks first.
 #[derive(Clone, Default)]
@@ -106,6 +106,9 @@ pub struct RunError {
 pub enum RunErrorKind {
     /// Stopped ([`interrupt::request`], or the run's stop flag).
     Interrupted,
+    /// Nothing ran: the project's settings, or a file they name, are wrong
+    /// (the error names the file, line and key).
+    Settings,
     Failed,
 }
 
@@ -128,6 +131,15 @@ impl fmt::Display for RunError {
             writeln!(f, "{note}")?;
         }
         write!(f, "{:#}", self.error)
+    }
+}
+
+impl From<ProjectError> for RunError {
+    fn from(error: ProjectError) -> RunError {
+        match error {
+            ProjectError::Settings(e) => RunError { error: e.into(), note: None, kind: RunErrorKind::Settings },
+            ProjectError::Other(error) => error.into(),
+        }
     }
 }
 
@@ -254,7 +266,7 @@ pub(crate) fn open_for_update(
     root: &Path,
     opts: &UpdateOptions,
     dry_run: bool,
-) -> anyhow::Result<(Project, Option<Writer>)> {
+) -> Result<(Project, Option<Writer>), ProjectError> {
     let loaded = settings::load(root)?;
     let storage = crate::project::open_storage(root, &loaded)?;
     // Before the writer lock, which makes the output folder.
@@ -280,10 +292,11 @@ pub(crate) fn open_for_update(
     let cache = &project.settings().cache;
     // --no-cache asks for it; a cache.type that keeps nothing is more likely an oversight.
     if !cache.enabled() && project.has_index() && !opts.no_cache {
-        anyhow::bail!(
+        return Err(anyhow::anyhow!(
             "`update` reuses the cached model answers of unchanged documents, and cache.type is `{}` in settings.yaml, so it would pay for every document again: set cache.type to `json` (the default), or run `graphrag-rs index`",
             cache.kind
-        );
+        )
+        .into());
     }
     Ok((project, lock))
 }
