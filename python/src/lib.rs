@@ -651,14 +651,17 @@ impl NativeIndex {
         // Cancelled: its model calls were dropped, which is the error it ended with.
         let r = result.map_err(|e| if cancelled.is_cancelled() { cancelled_error(&e) } else { to_py(&e) })?;
         let stats = serde_json::to_string(&r.stats).map_err(|e| GraphragError::new_err(e.to_string()))?;
-        Ok((r.answer, r.context, r.context_records.to_string(), stats, r.notice))
+        Ok((r.answer, r.context, r.context_records.to_json().to_string(), stats, r.notice))
     }
 
     /// The titles of the documents a context's sources come from (their
-    /// `id`s), each once, in order: LightRAG's references (`query_data`).
+    /// `id`s, as the context records' JSON has them: text), each once, in
+    /// order: LightRAG's references (`query_data`). An id that is not a
+    /// number names no text unit.
     fn source_documents(&self, py: Python<'_>, source_ids: Vec<String>) -> PyResult<Vec<String>> {
         let engine = self.current(py, false)?.engine.clone();
-        py.detach(|| engine.source_documents(&source_ids)).map_err(|e| to_py(&e))
+        let ids: Vec<i64> = source_ids.iter().filter_map(|id| id.trim().parse().ok()).collect();
+        py.detach(|| engine.source_documents(&ids)).map_err(|e| to_py(&e))
     }
 
     /// The project folder.
