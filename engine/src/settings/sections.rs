@@ -200,15 +200,11 @@ section!(TextAnalyzerConfig {
     noun_phrase_grammars: Option<Unused> = None,
 });
 
-section!(PruneGraphConfig {
-    min_node_freq: u32 = nlp_graph().min_node_freq,
-    max_node_freq_std: Option<f64> = nlp_graph().max_node_freq_std,
-    min_node_degree: u32 = nlp_graph().min_node_degree,
-    max_node_degree_std: Option<f64> = nlp_graph().max_node_degree_std,
-    min_edge_weight_pct: f64 = nlp_graph().min_edge_weight_pct,
-    remove_ego_nodes: bool = nlp_graph().remove_ego_nodes,
-    lcc_only: bool = nlp_graph().lcc_only,
-});
+graphrag_operations::nlp_prune_options!(struct section!(
+    /// GraphRAG's `prune_graph`: the fast method's graph pruning (the
+    /// options, their docs and defaults are operations' `nlp_prune_options!`).
+    PruneGraphConfig {}
+));
 
 section!(
     /// Entity resolution (graphrag-rs): the `resolve_entities` step merges
