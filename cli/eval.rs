@@ -12,6 +12,7 @@ use std::time::Instant;
 use anyhow::{bail, Context};
 use graphrag_engine::settings::Settings;
 use graphrag_operations::eval_score::{answer_terms_found, document_found, exact_match, token_f1, ContextText};
+use graphrag_query::records::SourceRecord;
 use graphrag_query::{Method, QueryEngine, QueryRequest};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -435,28 +436,26 @@ impl Run<'_> {
         let result =
             self.engine.query(&self.request(q), None).with_context(|| format!("{method} search, question {}", q.id))?;
         let latency_ms = started.elapsed().as_secs_f64() * 1e3;
-        let sources: Vec<&Value> = result.context_records["sources"].as_array().into_iter().flatten().collect();
+        let sources: &[SourceRecord] = result.context_records.sources.as_deref().unwrap_or_default();
         let by_documents = self.gold == GoldMode::Evidence && q.gold_passages.is_empty() && !q.gold_docs.is_empty();
         // Gold evidence in a context, or in the first `depth` source units.
-        let judge = |context: &str, rows: &[&Value]| -> anyhow::Result<(&'static str, Vec<bool>)> {
+        let judge = |context: &str, rows: &[SourceRecord]| -> anyhow::Result<(&'static str, Vec<bool>)> {
             let titles = if by_documents {
-                let ids: Vec<String> = rows.iter().filter_map(|row| row["id"].as_str().map(str::to_string)).collect();
+                let ids: Vec<i64> = rows.iter().map(|row| row.id).collect();
                 self.engine.source_documents(&ids)?
             } else {
                 Vec::new()
             };
             Ok(score_retrieval(q, context, &titles, self.gold))
         };
-        let (gold, found) = judge(&result.context, &sources)?;
+        let (gold, found) = judge(&result.context, sources)?;
         let recall = share(&found);
-        let ranks = first_positions(found.len(), &sources, |row| {
-            Ok(judge(row["text"].as_str().unwrap_or_default(), std::slice::from_ref(row))?.1)
-        })?;
+        let ranks = first_positions(found.len(), sources, |row| Ok(judge(&row.text, std::slice::from_ref(row))?.1))?;
         let mut recall_at = [None; 3];
         if recall.is_some() {
             for (slot, depth) in recall_at.iter_mut().zip(RECALL_DEPTHS) {
                 let top = &sources[..depth.min(sources.len())];
-                let text: Vec<&str> = top.iter().filter_map(|row| row["text"].as_str()).collect();
+                let text: Vec<&str> = top.iter().map(|row| row.text.as_str()).collect();
                 *slot = share(&judge(&text.join("\n"), top)?.1);
             }
         }

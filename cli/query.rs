@@ -119,7 +119,7 @@ pub fn run(args: QueryArgs) -> anyhow::Result<()> {
             "answer": result.answer,
             "notice": result.notice,
             "context": result.context,
-            "context_records": result.context_records,
+            "context_records": result.context_records.to_json(),
             "stats": result.stats,
         });
         writeln!(out, "{value}")?;
@@ -214,7 +214,7 @@ mod tests {
             answer: None,
             notice: Some("retrieval only: no chat model".into()),
             context: "-----Entities-----\nid|entity\n1|X".into(),
-            context_records: serde_json::Value::Null,
+            context_records: Default::default(),
             stats: QueryStats::default(),
         };
         let mut buf = Vec::new();

@@ -9,7 +9,7 @@ use base64::Engine as _;
 use hyper::header::HeaderMap;
 use serde_json::{json, Value};
 
-use crate::server::{json_response, Resp};
+use crate::response::{json_response, Resp};
 
 /// The test service account's RSA public key (PKCS#1, PEM). A key made for
 /// these tests: it opens no account anywhere.

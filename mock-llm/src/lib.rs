@@ -42,6 +42,7 @@ pub mod embed;
 pub mod google;
 mod providers;
 mod rerank;
+mod response;
 mod server;
 mod text;
 

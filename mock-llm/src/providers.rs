@@ -11,7 +11,7 @@ use bytes::Bytes;
 use hyper::header::HeaderMap;
 use serde_json::{json, Map, Value};
 
-use crate::server::{json_response, sse, Resp};
+use crate::response::{json_response, sse, Resp};
 use crate::Endpoint;
 
 /// Which API a request came in through.

@@ -1,20 +1,16 @@
 //! The HTTP side: routing, fault injection, latency, OpenAI request/response
 //! shapes (JSON and SSE streaming; Anthropic's and Gemini's are
-//! `providers`'), statistics.
+//! `providers`'), statistics. The response bodies both build are `response`'s.
 
 use std::collections::VecDeque;
-use std::convert::Infallible;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
-use http_body::{Body, Frame, SizeHint};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
-use hyper::header::{HeaderMap, HeaderValue, CACHE_CONTROL, CONTENT_TYPE, RETRY_AFTER};
-use hyper::{Method, Request, Response, StatusCode};
+use hyper::header::{HeaderMap, HeaderValue, RETRY_AFTER};
+use hyper::{Method, Request, StatusCode};
 use hyper_util::rt::TokioIo;
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -22,41 +18,8 @@ use sha2::{Digest, Sha256};
 
 use crate::answers::{self, Message};
 use crate::providers::{self, GeminiMethod, Reply, Wire};
+use crate::response::{json_response, raw_response, sse, Resp};
 use crate::{embed, google, Endpoint, FaultKind, Shared};
-
-/// Response body: one buffer (with Content-Length) or several chunks
-/// (chunked transfer encoding, used for SSE).
-pub(crate) enum MockBody {
-    Full(Option<Bytes>),
-    Chunks(VecDeque<Bytes>),
-}
-
-impl Body for MockBody {
-    type Data = Bytes;
-    type Error = Infallible;
-
-    fn poll_frame(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
-        let next = match self.get_mut() {
-            MockBody::Full(b) => b.take(),
-            MockBody::Chunks(q) => q.pop_front(),
-        };
-        Poll::Ready(next.map(|b| Ok(Frame::data(b))))
-    }
-
-    fn is_end_stream(&self) -> bool {
-        match self {
-            MockBody::Full(b) => b.is_none(),
-            MockBody::Chunks(q) => q.is_empty(),
-        }
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        match self {
-            MockBody::Full(b) => SizeHint::with_exact(b.as_ref().map_or(0, |b| b.len() as u64)),
-            MockBody::Chunks(_) => SizeHint::default(),
-        }
-    }
-}
 
 /// Returned by the service to make hyper close the connection without a response.
 #[derive(Debug)]
@@ -69,8 +32,6 @@ impl std::fmt::Display for Dropped {
 }
 
 impl std::error::Error for Dropped {}
-
-pub(crate) type Resp = Response<MockBody>;
 
 pub(crate) async fn serve(
     listener: tokio::net::TcpListener,
@@ -152,21 +113,6 @@ fn route(path: &str, query: &str) -> Route {
     Route::NotFound
 }
 
-pub(crate) fn json_response(status: StatusCode, body: &impl Serialize) -> Resp {
-    let bytes = serde_json::to_vec(body).unwrap_or_default();
-    let mut r = Response::new(MockBody::Full(Some(Bytes::from(bytes))));
-    *r.status_mut() = status;
-    r.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    r
-}
-
-fn raw_response(status: StatusCode, content_type: &'static str, body: Vec<u8>) -> Resp {
-    let mut r = Response::new(MockBody::Full(Some(Bytes::from(body))));
-    *r.status_mut() = status;
-    r.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
-    r
-}
-
 /// An error answer in `wire`'s format (`ty` and `code`: OpenAI's).
 fn error_response(wire: &Wire, status: u16, ty: &str, code: Option<&str>, message: &str) -> Resp {
     let body = providers::error_body(wire, status, ty, code, message, None);
@@ -182,15 +128,6 @@ fn aws_error_type(r: &mut Resp, wire: &Wire, status: u16) {
         let value = format!("{name}:http://internal.amazon.com/coral/com.amazon.bedrock/");
         r.headers_mut().insert("x-amzn-errortype", HeaderValue::from_str(&value).expect("ASCII"));
     }
-}
-
-/// A stream of server-sent events (chunked transfer encoding).
-pub(crate) fn sse(events: VecDeque<Bytes>) -> Resp {
-    let mut r = Response::new(MockBody::Chunks(events));
-    let h = r.headers_mut();
-    h.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
-    h.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    r
 }
 
 async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Resp, Dropped> {

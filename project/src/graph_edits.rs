@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use graphrag_engine::graph_edits_file::{self, GraphEditsFile};
+
+use crate::ProjectError;
 pub use graphrag_operations::graph_edits::GraphEdit;
 
 /// One writer at a time in this process (the file is replaced whole).
@@ -18,19 +20,20 @@ fn path(root: &Path) -> PathBuf {
     root.join(graph_edits_file::FILE)
 }
 
-/// The project's edits, in the order they apply (none without the file).
-pub(crate) fn read(root: &Path) -> anyhow::Result<GraphEditsFile> {
+/// The project's edits, in the order they apply (none without the file); a
+/// mistake in the file is a [`ProjectError::Settings`] naming its line.
+pub fn read(root: &Path) -> Result<GraphEditsFile, ProjectError> {
     let path = path(root);
     match std::fs::read_to_string(&path) {
         Ok(text) => Ok(graph_edits_file::parse(&text, Path::new(graph_edits_file::FILE))?),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(GraphEditsFile::default()),
-        Err(e) => Err(anyhow::anyhow!("reading {}: {e}", path.display())),
+        Err(e) => Err(anyhow::anyhow!("reading {}: {e}", path.display()).into()),
     }
 }
 
 /// Appends an edit (written to a temporary file and renamed, so a run
 /// reads the old file or the new one); returns how many edits there are.
-pub fn add(root: &Path, edit: GraphEdit) -> anyhow::Result<usize> {
+pub fn add(root: &Path, edit: GraphEdit) -> Result<usize, ProjectError> {
     let _one = WRITING.lock().unwrap_or_else(|e| e.into_inner());
     let mut file = read(root)?;
     file.edits.push(edit);
@@ -41,7 +44,7 @@ pub fn add(root: &Path, edit: GraphEdit) -> anyhow::Result<usize> {
 /// Takes back the last edit equal to `edit` (one whose update was stopped:
 /// a cancelled edit must not be applied by a later update either); whether
 /// there was one.
-pub fn remove(root: &Path, edit: &GraphEdit) -> anyhow::Result<bool> {
+pub fn remove(root: &Path, edit: &GraphEdit) -> Result<bool, ProjectError> {
     let _one = WRITING.lock().unwrap_or_else(|e| e.into_inner());
     let mut file = read(root)?;
     let Some(at) = file.edits.iter().rposition(|e| e == edit) else { return Ok(false) };

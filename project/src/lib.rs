@@ -97,7 +97,7 @@ pub use graphrag_engine::stats::StepStatus;
 /// Which files the project's input settings read (the server checks uploads against it).
 pub use graphrag_verbs::load_documents::InputFiles;
 pub use init::{init, InitOptions, InitReport};
-pub use project::{log_check, OpenOptions, Project, RunLog};
+pub use project::{log_check, OpenOptions, Project, ProjectError, RunLog};
 pub use run::{
     index, index_dry_run, update, update_dry_run, Changes, DryRun, IndexOptions, RunError, RunReport, RunSettings,
     UpdateOptions,

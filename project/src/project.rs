@@ -159,6 +159,20 @@ fn pipeline_source(root: &Path, method: &str) -> anyhow::Result<(PathBuf, String
     }
 }
 
+/// Why a project could not be opened (or a file of it read): its settings,
+/// or a file they name, are wrong — the error names the file, line and
+/// key — or something else failed. A caller that answers settings errors
+/// its own way (Python's `ConfigError`) tells them apart by the variant.
+#[derive(Debug, thiserror::Error)]
+pub enum ProjectError {
+    /// settings.yaml, or a file it names (pipeline, aliases, graph edits), is wrong.
+    #[error(transparent)]
+    Settings(#[from] ConfigError),
+    /// Any other failure (a file that cannot be read, a store that cannot be reached).
+    #[error(transparent)]
+    Other(#[from] anyhow::Error),
+}
+
 /// A project opened for a run: its settings, models and pipeline.
 pub struct Project {
     /// The project folder.
@@ -177,27 +191,28 @@ pub struct Project {
 
 /// The project's aliases file (entity merges forced or forbidden), checked
 /// before anything is spent: a mistake in it is an error naming its line.
-fn check_aliases_file(path: &Path) -> anyhow::Result<()> {
+fn check_aliases_file(path: &Path) -> Result<(), ProjectError> {
     match std::fs::read_to_string(path) {
         Ok(text) => Ok(graphrag_engine::aliases_file::parse(&text, path).map(|_| ())?),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => anyhow::bail!("cannot read {}: {e}", path.display()),
+        Err(e) => Err(anyhow::anyhow!("cannot read {}: {e}", path.display()).into()),
     }
 }
 
 impl Project {
     /// Loads the settings of `root` (settings.yaml with `${VAR}` and .env
     /// substitution), then [`Project::with_settings`].
-    pub fn open(root: &Path, opts: &OpenOptions) -> anyhow::Result<Project> {
+    pub fn open(root: &Path, opts: &OpenOptions) -> Result<Project, ProjectError> {
         Project::with_settings(root, settings::load(root)?, opts)
     }
 
     /// [`Project::open`] with settings already loaded (a caller that changed
     /// them first): opens the storage they name, checks its folders (the
-    /// input exists, the output is writable), checks aliases.yaml and
-    /// graph_edits.yaml, builds the models and loads the pipeline of
-    /// `opts.method`. A configuration error names its key and line.
-    pub fn with_settings(root: &Path, loaded: LoadedSettings, opts: &OpenOptions) -> anyhow::Result<Project> {
+    /// input exists, the output is writable), then `with_storage`:
+    /// checks aliases.yaml and graph_edits.yaml, builds the models and loads
+    /// the pipeline of `opts.method`. A configuration error is a
+    /// [`ProjectError::Settings`] naming its key and line.
+    pub fn with_settings(root: &Path, loaded: LoadedSettings, opts: &OpenOptions) -> Result<Project, ProjectError> {
         let storage = open_storage(root, &loaded)?;
         check_folders(&storage, &loaded)?;
         Project::with_storage(root, loaded, storage, opts)
@@ -212,7 +227,7 @@ impl Project {
         mut loaded: LoadedSettings,
         storage: Storage,
         opts: &OpenOptions,
-    ) -> anyhow::Result<Project> {
+    ) -> Result<Project, ProjectError> {
         if opts.no_cache {
             loaded.settings.cache.kind = "none".into();
         }
@@ -223,7 +238,8 @@ impl Project {
         check_aliases_file(&root.join(&settings.resolve_entities.aliases_file))?;
         // The graph edits file too (finalize_graph applies it after the model calls).
         crate::graph_edits::read(root)?;
-        let llm = LlmService::with_cache(settings, settings.cache.enabled().then_some(&storage.cache))?;
+        let llm = LlmService::with_cache(settings, settings.cache.enabled().then_some(&storage.cache))
+            .map_err(anyhow::Error::from)?;
         let chat_id = &settings.extract_graph.completion_model_id;
         let auto_standard = (opts.method == "auto" && llm.has_chat_model(chat_id)).then(|| chat_id.clone());
         let method = match opts.method.as_str() {

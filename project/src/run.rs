@@ -36,7 +36,7 @@ use crate::doc_status;
 use indicatif::MultiProgress;
 
 use crate::export::{self, LanceDbExport};
-use crate::project::{OpenOptions, Project};
+use crate::project::{OpenOptions, Project, ProjectError};
 
 /// How a run reports progress and what it checks first.
 #[derive(Clone, Default)]
@@ -110,11 +110,14 @@ pub struct RunError {
     pub(crate) kind: RunErrorKind,
 }
 
-/// What ended a run (read through [`RunError::interrupted`]).
+/// What ended a run (read through [`RunError::interrupted`] and [`RunError::settings`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum RunErrorKind {
     /// Stopped ([`interrupt::request`], or the run's stop flag).
     Interrupted,
+    /// Nothing ran: the project's settings, or a file they name, are wrong
+    /// (the error names the file, line and key).
+    Settings,
     /// Any other failure.
     Failed,
 }
@@ -123,6 +126,12 @@ impl RunError {
     /// Whether the run was stopped ([`interrupt::request`]) rather than failed.
     pub fn interrupted(&self) -> bool {
         self.kind == RunErrorKind::Interrupted
+    }
+
+    /// Whether nothing ran because the settings, or a file they name, are
+    /// wrong (the message names the file, line and key).
+    pub fn settings(&self) -> bool {
+        self.kind == RunErrorKind::Settings
     }
 }
 
@@ -138,6 +147,15 @@ impl fmt::Display for RunError {
             writeln!(f, "{note}")?;
         }
         write!(f, "{:#}", self.error)
+    }
+}
+
+impl From<ProjectError> for RunError {
+    fn from(error: ProjectError) -> RunError {
+        match error {
+            ProjectError::Settings(e) => RunError { error: e.into(), note: None, kind: RunErrorKind::Settings },
+            ProjectError::Other(error) => error.into(),
+        }
     }
 }
 
@@ -269,7 +287,7 @@ pub(crate) fn open_for_update(
     root: &Path,
     opts: &UpdateOptions,
     dry_run: bool,
-) -> anyhow::Result<(Project, Option<Writer>)> {
+) -> Result<(Project, Option<Writer>), ProjectError> {
     let loaded = settings::load(root)?;
     let storage = crate::project::open_storage(root, &loaded)?;
     // Before the writer lock, which makes the output folder.
@@ -295,10 +313,11 @@ pub(crate) fn open_for_update(
     let cache = &project.settings().cache;
     // --no-cache asks for it; a cache.type that keeps nothing is more likely an oversight.
     if !cache.enabled() && project.has_index() && !opts.no_cache {
-        anyhow::bail!(
+        return Err(anyhow::anyhow!(
             "`update` reuses the cached model answers of unchanged documents, and cache.type is `{}` in settings.yaml, so it would pay for every document again: set cache.type to `json` (the default), or run `graphrag-rs index`",
             cache.kind
-        );
+        )
+        .into());
     }
     Ok((project, lock))
 }

@@ -94,3 +94,38 @@ fn prompt_tuning_ends_with_its_own_stop_flag() {
     assert!(tuned.extract_graph.contains("{{ input_text }}"));
     assert!(mock.stats().chat_requests > 0);
 }
+
+/// A settings error is told apart by its type, not by looking through an
+/// error's causes: `ProjectError::Settings` from opening a project (or
+/// reading its graph edits), `RunError::settings` from an update that
+/// cannot start; each names the file, line and key.
+#[test]
+fn settings_errors_are_typed() {
+    use graphrag_project::ProjectError;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    graphrag_project::init(root, &InitOptions::default()).unwrap();
+    std::fs::write(root.join("settings.yaml"), "chunking:\n  size: 300\n  overlap: lots\n").unwrap();
+    match Project::open(root, &OpenOptions::default()) {
+        Err(ProjectError::Settings(e)) => {
+            assert_eq!((e.line, e.path.as_str()), (Some(3), "chunking.overlap"), "{e}");
+        }
+        Err(other) => panic!("not a settings error: {other:#}"),
+        Ok(_) => panic!("opened with a bad setting"),
+    }
+    let Err(err) = graphrag_project::update(root, &UpdateOptions::default()) else {
+        panic!("updated with a bad setting")
+    };
+    assert!(err.settings(), "{err}");
+    assert!(err.to_string().contains("settings.yaml:3: `chunking.overlap`"), "{err}");
+
+    std::fs::write(root.join("graph_edits.yaml"), "edits:\n  - action: nonsense\n").unwrap();
+    let read = graphrag_project::graph_edits::read(root);
+    assert!(matches!(read, Err(ProjectError::Settings(_))), "{:?}", read.err());
+    // Other failures are not settings errors.
+    let missing = tempfile::tempdir().unwrap();
+    std::fs::write(missing.path().join("settings.yaml"), "").unwrap();
+    std::fs::create_dir(missing.path().join("graph_edits.yaml")).unwrap();
+    let unreadable = graphrag_project::graph_edits::read(missing.path());
+    assert!(matches!(unreadable, Err(ProjectError::Other(_))), "{:?}", unreadable.err());
+}

@@ -71,8 +71,8 @@ use graphrag_engine::settings::ProjectRoot;
 use graphrag_engine::storage::{Location, Published, Storage};
 use graphrag_project::documents::{Added, InputDocuments};
 use graphrag_project::{
-    IndexOptions, OpenOptions, Project, RunError, RunReport, RunSettings, StepEvent, StepStatus, StopFlag,
-    UpdateOptions,
+    IndexOptions, OpenOptions, Project, ProjectError, RunError, RunReport, RunSettings, StepEvent, StepStatus,
+    StopFlag, UpdateOptions,
 };
 use graphrag_query::{Method, QueryEngine, QueryRequest};
 use pyo3::create_exception;
@@ -132,10 +132,21 @@ fn python_wording(message: String) -> String {
     message
 }
 
-/// The exception for a library error: `ConfigError` when a settings error
-/// is in its chain, else `GraphragError`; the message worded for Python.
+/// The exception for a library error that is not a settings error:
+/// `GraphragError`, the message worded for Python.
 fn to_py(e: &anyhow::Error) -> PyErr {
-    error_with(e, format!("{e:#}"))
+    error_with(false, format!("{e:#}"))
+}
+
+/// The exception for a settings error (file, line, key): `ConfigError`.
+fn settings_error(e: &SettingsError) -> PyErr {
+    error_with(true, e.to_string())
+}
+
+/// The exception for opening a project (or reading a file of it):
+/// `ConfigError` for its settings, else `GraphragError`.
+fn project_error(e: &ProjectError) -> PyErr {
+    error_with(matches!(e, ProjectError::Settings(_)), format!("{e:#}"))
 }
 
 /// The exception for a query its `CancelToken` cancelled.
@@ -143,10 +154,11 @@ fn cancelled_error(e: &anyhow::Error) -> PyErr {
     CancelledError::new_err(python_wording(format!("{e:#}")))
 }
 
-/// [`to_py`]'s exception type with another message.
-fn error_with(e: &anyhow::Error, message: String) -> PyErr {
+/// `ConfigError` (for a settings error) or `GraphragError` with `message`
+/// worded for Python.
+fn error_with(settings: bool, message: String) -> PyErr {
     let message = python_wording(message);
-    if e.chain().any(|c| c.downcast_ref::<SettingsError>().is_some()) {
+    if settings {
         ConfigError::new_err(message)
     } else {
         GraphragError::new_err(message)
@@ -249,7 +261,7 @@ fn run_result(
     let report = match result {
         Ok(report) => report,
         Err(e) if e.interrupted() => return Err(PyKeyboardInterrupt::new_err(python_wording(format!("{e}")))),
-        Err(e) => return Err(error_with(&e.error, format!("{e}"))),
+        Err(e) => return Err(error_with(e.settings(), format!("{e}"))),
     };
     let d = PyDict::new(py);
     d.set_item("pipeline", &report.plan.name)?;
@@ -327,8 +339,9 @@ fn build_index(
     cancel: Option<PyRef<'_, CancelToken>>,
 ) -> PyResult<Py<PyAny>> {
     let method = method.to_string();
-    let project =
-        py.detach(|| Project::open(&project_folder(&root)?, &OpenOptions { method, no_cache }).map_err(|e| to_py(&e)));
+    let project = py.detach(|| {
+        Project::open(&project_folder(&root)?, &OpenOptions { method, no_cache }).map_err(|e| project_error(&e))
+    });
     logs::forward(py)?;
     let project = project?;
     let raised = Arc::new(Mutex::new(None));
@@ -361,7 +374,7 @@ fn update_index(
 /// The output location of `root` (settings' `output_storage`: a folder or
 /// an object store prefix).
 fn output_location(root: &Path) -> PyResult<Location> {
-    let loaded = graphrag_engine::settings::load(root).map_err(|e| to_py(&e.into()))?;
+    let loaded = graphrag_engine::settings::load(root).map_err(|e| settings_error(&e))?;
     Ok(Storage::open(root, &loaded.settings).map_err(|e| to_py(&e.into()))?.output)
 }
 
@@ -369,14 +382,14 @@ fn output_location(root: &Path) -> PyResult<Location> {
 #[pyfunction]
 fn input_settings(root: PathBuf) -> PyResult<(String, String)> {
     let root = project_folder(&root)?;
-    let loaded = graphrag_engine::settings::load(&root).map_err(|e| to_py(&e.into()))?;
+    let loaded = graphrag_engine::settings::load(&root).map_err(|e| settings_error(&e))?;
     let s = &loaded.settings;
     Ok((Storage::open(&root, s).map_err(|e| to_py(&e.into()))?.input.describe(), s.input.file_type.clone()))
 }
 
 /// The input documents of `root` (a folder, or objects under a bucket prefix).
 fn input_documents(root: &Path) -> PyResult<InputDocuments> {
-    let loaded = graphrag_engine::settings::load(root).map_err(|e| to_py(&e.into()))?;
+    let loaded = graphrag_engine::settings::load(root).map_err(|e| settings_error(&e))?;
     Ok(InputDocuments::of(&Storage::open(root, &loaded.settings).map_err(|e| to_py(&e.into()))?))
 }
 
@@ -425,14 +438,15 @@ fn remove_document(py: Python<'_>, root: PathBuf, name: &str) -> PyResult<Py<pyo
 /// and update applies it. Returns how many edits the file holds.
 #[pyfunction]
 fn add_graph_edit(root: PathBuf, edit_json: &str) -> PyResult<usize> {
-    graphrag_project::graph_edits::add(&project_folder(&root)?, graph_edit(edit_json)?).map_err(|e| to_py(&e))
+    graphrag_project::graph_edits::add(&project_folder(&root)?, graph_edit(edit_json)?).map_err(|e| project_error(&e))
 }
 
 /// Takes back the last edit equal to the one given (its update was
 /// stopped); whether there was one.
 #[pyfunction]
 fn remove_graph_edit(root: PathBuf, edit_json: &str) -> PyResult<bool> {
-    graphrag_project::graph_edits::remove(&project_folder(&root)?, &graph_edit(edit_json)?).map_err(|e| to_py(&e))
+    graphrag_project::graph_edits::remove(&project_folder(&root)?, &graph_edit(edit_json)?)
+        .map_err(|e| project_error(&e))
 }
 
 /// A graph edit in graph_edits.yaml's JSON form (`{"action": "edit_entity", "name": ...}`).
@@ -485,8 +499,9 @@ struct Loaded {
 
 /// Reads the index of `root` whole. `None` while a writer holds the lock
 /// and `previous` is given: the caller keeps it and looks again later
-/// (the publication in progress is then complete).
-fn load(root: &Path, output: &Location, previous: Option<&Loaded>) -> anyhow::Result<Option<Loaded>> {
+/// (the publication in progress is then complete). A settings error is
+/// [`ProjectError::Settings`].
+fn load(root: &Path, output: &Location, previous: Option<&Loaded>) -> Result<Option<Loaded>, ProjectError> {
     let settings = graphrag_engine::settings::load(root)?.settings;
     let engine = match output.open_published()? {
         // The caller keeps its index until the publication in progress is complete.
@@ -533,7 +548,7 @@ impl NativeIndex {
                 return Ok(slot.clone());
             }
             require_index(&self.root, &self.output)?;
-            if let Some(fresh) = load(&self.root, &self.output, Some(&slot)).map_err(|e| to_py(&e))? {
+            if let Some(fresh) = load(&self.root, &self.output, Some(&slot)).map_err(|e| project_error(&e))? {
                 *slot = Arc::new(fresh);
             }
             Ok(slot.clone())
@@ -552,7 +567,7 @@ impl NativeIndex {
         require_index(&root, &output)?;
         let loaded = py.detach(|| load(&root, &output, None));
         logs::forward(py)?;
-        let loaded = loaded.map_err(|e| to_py(&e))?.expect("loaded without a previous index");
+        let loaded = loaded.map_err(|e| project_error(&e))?.expect("loaded without a previous index");
         Ok(NativeIndex { root, output, loaded: Mutex::new(Arc::new(loaded)) })
     }
 
@@ -636,14 +651,17 @@ impl NativeIndex {
         // Cancelled: its model calls were dropped, which is the error it ended with.
         let r = result.map_err(|e| if cancelled.is_cancelled() { cancelled_error(&e) } else { to_py(&e) })?;
         let stats = serde_json::to_string(&r.stats).map_err(|e| GraphragError::new_err(e.to_string()))?;
-        Ok((r.answer, r.context, r.context_records.to_string(), stats, r.notice))
+        Ok((r.answer, r.context, r.context_records.to_json().to_string(), stats, r.notice))
     }
 
     /// The titles of the documents a context's sources come from (their
-    /// `id`s), each once, in order: LightRAG's references (`query_data`).
+    /// `id`s, as the context records' JSON has them: text), each once, in
+    /// order: LightRAG's references (`query_data`). An id that is not a
+    /// number names no text unit.
     fn source_documents(&self, py: Python<'_>, source_ids: Vec<String>) -> PyResult<Vec<String>> {
         let engine = self.current(py, false)?.engine.clone();
-        py.detach(|| engine.source_documents(&source_ids)).map_err(|e| to_py(&e))
+        let ids: Vec<i64> = source_ids.iter().filter_map(|id| id.trim().parse().ok()).collect();
+        py.detach(|| engine.source_documents(&ids)).map_err(|e| to_py(&e))
     }
 
     /// The project folder.

@@ -5,11 +5,11 @@
 use std::path::PathBuf;
 
 use graphrag_project::prompt_tune::{self, PromptTuneOptions, SelectionMethod};
-use graphrag_project::StopFlag;
+use graphrag_project::{ProjectError, StopFlag};
 use pyo3::exceptions::{PyKeyboardInterrupt, PyValueError};
 use pyo3::prelude::*;
 
-use crate::{interruptible, to_py, CancelToken};
+use crate::{interruptible, project_error, CancelToken};
 
 /// Prompts adapted to `root`'s corpus: ((extract_graph, summarize_descriptions,
 /// community_report_graph), warnings). `output` (relative to `root`) also
@@ -70,7 +70,7 @@ pub fn generate_indexing_prompts(
     // ends its model calls, not other runs of the process.
     let stop = cancel.map_or_else(StopFlag::new, |t| t.build.clone());
     let (work_stop, stopped) = (stop.clone(), stop.clone());
-    let work = move || -> anyhow::Result<_> {
+    let work = move || -> Result<_, ProjectError> {
         let tuned = prompt_tune::generate_prompts_until(&root, &opts, &work_stop)?;
         let warnings = match output {
             Some(dir) => prompt_tune::write_prompts(&root, &tuned, &root.join(dir))?.warnings,
@@ -83,6 +83,6 @@ pub fn generate_indexing_prompts(
         // Stopped by its token: as a stopped build, KeyboardInterrupt (its
         // model calls were refused, which is the error it ended with).
         Err(e) if stopped.requested() => Err(PyKeyboardInterrupt::new_err(format!("{e:#}"))),
-        Err(e) => Err(to_py(&e)),
+        Err(e) => Err(project_error(&e)),
     }
 }

@@ -9,7 +9,7 @@ use graphrag_project::{IndexOptions, OpenOptions, Project, ShardPhase, ShardRepo
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use crate::{interruptible, logs, run_result, run_settings, to_py};
+use crate::{interruptible, logs, project_error, run_result, run_settings, to_py};
 
 fn report_dict<'py>(py: Python<'py>, r: &ShardReport) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
@@ -49,7 +49,8 @@ fn shard_phase(name: &str) -> PyResult<ShardPhase> {
 fn open(py: Python<'_>, root: &std::path::Path, method: &str) -> PyResult<Project> {
     let method = method.to_string();
     let project = py.detach(|| {
-        Project::open(&crate::project_folder(root)?, &OpenOptions { method, no_cache: false }).map_err(|e| to_py(&e))
+        Project::open(&crate::project_folder(root)?, &OpenOptions { method, no_cache: false })
+            .map_err(|e| project_error(&e))
     });
     logs::forward(py)?;
     project

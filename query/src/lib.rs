@@ -70,6 +70,8 @@ mod data;
 mod embeddings;
 mod methods;
 mod prompts;
+/// The typed records of a query's context (`QueryResult::context_records`).
+pub mod records;
 mod retrieval;
 
 use std::collections::BTreeMap;
@@ -94,6 +96,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use data::{Field, Index, Vectors};
+use records::{ContextRecords, RerankRecord};
 
 /// GraphRAG's answer when no map step found anything relevant.
 pub const NO_DATA_ANSWER: &str = "I am sorry but I am unable to answer this question given the provided data.";
@@ -314,9 +317,10 @@ pub struct QueryResult {
     /// The context text sent to the model (or that would be sent).
     pub context: String,
     /// The rows of each context table (`entities`, `relationships`, `sources`,
-    /// `reports`, `claims`, ...) with their `id` = human_readable_id, plus
-    /// method-specific details.
-    pub context_records: Value,
+    /// `reports`, `claims`) with their `id` = human_readable_id, plus
+    /// method-specific details ([`ContextRecords::to_json`] makes GraphRAG's
+    /// JSON of them).
+    pub context_records: ContextRecords,
     /// What the query cost and how long it took.
     pub stats: QueryStats,
 }
@@ -325,7 +329,7 @@ pub struct QueryResult {
 pub(crate) struct Outcome {
     pub answer: Option<String>,
     pub context: String,
-    pub records: Value,
+    pub records: ContextRecords,
     pub context_ms: f64,
 }
 
@@ -387,15 +391,15 @@ impl QueryEngine {
     }
 
     /// The titles of the documents that a context's source rows come from,
-    /// deduplicated in order: `source_ids` are the `id` values of
-    /// `context_records.sources` (text units' human_readable_id).
-    pub fn source_documents(&self, source_ids: &[String]) -> anyhow::Result<Vec<String>> {
+    /// deduplicated in order: `source_ids` are the ids of
+    /// `context_records.sources` (text units' human_readable_id,
+    /// [`ContextRecords::source_ids`]).
+    pub fn source_documents(&self, source_ids: &[i64]) -> anyhow::Result<Vec<String>> {
         let docs = self.index.unit_documents()?;
         let mut seen = std::collections::HashSet::new();
         Ok(source_ids
             .iter()
-            .filter_map(|id| id.trim().parse::<i64>().ok())
-            .filter_map(|hrid| docs.title_of_unit.get(&hrid))
+            .filter_map(|hrid| docs.title_of_unit.get(hrid))
             .filter(|title| seen.insert(title.as_str()))
             .cloned()
             .collect())
@@ -553,8 +557,8 @@ impl QueryEngine {
             Method::Hybrid => methods::keyword::run(&run, false),
             Method::Mix => methods::keyword::run(&run, true),
         }?;
-        if let (Some(rerank), Value::Object(records)) = (run.reranked.lock().unwrap().take(), &mut outcome.records) {
-            records.insert("rerank".into(), rerank);
+        if let Some(rerank) = run.reranked.lock().unwrap().take() {
+            outcome.records.rerank = Some(rerank);
         }
         let by_model = run.usage.by_model();
         let chat_usage = by_model.get(&chat_id).cloned().unwrap_or_default();
@@ -608,7 +612,7 @@ pub(crate) struct Run<'a, 'b> {
     /// Notices already logged (each once per query).
     notices: Mutex<std::collections::HashSet<String>>,
     /// What the rerank did, for the context records (`rerank`).
-    reranked: Mutex<Option<Value>>,
+    reranked: Mutex<Option<RerankRecord>>,
     context_ms: Mutex<Option<f64>>,
     /// Where the final answer streams to, if anywhere.
     on_token: Mutex<Option<&'b mut OnToken<'b>>>,
@@ -658,7 +662,7 @@ impl Run<'_, '_> {
     }
 
     /// Notes what the rerank did, for the context records.
-    pub fn note_rerank(&self, record: Value) {
+    pub fn note_rerank(&self, record: RerankRecord) {
         *self.reranked.lock().unwrap() = Some(record);
     }
 

@@ -7,10 +7,10 @@ use std::collections::HashSet;
 
 use graphrag_engine::llm::{LlmError, RerankModel};
 use graphrag_operations::rank_fusion::reciprocal_rank_fusion;
-use serde_json::json;
 
 use crate::context::{pack_table, Counter, PackedTable};
 use crate::data::{Field, TextUnits};
+use crate::records::RerankRecord;
 use crate::Run;
 
 /// Text units with scores, best first.
@@ -162,7 +162,7 @@ fn reranked(
             // Stable: equal scores keep the retrieval order.
             head.sort_by(|a, b| b.1.total_cmp(&a.1));
             rows.splice(..n, head.into_iter().map(|(u, _)| u));
-            run.note_rerank(json!({ "model": model.id(), "reranked": n }));
+            run.note_rerank(RerankRecord { model: model.id().to_string(), reranked: n, error: None });
         }
         Err(e @ LlmError::Cancelled) => return Err(e.into()),
         Err(e) => {
@@ -170,7 +170,7 @@ fn reranked(
                 "the rerank model `{}` failed, so the chunks keep their retrieval order: {e}",
                 model.id()
             ));
-            run.note_rerank(json!({ "model": model.id(), "reranked": 0, "error": e.to_string() }));
+            run.note_rerank(RerankRecord { model: model.id().to_string(), reranked: 0, error: Some(e.to_string()) });
         }
     }
     Ok(rows)

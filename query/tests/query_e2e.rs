@@ -12,6 +12,7 @@ use graphrag_engine::schema;
 use graphrag_engine::store::write_table;
 use graphrag_mock_llm::{FaultKind, FaultRule, MockConfig};
 use graphrag_query::context::cited_ids;
+use graphrag_query::records::MethodRecords;
 use graphrag_query::{Method, QueryEngine, QueryRequest, NO_DATA_ANSWER};
 use serde_json::Value;
 
@@ -135,8 +136,8 @@ fn global_search_maps_batches_in_parallel_and_reduces() {
     let mut streamed = String::new();
     let mut on_token = |t: &str| streamed.push_str(t);
     let r = engine.query(&QueryRequest::new(Method::Global, "What are the main themes?"), Some(&mut on_token)).unwrap();
-    let batches = r.context_records["batches"].as_u64().unwrap();
-    assert!(batches >= 2, "{}", r.context_records);
+    let batches = r.context_records.to_json()["batches"].as_u64().unwrap();
+    assert!(batches >= 2, "{}", r.context_records.to_json());
     // The default level 2 selects every report of levels 0 to 2 (GraphRAG 3.3).
     let mut reports = record_ids(&r, "reports");
     reports.sort();
@@ -144,7 +145,7 @@ fn global_search_maps_batches_in_parallel_and_reduces() {
     assert!(r.context.contains("id|title|occurrence weight|content|rank\n"), "{}", r.context);
     // Occurrence weight: distinct text units of the community's entities over
     // the most of any report (community 0: units 0, 1, 2); ranks as Python prints floats.
-    let weights: Vec<(String, String)> = r.context_records["reports"]
+    let weights: Vec<(String, String)> = r.context_records.to_json()["reports"]
         .as_array()
         .unwrap()
         .iter()
@@ -159,7 +160,11 @@ fn global_search_maps_batches_in_parallel_and_reduces() {
     let answer = r.answer.unwrap();
     assert_eq!(streamed, answer, "the answer is streamed (in one piece)");
     assert!(answer.contains("[Data: Reports ("), "{answer}");
-    assert!(r.context_records["points"].as_array().unwrap().iter().all(|p| p["score"].as_f64().unwrap() > 0.0));
+    assert!(r.context_records.to_json()["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|p| p["score"].as_f64().unwrap() > 0.0));
 
     let mut req = QueryRequest::new(Method::Global, "What are the main themes?");
     req.community_level = Some(0);
@@ -181,7 +186,7 @@ fn global_search_drops_zero_score_points_and_says_no_data() {
     .unwrap();
     let r = ask(&p.engine(), Method::Global, "What are the main themes?");
     assert_eq!(r.answer.as_deref(), Some(NO_DATA_ANSWER));
-    let batches = r.context_records["batches"].as_u64().unwrap();
+    let batches = r.context_records.to_json()["batches"].as_u64().unwrap();
     assert_eq!(p.mock.stats().chat_requests, batches, "no reduce call without points");
 }
 
@@ -205,7 +210,7 @@ fn a_community_level_deeper_than_the_index_uses_its_deepest() {
         req.community_level = level;
         req.context_only = true;
         let r = engine.query(&req, None).unwrap();
-        assert_eq!(r.context_records["community_level"], expected, "{level:?}");
+        assert_eq!(r.context_records.to_json()["community_level"], expected, "{level:?}");
         let n = record_ids(&r, "reports").len();
         assert_eq!(n, if expected == 0 { 2 } else { 4 }, "{level:?}");
     }
@@ -217,7 +222,7 @@ fn dynamic_community_selection_rates_top_down() {
     let mut req = QueryRequest::new(Method::Global, "What is known about Marley and London?");
     req.dynamic_community_selection = true;
     let r = p.engine().query(&req, None).unwrap();
-    assert_eq!(r.context_records["community_selection"], "dynamic");
+    assert_eq!(r.context_records.to_json()["community_selection"], "dynamic");
     let reports = record_ids(&r, "reports");
     // Community 0 mentions Marley/London and is replaced by its relevant child 2;
     // the port community shares no words with the question.
@@ -242,8 +247,8 @@ fn mix_and_hybrid_retrieve_through_keywords() {
     let engine = p.engine();
     let q = "How did the Northern Shipping Bank help the Halvard Port Authority?";
     let r = ask(&engine, Method::Mix, q);
-    assert_eq!(r.context_records["keywords"]["from"], "chat model", "{}", r.context_records);
-    let low = r.context_records["keywords"]["low_level"].as_array().unwrap().clone();
+    assert_eq!(r.context_records.to_json()["keywords"]["from"], "chat model", "{}", r.context_records.to_json());
+    let low = r.context_records.to_json()["keywords"]["low_level"].as_array().unwrap().clone();
     assert!(!low.is_empty());
     let entities = record_column(&r, "entities", "entity");
     assert!(entities.contains(&"NORTHERN SHIPPING BANK".to_string()), "{entities:?}");
@@ -274,8 +279,8 @@ fn mix_passes_history_to_the_prompt() {
 
 /// (follow-ups asked, follow-ups proposed) of a DRIFT result.
 fn drift_follow_ups(r: &graphrag_query::QueryResult) -> (u64, u64) {
-    let all = r.context_records["follow_ups"].as_array().unwrap();
-    (all.iter().filter(|f| f["asked"] == true).count() as u64, all.len() as u64)
+    let MethodRecords::Drift { follow_ups, .. } = &r.context_records.method else { panic!("DRIFT's records") };
+    (follow_ups.iter().filter(|f| f.asked).count() as u64, follow_ups.len() as u64)
 }
 
 #[test]
@@ -283,11 +288,13 @@ fn drift_expands_primes_follows_up_and_reduces() {
     let p = Project::new(true, "drift_search:\n  n_depth: 2\n  drift_k_followups: 3\n  primer_folds: 2\n");
     let r = ask(&p.engine(), Method::Drift, "What happened between Scrooge and Marley?");
     assert!(r.answer.as_deref().is_some_and(|a| !a.is_empty()));
-    let expanded = r.context_records["expanded_query"].as_str().unwrap();
+    let MethodRecords::Drift { expanded_query: Some(expanded), .. } = &r.context_records.method else {
+        panic!("an expanded query: {:?}", r.context_records)
+    };
     assert!(expanded.contains("What happened between Scrooge and Marley?"), "{expanded}");
     let (asked, proposed) = drift_follow_ups(&r);
     // Up to drift_k_followups per round, n_depth rounds.
-    assert!((1..=6).contains(&asked) && proposed >= asked, "{}", r.context_records);
+    assert!((1..=6).contains(&asked) && proposed >= asked, "{}", r.context_records.to_json());
     let kinds = p.mock.stats().by_kind;
     assert_eq!(kinds.get("drift_expand"), Some(&1), "{kinds:?}");
     assert_eq!(kinds.get("drift_primer"), Some(&2), "{kinds:?}");
@@ -295,7 +302,7 @@ fn drift_expands_primes_follows_up_and_reduces() {
     assert_eq!(kinds.get("drift_reduce"), Some(&1), "{kinds:?}");
     // The same question again asks the same follow-ups (a seeded order).
     let again = ask(&p.engine(), Method::Drift, "What happened between Scrooge and Marley?");
-    assert_eq!(again.context_records["follow_ups"], r.context_records["follow_ups"]);
+    assert_eq!(again.context_records.to_json()["follow_ups"], r.context_records.to_json()["follow_ups"]);
 }
 
 /// A project with GraphRAG 3.3's own DRIFT prompt files and settings paths,
@@ -321,7 +328,7 @@ fn drift_runs_graphrag_s_own_prompts() {
     let r = ask(&p.engine(), Method::Drift, "How are Scrooge and Bob Cratchit connected?");
     assert!(r.answer.as_deref().is_some_and(|a| a.contains("[Data:")), "{:?}", r.answer);
     let (asked, _) = drift_follow_ups(&r);
-    assert!(asked >= 1, "{}", r.context_records);
+    assert!(asked >= 1, "{}", r.context_records.to_json());
     let kinds = p.mock.stats().by_kind;
     assert_eq!(kinds.get("drift_search"), Some(&asked), "GraphRAG's step prompt was answered: {kinds:?}");
     assert_eq!(kinds.get("drift_reduce"), Some(&1), "{kinds:?}");
@@ -510,7 +517,7 @@ fn bm25_ranks_by_shared_words_with_or_without_a_persisted_lexical_index() {
     // No lexical_index.parquet (an index built before it existed): built in memory.
     let built = ask(&p.engine(), Method::Bm25, q);
     assert_eq!(record_ids(&built, "sources").first().map(String::as_str), Some("4"), "{}", built.context);
-    assert_eq!(built.context_records["retrieval"], "bm25");
+    assert_eq!(built.context_records.to_json()["retrieval"], "bm25");
     assert_eq!(built.stats.embedding_calls, 0, "BM25 needs no query embedding");
     write_lexical_index(p.dir.path(), graphrag_operations::lexical::ANALYZER);
     let persisted = ask(&p.engine(), Method::Bm25, q);
@@ -528,10 +535,10 @@ fn basic_fuses_dense_and_bm25_unless_told_not_to() {
     let p = Project::new(false, "");
     let engine = p.engine();
     let hybrid = ask(&engine, Method::Basic, q);
-    assert_eq!(hybrid.context_records["retrieval"], "hybrid (dense + bm25, reciprocal rank fusion)");
+    assert_eq!(hybrid.context_records.to_json()["retrieval"], "hybrid (dense + bm25, reciprocal rank fusion)");
     assert_eq!(record_ids(&hybrid, "sources").first().map(String::as_str), Some("4"));
     let dense = ask(&engine, Method::Dense, q);
-    assert_eq!(dense.context_records["retrieval"], "dense");
+    assert_eq!(dense.context_records.to_json()["retrieval"], "dense");
     let off = Project::new(false, "basic_search:\n  hybrid: false\n");
     assert_eq!(ask(&off.engine(), Method::Basic, q).context, dense.context);
 }
@@ -576,7 +583,7 @@ fn ppr_walks_from_the_question_to_linked_units_and_answers_citing_sources() {
     let engine = p.engine();
     let q = "Which city is home to the lender of the Halvard terminal?";
     let r = ask(&engine, Method::Ppr, q);
-    let seeds: Vec<String> = r.context_records["seeds"]
+    let seeds: Vec<String> = r.context_records.to_json()["seeds"]
         .as_array()
         .unwrap()
         .iter()
@@ -597,7 +604,7 @@ fn ppr_walks_from_the_question_to_linked_units_and_answers_citing_sources() {
     for walk in ["paths", "nhop"] {
         let p = Project::new(false, &format!("ppr_search:\n  walk: {walk}\n"));
         let r = ask(&p.engine(), Method::Ppr, q);
-        assert_eq!(r.context_records["walk"], walk);
+        assert_eq!(r.context_records.to_json()["walk"], walk);
         assert_eq!(record_ids(&r, "sources").len(), UNITS.len(), "{walk}");
     }
 }
@@ -621,7 +628,7 @@ fn local_hybrid_and_mix_on_an_index_without_descriptions_spend_their_budget_on_t
         let r = ask(&engine, method, "Who is the father of Tiny Tim?");
         assert!(r.context.starts_with("-----Keywords-----"), "{}", r.context);
         assert!(!r.context.contains("-----Entities-----") && !r.context.contains("-----Relationships-----"));
-        assert!(r.context_records["entities"].as_array().unwrap().is_empty());
+        assert!(r.context_records.to_json()["entities"].as_array().unwrap().is_empty());
         assert_eq!(record_ids(&r, "sources").len(), UNITS.len(), "{method:?}");
     }
 }

@@ -55,16 +55,21 @@ fn every_chunk_method_orders_its_chunks_by_the_rerank_models_scores() {
     for method in METHODS {
         let before = p.mock.stats().rerank_requests;
         let r = retrieve(&engine, method, None);
-        assert_eq!(r.context_records["rerank"]["model"], "default_rerank_model", "{method}: {}", r.context_records);
-        let reranked = r.context_records["rerank"]["reranked"].as_u64().unwrap() as usize;
-        assert!(reranked >= 1, "{method}: {}", r.context_records);
+        assert_eq!(
+            r.context_records.to_json()["rerank"]["model"],
+            "default_rerank_model",
+            "{method}: {}",
+            r.context_records.to_json()
+        );
+        let reranked = r.context_records.to_json()["rerank"]["reranked"].as_u64().unwrap() as usize;
+        assert!(reranked >= 1, "{method}: {}", r.context_records.to_json());
         assert_eq!(p.mock.stats().rerank_requests, before + 1, "{method}: one rerank request");
         let scores: Vec<f64> = record_column(&r, "sources", "text").iter().map(|t| mock_score(t)).collect();
         let head = &scores[..reranked.min(scores.len())];
         assert!(head.windows(2).all(|w| w[0] >= w[1]), "{method}: sources by the model's score: {scores:?}");
         // Asked not to, the query keeps the retrieval order and asks nothing.
         let plain = retrieve(&engine, method, Some(false));
-        assert!(plain.context_records.get("rerank").is_none(), "{method}");
+        assert!(plain.context_records.to_json().get("rerank").is_none(), "{method}");
         assert_eq!(p.mock.stats().rerank_requests, before + 1, "{method}: no request with enable_rerank false");
         if record_ids(&r, "sources") != record_ids(&plain, "sources") {
             reordered.push(method);
@@ -81,9 +86,9 @@ fn a_failing_rerank_model_leaves_the_retrieval_order() {
     p.mock.set_faults(vec![FaultRule::always(FaultKind::BadRequest).on(Endpoint::Rerank)]);
     for method in METHODS {
         let r = retrieve(&engine, method, Some(true));
-        let error = r.context_records["rerank"]["error"].as_str().unwrap_or_default();
-        assert!(error.contains("400"), "{method}: the failure is named: {}", r.context_records);
-        assert_eq!(r.context_records["rerank"]["reranked"], 0, "{method}");
+        let error = r.context_records.rerank.as_ref().and_then(|r| r.error.clone()).unwrap_or_default();
+        assert!(error.contains("400"), "{method}: the failure is named: {}", r.context_records.to_json());
+        assert_eq!(r.context_records.to_json()["rerank"]["reranked"], 0, "{method}");
         let plain = retrieve(&engine, method, Some(false));
         assert_eq!(record_ids(&r, "sources"), record_ids(&plain, "sources"), "{method}: the retrieval order");
     }
@@ -94,6 +99,6 @@ fn rerank_asked_for_without_a_model_keeps_the_retrieval_order() {
     let p = Project::new(true, "");
     let engine = p.engine();
     let r = retrieve(&engine, Method::Basic, Some(true));
-    assert!(r.context_records.get("rerank").is_none(), "{}", r.context_records);
+    assert!(r.context_records.to_json().get("rerank").is_none(), "{}", r.context_records.to_json());
     assert_eq!(p.mock.stats().rerank_requests, 0);
 }

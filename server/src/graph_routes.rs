@@ -74,7 +74,7 @@ fn only(data: &BTreeMap<String, Value>, allowed: &[&str]) -> Result<()> {
 
 /// Keeps the edit and queues the update that applies it.
 fn record(state: &Arc<State>, edit: GraphEdit, what: &str) -> Result<()> {
-    graph_edits::add(&state.root, edit)?;
+    graph_edits::add(&state.root, edit).map_err(anyhow::Error::from)?;
     state.queue_update(&format!("graph edit: {what}"));
     Ok(())
 }

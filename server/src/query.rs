@@ -8,6 +8,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use graphrag_engine::cancel::CancelToken;
 use graphrag_engine::settings::{duration_of_seconds, ServeConfig, Settings};
+use graphrag_query::records::ContextRecords;
 use graphrag_query::{Method, QueryRequest, DEFAULT_RESPONSE_TYPE};
 use hyper::StatusCode;
 use serde::Deserialize;
@@ -36,7 +37,8 @@ pub struct Answer {
     /// Whether a model wrote `text`.
     pub llm_generated: bool,
     pub references: Vec<Value>,
-    pub records: Value,
+    /// What the context was built from; its JSON is made where a response carries it.
+    pub records: ContextRecords,
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
     /// The publication it was answered from (see `Snapshot::version`).
@@ -126,20 +128,8 @@ fn answer(snapshot: &Snapshot, ask: Ask, mut tokens: Option<Tokens>, cancel: Can
         }
     };
     let result = engine.query(&req, streamed.then_some(&mut send as &mut _))?;
-    let ids: Vec<String> = result.context_records["sources"]
-        .as_array()
-        .map(|rows| {
-            rows.iter()
-                .filter_map(|r| match &r["id"] {
-                    Value::String(s) => Some(s.clone()),
-                    Value::Number(n) => Some(n.to_string()),
-                    _ => None,
-                })
-                .collect()
-        })
-        .unwrap_or_default();
     let references = engine
-        .source_documents(&ids)?
+        .source_documents(&result.context_records.source_ids())?
         .into_iter()
         .enumerate()
         .map(|(i, file)| json!({"reference_id": (i + 1).to_string(), "file_path": file}))
@@ -280,7 +270,7 @@ pub async fn query(state: &Arc<State>, body: &[u8]) -> Result<Resp> {
         out["references"] = Value::Array(a.references);
     }
     if records {
-        out["context_records"] = a.records;
+        out["context_records"] = a.records.to_json();
     }
     http::json(out)
 }
@@ -312,7 +302,7 @@ pub async fn query_stream(state: &Arc<State>, body: &[u8]) -> Result<Resp> {
                     tail["references"] = Value::Array(a.references);
                 }
                 if records {
-                    tail["context_records"] = a.records;
+                    tail["context_records"] = a.records.to_json();
                 }
                 if tail.as_object().is_some_and(|o| !o.is_empty()) {
                     let _ = tx.send(line(tail));

@@ -21,7 +21,7 @@ pub async fn query_data(state: &Arc<State>, body: &[u8]) -> Result<Resp> {
     let mode = ask.method.to_string();
     let started = std::time::Instant::now();
     let a = query::ask(state, ask, None).await?;
-    let all = &a.records;
+    let all = &a.records.to_json();
     let data = json!({
         "entities": records(all, "entities"),
         "relationships": records(all, "relationships"),

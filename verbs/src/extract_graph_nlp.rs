@@ -13,7 +13,7 @@ use serde::Deserialize;
 
 use graphrag_engine::context::VerbContext;
 use graphrag_engine::schema;
-use graphrag_engine::settings::{ExtractGraphNlpConfig, PruneGraphConfig};
+use graphrag_engine::settings::ExtractGraphNlpConfig;
 use graphrag_engine::table::{string_column, strings};
 use graphrag_engine::verb::{Verb, VerbDef, VerbInfo};
 use graphrag_operations::nlp_graph::{
@@ -21,50 +21,51 @@ use graphrag_operations::nlp_graph::{
     PhraseExtractor, RegexEnglishExtractor, UnitPhrases,
 };
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct ExtractGraphNlp {
-    pub extractor_type: ExtractorType,
-    pub normalize_edge_weights: bool,
-    pub cooccurrence_window: u32,
-    pub max_word_length: usize,
-    pub min_phrase_words: usize,
-    pub max_phrase_words: usize,
-    pub min_node_freq: u32,
-    pub max_node_freq_std: Option<f64>,
-    pub min_node_degree: u32,
-    pub max_node_degree_std: Option<f64>,
-    pub min_edge_weight_pct: f64,
-    pub remove_ego_nodes: bool,
-    pub lcc_only: bool,
-    /// The input's title column (`input.title_column`): the documents carry
-    /// titles of their own, whose phrases join their units' mentions. None:
-    /// titles are file names (text input), not names of what units are about.
-    pub document_titles: Option<String>,
+/// Declares the verb's arguments: `Default` from their defaults, unknown
+/// keys refused.
+macro_rules! verb_args {
+    ($(#[$m:meta])* $name:ident { $($(#[$fm:meta])* $field:ident : $ty:ty = $default:expr,)* }) => {
+        $(#[$m])*
+        #[derive(Debug, Deserialize)]
+        #[serde(deny_unknown_fields, default)]
+        pub struct $name { $($(#[$fm])* pub $field: $ty,)* }
+        impl Default for $name {
+            fn default() -> Self {
+                $name { $($field: $default,)* }
+            }
+        }
+    };
 }
 
-impl Default for ExtractGraphNlp {
-    fn default() -> Self {
-        let (s, p) = (ExtractGraphNlpConfig::default(), PruneGraphConfig::default());
-        let t = s.text_analyzer;
-        ExtractGraphNlp {
-            extractor_type: t.extractor_type,
-            normalize_edge_weights: s.normalize_edge_weights,
-            cooccurrence_window: s.cooccurrence_window,
-            max_word_length: t.max_word_length,
-            min_phrase_words: t.min_phrase_words,
-            max_phrase_words: t.max_phrase_words,
-            min_node_freq: p.min_node_freq,
-            max_node_freq_std: p.max_node_freq_std,
-            min_node_degree: p.min_node_degree,
-            max_node_degree_std: p.max_node_degree_std,
-            min_edge_weight_pct: p.min_edge_weight_pct,
-            remove_ego_nodes: p.remove_ego_nodes,
-            lcc_only: p.lcc_only,
-            document_titles: None,
-        }
-    }
+/// The defaults of settings.yaml's `extract_graph_nlp` section.
+fn settings() -> ExtractGraphNlpConfig {
+    ExtractGraphNlpConfig::default()
 }
+
+graphrag_operations::nlp_prune_options!(struct verb_args!(
+    /// `extract_graph_nlp`'s arguments: settings.yaml's `extract_graph_nlp`
+    /// and `prune_graph` sections (the fast pipeline passes them), flat; the
+    /// defaults are theirs.
+    ExtractGraphNlp {
+        /// The noun phrase extractor.
+        extractor_type: ExtractorType = settings().text_analyzer.extractor_type,
+        /// Normalised PMI edge weights instead of co-occurrence counts.
+        normalize_edge_weights: bool = settings().normalize_edge_weights,
+        /// The sentence window of a co-occurrence (0: the whole text unit).
+        cooccurrence_window: u32 = settings().cooccurrence_window,
+        /// Words longer than this many characters break phrases.
+        max_word_length: usize = settings().text_analyzer.max_word_length,
+        /// The fewest words of a phrase.
+        min_phrase_words: usize = settings().text_analyzer.min_phrase_words,
+        /// The most words of a phrase.
+        max_phrase_words: usize = settings().text_analyzer.max_phrase_words,
+    } {
+        /// The input's title column (`input.title_column`): the documents carry
+        /// titles of their own, whose phrases join their units' mentions. None:
+        /// titles are file names (text input), not names of what units are about.
+        document_titles: Option<String> = None,
+    }
+));
 
 impl ExtractGraphNlp {
     fn extractor(&self) -> Box<dyn PhraseExtractor> {
@@ -125,17 +126,10 @@ impl Verb for ExtractGraphNlp {
         }
         resolve_sentence_initial(&mut phrases);
         ctx.count("phrases", phrases.iter().map(|p| p.mentions.len() as u64).sum());
-        let cfg = NlpGraphConfig {
+        let cfg = graphrag_operations::nlp_prune_options!(copy self => NlpGraphConfig {
             cooccurrence_window: self.cooccurrence_window,
             normalize_edge_weights: self.normalize_edge_weights,
-            min_node_freq: self.min_node_freq,
-            max_node_freq_std: self.max_node_freq_std,
-            min_node_degree: self.min_node_degree,
-            max_node_degree_std: self.max_node_degree_std,
-            min_edge_weight_pct: self.min_edge_weight_pct,
-            remove_ego_nodes: self.remove_ego_nodes,
-            lcc_only: self.lcc_only,
-        };
+        });
         let graph = build_cooccurrence_graph(&phrases, &cfg);
         drop(phrases);
         // The tables are built straight from the graph (the merged-graph

@@ -266,24 +266,11 @@ section!(
     noun_phrase_grammars: Option<Unused> = None,
 });
 
-section!(
-    /// Pruning of the fast method's graph before clustering (GraphRAG's keys and defaults).
-    PruneGraphConfig {
-    /// Entities in fewer text units are dropped.
-    min_node_freq: u32 = nlp_graph().min_node_freq,
-    /// Entities more frequent than the mean plus this many standard deviations are dropped; null: none.
-    max_node_freq_std: Option<f64> = nlp_graph().max_node_freq_std,
-    /// Entities with fewer relationships are dropped.
-    min_node_degree: u32 = nlp_graph().min_node_degree,
-    /// Entities with more relationships than the mean plus this many standard deviations are dropped; null: none.
-    max_node_degree_std: Option<f64> = nlp_graph().max_node_degree_std,
-    /// Relationships below this percentile of weight are dropped.
-    min_edge_weight_pct: f64 = nlp_graph().min_edge_weight_pct,
-    /// Drop the entity with the most relationships.
-    remove_ego_nodes: bool = nlp_graph().remove_ego_nodes,
-    /// Keep only the largest connected component.
-    lcc_only: bool = nlp_graph().lcc_only,
-});
+graphrag_operations::nlp_prune_options!(struct section!(
+    /// GraphRAG's `prune_graph`: the fast method's graph pruning (the
+    /// options, their docs and defaults are operations' `nlp_prune_options!`).
+    PruneGraphConfig {}
+));
 
 section!(
     /// Entity resolution (graphrag-rs): the `resolve_entities` step merges

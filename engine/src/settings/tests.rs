@@ -328,6 +328,11 @@ fn nonsense_values_are_rejected_with_file_line_and_key() {
         ("summarize_descriptions:\n  max_length: 0\n".into(), "summarize_descriptions.max_length".into(), 2),
         ("community_reports:\n  max_length: 0\n".into(), "community_reports.max_length".into(), 2),
         ("prune_graph:\n  min_edge_weight_pct: 150\n".into(), "prune_graph.min_edge_weight_pct".into(), 2),
+        // The pruning options are declared once (operations' `nlp_prune_options!`),
+        // and a bad value of each still names its file, line and full key.
+        ("prune_graph:\n  lcc_only: true\n  min_node_freq: lots\n".into(), "prune_graph.min_node_freq".into(), 3),
+        ("prune_graph:\n  max_node_degree_std: high\n".into(), "prune_graph.max_node_degree_std".into(), 2),
+        ("prune_graph:\n  remove_ego_nodes: 3\n".into(), "prune_graph.remove_ego_nodes".into(), 2),
         ("local_search:\n  text_unit_prop: 2.5\n".into(), "local_search.text_unit_prop".into(), 2),
         (
             "local_search:\n  text_unit_prop: 0.7\n  community_prop: 0.5\n".into(),
@@ -354,6 +359,8 @@ fn nonsense_values_are_rejected_with_file_line_and_key() {
     }
     let skynet = parse_str(&model("model_provider: skynet")).unwrap_err().to_string();
     assert!(skynet.contains("openai") && skynet.contains("skynet"), "{skynet}");
+    let typo = parse_str("prune_graph:\n  min_node_frq: 1\n").unwrap_err().to_string();
+    assert!(typo.starts_with("settings.yaml:2") && typo.contains("did you mean `min_node_freq`"), "{typo}");
     let mode = parse_str("resolve_entities:\n  mode: rulez\n").unwrap_err().to_string();
     assert!(mode.contains("unknown variant `rulez`") && mode.contains("did you mean `rules`"), "{mode}");
     let rpm = parse_str(&model("requests_per_minute: 0")).unwrap_err().to_string();

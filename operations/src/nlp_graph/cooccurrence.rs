@@ -4,54 +4,82 @@ use std::collections::{HashMap, HashSet};
 
 use super::UnitPhrases;
 
-/// Graph building and pruning options. The defaults are GraphRAG's
-/// `extract_graph_nlp` / `prune_graph` defaults, except the sentence window
-/// and count weights (with sentence windows, normalised PMI and the 40th
-/// percentile cut keep pairs of rare phrases and drop the strong associations
-/// of frequent ones); settings.yaml's defaults for those sections are these.
-#[derive(Debug, Clone, PartialEq)]
-pub struct NlpGraphConfig {
-    /// Phrases co-occur when their sentences are fewer than this many apart
-    /// (1: the same sentence, 2: the same or the next one); 0: anywhere in the
-    /// same text unit, as GraphRAG does.
-    pub cooccurrence_window: u32,
-    /// Weight edges by normalised PMI instead of raw co-occurrence counts.
-    pub normalize_edge_weights: bool,
-    /// Nodes mentioned in fewer text units are removed.
-    pub min_node_freq: u32,
-    /// Nodes whose frequency is above mean + k·std (population) are removed.
-    pub max_node_freq_std: Option<f64>,
-    /// Nodes with fewer edges are removed.
-    pub min_node_degree: u32,
-    /// Nodes whose degree is above mean + k·std (population) are removed.
-    pub max_node_degree_std: Option<f64>,
-    /// Edges whose weight is below this percentile (0–100, linear
-    /// interpolation as numpy's default) of the remaining weights are removed.
-    pub min_edge_weight_pct: f64,
-    /// Remove the node with the highest degree (the "ego" node).
-    pub remove_ego_nodes: bool,
-    /// Keep only the largest connected component.
-    pub lcc_only: bool,
+/// The co-occurrence graph's pruning options (GraphRAG's `prune_graph`),
+/// declared once, here, with their docs and defaults; settings.yaml's
+/// `prune_graph` section, the `extract_graph_nlp` verb's arguments and
+/// [`NlpGraphConfig`] are made with them, so the three have the same keys
+/// and defaults and nothing copies them one by one.
+///
+/// - `nlp_prune_options!(struct m!(Name { before… } { after… }))` expands to
+///   `m!(Name { before… <the options> after… })`, each option written
+///   `/// doc` `name: Type = default,` (`{ after… }` may be left out): `m`
+///   declares the struct (its derives, serde attributes and `Default`).
+/// - `nlp_prune_options!(copy from => Target { other… })` is the struct
+///   expression `Target { other… name: from.name, … }` of every option.
+#[macro_export]
+macro_rules! nlp_prune_options {
+    (@with [struct $make:ident ! ($(#[$m:meta])* $name:ident { $($before:tt)* } $({ $($after:tt)* })?)]
+        $($(#[$fm:meta])* $field:ident : $ty:ty = $default:expr,)*) => {
+        $make!($(#[$m])* $name { $($before)* $($(#[$fm])* $field: $ty = $default,)* $($($after)*)? });
+    };
+    (@with [copy $from:expr => $target:ident { $($other:tt)* }]
+        $($(#[$fm:meta])* $field:ident : $ty:ty = $default:expr,)*) => {
+        $target { $($other)* $($field: $from.$field,)* }
+    };
+    ($($how:tt)*) => {
+        $crate::nlp_prune_options! { @with [$($how)*]
+            /// Nodes mentioned in fewer text units are removed.
+            min_node_freq: u32 = 2,
+            /// Nodes whose frequency is above mean + k·std (population) are removed.
+            max_node_freq_std: Option<f64> = None,
+            /// Nodes with fewer edges are removed.
+            min_node_degree: u32 = 1,
+            /// Nodes whose degree is above mean + k·std (population) are removed.
+            max_node_degree_std: Option<f64> = None,
+            /// Edges whose weight is below this percentile (0–100, linear
+            /// interpolation as numpy's default) of the remaining weights are removed.
+            min_edge_weight_pct: f64 = 40.0,
+            /// Remove the node with the highest degree (the "ego" node).
+            /// GraphRAG: true. The most connected entity is the corpus's
+            /// protagonist or hub (SCROOGE in A Christmas Carol), and deleting
+            /// it loses retrieval (docs/benchmarks.md, "Entity resolution").
+            remove_ego_nodes: bool = false,
+            /// Keep only the largest connected component.
+            lcc_only: bool = false,
+        }
+    };
 }
 
-impl Default for NlpGraphConfig {
-    fn default() -> Self {
-        NlpGraphConfig {
-            cooccurrence_window: 2,
-            normalize_edge_weights: false,
-            min_node_freq: 2,
-            max_node_freq_std: None,
-            min_node_degree: 1,
-            max_node_degree_std: None,
-            min_edge_weight_pct: 40.0,
-            // GraphRAG: true. The most connected entity is the corpus's
-            // protagonist or hub (SCROOGE in A Christmas Carol), and deleting
-            // it loses retrieval (docs/benchmarks.md, "Entity resolution").
-            remove_ego_nodes: false,
-            lcc_only: false,
+/// Declares [`NlpGraphConfig`]: plain fields, `Default` from their defaults.
+macro_rules! nlp_graph_config {
+    ($(#[$m:meta])* $name:ident { $($(#[$fm:meta])* $field:ident : $ty:ty = $default:expr,)* }) => {
+        $(#[$m])*
+        #[derive(Debug, Clone, PartialEq)]
+        pub struct $name { $($(#[$fm])* pub $field: $ty,)* }
+        impl Default for $name {
+            fn default() -> Self {
+                $name { $($field: $default,)* }
+            }
         }
-    }
+    };
 }
+
+crate::nlp_prune_options!(struct nlp_graph_config!(
+    /// Graph building and pruning options. The defaults are GraphRAG's
+    /// `extract_graph_nlp` / `prune_graph` defaults, except the sentence window
+    /// and count weights (with sentence windows, normalised PMI and the 40th
+    /// percentile cut keep pairs of rare phrases and drop the strong associations
+    /// of frequent ones), and `remove_ego_nodes`; settings.yaml's defaults for
+    /// those sections are these.
+    NlpGraphConfig {
+        /// Phrases co-occur when their sentences are fewer than this many apart
+        /// (1: the same sentence, 2: the same or the next one); 0: anywhere in the
+        /// same text unit, as GraphRAG does.
+        cooccurrence_window: u32 = 2,
+        /// Weight edges by normalised PMI instead of raw co-occurrence counts.
+        normalize_edge_weights: bool = false,
+    }
+));
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct NlpNode {

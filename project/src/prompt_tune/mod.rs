@@ -27,7 +27,7 @@ use graphrag_operations::tokenizer::Encoding;
 pub use graphrag_operations::chunk_selection::SelectionMethod;
 use templates::EntityTypes;
 
-use crate::{OpenOptions, Project};
+use crate::{OpenOptions, Project, ProjectError};
 
 /// GraphRAG 3.3's prompt-tune defaults (`graphrag/prompt_tune/defaults.py`).
 pub mod defaults {
@@ -154,7 +154,7 @@ pub struct TunedPrompts {
 
 /// Opens the project with the chunking overrides, for the standard
 /// pipeline's chunking steps and the project's models.
-fn open(root: &Path, opts: &PromptTuneOptions) -> anyhow::Result<Project> {
+fn open(root: &Path, opts: &PromptTuneOptions) -> Result<Project, ProjectError> {
     opts.check()?;
     let mut loaded = settings::load(root)?;
     if let Some(size) = opts.chunk_size {
@@ -164,11 +164,12 @@ fn open(root: &Path, opts: &PromptTuneOptions) -> anyhow::Result<Project> {
         loaded.settings.chunking.overlap = overlap;
     }
     if loaded.settings.chunking.overlap >= loaded.settings.chunking.size {
-        anyhow::bail!(
+        return Err(anyhow::anyhow!(
             "the chunk overlap ({}) must be smaller than the chunk size ({})",
             loaded.settings.chunking.overlap,
             loaded.settings.chunking.size
-        );
+        )
+        .into());
     }
     Project::with_settings(root, loaded, &OpenOptions { method: "standard".into(), no_cache: false })
 }
@@ -188,7 +189,7 @@ fn encoding(project: &Project) -> Encoding {
 
 /// Runs prompt tuning on the project at `root` (nothing is written: see
 /// [`write_prompts`]). Needs a chat model (`extract_graph.completion_model_id`).
-pub fn generate_prompts(root: &Path, opts: &PromptTuneOptions) -> anyhow::Result<TunedPrompts> {
+pub fn generate_prompts(root: &Path, opts: &PromptTuneOptions) -> Result<TunedPrompts, ProjectError> {
     generate_prompts_until(root, opts, &StopFlag::new())
 }
 
@@ -196,7 +197,11 @@ pub fn generate_prompts(root: &Path, opts: &PromptTuneOptions) -> anyhow::Result
 /// requested (it fails as interrupted; answers already received are
 /// cached): a library caller stops this tuning without the process-wide
 /// stop, which would stop its other runs too.
-pub fn generate_prompts_until(root: &Path, opts: &PromptTuneOptions, stop: &StopFlag) -> anyhow::Result<TunedPrompts> {
+pub fn generate_prompts_until(
+    root: &Path,
+    opts: &PromptTuneOptions,
+    stop: &StopFlag,
+) -> Result<TunedPrompts, ProjectError> {
     let mut project = open(root, opts)?;
     project.llm.stop_with(stop);
     let chat_id = chat_model_id(&project).to_string();

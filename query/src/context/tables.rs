@@ -4,7 +4,6 @@
 use std::collections::HashMap;
 
 use graphrag_operations::tokenizer::Encoding;
-use serde_json::{Map, Value};
 
 /// Counts tokens; [`count_tokens`] in production, anything in tests.
 pub type Counter<'a> = &'a dyn Fn(&str) -> usize;
@@ -53,8 +52,11 @@ impl PackedTable {
         self.rows.is_empty()
     }
 
-    /// The rows as JSON objects keyed by the header (GraphRAG's context records).
-    pub fn records(&self) -> Value {
+    /// The rows as JSON objects keyed by the header, as GraphRAG's context
+    /// records have them: the typed records' tests compare with it.
+    #[cfg(test)]
+    pub fn records(&self) -> serde_json::Value {
+        use serde_json::{Map, Value};
         Value::Array(
             self.rows
                 .iter()

@@ -4,9 +4,8 @@
 //! context budget ([`crate::QueryRequest::max_context_tokens`]) the units
 //! fill the budget in rank order instead of stopping at k.
 
-use serde_json::json;
-
 use crate::context::MemoCounter;
+use crate::records::{self, ContextRecords, MethodRecords};
 use crate::retrieval::{ranked_units, Cut, Retriever};
 use crate::{Outcome, Run};
 
@@ -21,6 +20,10 @@ pub fn run(run: &Run, retriever: Retriever) -> anyhow::Result<Outcome> {
     };
     let ranked = ranked_units(run, retriever, question, None, cut, bs.fusion_k)?;
     let (context, sources) = super::sources_context(run, ranked.iter().map(|h| h.0), budget, &run.req.history, &count)?;
-    let records = json!({ "sources": sources.records(), "retrieval": retriever.name() });
+    let records = ContextRecords {
+        sources: Some(records::sources(&sources)),
+        method: MethodRecords::Basic { retrieval: retriever.name() },
+        ..ContextRecords::default()
+    };
     super::answer(run, "basic_search.prompt", &bs.prompt, context, records)
 }

@@ -30,6 +30,7 @@ use serde_json::{json, Value};
 use super::local::{self, LocalParams};
 use crate::context::{join_parts, pack_table, reports_up_to_level, shuffled, MemoCounter, PackedTable};
 use crate::data::{Field, Reports};
+use crate::records::{self, ContextRecords, FollowUpRecord, MethodRecords, ReportRecord};
 use crate::{render, Outcome, Run, DEFAULT_RESPONSE_TYPE, NO_DATA_ANSWER};
 
 const EXPANSION_VARS: [&str; 2] = ["query", "template"];
@@ -151,8 +152,7 @@ pub fn run(run: &Run) -> anyhow::Result<Outcome> {
         None => ds.local_search_max_data_tokens,
     };
     let primer_text = join_parts(folds.iter().map(|f| f.text.as_str()));
-    let report_records =
-        Value::Array(folds.iter().flat_map(|f| f.records().as_array().cloned().unwrap_or_default()).collect());
+    let report_records: Vec<ReportRecord> = folds.iter().flat_map(records::reports).collect();
     let params = LocalParams::of_drift_search(ds);
 
     let Some(prompts) = prompts else {
@@ -160,8 +160,8 @@ pub fn run(run: &Run) -> anyhow::Result<Outcome> {
         // the local context of the question itself.
         let local = local::build(run, &params, question, &query_vector, local_budget, &[])?;
         let context = join_parts([primer_text.as_str(), local.text.as_str()]);
-        let mut records = local.records();
-        records["primer_reports"] = report_records;
+        let records =
+            ContextRecords { method: MethodRecords::DriftPrimer { primer_reports: report_records }, ..local.records() };
         let context_ms = run.context_ready();
         return Ok(Outcome { answer: None, context, records, context_ms });
     };
@@ -284,17 +284,25 @@ pub fn run(run: &Run) -> anyhow::Result<Outcome> {
     }
     let reduce_data = parts.join("\n\n");
     let context = join_parts([primer_text.as_str(), reduce_data.as_str()]);
-    let follow_ups: Vec<Value> = actions.list[1..]
+    let follow_ups = actions.list[1..]
         .iter()
-        .map(|a| json!({"query": a.query, "score": a.score, "answered": a.answer.is_some(), "asked": a.asked}))
+        .map(|a| FollowUpRecord {
+            query: a.query.clone(),
+            score: a.score,
+            answered: a.answer.is_some(),
+            asked: a.asked,
+        })
         .collect();
-    let records = json!({
-        "reports": report_records,
-        "expanded_query": expanded,
-        "follow_ups": follow_ups,
-        "intermediate_answers": parts.len(),
-        "community_level": level,
-    });
+    let records = ContextRecords {
+        reports: Some(report_records),
+        method: MethodRecords::Drift {
+            expanded_query: expanded,
+            follow_ups,
+            intermediate_answers: parts.len(),
+            community_level: level,
+        },
+        ..ContextRecords::default()
+    };
     if parts.is_empty() {
         return Ok(Outcome { answer: Some(NO_DATA_ANSWER.to_string()), context, records, context_ms });
     }

@@ -14,6 +14,7 @@ use crate::context::{
     MemoCounter, PackedTable, Point,
 };
 use crate::data::Reports;
+use crate::records::{self, ContextRecords, MethodRecords, PointRecord};
 use crate::{render, Outcome, Run, NO_DATA_ANSWER};
 
 const HEADER: [&str; 5] = ["id", "title", "occurrence weight", "content", "rank"];
@@ -83,14 +84,16 @@ pub fn run(run: &Run) -> anyhow::Result<Outcome> {
     let batch_texts: Vec<String> =
         batches.iter().map(|b| join_parts([history.text.as_str(), b.text.as_str()])).collect();
     let context = batch_texts.join("\n\n");
-    let report_records: Vec<Value> =
-        batches.iter().flat_map(|b| b.records().as_array().cloned().unwrap_or_default()).collect();
-    let mut records = json!({
-        "reports": report_records,
-        "batches": batches.len(),
-        "community_selection": selection,
-        "community_level": level,
-    });
+    let mut records = ContextRecords {
+        reports: Some(batches.iter().flat_map(records::reports).collect()),
+        method: MethodRecords::Global {
+            batches: batches.len(),
+            community_selection: selection,
+            community_level: level,
+            points: None,
+        },
+        ..ContextRecords::default()
+    };
     let context_ms = run.context_ready();
     if run.retrieval_only() {
         return Ok(Outcome { answer: None, context, records, context_ms });
@@ -141,9 +144,11 @@ pub fn run(run: &Run) -> anyhow::Result<Outcome> {
 
     // Reduce.
     let (report_data, used) = pack_points(points, gs.data_max_tokens, &count);
-    records["points"] = Value::Array(
-        used.iter().map(|p| json!({"analyst": p.analyst, "score": p.score, "description": p.description})).collect(),
-    );
+    if let MethodRecords::Global { points, .. } = &mut records.method {
+        let used =
+            used.iter().map(|p| PointRecord { analyst: p.analyst, score: p.score, description: p.description.clone() });
+        *points = Some(used.collect());
+    }
     if used.is_empty() {
         return Ok(Outcome { answer: Some(NO_DATA_ANSWER.to_string()), context, records, context_ms });
     }

@@ -16,6 +16,7 @@ use crate::context::{
     content_words, history_text, join_parts, pack_table, rank_text_units, round_robin, MemoCounter, PackedTable,
 };
 use crate::data::{Field, Graph};
+use crate::records::{self, ContextRecords, KeywordsRecord, MethodRecords};
 use crate::retrieval::reranked_sources;
 use crate::{render, Outcome, Run};
 use graphrag_engine::prompts::PromptTemplate;
@@ -159,11 +160,11 @@ pub fn run(run: &Run, mix: bool) -> anyhow::Result<Outcome> {
     )?;
     let prompt_tokens = if budgets.prompt_counts { count(&empty_prompt) + count(question) + BUFFER_TOKENS } else { 0 };
     let used = prompt_tokens + keyword_note.as_deref().map_or(0, count);
-    let keywords_record = json!({
-        "high_level": kw.high,
-        "low_level": kw.low,
-        "from": if kw.fallback.is_some() { "question words" } else { "chat model" },
-    });
+    let keywords_record = KeywordsRecord {
+        high_level: kw.high.clone(),
+        low_level: kw.low.clone(),
+        from: if kw.fallback.is_some() { "question words" } else { "chat model" },
+    };
     let index = run.index();
     let g = index.graph()?;
     if !g.is_described() {
@@ -173,12 +174,13 @@ pub fn run(run: &Run, mix: bool) -> anyhow::Result<Outcome> {
         let units = index.text_units()?;
         let sources = reranked_sources(run, &units, ranking.units.into_iter().take(budgets.chunks), budget, &count)?;
         let context = join_parts([keyword_note.as_deref().unwrap_or(""), sources.text.as_str()]);
-        let records = json!({
-            "keywords": keywords_record,
-            "entities": [],
-            "relationships": [],
-            "sources": sources.records(),
-        });
+        let records = ContextRecords {
+            entities: Some(Vec::new()),
+            relationships: Some(Vec::new()),
+            sources: Some(records::sources(&sources)),
+            method: MethodRecords::Keyword { keywords: keywords_record },
+            ..ContextRecords::default()
+        };
         return finish(run, &prompt, history, context, records);
     }
     let entity_vectors = run.vectors(Field::EntityDescription)?;
@@ -307,12 +309,13 @@ pub fn run(run: &Run, mix: bool) -> anyhow::Result<Outcome> {
         relation_table.text.as_str(),
         sources.text.as_str(),
     ]);
-    let records = json!({
-        "keywords": keywords_record,
-        "entities": entity_table.records(),
-        "relationships": relation_table.records(),
-        "sources": sources.records(),
-    });
+    let records = ContextRecords {
+        entities: Some(records::entities(&entity_table)),
+        relationships: Some(records::relationships(&relation_table)),
+        sources: Some(records::sources(&sources)),
+        method: MethodRecords::Keyword { keywords: keywords_record },
+        ..ContextRecords::default()
+    };
     finish(run, &prompt, history, context, records)
 }
 
@@ -323,7 +326,7 @@ fn finish(
     prompt: &PromptTemplate,
     history: String,
     context: String,
-    records: Value,
+    records: ContextRecords,
 ) -> anyhow::Result<Outcome> {
     let context_ms = run.context_ready();
     if run.retrieval_only() {

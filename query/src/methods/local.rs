@@ -13,13 +13,14 @@
 use std::collections::{HashMap, HashSet};
 
 use anyhow::bail;
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::context::{
     entities_named_in, history_table, join_parts, neighbour_entities, order_by_similarity, pack_table, python_float,
     rank_relationships, rank_text_units, reports_up_to_level, MemoCounter, PackedTable,
 };
 use crate::data::{Field, Graph};
+use crate::records::{self, ContextRecords};
 use crate::retrieval::reranked_sources;
 use crate::{render, Outcome, Run};
 use graphrag_engine::settings::{DriftSearchConfig, LocalSearchConfig};
@@ -35,14 +36,15 @@ pub struct LocalContext {
 }
 
 impl LocalContext {
-    pub fn records(&self) -> Value {
-        json!({
-            "entities": self.entities.records(),
-            "relationships": self.relationships.records(),
-            "claims": self.claims.records(),
-            "sources": self.sources.records(),
-            "reports": self.reports.records(),
-        })
+    pub fn records(&self) -> ContextRecords {
+        ContextRecords {
+            entities: Some(records::entities(&self.entities)),
+            relationships: Some(records::relationships(&self.relationships)),
+            claims: Some(records::claims(&self.claims)),
+            sources: Some(records::sources(&self.sources)),
+            reports: Some(records::reports(&self.reports)),
+            ..ContextRecords::default()
+        }
     }
 }
 

@@ -11,6 +11,7 @@ use serde_json::{json, Value};
 
 use crate::context::{history_table, join_parts, Counter, PackedTable};
 use crate::data::Reports;
+use crate::records::ContextRecords;
 use crate::retrieval::reranked_sources;
 use crate::{render, Outcome, Run};
 
@@ -32,7 +33,13 @@ pub fn sources_context(
 
 /// The outcome of a method whose context is built: the context alone in
 /// retrieval-only mode, else one answer with the prompt of `setting`.
-pub fn answer(run: &Run, setting: &str, prompt_path: &str, context: String, records: Value) -> anyhow::Result<Outcome> {
+pub fn answer(
+    run: &Run,
+    setting: &str,
+    prompt_path: &str,
+    context: String,
+    records: ContextRecords,
+) -> anyhow::Result<Outcome> {
     let context_ms = run.context_ready();
     if run.retrieval_only() {
         return Ok(Outcome { answer: None, context, records, context_ms });

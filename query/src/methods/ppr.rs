@@ -52,11 +52,11 @@ use std::collections::HashMap;
 use graphrag_engine::settings::{PprSpecificity, PprWalk};
 use graphrag_operations::nlp_graph::{PhraseExtractor, RegexEnglishExtractor};
 use graphrag_operations::pagerank::{MAX_ITERATIONS, TOLERANCE};
-use serde_json::json;
 
 use crate::context::{entities_named_in, MemoCounter};
 use crate::data::passage_graph::PassageGraph;
 use crate::data::{Field, Graph};
+use crate::records::{self, ContextRecords, MethodRecords, SeedRecord};
 use crate::retrieval::{self, budget_window, Ranking};
 use crate::{Outcome, Run};
 
@@ -98,12 +98,16 @@ pub fn run(run: &Run) -> anyhow::Result<Outcome> {
     let (context, sources) =
         super::sources_context(run, ranking.units.iter().copied(), budget, &run.req.history, &count)?;
     let g = run.index().graph()?;
-    let seeds: Vec<_> = ranking
+    let seeds = ranking
         .seeds
         .iter()
-        .map(|&(e, w)| json!({"id": g.entity_hrid[e].to_string(), "entity": g.title[e], "weight": w}))
+        .map(|&(e, w)| SeedRecord { id: g.entity_hrid[e], entity: g.title[e].clone(), weight: w })
         .collect();
-    let records = json!({ "sources": sources.records(), "seeds": seeds, "walk": ps.walk });
+    let records = ContextRecords {
+        sources: Some(records::sources(&sources)),
+        method: MethodRecords::Ppr { seeds, walk: ps.walk },
+        ..ContextRecords::default()
+    };
     super::answer(run, "ppr_search.prompt", &ps.prompt, context, records)
 }
 

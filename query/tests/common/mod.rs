@@ -294,14 +294,14 @@ pub fn ask(engine: &QueryEngine, method: Method, question: &str) -> graphrag_que
 }
 
 pub fn record_ids(result: &graphrag_query::QueryResult, table: &str) -> Vec<String> {
-    result.context_records[table]
+    result.context_records.to_json()[table]
         .as_array()
         .map(|rows| rows.iter().map(|r| r["id"].as_str().unwrap().to_string()).collect())
         .unwrap_or_default()
 }
 
 pub fn record_column(result: &graphrag_query::QueryResult, table: &str, column: &str) -> Vec<String> {
-    result.context_records[table]
+    result.context_records.to_json()[table]
         .as_array()
         .map(|rows| rows.iter().map(|r| r[column].as_str().unwrap_or("").to_string()).collect())
         .unwrap_or_default()
