@@ -537,23 +537,34 @@ mod x86 {
             }
             return;
         }
-        // `epilogue`'s operations in the same order: sw · (rs · d + rm · cs) + b.
         for (r, row) in acc.iter().enumerate() {
-            let rs = _mm512_set1_ps(s.scales[row0 + r]);
-            let rm = _mm512_set1_ps(s.mins[row0 + r]);
+            let (rs, rm) = (_mm512_set1_ps(s.scales[row0 + r]), _mm512_set1_ps(s.mins[row0 + r]));
             for (q, a) in row.iter().enumerate() {
-                let c0 = (p0 + q) * PANEL;
-                let valid = l.n_out.saturating_sub(c0).min(PANEL);
-                let mask: __mmask16 = ((1u32 << valid) - 1) as __mmask16;
-                let sw = _mm512_loadu_ps(l.scales.as_ptr().add(c0));
-                let cs = _mm512_loadu_ps(l.col_sums.as_ptr().add(c0));
-                let b = _mm512_loadu_ps(l.bias.as_ptr().add(c0));
-                let d = _mm512_cvtepi32_ps(*a);
-                let row_dot = _mm512_add_ps(_mm512_mul_ps(rs, d), _mm512_mul_ps(rm, cs));
-                let o = _mm512_add_ps(_mm512_mul_ps(sw, row_dot), b);
-                _mm512_mask_storeu_ps(out.as_mut_ptr().add((row0 + r) * l.n_out + c0), mask, o);
+                epilogue_panel(l, (rs, rm), *a, (row0 + r, (p0 + q) * PANEL), out);
             }
         }
+    }
+
+    /// `epilogue`'s operations, in the same order, on one row's sums `d`
+    /// of the panel at channel `c0`: `sw · (rs · d + rm · cs) + b`, stored
+    /// where the channels exist. The AMX kernel's epilogue shares it.
+    #[target_feature(enable = "avx512f")]
+    #[inline]
+    pub(super) unsafe fn epilogue_panel(
+        l: &QuantLinear,
+        (rs, rm): (__m512, __m512),
+        d: __m512i,
+        (row, c0): (usize, usize),
+        out: &mut [f32],
+    ) {
+        let valid = l.n_out.saturating_sub(c0).min(PANEL);
+        let mask: __mmask16 = ((1u32 << valid) - 1) as __mmask16;
+        let sw = _mm512_loadu_ps(l.scales.as_ptr().add(c0));
+        let cs = _mm512_loadu_ps(l.col_sums.as_ptr().add(c0));
+        let b = _mm512_loadu_ps(l.bias.as_ptr().add(c0));
+        let row_dot = _mm512_add_ps(_mm512_mul_ps(rs, _mm512_cvtepi32_ps(d)), _mm512_mul_ps(rm, cs));
+        let o = _mm512_add_ps(_mm512_mul_ps(sw, row_dot), b);
+        _mm512_mask_storeu_ps(out.as_mut_ptr().add(row * l.n_out + c0), mask, o);
     }
 
     /// `quantize_row` with 16 lanes (the same operations, the same bytes).

@@ -170,7 +170,8 @@ pub(super) unsafe fn forward(l: &QuantLinear, x: &[u8], scales: &[f32], mins: &[
 #[repr(C, align(64))]
 struct BlockSums([[i32; 2 * PANEL]; 2 * TILE_ROWS]);
 
-/// The block's floats into `out`: `rows` rows from `row0`, `width` panels from `p0`.
+/// The block's floats into `out`: `rows` rows from `row0`, `width` panels
+/// from `p0`, by the VNNI kernel's epilogue (the same operations as `epilogue`).
 #[target_feature(enable = "avx512f")]
 #[inline]
 unsafe fn epilogue(
@@ -184,19 +185,10 @@ unsafe fn epilogue(
 ) {
     use std::arch::x86_64::*;
     for (r, row_sums) in sums.0[..rows].iter().enumerate() {
-        let rs = _mm512_set1_ps(scales[row0 + r]);
-        let rm = _mm512_set1_ps(mins[row0 + r]);
+        let (rs, rm) = (_mm512_set1_ps(scales[row0 + r]), _mm512_set1_ps(mins[row0 + r]));
         for q in 0..width {
-            let c0 = (p0 + q) * PANEL;
-            let valid = l.n_out.saturating_sub(c0).min(PANEL);
-            let mask: __mmask16 = ((1u32 << valid) - 1) as __mmask16;
-            let sw = _mm512_loadu_ps(l.scales.as_ptr().add(c0));
-            let cs = _mm512_loadu_ps(l.col_sums.as_ptr().add(c0));
-            let b = _mm512_loadu_ps(l.bias.as_ptr().add(c0));
-            let d = _mm512_cvtepi32_ps(_mm512_loadu_si512(row_sums[q * PANEL..].as_ptr() as *const _));
-            let row_dot = _mm512_add_ps(_mm512_mul_ps(rs, d), _mm512_mul_ps(rm, cs));
-            let o = _mm512_add_ps(_mm512_mul_ps(sw, row_dot), b);
-            _mm512_mask_storeu_ps(out.as_mut_ptr().add((row0 + r) * l.n_out + c0), mask, o);
+            let d = _mm512_loadu_si512(row_sums[q * PANEL..].as_ptr() as *const _);
+            super::x86::epilogue_panel(l, (rs, rm), d, (row0 + r, (p0 + q) * PANEL), out);
         }
     }
 }
