@@ -32,6 +32,13 @@
 //! staged steps and its embed steps find every vector in the cache. Without
 //! the middle phases the merge embeds them itself, as before.
 //!
+//! The model calls of the merge's global steps — entity-resolution
+//! questions, description summaries, community reports — are sharded in a
+//! third map ([`model`]): `--merge --phase graph` stops before each such step
+//! with its inputs staged, `index --shard K/N --phase model` asks the
+//! step's items whose key hashes to K into the cache, and the next
+//! `--merge --phase graph` runs the step from the cache and goes on.
+//!
 //! What is not sharded, and why: claims' ids and numbers count claims over
 //! the whole corpus, so the shards make the claim calls and the merge asks
 //! the cache again (no model call); the fast method's noun-phrase graph
@@ -48,8 +55,10 @@
 //! reads a shard half written.
 
 mod embed;
+mod model;
 
 pub use embed::{embed_shard, index_merge_graph, update_merge_graph, GraphStaged};
+pub use model::{model_shard, ModelStage};
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
@@ -62,7 +71,7 @@ use anyhow::{anyhow, bail, ensure, Context};
 use arrow_array::cast::AsArray;
 use arrow_array::types::Float32Type;
 use arrow_array::{Array, BooleanArray, RecordBatch, UInt32Array};
-use graphrag_engine::context::VerbContext;
+use graphrag_engine::context::{PreviousIndex, PublishedTables, VerbContext};
 use graphrag_engine::pipeline::{Plan, Step};
 use graphrag_engine::runner;
 use graphrag_engine::stats::RunStats;
@@ -120,12 +129,7 @@ impl fmt::Display for ShardSpec {
     }
 }
 
-/// The shard (0 to `count` - 1) of a document, from its stable id alone.
-pub fn shard_of(document_id: &str, count: usize) -> usize {
-    let digest = sha256_hex(&[document_id.as_bytes()]);
-    let head = u64::from_str_radix(&digest[..16], 16).expect("hex digest");
-    (head % count as u64) as usize
-}
+pub use graphrag_operations::ids::shard_of;
 
 /// What a step of the pipeline is in a sharded run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -245,6 +249,8 @@ pub enum ShardPhase {
     Units,
     /// The embeddings of the staged global tables' rows (`--shard K/N --phase embed`).
     Embed,
+    /// The model calls of the staged model stage (`--shard K/N --phase model`).
+    Model,
 }
 
 /// What a finished shard did (its `done.json`).
@@ -260,6 +266,12 @@ pub struct ShardReport {
     #[serde(default)]
     pub embedded_texts: usize,
     pub seconds: f64,
+    /// The model phase: the stage it answered (`<step> wave <w>`) and the
+    /// waves that step's calls come in.
+    #[serde(default)]
+    pub stage: String,
+    #[serde(default)]
+    pub waves: usize,
     /// Requests the model servers answered (cache hits not counted).
     pub model_calls: u64,
     pub cache_hits: u64,
@@ -393,6 +405,8 @@ impl ShardReport {
             documents: 0,
             text_units: 0,
             embedded_texts: 0,
+            stage: String::new(),
+            waves: 0,
             seconds: began.elapsed().as_secs_f64(),
             model_calls: stats.llm.values().map(|u| u.calls).sum(),
             cache_hits: stats.llm.values().map(|u| u.cache_hits).sum(),
@@ -437,6 +451,10 @@ pub fn shard_status(project: &Project, count: usize, phase: ShardPhase) -> anyho
     let finished = match phase {
         ShardPhase::Units => finished_shards(&base, count)?,
         ShardPhase::Embed => finished_shards(&embed::location(&base), count)?,
+        ShardPhase::Model => match model::read_marker(&base)? {
+            Some(stage) => finished_shards(&stage.shards(&base), count)?,
+            None => (0..count).map(|_| None).collect(),
+        },
     };
     Ok(finished.into_iter().map(|f| f.map(|f| f.report)).collect())
 }
@@ -559,8 +577,9 @@ pub fn index_merge(project: Project, count: Option<usize>, opts: &IndexOptions) 
     Ok(report)
 }
 
-/// Runs shard `spec` of `phase`: [`index_shard`] (the per-document steps)
-/// or [`embed_shard`] (the staged global rows' embeddings).
+/// Runs shard `spec` of `phase`: [`index_shard`] (the per-document steps),
+/// [`embed_shard`] (the staged global rows' embeddings) or [`model_shard`]
+/// (the staged model stage's calls).
 pub fn run_shard(
     project: Project,
     spec: ShardSpec,
@@ -570,6 +589,7 @@ pub fn run_shard(
     match phase {
         ShardPhase::Units => index_shard(project, spec, run),
         ShardPhase::Embed => embed_shard(project, spec, run),
+        ShardPhase::Model => model_shard(project, spec, run, None),
     }
 }
 
@@ -584,6 +604,12 @@ pub fn update_shard(
     opts: &UpdateOptions,
 ) -> anyhow::Result<ShardReport> {
     let (project, _) = open_for_update(root, opts, true)?;
+    if phase == ShardPhase::Model {
+        // Summaries and reports of an update depend on the index it updates.
+        let index = project.storage.output.working_copy();
+        let previous = project.has_index().then(|| Box::new(PublishedTables(index)) as Box<dyn PreviousIndex>);
+        return model_shard(project, spec, &opts.run, previous);
+    }
     run_shard(project, spec, phase, &opts.run)
 }
 
