@@ -373,6 +373,58 @@ fn a_shard_killed_mid_run_reruns_without_repeated_calls() {
     }
 }
 
+/// Graph phases with one model shard each until the stage `step` is staged.
+fn graph_phase_until(root: &Path, step: &str) {
+    loop {
+        index(root, &["--method", "standard", "--merge", "--phase", "graph"]);
+        let stage = model_stage(root).expect("a model stage");
+        if stage["step"] == step {
+            return;
+        }
+        index(root, &["--method", "standard", "--shard", "0/1", "--phase", "model"]);
+    }
+}
+
+#[test]
+fn a_failed_model_shard_reruns_without_repeated_calls() {
+    // One request at a time, so that the answers before the failures are cached.
+    let mock = MockServer::start(MockConfig::default()).unwrap();
+    let docs = passages(8, 3_000);
+    let single = project(&mock, &docs, 1);
+    index(single.path(), &["--method", "standard"]);
+    let [clean, failed] = [(); 2].map(|_| {
+        let p = project(&mock, &docs, 1);
+        index(p.path(), &["--method", "standard", "--shard", "0/1"]);
+        graph_phase_until(p.path(), "summarize_descriptions");
+        p
+    });
+    mock.reset_stats();
+    index(clean.path(), &["--method", "standard", "--shard", "0/1", "--phase", "model"]);
+    let summaries = mock.stats().chat_requests;
+    assert!(summaries > 4, "the summaries have work to fail ({summaries} requests)");
+
+    // The model refuses every request after the third: the shard fails
+    // (a model shard tolerates no failed item), its answers cached.
+    mock.reset_stats();
+    mock.set_faults(vec![FaultRule::always(FaultKind::BadRequest).after(3)]);
+    let mut args = vec!["-q", "index", "--skip-validation", "--method", "standard", "--root"];
+    args.extend([failed.path().to_str().unwrap(), "--shard", "0/1", "--phase", "model"]);
+    let o = graphrag(&args);
+    assert!(!o.status.success(), "a model shard with failed items fails");
+    assert!(text(&o).contains("model shard 0/1 of summarize_descriptions wave 0 failed"), "{}", text(&o));
+    let answered = mock.stats().answers_made - mock.stats().faults_injected;
+    assert_eq!(answered, 3);
+    mock.set_faults(Vec::new());
+    mock.reset_stats();
+    index(failed.path(), &["--method", "standard", "--shard", "0/1", "--phase", "model"]);
+    assert_eq!(answered + mock.stats().chat_requests, summaries, "the rerun asks only what was not answered");
+    for p in [&clean, &failed] {
+        graph_phase(&mock, p.path(), &["--method", "standard"], 1, index);
+        index(p.path(), &["--method", "standard", "--merge"]);
+        assert_same_index(p.path(), single.path(), "standard, a model shard failed and rerun");
+    }
+}
+
 /// Runs `graphrag-rs -q update --skip-validation ARGS --root ROOT`.
 fn update(root: &Path, args: &[&str]) {
     let mut all = vec!["-q", "update", "--skip-validation", "--root", root.to_str().unwrap()];
