@@ -21,12 +21,13 @@ pub struct ShardFlags {
     /// With --merge: the shard count to merge (needed only when fragments of several counts exist).
     #[arg(long, value_name = "N", requires = "merge", value_parser = clap::value_parser!(u64).range(1..=graphrag_project::MAX_SHARDS as u64))]
     pub shards: Option<u64>,
-    /// Shards the merge's model work: `--merge --phase graph` runs the merge's steps up to the
+    /// Shards the merge's model work: `--merge --phase stage` runs the merge's steps up to the
     /// next model stage (resolution questions, summaries, reports, a wave at a time) and stages its
     /// inputs, `--shard K/N --phase model` asks the stage's items of shard K into the model cache,
-    /// and `--merge --phase graph` again goes on, until it stages the graph; then `--shard K/N
-    /// --phase embed` embeds the staged rows of shard K (entity and relationship descriptions,
-    /// reports) into the cache, and `--merge` publishes.
+    /// and `--merge --phase stage` again goes on, until it stages the graph (`--merge --phase
+    /// graph` stages it at once, asking the model stages left itself); then `--shard K/N --phase
+    /// embed` embeds the staged rows of shard K (entity and relationship descriptions, reports)
+    /// into the cache, and `--merge` publishes.
     #[arg(long, value_enum, conflicts_with = "dry_run")]
     pub phase: Option<Phase>,
 }
@@ -42,12 +43,15 @@ pub enum Phase {
     Model,
     /// With --merge: the merge's steps but the per-item embeddings, staged, not published.
     Graph,
+    /// With --merge: as graph, but only up to the next model stage, whose inputs are staged.
+    Stage,
 }
 
 /// What a sharded command runs, from its flags.
 pub enum Sharded {
     Shard(ShardSpec, ShardPhase),
-    MergeGraph(Option<usize>),
+    /// `--merge --phase graph` (false) or `--phase stage` (true: up to the next model stage).
+    MergeGraph(Option<usize>, bool),
     Merge(Option<usize>),
     /// Not a sharded command.
     None,
@@ -62,10 +66,13 @@ impl ShardFlags {
             (Some(spec), _, None | Some(Phase::Units)) => Sharded::Shard(spec, ShardPhase::Units),
             (Some(spec), _, Some(Phase::Embed)) => Sharded::Shard(spec, ShardPhase::Embed),
             (Some(spec), _, Some(Phase::Model)) => Sharded::Shard(spec, ShardPhase::Model),
-            (_, true, Some(Phase::Graph)) => Sharded::MergeGraph(count),
+            (_, true, Some(Phase::Graph)) => Sharded::MergeGraph(count, false),
+            (_, true, Some(Phase::Stage)) => Sharded::MergeGraph(count, true),
             (_, true, None) => Sharded::Merge(count),
             (None, false, None) => Sharded::None,
-            (_, _, Some(Phase::Graph)) => anyhow::bail!("--phase graph goes with --merge"),
+            (_, _, Some(phase @ (Phase::Graph | Phase::Stage))) => {
+                anyhow::bail!("--phase {} goes with --merge", phase.to_possible_value().expect("named").get_name())
+            }
             (_, _, Some(phase)) => {
                 anyhow::bail!("--phase {} goes with --shard K/N", phase.to_possible_value().expect("named").get_name())
             }
@@ -98,7 +105,7 @@ pub fn print_shard(report: &ShardReport, verbosity: i8) {
         );
     } else if report.phase == ShardPhase::Model {
         println!(
-            "Model shard {}/{} of {}: {:.2} s; {} model calls, {} cache hits. Answers in the model cache; next: `--merge --phase graph`",
+            "Model shard {}/{} of {}: {:.2} s; {} model calls, {} cache hits. Answers in the model cache; next: `--merge --phase stage`",
             report.shard, report.shards, report.stage, report.seconds, report.model_calls, report.cache_hits
         );
     } else {
@@ -123,7 +130,7 @@ pub fn print_graph_staged(staged: &GraphStaged, verbosity: i8) {
     }
     if let Some(stage) = &staged.model_stage {
         println!(
-            "Staged the merge's steps up to the model stage `{}` (wave {}) in {:.2} s. Next: `--shard K/N --phase model` for K = 0 to N-1, then `--merge --phase graph` again",
+            "Staged the merge's steps up to the model stage `{}` (wave {}) in {:.2} s. Next: `--shard K/N --phase model` for K = 0 to N-1, then `--merge --phase stage` again",
             stage.step, stage.wave, staged.stats.total_runtime
         );
         return;

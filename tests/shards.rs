@@ -1,9 +1,9 @@
 //! `index --shard K/N` + `index --merge` against a single `index`: every
 //! published table byte for byte, fast and standard method (the mock LLM),
 //! N = 1, 2, 4, on part of the example and on a slice of a dev corpus, with
-//! and without the model stages' shards (`--merge --phase graph` stopping
-//! before each, `--shard K/M --phase model`) and the embed phase (`--shard
-//! K/M --phase embed`); shards rerun or killed mid-run change nothing and
+//! and without the model stages' shards (`--merge --phase stage` stopping
+//! before each, `--shard K/M --phase model`) and the embed phase (`--merge
+//! --phase graph`, `--shard K/M --phase embed`); shards rerun or killed mid-run change nothing and
 //! repeat no model call.
 
 mod common;
@@ -127,10 +127,10 @@ struct GraphPhase {
     embedded_texts: u64,
 }
 
-/// `--merge --phase graph` (by `run`: index or update) until it stages the
-/// graph, with `model` model shards at each model stage it stops before
-/// (0: none; the next graph phase asks what is left itself); a model shard
-/// run again asks nothing.
+/// `--merge --phase stage` (by `run`: index or update) until it stages the
+/// graph, with `model` model shards at each model stage it stops before;
+/// with `model` 0, `--merge --phase graph` once (it asks the stages
+/// itself). A model shard run again asks nothing.
 fn graph_phase(mock: &MockServer, root: &Path, method: &[&str], model: usize, run: fn(&Path, &[&str])) -> GraphPhase {
     let mut seen = GraphPhase::default();
     let with = |extra: &[&str]| -> Vec<String> { method.iter().chain(extra).map(|s| s.to_string()).collect() };
@@ -138,7 +138,8 @@ fn graph_phase(mock: &MockServer, root: &Path, method: &[&str], model: usize, ru
     let before = live();
     loop {
         mock.reset_stats();
-        run(root, &with(&["--merge", "--phase", "graph"]).iter().map(String::as_str).collect::<Vec<_>>());
+        let phase = if model > 0 { "stage" } else { "graph" };
+        run(root, &with(&["--merge", "--phase", phase]).iter().map(String::as_str).collect::<Vec<_>>());
         let graph = mock.stats();
         seen.graph_chat += graph.chat_requests;
         seen.embedded_texts += graph.embedded_texts;
@@ -192,7 +193,7 @@ fn sharded_equals_single(method: &str, docs: &[(String, String)], settings: &str
         mock.reset_stats();
         if model.is_some() || embed.is_some() {
             let graph = graph_phase(&mock, p.path(), &["--method", method], model.unwrap_or(0), index);
-            assert!(!graph.stages.is_empty(), "{what}: the graph phase stops before a model stage");
+            assert_eq!(graph.stages.is_empty(), model.is_none(), "{what}: stages only with `--phase stage`");
             if settings == SMALL_REPORT_CONTEXT {
                 // The higher levels' reports wait for their sub-communities'.
                 assert!(graph.stages.iter().any(|s| s == "community_reports wave 2"), "{what}: {graph:?}");
@@ -376,7 +377,7 @@ fn a_shard_killed_mid_run_reruns_without_repeated_calls() {
 /// Graph phases with one model shard each until the stage `step` is staged.
 fn graph_phase_until(root: &Path, step: &str) {
     loop {
-        index(root, &["--method", "standard", "--merge", "--phase", "graph"]);
+        index(root, &["--method", "standard", "--merge", "--phase", "stage"]);
         let stage = model_stage(root).expect("a model stage");
         if stage["step"] == step {
             return;
@@ -499,6 +500,10 @@ fn shard_flags_are_checked() {
     assert!(text(&o).contains("--phase embed goes with --shard K/N"), "{}", text(&o));
     let o = graphrag(&["index", "--shard", "0/2", "--phase", "graph"]);
     assert!(text(&o).contains("--phase graph goes with --merge"), "{}", text(&o));
+    let o = graphrag(&["index", "--shard", "0/2", "--phase", "stage"]);
+    assert!(text(&o).contains("--phase stage goes with --merge"), "{}", text(&o));
+    let o = graphrag(&["index", "--merge", "--phase", "model"]);
+    assert!(text(&o).contains("--phase model goes with --shard K/N"), "{}", text(&o));
     let o = graphrag(&["index", "--phase", "wrong"]);
     assert!(!o.status.success());
 }

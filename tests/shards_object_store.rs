@@ -135,7 +135,7 @@ fn sharded_into_a_bucket_equals_a_single_run(method: &str, prefix: &str) {
     let mut stages = 0;
     loop {
         let graph = mock.stats().chat_requests;
-        run(&moto, c.path(), &["index", m[0], m[1], "--merge", "--phase", "graph"]);
+        run(&moto, c.path(), &["index", m[0], m[1], "--merge", "--phase", "stage"]);
         assert_eq!(mock.stats().chat_requests, graph, "{method}: the model shards answered the stage before");
         let staged_stage = shard_objects(&moto, prefix).into_keys().any(|k| k.ends_with("/model.json"));
         if !staged_stage {

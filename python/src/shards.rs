@@ -137,23 +137,32 @@ fn step_calls(stats: &graphrag_engine::stats::RunStats) -> Vec<(String, u64)> {
         .collect()
 }
 
-/// Stages the merge's steps but the per-item embeddings up to the next
-/// model stage, or all of them (as `graphrag-rs index --merge --phase graph
-/// --resume`: what is staged already and unchanged is kept, with its
-/// finished embed shards); returns the model stage it stopped before
+/// Stages the merge's steps but the per-item embeddings — with `stages`,
+/// up to the next model stage — (as `graphrag-rs index --merge --phase
+/// graph|stage --resume`: what is staged already and unchanged is kept, with
+/// its finished embed shards); returns the model stage it stopped before
 /// (`stage`: step and wave, or None when the graph is staged for the embed
 /// shards), the staged tables' rows, the model calls of each step it ran
 /// (`model_calls`: step → calls the model answered) and the seconds it took.
 #[pyfunction]
-#[pyo3(signature = (root, shards = None, method = "auto"))]
-pub fn merge_graph(py: Python<'_>, root: PathBuf, shards: Option<usize>, method: &str) -> PyResult<Py<PyAny>> {
+#[pyo3(signature = (root, shards = None, method = "auto", stages = false))]
+pub fn merge_graph(
+    py: Python<'_>,
+    root: PathBuf,
+    shards: Option<usize>,
+    method: &str,
+    stages: bool,
+) -> PyResult<Py<PyAny>> {
     let project = open(py, &root, method)?;
     let raised = Arc::new(Mutex::new(None));
     let opts = IndexOptions { resume: true, run: run_settings(None, None, &raised) };
     let stop = opts.run.stop.clone();
-    let staged =
-        interruptible(py, move || graphrag_project::index_merge_graph(project, shards, &opts), move || stop.request())?
-            .map_err(|e| to_py(&e))?;
+    let staged = interruptible(
+        py,
+        move || graphrag_project::index_merge_graph(project, shards, &opts, stages),
+        move || stop.request(),
+    )?
+    .map_err(|e| to_py(&e))?;
     let d = PyDict::new(py);
     let stage = staged.model_stage.as_ref().map(|s| (s.step.clone(), s.wave));
     d.set_item("stage", stage)?;

@@ -75,7 +75,7 @@ def test_embed_shards_then_merge_equal_a_single_build(mock_url, tmp_path):
     for k in range(2):
         _native.index_shard(root, k, 2, "fast")
     # The graph phase stops before the model's reports; two model shards ask them.
-    staged = _native.merge_graph(root, None, "fast")
+    staged = _native.merge_graph(root, None, "fast", True)
     stages = []
     while staged["stage"] is not None:
         step, wave = staged["stage"]
@@ -84,7 +84,7 @@ def test_embed_shards_then_merge_equal_a_single_build(mock_url, tmp_path):
         reports = [_native.index_shard(root, k, 2, "fast", "model") for k in range(2)]
         assert all(r["phase"] == "model" and r["stage"] == f"{step} wave {wave}" for r in reports)
         assert sum(r["model_calls"] for r in reports) > 0
-        staged = _native.merge_graph(root, None, "fast")
+        staged = _native.merge_graph(root, None, "fast", True)
         assert dict(staged["model_calls"]).get(step, 0) == 0, "the model shards answered the stage"
     assert stages == [("community_reports", 0)]
     assert dict(staged["rows"])["entities"] > 0

@@ -106,44 +106,58 @@ pub(super) fn require_cache(project: &Project, phase: &str) -> anyhow::Result<()
 
 /// `index --merge --phase graph`: the merge of the finished shards of
 /// `count` (or of the only count there is), without the per-item
-/// embeddings, staged for the embed shards and the last `--merge`.
-pub fn index_merge_graph(project: Project, count: Option<usize>, opts: &IndexOptions) -> anyhow::Result<GraphStaged> {
+/// embeddings, staged for the embed shards and the last `--merge`; with
+/// `model_stages` (`--phase stage`), only up to the next model stage, staged
+/// for the model shards (see [`model`]).
+pub fn index_merge_graph(
+    project: Project,
+    count: Option<usize>,
+    opts: &IndexOptions,
+    model_stages: bool,
+) -> anyhow::Result<GraphStaged> {
     // After a model stage it goes on from what it staged.
     let base = shards_location(&project.storage.output, &project.plan);
     let resume = opts.resume || model::read_marker(&base)?.is_some();
     let writer = project.storage.output.lock_for_writing()?;
     writer.prepare(resume)?;
-    let staged = stage_graph(project, None, resume, &opts.run, count);
+    let staged = stage_graph(project, None, resume, &opts.run, count, model_stages);
     drop(writer);
     staged
 }
 
 /// `update --merge --phase graph`: as [`index_merge_graph`], for an update
 /// (which always resumes from what is staged).
-pub fn update_merge_graph(root: &Path, count: Option<usize>, opts: &UpdateOptions) -> anyhow::Result<GraphStaged> {
+pub fn update_merge_graph(
+    root: &Path,
+    count: Option<usize>,
+    opts: &UpdateOptions,
+    model_stages: bool,
+) -> anyhow::Result<GraphStaged> {
     let (project, writer) = open_for_update(root, opts, false)?;
     let index = project.storage.output.working_copy();
     let previous = project.has_index().then(|| Box::new(PublishedTables(index.clone())) as Box<dyn PreviousIndex>);
-    let staged = stage_graph(project, previous, true, &opts.run, count);
+    let staged = stage_graph(project, previous, true, &opts.run, count, model_stages);
     drop(writer);
     staged
 }
 
 /// Runs the merge's plan but the per-item embeddings into the staging
-/// folder, up to the next model stage (see [`model`]) or to the end, and
-/// records what the model shards or the embed shards read.
+/// folder, up to the next model stage (with `model_stages`; see [`model`])
+/// or to the end, and records what the model shards or the embed shards read.
 fn stage_graph(
     mut project: Project,
     previous: Option<Box<dyn PreviousIndex>>,
     resume: bool,
     run: &RunSettings,
     count: Option<usize>,
+    model_stages: bool,
 ) -> anyhow::Result<GraphStaged> {
     project.llm.stop_with(&run.stop);
     let output = project.storage.output.clone();
     let run_opts = run_options(&project, resume, run);
     let staging_dir = staging::dir(output.working_copy().path());
-    let cache_on = project.settings().cache.enabled();
+    // The cache is the model shards' channel: without it, no stage.
+    let stop_at_stages = model_stages && project.settings().cache.enabled();
     let (mut plan, ws) = project.workspace(&staging_dir, previous);
     let base = shards_location(&output, &plan);
     let (embeds, mut steps): (Vec<Step>, Vec<Step>) = plan.steps.into_iter().partition(is_global_embed);
@@ -155,7 +169,7 @@ fn stage_graph(
         stats: RunStats::default(),
         staging_dir: staging_dir.clone(),
     };
-    let next = model::next(&base, &steps, cache_on, base.read(GRAPH)?.is_some())?;
+    let next = model::next(&base, &steps, stop_at_stages, base.read(GRAPH)?.is_some())?;
     if let Next::Wave(stage) = next {
         model::save(&base, &stage)?;
         return Ok(GraphStaged { model_stage: Some(stage), ..staged });
@@ -282,7 +296,7 @@ pub fn embed_shard(mut project: Project, spec: ShardSpec, run: &RunSettings) -> 
     let Some(staged) = read_marker(&base)? else {
         if let Some(stage) = model::read_marker(&base)? {
             bail!(
-                "the graph phase stopped before the model stage `{}`: run `--shard K/N --phase model` for K = 0 to N-1, then `--merge --phase graph` again, until it stages the graph",
+                "the graph phase stopped before the model stage `{}`: run `--shard K/N --phase model` for K = 0 to N-1, then `--merge --phase stage` again until it stages the graph (or `--merge --phase graph`, which asks the stages left itself)",
                 stage.step
             )
         }

@@ -2,7 +2,7 @@
 //! (entity-resolution questions, description summaries, community reports),
 //! whose calls are not one text unit's.
 //!
-//! `--merge --phase graph` stops before each step of the merge that
+//! `--merge --phase stage` stops before each step of the merge that
 //! shares out its model calls ([`Verb::shards_model_calls`]) and whose
 //! answers it has not been through yet: it runs the steps that do not depend
 //! on it, copies the step's input tables beside the shards
@@ -12,9 +12,11 @@
 //! only for its items whose key hashes to K (an entity's or a relationship's
 //! name, a question batch's first pair, a community's number), each answer
 //! validated by the verb's own check before it is cached, as in any run. The
-//! next `--merge --phase graph` resumes the staged steps, runs the stage's
+//! next `--merge --phase stage` resumes the staged steps, runs the stage's
 //! step — every answer is in the cache, so it asks nothing — and stops before
-//! the next stage. Community reports come in dependent waves (a report whose
+//! the next stage; with no stage left it stages the graph as `--merge
+//! --phase graph` does (which, run at any point, goes on to the end, asking
+//! the stages left itself). Community reports come in dependent waves (a report whose
 //! context is too long holds its sub-communities' reports): the shards of
 //! wave w ask for the reports of wave w, read the earlier waves' from the
 //! cache, and say how many waves there are; the graph phase then stages
@@ -111,16 +113,20 @@ pub(super) enum Next {
     Wave(ModelStage),
     /// Stop before the model stage at this position of the steps.
     Stage(usize),
-    /// Run every step (no stage left, or the cache is off: no channel).
+    /// Run every step (no stage left, or not asked to stop at one).
     All,
 }
 
 /// Decides what the graph phase runs of `steps` (the merge's, but the
-/// global embeddings): the stages up to the one the last graph phase
-/// stopped before are behind it; past the last wave of that one, the next
-/// stage; with `graph_done` (the graph phase finished before), none.
-pub(super) fn next(base: &Location, steps: &[Step], cache_on: bool, graph_done: bool) -> anyhow::Result<Next> {
-    let stages: Vec<usize> = (0..steps.len()).filter(|&i| cache_on && is_stage(&steps[i])).collect();
+/// global embeddings): everything unless it `stop_at_stages`; else the
+/// stages up to the one the last graph phase stopped before are behind it,
+/// past the last wave of that one the next stage is next, and with
+/// `graph_done` (the graph phase finished before) none.
+pub(super) fn next(base: &Location, steps: &[Step], stop_at_stages: bool, graph_done: bool) -> anyhow::Result<Next> {
+    if !stop_at_stages {
+        return Ok(Next::All);
+    }
+    let stages: Vec<usize> = (0..steps.len()).filter(|&i| is_stage(&steps[i])).collect();
     let pending = read_marker(base)?.and_then(|s| steps.iter().position(|t| t.id == s.step).map(|i| (s, i)));
     let behind = match pending {
         Some((stage, at)) => {
@@ -235,7 +241,7 @@ pub fn model_shard(
     let base = super::shards_location(&project.storage.output, &project.plan);
     let Some(stage) = read_marker(&base)? else {
         bail!(
-            "no model stage staged for these settings and pipeline: run the shards (`--shard K/N`), then `--merge --phase graph`, which stops before each model stage"
+            "no model stage staged for these settings and pipeline: run the shards (`--shard K/N`), then `--merge --phase stage`, which stops before each model stage"
         )
     };
     let shard = shard_location(&stage.shards(&base), spec);
@@ -251,7 +257,7 @@ pub fn model_shard(
     run_opts.tolerated_failures = 0.0;
     let (plan, ws) = project.workspace(&dir, previous);
     let Some(mut step) = plan.steps.into_iter().find(|s| s.id == stage.step) else {
-        bail!("the pipeline has no step `{}` (changed since `--merge --phase graph`?): run it again", stage.step)
+        bail!("the pipeline has no step `{}` (changed since `--merge --phase stage`?): run it again", stage.step)
     };
     let inputs = stage.location(&base).join("inputs").working_copy();
     let mut steps: Vec<Step> = Vec::new();

@@ -4,7 +4,8 @@ the merge's graph phase in one task, which stops before each model stage
 wave at a time), with one Ray task per model shard at each stage; one Ray
 task per embed shard (the entity, relationship and report embeddings); then
 the merge task — calling the library functions ``graphrag-rs index --shard
-K/N``, ``index --merge --phase graph``, ``index --shard K/N --phase model``,
+K/N``, ``index --merge --phase stage`` (``graph`` without model shards),
+``index --shard K/N --phase model``,
 ``index --shard K/N --phase embed`` and ``index --merge`` call.
 
     python -m graphrag_rs.ray index --root /shared/my-project --shards 16 --num-cpus 4 \
@@ -42,7 +43,7 @@ import argparse
 import os
 import sys
 import time
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from . import _native
 
@@ -63,8 +64,13 @@ def _shard(root: str, shard: int, shards: int, method: str, phase: str) -> Dict[
     return _native.index_shard(root, shard, shards, method, phase)
 
 
-def _merge_graph(root: str, shards: int, method: str) -> Dict[str, Any]:
-    return _native.merge_graph(root, shards, method)
+def _merge_graph(root: str, shards: int, method: str, stages: bool) -> Dict[str, Any]:
+    import ray
+
+    staged = _native.merge_graph(root, shards, method, stages)
+    # The next graph phase and the merge resume from what this node staged.
+    staged["node"] = ray.get_runtime_context().get_node_id()
+    return staged
 
 
 def _merge(root: str, shards: int, method: str) -> Dict[str, Any]:
@@ -166,9 +172,11 @@ def index(
     seconds, model calls), per graph phase, the merge's steps and the model
     calls of each stage, in shards and serial. Returns the merge's result
     (as ``build_index``'s) with ``calls`` (stage → [calls in shards, serial
-    calls]) and ``serial_share``; raises ``ShardsFailed`` naming each failed
+    calls]), ``phases`` ([(map phase, each shard's calls)], the shards that
+    ran: for a latency bound) and ``serial_share``; raises ``ShardsFailed`` naming each failed
     shard and its documents."""
     import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     if shards < 1:
         raise ValueError(f"shards must be at least 1, not {shards}")
@@ -193,15 +201,21 @@ def index(
     began = time.monotonic()
     shard_task = ray.remote(_shard).options(num_cpus=num_cpus, num_gpus=num_gpus, max_retries=max_retries, **env)
     calls: Dict[str, List[int]] = {}
+    # Per map phase (a model stage's wave included), each shard's model calls.
+    phases: List[Tuple[str, List[int]]] = []
     ran = _run_shards(root, shards, method, "units", shard_task, echo)
     calls["document shards"] = [sum(r["model_calls"] for r in ran), 0]
+    phases.append(("document shards", [r["model_calls"] for r in ran]))
     echo(f"{shards} shards finished in {time.monotonic() - began:.1f} s; merging")
     merge_cpus = merge_num_cpus or num_cpus
+    merge_options: Dict[str, Any] = dict(num_cpus=merge_cpus, max_retries=max_retries, **env)
     if model_shards or embed_shards:
         # Staged again unchanged (a rerun), the graph keeps its finished model and embed shards.
-        graph_task = ray.remote(_merge_graph).options(num_cpus=merge_cpus, max_retries=max_retries, **env)
+        graph_task = ray.remote(_merge_graph)
         while True:
-            staged = ray.get(graph_task.remote(root, shards, method))
+            staged = ray.get(graph_task.options(**merge_options).remote(root, shards, method, model_shards > 0))
+            # On a bucket project the staged steps are in that node's working copy.
+            merge_options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(staged["node"], soft=True)
             for step, n in staged["model_calls"]:
                 calls.setdefault(step, [0, 0])[1] += n
             if staged["stage"] is None:
@@ -211,16 +225,19 @@ def index(
             if model_shards:
                 ran = _run_shards(root, model_shards, method, "model", shard_task, echo)
                 calls.setdefault(step, [0, 0])[0] += sum(r["model_calls"] for r in ran)
+                phases.append((f"{step} wave {wave}", [r["model_calls"] for r in ran]))
         rows = ", ".join(f"{table} {n}" for table, n in staged["rows"])
         echo(f"merge: graph staged in {staged['runtime_s']:.1f} s ({rows}); embedding in {embed_shards} shards")
         if embed_shards:
             ran = _run_shards(root, embed_shards, method, "embed", shard_task, echo)
             calls["embed shards"] = [sum(r["model_calls"] for r in ran), 0]
-    merge_task = ray.remote(_merge).options(num_cpus=merge_cpus, max_retries=max_retries, **env)
+            phases.append(("embed shards", [r["model_calls"] for r in ran]))
+    merge_task = ray.remote(_merge).options(**merge_options)
     result: Dict[str, Any] = ray.get(merge_task.remote(root, shards, method))
     calls["merge"] = [0, sum(n for _, n in result["model_calls"])]
     echo(f"merged and published in {result['runtime_s']:.1f} s: {result['output_dir']}")
     result["calls"] = calls
+    result["phases"] = phases
     result["serial_share"] = _serial_share(calls, echo)
     return result
 
