@@ -70,6 +70,8 @@ FIXED_MTIME = 1_767_225_600
 # `ray job submit` needs the dashboard's job server (`pip install "ray[default]"`); with plain `ray`
 # the N = 2 run goes through the driver directly.
 JOBS = importlib.util.find_spec("aiohttp") is not None and importlib.util.find_spec("ray.dashboard") is not None
+# For section 7 only: the drivers of 1-6 use the package installed beside Ray.
+WHEEL = os.environ.pop("GRAPHRAG_RS_WHEEL", None)
 
 
 def docs() -> dict[str, str]:
@@ -267,7 +269,7 @@ def latency_bound(out: str, seconds_per_call: float, concurrency: int) -> float:
 def bare_node_checks(work: Path, url: str, reference: Path, single_calls: int, env: dict) -> None:
     """Section 7 of the module docs: a cluster whose nodes were started from a venv with Ray
     alone, the package shipped as a wheel through the job's runtime_env."""
-    wheel, bare = os.environ.get("GRAPHRAG_RS_WHEEL"), os.environ.get("BARE_PYTHON")
+    wheel, bare = WHEEL, os.environ.get("BARE_PYTHON")
     if not (wheel and bare and JOBS):
         print("skipped: the bare node (set GRAPHRAG_RS_WHEEL and BARE_PYTHON; needs ray[default])", flush=True)
         return

@@ -9,7 +9,7 @@ K/N``, ``index --merge --phase stage`` (``graph`` without model shards),
 ``index --shard K/N --phase embed`` and ``index --merge`` call.
 
     python -m graphrag_rs.ray index --root /shared/my-project --shards 16 --num-cpus 4 \
-        --wheel dist/graphrag_rs-0.1.0-cp310-abi3-manylinux_2_28_x86_64.whl
+        --wheel dist/graphrag_rs-0.1.0-cp310-abi3-manylinux_2_34_x86_64.whl
 
     import graphrag_rs.ray
     graphrag_rs.ray.index("/shared/my-project", shards=16, num_cpus=4)
@@ -21,9 +21,11 @@ is a root in a bucket (``--root s3://bucket/project``, also ``az://`` and
 and the index live in the bucket, and the nodes need its credentials in
 their environment). The nodes need this package: installed on each, or
 shipped by the driver — ``wheel`` (``--wheel``, or ``GRAPHRAG_RS_WHEEL``),
-the package's wheel (abi3, manylinux: one file for every CPython ≥ 3.10 on
-x86-64 Linux), goes to every task through Ray's ``runtime_env``
-(``py_modules``), so a worker node needs Python and Ray only. The published index equals a single ``graphrag-rs
+the package's wheel (abi3, manylinux_2_34: one file for every CPython ≥ 3.10
+on x86-64 Linux with glibc ≥ 2.34), goes into the ``runtime_env`` of the job the
+driver starts (``py_modules``; under ``ray job submit``, give it to the job's
+``--runtime-env-json`` instead), which every task inherits: a worker node
+needs Python and Ray only. The published index equals a single ``graphrag-rs
 index`` of the same input and settings, byte for byte. A shard whose worker
 dies is retried by Ray (``max_retries``); its rerun asks the model only what
 was not answered yet (the answers are in the project's cache). Rerunning the
@@ -167,8 +169,8 @@ def index(
     ``embed_shards`` tasks (default ``shards``; 0: the merge embeds them),
     then publishes in one task (``merge_num_cpus``, default ``num_cpus``).
     ``wheel`` (default ``GRAPHRAG_RS_WHEEL``): this package's wheel, shipped
-    to every task through Ray's ``runtime_env`` (nodes without it
-    installed). ``echo`` gets one line per shard (documents or texts,
+    to every task through the ``runtime_env`` of the job this call starts
+    (nodes without the package installed). ``echo`` gets one line per shard (documents or texts,
     seconds, model calls), per graph phase, the merge's steps and the model
     calls of each stage, in shards and serial. Returns the merge's result
     (as ``build_index``'s) with ``calls`` (stage → [calls in shards, serial
@@ -189,17 +191,22 @@ def index(
     if "://" not in root:  # a bucket's URL (s3://, az://, gs://) is the same on every node
         root = os.path.abspath(root)
     wheel = wheel or os.environ.get("GRAPHRAG_RS_WHEEL") or None
-    env: Dict[str, Any] = {}
+    runtime_env: Optional[Dict[str, Any]] = None
     if wheel is not None:
         wheel = os.path.abspath(os.fspath(wheel))
         if not os.path.isfile(wheel) or not wheel.endswith(".whl"):
             raise ValueError(f"{wheel} is not a wheel file (.whl)")
-        # Ray uploads it once and installs it for the tasks of every node.
-        env = {"runtime_env": {"py_modules": [wheel]}}
+        # The job's: Ray uploads it once and installs it for the tasks of every node.
+        runtime_env = {"py_modules": [wheel]}
     if not ray.is_initialized():
-        ray.init(address=address or os.environ.get("RAY_ADDRESS"), log_to_driver=True)
+        ray.init(address=address or os.environ.get("RAY_ADDRESS"), log_to_driver=True, runtime_env=runtime_env)
+    elif runtime_env is not None:
+        raise ValueError(
+            "a wheel is shipped with the job Ray is started with: give it to ray.init(runtime_env=…) or "
+            "`ray job submit --runtime-env-json`, or call index() before Ray is initialised"
+        )
     began = time.monotonic()
-    shard_task = ray.remote(_shard).options(num_cpus=num_cpus, num_gpus=num_gpus, max_retries=max_retries, **env)
+    shard_task = ray.remote(_shard).options(num_cpus=num_cpus, num_gpus=num_gpus, max_retries=max_retries)
     calls: Dict[str, List[int]] = {}
     # Per map phase (a model stage's wave included), each shard's model calls.
     phases: List[Tuple[str, List[int]]] = []
@@ -208,7 +215,7 @@ def index(
     phases.append(("document shards", [r["model_calls"] for r in ran]))
     echo(f"{shards} shards finished in {time.monotonic() - began:.1f} s; merging")
     merge_cpus = merge_num_cpus or num_cpus
-    merge_options: Dict[str, Any] = dict(num_cpus=merge_cpus, max_retries=max_retries, **env)
+    merge_options: Dict[str, Any] = dict(num_cpus=merge_cpus, max_retries=max_retries)
     if model_shards or embed_shards:
         # Staged again unchanged (a rerun), the graph keeps its finished model and embed shards.
         graph_task = ray.remote(_merge_graph)
