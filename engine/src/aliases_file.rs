@@ -29,9 +29,13 @@ pub struct AliasGroup {
     pub line: Option<usize>,
 }
 
+/// The aliases file (`resolve_entities.aliases_file`): merges the user
+/// forces and merges the user forbids.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct AliasesFile {
+    /// Groups of names that are one entity (`same:`).
     pub same: Vec<AliasGroup>,
+    /// Groups of names none of which may be merged with another (`different:`).
     pub different: Vec<AliasGroup>,
 }
 

@@ -21,7 +21,7 @@ pub fn parse(base: &str) -> Result<Url, String> {
 pub(crate) const PUBLIC_PARAMS: [&str; 1] = ["api-version"];
 
 /// `url` with its query values (api keys, SAS tokens) masked.
-pub fn redact(url: &Url) -> String {
+pub(crate) fn redact(url: &Url) -> String {
     let mut shown = url.clone();
     if url.query().is_some() {
         let pairs: Vec<(String, String)> = url

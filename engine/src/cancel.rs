@@ -22,23 +22,25 @@ struct Inner {
 }
 
 impl CancelToken {
+    /// A token not yet cancelled.
     pub fn new() -> CancelToken {
         CancelToken::default()
     }
 
     /// Cancels the calls made under this token and its clones (at once for
-    /// those waiting in [`CancelToken::cancelled`]).
+    /// those waiting for it).
     pub fn cancel(&self) {
         self.0.cancelled.store(true, Ordering::SeqCst);
         self.0.notify.notify_waiters();
     }
 
+    /// Whether [`CancelToken::cancel`] was called on it or a clone.
     pub fn is_cancelled(&self) -> bool {
         self.0.cancelled.load(Ordering::SeqCst)
     }
 
     /// Completes once the token is cancelled.
-    pub async fn cancelled(&self) {
+    pub(crate) async fn cancelled(&self) {
         loop {
             // Registered before the flag is read: a cancel() in between wakes it.
             let notified = self.0.notify.notified();

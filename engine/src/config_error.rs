@@ -4,24 +4,29 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+/// A mistake in a settings or pipeline file, located for the person who
+/// fixes it (shown as `file:line: path: message`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConfigError {
+    /// The file, as messages name it.
     pub file: PathBuf,
     /// 1-based line, when known.
     pub line: Option<usize>,
     /// Dotted key path (`chunking.size`, `steps[2].args`), may be empty.
     pub path: String,
+    /// What is wrong, with a "did you mean" where one is close.
     pub message: String,
 }
 
 impl ConfigError {
+    /// An error at `path` of `file`, on `line` when known.
     pub fn new(file: &Path, line: Option<usize>, path: impl Into<String>, message: impl Into<String>) -> Self {
         ConfigError { file: file.to_path_buf(), line, path: path.into(), message: message.into() }
     }
 
     /// Builds the error from a serde_yaml_ng deserialization failure tracked by
     /// serde_path_to_error.
-    pub fn from_yaml(file: &Path, err: serde_path_to_error::Error<serde_yaml_ng::Error>) -> Self {
+    pub(crate) fn from_yaml(file: &Path, err: serde_path_to_error::Error<serde_yaml_ng::Error>) -> Self {
         let path = clean_path(&err.path().to_string());
         let inner = err.into_inner();
         let line = inner.location().map(|l| l.line());
@@ -29,7 +34,7 @@ impl ConfigError {
     }
 
     /// The same for a settings.json file (serde_json's error knows its line).
-    pub fn from_json(file: &Path, err: serde_path_to_error::Error<serde_json::Error>) -> Self {
+    pub(crate) fn from_json(file: &Path, err: serde_path_to_error::Error<serde_json::Error>) -> Self {
         let path = clean_path(&err.path().to_string());
         let inner = err.into_inner();
         let line = (inner.line() > 0).then(|| inner.line());

@@ -39,6 +39,7 @@ impl Waves {
         waves[wave] += 1;
     }
 
+    /// Calls per wave so far, wave 0 first (stats.json `llm_waves`).
     pub fn counts(&self) -> Vec<u64> {
         self.0.lock().unwrap().clone()
     }
@@ -47,6 +48,7 @@ impl Waves {
 /// Counters a verb bumps; they end up in stats.json.
 #[derive(Debug, Default)]
 pub struct StepCounters {
+    /// Warnings logged through [`VerbContext::warn`].
     pub warnings: AtomicU64,
     /// LLM calls, tokens, cache hits, retries, per model.
     pub usage: UsageCounters,
@@ -60,7 +62,7 @@ pub struct StepCounters {
     pub unreadable: Mutex<Vec<FailedItem>>,
     /// The items that failed the step ([`VerbContext::item_failures`]): the
     /// runner reports the step's failure with them.
-    pub failing: Mutex<Option<FailedItems>>,
+    pub(crate) failing: Mutex<Option<FailedItems>>,
     /// A table of the index an update builds on that the step could not
     /// read ([`Previous::table`]).
     pub unreadable_index_table: Mutex<Option<String>>,
@@ -79,7 +81,9 @@ pub trait ProjectFiles: Send + Sync {
 
 /// Project files of a local project folder.
 pub struct LocalProject {
+    /// The project folder, which `read_text` paths are relative to.
     pub root: PathBuf,
+    /// Where outputs are written: the run's staging folder.
     pub output_dir: PathBuf,
 }
 
@@ -118,6 +122,7 @@ pub struct PublishedTables(pub crate::storage::WorkingCopy);
 #[derive(Debug, thiserror::Error)]
 #[error("the index's table `{table}` cannot be read: {cause:#}")]
 pub struct UnreadableIndexTable {
+    /// The table's name (`entities`, …).
     pub table: String,
     cause: anyhow::Error,
 }
@@ -164,8 +169,11 @@ impl Previous<'_> {
 /// without a model); its answers, cached, are what the shard is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ItemShard {
+    /// K: the shard (0 to `count` - 1).
     pub index: usize,
+    /// N: the model stage's shards.
     pub count: usize,
+    /// The wave of the step's calls this shard asks (0: those that wait for no other answer).
     pub wave: usize,
 }
 
@@ -176,10 +184,16 @@ impl ItemShard {
     }
 }
 
+/// What one step's verb gets besides its input tables. The engine builds it
+/// for each step; a verb's tests build it with [`VerbContext::new`] and only
+/// what they need.
 #[derive(Clone, Copy)]
 pub struct VerbContext<'a> {
+    /// The step's id in the pipeline (for messages, progress and counters).
     pub step_id: &'a str,
+    /// The project's input files.
     pub files: &'a dyn FileSource,
+    /// Where the step's counts go (stats.json).
     pub counters: &'a StepCounters,
     project: Option<&'a dyn ProjectFiles>,
     llm: Option<&'a LlmService>,
@@ -191,6 +205,8 @@ pub struct VerbContext<'a> {
 }
 
 impl<'a> VerbContext<'a> {
+    /// A context without project files, models, progress bars or a previous
+    /// index (each an error or absent when asked for), tolerating no failed item.
     pub fn new(step_id: &'a str, files: &'a dyn FileSource, counters: &'a StepCounters) -> Self {
         VerbContext {
             step_id,
@@ -225,34 +241,36 @@ impl<'a> VerbContext<'a> {
 
     /// The fraction of a step's items whose model call may fail before the
     /// step does (`failures.tolerated_fraction`).
-    pub fn with_tolerated_failures(mut self, fraction: f64) -> Self {
+    pub(crate) fn with_tolerated_failures(mut self, fraction: f64) -> Self {
         self.tolerated_failures = fraction;
         self
     }
 
+    /// Prompt templates and the output folder ([`Self::prompt`], [`Self::write_output`]).
     pub fn with_project(mut self, project: Option<&'a dyn ProjectFiles>) -> Self {
         self.project = project;
         self
     }
 
+    /// The project's models ([`Self::llm`]).
     pub fn with_llm(mut self, llm: Option<&'a LlmService>) -> Self {
         self.llm = llm;
         self
     }
 
-    pub fn with_progress(mut self, progress: Option<&'a MultiProgress>) -> Self {
+    pub(crate) fn with_progress(mut self, progress: Option<&'a MultiProgress>) -> Self {
         self.progress = progress;
         self
     }
 
-    pub fn with_previous(mut self, previous: Option<&'a dyn PreviousIndex>) -> Self {
+    pub(crate) fn with_previous(mut self, previous: Option<&'a dyn PreviousIndex>) -> Self {
         self.previous = previous;
         self
     }
 
     /// The run's stop ([`Self::item_failures`] ends the step as stopped
     /// once it is requested); without one, the process-wide stop.
-    pub fn with_stop(mut self, stop: &'a StopFlag) -> Self {
+    pub(crate) fn with_stop(mut self, stop: &'a StopFlag) -> Self {
         self.stop = Some(stop);
         self
     }

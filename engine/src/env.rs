@@ -31,7 +31,7 @@ pub fn parse_dotenv(text: &str) -> BTreeMap<String, String> {
 /// Replaces `${NAME}` in `text`. The process environment wins over `.env`,
 /// as in GraphRAG. An unset variable is an error naming its line.
 /// Comment lines are left alone so a commented-out key needs no variable.
-pub fn substitute(
+pub(crate) fn substitute(
     text: &str,
     file: &Path,
     dotenv: &BTreeMap<String, String>,

@@ -28,6 +28,7 @@ pub struct FailedItem {
     pub id: String,
     /// How people know it: `document a.txt, chunk 3 of 7`.
     pub name: String,
+    /// Why its call failed.
     pub error: String,
 }
 
@@ -36,8 +37,11 @@ pub struct FailedItem {
 pub struct FailedItems {
     /// What the items are, singular (`text unit`, `description`, `community report`).
     pub what: &'static str,
+    /// The step's items of that kind, failed or not.
     pub total: usize,
+    /// `failures.tolerated_fraction`, which they exceeded.
     pub tolerated_fraction: f64,
+    /// The failed ones.
     pub items: Vec<FailedItem>,
 }
 
@@ -84,7 +88,7 @@ pub fn write_list(f: &mut impl fmt::Write, items: &[FailedItem]) -> fmt::Result 
 
 /// Renames failed text units after their document and chunk number, from
 /// the documents table (`title`, `text_unit_ids` in chunk order).
-pub fn name_text_units(items: &mut [FailedItem], documents: &RecordBatch) -> anyhow::Result<()> {
+pub(crate) fn name_text_units(items: &mut [FailedItem], documents: &RecordBatch) -> anyhow::Result<()> {
     let titles = strings(documents, "documents", "title")?;
     let units = string_lists(documents, "documents", "text_unit_ids")?;
     let mut place: HashMap<&str, (usize, usize, usize)> = HashMap::new();

@@ -39,9 +39,12 @@ pub const FILE: &str = "graph_edits.yaml";
 const HEADER: &str = "# Graph edits: applied in order to the final graph of every index and update\n\
 # (graphrag-rs; written by the server's graph editing paths, and editable by hand).\n";
 
+/// The graph edits file: edits applied, in order, to the final graph of
+/// every index and update.
 #[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct GraphEditsFile {
+    /// The edits, in the order they apply.
     #[serde(default)]
     pub edits: Vec<GraphEdit>,
 }

@@ -35,6 +35,7 @@ pub fn reset() {
     SIGNAL.store(0, Ordering::SeqCst);
 }
 
+/// Whether the process-wide stop was requested (a signal, or [`request`]).
 pub fn requested() -> bool {
     REQUESTED.load(Ordering::SeqCst)
 }
@@ -46,6 +47,7 @@ pub fn requested() -> bool {
 pub struct StopFlag(Arc<AtomicBool>);
 
 impl StopFlag {
+    /// A flag not yet requested.
     pub fn new() -> StopFlag {
         StopFlag::default()
     }

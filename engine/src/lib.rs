@@ -57,8 +57,10 @@
 //!   `recover_if_idle()` (the query engine, dry runs) finish a publication a crash interrupted after its
 //!   marker.
 
+#![warn(missing_docs)]
+
 pub mod aliases_file;
-pub mod api_base;
+pub(crate) mod api_base;
 pub mod cancel;
 pub mod config_error;
 pub mod context;
@@ -82,6 +84,6 @@ pub mod table;
 mod test_verbs;
 pub(crate) mod tls;
 pub mod verb;
-pub mod yaml_lines;
+pub(crate) mod yaml_lines;
 
 pub use config_error::ConfigError;

@@ -37,29 +37,45 @@ struct StepFile {
     args: Value,
 }
 
+/// One step of a [`Plan`]: its verb built from its args, and the tables it
+/// reads and writes.
 pub struct Step {
+    /// Unique within the pipeline; names the step in stats.json and messages.
     pub id: String,
+    /// The verb's name and roles.
     pub info: VerbInfo,
+    /// Tables bound to the verb's input roles, in order (optional trailing
+    /// roles may be left out).
     pub inputs: Vec<String>,
+    /// Tables bound to the verb's output roles, in order.
     pub outputs: Vec<String>,
     /// Args after `${...}` resolution: what the step hash covers.
     pub args: Value,
+    /// The verb, configured by the args.
     pub verb: Box<dyn Verb>,
+    /// The step's line in the pipeline file (1-based), for messages.
     pub line: Option<usize>,
     /// Indexes (into `Plan::steps`) of the steps producing this step's inputs.
     pub deps: Vec<usize>,
 }
 
+/// A parsed and validated pipeline, ready to run.
 pub struct Plan {
+    /// The pipeline's `name:`.
     pub name: String,
+    /// Its `description:` (may be empty).
     pub description: String,
+    /// The workflows/ file it was read from.
     pub file: PathBuf,
     /// In dependency order (YAML order among independent steps).
     pub steps: Vec<Step>,
+    /// Tables written to the output folder (the pipeline's `outputs:`); the
+    /// others are intermediate, kept in the staging folder.
     pub published: BTreeSet<String>,
 }
 
 impl Plan {
+    /// Whether `table` is one of [`Plan::published`].
     pub fn is_published(&self, table: &str) -> bool {
         self.published.contains(table)
     }

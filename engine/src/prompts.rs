@@ -42,7 +42,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
 ];
 
 /// The built-in prompt `file_name` (e.g. `extract_graph_loop.txt`).
-pub fn builtin(file_name: &str) -> Option<PromptTemplate> {
+pub(crate) fn builtin(file_name: &str) -> Option<PromptTemplate> {
     BUILTIN
         .iter()
         .find(|(name, _)| *name == file_name)
@@ -73,15 +73,18 @@ pub fn project_prompt(
 }
 
 /// The built-in prompt a project file stands for: the one of the same file name.
-pub fn builtin_name(rel_path: &str) -> Option<&str> {
+pub(crate) fn builtin_name(rel_path: &str) -> Option<&str> {
     let name = rel_path.rsplit(['/', '\\']).next()?;
     BUILTIN.iter().any(|(n, _)| *n == name).then_some(name)
 }
 
+/// A prompt's text and where it came from; rendered as minijinja, or as a
+/// GraphRAG prompt file (`{name}` placeholders) when it is written so.
 #[derive(Debug, Clone)]
 pub struct PromptTemplate {
     /// Where it came from, for error messages.
     pub source: String,
+    /// The template as written.
     pub text: String,
 }
 
@@ -96,12 +99,13 @@ fn python_placeholder() -> &'static Regex {
 }
 
 impl PromptTemplate {
+    /// A template of `text`, named `source` in messages.
     pub fn new(source: impl Into<String>, text: impl Into<String>) -> Self {
         PromptTemplate { source: source.into(), text: text.into() }
     }
 
     /// GraphRAG's Python format strings have no `{{ name }}` placeholders.
-    pub fn is_graphrag_format(&self) -> bool {
+    pub(crate) fn is_graphrag_format(&self) -> bool {
         !jinja_placeholder().is_match(&self.text)
     }
 

@@ -47,9 +47,14 @@ use graphrag_operations::ids::sha256_hex;
 
 /// Where a run reads and writes, and the models it may call.
 pub struct Workspace {
+    /// The folder the run writes: published tables at its top, intermediate
+    /// ones under `.steps/`, state.json and stats.json.
     pub output_dir: PathBuf,
+    /// The input files.
     pub files: Box<dyn FileSource>,
+    /// Prompt templates and snapshot outputs; `None`: steps that need them fail.
     pub project: Option<Box<dyn ProjectFiles>>,
+    /// The project's models; `None`: steps that call one fail.
     pub llm: Option<LlmService>,
     /// The index an update starts from.
     pub previous: Option<Box<dyn PreviousIndex>>,
@@ -71,9 +76,11 @@ pub type TableObserver = Arc<dyn Fn(&str, &RecordBatch) + Send + Sync>;
 /// (a server's status, a notebook) rather than with the progress bars.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct StepEvent<'a> {
+    /// The step's id.
     pub step: &'a str,
-    /// The step's place in the plan (0-based) and the plan's length.
+    /// The step's place in the plan (0-based).
     pub index: usize,
+    /// The plan's number of steps.
     pub total: usize,
     /// `None` when it starts; its status when it ends.
     pub finished: Option<StepStatus>,
@@ -135,14 +142,20 @@ struct StepError {
     unreadable_index_table: Option<String>,
 }
 
+/// How to run a plan; the default runs every step, draws no progress bars
+/// and tolerates no failed item.
 #[derive(Clone, Default)]
 pub struct RunOptions {
+    /// Skip steps whose step hash and outputs match the last run's
+    /// (state.json): `index --resume`.
     pub resume: bool,
     /// Where progress bars are drawn (an overall "step i/n" line and one bar
     /// per running step); the caller prints its logs through it too, so log
     /// lines land above the bars. `None`: no bars.
     pub progress: Option<MultiProgress>,
+    /// Called with each table a step produced, once it is written.
     pub on_table: Option<TableObserver>,
+    /// Called as each step starts and ends.
     pub on_step: Option<StepObserver>,
     /// The fraction of a step's items whose model call may fail before the
     /// step does (`failures.tolerated_fraction`).
@@ -240,6 +253,7 @@ fn reusable_outputs(
 pub enum StepEstimate {
     /// The step calls no model.
     NoModel,
+    /// The step's own estimate from its inputs.
     Estimated(LlmEstimate),
     /// Its inputs come from a step that calls a model, so its cost is unknown before then.
     AfterModelOutput,

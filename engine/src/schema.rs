@@ -24,10 +24,13 @@ pub fn id_list_field(name: &str) -> Field {
     Field::new(name, DataType::List(Arc::new(Field::new("item", DataType::Utf8, true))), true)
 }
 
-pub fn int_field(name: &str) -> Field {
+pub(crate) fn int_field(name: &str) -> Field {
     Field::new(name, DataType::Int64, true)
 }
 
+/// documents.parquet (GraphRAG); `raw_data` is the type of the column that
+/// keeps a CSV or JSON record's other fields (a struct of strings; null
+/// when no document has any).
 pub fn documents(raw_data: DataType) -> SchemaRef {
     Arc::new(Schema::new(vec![
         text_field("id"),
@@ -40,6 +43,7 @@ pub fn documents(raw_data: DataType) -> SchemaRef {
     ]))
 }
 
+/// text_units.parquet (GraphRAG).
 pub fn text_units() -> SchemaRef {
     Arc::new(Schema::new(vec![
         text_field("id"),
@@ -53,6 +57,7 @@ pub fn text_units() -> SchemaRef {
     ]))
 }
 
+/// `double` columns.
 pub fn float_field(name: &str) -> Field {
     Field::new(name, DataType::Float64, true)
 }
@@ -67,6 +72,7 @@ pub fn raw_entities() -> SchemaRef {
     ]))
 }
 
+/// Per-chunk relationship records (entity_extract's second output).
 pub fn raw_relationships() -> SchemaRef {
     Arc::new(Schema::new(vec![
         text_field("text_unit_id"),
@@ -91,6 +97,7 @@ pub fn graph_entities() -> SchemaRef {
     ]))
 }
 
+/// The merged relationships before summarisation, as [`graph_entities`].
 pub fn graph_relationships() -> SchemaRef {
     Arc::new(Schema::new(vec![
         text_field("source"),
@@ -113,6 +120,7 @@ pub fn summarized_entities() -> SchemaRef {
     ]))
 }
 
+/// The relationships after summarisation: one description each.
 pub fn summarized_relationships() -> SchemaRef {
     Arc::new(Schema::new(vec![
         text_field("source"),
@@ -185,7 +193,7 @@ pub fn covariates() -> SchemaRef {
     Arc::new(Schema::new(fields))
 }
 
-pub fn int_list_field(name: &str) -> Field {
+pub(crate) fn int_list_field(name: &str) -> Field {
     Field::new(name, DataType::List(Arc::new(Field::new("item", DataType::Int64, true))), true)
 }
 
@@ -222,7 +230,7 @@ pub fn lexical_index(analyzer: &str) -> SchemaRef {
 }
 
 /// The struct of one finding in community_reports.findings.
-pub fn finding_fields() -> Fields {
+pub(crate) fn finding_fields() -> Fields {
     Fields::from(vec![Field::new("explanation", DataType::Utf8, true), Field::new("summary", DataType::Utf8, true)])
 }
 
@@ -251,6 +259,7 @@ pub fn community_reports() -> SchemaRef {
     ]))
 }
 
+/// A `list<int64>` column, a list per row.
 pub fn int_list_col(rows: impl IntoIterator<Item = Vec<i64>>) -> ArrayRef {
     let mut b = ListBuilder::new(Int64Builder::new());
     for row in rows {
@@ -282,18 +291,23 @@ pub fn findings_col(rows: impl IntoIterator<Item = Vec<(String, String)>>) -> Ar
     Arc::new(b.finish())
 }
 
+/// A `double` column without nulls.
 pub fn float_col(values: impl IntoIterator<Item = f64>) -> ArrayRef {
     Arc::new(values.into_iter().collect::<Float64Array>())
 }
 
+/// A `large_string` column without nulls ([`text_field`]).
 pub fn text_col<S: AsRef<str>>(values: impl IntoIterator<Item = S>) -> ArrayRef {
     Arc::new(values.into_iter().map(|v| Some(v.as_ref().to_string())).collect::<LargeStringArray>())
 }
 
+/// An `int64` column without nulls.
 pub fn int_col(values: impl IntoIterator<Item = i64>) -> ArrayRef {
     Arc::new(values.into_iter().collect::<Int64Array>())
 }
 
+/// A plain `list<string>` column ([`id_list_field`]), a list per row; for
+/// ids listed by many rows, [`id_list_col_of`] keeps each once.
 pub fn id_list_col<L, S>(rows: impl IntoIterator<Item = L>) -> ArrayRef
 where
     L: IntoIterator<Item = S>,
@@ -314,7 +328,7 @@ where
 /// `id`), and each row lists indices into it (an Arrow dictionary). A text
 /// unit id is 128 hex characters, listed ~10 million times at 100 MB of
 /// input. Files never hold this form: `store::write_table` writes the plain
-/// `list<string>` of [`id_list_field`] ([`file_schema`], [`file_column`]), and
+/// `list<string>` of [`id_list_field`] (`file_schema`, `file_column`), and
 /// `table::StringLists` reads both.
 pub fn id_list_col_of<R: IntoIterator<Item = u32>>(ids: ArrayRef, rows: impl IntoIterator<Item = R>) -> ArrayRef {
     let mut keys: Vec<i32> = Vec::new();
@@ -357,7 +371,7 @@ pub fn is_id_list(data_type: &DataType) -> bool {
 
 /// Whether a column of this type is an id list in its in-memory form
 /// ([`id_list_col_of`]), which files never hold.
-pub fn is_keyed_id_list(data_type: &DataType) -> bool {
+pub(crate) fn is_keyed_id_list(data_type: &DataType) -> bool {
     matches!(data_type, DataType::List(item) if matches!(item.data_type(), DataType::Dictionary(k, _) if **k == DataType::Int32))
 }
 
@@ -379,11 +393,11 @@ pub fn batch(schema: SchemaRef, columns: Vec<ArrayRef>) -> Result<RecordBatch, A
 
 /// The id list columns of the tables: in memory they take the form of
 /// [`id_list_col_of`], whoever made them (`store::read_table` too).
-pub const ID_LIST_COLUMNS: [&str; 4] = ["text_unit_ids", "entity_ids", "relationship_ids", "covariate_ids"];
+pub(crate) const ID_LIST_COLUMNS: [&str; 4] = ["text_unit_ids", "entity_ids", "relationship_ids", "covariate_ids"];
 
 /// The schema a table of `file_schema` is read with: its id lists
 /// ([`ID_LIST_COLUMNS`] of type `list<string>`) in their in-memory form.
-pub fn in_memory_schema(file_schema: &Schema) -> SchemaRef {
+pub(crate) fn in_memory_schema(file_schema: &Schema) -> SchemaRef {
     let keyed = DataType::List(Arc::new(Field::new(
         "item",
         DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8)),
@@ -401,7 +415,7 @@ pub fn in_memory_schema(file_schema: &Schema) -> SchemaRef {
 }
 
 /// The schema a table is written with: id lists as plain `list<string>`.
-pub fn file_schema(schema: &Schema) -> SchemaRef {
+pub(crate) fn file_schema(schema: &Schema) -> SchemaRef {
     let fields: Vec<Field> = schema
         .fields()
         .iter()
@@ -416,7 +430,7 @@ pub fn file_schema(schema: &Schema) -> SchemaRef {
 /// A column as it is written: an id list in its in-memory form expanded to
 /// plain `list<string>` (the same array [`id_list_col`] builds); others as
 /// they are.
-pub fn file_column(column: &ArrayRef) -> ArrayRef {
+pub(crate) fn file_column(column: &ArrayRef) -> ArrayRef {
     match StringLists::of_array(column.as_ref()) {
         Some(lists) if is_keyed_id_list(column.data_type()) => id_list_col(lists.rows()),
         _ => column.clone(),

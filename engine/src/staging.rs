@@ -1,11 +1,11 @@
 //! Publishing a run all at once. `index` and `update` run their pipeline
 //! into `output/.update/`, leaving the live index untouched (and queryable)
-//! until every step succeeded; then [`commit`] writes a marker listing the
+//! until every step succeeded; then `commit` writes a marker listing the
 //! staged files and moves them into the output folder. A crash after the
-//! marker is finished by [`recover`] (every command that opens the index
+//! marker is finished by `recover` (every command that opens the index
 //! calls it); a crash, an error, a full disk or Ctrl-C before it leaves the
 //! live index as it was, and the staged steps for the next run to resume
-//! from. One `index` or `update` changes an index at a time ([`lock_for_writing`]).
+//! from. One `index` or `update` changes an index at a time (`lock_for_writing`).
 
 use std::collections::BTreeSet;
 use std::fs::{File, OpenOptions};
@@ -24,14 +24,14 @@ const LOCK: &str = ".lock";
 /// The right to change an index, held by one `index` or `update` at a time:
 /// an `flock` on `output/.lock`, which the system releases however its
 /// holder ends (SIGKILL included), so a crash leaves no stale lock.
-pub struct WriterLock {
+pub(crate) struct WriterLock {
     _file: File,
 }
 
 /// The file times and sizes of the published tables: changes with every
 /// publication, and costs a few `stat` calls (a reader compares it before
 /// each question to notice a newer index).
-pub fn fingerprint(output_dir: &Path) -> String {
+pub(crate) fn fingerprint(output_dir: &Path) -> String {
     let mut parts = Vec::new();
     for name in ["documents.parquet", "entities.parquet", "relationships.parquet", "text_units.parquet", "stats.json"] {
         let meta = std::fs::metadata(output_dir.join(name)).ok();
@@ -47,7 +47,7 @@ pub fn fingerprint(output_dir: &Path) -> String {
 
 /// Takes the writer lock of `output_dir` (creating the folder), or fails at
 /// once, naming the folder, while another process holds it.
-pub fn lock_for_writing(output_dir: &Path) -> anyhow::Result<WriterLock> {
+pub(crate) fn lock_for_writing(output_dir: &Path) -> anyhow::Result<WriterLock> {
     let file = try_lock(output_dir)?.ok_or_else(|| {
         anyhow!(
             "another `graphrag-rs index` or `update` is changing {}: wait until it ends (its lock goes with its process)",
@@ -59,11 +59,11 @@ pub fn lock_for_writing(output_dir: &Path) -> anyhow::Result<WriterLock> {
 
 /// The writer lock of `output_dir` (creating the folder), or None while
 /// another process holds it.
-pub fn try_lock_for_writing(output_dir: &Path) -> anyhow::Result<Option<WriterLock>> {
+pub(crate) fn try_lock_for_writing(output_dir: &Path) -> anyhow::Result<Option<WriterLock>> {
     Ok(try_lock(output_dir)?.map(|file| WriterLock { _file: file }))
 }
 
-/// [`recover`] for readers and dry runs: only while no writer is at work (a
+/// `recover` for readers and dry runs: only while no writer is at work (a
 /// writer that is publishing finishes its own publication).
 pub fn recover_if_idle(output_dir: &Path) -> anyhow::Result<bool> {
     if !dir(output_dir).join(MARKER).exists() {
@@ -112,7 +112,7 @@ const LIVE_ONLY: [&str; 2] = [LOCK, DOCUMENT_STATUS_FILE];
 /// links fail), so that `index --resume` can skip the steps whose outputs are
 /// unchanged. Every write replaces a file by renaming, so a staged link
 /// never changes the live file it shares.
-pub fn seed(output_dir: &Path) -> anyhow::Result<()> {
+pub(crate) fn seed(output_dir: &Path) -> anyhow::Result<()> {
     let staging = dir(output_dir);
     for rel in list_files(output_dir)? {
         if rel.starts_with(".update/") || LIVE_ONLY.contains(&rel.as_str()) || store::is_temp_file(&rel) {
@@ -132,7 +132,7 @@ pub fn seed(output_dir: &Path) -> anyhow::Result<()> {
 /// Publishes everything staged. Top-level files replace their namesakes;
 /// a staged subfolder (`vectors/`, `.steps/`) replaces the live one, files
 /// the update did not produce included.
-pub fn commit(output_dir: &Path) -> anyhow::Result<()> {
+pub(crate) fn commit(output_dir: &Path) -> anyhow::Result<()> {
     let staging = dir(output_dir);
     store::remove_stale_temp_files(&staging);
     let files = list_files(&staging)?;
@@ -143,7 +143,7 @@ pub fn commit(output_dir: &Path) -> anyhow::Result<()> {
 
 /// Finishes a commit interrupted after its marker was written; `true` if
 /// there was one.
-pub fn recover(output_dir: &Path) -> anyhow::Result<bool> {
+pub(crate) fn recover(output_dir: &Path) -> anyhow::Result<bool> {
     let marker = dir(output_dir).join(MARKER);
     let Ok(bytes) = std::fs::read(&marker) else {
         return Ok(false);
@@ -157,7 +157,7 @@ pub fn recover(output_dir: &Path) -> anyhow::Result<bool> {
 
 /// Drops a staged update that was never committed (a full `index`
 /// supersedes it).
-pub fn discard(output_dir: &Path) -> anyhow::Result<()> {
+pub(crate) fn discard(output_dir: &Path) -> anyhow::Result<()> {
     let staging = dir(output_dir);
     if staging.exists() {
         std::fs::remove_dir_all(&staging).with_context(|| format!("removing {}", staging.display()))?;
@@ -168,7 +168,7 @@ pub fn discard(output_dir: &Path) -> anyhow::Result<()> {
 /// The staging folder of a run that writes a whole index: an interrupted
 /// publication is finished first; then the folder starts empty, or, when
 /// resuming, from the live index if it is missing.
-pub fn prepare(output_dir: &Path, resume: bool) -> anyhow::Result<PathBuf> {
+pub(crate) fn prepare(output_dir: &Path, resume: bool) -> anyhow::Result<PathBuf> {
     recover(output_dir)?;
     let staging = dir(output_dir);
     if !resume {

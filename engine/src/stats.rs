@@ -14,6 +14,7 @@ use crate::storage::counting::RequestsBySetting;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum RunStatus {
+    /// Every step ran or was skipped as up to date.
     Completed,
     /// The default: a run is set `completed` only once every step ran.
     #[default]
@@ -23,6 +24,7 @@ pub enum RunStatus {
 }
 
 impl RunStatus {
+    /// The word stats.json holds.
     pub fn as_str(self) -> &'static str {
         match self {
             RunStatus::Completed => "completed",
@@ -44,6 +46,7 @@ impl std::fmt::Display for RunStatus {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum StepStatus {
+    /// Its verb ran and its outputs were written.
     Ran,
     /// `--resume` found its outputs up to date.
     Skipped,
@@ -53,6 +56,7 @@ pub enum StepStatus {
 }
 
 impl StepStatus {
+    /// The word stats.json holds.
     pub fn as_str(self) -> &'static str {
         match self {
             StepStatus::Ran => "ran",
@@ -68,8 +72,10 @@ impl std::fmt::Display for StepStatus {
     }
 }
 
+/// One run's stats.json.
 #[derive(Debug, Clone, Serialize, Default)]
 pub struct RunStats {
+    /// The name of the pipeline that ran (its workflows/ file).
     pub pipeline: String,
     /// A failed run's stats.json is written beside its staged outputs, not
     /// over the live index's.
@@ -77,12 +83,16 @@ pub struct RunStats {
     /// Why the run failed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Seconds from the run's start to the writing of this file.
     pub total_runtime: f64,
     /// Seconds the start-up check of the model endpoints took (it runs
     /// beside the steps that call no model); absent when it did not run.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub startup_check: Option<f64>,
+    /// Rows of the published `documents` table; 0 when the run failed or
+    /// publishes no documents.
     pub num_documents: u64,
+    /// Per step, by step id (GraphRAG's name for the map).
     pub workflows: BTreeMap<String, StepStats>,
     /// LLM usage of the whole run, per model.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
@@ -108,7 +118,7 @@ impl RunStats {
     }
 
     /// Fills the run's per-model totals from the steps.
-    pub fn sum_llm_usage(&mut self) {
+    pub(crate) fn sum_llm_usage(&mut self) {
         self.llm.clear();
         for step in self.workflows.values() {
             for (model, u) in &step.llm {
@@ -118,18 +128,24 @@ impl RunStats {
     }
 }
 
+/// One step's entry in stats.json's `workflows`.
 #[derive(Debug, Clone, Serialize, Default)]
 pub struct StepStats {
+    /// The name of the step's verb.
     pub verb: String,
+    /// How it ended.
     pub status: StepStatus,
     /// Seconds after the run began that the step started.
     pub start: f64,
     /// Seconds.
     pub overall: f64,
+    /// Rows of its input tables, summed.
     pub rows_in: u64,
+    /// Rows of its output tables, summed.
     pub rows_out: u64,
     /// The process's peak resident memory when the step ended (MB, Linux).
     pub peak_rss_mb: Option<f64>,
+    /// Warnings its verb logged (`VerbContext::warn`).
     pub warnings: u64,
     /// LLM calls, tokens, cache hits, retries and JSON repairs per model.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
@@ -152,7 +168,7 @@ pub struct StepStats {
 }
 
 /// Peak resident set size of this process in MB (VmHWM), where available.
-pub fn peak_rss_mb() -> Option<f64> {
+pub(crate) fn peak_rss_mb() -> Option<f64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
     let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;

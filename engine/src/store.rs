@@ -28,24 +28,8 @@ pub(crate) const TMP_MARK: &str = ".tmp-";
 
 /// Writes through `fill` into a temporary file, then renames it to `path`.
 /// If `fill` fails, the temporary file is removed and `path` is untouched.
-pub fn atomic_write_with(path: &Path, fill: impl FnOnce(&mut File) -> io::Result<()>) -> io::Result<()> {
-    write_via_temp(path, true, fill)
-}
-
-pub fn atomic_write(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    write_via_temp(path, true, |f| f.write_all(bytes))
-}
-
-/// [`atomic_write`] without syncing the file to disk: whole or absent if the
-/// process is killed, but a crash of the machine may leave it empty or torn.
-/// For files whose reader checks them and can do without them (a model
-/// answer cache entry: a torn one is counted corrupt and asked again), where
-/// a sync per file costs milliseconds on the model request path.
-pub fn atomic_write_unsynced(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    write_via_temp(path, false, |f| f.write_all(bytes))
-}
-
-fn write_via_temp(path: &Path, sync: bool, fill: impl FnOnce(&mut File) -> io::Result<()>) -> io::Result<()> {
+/// The file is synced to disk before the rename.
+pub(crate) fn atomic_write_with(path: &Path, fill: impl FnOnce(&mut File) -> io::Result<()>) -> io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     fs::create_dir_all(dir)?;
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("out");
@@ -54,9 +38,7 @@ fn write_via_temp(path: &Path, sync: bool, fill: impl FnOnce(&mut File) -> io::R
         let mut f = File::create(&tmp)?;
         fill(&mut f)?;
         f.flush()?;
-        if sync {
-            f.sync_all()?;
-        }
+        f.sync_all()?;
         fs::rename(&tmp, path)
     })();
     if result.is_err() {
@@ -65,13 +47,19 @@ fn write_via_temp(path: &Path, sync: bool, fill: impl FnOnce(&mut File) -> io::R
     result
 }
 
+/// Writes `bytes` to `path` whole or not at all, through a temporary file
+/// synced and then renamed: readers never see a torn file.
+pub fn atomic_write(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    atomic_write_with(path, |f| f.write_all(bytes))
+}
+
 /// Whether a file name is one of [`atomic_write`]'s temporary files.
-pub fn is_temp_file(name: &str) -> bool {
+pub(crate) fn is_temp_file(name: &str) -> bool {
     name.contains(TMP_MARK)
 }
 
 /// Removes temporary files left in `dir` by a process killed mid-write.
-pub fn remove_stale_temp_files(dir: &Path) {
+pub(crate) fn remove_stale_temp_files(dir: &Path) {
     let Ok(entries) = fs::read_dir(dir) else {
         return;
     };

@@ -27,6 +27,7 @@ pub fn string_column<'a>(table: &'a RecordBatch, table_name: &str, column: &str)
     }
 }
 
+/// A named `int64` column (nulls read as 0); errors as [`strings`].
 pub fn ints(table: &RecordBatch, table_name: &str, column: &str) -> anyhow::Result<Vec<i64>> {
     let col = column_of(table, table_name, column)?;
     match col.data_type() {
@@ -37,6 +38,7 @@ pub fn ints(table: &RecordBatch, table_name: &str, column: &str) -> anyhow::Resu
     }
 }
 
+/// A named `double` column (nulls read as 0.0); errors as [`strings`].
 pub fn floats(table: &RecordBatch, table_name: &str, column: &str) -> anyhow::Result<Vec<f64>> {
     let col = column_of(table, table_name, column)?;
     match col.data_type() {
@@ -126,6 +128,8 @@ impl<'a> StringValues<'a> {
 }
 
 impl<'a> StringLists<'a> {
+    /// The named `list<string>` column of `table`, plain or keyed; errors
+    /// naming the table and column when it is missing or of another type.
     pub fn new(table: &'a RecordBatch, table_name: &str, column: &str) -> anyhow::Result<Self> {
         let col = column_of(table, table_name, column)?;
         Self::of_array(col).ok_or_else(|| {
@@ -134,7 +138,7 @@ impl<'a> StringLists<'a> {
     }
 
     /// A `list<string>` array (plain or keyed) read in place; None for other types.
-    pub fn of_array(col: &'a dyn Array) -> Option<Self> {
+    pub(crate) fn of_array(col: &'a dyn Array) -> Option<Self> {
         let lists = col.as_list_opt::<i32>()?;
         let items = lists.values();
         let values = match items.as_dictionary_opt::<Int32Type>() {
@@ -144,10 +148,12 @@ impl<'a> StringLists<'a> {
         Some(StringLists { offsets: lists.value_offsets(), values })
     }
 
+    /// Rows of the column.
     pub fn len(&self) -> usize {
         self.offsets.len() - 1
     }
 
+    /// Whether the column has no rows.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -221,6 +227,7 @@ pub fn string_list_refs<'a>(
     Ok(lists.rows().map(|row| row.collect()).collect())
 }
 
+/// A named column of any type, with an error naming the table when it is missing.
 pub fn column_of<'a>(table: &'a RecordBatch, table_name: &str, column: &str) -> anyhow::Result<&'a dyn Array> {
     Ok(named(table, table_name, column)?.as_ref())
 }

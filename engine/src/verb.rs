@@ -16,9 +16,13 @@ use crate::context::VerbContext;
 /// written before the verb took them), and the verb then gets fewer inputs.
 #[derive(Debug, Clone, Copy)]
 pub struct VerbInfo {
+    /// What a step's `verb:` names it by.
     pub name: &'static str,
+    /// One line on what it does (`index --list-verbs`).
     pub about: &'static str,
+    /// Input roles, in the order [`Verb::run`] gets the tables.
     pub inputs: &'static [&'static str],
+    /// Output roles, in the order [`Verb::run`] returns the tables.
     pub outputs: &'static [&'static str],
 }
 
@@ -84,15 +88,17 @@ pub struct LlmEstimate {
     pub calls: u64,
     /// Prompt tokens of those calls (see `note` for what is approximate).
     pub prompt_tokens: u64,
-    /// Work items (e.g. chunks) the calls are for, and how many of them
-    /// already have their first answer in the cache.
+    /// Work items (e.g. chunks) the calls are for.
     pub items: u64,
+    /// Those of `items` whose first answer is already in the cache.
     pub cached_items: u64,
+    /// What the estimate leaves out or approximates, shown beside it; may be empty.
     pub note: String,
 }
 
 /// A verb type: its args are its serde config struct.
 pub trait VerbDef: Verb + DeserializeOwned + 'static {
+    /// The verb's name and roles, the same for every configuration.
     const INFO: VerbInfo;
 
     /// Checks of the args beyond their types (ranges, relations).
@@ -103,32 +109,41 @@ pub trait VerbDef: Verb + DeserializeOwned + 'static {
 
 type Build = fn(serde_json::Value) -> Result<Box<dyn Verb>, ArgError>;
 
-/// Why a step's args were rejected; `path` is the arg's key path.
+/// Why a step's args were rejected.
 #[derive(Debug, Clone)]
 pub struct ArgError {
+    /// The arg's key path (`entity_types[2]`); empty for the args as a whole.
     pub path: String,
+    /// What is wrong with it.
     pub message: String,
 }
 
+/// The verbs a pipeline may name, by name; the engine builds each step's
+/// verb from its args through it.
 #[derive(Default)]
 pub struct Registry {
     verbs: BTreeMap<&'static str, (VerbInfo, Build)>,
 }
 
 impl Registry {
+    /// Adds `V` under its [`VerbDef::INFO`] name (replacing a verb of that name).
     pub fn register<V: VerbDef>(&mut self) -> &mut Self {
         self.verbs.insert(V::INFO.name, (V::INFO, build::<V>));
         self
     }
 
+    /// The roles of the verb called `name`, if registered.
     pub fn info(&self, name: &str) -> Option<VerbInfo> {
         self.verbs.get(name).map(|(i, _)| *i)
     }
 
+    /// The registered verbs' names, sorted.
     pub fn names(&self) -> impl Iterator<Item = &'static str> + '_ {
         self.verbs.keys().copied()
     }
 
+    /// The verb `name` configured by `args` (null: its defaults); `None`
+    /// when no verb has that name.
     pub fn build(&self, name: &str, args: serde_json::Value) -> Option<Result<Box<dyn Verb>, ArgError>> {
         self.verbs.get(name).map(|(_, b)| b(args))
     }

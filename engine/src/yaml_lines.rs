@@ -4,13 +4,13 @@
 //! returns the line of the deepest key it could find.
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Seg<'a> {
+pub(crate) enum Seg<'a> {
     Key(&'a str),
     Index(usize),
 }
 
 /// Parses `a.b[2].c` into segments.
-pub fn parse_path(path: &str) -> Vec<Seg<'_>> {
+pub(crate) fn parse_path(path: &str) -> Vec<Seg<'_>> {
     let mut segs = Vec::new();
     for part in path.split('.').filter(|p| !p.is_empty()) {
         let mut rest = part;
@@ -69,7 +69,7 @@ fn scan(text: &str) -> Vec<Line<'_>> {
 }
 
 /// 1-based line of the deepest segment of `path` that could be found.
-pub fn line_of(text: &str, path: &str) -> Option<usize> {
+pub(crate) fn line_of(text: &str, path: &str) -> Option<usize> {
     let lines = scan(text);
     let segs = parse_path(path);
     let (mut lo, mut hi) = (0, lines.len());

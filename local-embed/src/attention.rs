@@ -123,7 +123,7 @@ fn scores_block(kernel: Int8Kernel, shape: HeadShape, row0: usize, rows: usize, 
     match kernel {
         // SAFETY: `Int8Kernel::available` only offers the VNNI kernels on CPUs that have them.
         #[cfg(target_arch = "x86_64")]
-        Int8Kernel::Avx512Vnni => unsafe { x86::scores_avx512(shape, row0, rows, s) },
+        Int8Kernel::Avx512Vnni | Int8Kernel::Amx => unsafe { x86::scores_avx512(shape, row0, rows, s) },
         #[cfg(target_arch = "x86_64")]
         Int8Kernel::AvxVnni => unsafe { x86::scores_avxvnni(shape, row0, rows, s) },
         _ => scores_portable(shape, row0, rows, s),
@@ -134,7 +134,7 @@ fn values_block(kernel: Int8Kernel, shape: HeadShape, row0: usize, rows: usize, 
     match kernel {
         // SAFETY: as above.
         #[cfg(target_arch = "x86_64")]
-        Int8Kernel::Avx512Vnni => unsafe { x86::values_avx512(shape, row0, rows, ctx, s) },
+        Int8Kernel::Avx512Vnni | Int8Kernel::Amx => unsafe { x86::values_avx512(shape, row0, rows, ctx, s) },
         #[cfg(target_arch = "x86_64")]
         Int8Kernel::AvxVnni => unsafe { x86::values_avxvnni(shape, row0, rows, ctx, s) },
         _ => values_portable(shape, row0, rows, ctx, s),
@@ -189,7 +189,7 @@ fn prepare(kernel: Int8Kernel, shape: HeadShape, k: &[f32], v: &[f32], s: &mut A
     s.rows.clear();
     s.rows.resize(len4 * dv.max(dq), 0);
     #[cfg(target_arch = "x86_64")]
-    let simd = kernel == Int8Kernel::Avx512Vnni && dh.is_multiple_of(PANEL);
+    let simd = kernel.is_avx512() && dh.is_multiple_of(PANEL);
     #[cfg(not(target_arch = "x86_64"))]
     let simd = false;
     if simd {
@@ -298,7 +298,7 @@ fn softmax_to_u8(kernel: Int8Kernel, scores: &[f32], p: &mut [u8], max: f32) -> 
     match kernel {
         // SAFETY: the AVX-512 VNNI kernel is only offered on CPUs with AVX-512.
         #[cfg(target_arch = "x86_64")]
-        Int8Kernel::Avx512Vnni => unsafe { x86::softmax_to_u8_avx512(scores, p, max) },
+        Int8Kernel::Avx512Vnni | Int8Kernel::Amx => unsafe { x86::softmax_to_u8_avx512(scores, p, max) },
         _ => softmax_to_u8_portable(scores, p),
     }
 }

@@ -4,10 +4,12 @@
 //! dot products are exact, so every kernel path gives bit-identical results;
 //! the f32 epilogue is shared code.
 //!
-//! Kernel paths, chosen at run time: AVX-512 VNNI (`vpdpbusd` on 512-bit
-//! registers, 64 multiply-adds per instruction), AVX-VNNI (the same on
-//! 256-bit registers), and a portable loop (compiled for AVX2 when the CPU
-//! has it, else the baseline) for every other CPU.
+//! Kernel paths, chosen at run time: AMX (`tdpbusd` on 16 × 64-byte tiles,
+//! 16,384 multiply-adds per instruction; the dense layers only, the rest as
+//! AVX-512 VNNI), AVX-512 VNNI (`vpdpbusd` on 512-bit registers, 64
+//! multiply-adds per instruction), AVX-VNNI (the same on 256-bit
+//! registers), and a portable loop (compiled for AVX2 when the CPU has it,
+//! else the baseline) for every other CPU.
 //!
 //! `vpdpbusd` multiplies unsigned by signed bytes, which suits asymmetric
 //! activations: a row is stored as `x ≈ min + s·u` with `u` in 0..=255 (all
@@ -21,6 +23,9 @@ use anyhow::Result;
 
 use crate::buf::Buf;
 use crate::weight_cache::{Arrays, Reader};
+
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+mod amx;
 
 /// Columns (output channels) per packed panel: one 512-bit register of i32.
 pub(crate) const PANEL: usize = 16;
@@ -37,6 +42,9 @@ const K_CHUNK: usize = 128;
 /// Which integer kernel computes the products.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Int8Kernel {
+    /// AMX tiles for the dense layers, AVX-512 VNNI for attention and the
+    /// quantization around them.
+    Amx,
     Avx512Vnni,
     AvxVnni,
     Portable,
@@ -57,6 +65,10 @@ impl Int8Kernel {
                 && std::arch::is_x86_feature_detected!("avx512bw")
                 && std::arch::is_x86_feature_detected!("avx512vnni")
             {
+                #[cfg(target_os = "linux")]
+                if amx::ready() {
+                    out.push(Int8Kernel::Amx);
+                }
                 out.push(Int8Kernel::Avx512Vnni);
             }
             if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("avxvnni") {
@@ -73,8 +85,15 @@ impl Int8Kernel {
         self != Int8Kernel::Portable
     }
 
+    /// True when the kernel runs attention and quantization on AVX-512
+    /// VNNI (AMX does only the dense layers' products).
+    pub(crate) fn is_avx512(self) -> bool {
+        matches!(self, Int8Kernel::Amx | Int8Kernel::Avx512Vnni)
+    }
+
     pub fn name(self) -> &'static str {
         match self {
+            Int8Kernel::Amx => "amx",
             Int8Kernel::Avx512Vnni => "avx512vnni",
             Int8Kernel::AvxVnni => "avxvnni",
             Int8Kernel::Portable => "portable",
@@ -186,9 +205,17 @@ impl QuantLinear {
     ) {
         debug_assert_eq!(x.len(), n * self.n_in);
         debug_assert_eq!(out.len(), n * self.n_out);
-        self.quantize_rows(kernel, x, map, n, s);
+        #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+        if kernel == Int8Kernel::Amx && self.k_pad.is_multiple_of(amx::K_STEP) {
+            // Whole tiles of rows: the padding rows' sums are computed and never read.
+            self.quantize_rows(kernel, x, map, n, n.next_multiple_of(amx::TILE_ROWS), s);
+            // SAFETY: `Int8Kernel::available` offers AMX only when `amx::ready`; `s.x`
+            // holds the padded rows.
+            return unsafe { amx::forward(self, &s.x, &s.row_scales, &s.row_mins, n, out) };
+        }
+        self.quantize_rows(kernel, x, map, n, n, s);
         #[cfg(target_arch = "x86_64")]
-        if kernel == Int8Kernel::Avx512Vnni {
+        if kernel.is_avx512() {
             // SAFETY: `Int8Kernel::available` only offers the VNNI kernels on CPUs that have them.
             return unsafe { x86::forward_avx512(self, s, n, out) };
         }
@@ -208,11 +235,21 @@ impl QuantLinear {
     /// Per row: `x ≈ min + s·u`, `s = (max - min) / 255`, `u` rounded to
     /// 0..=255; padding columns meet zero weights, so their value is moot.
     /// Every path does the same IEEE operations (min, max, sub, mul, add,
-    /// clamp, truncate), so the bytes are identical.
-    fn quantize_rows(&self, kernel: Int8Kernel, x: &[f32], map: Option<RowMap>, n: usize, s: &mut QuantScratch) {
+    /// clamp, truncate), so the bytes are identical. `s.x` holds `rows ≥ n`
+    /// rows; those past `n` keep whatever bytes they had.
+    fn quantize_rows(
+        &self,
+        kernel: Int8Kernel,
+        x: &[f32],
+        map: Option<RowMap>,
+        n: usize,
+        rows: usize,
+        s: &mut QuantScratch,
+    ) {
         // No clearing: every byte a kernel reads is written below, except
-        // the padding columns, which meet zero weights.
-        s.x.resize(n * self.k_pad, 0);
+        // the padding columns, which meet zero weights, and padding rows,
+        // whose sums are not read.
+        s.x.resize(rows * self.k_pad, 0);
         s.row_scales.resize(n, 0.0);
         s.row_mins.resize(n, 0.0);
         s.mapped.resize(if map.is_some() { self.n_in } else { 0 }, 0.0);
@@ -303,7 +340,7 @@ pub(crate) fn quantize_row_with(kernel: Int8Kernel, row: &[f32], q: &mut [u8]) -
     match kernel {
         // SAFETY: the CPU has AVX-512 (the kernel is only offered then).
         #[cfg(target_arch = "x86_64")]
-        Int8Kernel::Avx512Vnni => unsafe { x86::quantize_row_avx512(row, q) },
+        Int8Kernel::Avx512Vnni | Int8Kernel::Amx => unsafe { x86::quantize_row_avx512(row, q) },
         _ => quantize_row(row, q),
     }
 }
@@ -671,7 +708,11 @@ mod tests {
         // Odd sizes exercise the padding of inputs, channels and row blocks;
         // inputs past `K_CHUNK` steps the AVX-512 kernel's chunks (1,100: two
         // whole and a short one, with a block of four panels and a lone one).
-        for (n, n_in, n_out) in [(7, 384, 48), (5, 37, 21), (1, 4, 16), (9, 1536, 32), (6, 1100, 80)] {
+        // 37 × 448 × 80 on AMX: a block of 32 rows and one of 16 (padded), two
+        // pairs of panels and a lone one.
+        for (n, n_in, n_out) in
+            [(7, 384, 48), (5, 37, 21), (1, 4, 16), (9, 1536, 32), (6, 1100, 80), (37, 448, 80), (64, 1536, 384)]
+        {
             let w = values(n_in * n_out, 7 + n_in as u64);
             let b = values(n_out, 11);
             let x = values(n * n_in, 13 + n as u64);

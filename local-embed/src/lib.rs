@@ -211,7 +211,7 @@ impl Kernel {
         }
     }
 
-    /// `f32`, `int8-avx512vnni`, `int8-avxvnni`, `int8-portable`,
+    /// `f32`, `int8-amx`, `int8-avx512vnni`, `int8-avxvnni`, `int8-portable`,
     /// `bf16-avx512` or `bf16-portable` (stats.json's `embedding_kernel`).
     pub fn name(self) -> String {
         match self {

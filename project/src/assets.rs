@@ -2,20 +2,21 @@
 //! and the default pipelines used when a project has no workflows/ folder.
 //! The prompts themselves are `graphrag_engine::prompts::BUILTIN`.
 
-pub const SETTINGS_EXAMPLE: &str = include_str!("../../settings.yaml.example");
+/// settings.yaml as `init` writes it (before the models asked for are put in).
+pub(crate) const SETTINGS_EXAMPLE: &str = include_str!("../../settings.yaml.example");
 
 /// aliases.yaml as `init` writes it: the format, commented out.
-pub const ALIASES_EXAMPLE: &str = include_str!("../../aliases.yaml.example");
+pub(crate) const ALIASES_EXAMPLE: &str = include_str!("../../aliases.yaml.example");
 
 /// Writes GraphRAG's LanceDB tables (`graphrag-rs export lancedb`).
-pub const EXPORT_LANCEDB_SCRIPT: &str = include_str!("../../scripts/export_lancedb.py");
+pub(crate) const EXPORT_LANCEDB_SCRIPT: &str = include_str!("../../scripts/export_lancedb.py");
 
 /// prompts/README.md, written by `init` beside the prompts
 /// (`graphrag_engine::prompts::BUILTIN`).
-pub const PROMPTS_README: &str = include_str!("../../prompts/README.md");
+pub(crate) const PROMPTS_README: &str = include_str!("../../prompts/README.md");
 
 /// (method, pipeline YAML) of the shipped pipelines.
-pub const WORKFLOWS: &[(&str, &str)] = &[
+pub(crate) const WORKFLOWS: &[(&str, &str)] = &[
     ("standard", include_str!("../../workflows/standard.yaml")),
     ("fast", include_str!("../../workflows/fast.yaml")),
     ("light", include_str!("../../workflows/light.yaml")),

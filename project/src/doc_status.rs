@@ -25,19 +25,26 @@ use graphrag_engine::{interrupt, staging};
 
 /// The table's file in the output folder: written there as a run goes
 /// (never staged: `staging` leaves it live).
-pub const FILE: &str = staging::DOCUMENT_STATUS_FILE;
+pub(crate) const FILE: &str = staging::DOCUMENT_STATUS_FILE;
 /// The table's name (its file is [`FILE`]).
 const TABLE: &str = "document_status";
 
+/// Where a document is in indexing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Status {
+    /// Not indexed yet: new, or its run was stopped (the next run takes it).
     Pending,
+    /// Chunked by the run in progress.
     Processing,
+    /// In the published index.
     Processed,
+    /// Its run failed, or its file could not be read ([`DocStatus::error`]).
     Failed,
 }
 
 impl Status {
+    /// The name stored in the table (LightRAG's): `pending`, `processing`,
+    /// `processed` or `failed`.
     pub fn as_str(self) -> &'static str {
         match self {
             Status::Pending => "pending",
@@ -57,19 +64,27 @@ impl Status {
     }
 }
 
+/// One document's row of the table.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DocStatus {
-    /// The document id: a hash of its content.
+    /// The document id: a hash of its content (of its path, for a file that
+    /// could not be read).
     pub id: String,
+    /// Its title as the documents table has it (for an unreadable file, the
+    /// file's path).
     pub title: String,
+    /// Where it is in indexing.
     pub status: Status,
+    /// Its chunks, once chunked.
     pub text_unit_ids: Vec<String>,
     /// When the document (this content) was first seen, RFC 3339 UTC.
     pub created_at: String,
     /// The last status change.
     pub updated_at: String,
-    /// Wall time of the run that last changed its status.
+    /// Wall time of the run that last changed its status, in seconds.
     pub run_seconds: f64,
+    /// Why it failed (its failed chunks' names and errors, one per line, or
+    /// the run's error); for a pending document, that its run was stopped.
     pub error: Option<String>,
 }
 
@@ -134,7 +149,7 @@ pub fn read(output_dir: &Path) -> anyhow::Result<BTreeMap<String, DocStatus>> {
 }
 
 /// Writes the rows (atomically), ordered by title then id.
-pub fn write(output_dir: &Path, rows: &BTreeMap<String, DocStatus>) -> anyhow::Result<()> {
+fn write(output_dir: &Path, rows: &BTreeMap<String, DocStatus>) -> anyhow::Result<()> {
     let mut rows: Vec<&DocStatus> = rows.values().collect();
     rows.sort_by(|a, b| (&a.title, &a.id).cmp(&(&b.title, &b.id)));
     let table = RecordBatch::try_new(
@@ -156,7 +171,7 @@ pub fn write(output_dir: &Path, rows: &BTreeMap<String, DocStatus>) -> anyhow::R
 
 /// The status rows' changes over one run, kept in memory and written at
 /// each change.
-pub struct Tracker {
+struct Tracker {
     output_dir: std::path::PathBuf,
     rows: BTreeMap<String, DocStatus>,
     started: std::time::Instant,
@@ -167,7 +182,7 @@ impl Tracker {
     /// become `pending`. A status table that cannot be read is rebuilt from
     /// the live index's documents (all `processed`), with a warning: it is a
     /// record of runs, and must not stop the next one.
-    pub fn start(output_dir: &Path) -> anyhow::Result<Tracker> {
+    fn start(output_dir: &Path) -> anyhow::Result<Tracker> {
         let mut rows = match read(output_dir) {
             Ok(rows) => rows,
             Err(e) => {
@@ -192,7 +207,7 @@ impl Tracker {
 
     /// The run's documents are known (chunked): those not in the index yet
     /// are `processing`.
-    pub fn documents_known(&mut self, documents: &RecordBatch) -> anyhow::Result<()> {
+    fn documents_known(&mut self, documents: &RecordBatch) -> anyhow::Result<()> {
         let now = now_rfc3339();
         for (id, title, units) in document_rows(documents)? {
             let row = self.rows.entry(id.clone()).or_insert_with(|| DocStatus::first_seen(id, &title, &now));
@@ -210,7 +225,7 @@ impl Tracker {
     /// longer in the input are dropped. A document with chunks the run
     /// tolerated as failed keeps their names as its error. The input files
     /// the run could not read are `failed` with the reason, while they stay so.
-    pub fn succeeded<'f>(
+    fn succeeded<'f>(
         &mut self,
         documents: &RecordBatch,
         failed_items: &[FailedItem],
@@ -247,7 +262,7 @@ impl Tracker {
     /// The run failed: documents it was processing, or was to retry, are
     /// `failed`; a document with failed chunks gets their names as its error,
     /// the others the run's error.
-    pub fn failed(&mut self, error: &str, failed_items: &[FailedItem]) -> anyhow::Result<()> {
+    fn failed(&mut self, error: &str, failed_items: &[FailedItem]) -> anyhow::Result<()> {
         let now = now_rfc3339();
         let seconds = self.started.elapsed().as_secs_f64();
         for r in self.rows.values_mut().filter(|r| matches!(r.status, Status::Processing | Status::Pending)) {
@@ -261,7 +276,7 @@ impl Tracker {
 
     /// The run was stopped (Ctrl-C): documents it was processing are
     /// `pending` again, for the next run.
-    pub fn interrupted(&mut self) -> anyhow::Result<()> {
+    fn interrupted(&mut self) -> anyhow::Result<()> {
         let now = now_rfc3339();
         for r in self.rows.values_mut().filter(|r| r.status == Status::Processing) {
             r.status = Status::Pending;
@@ -284,7 +299,7 @@ impl Tracker {
 /// version) publishes the table with the rest, so a published version says
 /// `processed` of its documents wherever it is read. Returns the run's stats
 /// and the published documents table (if the pipeline publishes one).
-pub fn run_tracked(
+pub(crate) fn run_tracked(
     plan: &Plan,
     ws: &Workspace,
     opts: &RunOptions,

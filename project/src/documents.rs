@@ -13,13 +13,16 @@ pub struct InputDocument {
     /// Its path under the input, `/`-separated (a plain file name for what
     /// the server and Python add).
     pub name: String,
+    /// Its length in bytes.
     pub size: u64,
+    /// When it was last written, as the storage reports it.
     pub modified: SystemTime,
 }
 
 /// What [`InputDocuments::add`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Added {
+    /// The document was written (new, or replacing one).
     Written,
     /// A document of that name is there already (and `replace` was false):
     /// nothing written.
@@ -33,7 +36,7 @@ pub struct InputDocuments {
 }
 
 impl InputDocuments {
-    pub fn new(input: Location) -> InputDocuments {
+    fn new(input: Location) -> InputDocuments {
         InputDocuments { input }
     }
 

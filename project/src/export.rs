@@ -19,7 +19,7 @@ use crate::assets::EXPORT_LANCEDB_SCRIPT;
 
 /// The fields GraphRAG 3.3 embeds and reads, each a LanceDB table (of that
 /// name unless `vector_store.index_schema` renames it).
-pub const GRAPHRAG_FIELDS: [&str; 3] = ["entity_description", "community_full_content", "text_unit_text"];
+const GRAPHRAG_FIELDS: [&str; 3] = ["entity_description", "community_full_content", "text_unit_text"];
 
 /// Exit status of the script when lancedb or pyarrow cannot be imported.
 const NO_LANCEDB: i32 = 3;
@@ -27,15 +27,20 @@ const NO_LANCEDB: i32 = 3;
 /// One table written: name, rows, vector dimension.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Exported {
+    /// The table's name (`vector_store.index_schema` may rename it).
     pub table: String,
+    /// Vectors written.
     pub rows: u64,
+    /// Length of each vector.
     pub dimension: u64,
 }
 
 /// The LanceDB tables a run wrote (settings' `vector_store.type: lancedb`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct LanceDbExport {
+    /// The LanceDB database folder ([`db_uri`]).
     pub db_uri: PathBuf,
+    /// The tables written, one per embedded field present.
     pub tables: Vec<Exported>,
 }
 
@@ -60,7 +65,7 @@ fn table_spec(settings: &Settings, field: &str) -> String {
 /// After `index` or `update`: the LanceDB tables when settings.yaml asks for
 /// them. The index is complete either way, so a failure is a warning (logged)
 /// that says how to export later, and `None`.
-pub fn after_run(root: &Path, settings: &Settings) -> Option<LanceDbExport> {
+pub(crate) fn after_run(root: &Path, settings: &Settings) -> Option<LanceDbExport> {
     if settings.vector_store.kind != "lancedb" {
         return None;
     }
@@ -77,7 +82,11 @@ pub fn after_run(root: &Path, settings: &Settings) -> Option<LanceDbExport> {
     }
 }
 
-/// Writes GraphRAG's LanceDB tables from the index's embeddings files.
+/// Writes GraphRAG's LanceDB tables into `db_uri` from the published
+/// index's embeddings files, running `python` (else `$GRAPHRAG_RS_PYTHON`,
+/// else `python3`). Fails when there is no index or no vectors, while a run
+/// publishes, or when the interpreter lacks the lancedb package (the error
+/// says how to install it).
 pub fn lancedb(
     root: &Path,
     settings: &Settings,

@@ -1,7 +1,8 @@
 //! The project's graph edits (`graph_edits.yaml`, see
-//! `graphrag_engine::graph_edits_file`): read them, and add one. The server's
-//! LightRAG graph paths and the Python package call this; the next index or
-//! update applies the edits (`finalize_graph`).
+//! `graphrag_engine::graph_edits_file`): add one, or take one back. The
+//! server's LightRAG graph paths and the Python package call this; the next
+//! index or update applies the edits (`finalize_graph`), and opening a
+//! project checks the file first.
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -12,12 +13,13 @@ pub use graphrag_operations::graph_edits::GraphEdit;
 /// One writer at a time in this process (the file is replaced whole).
 static WRITING: Mutex<()> = Mutex::new(());
 
-pub fn path(root: &Path) -> PathBuf {
+/// The edits file of the project at `root`.
+fn path(root: &Path) -> PathBuf {
     root.join(graph_edits_file::FILE)
 }
 
 /// The project's edits, in the order they apply (none without the file).
-pub fn read(root: &Path) -> anyhow::Result<GraphEditsFile> {
+pub(crate) fn read(root: &Path) -> anyhow::Result<GraphEditsFile> {
     let path = path(root);
     match std::fs::read_to_string(&path) {
         Ok(text) => Ok(graph_edits_file::parse(&text, Path::new(graph_edits_file::FILE))?),

@@ -10,6 +10,7 @@ use graphrag_engine::store::atomic_write;
 
 use crate::assets::{ALIASES_EXAMPLE, PROMPTS_README, SETTINGS_EXAMPLE, WORKFLOWS};
 
+/// What [`init`] writes (`graphrag-rs init`'s flags).
 #[derive(Debug, Clone, Default)]
 pub struct InitOptions {
     /// Overwrite settings.yaml, prompts/ and workflows/ of an existing project
@@ -24,6 +25,7 @@ pub struct InitOptions {
 /// What `init` wrote.
 #[derive(Debug, Clone, PartialEq)]
 pub struct InitReport {
+    /// The project folder written.
     pub root: PathBuf,
     /// Prompt templates written under prompts/.
     pub prompts: usize,

@@ -84,7 +84,9 @@
 //! `clear_stop()` before the next run; step progress comes through `RunSettings::on_step`
 //! (`engine::runner::StepEvent`).
 
-pub mod assets;
+#![warn(missing_docs)]
+
+mod assets;
 pub mod doc_status;
 pub mod documents;
 pub mod export;
@@ -97,18 +99,18 @@ mod shard;
 
 pub use graphrag_engine::interrupt::StopFlag;
 pub use graphrag_engine::runner::{StepEstimate, StepEvent, StepObserver};
-pub use graphrag_engine::stats::{RunStatus, StepStatus};
+pub use graphrag_engine::stats::StepStatus;
 /// Which files the project's input settings read (the server checks uploads against it).
 pub use graphrag_verbs::load_documents::InputFiles;
 pub use init::{init, InitOptions, InitReport};
-pub use project::{log_check, ModelsCheck, OpenOptions, Project, RunLog};
+pub use project::{log_check, OpenOptions, Project, RunLog};
 pub use run::{
-    index, index_dry_run, update, update_dry_run, Changes, DryRun, IndexOptions, RunError, RunErrorKind, RunReport,
-    RunSettings, UpdateOptions,
+    index, index_dry_run, update, update_dry_run, Changes, DryRun, IndexOptions, RunError, RunReport, RunSettings,
+    UpdateOptions,
 };
 pub use shard::{
-    index_merge, index_merge_graph, model_shard, run_shard, shard_of, shard_status, update_merge, update_merge_graph,
-    update_shard, GraphStaged, ModelStage, ShardPhase, ShardReport, ShardSpec, MAX_SHARDS,
+    index_merge, index_merge_graph, run_shard, shard_status, update_merge, update_merge_graph, update_shard,
+    GraphStaged, ModelStage, ShardPhase, ShardReport, ShardSpec, MAX_SHARDS,
 };
 
 /// Asks every run in progress in this process to stop; see the crate docs.

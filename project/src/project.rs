@@ -37,6 +37,7 @@ impl Default for OpenOptions {
 /// this run's own in its local copy, uploaded at the end ([`RunLog::upload`])
 /// as one object per run, as GraphRAG's blob reporting does.
 pub struct RunLog {
+    /// The file the caller's logger appends to.
     pub file: PathBuf,
     upload: Option<(WorkingCopy, String)>,
 }
@@ -160,12 +161,16 @@ fn pipeline_source(root: &Path, method: &str) -> anyhow::Result<(PathBuf, String
 
 /// A project opened for a run: its settings, models and pipeline.
 pub struct Project {
-    pub root: PathBuf,
-    pub loaded: LoadedSettings,
-    pub llm: LlmService,
+    /// The project folder.
+    pub(crate) root: PathBuf,
+    /// settings.yaml, loaded (with the lines of its keys, for errors).
+    pub(crate) loaded: LoadedSettings,
+    /// The models the pipeline calls, with their cache and limits.
+    pub(crate) llm: LlmService,
+    /// The pipeline a run of this project runs: its steps in order.
     pub plan: Plan,
     /// Where the documents, the index and the answers are.
-    pub storage: Storage,
+    pub(crate) storage: Storage,
     /// The chat model for which `auto` chose the standard pipeline.
     auto_standard: Option<String>,
 }
@@ -187,8 +192,11 @@ impl Project {
         Project::with_settings(root, settings::load(root)?, opts)
     }
 
-    /// Opens the storage the settings name and checks its folders, then
-    /// [`Project::with_storage`].
+    /// [`Project::open`] with settings already loaded (a caller that changed
+    /// them first): opens the storage they name, checks its folders (the
+    /// input exists, the output is writable), checks aliases.yaml and
+    /// graph_edits.yaml, builds the models and loads the pipeline of
+    /// `opts.method`. A configuration error names its key and line.
     pub fn with_settings(root: &Path, loaded: LoadedSettings, opts: &OpenOptions) -> anyhow::Result<Project> {
         let storage = open_storage(root, &loaded)?;
         check_folders(&storage, &loaded)?;
@@ -233,13 +241,14 @@ impl Project {
         Ok(Project { root: root.to_path_buf(), loaded, llm, plan, storage, auto_standard })
     }
 
-    pub fn settings(&self) -> &Settings {
+    /// The loaded settings.
+    pub(crate) fn settings(&self) -> &Settings {
         &self.loaded.settings
     }
 
     /// Whether the index a run would start from holds one (on an object
     /// store, as the working copy has it: brought up to date by a writer).
-    pub fn has_index(&self) -> bool {
+    pub(crate) fn has_index(&self) -> bool {
         self.storage.output.working_copy().has_index()
     }
 
@@ -248,7 +257,7 @@ impl Project {
     /// args rule out calling one, disabled or extractive), skipping chat
     /// models that are not configured (those steps run without one), ready
     /// to run on its own thread.
-    pub fn models_check(&self) -> ModelsCheck {
+    pub(crate) fn models_check(&self) -> ModelsCheck {
         let s = self.settings();
         let mut targets = Vec::new();
         for step in &self.plan.steps {
@@ -265,7 +274,7 @@ impl Project {
 
     /// Where a run of the pipeline reads and writes: `output_dir` for its
     /// outputs, `previous` the index an update starts from.
-    pub fn workspace(self, output_dir: &Path, previous: Option<Box<dyn PreviousIndex>>) -> (Plan, Workspace) {
+    pub(crate) fn workspace(self, output_dir: &Path, previous: Option<Box<dyn PreviousIndex>>) -> (Plan, Workspace) {
         let ws = Workspace {
             output_dir: output_dir.to_path_buf(),
             files: self.storage.input.files(),
@@ -278,7 +287,7 @@ impl Project {
 }
 
 /// The start-up check of a project's model endpoints ([`Project::models_check`]).
-pub struct ModelsCheck {
+pub(crate) struct ModelsCheck {
     loaded: LoadedSettings,
     targets: Vec<(ModelKind, String)>,
     /// The chat model for which `auto` chose the standard pipeline.
@@ -288,7 +297,7 @@ pub struct ModelsCheck {
 impl ModelsCheck {
     /// One tiny request per endpoint; the first failure is an error naming
     /// the settings key and the fix. Its warnings are logged.
-    pub fn run(&self) -> anyhow::Result<()> {
+    pub(crate) fn run(&self) -> anyhow::Result<()> {
         let report = preflight::check(&self.loaded, &self.targets).map_err(|e| match &self.auto_standard {
             Some(chat_id) => anyhow::anyhow!(
                 "{e}\n`--method auto` chose the standard pipeline because completion_models.{chat_id} is configured: fix that model, or run `--method fast` to index without a chat model"
@@ -300,7 +309,9 @@ impl ModelsCheck {
     }
 }
 
-/// Logs what a start-up check found.
+/// Logs what a start-up check found: its warnings, and (at debug level) the
+/// endpoints that answered. `graphrag-rs query` runs its own check and logs
+/// it through this.
 pub fn log_check(report: preflight::Report) {
     for w in &report.warnings {
         tracing::warn!("{w}");

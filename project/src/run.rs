@@ -53,20 +53,24 @@ pub struct RunSettings {
     pub stop: interrupt::StopFlag,
 }
 
+/// How [`crate::index`] runs.
 #[derive(Clone, Default)]
 pub struct IndexOptions {
     /// Start from what an interrupted run staged (or the live index), skipping
     /// the steps whose verb, args and inputs are unchanged.
     pub resume: bool,
+    /// Progress, start-up check and stop flag.
     pub run: RunSettings,
 }
 
+/// How [`crate::update`] runs.
 #[derive(Clone)]
 pub struct UpdateOptions {
     /// `auto`: the pipeline the index was built with; else as [`OpenOptions::method`].
     pub method: String,
     /// Neither read nor write the model answer cache (every document is paid for again).
     pub no_cache: bool,
+    /// Progress, start-up check and stop flag.
     pub run: RunSettings,
 }
 
@@ -78,7 +82,10 @@ impl Default for UpdateOptions {
 
 /// A run that published its index.
 pub struct RunReport {
+    /// The steps that ran, in order.
     pub plan: Plan,
+    /// Per-step timings, model usage and the items failures tolerated (the
+    /// published stats.json).
     pub stats: RunStats,
     /// Where the index was published: its folder, or its object store URL.
     pub published_to: String,
@@ -95,17 +102,20 @@ pub struct RunReport {
 /// what to run next), for the caller to show before the error.
 #[derive(Debug)]
 pub struct RunError {
+    /// Why the run ended.
     pub error: anyhow::Error,
+    /// What the run left and what to run next, shown before the error;
+    /// `None` for an interruption or a failed start-up check.
     pub note: Option<String>,
-    pub kind: RunErrorKind,
+    pub(crate) kind: RunErrorKind,
 }
 
-/// What ended a run, for a caller that answers each its own way (an exit
-/// code, an exception type).
+/// What ended a run (read through [`RunError::interrupted`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RunErrorKind {
+pub(crate) enum RunErrorKind {
     /// Stopped ([`interrupt::request`], or the run's stop flag).
     Interrupted,
+    /// Any other failure.
     Failed,
 }
 
@@ -144,17 +154,22 @@ impl std::error::Error for RunError {
 /// unchanged between two documents tables.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct Changes {
+    /// Titles of the documents new in the input.
     pub added: Vec<String>,
+    /// Titles whose content changed.
     pub changed: Vec<String>,
+    /// Titles no longer in the input.
     pub removed: Vec<String>,
+    /// How many documents are the same as before.
     pub unchanged: usize,
 }
 
 /// A pipeline that would run, for its plan and estimates (nothing written,
 /// nothing sent).
 pub struct DryRun {
+    /// The steps the run would run, in order.
     pub plan: Plan,
-    pub workspace: Workspace,
+    pub(crate) workspace: Workspace,
     /// Where the run would publish: the output folder, or its bucket URL.
     pub publishes_to: String,
     resume: bool,

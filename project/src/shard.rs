@@ -57,8 +57,10 @@
 mod embed;
 mod model;
 
-pub use embed::{embed_shard, index_merge_graph, update_merge_graph, GraphStaged};
-pub use model::{model_shard, ModelStage};
+use embed::embed_shard;
+pub use embed::{index_merge_graph, update_merge_graph, GraphStaged};
+use model::model_shard;
+pub use model::ModelStage;
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
@@ -100,11 +102,14 @@ fn shard_count(count: usize) -> Result<usize, String> {
     Err(format!("the shard count N must be 1 to {MAX_SHARDS}"))
 }
 
-/// Shard `index` of `count` (0-based), as `K/N` on the command line.
+/// Shard `index` of `count` (0-based), as `K/N` on the command line; made
+/// by parsing `K/N`, which checks that K < N ≤ [`MAX_SHARDS`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ShardSpec {
-    pub index: usize,
-    pub count: usize,
+    /// K, 0 to `count` - 1.
+    pub(crate) index: usize,
+    /// N, the number of shards.
+    pub(crate) count: usize,
 }
 
 impl FromStr for ShardSpec {
@@ -129,7 +134,7 @@ impl fmt::Display for ShardSpec {
     }
 }
 
-pub use graphrag_operations::ids::shard_of;
+pub(crate) use graphrag_operations::ids::shard_of;
 
 /// What a step of the pipeline is in a sharded run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -256,24 +261,31 @@ pub enum ShardPhase {
 /// What a finished shard did (its `done.json`).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct ShardReport {
+    /// The map it ran (absent from an older marker: `units`).
     #[serde(default)]
     pub phase: ShardPhase,
+    /// K.
     pub shard: usize,
+    /// N.
     pub shards: usize,
+    /// The units phase: the documents of the shard.
     pub documents: usize,
+    /// The units phase: their text units.
     pub text_units: usize,
     /// The embed phase: the texts it embedded (or found in the cache).
     #[serde(default)]
     pub embedded_texts: usize,
+    /// The shard's wall time, in seconds.
     pub seconds: f64,
-    /// The model phase: the stage it answered (`<step> wave <w>`) and the
-    /// waves that step's calls come in.
+    /// The model phase: the stage it answered (`<step> wave <w>`).
     #[serde(default)]
     pub stage: String,
+    /// The model phase: the waves that step's calls come in.
     #[serde(default)]
     pub waves: usize,
     /// Requests the model servers answered (cache hits not counted).
     pub model_calls: u64,
+    /// Model requests the cache answered.
     pub cache_hits: u64,
     /// Where its fragments are (a folder, or an object store prefix).
     #[serde(skip)]
@@ -349,7 +361,7 @@ impl Verb for NoVerb {
 /// returns what it did; a shard that finished before with the same input
 /// and settings is not run again (only checked). Errors name the shard and
 /// its documents.
-pub fn index_shard(mut project: Project, spec: ShardSpec, run: &RunSettings) -> anyhow::Result<ShardReport> {
+pub(crate) fn index_shard(mut project: Project, spec: ShardSpec, run: &RunSettings) -> anyhow::Result<ShardReport> {
     project.llm.stop_with(&run.stop);
     let began = Instant::now();
     let shard = shard_location(&shards_location(&project.storage.output, &project.plan), spec);
@@ -577,9 +589,11 @@ pub fn index_merge(project: Project, count: Option<usize>, opts: &IndexOptions) 
     Ok(report)
 }
 
-/// Runs shard `spec` of `phase`: [`index_shard`] (the per-document steps),
-/// [`embed_shard`] (the staged global rows' embeddings) or [`model_shard`]
-/// (the staged model stage's calls).
+/// Runs shard `spec` of `phase` and returns what it did: the per-document
+/// steps (`Units`), the staged model stage's calls (`Model`) or the staged
+/// global rows' embeddings (`Embed`); see the crate docs. A shard that
+/// finished before with the same input and settings is only checked. Errors
+/// name the shard.
 pub fn run_shard(
     project: Project,
     spec: ShardSpec,

@@ -16,7 +16,7 @@ use graphrag_engine::store::read_table;
 use graphrag_engine::table::{column_of, strings};
 use graphrag_vectors::{Collection, EmbeddedStore, HnswParams, VectorStore};
 
-/// The embedded fields (embeddings.<field>.parquet), as the index writes them.
+/// The embedded fields (`embeddings.<field>.parquet`), as the index writes them.
 pub use graphrag_engine::embedded_fields::EmbeddedField as Field;
 
 /// The field's place in the per-field caches (`Field::ALL`'s order).

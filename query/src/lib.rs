@@ -22,7 +22,7 @@
 //! and relationships' text unit lists as numbers of the distinct ids, `table::IdNumbers`), `context.rs`
 //! holds the pure packing/ranking functions, `methods/` one file per search method; every method makes
 //! exactly one final chat call (`Run::chat`), streamed when the caller asks. `embeddings.rs` turns an
-//! embeddings.<field>.parquet into a searchable store; a text unit that `embed` split into pieces (longer
+//! `embeddings.<field>.parquet` into a searchable store; a text unit that `embed` split into pieces (longer
 //! than the embedding model's window) also has its pieces' vectors (`piece_vectors`) and scores as the best
 //! of its whole vector and its pieces (MaxP). `retrieval.rs` holds the text unit rankings every method
 //! shares — dense, BM25 (`Index::lexical`: lexical_index.parquet, or built in memory from text_units for an
@@ -62,6 +62,8 @@
 //! from `vector_store.ann_threshold` vectors on, searched with beam `vector_store.ann_ef_search` (a beam of
 //! at least n / 100 scans the 8-bit codes instead of walking the graph), a `VectorStore` trait for external
 //! stores.
+
+#![warn(missing_docs)]
 
 pub mod context;
 mod data;
@@ -124,8 +126,11 @@ pub enum Method {
 }
 
 impl Method {
+    /// Every method's name, as [`Method::as_str`] writes it and `FromStr`
+    /// reads it (which also takes `naive` for `basic`).
     pub const NAMES: [&'static str; 9] = ["local", "global", "basic", "drift", "hybrid", "mix", "ppr", "dense", "bm25"];
 
+    /// The method's name on the command line, in the API and in eval results.
     pub fn as_str(self) -> &'static str {
         match self {
             Method::Local => "local",
@@ -172,7 +177,10 @@ impl FromStr for Method {
 /// One question.
 #[derive(Debug, Clone, PartialEq)]
 pub struct QueryRequest {
+    /// The search method.
     pub method: Method,
+    /// The question; refused when blank or over [`MAX_QUESTION_BYTES`]
+    /// ([`check_question`]).
     pub question: String,
     /// Community level for global (and the reports of local / DRIFT): as in
     /// GraphRAG, the reports at levels 0 to N; `None`: GraphRAG's default 2.
@@ -202,6 +210,9 @@ pub struct QueryRequest {
 }
 
 impl QueryRequest {
+    /// A request with GraphRAG's defaults: community level `None` (2), a
+    /// [`DEFAULT_RESPONSE_TYPE`] answer, no history, no budget, reranking as
+    /// the settings say, never cancelled.
     pub fn new(method: Method, question: impl Into<String>) -> QueryRequest {
         QueryRequest {
             method,
@@ -218,6 +229,7 @@ impl QueryRequest {
     }
 }
 
+/// GraphRAG's default [`QueryRequest::response_type`].
 pub const DEFAULT_RESPONSE_TYPE: &str = "Multiple Paragraphs";
 
 /// The longest question answered (16 K tokens or so): every method repeats
@@ -230,8 +242,13 @@ pub const MAX_QUESTION_BYTES: usize = 64 * 1024;
 /// server answers 422 with this text).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum QuestionRefused {
+    /// Nothing but white space.
     Empty,
-    TooLong { bytes: usize },
+    /// Over [`MAX_QUESTION_BYTES`].
+    TooLong {
+        /// The question's length in bytes (UTF-8).
+        bytes: usize,
+    },
 }
 
 impl std::fmt::Display for QuestionRefused {
@@ -270,7 +287,9 @@ pub struct QueryStats {
     pub context_tokens: u64,
     /// Chat requests answered by the server (cache hits not counted).
     pub llm_calls: u64,
+    /// Prompt tokens of those requests, as the server counted them.
     pub prompt_tokens: u64,
+    /// Completion tokens of those requests, as the server counted them.
     pub completion_tokens: u64,
     /// Chat answers taken from the response cache.
     pub cache_hits: u64,
@@ -298,6 +317,7 @@ pub struct QueryResult {
     /// `reports`, `claims`, ...) with their `id` = human_readable_id, plus
     /// method-specific details.
     pub context_records: Value,
+    /// What the query cost and how long it took.
     pub stats: QueryStats,
 }
 
@@ -351,10 +371,6 @@ impl QueryEngine {
         Ok(QueryEngine { root: root.to_path_buf(), settings, llm, index })
     }
 
-    pub fn settings(&self) -> &Settings {
-        &self.settings
-    }
-
     /// Reads every table and vector file of the index now, rather than on
     /// first use: after this, queries read nothing from the output folder.
     pub fn load_all(&self) -> anyhow::Result<()> {
@@ -368,10 +384,6 @@ impl QueryEngine {
         } else {
             retrieval::Retriever::Dense
         }
-    }
-
-    pub fn root(&self) -> &Path {
-        &self.root
     }
 
     /// The titles of the documents that a context's source rows come from,
@@ -577,10 +589,10 @@ fn ms(since: Instant) -> f64 {
     (since.elapsed().as_secs_f64() * 1e6).round() / 1e3
 }
 
-/// The state of one query: models, usage counters, settings shortcuts.
-/// A receiver of the streamed answer.
+/// A receiver of the streamed answer, called with each piece of its text.
 pub type OnToken<'a> = dyn FnMut(&str) + Send + 'a;
 
+/// The state of one query: models, usage counters, settings shortcuts.
 pub(crate) struct Run<'a, 'b> {
     pub engine: &'a QueryEngine,
     pub req: &'a QueryRequest,

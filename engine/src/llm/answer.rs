@@ -28,6 +28,7 @@ pub enum InvalidKind {
 }
 
 impl InvalidKind {
+    /// The word messages and `LlmError::InvalidAnswer` use.
     pub fn as_str(self) -> &'static str {
         match self {
             InvalidKind::Truncated => "truncated",
@@ -37,14 +38,17 @@ impl InvalidKind {
     }
 }
 
+/// An answer that failed its check: never used, never cached, asked again.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Invalid {
+    /// Which defect (counted per kind in stats.json).
     pub kind: InvalidKind,
+    /// What is wrong, for messages and the corrective retry.
     pub reason: String,
 }
 
 impl Invalid {
-    pub fn malformed(reason: impl Into<String>) -> Invalid {
+    pub(crate) fn malformed(reason: impl Into<String>) -> Invalid {
         Invalid { kind: InvalidKind::Malformed, reason: reason.into() }
     }
 }
@@ -64,6 +68,8 @@ pub struct AnswerCheck<F> {
 }
 
 impl<T, F: Fn(&str) -> Result<T, String>> AnswerCheck<F> {
+    /// A check that parses with `parse`; `expected` is said to the model
+    /// when an answer did not parse.
     pub fn new(expected: impl Into<Cow<'static, str>>, parse: F) -> Self {
         AnswerCheck { expected: expected.into(), parse }
     }
@@ -93,6 +99,7 @@ impl<T, F: Fn(&str) -> Result<T, String>> AnswerCheck<F> {
         (self.parse)(&completion.content).map_err(Invalid::malformed)
     }
 
+    /// What a corrective retry asks the model for.
     pub fn expected(&self) -> &str {
         &self.expected
     }

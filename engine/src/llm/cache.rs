@@ -37,7 +37,7 @@ use graphrag_operations::ids::sha256_hex;
 /// A stored form `S` (an answer as the server sent it) that passed a check,
 /// with the value `T` the check made of it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Checked<S, T> {
+pub(crate) struct Checked<S, T> {
     stored: S,
     value: T,
 }
@@ -52,22 +52,23 @@ impl<S, T> Checked<S, T> {
         }
     }
 
-    pub fn stored(&self) -> &S {
+    pub(crate) fn stored(&self) -> &S {
         &self.stored
     }
 
+    #[cfg(test)]
     pub fn value(&self) -> &T {
         &self.value
     }
 
-    pub fn into_parts(self) -> (S, T) {
+    pub(crate) fn into_parts(self) -> (S, T) {
         (self.stored, self.value)
     }
 }
 
 /// What a cache lookup found.
 #[derive(Debug)]
-pub enum Lookup<S, T, E> {
+pub(crate) enum Lookup<S, T, E> {
     Hit(Checked<S, T>),
     Miss,
     /// An entry that reads but fails the check (asked again).
@@ -96,6 +97,9 @@ impl<S, T, E: std::fmt::Display> Lookup<S, T, E> {
     }
 }
 
+/// The model answer cache of a project (or of one partition of it): a
+/// local folder or an object store prefix, answers in segment files; every
+/// entry read is checked again by the caller before use.
 pub struct ResponseCache {
     segments: SegmentAnswers,
     /// In a local folder: the answers of older versions, one file each.
@@ -112,7 +116,7 @@ impl ResponseCache {
 
     /// The cache at a storage location: segments of answers in its folder
     /// or under its object store prefix.
-    pub fn at(location: &Location) -> Self {
+    pub(crate) fn at(location: &Location) -> Self {
         let legacy = match location.backend() {
             Backend::Folder(dir) => Some(LegacyFiles::new(dir)),
             Backend::ObjectStore(_) => None,
@@ -122,7 +126,7 @@ impl ResponseCache {
 
     /// Copies the answers of the local cache folder `folder` (segments, and
     /// files of older versions) into the cache at `to`, an object store
-    /// location (see [`super::cache_segments`]'s `import_folder`).
+    /// location.
     pub fn import(folder: &Path, to: &Location) -> anyhow::Result<Imported> {
         match to.backend() {
             Backend::ObjectStore(_) => import_folder(folder, to.store().as_ref()),
@@ -134,7 +138,7 @@ impl ResponseCache {
 
     /// The cache of one pipeline step (GraphRAG's `model_instance_name`):
     /// entries under `DIR/<name>/`, reading older unpartitioned entries too.
-    pub fn partition(&self, name: &str) -> Self {
+    pub(crate) fn partition(&self, name: &str) -> Self {
         ResponseCache {
             segments: self.segments.partition(name),
             legacy: self.legacy.as_ref().map(|legacy| legacy.partition(name)),
@@ -144,7 +148,7 @@ impl ResponseCache {
 
     /// Writes the answers the cache keeps in memory (a step's, when it
     /// ends; otherwise every second, see [`super::cache_segments`]).
-    pub fn flush(&self) {
+    pub(crate) fn flush(&self) {
         self.segments.flush();
     }
 
@@ -154,7 +158,7 @@ impl ResponseCache {
     /// rerun cheap). In a local folder its segments also take at most
     /// `max_bytes`, the oldest deleted first; on an object store a bucket's
     /// lifecycle rule expires old segments.
-    pub fn bounded(self, max_bytes: u64) -> Self {
+    pub(crate) fn bounded(self, max_bytes: u64) -> Self {
         self.segments.bound(max_bytes);
         if self.legacy.is_some() {
             self.segments.keep_at_most(max_bytes);
@@ -162,18 +166,26 @@ impl ResponseCache {
         self
     }
 
-    pub fn key(parts: &[&str]) -> String {
+    pub(crate) fn key(parts: &[&str]) -> String {
         let bytes: Vec<&[u8]> = parts.iter().map(|p| p.as_bytes()).collect();
         sha256_hex(&bytes)
     }
 
     /// The entry under `key` if it reads and passes `check`.
-    pub fn get<S: DeserializeOwned, T, E>(&self, key: &str, check: impl FnOnce(&S) -> Result<T, E>) -> Lookup<S, T, E> {
+    pub(crate) fn get<S: DeserializeOwned, T, E>(
+        &self,
+        key: &str,
+        check: impl FnOnce(&S) -> Result<T, E>,
+    ) -> Lookup<S, T, E> {
         self.get_as(key, |bytes| serde_json::from_slice(bytes).map_err(|e| e.to_string()), check)
     }
 
     /// The embedding vector under `key` if it reads and passes `check`.
-    pub fn get_vector<T, E>(&self, key: &str, check: impl FnOnce(&Vec<f32>) -> Result<T, E>) -> Lookup<Vec<f32>, T, E> {
+    pub(crate) fn get_vector<T, E>(
+        &self,
+        key: &str,
+        check: impl FnOnce(&Vec<f32>) -> Result<T, E>,
+    ) -> Lookup<Vec<f32>, T, E> {
         self.get_as(key, cache_vector::decode, check)
     }
 
@@ -211,7 +223,7 @@ impl ResponseCache {
     }
 
     /// Stores a checked answer; a failure to write only costs a future cache miss.
-    pub fn put<S: Serialize, T>(&self, key: &str, value: &Checked<S, T>) {
+    pub(crate) fn put<S: Serialize, T>(&self, key: &str, value: &Checked<S, T>) {
         match serde_json::to_vec(value.stored()) {
             Ok(bytes) => self.segments.put(key, bytes.into()),
             Err(e) => tracing::warn!("could not write cache entry {key}: {e}"),
@@ -219,7 +231,7 @@ impl ResponseCache {
     }
 
     /// Stores a checked embedding vector, compact ([`super::cache_vector`]).
-    pub fn put_vector<T>(&self, key: &str, value: &Checked<Vec<f32>, T>) {
+    pub(crate) fn put_vector<T>(&self, key: &str, value: &Checked<Vec<f32>, T>) {
         self.segments.put(key, Bytes::from(cache_vector::encode(value.stored())));
     }
 }

@@ -100,7 +100,7 @@ impl Held {
         self.max_bytes = Some(max_bytes);
     }
 
-    pub fn max_bytes(&self) -> Option<u64> {
+    pub(crate) fn max_bytes(&self) -> Option<u64> {
         self.max_bytes
     }
 
@@ -121,7 +121,7 @@ impl Held {
     }
 
     /// This process's answer to `slot`, kept until it is written.
-    pub fn put_mine(&mut self, slot: Slot, answer: Bytes) {
+    pub(crate) fn put_mine(&mut self, slot: Slot, answer: Bytes) {
         self.insert(slot, Entry { answer: Some(answer), place: None, mine: true, tick: 0 });
     }
 
@@ -143,7 +143,7 @@ impl Held {
 
     /// An answer the store holds at `place` (loaded when `answer` is given),
     /// replacing what was read before unless this process wrote its own.
-    pub fn stored(&mut self, slot: Slot, place: Place, answer: Option<Bytes>) {
+    pub(crate) fn stored(&mut self, slot: Slot, place: Place, answer: Option<Bytes>) {
         if self.entries.get(&slot).is_some_and(|e| e.mine) {
             return;
         }
@@ -156,7 +156,7 @@ impl Held {
     }
 
     /// `answer`, read again from `place`, is loaded if the entry is still there.
-    pub fn reloaded(&mut self, slot: Slot, place: &Place, answer: Bytes) {
+    pub(crate) fn reloaded(&mut self, slot: Slot, place: &Place, answer: Bytes) {
         let Some(entry) = self.entries.get_mut(&slot) else { return };
         if entry.answer.is_some() || entry.place.as_ref() != Some(place) {
             return;

@@ -73,16 +73,16 @@ use super::cache_held::{hex_digit, slot, Held, Holding, Place};
 use crate::storage::Store;
 
 /// How long an answer waits in memory at most while a run goes on.
-pub const FLUSH_INTERVAL: Duration = Duration::from_secs(1);
+pub(crate) const FLUSH_INTERVAL: Duration = Duration::from_secs(1);
 /// Answers of one partition that are written at once when that many wait.
-pub const FLUSH_ANSWERS: usize = 2_000;
+pub(crate) const FLUSH_ANSWERS: usize = 2_000;
 /// Bytes of answers of one partition written at once when that many wait
 /// (a bounded cache: a quarter of its bound, if less); also the most bytes
 /// a writer folds into one segment.
-pub const FLUSH_BYTES: usize = 16 << 20;
+pub(crate) const FLUSH_BYTES: usize = 16 << 20;
 
 /// Segments of its own in a partition past which a writer folds them.
-pub const FOLD_SEGMENTS: usize = 64;
+pub(crate) const FOLD_SEGMENTS: usize = 64;
 
 /// Where a partition keeps its segments.
 const SEGMENTS: &str = "segments";
@@ -217,13 +217,13 @@ impl SegmentAnswers {
     /// Keeps this partition's segments within `max_bytes` of storage (a
     /// folder's: it has no lifecycle rule): before a segment is written, the
     /// oldest are deleted, whoever wrote them, until it fits.
-    pub fn keep_at_most(&self, max_bytes: u64) {
+    pub(crate) fn keep_at_most(&self, max_bytes: u64) {
         let _ = self.shared.partition(&self.path).stored_bound.set(max_bytes);
     }
 
     /// What the answers held in memory are counted as, for a bounded cache.
     #[cfg(test)]
-    pub fn held_bytes(&self) -> u64 {
+    pub(crate) fn held_bytes(&self) -> u64 {
         self.shared.state().held.bytes()
     }
 
@@ -641,10 +641,12 @@ fn segment_lines(segment: &Bytes, mut each: impl FnMut(&str, Range<u64>, Bytes))
     damaged
 }
 
-/// What [`import_folder`] copied.
+/// What [`ResponseCache::import`](super::ResponseCache::import) copied.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Imported {
+    /// Answers copied.
     pub answers: u64,
+    /// Segment files written to the store.
     pub segments: u64,
     /// Files named as answers that are not JSON (not copied).
     pub skipped: u64,

@@ -20,7 +20,9 @@ use graphrag_operations::tokenizer::Encoding;
 /// A usable answer: what the model said and the value its check made of it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Answer<T> {
+    /// The answer as the server sent it (or the cache kept it).
     pub completion: Completion,
+    /// What the call's check made of it (the text, a parsed JSON object, …).
     pub value: T,
     /// Answered by the cache: no model call was made.
     pub from_cache: bool,
@@ -30,7 +32,7 @@ pub struct Answer<T> {
 const ANSWER_RETRIES: u32 = 2;
 
 /// How a corrective retry begins (the mock server recognises it).
-pub const CORRECTION: &str = "Your previous answer could not be used";
+pub(crate) const CORRECTION: &str = "Your previous answer could not be used";
 
 /// The most of an unusable answer a corrective retry quotes back.
 const QUOTED_ANSWER_CHARS: usize = 4000;
@@ -39,11 +41,17 @@ const QUOTED_ANSWER_CHARS: usize = 4000;
 /// own temperature or answer length); `None` keeps the model's value.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct CallOptions {
+    /// Sampling temperature.
     pub temperature: Option<f64>,
+    /// Nucleus sampling.
     pub top_p: Option<f64>,
+    /// The answer's `max_tokens`.
     pub max_tokens: Option<u32>,
 }
 
+/// One chat model of the settings, ready to call: its transport, limits,
+/// retries and circuit breaker, and the cache of its answers. Clones made
+/// with `within`, `with_options` or a partition share the limits and breaker.
 pub struct ChatModel {
     id: String,
     config: ModelConfig,
@@ -54,6 +62,8 @@ pub struct ChatModel {
 }
 
 impl ChatModel {
+    /// The model `id` of the settings, with its own limits and circuit
+    /// breaker; errors when its settings cannot make a client (see [`LlmError::Config`]).
     pub fn new(id: &str, config: &ModelConfig, cache: Option<Arc<ResponseCache>>) -> Result<Self, LlmError> {
         Ok(ChatModel {
             id: id.to_string(),
@@ -67,7 +77,7 @@ impl ChatModel {
 
     /// The same model (same limits and circuit breaker) caching its answers
     /// in the partition `name` of the cache (a step's `model_instance_name`).
-    pub fn in_partition(&self, name: &str) -> ChatModel {
+    pub(crate) fn in_partition(&self, name: &str) -> ChatModel {
         ChatModel {
             id: self.id.clone(),
             config: self.config.clone(),
@@ -101,6 +111,7 @@ impl ChatModel {
         }
     }
 
+    /// Its id in the settings (`default_completion_model`).
     pub fn id(&self) -> &str {
         &self.id
     }

@@ -28,6 +28,8 @@ enum Backend {
     },
 }
 
+/// One embedding model of the settings: over HTTP (batched, retried,
+/// limited) or in process (`model_provider: local`), its vectors cached.
 pub struct EmbeddingModel {
     id: String,
     config: ModelConfig,
@@ -37,6 +39,8 @@ pub struct EmbeddingModel {
 }
 
 impl EmbeddingModel {
+    /// The model `id` of the settings; errors when its settings cannot make
+    /// a client (a local model loads at its first use).
     pub fn new(id: &str, config: &ModelConfig, cache: Option<Arc<ResponseCache>>) -> Result<Self, LlmError> {
         let backend = if config.model_provider == Provider::Local {
             Backend::Local {
@@ -56,7 +60,7 @@ impl EmbeddingModel {
 
     /// The same model caching its vectors in the partition `name` of the
     /// cache (the embed step's `model_instance_name`).
-    pub fn in_partition(&self, name: &str) -> EmbeddingModel {
+    pub(crate) fn in_partition(&self, name: &str) -> EmbeddingModel {
         EmbeddingModel {
             id: self.id.clone(),
             config: self.config.clone(),
@@ -77,6 +81,7 @@ impl EmbeddingModel {
         }
     }
 
+    /// Its id in the settings (`embedding_models`).
     pub fn id(&self) -> &str {
         &self.id
     }

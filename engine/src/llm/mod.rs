@@ -75,7 +75,7 @@ mod http;
 mod limiter;
 mod openai;
 pub mod preflight;
-pub mod rerank;
+mod rerank;
 mod retry;
 mod service;
 mod usage;
@@ -83,7 +83,7 @@ mod vertex;
 mod wire;
 
 pub use answer::{AnswerCheck, Invalid, InvalidKind};
-pub use cache::{Checked, Imported, Lookup, ResponseCache};
+pub use cache::{Imported, ResponseCache};
 pub use chat::{Answer, CallOptions, ChatModel};
 pub use embedding::EmbeddingModel;
 pub use rerank::RerankModel;
@@ -98,19 +98,26 @@ use crate::interrupt::Interrupted;
 use crate::settings::ModelConfig;
 use graphrag_operations::tokenizer::Encoding;
 
+/// One message of a chat request, in OpenAI's form (each provider's wire
+/// format is translated from it).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Message {
+    /// `system`, `user` or `assistant`.
     pub role: String,
+    /// The message's text.
     pub content: String,
 }
 
 impl Message {
+    /// A `system` message: the instructions that frame the conversation.
     pub fn system(content: impl Into<String>) -> Self {
         Message { role: "system".into(), content: content.into() }
     }
+    /// A `user` message: what is asked.
     pub fn user(content: impl Into<String>) -> Self {
         Message { role: "user".into(), content: content.into() }
     }
+    /// An `assistant` message: an earlier answer of the model.
     pub fn assistant(content: impl Into<String>) -> Self {
         Message { role: "assistant".into(), content: content.into() }
     }
@@ -119,8 +126,11 @@ impl Message {
 /// What a chat call returns (and the cache stores).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Completion {
+    /// The answer's text (a streamed answer's, whole).
     pub content: String,
+    /// Prompt tokens, as the server counted them (0 when it did not say).
     pub prompt_tokens: u64,
+    /// Answer tokens, as the server counted them (0 when it did not say).
     pub completion_tokens: u64,
     /// Why the model stopped (`stop`, `length`, ...), when the server says.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -130,14 +140,49 @@ pub struct Completion {
 /// Why a call failed after retries; the API key never appears in it.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum LlmError {
+    /// A failure retrying cannot mend (a 4xx but 408 and 429, a bad URL, TLS).
     #[error("{model}: request rejected ({status}): {message}")]
-    Rejected { model: String, status: u16, message: String },
+    Rejected {
+        /// The model's id in settings.
+        model: String,
+        /// The HTTP status; 0 when the request got no answer.
+        status: u16,
+        /// What the server or the transport said.
+        message: String,
+    },
+    /// Transient failures until the retries (`max_retries`) or the time to
+    /// retry in (`max_retry_time`, a query's budget) ran out.
     #[error("{model}: gave up after {attempts} attempts: {last}")]
-    Exhausted { model: String, attempts: u32, last: String },
+    Exhausted {
+        /// The model's id in settings.
+        model: String,
+        /// Requests sent, the first included.
+        attempts: u32,
+        /// The last failure, and why retrying stopped.
+        last: String,
+    },
+    /// Answers came back, but none passed the call's check ([`AnswerCheck`]).
     #[error("{model}: no usable answer after {attempts} attempts ({kind} answer: {reason})")]
-    InvalidAnswer { model: String, kind: &'static str, reason: String, attempts: u32 },
+    InvalidAnswer {
+        /// The model's id in settings.
+        model: String,
+        /// The last answer's defect ([`InvalidKind::as_str`]).
+        kind: &'static str,
+        /// What the check found wrong with it.
+        reason: String,
+        /// Answers received.
+        attempts: u32,
+    },
+    /// Not sent: the model's circuit breaker is open for the rest of the run.
     #[error("{model}: not called: {failures} calls in a row failed (max_consecutive_failures); the last: {last}")]
-    Stopped { model: String, failures: u32, last: String },
+    Stopped {
+        /// The model's id in settings.
+        model: String,
+        /// Calls in a row that failed for good.
+        failures: u32,
+        /// The last of those failures.
+        last: String,
+    },
     /// The run was stopped ([`Interrupted`]): a caller that tells a stop
     /// apart checks its stop flag, which the error's chain need not reach.
     #[error("the model call was stopped")]
@@ -145,6 +190,9 @@ pub enum LlmError {
     /// The request the call served was cancelled (see `crate::cancel`).
     #[error("cancelled: the request was abandoned")]
     Cancelled,
+    /// The model cannot be called as configured: not defined, no
+    /// credentials or region, a bad `api_base` or header, a local model that
+    /// does not load. The message names the model.
     #[error("{0}")]
     Config(String),
 }

@@ -24,10 +24,10 @@ use crate::settings::{LoadedSettings, ModelConfig, Provider};
 
 /// Each request's limit; the endpoints are checked at once, so the whole
 /// check ends within it.
-pub const TIMEOUT: Duration = Duration::from_secs(4);
+pub(crate) const TIMEOUT: Duration = Duration::from_secs(4);
 
 /// The check's chat message and embedding input (the mock server knows it).
-pub const MESSAGE: &str = "graphrag-rs connection check: reply with OK.";
+pub(crate) const MESSAGE: &str = "graphrag-rs connection check: reply with OK.";
 
 /// The API key `graphrag init` writes into .env for the user to replace.
 const INIT_PLACEHOLDER: &str = "<API_KEY>";
@@ -35,7 +35,9 @@ const INIT_PLACEHOLDER: &str = "<API_KEY>";
 /// Which kind of model a settings entry is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ModelKind {
+    /// A `completion_models` entry.
     Chat,
+    /// An `embedding_models` entry.
     Embedding,
 }
 

@@ -17,6 +17,8 @@ use super::{LlmError, UsageCounters};
 use crate::settings::ModelConfig;
 use graphrag_operations::tokenizer::Encoding;
 
+/// One rerank model of the settings (`/rerank`, Cohere's and Jina's form):
+/// its transport, limits, retries and answer cache.
 pub struct RerankModel {
     id: String,
     model: String,
@@ -27,7 +29,7 @@ pub struct RerankModel {
 }
 
 impl RerankModel {
-    pub fn new(id: &str, config: &ModelConfig, cache: Option<Arc<ResponseCache>>) -> Result<Self, LlmError> {
+    pub(crate) fn new(id: &str, config: &ModelConfig, cache: Option<Arc<ResponseCache>>) -> Result<Self, LlmError> {
         Ok(RerankModel {
             id: id.to_string(),
             model: config.model.clone(),
@@ -50,6 +52,7 @@ impl RerankModel {
         }
     }
 
+    /// Its id in the settings (`rerank_models`).
     pub fn id(&self) -> &str {
         &self.id
     }

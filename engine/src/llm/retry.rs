@@ -25,8 +25,12 @@ use crate::settings::{duration_of_seconds, ModelConfig};
 /// request, no more waiting, answers in flight still received).
 #[derive(Debug, Clone, Default)]
 pub struct CallScope {
+    /// Cancels the scope's calls (a query whose client went away).
     pub cancel: CancelToken,
+    /// Bounds the retries of all the scope's calls together; `None`: each
+    /// call has its model's `max_retry_time`.
     pub retry_budget: Option<RetryBudget>,
+    /// The run's stop.
     pub stop: StopFlag,
 }
 
@@ -42,6 +46,8 @@ pub struct RetryBudget {
 }
 
 impl RetryBudget {
+    /// A budget of `limit`; `why` names what set it in the error that ends
+    /// retrying (`query.max_retry_time is 20 s`).
     pub fn new(limit: Duration, why: impl Into<String>) -> RetryBudget {
         RetryBudget { limit, why: why.into(), first_failure: Arc::default() }
     }

@@ -15,6 +15,9 @@ use crate::storage::{Location, Storage};
 /// The cache partition of query answers (size-bounded: see [`LlmService::for_queries`]).
 pub const QUERY_PARTITION: &str = "query";
 
+/// A project's models by id (chat, embedding, rerank), the answer cache
+/// they share, and the tokio runtime on which synchronous callers (verbs)
+/// run their calls.
 pub struct LlmService {
     runtime: tokio::runtime::Runtime,
     chat: BTreeMap<String, Result<Arc<ChatModel>, String>>,
@@ -113,12 +116,14 @@ impl LlmService {
 
     /// Writes the answers the cache keeps in memory (on an object store, at
     /// the end of a step: see [`ResponseCache::flush`]).
-    pub fn flush_cache(&self) {
+    pub(crate) fn flush_cache(&self) {
         if let Some(cache) = &self.cache {
             cache.flush();
         }
     }
 
+    /// The chat model `id` of `completion_models`; an error when it is not
+    /// defined or its settings could not make a client.
     pub fn chat_model(&self, id: &str) -> Result<Arc<ChatModel>, LlmError> {
         match self.chat.get(id) {
             Some(Ok(m)) => Ok(m.clone()),
@@ -142,6 +147,7 @@ impl LlmService {
         matches!(self.chat.get(id), Some(Ok(_)))
     }
 
+    /// The embedding model `id` of `embedding_models`; errors as [`Self::chat_model`].
     pub fn embedding_model(&self, id: &str) -> Result<Arc<EmbeddingModel>, LlmError> {
         match self.embedding.get(id) {
             Some(Ok(m)) => Ok(m.clone()),
@@ -159,6 +165,7 @@ impl LlmService {
         })
     }
 
+    /// The rerank model `id` of `rerank_models`; errors as [`Self::chat_model`].
     pub fn rerank_model(&self, id: &str) -> Result<Arc<RerankModel>, LlmError> {
         match self.rerank.get(id) {
             Some(Ok(m)) => Ok(m.clone()),

@@ -457,7 +457,7 @@ fn check_ranges(loaded: &LoadedSettings) -> Result<(), ConfigError> {
 }
 
 /// The smallest `serve.max_header_bytes` (hyper's smallest read buffer).
-pub const MIN_HEADER_BYTES: usize = 8192;
+pub(crate) const MIN_HEADER_BYTES: usize = 8192;
 
 fn check_query_and_serve(loaded: &LoadedSettings) -> Result<(), ConfigError> {
     let (q, sv) = (&loaded.settings.query, &loaded.settings.serve);

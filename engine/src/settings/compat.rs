@@ -9,7 +9,7 @@ use super::{Settings, StorageType};
 
 /// A GraphRAG key present in the settings file that has no effect here.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct IgnoredKey {
+pub(crate) struct IgnoredKey {
     /// Dotted key path.
     pub path: String,
     /// 1-based line in the settings file, when found.

@@ -39,9 +39,11 @@ use crate::yaml_lines;
 pub struct Secret(String);
 
 impl Secret {
+    /// The secret in clear, for the one place that sends it (a header, a signature).
     pub fn expose(&self) -> &str {
         &self.0
     }
+    /// Whether it is empty or only whitespace: not set.
     pub fn is_empty(&self) -> bool {
         self.0.trim().is_empty()
     }
@@ -96,15 +98,16 @@ mod sections;
 mod storage;
 
 pub use check::regex_error;
-pub use compat::IgnoredKey;
-pub use models::{
-    Jitter, ModelConfig, Precision, RateLimit, RateLimitConfig, RetryConfig, RetryPolicy, DEFAULT_CONCURRENCY,
-};
-pub use provider::{AwsAccess, BedrockEmbedder, Provider, VertexAccess};
+pub(crate) use compat::IgnoredKey;
+pub(crate) use models::RateLimit;
+pub(crate) use models::DEFAULT_CONCURRENCY;
+pub use models::{ModelConfig, Precision, RateLimitConfig, RetryConfig};
+pub(crate) use provider::BedrockEmbedder;
+pub use provider::{AwsAccess, Provider, VertexAccess};
 pub use sections::*;
+pub(crate) use storage::REMOTE_ROOT_FILE;
 pub use storage::{
-    AzureAccount, ProjectRoot, RemoteService, RemoteStorage, StorageConfig, StorageKeyError, StorageTarget,
-    StorageType, REMOTE_ROOT_FILE,
+    AzureAccount, ProjectRoot, RemoteService, RemoteStorage, StorageConfig, StorageKeyError, StorageTarget, StorageType,
 };
 
 fn default_completion_models() -> BTreeMap<String, ModelConfig> {
@@ -119,52 +122,84 @@ fn default_embedding_models() -> BTreeMap<String, ModelConfig> {
 section!(
     /// The whole settings file: GraphRAG 3.3's sections and keys, and ours.
     Settings {
+    /// Chat models by id; steps and queries name them (`completion_model_id`).
     completion_models: BTreeMap<String, ModelConfig> = default_completion_models(),
+    /// Embedding models by id (`embedding_model_id`).
     embedding_models: BTreeMap<String, ModelConfig> = default_embedding_models(),
     /// Models that rerank retrieved text chunks (graphrag-rs extension:
     /// Cohere's and Jina's `/rerank`, as vLLM, TEI and Infinity serve it).
     rerank_models: BTreeMap<String, ModelConfig> = BTreeMap::new(),
     /// Default `concurrent_requests` of every model that sets none.
     concurrent_requests: u32 = DEFAULT_CONCURRENCY,
+    /// Accepted for GraphRAG, no effect.
     async_mode: Option<Unused> = None,
+    /// The input documents.
     input: InputConfig = InputConfig::default(),
+    /// Where the input files are (default: the `input` folder).
     input_storage: StorageConfig = StorageConfig::under("input"),
+    /// Where the index is published (default: the `output` folder).
     output_storage: StorageConfig = StorageConfig::default(),
     /// GraphRAG's incremental index folder; `update` here stages in output/.update/.
     update_output_storage: Option<StorageConfig> = None,
+    /// GraphRAG's table format (Parquet only).
     table_provider: TableProviderConfig = TableProviderConfig::default(),
+    /// Where the log files go (default: the `logs` folder).
     reporting: StorageConfig = StorageConfig::under("logs"),
+    /// The model answer cache.
     cache: CacheConfig = CacheConfig::default(),
+    /// How documents are split into text units.
     chunking: ChunkingConfig = ChunkingConfig::default(),
+    /// Where embeddings are stored and searched.
     vector_store: VectorStoreConfig = VectorStoreConfig::default(),
     /// GraphRAG's explicit workflow list (not supported: pipelines are files here).
     workflows: Option<Vec<String>> = None,
+    /// The embed steps.
     embed_text: EmbedTextConfig = EmbedTextConfig::default(),
+    /// Graph extraction by the chat model.
     extract_graph: ExtractGraphConfig = ExtractGraphConfig::default(),
+    /// Merging descriptions into one.
     summarize_descriptions: SummarizeDescriptionsConfig = SummarizeDescriptionsConfig::default(),
+    /// Graph extraction without a model (the fast method).
     extract_graph_nlp: ExtractGraphNlpConfig = ExtractGraphNlpConfig::default(),
+    /// Pruning of the fast method's graph.
     prune_graph: PruneGraphConfig = PruneGraphConfig::default(),
+    /// Entity resolution.
     resolve_entities: ResolveEntitiesConfig = ResolveEntitiesConfig::default(),
+    /// Community detection.
     cluster_graph: ClusterGraphConfig = ClusterGraphConfig::default(),
+    /// Claim extraction.
     extract_claims: ExtractClaimsConfig = ExtractClaimsConfig::default(),
+    /// Community reports.
     community_reports: CommunityReportsConfig = CommunityReportsConfig::default(),
+    /// What `update` writes again.
     update: UpdateConfig = UpdateConfig::default(),
+    /// Extra outputs.
     snapshots: SnapshotsConfig = SnapshotsConfig::default(),
+    /// Local search.
     local_search: LocalSearchConfig = LocalSearchConfig::default(),
+    /// Global search.
     global_search: GlobalSearchConfig = GlobalSearchConfig::default(),
+    /// DRIFT search.
     drift_search: DriftSearchConfig = DriftSearchConfig::default(),
+    /// Basic search.
     basic_search: BasicSearchConfig = BasicSearchConfig::default(),
+    /// LightRAG-style keyword (hybrid / mix) search.
     keyword_search: KeywordSearchConfig = KeywordSearchConfig::default(),
+    /// Graph-propagation search.
     ppr_search: PprSearchConfig = PprSearchConfig::default(),
+    /// What a run tolerates.
     failures: FailuresConfig = FailuresConfig::default(),
+    /// Bounds of model calls at query time.
     query: QueryConfig = QueryConfig::default(),
+    /// Reranking of retrieved chunks.
     rerank: RerankConfig = RerankConfig::default(),
+    /// The HTTP server's limits.
     serve: ServeConfig = ServeConfig::default(),
 });
 
 /// A chat model's answer length on Anthropic when settings give none:
 /// within every Claude model's output limit, long enough for extraction.
-pub const ANTHROPIC_MAX_TOKENS: u32 = 4096;
+pub(crate) const ANTHROPIC_MAX_TOKENS: u32 = 4096;
 
 impl Settings {
     /// LiteLLM's `provider/model` names become the provider and the bare
@@ -194,7 +229,7 @@ impl Settings {
     /// model the AWS credentials (see `AwsAccess`) and a Vertex AI model
     /// what settings left unset of its access (see `VertexAccess`), as
     /// GraphRAG's LiteLLM does.
-    pub fn keys_from_environment(&mut self, lookup: impl Fn(&str) -> Option<String>) {
+    pub(crate) fn keys_from_environment(&mut self, lookup: impl Fn(&str) -> Option<String>) {
         for model in self.completion_models.values_mut().chain(self.embedding_models.values_mut()) {
             if model.model_provider == Provider::Bedrock {
                 let region = model.call_args.get("aws_region_name").and_then(|r| r.as_str()).map(str::to_string);
@@ -252,11 +287,15 @@ impl Settings {
 /// pointing later errors at a line).
 #[derive(Debug, Clone)]
 pub struct LoadedSettings {
+    /// The settings, checked, with keys from the environment filled in.
     pub settings: Settings,
+    /// The file they were read from (or where it would be), as messages name it.
     pub file: PathBuf,
+    /// The file's text after `${VAR}` substitution (empty for the defaults):
+    /// what [`LoadedSettings::error_at`] finds lines in.
     pub text: String,
     /// GraphRAG keys present in the file that have no effect here.
-    pub ignored: Vec<IgnoredKey>,
+    pub(crate) ignored: Vec<IgnoredKey>,
 }
 
 impl LoadedSettings {
@@ -284,7 +323,7 @@ impl LoadedSettings {
 /// The longest duration any setting may give, in seconds (one year): far
 /// beyond any useful timeout or wait, far below what a `Duration` holds
 /// (about 1.8e19 s), so no validated setting can overflow one.
-pub const MAX_SECONDS: f64 = 31_536_000.0;
+pub(crate) const MAX_SECONDS: f64 = 31_536_000.0;
 
 /// `secs` as a Duration that never panics: NaN and negatives are zero, and
 /// anything too large for a Duration is `Duration::MAX`. For values that may
@@ -297,11 +336,12 @@ pub fn duration_of_seconds(secs: f64) -> std::time::Duration {
     std::time::Duration::try_from_secs_f64(secs).unwrap_or(std::time::Duration::MAX)
 }
 
+/// The settings file `init` writes and messages name.
 pub const SETTINGS_FILE: &str = "settings.yaml";
 
 /// The settings files a project may have, in the order they are looked for
 /// (GraphRAG's order).
-pub const SETTINGS_FILES: [&str; 3] = [SETTINGS_FILE, "settings.yml", "settings.json"];
+pub(crate) const SETTINGS_FILES: [&str; 3] = [SETTINGS_FILE, "settings.yml", "settings.json"];
 
 /// The project's settings file, if it has one.
 pub fn find(root: &Path) -> Option<PathBuf> {
@@ -312,8 +352,8 @@ pub fn find(root: &Path) -> Option<PathBuf> {
 /// `${VAR}` from the environment and ROOT/.env, and checks the values.
 ///
 /// When ROOT is the working copy of a root in a bucket (it has
-/// [`REMOTE_ROOT_FILE`]), errors name the file by its URL, and the `file`
-/// storages become prefixes under that root ([`Settings::rebase`]).
+/// `REMOTE_ROOT_FILE`), errors name the file by its URL, and the `file`
+/// storages become prefixes under that root (`Settings::rebase`).
 pub fn load(root: &Path) -> Result<LoadedSettings, ConfigError> {
     let remote_root = remote_root(root)?;
     let file = find(root).ok_or_else(|| {
@@ -347,7 +387,7 @@ pub fn load(root: &Path) -> Result<LoadedSettings, ConfigError> {
 }
 
 /// The bucket root whose working copy `root` is, if it is one.
-pub fn remote_root(root: &Path) -> Result<Option<RemoteStorage>, ConfigError> {
+pub(crate) fn remote_root(root: &Path) -> Result<Option<RemoteStorage>, ConfigError> {
     let marker = root.join(REMOTE_ROOT_FILE);
     match std::fs::read_to_string(&marker) {
         Ok(url) => RemoteStorage::parse_url(url.trim()).map(Some).map_err(|e| ConfigError::new(&marker, None, "", e)),
@@ -371,7 +411,7 @@ impl Settings {
     /// every `file` one (input, output, reporting, the cache) becomes the
     /// same folder name under that prefix on the same store. The error names
     /// the section.
-    pub fn rebase(&mut self, root: &RemoteStorage) -> Result<(), (&'static str, StorageKeyError)> {
+    pub(crate) fn rebase(&mut self, root: &RemoteStorage) -> Result<(), (&'static str, StorageKeyError)> {
         self.input_storage.rebase(root).map_err(|e| ("input_storage", e))?;
         self.output_storage.rebase(root).map_err(|e| ("output_storage", e))?;
         self.reporting.rebase(root).map_err(|e| ("reporting", e))?;

@@ -11,7 +11,7 @@ use super::{s, AwsAccess, Provider, Secret, Unused, VertexAccess};
 
 /// Concurrent requests per model when neither the model nor the top-level
 /// `concurrent_requests` says (GraphRAG's default).
-pub const DEFAULT_CONCURRENCY: u32 = 25;
+pub(crate) const DEFAULT_CONCURRENCY: u32 = 25;
 
 section!(
     /// One model of `completion_models:` / `embedding_models:`.
@@ -22,12 +22,18 @@ section!(
         /// openai | azure | anthropic | gemini | ollama | vllm | deepseek | ... |
         /// local (in-process embeddings); see `Provider`.
         model_provider: Provider = Provider::OpenAi,
+        /// The model's name at the provider (or a local model's).
         model: String = s("gpt-4.1-mini"),
+        /// The key sent to the server; for Anthropic, Gemini and Azure AI, when
+        /// empty, their environment variable's (`ANTHROPIC_API_KEY`, …).
         api_key: Secret = Secret::default(),
         /// api_key | azure_managed_identity (not supported here).
         auth_method: String = s("api_key"),
+        /// The server's base URL (default: the provider's).
         api_base: Option<String> = None,
+        /// Azure OpenAI's `api-version`.
         api_version: Option<String> = None,
+        /// Azure OpenAI's deployment (default: `model`).
         #[serde(alias = "azure_deployment_name")]
         deployment_name: Option<String> = None,
         /// Directory of a local embedding model (model_provider: local).
@@ -36,16 +42,22 @@ section!(
         /// f32 | int8 | bf16 | auto (int8 where the CPU has VNNI int8 instructions, else f32).
         /// A change of precision is a change of model: vectors are re-embedded.
         precision: Precision = Precision::Auto,
+        /// The tokenizer prompts are counted with (`o200k_base`, `cl100k_base`).
         encoding_model: String = s("o200k_base"),
+        /// The answer's `max_tokens`; null: none sent (Anthropic: 4096).
         max_tokens: Option<u32> = None,
+        /// Sampling temperature sent with every chat request.
         temperature: f64 = 0.0,
+        /// Nucleus sampling sent with every chat request.
         top_p: f64 = 1.0,
         /// Extra request parameters sent with every request (GraphRAG's
         /// `call_args`: `max_completion_tokens`, `seed`, `temperature`, ...);
         /// they win over the keys above. `organization` becomes the
         /// OpenAI-Organization header.
         call_args: Map<String, Value> = Map::new(),
+        /// Seconds one request may take.
         request_timeout: f64 = 180.0,
+        /// Retries of a failed request (transient failures only).
         max_retries: u32 = 10,
         /// Seconds: first backoff delay (doubled per retry, with jitter, capped by max_retry_wait).
         retry_base_delay: f64 = 1.0,
@@ -63,15 +75,20 @@ section!(
         retry: Option<RetryConfig> = None,
         /// Requests in flight at once; default: the top-level `concurrent_requests`.
         concurrent_requests: Option<u32> = None,
+        /// Request rate limit; null: none.
         requests_per_minute: Option<u32> = None,
+        /// Prompt token rate limit; null: none.
         tokens_per_minute: Option<u32> = None,
         /// GraphRAG's rate_limit section (requests and tokens per period).
         rate_limit: Option<RateLimitConfig> = None,
+        /// Ask for JSON answers with `response_format` where a call wants JSON.
         model_supports_json: bool = true,
+        /// HTTP headers sent with every request.
         extra_headers: std::collections::BTreeMap<String, String> = Default::default(),
         /// Embeddings: texts per request and tokens per request
         /// (`embed_text.batch_size` / `batch_max_tokens` override them).
         batch_size: u32 = 16,
+        /// Embeddings: tokens per request.
         batch_max_tokens: u32 = 8191,
         /// GraphRAG's metrics services (accepted, no effect).
         metrics: Option<Unused> = None,
@@ -112,15 +129,18 @@ section!(
         /// sliding_window
         #[serde(rename = "type")]
         kind: String = s("sliding_window"),
+        /// The window's length (default 60).
         period_in_seconds: Option<u32> = None,
+        /// Requests per window; null: no limit.
         requests_per_period: Option<u32> = None,
+        /// Prompt tokens per window; null: no limit.
         tokens_per_period: Option<u32> = None,
     }
 );
 
 /// How a model retries: the number of retries and the wait before each.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct RetryPolicy {
+pub(crate) struct RetryPolicy {
     pub max_retries: u32,
     /// Seconds before the first retry.
     pub first_delay: f64,
@@ -132,7 +152,7 @@ pub struct RetryPolicy {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Jitter {
+pub(crate) enum Jitter {
     None,
     /// The wait times a random factor in [0.5, 1) (graphrag-rs's keys).
     Proportional,
@@ -158,7 +178,7 @@ impl RetryPolicy {
 
 /// A request or token limit per period.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RateLimit {
+pub(crate) struct RateLimit {
     pub limit: u32,
     pub period_seconds: u32,
 }
@@ -179,7 +199,7 @@ impl ModelConfig {
     }
 
     /// The retry policy: GraphRAG's `retry:` when given, else ours.
-    pub fn retry_policy(&self) -> RetryPolicy {
+    pub(crate) fn retry_policy(&self) -> RetryPolicy {
         match &self.retry {
             Some(r) if r.kind == "immediate" => RetryPolicy {
                 max_retries: r.max_retries.unwrap_or(7),
@@ -210,12 +230,12 @@ impl ModelConfig {
     }
 
     /// Requests per period: `rate_limit.requests_per_period` or `requests_per_minute`.
-    pub fn request_limit(&self) -> Option<RateLimit> {
+    pub(crate) fn request_limit(&self) -> Option<RateLimit> {
         self.limit(|r| r.requests_per_period, self.requests_per_minute)
     }
 
     /// Prompt tokens per period: `rate_limit.tokens_per_period` or `tokens_per_minute`.
-    pub fn token_limit(&self) -> Option<RateLimit> {
+    pub(crate) fn token_limit(&self) -> Option<RateLimit> {
         self.limit(|r| r.tokens_per_period, self.tokens_per_minute)
     }
 

@@ -12,6 +12,7 @@ use super::Secret;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(from = "String", into = "String")]
 pub enum Provider {
+    /// OpenAI's API.
     OpenAi,
     /// Azure OpenAI: deployment URLs, the `api-key` header.
     Azure,
@@ -34,6 +35,7 @@ pub enum Provider {
 }
 
 impl Provider {
+    /// The name settings.yaml holds.
     pub fn as_str(&self) -> &str {
         match self {
             Provider::OpenAi => "openai",
@@ -50,7 +52,7 @@ impl Provider {
 
     /// The environment variable its API key is read from when settings.yaml
     /// gives none (the variables GraphRAG's LiteLLM reads).
-    pub fn key_variable(&self) -> Option<&'static str> {
+    pub(crate) fn key_variable(&self) -> Option<&'static str> {
         match self {
             Provider::Anthropic => Some("ANTHROPIC_API_KEY"),
             Provider::Gemini => Some("GEMINI_API_KEY"),
@@ -60,7 +62,7 @@ impl Provider {
     }
 
     /// Why the provider cannot embed with `model`, if it cannot.
-    pub fn embeddings_refusal(&self, model: &str) -> Option<&'static str> {
+    pub(crate) fn embeddings_refusal(&self, model: &str) -> Option<&'static str> {
         match self {
             Provider::Anthropic => Some("Anthropic has no embeddings API"),
             Provider::Bedrock if BedrockEmbedder::of(model).is_none() => Some(
@@ -74,7 +76,7 @@ impl Provider {
 /// The embedding models Bedrock serves through InvokeModel, by the request
 /// body each takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BedrockEmbedder {
+pub(crate) enum BedrockEmbedder {
     /// Amazon Titan Text Embeddings (`amazon.titan-embed-text-v2:0`, v1):
     /// `inputText`, one text per request.
     Titan,
@@ -96,7 +98,7 @@ impl BedrockEmbedder {
     }
 
     /// The most texts one request takes.
-    pub fn most_texts(self) -> u32 {
+    pub(crate) fn most_texts(self) -> u32 {
         match self {
             BedrockEmbedder::Titan => 1,
             BedrockEmbedder::Cohere => 96,
@@ -147,9 +149,13 @@ impl std::fmt::Display for Provider {
 /// else the profile's. Never written out.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AwsAccess {
+    /// `AWS_ACCESS_KEY_ID`, or the profile's.
     pub key_id: String,
+    /// `AWS_SECRET_ACCESS_KEY`, or the profile's.
     pub secret: Secret,
+    /// For temporary credentials (`AWS_SESSION_TOKEN`).
     pub session_token: Option<Secret>,
+    /// `None`: no region anywhere, which a Bedrock call reports as an error.
     pub region: Option<String>,
 }
 
@@ -191,8 +197,11 @@ impl AwsAccess {
 /// a cache key or a step hash.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct VertexAccess {
+    /// The service account's key file: its path or its JSON.
     pub credentials: Option<Secret>,
+    /// The Google Cloud project; `None`: the key file's.
     pub project: Option<String>,
+    /// The region; `None`: us-central1.
     pub location: Option<String>,
 }
 

@@ -18,15 +18,20 @@ fn prompt(name: &str) -> String {
     format!("prompts/{name}.txt")
 }
 
-section!(InputConfig {
+section!(
+    /// The input documents: their format, which files, which columns.
+    InputConfig {
     /// text | markdown | csv | json | jsonl | parquet | pdf | docx | markitdown
     /// (pdf, docx, md and txt files, as GraphRAG's markitdown reader)
     #[serde(rename = "type")]
     file_type: String = s("text"),
     /// Regex on the path relative to the input folder; default per type.
     file_pattern: Option<String> = None,
+    /// The input files' text encoding.
     encoding: String = s("utf-8"),
+    /// csv/json column holding each document's text.
     text_column: String = s("text"),
+    /// csv/json column holding each document's title (default: the file name).
     title_column: Option<String> = None,
     /// csv/json column holding each document's id (default: a hash of its text).
     id_column: Option<String> = None,
@@ -41,19 +46,26 @@ section!(InputConfig {
 section!(
     /// GraphRAG's table provider: Parquet files (the only kind here).
     TableProviderConfig {
+    /// `parquet`.
     #[serde(rename = "type")]
     kind: String = s("parquet"),
+    /// Accepted for GraphRAG, no effect.
     batch_size: Option<Unused> = None,
+    /// Accepted for GraphRAG, no effect.
     container_name: Option<Unused> = None,
+    /// Accepted for GraphRAG, no effect.
     legacy_container: Option<Unused> = None,
 });
 
-section!(CacheConfig {
+section!(
+    /// The model answer cache: its kind and where it lives.
+    CacheConfig {
     /// json (the answers in segment files under the cache folder) | memory | none
     #[serde(rename = "type")]
     kind: String = s("json"),
     /// The cache folder (graphrag-rs's key; GraphRAG's is `storage.base_dir`).
     base_dir: Option<String> = None,
+    /// The cache's storage section (GraphRAG's key): a folder or an object store; its `base_dir` wins over `base_dir`.
     storage: Option<StorageConfig> = None,
     /// sqlite caches only.
     database_name: Option<Unused> = None,
@@ -71,12 +83,17 @@ impl CacheConfig {
     }
 }
 
-section!(ChunkingConfig {
+section!(
+    /// How documents are split into text units.
+    ChunkingConfig {
     /// tokens | sentence
     #[serde(rename = "type")]
     strategy: Strategy = Strategy::Tokens,
+    /// Tokens per chunk, at most.
     size: usize = 1200,
+    /// Tokens a chunk repeats from the end of the one before.
     overlap: usize = 100,
+    /// The tokenizer chunks are counted with (`o200k_base`, `cl100k_base`).
     encoding_model: String = s("o200k_base"),
     /// Document fields (`title`, `creation_date`, `id`, or a raw_data column)
     /// written as `field: value.` lines at the head of each chunk.
@@ -86,14 +103,21 @@ section!(ChunkingConfig {
 section!(
     /// One embedding's table in an external vector store (GraphRAG's `index_schema`).
     IndexSchemaConfig {
+    /// The table's name in the store (default: GraphRAG's for the field).
     index_name: Option<String> = None,
+    /// The name of the id column.
     id_field: String = s("id"),
+    /// The name of the vector column.
     vector_field: String = s("vector"),
+    /// The vectors' dimension (default: the store's `vector_size`).
     vector_size: Option<usize> = None,
+    /// Further columns, name to type (GraphRAG's key).
     fields: BTreeMap<String, String> = BTreeMap::new(),
 });
 
-section!(VectorStoreConfig {
+section!(
+    /// Where the embeddings are stored and searched.
+    VectorStoreConfig {
     /// embedded: vectors in `output/embeddings.<field>.parquet`, HNSW indexes in
     /// output/vectors/ (external stores plug in behind the VectorStore trait).
     /// lancedb (GraphRAG's default) is served by the same embedded store,
@@ -112,23 +136,34 @@ section!(VectorStoreConfig {
     ann_ef_search: usize = 128,
     /// LanceDB folder (GraphRAG: output/lancedb).
     db_uri: Option<String> = None,
+    /// The vectors' dimension, when a store needs it before the first vector.
     vector_size: Option<usize> = None,
+    /// Per embedded field (`text_unit_text`, …), its table in the store.
     index_schema: BTreeMap<String, IndexSchemaConfig> = BTreeMap::new(),
     /// Azure AI Search / CosmosDB keys: rejected with those types, ignored otherwise.
     url: Option<Unused> = None,
+    /// Azure AI Search's key: rejected with that type, ignored otherwise.
     api_key: Option<Secret> = None,
+    /// Accepted for GraphRAG, no effect.
     audience: Option<Unused> = None,
+    /// CosmosDB's connection string: rejected with that type, ignored otherwise.
     connection_string: Option<Secret> = None,
+    /// Accepted for GraphRAG, no effect.
     database_name: Option<Unused> = None,
 });
 
-section!(EmbedTextConfig {
+section!(
+    /// The embed steps: which texts, with which model, in what batches.
+    EmbedTextConfig {
+    /// The `embedding_models` entry that embeds.
     embedding_model_id: String = s("default_embedding_model"),
     /// The cache folder of this step's answers (`cache/<name>/`), as GraphRAG partitions its cache.
     model_instance_name: String = s("text_embedding"),
     /// Texts and tokens per request (default: the model's batch_size / batch_max_tokens).
     batch_size: Option<u32> = None,
+    /// Tokens per request (default: the model's `batch_max_tokens`).
     batch_max_tokens: Option<u32> = None,
+    /// The fields embedded (`text_unit_text`, `entity_description`, …).
     names: Vec<EmbeddedField> = vec![
         EmbeddedField::TextUnitText,
         EmbeddedField::EntityDescription,
@@ -139,19 +174,33 @@ section!(EmbedTextConfig {
     long_text: LongText = LongText::Split,
 });
 
-section!(ExtractGraphConfig {
+section!(
+    /// Graph extraction by the chat model (the standard method).
+    ExtractGraphConfig {
+    /// The `completion_models` entry that extracts.
     completion_model_id: String = s("default_completion_model"),
+    /// The cache folder of this step's answers (`cache/<name>/`).
     model_instance_name: String = s("extract_graph"),
+    /// The extraction prompt, relative to the project root.
     prompt: String = prompt("extract_graph"),
+    /// The kinds of entity the prompt asks for.
     entity_types: Vec<String> = vec![s("organization"), s("person"), s("geo"), s("event")],
+    /// Further turns asking for entities the first answer missed (0: none).
     max_gleanings: u32 = 1,
 });
 
-section!(SummarizeDescriptionsConfig {
+section!(
+    /// Merging an entity's or relationship's descriptions into one.
+    SummarizeDescriptionsConfig {
+    /// The `completion_models` entry that summarises.
     completion_model_id: String = s("default_completion_model"),
+    /// The cache folder of this step's answers (`cache/<name>/`).
     model_instance_name: String = s("summarize_descriptions"),
+    /// The summary prompt, relative to the project root.
     prompt: String = prompt("summarize_descriptions"),
+    /// The summary's length the prompt asks for, in words.
     max_length: u32 = 500,
+    /// The most tokens of descriptions one prompt carries; more are summarised in rounds.
     max_input_tokens: u32 = 4000,
     /// The light pipeline (`--method light`) asks the model to merge an
     /// element's descriptions only from this many on, joining fewer
@@ -169,7 +218,9 @@ fn phrases() -> RegexEnglishExtractor {
     RegexEnglishExtractor::default()
 }
 
-section!(ExtractGraphNlpConfig {
+section!(
+    /// Graph extraction without a model (the fast method): noun phrases and their co-occurrence.
+    ExtractGraphNlpConfig {
     /// Normalised PMI weights (GraphRAG's default); false: co-occurrence
     /// counts, which suit sentence windows (PMI favours pairs of rare phrases).
     normalize_edge_weights: bool = nlp_graph().normalize_edge_weights,
@@ -177,36 +228,60 @@ section!(ExtractGraphNlpConfig {
     /// (1: the same sentence, 2: the same or the next); 0: anywhere in the
     /// text unit, as GraphRAG does.
     cooccurrence_window: u32 = nlp_graph().cooccurrence_window,
+    /// How noun phrases are found.
     text_analyzer: TextAnalyzerConfig = TextAnalyzerConfig::default(),
+    /// Accepted for GraphRAG, no effect.
     concurrent_requests: Option<Unused> = None,
+    /// Accepted for GraphRAG, no effect.
     async_mode: Option<Unused> = None,
 });
 
-section!(TextAnalyzerConfig {
+section!(
+    /// The fast method's noun-phrase extractor.
+    TextAnalyzerConfig {
     /// regex_english (noun phrases by rules); GraphRAG's spaCy extractors
     /// (syntactic_parser, cfg) are not available.
     extractor_type: ExtractorType = ExtractorType::RegexEnglish,
+    /// Longer words are not part of a phrase.
     max_word_length: usize = phrases().max_word_length,
+    /// Fewest words of a phrase.
     min_phrase_words: usize = phrases().min_words,
+    /// Most words of a phrase.
     max_phrase_words: usize = phrases().max_words,
     /// spaCy parser settings (accepted, no effect).
     model_name: Option<Unused> = None,
+    /// Accepted for GraphRAG, no effect.
     word_delimiter: Option<Unused> = None,
+    /// Accepted for GraphRAG, no effect.
     include_named_entities: Option<Unused> = None,
+    /// Accepted for GraphRAG, no effect.
     exclude_nouns: Option<Unused> = None,
+    /// Accepted for GraphRAG, no effect.
     exclude_entity_tags: Option<Unused> = None,
+    /// Accepted for GraphRAG, no effect.
     exclude_pos_tags: Option<Unused> = None,
+    /// Accepted for GraphRAG, no effect.
     noun_phrase_tags: Option<Unused> = None,
+    /// Accepted for GraphRAG, no effect.
     noun_phrase_grammars: Option<Unused> = None,
 });
 
-section!(PruneGraphConfig {
+section!(
+    /// Pruning of the fast method's graph before clustering (GraphRAG's keys and defaults).
+    PruneGraphConfig {
+    /// Entities in fewer text units are dropped.
     min_node_freq: u32 = nlp_graph().min_node_freq,
+    /// Entities more frequent than the mean plus this many standard deviations are dropped; null: none.
     max_node_freq_std: Option<f64> = nlp_graph().max_node_freq_std,
+    /// Entities with fewer relationships are dropped.
     min_node_degree: u32 = nlp_graph().min_node_degree,
+    /// Entities with more relationships than the mean plus this many standard deviations are dropped; null: none.
     max_node_degree_std: Option<f64> = nlp_graph().max_node_degree_std,
+    /// Relationships below this percentile of weight are dropped.
     min_edge_weight_pct: f64 = nlp_graph().min_edge_weight_pct,
+    /// Drop the entity with the most relationships.
     remove_ego_nodes: bool = nlp_graph().remove_ego_nodes,
+    /// Keep only the largest connected component.
     lcc_only: bool = nlp_graph().lcc_only,
 });
 
@@ -220,8 +295,11 @@ section!(
     /// auto (the chat model decides when one is configured, in the standard
     /// method; rules in the fast one) | rules | llm
     mode: ResolveMode = ResolveMode::Auto,
+    /// The `completion_models` entry that decides (llm mode).
     completion_model_id: String = s("default_completion_model"),
+    /// The cache folder of this step's answers (`cache/<name>/`).
     model_instance_name: String = s("resolve_entities"),
+    /// The prompt that asks whether names are one entity, relative to the project root.
     prompt: String = prompt("resolve_entities"),
     /// Merges the user forces (`same:`) or forbids (`different:`), relative
     /// to the project root; optional.
@@ -230,30 +308,52 @@ section!(
     batch_size: usize = 20,
 });
 
-section!(ClusterGraphConfig {
+section!(
+    /// Hierarchical Leiden clustering of the graph into communities.
+    ClusterGraphConfig {
+    /// Communities larger than this are split into a further level.
     max_cluster_size: usize = 10,
+    /// Cluster only the largest connected component.
     use_lcc: bool = true,
+    /// The Leiden algorithm's random seed: the same graph and seed give the same communities.
     seed: u64 = 0xDEAD_BEEF,
+    /// Leiden's resolution: higher gives more, smaller communities.
     resolution: f64 = 1.0,
 });
 
-section!(ExtractClaimsConfig {
+section!(
+    /// Claim extraction (covariates).
+    ExtractClaimsConfig {
+    /// Whether the claims step runs (GraphRAG's covariates).
     enabled: bool = false,
+    /// The `completion_models` entry that extracts.
     completion_model_id: String = s("default_completion_model"),
+    /// The cache folder of this step's answers (`cache/<name>/`).
     model_instance_name: String = s("extract_claims"),
+    /// The claims prompt, relative to the project root.
     prompt: String = prompt("extract_claims"),
+    /// What counts as a claim, filled into the prompt.
     description: String = s("Any claims or facts that could be relevant to information discovery."),
+    /// Further turns asking for claims the first answer missed (0: none).
     max_gleanings: u32 = 1,
 });
 
-section!(CommunityReportsConfig {
+section!(
+    /// Community reports.
+    CommunityReportsConfig {
     /// auto (the chat model when configured, else extractive reports) | llm | extractive
     mode: ReportMode = ReportMode::Auto,
+    /// The `completion_models` entry that writes the reports.
     completion_model_id: String = s("default_completion_model"),
+    /// The cache folder of this step's answers (`cache/<name>/`).
     model_instance_name: String = s("community_reporting"),
+    /// The report prompt of the graph-based reports, relative to the project root.
     graph_prompt: String = prompt("community_report_graph"),
+    /// The report prompt of the text-based reports (the fast method), relative to the project root.
     text_prompt: String = prompt("community_report_text"),
+    /// The report's length the prompt asks for, in words.
     max_length: u32 = 2000,
+    /// The most tokens of a community's context in one prompt.
     max_input_length: u32 = 8000,
 });
 
@@ -273,75 +373,136 @@ section!(
     material_degree: u32 = 10,
 });
 
-section!(SnapshotsConfig {
+section!(
+    /// Extra outputs of a run.
+    SnapshotsConfig {
+    /// Also write the graph as graph.graphml.
     graphml: bool = false,
+    /// GraphRAG's key, no effect: the embeddings are always published
+    /// (`embeddings.<field>.parquet`).
     embeddings: bool = false,
     /// Also publish the extracted graph before merging and summarising
     /// (raw_entities.parquet, raw_relationships.parquet).
     raw_graph: bool = false,
 });
 
-section!(LocalSearchConfig {
+section!(
+    /// Local search (GraphRAG's keys and defaults).
+    LocalSearchConfig {
+    /// The answer prompt, relative to the project root.
     prompt: String = prompt("local_search_system_prompt"),
+    /// The `completion_models` entry that answers.
     completion_model_id: String = s("default_completion_model"),
+    /// The `embedding_models` entry that embeds the question.
     embedding_model_id: String = s("default_embedding_model"),
+    /// The share of the context tokens given to text units.
     text_unit_prop: f64 = 0.5,
+    /// The share of the context tokens given to community reports.
     community_prop: f64 = 0.15,
+    /// The most earlier turns of a conversation in the context.
     conversation_history_max_turns: u32 = 5,
+    /// Entities taken as the question's, by similarity.
     top_k_entities: usize = 10,
+    /// Relationships kept per selected entity.
     top_k_relationships: usize = 10,
+    /// The context's size, in tokens.
     max_context_tokens: usize = 12_000,
 });
 
-section!(GlobalSearchConfig {
+section!(
+    /// Global search (GraphRAG's keys and defaults).
+    GlobalSearchConfig {
+    /// The map prompt, relative to the project root.
     map_prompt: String = prompt("global_search_map_system_prompt"),
+    /// The reduce prompt, relative to the project root.
     reduce_prompt: String = prompt("global_search_reduce_system_prompt"),
+    /// The general-knowledge instruction added to the reduce prompt, relative to the project root.
     knowledge_prompt: String = prompt("global_search_knowledge_system_prompt"),
+    /// The `completion_models` entry that answers.
     completion_model_id: String = s("default_completion_model"),
+    /// The reduce step's context, in tokens.
     max_context_tokens: usize = 12_000,
+    /// The community reports per map call, in tokens.
     data_max_tokens: usize = 12_000,
+    /// A map answer's length the prompt asks for, in words.
     map_max_length: u32 = 1000,
+    /// The answer's length the prompt asks for, in words.
     reduce_max_length: u32 = 2000,
+    /// Dynamic community selection: the lowest rating (0 to 10) of a report kept.
     dynamic_search_threshold: u32 = 1,
+    /// Dynamic selection: keep a relevant report beside its children (else they replace it).
     dynamic_search_keep_parent: bool = false,
+    /// Dynamic selection: ratings asked per report (votes).
     dynamic_search_num_repeats: u32 = 1,
+    /// Dynamic selection: rate the reports' summaries, not their full text.
     dynamic_search_use_summary: bool = false,
+    /// Dynamic selection: the deepest community level rated.
     dynamic_search_max_level: u32 = 2,
 });
 
 section!(
     /// GraphRAG 3.3's drift_search keys, with its defaults.
     DriftSearchConfig {
+    /// The local step's prompt, relative to the project root.
     prompt: String = prompt("drift_search_system_prompt"),
+    /// The reduce prompt, relative to the project root.
     reduce_prompt: String = prompt("drift_reduce_prompt"),
+    /// The `completion_models` entry that answers.
     completion_model_id: String = s("default_completion_model"),
+    /// The `embedding_models` entry that embeds the questions.
     embedding_model_id: String = s("default_embedding_model"),
+    /// The reduce step's context, in tokens.
     data_max_tokens: usize = 12_000,
+    /// The reduce answer's `max_tokens`; null: the model's.
     reduce_max_tokens: Option<u32> = None,
+    /// The reduce call's temperature.
     reduce_temperature: f64 = 0.0,
+    /// The reduce answer's `max_completion_tokens`; null: none sent.
     reduce_max_completion_tokens: Option<u32> = None,
+    /// Local searches in flight at once.
     concurrency: u32 = 32,
+    /// Follow-up questions answered per round (and primer reports).
     drift_k_followups: u32 = 20,
+    /// Groups the primer's reports are split into, one call each.
     primer_folds: u32 = 5,
+    /// The reports of one primer call, in tokens.
     primer_llm_max_tokens: usize = 12_000,
+    /// Rounds of follow-up questions.
     n_depth: u32 = 3,
+    /// A local step's share of context tokens given to text units.
     local_search_text_unit_prop: f64 = 0.9,
+    /// A local step's share of context tokens given to community reports.
     local_search_community_prop: f64 = 0.1,
+    /// A local step's entities taken as the question's.
     local_search_top_k_mapped_entities: usize = 10,
+    /// A local step's relationships kept per entity.
     local_search_top_k_relationships: usize = 10,
+    /// A local step's context, in tokens.
     local_search_max_data_tokens: usize = 12_000,
+    /// A local step's temperature.
     local_search_temperature: f64 = 0.0,
+    /// A local step's top_p.
     local_search_top_p: f64 = 1.0,
+    /// A local step's `n` (answers asked per call).
     local_search_n: u32 = 1,
+    /// A local step's `max_tokens`; null: the model's.
     local_search_llm_max_gen_tokens: Option<u32> = None,
+    /// A local step's `max_completion_tokens`; null: none sent.
     local_search_llm_max_gen_completion_tokens: Option<u32> = None,
 });
 
-section!(BasicSearchConfig {
+section!(
+    /// Basic search: retrieved text units as the context (GraphRAG's keys and defaults).
+    BasicSearchConfig {
+    /// The answer prompt, relative to the project root.
     prompt: String = prompt("basic_search_system_prompt"),
+    /// The `completion_models` entry that answers.
     completion_model_id: String = s("default_completion_model"),
+    /// The `embedding_models` entry that embeds the question.
     embedding_model_id: String = s("default_embedding_model"),
+    /// Text units retrieved.
     k: usize = 10,
+    /// The context's size, in tokens.
     max_context_tokens: usize = 12_000,
     /// graphrag-rs: rank text units by dense similarity and BM25 together
     /// (reciprocal rank fusion of the top k of each); false: dense only, as
@@ -381,8 +542,11 @@ section!(
     PprSearchConfig {
     /// The answer prompt (basic search's: it cites Sources).
     prompt: String = prompt("basic_search_system_prompt"),
+    /// The `completion_models` entry that answers.
     completion_model_id: String = s("default_completion_model"),
+    /// The `embedding_models` entry that embeds the question.
     embedding_model_id: String = s("default_embedding_model"),
+    /// The context's size, in tokens.
     max_context_tokens: usize = 12_000,
     /// ppr: HippoRAG 2's Personalized PageRank; paths: MiniRAG-style scoring
     /// of the paths from the seed entities; nhop: RAGFlow-style n-hop
@@ -446,10 +610,15 @@ section!(
 /// titles, as a query uses them ([`PprSearchConfig::tuning`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct PprTuning {
+    /// `ppr_search.specificity`, resolved.
     pub specificity: PprSpecificity,
+    /// `ppr_search.title_edge_weight`, resolved.
     pub title_edge_weight: f64,
+    /// `ppr_search.title_seed_weight`, resolved.
     pub title_seed_weight: f64,
+    /// `ppr_search.walk_head`, resolved.
     pub walk_head: usize,
+    /// `ppr_search.bridge_units`, resolved.
     pub bridge_units: usize,
 }
 
@@ -475,14 +644,23 @@ impl PprSearchConfig {
 section!(
     /// LightRAG's hybrid / mix retrieval (graphrag-rs extension).
     KeywordSearchConfig {
+    /// The prompt that asks for the question's keywords, relative to the project root.
     keywords_prompt: String = prompt("keywords_extraction"),
+    /// The answer prompt, relative to the project root.
     prompt: String = prompt("mix_search_system_prompt"),
+    /// The `completion_models` entry that answers.
     completion_model_id: String = s("default_completion_model"),
+    /// The `embedding_models` entry that embeds the keywords and the question.
     embedding_model_id: String = s("default_embedding_model"),
+    /// Entities and relationships retrieved (LightRAG's `top_k`).
     top_k: usize = 40,
+    /// Text chunks retrieved (LightRAG's `chunk_top_k`).
     chunk_top_k: usize = 20,
+    /// The entities' share of the context, in tokens.
     max_entity_tokens: usize = 6000,
+    /// The relationships' share of the context, in tokens.
     max_relation_tokens: usize = 8000,
+    /// The whole context's size, in tokens.
     max_total_tokens: usize = 30_000,
 });
 

@@ -30,6 +30,7 @@ pub enum StorageType {
 }
 
 impl StorageType {
+    /// The word settings.yaml holds.
     pub fn name(self) -> &'static str {
         match self {
             StorageType::File => "file",
@@ -45,8 +46,10 @@ section!(
     /// One storage section. `base_dir` is a folder under the project root
     /// (`type: file`) or the prefix of every object in the bucket or container.
     StorageConfig {
+    /// file | blob | s3 | gcs (cosmosdb: refused).
     #[serde(rename = "type")]
     kind: StorageType = StorageType::File,
+    /// The folder, or the object-name prefix.
     base_dir: String = s("output"),
     /// Text encoding of files (UTF-8 only).
     encoding: Option<String> = None,
@@ -161,14 +164,14 @@ impl StorageConfig {
 /// In the working copy of a project whose root is in a bucket, the file
 /// that names that root (its URL), written by `storage::root::checkout`:
 /// [`super::load`] then keeps the settings' `file` storages in the bucket.
-pub const REMOTE_ROOT_FILE: &str = ".graphrag-rs/root-url";
+pub(crate) const REMOTE_ROOT_FILE: &str = ".graphrag-rs/root-url";
 
 impl StorageConfig {
     /// A `file` section of a project whose root is the bucket prefix `root`:
     /// the same folder name under that prefix, on the same store (other
     /// types are left as they are). A `base_dir` that leaves the root is an
     /// error: a bucket has nothing above the root to point at.
-    pub fn rebase(&mut self, root: &RemoteStorage) -> Result<(), StorageKeyError> {
+    pub(crate) fn rebase(&mut self, root: &RemoteStorage) -> Result<(), StorageKeyError> {
         if self.kind != StorageType::File {
             return Ok(());
         }
@@ -299,7 +302,9 @@ fn object_prefix(base_dir: &str) -> String {
 /// A storage key that is missing or wrong: `key` is relative to its section.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StorageKeyError {
+    /// The key within the section (`bucket`, `connection_string`, …).
     pub key: &'static str,
+    /// What is wrong with it.
     pub message: String,
 }
 
@@ -313,7 +318,9 @@ impl StorageKeyError {
 /// file and folders live there too (`s3://bucket/prefix`, `az://`, `gs://`).
 #[derive(Debug, Clone, PartialEq)]
 pub enum ProjectRoot {
+    /// A local folder, as given.
     Folder(std::path::PathBuf),
+    /// A bucket or container prefix.
     Remote(RemoteStorage),
 }
 
@@ -334,22 +341,45 @@ impl ProjectRoot {
 pub enum StorageTarget {
     /// A folder (`base_dir`, relative to the project root unless absolute).
     Folder(String),
+    /// A prefix in a bucket or container (`type: s3`, `blob`, `gcs`).
     Remote(RemoteStorage),
 }
 
 /// A prefix in a bucket or container.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RemoteStorage {
+    /// The service and its bucket or container.
     pub service: RemoteService,
     /// Object-name prefix, `/`-separated, without leading or trailing `/` (may be empty).
     pub prefix: String,
 }
 
+/// An object storage service and where in it; what is not set comes from
+/// the environment (AWS_*, AZURE_STORAGE_*, GOOGLE_*).
 #[derive(Debug, Clone, PartialEq)]
 pub enum RemoteService {
-    S3 { bucket: String, endpoint_url: Option<String>, region: Option<String> },
-    AzureBlob { container: String, account: AzureAccount },
-    Gcs { bucket: String },
+    /// Amazon S3 or an S3-compatible server (`type: s3`).
+    S3 {
+        /// The bucket's name.
+        bucket: String,
+        /// An S3-compatible server's URL (MinIO, R2, …); else AWS's, or the
+        /// environment's `AWS_ENDPOINT_URL`.
+        endpoint_url: Option<String>,
+        /// Else the environment's `AWS_REGION`.
+        region: Option<String>,
+    },
+    /// Azure Blob Storage (`type: blob`).
+    AzureBlob {
+        /// The container's name (`container_name`).
+        container: String,
+        /// How the account is named and authenticated.
+        account: AzureAccount,
+    },
+    /// Google Cloud Storage (`type: gcs`).
+    Gcs {
+        /// The bucket's name.
+        bucket: String,
+    },
 }
 
 /// How a blob container's account is named and authenticated.
@@ -369,7 +399,7 @@ impl RemoteStorage {
     /// `s3://bucket/prefix`, `az://container/prefix` (also `azure://`), or
     /// `gs://bucket/prefix` (a `--root` or any storage URL). Endpoints, regions
     /// and accounts then come from the environment.
-    pub fn parse_url(url: &str) -> Result<RemoteStorage, String> {
+    pub(crate) fn parse_url(url: &str) -> Result<RemoteStorage, String> {
         let (scheme, rest) =
             url.split_once("://").ok_or_else(|| format!("`{url}` is not a storage URL (s3://, az://, gs://)"))?;
         let (name, prefix) = rest.split_once('/').unwrap_or((rest, ""));
@@ -387,7 +417,7 @@ impl RemoteStorage {
     }
 
     /// `s3://bucket/prefix`, `az://container/prefix` or `gs://bucket/prefix`
-    /// (what [`RemoteStorage::parse_url`] reads; endpoints and accounts are
+    /// (what `RemoteStorage::parse_url` reads; endpoints and accounts are
     /// not part of it).
     pub fn url(&self) -> String {
         let (scheme, name) = match &self.service {

@@ -40,7 +40,7 @@ use super::object::{Conditional, ObjectLocation};
 use crate::store;
 
 /// See the module docs.
-pub trait Store: Send + Sync + std::fmt::Debug {
+pub(crate) trait Store: Send + Sync + std::fmt::Debug {
     /// Where, for messages: a folder's path, a store's URL.
     fn describe(&self) -> String;
     /// The store of the files under `rel` (a `/`-separated relative path).

@@ -2,7 +2,7 @@
 //! counts each request by kind and the bytes it moved (what an index, a
 //! cached re-index or an update costs in GETs, PUTs and LISTs). The stores
 //! [`super::Storage`] opens count into this process's counters of their
-//! setting and location ([`CountingStore::for_setting`]), from which a run
+//! setting and location (`CountingStore::for_setting`), from which a run
 //! reports its own in stats.json (`storage_requests`: [`RequestSnapshot`]).
 
 use std::collections::BTreeMap;
@@ -26,6 +26,7 @@ use serde::Serialize;
 pub struct RequestCounts {
     /// GETs, whole or ranged (one per range when ranges are not coalesced).
     pub gets: u64,
+    /// HEADs (an object's size and version, without its bytes).
     pub heads: u64,
     /// PUTs: single-request writes, and one per part of a multipart upload.
     pub puts: u64,
@@ -33,9 +34,13 @@ pub struct RequestCounts {
     pub lists: u64,
     /// Objects named by LIST answers.
     pub listed: u64,
+    /// DELETEs.
     pub deletes: u64,
+    /// Server-side copies; a rename counts as a copy and a delete.
     pub copies: u64,
+    /// Bytes of GET answers' bodies.
     pub bytes_read: u64,
+    /// Bytes of PUT bodies.
     pub bytes_written: u64,
 }
 
@@ -88,7 +93,10 @@ impl RequestSnapshot {
     /// (setting, location), by setting: those of a run to its own storages
     /// (a run beside it in the process on other locations is not counted;
     /// one on the same locations is). Settings without requests are left out.
-    pub fn requests_since<'a>(&self, locations: impl IntoIterator<Item = (&'a str, &'a str)>) -> RequestsBySetting {
+    pub(crate) fn requests_since<'a>(
+        &self,
+        locations: impl IntoIterator<Item = (&'a str, &'a str)>,
+    ) -> RequestsBySetting {
         let now = RequestSnapshot::now();
         let mut by_setting = RequestsBySetting::new();
         for (setting, location) in locations {
@@ -106,11 +114,14 @@ impl RequestSnapshot {
 /// location), since it began.
 #[derive(Debug, Clone)]
 pub struct RunRequests {
+    /// Taken as the run began.
     pub since: RequestSnapshot,
+    /// The run's storages: (setting, location), e.g. (`output_storage`, `s3://bucket/prefix`).
     pub locations: Vec<(&'static str, String)>,
 }
 
 impl RunRequests {
+    /// The requests made since then to those locations, by setting.
     pub fn counts(&self) -> RequestsBySetting {
         self.since.requests_since(self.locations.iter().map(|(setting, location)| (*setting, location.as_str())))
     }
@@ -158,13 +169,15 @@ pub struct CountingStore {
 }
 
 impl CountingStore {
+    /// `inner`, counting into counters of its own (not the process's, which
+    /// [`RequestSnapshot`] reads).
     pub fn new(inner: Arc<dyn ObjectStore>) -> Self {
         CountingStore { inner, counters: Arc::default() }
     }
 
     /// `inner`, counting into this process's counters of the storage
     /// setting `setting` at `location` (see [`RequestSnapshot`]).
-    pub fn for_setting(setting: &'static str, location: &str, inner: Arc<dyn ObjectStore>) -> Self {
+    pub(crate) fn for_setting(setting: &'static str, location: &str, inner: Arc<dyn ObjectStore>) -> Self {
         let mut counters = registry().lock().unwrap_or_else(|e| e.into_inner());
         let counters = counters.entry((setting, location.to_string())).or_default().clone();
         CountingStore { inner, counters }

@@ -1,5 +1,5 @@
 //! The input documents as a run reads them: a [`FileSource`] lists and
-//! reads files by `/`-separated path, over a local folder ([`LocalFiles`])
+//! reads files by `/`-separated path, over a local folder (`LocalFiles`)
 //! or an object store prefix (`ObjectFiles`, in this module's parent).
 
 use std::collections::{BTreeMap, HashSet};
@@ -14,7 +14,9 @@ use anyhow::Context;
 pub struct FileEntry {
     /// Path relative to the input folder, `/`-separated.
     pub path: String,
+    /// Bytes.
     pub size: u64,
+    /// The file's (or object's) modification time.
     pub modified: SystemTime,
 }
 
@@ -22,6 +24,7 @@ pub struct FileEntry {
 pub trait FileSource: Send + Sync {
     /// Every file, sorted by path.
     fn list(&self) -> anyhow::Result<Vec<FileEntry>>;
+    /// The bytes of the file `path` (as [`FileEntry::path`] lists it).
     fn read(&self, path: &str) -> anyhow::Result<Vec<u8>>;
     /// Where the files are, for messages.
     fn describe(&self) -> String;
@@ -34,7 +37,7 @@ pub trait FileSource: Send + Sync {
 /// UTF-8 is listed with each byte that is not as `\xNN` (`caf\xE9.txt`: no
 /// other file's name, unlike a lossy `caf\u{FFFD}.txt`), and read under its
 /// real name.
-pub struct LocalFiles {
+pub(crate) struct LocalFiles {
     pub root: PathBuf,
     /// Listed paths that differ from the real ones (a name not UTF-8).
     renamed: Mutex<BTreeMap<String, PathBuf>>,

@@ -6,7 +6,7 @@
 //!
 //! A location is a local folder, or a prefix of an object store (S3, Azure
 //! Blob, GCS) with a local working copy. Its files are read and written
-//! through one interface, [`Store`], whose contracts (`backend.rs`) hold on
+//! through one interface, `Store`, whose contracts (`backend.rs`) hold on
 //! every backend alike: a file is written whole, `create` has one winner, a
 //! listing is sorted and complete, removal is idempotent. Beyond them:
 //!
@@ -119,7 +119,7 @@ use std::sync::OnceLock;
 
 use crate::settings::{Settings, StorageConfig, StorageTarget};
 use backend::remove_file_if_present;
-pub use backend::Store;
+pub(crate) use backend::Store;
 use files::{FileEntry, FileSource, LocalFiles};
 use graphrag_operations::ids::sha256_hex;
 use object::ObjectLocation;
@@ -129,8 +129,11 @@ pub use working_copy::WorkingCopy;
 /// The input, output (index) and cache locations of a project.
 #[derive(Debug, Clone)]
 pub struct Storage {
+    /// `input_storage`: the documents to index.
     pub input: Location,
+    /// `output_storage`: the published index.
     pub output: Location,
+    /// The model answer cache (`cache`).
     pub cache: Location,
 }
 
@@ -221,7 +224,9 @@ pub struct Location {
 
 /// See [`Location::backend`].
 pub enum Backend<'a> {
+    /// A local folder.
     Folder(&'a Path),
+    /// A prefix of a bucket or container.
     ObjectStore(&'a ObjectLocation),
 }
 
@@ -414,28 +419,28 @@ impl Location {
         self.store.clone()
     }
 
-    /// The file `name` as every machine sees it, or `None` ([`Store::get`]).
+    /// The file `name` as every machine sees it, or `None` (`Store::get`).
     pub fn read(&self, name: &str) -> anyhow::Result<Option<Vec<u8>>> {
         self.store.get(name)
     }
 
     /// Writes `bytes` as the file `name` for every machine, whole
-    /// ([`Store::put`]; on an object store no local copy is written).
+    /// (`Store::put`; on an object store no local copy is written).
     pub fn put(&self, name: &str, bytes: &[u8]) -> anyhow::Result<()> {
         self.store.put(name, bytes)
     }
 
-    /// [`Location::put`] only if there is no file `name` yet ([`Store::create`]).
+    /// [`Location::put`] only if there is no file `name` yet (`Store::create`).
     pub fn create(&self, name: &str, bytes: &[u8]) -> anyhow::Result<bool> {
         self.store.create(name, bytes)
     }
 
-    /// Every file under the location, sorted by path ([`Store::list`]).
+    /// Every file under the location, sorted by path (`Store::list`).
     pub fn list(&self) -> anyhow::Result<Vec<FileEntry>> {
         self.store.list()
     }
 
-    /// Whether the file `name` exists as every machine sees it ([`Store::exists`]).
+    /// Whether the file `name` exists as every machine sees it (`Store::exists`).
     pub fn exists(&self, name: &str) -> anyhow::Result<bool> {
         self.store.exists(name)
     }
@@ -468,7 +473,7 @@ impl Location {
         self.store.delete_all()
     }
 
-    /// The names of the folders directly under the location, sorted ([`Store::folders`]).
+    /// The names of the folders directly under the location, sorted (`Store::folders`).
     pub fn subfolders(&self) -> anyhow::Result<Vec<String>> {
         self.store.folders()
     }

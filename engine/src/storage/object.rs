@@ -51,8 +51,11 @@ pub(crate) enum Conditional {
 /// One listed object: its key under the location and its size and time.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Listed {
+    /// The object's name under the location's prefix, `/`-separated.
     pub key: String,
+    /// Bytes.
     pub size: u64,
+    /// When it was last written.
     pub modified: SystemTime,
 }
 
@@ -96,6 +99,7 @@ impl ObjectLocation {
         ObjectLocation { store, prefix, url }
     }
 
+    /// `s3://bucket/prefix` (or `az://`, `gs://`), for messages.
     pub fn url(&self) -> &str {
         &self.url
     }
@@ -124,7 +128,7 @@ impl ObjectLocation {
 
     /// The objects `rels` (same order; `None` for one that is gone), a few
     /// requests at a time.
-    pub fn get_all(&self, rels: &[String]) -> anyhow::Result<Vec<Option<Bytes>>> {
+    pub(crate) fn get_all(&self, rels: &[String]) -> anyhow::Result<Vec<Option<Bytes>>> {
         /// Requests in flight at once.
         const CONCURRENT_GETS: usize = 16;
         let store = self.store.clone();
@@ -220,13 +224,13 @@ impl ObjectLocation {
 
     /// The objects directly under `sub` (`""`: the top of the location), not
     /// those further down, sorted by key (one LIST with a delimiter).
-    pub fn list_level(&self, sub: &str) -> anyhow::Result<Vec<Listed>> {
+    pub(crate) fn list_level(&self, sub: &str) -> anyhow::Result<Vec<Listed>> {
         Ok(self.level(sub)?.objects)
     }
 
     /// The names of the folders directly under `sub` (`""`: the top of the
     /// location), sorted (one LIST with a delimiter).
-    pub fn folders(&self, sub: &str) -> anyhow::Result<Vec<String>> {
+    pub(crate) fn folders(&self, sub: &str) -> anyhow::Result<Vec<String>> {
         Ok(self.level(sub)?.folders)
     }
 
@@ -272,7 +276,7 @@ impl ObjectLocation {
 
     /// Copies the object `rel` to the local file `path` (atomically); false
     /// when there is no such object.
-    pub fn download(&self, rel: &str, path: &Path) -> anyhow::Result<bool> {
+    pub(crate) fn download(&self, rel: &str, path: &Path) -> anyhow::Result<bool> {
         let Some(bytes) = self.get(rel)? else { return Ok(false) };
         crate::store::atomic_write(path, &bytes).with_context(|| format!("writing {}", path.display()))?;
         Ok(true)

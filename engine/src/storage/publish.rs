@@ -12,7 +12,7 @@
 //! A publication comes after all of a run's model work, so a storage call
 //! of it that fails (a network blip, a store's short outage, past the
 //! client's own few retries) is retried with growing waits for a bounded
-//! time ([`RetryWindow`], each retry a warning), then fails saying so; the
+//! time (`RetryWindow`, each retry a warning), then fails saying so; the
 //! manifest is written last, so a publication that fails before it leaves
 //! the previous version published, whole. A manifest write whose answer was
 //! lost (written, though the writer was not told) is recognized by the
@@ -71,7 +71,7 @@ fn version_of_dir(name: &str) -> Option<u64> {
 /// doubling from `first_wait` up to `longest_wait`, until `total` has passed
 /// since the call first failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RetryWindow {
+pub(crate) struct RetryWindow {
     pub total: Duration,
     pub first_wait: Duration,
     pub longest_wait: Duration,
@@ -84,7 +84,7 @@ impl RetryWindow {
     }
 
     /// No retry.
-    pub const NONE: RetryWindow =
+    pub(crate) const NONE: RetryWindow =
         RetryWindow { total: Duration::ZERO, first_wait: Duration::ZERO, longest_wait: Duration::ZERO };
 }
 
@@ -155,7 +155,7 @@ pub fn manifest(remote: &ObjectLocation) -> anyhow::Result<Option<Manifest>> {
 /// The file `name` of the published version of `remote` (two GETs: the
 /// manifest, the file), without a local copy; None when nothing is
 /// published or the version has no such file.
-pub fn published_file(remote: &ObjectLocation, name: &str) -> anyhow::Result<Option<Bytes>> {
+pub(crate) fn published_file(remote: &ObjectLocation, name: &str) -> anyhow::Result<Option<Bytes>> {
     let Some(m) = manifest(remote)? else { return Ok(None) };
     if !m.files.contains_key(name) {
         return Ok(None);
@@ -193,7 +193,12 @@ fn unique_name() -> String {
 /// version of `remote`, then deletes the versions older than the
 /// `keep_previous` before it. A storage call that fails is retried within
 /// `window`. Returns the new version.
-pub fn publish(dir: &Path, remote: &ObjectLocation, keep_previous: u64, window: &RetryWindow) -> anyhow::Result<u64> {
+pub(crate) fn publish(
+    dir: &Path,
+    remote: &ObjectLocation,
+    keep_previous: u64,
+    window: &RetryWindow,
+) -> anyhow::Result<u64> {
     let current = retrying(remote, window, "reading the manifest", || remote.get_versioned(MANIFEST))
         .with_context(|| format!("publishing to {}: nothing was published", remote.url()))?;
     let previous: Option<Manifest> = current
@@ -276,7 +281,7 @@ fn delete_old_versions(remote: &ObjectLocation, oldest_kept: u64, window: &Retry
 /// (a writer's working copy, before a run): its published files are
 /// replaced by the version's when it mirrors another one. Returns the
 /// version mirrored (None: nothing is published).
-pub fn mirror(remote: &ObjectLocation, dir: &Path) -> anyhow::Result<Option<u64>> {
+pub(crate) fn mirror(remote: &ObjectLocation, dir: &Path) -> anyhow::Result<Option<u64>> {
     let Some(m) = manifest(remote)? else { return Ok(None) };
     if std::fs::read_to_string(dir.join(MIRRORED)).ok() == Some(mirror_note(remote, m.version)) {
         return Ok(Some(m.version));
@@ -456,7 +461,7 @@ impl LeaseBody {
 
 /// The right to publish to a location, renewed while held and given back
 /// on drop.
-pub struct Lease {
+pub(crate) struct Lease {
     remote: ObjectLocation,
     holder: String,
     stop: Arc<(Mutex<bool>, Condvar)>,
@@ -466,7 +471,7 @@ pub struct Lease {
 impl Lease {
     /// Takes the lease of `remote` for `ttl` (renewed every third of it),
     /// or fails naming its holder.
-    pub fn acquire(remote: &ObjectLocation, ttl: Duration) -> anyhow::Result<Lease> {
+    pub(crate) fn acquire(remote: &ObjectLocation, ttl: Duration) -> anyhow::Result<Lease> {
         let holder = unique_name();
         let taken = now_secs();
         write_lease(remote, &holder, taken, ttl, true)?;

@@ -13,12 +13,13 @@ use std::path::{Path, PathBuf};
 
 use crate::staging::WriterLock;
 
-/// What [`Location::open_published`] finds.
+/// What [`Location::open_published`](super::Location::open_published) finds.
 pub enum Published {
     /// Nothing is published yet; the token of that state.
     Nothing(String),
     /// A writer is publishing into this folder now: look again later.
     Busy,
+    /// The published version, held until dropped.
     Version(PublishedVersion),
 }
 
@@ -37,7 +38,7 @@ impl PublishedVersion {
         &self.dir
     }
 
-    /// The token of this version ([`Location::published_token`] gives the
+    /// The token of this version ([`Location::published_token`](super::Location::published_token) gives the
     /// current one: they differ once a newer version is published).
     pub fn token(&self) -> &str {
         &self.token

@@ -41,7 +41,9 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
 /// objects live.
 #[derive(Clone)]
 pub struct RemoteStore {
+    /// The bucket or container, with this crate's timeouts, retries and TLS.
     pub store: Arc<dyn ObjectStore>,
+    /// Where the storage's objects live in it (empty: at its root).
     pub prefix: Path,
     /// The setting it came from (`output_storage`, `--root`), for messages.
     pub setting: String,
@@ -60,16 +62,53 @@ impl fmt::Debug for RemoteStore {
 /// cause; none carries a credential.
 #[derive(Debug, thiserror::Error)]
 pub enum RemoteError {
+    /// The bucket or container does not exist.
     #[error("{setting}: {what} does not exist (create it, or correct the name)")]
-    NoSuchBucket { setting: String, what: String },
+    NoSuchBucket {
+        /// The setting it came from (`output_storage`, `--root`).
+        setting: String,
+        /// The bucket or container.
+        what: String,
+    },
+    /// The credentials were refused.
     #[error("{setting}: access to {what} was denied: check the credentials ({cause})")]
-    AccessDenied { setting: String, what: String, cause: String },
+    AccessDenied {
+        /// The setting it came from (`output_storage`, `--root`).
+        setting: String,
+        /// The bucket or container.
+        what: String,
+        /// What the server or the client library said.
+        cause: String,
+    },
+    /// No connection to the endpoint, or no answer in time.
     #[error("{setting}: the storage endpoint {endpoint} cannot be reached ({cause})")]
-    EndpointDown { setting: String, endpoint: String, cause: String },
+    EndpointDown {
+        /// The setting it came from (`output_storage`, `--root`).
+        setting: String,
+        /// The URL requests go to.
+        endpoint: String,
+        /// What the server or the client library said.
+        cause: String,
+    },
+    /// The store cannot be built from the settings and environment (before
+    /// any request).
     #[error("{setting}: {message}")]
-    Settings { setting: String, message: String },
+    Settings {
+        /// The setting it came from (`output_storage`, `--root`).
+        setting: String,
+        /// What is wrong, and what to set.
+        message: String,
+    },
+    /// Any other failed request.
     #[error("{setting}: {what}: {cause}")]
-    Other { setting: String, what: String, cause: String },
+    Other {
+        /// The setting it came from (`output_storage`, `--root`).
+        setting: String,
+        /// The bucket or container.
+        what: String,
+        /// What the server or the client library said.
+        cause: String,
+    },
 }
 
 /// Builds the store for `remote` and makes one LIST under its prefix, so

@@ -3,8 +3,8 @@
 //! The project's own files — the settings file, `.env`, the other files at
 //! the top of the prefix (aliases, graph edits) and the `prompts/` and
 //! `workflows/` folders — are copied into a local working copy
-//! ([`checkout`]), which every command then runs in as in a project folder.
-//! The working copy names its root ([`REMOTE_ROOT_FILE`]), so that loading
+//! (`checkout`), which every command then runs in as in a project folder.
+//! The working copy names its root (`REMOTE_ROOT_FILE`), so that loading
 //! its settings keeps every `file` storage in the bucket, under the same
 //! prefix (`settings::Settings::rebase`): input, index, cache and logs never
 //! live only in the working copy.
@@ -26,7 +26,7 @@ const ROOT_SETTING: &str = "--root";
 
 /// The local folder a command runs in: a folder root as it is; a root in a
 /// bucket checked out into `work_dir` (default: a folder of the user's
-/// cache, [`default_work_dir`]).
+/// cache, `default_work_dir`).
 pub fn local_root(root: &ProjectRoot, work_dir: Option<&Path>) -> anyhow::Result<PathBuf> {
     match root {
         ProjectRoot::Folder(dir) => Ok(dir.clone()),
@@ -95,7 +95,7 @@ pub fn write_back(root: &Path, files: &[PathBuf]) -> anyhow::Result<()> {
 /// `$XDG_CACHE_HOME/graphrag-rs/<hash>/` (`~/.cache` without it): one per
 /// root URL and endpoint, so that two servers' buckets of the same name do
 /// not share a copy.
-pub fn default_work_dir(remote: &RemoteStorage, endpoint: &str) -> anyhow::Result<PathBuf> {
+pub(crate) fn default_work_dir(remote: &RemoteStorage, endpoint: &str) -> anyhow::Result<PathBuf> {
     let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
     let cache = var("XDG_CACHE_HOME").or_else(|| var("HOME").map(|home| home.join(".cache"))).ok_or_else(|| {
         anyhow!("neither XDG_CACHE_HOME nor HOME is set: name the working copy of {} with --work-dir", remote.url())

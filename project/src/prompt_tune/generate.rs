@@ -16,7 +16,7 @@ use serde_json::Value;
 use super::templates::{self, EntityTypes, Example, MAX_ENTITY_TYPES};
 
 /// Chunks that get a few-shot example (GraphRAG's `MAX_EXAMPLES`).
-pub const MAX_EXAMPLES: usize = 5;
+pub(super) const MAX_EXAMPLES: usize = 5;
 
 /// The longest domain / language label accepted, in characters.
 const MAX_LABEL_CHARS: usize = 120;
@@ -27,7 +27,7 @@ const MAX_TYPE_CHARS: usize = 60;
 
 /// What the model said, checked.
 #[derive(Debug, Clone)]
-pub struct Answers {
+pub(super) struct Answers {
     pub domain: String,
     pub language: String,
     pub persona: String,
@@ -39,7 +39,7 @@ pub struct Answers {
 
 /// What the caller fixed instead of asking (`--domain`, `--language`,
 /// `--no-discover-entity-types`).
-pub struct Given<'a> {
+pub(super) struct Given<'a> {
     pub domain: Option<&'a str>,
     pub language: Option<&'a str>,
     pub discover_entity_types: bool,

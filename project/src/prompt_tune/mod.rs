@@ -25,23 +25,28 @@ use graphrag_engine::settings;
 use graphrag_operations::tokenizer::Encoding;
 
 pub use graphrag_operations::chunk_selection::SelectionMethod;
-pub use templates::EntityTypes;
+use templates::EntityTypes;
 
 use crate::{OpenOptions, Project};
 
 /// GraphRAG 3.3's prompt-tune defaults (`graphrag/prompt_tune/defaults.py`).
 pub mod defaults {
+    /// [`PromptTuneOptions::limit`](super::PromptTuneOptions::limit): chunks read by `random` and `top`.
     pub const LIMIT: usize = 15;
+    /// [`PromptTuneOptions::max_tokens`](super::PromptTuneOptions::max_tokens): the extraction prompt's budget.
     pub const MAX_TOKENS: usize = 2000;
+    /// [`PromptTuneOptions::n_subset_max`](super::PromptTuneOptions::n_subset_max): chunks `auto` embeds.
     pub const N_SUBSET_MAX: usize = 300;
+    /// [`PromptTuneOptions::k`](super::PromptTuneOptions::k): clusters (and chunks) of `auto`.
     pub const K: usize = 15;
+    /// [`PromptTuneOptions::min_examples_required`](super::PromptTuneOptions::min_examples_required).
     pub const MIN_EXAMPLES_REQUIRED: usize = 2;
 }
 
 /// The file names GraphRAG's prompt tuning writes.
-pub const EXTRACT_GRAPH_FILE: &str = "extract_graph.txt";
-pub const SUMMARIZE_DESCRIPTIONS_FILE: &str = "summarize_descriptions.txt";
-pub const COMMUNITY_REPORT_GRAPH_FILE: &str = "community_report_graph.txt";
+const EXTRACT_GRAPH_FILE: &str = "extract_graph.txt";
+const SUMMARIZE_DESCRIPTIONS_FILE: &str = "summarize_descriptions.txt";
+const COMMUNITY_REPORT_GRAPH_FILE: &str = "community_report_graph.txt";
 
 /// `prompt-tune`'s options, with GraphRAG's names and defaults.
 #[derive(Debug, Clone)]
@@ -50,19 +55,25 @@ pub struct PromptTuneOptions {
     pub domain: Option<String>,
     /// The language of the prompts' answers; `None`: asked of the model.
     pub language: Option<String>,
+    /// How chunks are chosen: `random`, `top` (the first ones), `all`, or
+    /// `auto` (the `k` chunks nearest the centroids of `k` clusters of up to
+    /// `n_subset_max` embedded chunks).
     pub selection_method: SelectionMethod,
     /// Chunks read by `random` and `top`.
     pub limit: usize,
     /// The extraction prompt's token budget: examples beyond
     /// `min_examples_required` are left out when they would exceed it.
     pub max_tokens: usize,
-    /// In place of settings' `chunking.size` / `chunking.overlap`.
+    /// In place of settings' `chunking.size`, in tokens.
     pub chunk_size: Option<usize>,
+    /// In place of settings' `chunking.overlap`, in tokens; smaller than the
+    /// chunk size.
     pub overlap: Option<usize>,
     /// Chunks embedded by `auto`.
     pub n_subset_max: usize,
     /// Clusters (and chunks) of `auto`.
     pub k: usize,
+    /// Few-shot examples the extraction prompt keeps whatever `max_tokens`.
     pub min_examples_required: usize,
     /// Ask the model for the entity types; `false`: the extraction prompt
     /// keeps the `{{ entity_types }}` placeholder (settings'
@@ -119,21 +130,24 @@ impl PromptTuneOptions {
 /// The prompts prompt tuning made, and what they were made from.
 #[derive(Debug, Clone)]
 pub struct TunedPrompts {
+    /// The text of extract_graph.txt.
     pub extract_graph: String,
+    /// The text of summarize_descriptions.txt.
     pub summarize_descriptions: String,
+    /// The text of community_report_graph.txt.
     pub community_report_graph: String,
+    /// The corpus's domain (given, or the model's answer).
     pub domain: String,
+    /// The language the prompts ask answers in (given, or the model's answer).
     pub language: String,
-    pub persona: String,
-    pub role: String,
-    pub rating_description: String,
     /// The discovered entity types; `None`: the settings' types.
     pub entity_types: Option<Vec<String>>,
     /// Few-shot examples in the extraction prompt.
     pub examples: usize,
+    /// Chunks of the input.
     pub chunks_total: usize,
+    /// Chunks the questions were asked about.
     pub chunks_selected: usize,
-    pub notes: Vec<String>,
     /// The chat model's calls (and the embedding model's, for `auto`).
     pub usage: ModelUsage,
 }
@@ -228,9 +242,6 @@ pub fn generate_prompts_until(root: &Path, opts: &PromptTuneOptions, stop: &Stop
         ),
         domain: t.domain.clone(),
         language: t.language.clone(),
-        persona: t.persona.clone(),
-        role: t.role.clone(),
-        rating_description: t.rating_description.clone(),
         entity_types: match &t.entity_types {
             EntityTypes::Discovered(types) => Some(types.clone()),
             EntityTypes::FromSettings => None,
@@ -238,7 +249,6 @@ pub fn generate_prompts_until(root: &Path, opts: &PromptTuneOptions, stop: &Stop
         examples,
         chunks_total,
         chunks_selected: selected.chunks.len(),
-        notes: selected.notes,
         usage: usage.total(),
     };
     check_prompts(&tuned)?;
@@ -305,6 +315,7 @@ fn check_prompts(t: &TunedPrompts) -> anyhow::Result<()> {
 /// What [`write_prompts`] did.
 #[derive(Debug, Clone)]
 pub struct Written {
+    /// The three prompt files, in `dir`.
     pub files: Vec<PathBuf>,
     /// Where the files it replaced were copied (none replaced: `None`).
     pub backup: Option<PathBuf>,
@@ -384,7 +395,9 @@ fn settings_warnings(root: &Path, dir: &Path) -> Vec<String> {
 /// One kind of model call a run would make.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CallEstimate {
+    /// What is asked: `domain`, `persona`, `few-shot examples`, ...
     pub question: &'static str,
+    /// Chat requests of this kind.
     pub calls: usize,
     /// Estimated prompt tokens of those calls (the answers they depend on
     /// — domain, persona — stood in by text of a typical length).
@@ -394,23 +407,31 @@ pub struct CallEstimate {
 /// What a run would read and ask ([`dry_run`]): nothing is sent.
 #[derive(Debug, Clone)]
 pub struct PromptTuneEstimate {
+    /// Chunks of the input.
     pub chunks_total: usize,
+    /// Chunks a run would ask about.
     pub chunks_selected: usize,
     /// The first words of each selected chunk.
     pub selected_previews: Vec<String>,
+    /// The chat model's id (`extract_graph.completion_model_id`).
     pub chat_model: String,
     /// Whether the chat model is configured (a run needs it).
     pub chat_model_configured: bool,
+    /// The chat requests, by question, in the order a run asks them.
     pub calls: Vec<CallEstimate>,
     /// `auto`: the embedding model and the chunks it embeds.
     pub embedding: Option<(String, usize)>,
+    /// Where the selection differs from what was asked (a limit beyond the
+    /// corpus; `auto` estimated without calling its embedding model).
     pub notes: Vec<String>,
 }
 
 impl PromptTuneEstimate {
+    /// Chat requests of every kind.
     pub fn total_calls(&self) -> usize {
         self.calls.iter().map(|c| c.calls).sum()
     }
+    /// Estimated prompt tokens of every request.
     pub fn total_prompt_tokens(&self) -> u64 {
         self.calls.iter().map(|c| c.prompt_tokens).sum()
     }

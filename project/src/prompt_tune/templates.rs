@@ -81,8 +81,10 @@ fn fill_literal(template: &str, values: &[(&str, &str)]) -> String {
 /// written in, or the `{{ entity_types }}` placeholder (settings'
 /// `extract_graph.entity_types`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum EntityTypes {
+pub(super) enum EntityTypes {
+    /// The types the model named, written into the prompt.
     Discovered(Vec<String>),
+    /// The placeholder, filled from the settings when the prompt is used.
     FromSettings,
 }
 
@@ -98,7 +100,7 @@ impl EntityTypes {
 
 /// One few-shot example: a chunk and the records the model extracted from it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Example {
+pub(super) struct Example {
     pub text: String,
     pub entities: Vec<EntityRecord>,
     pub relationships: Vec<RelationshipRecord>,

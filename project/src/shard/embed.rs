@@ -58,15 +58,17 @@ fn staged_tables(base: &Location) -> Location {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct GraphStaged {
     /// The model stage it stopped before (`--shard K/M --phase model`
-    /// next, then `--merge --phase graph` again); `None`: the graph is staged.
+    /// next, then `--merge --phase stage` again); `None`: the graph is staged.
     #[serde(skip)]
     pub model_stage: Option<ModelStage>,
     /// The staged tables the embed steps read: sha256 of each file.
-    pub tables: BTreeMap<String, String>,
+    pub(crate) tables: BTreeMap<String, String>,
     /// Their rows (the texts the embed shards share out, at most).
     pub rows: BTreeMap<String, usize>,
+    /// The staged run's stats.
     #[serde(skip)]
     pub stats: RunStats,
+    /// Where the staged run is (the next `--merge` resumes from it).
     #[serde(skip)]
     pub staging_dir: PathBuf,
 }
@@ -288,7 +290,7 @@ pub(super) fn staged_step(
 /// `index --shard K/N --phase embed`: embeds the staged rows of shard K
 /// into the model cache (see the module docs); a finished shard is only
 /// checked. Errors name the shard.
-pub fn embed_shard(mut project: Project, spec: ShardSpec, run: &RunSettings) -> anyhow::Result<ShardReport> {
+pub(crate) fn embed_shard(mut project: Project, spec: ShardSpec, run: &RunSettings) -> anyhow::Result<ShardReport> {
     require_cache(&project, "embed")?;
     project.llm.stop_with(&run.stop);
     let began = Instant::now();

@@ -229,7 +229,7 @@ impl Verb for AskShard {
 /// updates as `previous`): asks the model for the staged stage's items of
 /// shard K (see the module docs), into the cache. A shard that finished
 /// before is not run again. Errors name the shard and the stage.
-pub fn model_shard(
+pub(crate) fn model_shard(
     mut project: Project,
     spec: ShardSpec,
     run: &RunSettings,

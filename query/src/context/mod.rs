@@ -17,7 +17,9 @@
 //!
 //! `tables` packs them; `rankings` decides what goes in first; `history`,
 //! `points` (global search's map answers) and `keywords` (and citations)
-//! make the other parts of a context.
+//! make the other parts of a context. Only [`cited_ids`] is public (a
+//! caller checking an answer's citations against its context records); the
+//! rest is the search methods' own.
 
 mod history;
 mod keywords;
@@ -25,8 +27,9 @@ mod points;
 mod rankings;
 mod tables;
 
-pub use history::*;
-pub use keywords::*;
-pub use points::*;
-pub use rankings::*;
-pub use tables::*;
+pub(crate) use history::*;
+pub use keywords::cited_ids;
+pub(crate) use keywords::*;
+pub(crate) use points::*;
+pub(crate) use rankings::*;
+pub(crate) use tables::*;

@@ -68,11 +68,6 @@ impl PackedTable {
                 .collect(),
         )
     }
-
-    /// The values of the `id` column.
-    pub fn ids(&self) -> Vec<String> {
-        self.rows.iter().filter_map(|r| r.first().cloned()).collect()
-    }
 }
 
 fn table_head(name: &str, header: &[&str]) -> String {
@@ -218,7 +213,6 @@ mod tests {
         assert_eq!(t.tokens, 12);
         assert!(t.tokens <= 13);
         assert_eq!(t.text, "-----T-----\nid|text\n0|alpha beta gamma\n1|alpha beta gamma");
-        assert_eq!(t.ids(), vec!["0", "1"]);
         let all = pack_table("T", &["id", "text"], rows.clone(), 1000, &words);
         assert_eq!(all.rows.len(), 10);
         assert!(!all.truncated);
@@ -249,7 +243,7 @@ mod tests {
         let rows =
             vec![row(&["1", "a b"]), row(&["2", "c d"]), row(&["3", "e f g h i j k l m n o p"]), row(&["4", "q"])];
         let b = pack_batches("Reports", &["id", "content"], rows, 10, &words);
-        let ids: Vec<Vec<String>> = b.iter().map(|t| t.ids()).collect();
+        let ids: Vec<Vec<String>> = b.iter().map(|t| t.rows.iter().map(|r| r[0].clone()).collect()).collect();
         assert_eq!(ids, vec![vec!["1", "2"], vec!["3"], vec!["4"]]);
         assert!(b[0].tokens <= 10 && b[2].tokens <= 10);
         assert!(b[0].text.starts_with("-----Reports-----\nid|content\n1|a b"));
