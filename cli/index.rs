@@ -55,8 +55,8 @@ pub fn run(args: &IndexArgs) -> anyhow::Result<()> {
     let opts = IndexOptions { resume: args.resume, run: run_settings(args.skip_validation, args.verbosity) };
     let report = match sharded {
         Sharded::Shard(spec, phase) => return crate::shard::run_shard(project, spec, phase, &opts, args.verbosity),
-        Sharded::MergeGraph(count) => {
-            let staged = graphrag_project::index_merge_graph(project, count, &opts)?;
+        Sharded::MergeGraph(count, stages) => {
+            let staged = graphrag_project::index_merge_graph(project, count, &opts, stages)?;
             crate::shard::print_graph_staged(&staged, args.verbosity);
             return Ok(());
         }

@@ -1,5 +1,7 @@
 //! `graphrag-rs index --shard K/N` and `index --merge`: the map and reduce
-//! of a sharded index (graphrag_project's `index_shard` / `index_merge`).
+//! of a sharded index (graphrag_project's `index_shard` / `index_merge`), and
+//! the phases between them (`--merge --phase graph`, `--shard K/N --phase
+//! model` and `--phase embed`).
 
 use clap::{Args, ValueEnum};
 use graphrag_project::{GraphStaged, IndexOptions, Project, ShardPhase, ShardReport, ShardSpec};
@@ -19,9 +21,13 @@ pub struct ShardFlags {
     /// With --merge: the shard count to merge (needed only when fragments of several counts exist).
     #[arg(long, value_name = "N", requires = "merge", value_parser = clap::value_parser!(u64).range(1..=graphrag_project::MAX_SHARDS as u64))]
     pub shards: Option<u64>,
-    /// Shards the merge's per-item embeddings (entity and relationship descriptions, reports):
-    /// `--merge --phase graph` stages the merge's other steps, `--shard K/N --phase embed` embeds
-    /// the staged rows of shard K into the model cache, then `--merge` publishes.
+    /// Shards the merge's model work: `--merge --phase stage` runs the merge's steps up to the
+    /// next model stage (resolution questions, summaries, reports, a wave at a time) and stages its
+    /// inputs, `--shard K/N --phase model` asks the stage's items of shard K into the model cache,
+    /// and `--merge --phase stage` again goes on, until it stages the graph (`--merge --phase
+    /// graph` stages it at once, asking the model stages left itself); then `--shard K/N --phase
+    /// embed` embeds the staged rows of shard K (entity and relationship descriptions, reports)
+    /// into the cache, and `--merge` publishes.
     #[arg(long, value_enum, conflicts_with = "dry_run")]
     pub phase: Option<Phase>,
 }
@@ -33,14 +39,19 @@ pub enum Phase {
     Units,
     /// With --shard: the embeddings of the staged graph's rows of shard K.
     Embed,
+    /// With --shard: the model calls of the staged model stage's items of shard K.
+    Model,
     /// With --merge: the merge's steps but the per-item embeddings, staged, not published.
     Graph,
+    /// With --merge: as graph, but only up to the next model stage, whose inputs are staged.
+    Stage,
 }
 
 /// What a sharded command runs, from its flags.
 pub enum Sharded {
     Shard(ShardSpec, ShardPhase),
-    MergeGraph(Option<usize>),
+    /// `--merge --phase graph` (false) or `--phase stage` (true: up to the next model stage).
+    MergeGraph(Option<usize>, bool),
     Merge(Option<usize>),
     /// Not a sharded command.
     None,
@@ -54,10 +65,14 @@ impl ShardFlags {
         Ok(match (self.shard, self.merge, self.phase) {
             (Some(spec), _, None | Some(Phase::Units)) => Sharded::Shard(spec, ShardPhase::Units),
             (Some(spec), _, Some(Phase::Embed)) => Sharded::Shard(spec, ShardPhase::Embed),
-            (_, true, Some(Phase::Graph)) => Sharded::MergeGraph(count),
+            (Some(spec), _, Some(Phase::Model)) => Sharded::Shard(spec, ShardPhase::Model),
+            (_, true, Some(Phase::Graph)) => Sharded::MergeGraph(count, false),
+            (_, true, Some(Phase::Stage)) => Sharded::MergeGraph(count, true),
             (_, true, None) => Sharded::Merge(count),
             (None, false, None) => Sharded::None,
-            (_, _, Some(Phase::Graph)) => anyhow::bail!("--phase graph goes with --merge"),
+            (_, _, Some(phase @ (Phase::Graph | Phase::Stage))) => {
+                anyhow::bail!("--phase {} goes with --merge", phase.to_possible_value().expect("named").get_name())
+            }
             (_, _, Some(phase)) => {
                 anyhow::bail!("--phase {} goes with --shard K/N", phase.to_possible_value().expect("named").get_name())
             }
@@ -88,6 +103,11 @@ pub fn print_shard(report: &ShardReport, verbosity: i8) {
             "Embed shard {}/{}: {} texts in {:.2} s; {} model calls, {} cache hits. Vectors in the model cache",
             report.shard, report.shards, report.embedded_texts, report.seconds, report.model_calls, report.cache_hits
         );
+    } else if report.phase == ShardPhase::Model {
+        println!(
+            "Model shard {}/{} of {}: {:.2} s; {} model calls, {} cache hits. Answers in the model cache; next: `--merge --phase stage`",
+            report.shard, report.shards, report.stage, report.seconds, report.model_calls, report.cache_hits
+        );
     } else {
         println!(
             "Shard {}/{}: {} documents, {} text units in {:.2} s; {} model calls, {} cache hits. Fragments in {}",
@@ -106,6 +126,13 @@ pub fn print_shard(report: &ShardReport, verbosity: i8) {
 /// What `--merge --phase graph` staged, and what to run next.
 pub fn print_graph_staged(staged: &GraphStaged, verbosity: i8) {
     if verbosity < 0 {
+        return;
+    }
+    if let Some(stage) = &staged.model_stage {
+        println!(
+            "Staged the merge's steps up to the model stage `{}` (wave {}) in {:.2} s. Next: `--shard K/N --phase model` for K = 0 to N-1, then `--merge --phase stage` again",
+            stage.step, stage.wave, staged.stats.total_runtime
+        );
         return;
     }
     let rows: Vec<String> = staged.rows.iter().map(|(t, n)| format!("{t} {n} rows")).collect();

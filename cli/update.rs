@@ -37,8 +37,8 @@ pub fn run(args: &UpdateArgs) -> anyhow::Result<()> {
             crate::shard::print_shard(&report, args.verbosity);
             return Ok(());
         }
-        Sharded::MergeGraph(count) => {
-            let staged = graphrag_project::update_merge_graph(&args.root, count, &opts)?;
+        Sharded::MergeGraph(count, stages) => {
+            let staged = graphrag_project::update_merge_graph(&args.root, count, &opts, stages)?;
             crate::shard::print_graph_staged(&staged, args.verbosity);
             return Ok(());
         }

@@ -1,8 +1,9 @@
 //! `index --shard K/N` + `index --merge` against a single `index`: every
 //! published table byte for byte, fast and standard method (the mock LLM),
 //! N = 1, 2, 4, on part of the example and on a slice of a dev corpus, with
-//! and without the embed phase (`--merge --phase graph`, `--shard K/M
-//! --phase embed`); shards rerun or killed mid-run change nothing and
+//! and without the model stages' shards (`--merge --phase stage` stopping
+//! before each, `--shard K/M --phase model`) and the embed phase (`--merge
+//! --phase graph`, `--shard K/M --phase embed`); shards rerun or killed mid-run change nothing and
 //! repeat no model call.
 
 mod common;
@@ -93,16 +94,72 @@ fn done_documents(root: &Path) -> usize {
 }
 
 /// How a sharded run is made: `units` document shards, then the merge,
-/// alone or (`embed: Some(M)`) after the graph phase and M embed shards.
+/// alone or after the graph phase — with `model: Some(M)`, M model shards
+/// at each model stage it stops before (`None`: it asks them itself) —
+/// and (`embed: Some(M)`) M embed shards.
 #[derive(Clone, Copy)]
 struct Sharding {
     units: usize,
+    model: Option<usize>,
     embed: Option<usize>,
 }
 
 /// Document shards and the merge alone.
 fn plain(units: usize) -> Sharding {
-    Sharding { units, embed: None }
+    Sharding { units, model: None, embed: None }
+}
+
+/// The model stage the last graph phase stopped before (its `model.json`).
+fn model_stage(root: &Path) -> Option<serde_json::Value> {
+    let shards = fs::read_dir(root.join("output/.shards")).ok()?;
+    let marker = shards.flatten().find_map(|d| fs::read(d.path().join("model.json")).ok())?;
+    Some(serde_json::from_slice(&marker).unwrap())
+}
+
+/// What the graph phase and the model shards asked.
+#[derive(Default, Debug)]
+struct GraphPhase {
+    /// `<step> wave <w>` of each stage it stopped before.
+    stages: Vec<String>,
+    /// Chat requests of the model shards, and of the graph phase's runs.
+    shard_chat: u64,
+    graph_chat: u64,
+    embedded_texts: u64,
+}
+
+/// `--merge --phase stage` (by `run`: index or update) until it stages the
+/// graph, with `model` model shards at each model stage it stops before;
+/// with `model` 0, `--merge --phase graph` once (it asks the stages
+/// itself). A model shard run again asks nothing.
+fn graph_phase(mock: &MockServer, root: &Path, method: &[&str], model: usize, run: fn(&Path, &[&str])) -> GraphPhase {
+    let mut seen = GraphPhase::default();
+    let with = |extra: &[&str]| -> Vec<String> { method.iter().chain(extra).map(|s| s.to_string()).collect() };
+    let live = || fs::read(root.join("output/entities.parquet")).ok();
+    let before = live();
+    loop {
+        mock.reset_stats();
+        let phase = if model > 0 { "stage" } else { "graph" };
+        run(root, &with(&["--merge", "--phase", phase]).iter().map(String::as_str).collect::<Vec<_>>());
+        let graph = mock.stats();
+        seen.graph_chat += graph.chat_requests;
+        seen.embedded_texts += graph.embedded_texts;
+        assert!(live() == before, "the graph phase publishes nothing");
+        let Some(stage) = model_stage(root) else { return seen };
+        seen.stages.push(format!("{} wave {}", stage["step"].as_str().unwrap(), stage["wave"]));
+        assert!(seen.stages.len() < 20, "the graph phase goes on: {:?}", seen.stages);
+        mock.reset_stats();
+        for k in 0..model {
+            let spec = format!("{k}/{model}");
+            run(root, &with(&["--shard", &spec, "--phase", "model"]).iter().map(String::as_str).collect::<Vec<_>>());
+        }
+        seen.shard_chat += mock.stats().chat_requests;
+        if model > 0 {
+            mock.reset_stats();
+            let spec = format!("0/{model}");
+            run(root, &with(&["--shard", &spec, "--phase", "model"]).iter().map(String::as_str).collect::<Vec<_>>());
+            assert_eq!(mock.stats().requests, 0, "a finished model shard asks nothing");
+        }
+    }
 }
 
 /// Indexes `docs` once with `index` and once per sharding, each in a fresh
@@ -125,8 +182,8 @@ fn sharded_equals_single(method: &str, docs: &[(String, String)], settings: &str
         assert!(hnsw >= 2, "HNSW indexes of text units and entities, not {hnsw}");
     }
 
-    for &Sharding { units: n, embed } in shardings {
-        let what = format!("{method}, {n} shards, embed shards {embed:?}");
+    for &Sharding { units: n, model, embed } in shardings {
+        let what = format!("{method}, {n} shards, model shards {model:?}, embed shards {embed:?}");
         let p = fresh();
         mock.reset_stats();
         for k in 0..n {
@@ -134,28 +191,48 @@ fn sharded_equals_single(method: &str, docs: &[(String, String)], settings: &str
         }
         let shards = mock.stats();
         mock.reset_stats();
-        if let Some(m) = embed {
-            index(p.path(), &["--method", method, "--merge", "--phase", "graph"]);
-            assert!(!p.path().join("output/entities.parquet").exists(), "{what}: the graph phase publishes nothing");
-            for k in 0..m {
-                index(p.path(), &["--method", method, "--shard", &format!("{k}/{m}"), "--phase", "embed"]);
+        if model.is_some() || embed.is_some() {
+            let graph = graph_phase(&mock, p.path(), &["--method", method], model.unwrap_or(0), index);
+            assert_eq!(graph.stages.is_empty(), model.is_none(), "{what}: stages only with `--phase stage`");
+            if settings == SMALL_REPORT_CONTEXT {
+                // The higher levels' reports wait for their sub-communities'.
+                assert!(graph.stages.iter().any(|s| s == "community_reports wave 2"), "{what}: {graph:?}");
+            }
+            if model.is_some() {
+                assert_eq!(graph.graph_chat, 0, "{what}: the model shards ask every model stage's question");
+                assert!(graph.shard_chat > 0, "{what}: {graph:?}");
+            }
+            mock.reset_stats();
+            if let Some(m) = embed {
+                for k in 0..m {
+                    index(p.path(), &["--method", method, "--shard", &format!("{k}/{m}"), "--phase", "embed"]);
+                }
+                assert!(mock.stats().embedded_texts > 0, "{what}: the embed shards embed the graph's rows");
             }
             let staged = mock.stats();
-            assert!(staged.embedded_texts > 0, "{what}: the embed shards embed the graph's rows");
-            // An embed shard run again asks nothing.
-            mock.reset_stats();
-            index(p.path(), &["--method", method, "--shard", &format!("0/{m}"), "--phase", "embed"]);
-            assert_eq!(mock.stats().requests, 0, "{what}: a finished embed shard asks nothing");
+            if let Some(m) = embed {
+                // An embed shard run again asks nothing.
+                mock.reset_stats();
+                index(p.path(), &["--method", method, "--shard", &format!("0/{m}"), "--phase", "embed"]);
+                assert_eq!(mock.stats().requests, 0, "{what}: a finished embed shard asks nothing");
+            }
             mock.reset_stats();
             index(p.path(), &["--method", method, "--merge"]);
-            assert_eq!(mock.stats().embedded_texts, 0, "{what}: the merge finds every vector in the cache");
             let merge = mock.stats();
+            assert_eq!(merge.chat_requests, 0, "{what}: the merge finds every answer in the cache");
+            if embed.is_some() {
+                assert_eq!(merge.embedded_texts, 0, "{what}: the merge finds every vector in the cache");
+            }
             assert_eq!(
-                shards.chat_requests + staged.chat_requests + merge.chat_requests,
+                shards.chat_requests + graph.shard_chat + graph.graph_chat + staged.chat_requests,
                 single_stats.chat_requests,
                 "{what}"
             );
-            assert_eq!(shards.embedded_texts + staged.embedded_texts, single_stats.embedded_texts, "{what}");
+            assert_eq!(
+                shards.embedded_texts + graph.embedded_texts + staged.embedded_texts + merge.embedded_texts,
+                single_stats.embedded_texts,
+                "{what}"
+            );
         } else {
             index(p.path(), &["--method", method, "--merge"]);
             let merge = mock.stats();
@@ -179,14 +256,29 @@ fn sharded_equals_single(method: &str, docs: &[(String, String)], settings: &str
 
 #[test]
 fn sharded_fast_index_equals_a_single_run() {
-    let embed = Sharding { units: 2, embed: Some(3) };
+    let embed = Sharding { units: 2, model: None, embed: Some(3) };
     sharded_equals_single("fast", &docs(), "", &[plain(1), embed, plain(4)]);
 }
 
 #[test]
 fn sharded_standard_index_equals_a_single_run() {
-    let embed = Sharding { units: 4, embed: Some(2) };
+    let embed = Sharding { units: 4, model: None, embed: Some(2) };
     sharded_equals_single("standard", &docs(), "", &[plain(1), plain(2), embed]);
+}
+
+/// Reports whose context holds no more than this many tokens: the higher
+/// levels' wait for their sub-communities' reports (several waves).
+const SMALL_REPORT_CONTEXT: &str = "community_reports:\n  max_input_length: 400\n";
+
+#[test]
+fn sharded_model_stages_equal_a_single_run_for_any_count() {
+    let shardings: Vec<Sharding> =
+        [1, 2, 4].into_iter().map(|m| Sharding { units: 2, model: Some(m), embed: Some(m) }).collect();
+    sharded_equals_single("standard", &dev_slice(), SMALL_REPORT_CONTEXT, &shardings);
+    let docs = passages(16, 1_500);
+    // The fast method with the model's reports.
+    let llm_reports = "community_reports:\n  mode: llm\n  max_input_length: 400\n";
+    sharded_equals_single("fast", &docs, llm_reports, &[Sharding { units: 4, model: Some(3), embed: None }]);
 }
 
 /// 150 passages of a dev corpus (2WikiMultihopQA's, tests/fixtures), one
@@ -209,13 +301,13 @@ const SMALL_ANN: &str = "vector_store:\n  ann_threshold: 20\n";
 
 #[test]
 fn sharded_dev_slice_equals_a_single_run_fast() {
-    let embed = Sharding { units: 4, embed: Some(4) };
+    let embed = Sharding { units: 4, model: None, embed: Some(4) };
     sharded_equals_single("fast", &dev_slice(), SMALL_ANN, &[plain(1), plain(2), embed]);
 }
 
 #[test]
 fn sharded_dev_slice_equals_a_single_run_standard() {
-    let embed = Sharding { units: 2, embed: Some(2) };
+    let embed = Sharding { units: 2, model: Some(2), embed: Some(2) };
     sharded_equals_single("standard", &dev_slice(), SMALL_ANN, &[plain(1), embed, plain(4)]);
 }
 
@@ -282,6 +374,58 @@ fn a_shard_killed_mid_run_reruns_without_repeated_calls() {
     }
 }
 
+/// Graph phases with one model shard each until the stage `step` is staged.
+fn graph_phase_until(root: &Path, step: &str) {
+    loop {
+        index(root, &["--method", "standard", "--merge", "--phase", "stage"]);
+        let stage = model_stage(root).expect("a model stage");
+        if stage["step"] == step {
+            return;
+        }
+        index(root, &["--method", "standard", "--shard", "0/1", "--phase", "model"]);
+    }
+}
+
+#[test]
+fn a_failed_model_shard_reruns_without_repeated_calls() {
+    // One request at a time, so that the answers before the failures are cached.
+    let mock = MockServer::start(MockConfig::default()).unwrap();
+    let docs = passages(8, 3_000);
+    let single = project(&mock, &docs, 1);
+    index(single.path(), &["--method", "standard"]);
+    let [clean, failed] = [(); 2].map(|_| {
+        let p = project(&mock, &docs, 1);
+        index(p.path(), &["--method", "standard", "--shard", "0/1"]);
+        graph_phase_until(p.path(), "summarize_descriptions");
+        p
+    });
+    mock.reset_stats();
+    index(clean.path(), &["--method", "standard", "--shard", "0/1", "--phase", "model"]);
+    let summaries = mock.stats().chat_requests;
+    assert!(summaries > 4, "the summaries have work to fail ({summaries} requests)");
+
+    // The model refuses every request after the third: the shard fails
+    // (a model shard tolerates no failed item), its answers cached.
+    mock.reset_stats();
+    mock.set_faults(vec![FaultRule::always(FaultKind::BadRequest).after(3)]);
+    let mut args = vec!["-q", "index", "--skip-validation", "--method", "standard", "--root"];
+    args.extend([failed.path().to_str().unwrap(), "--shard", "0/1", "--phase", "model"]);
+    let o = graphrag(&args);
+    assert!(!o.status.success(), "a model shard with failed items fails");
+    assert!(text(&o).contains("model shard 0/1 of summarize_descriptions wave 0 failed"), "{}", text(&o));
+    let answered = mock.stats().answers_made - mock.stats().faults_injected;
+    assert_eq!(answered, 3);
+    mock.set_faults(Vec::new());
+    mock.reset_stats();
+    index(failed.path(), &["--method", "standard", "--shard", "0/1", "--phase", "model"]);
+    assert_eq!(answered + mock.stats().chat_requests, summaries, "the rerun asks only what was not answered");
+    for p in [&clean, &failed] {
+        graph_phase(&mock, p.path(), &["--method", "standard"], 1, index);
+        index(p.path(), &["--method", "standard", "--merge"]);
+        assert_same_index(p.path(), single.path(), "standard, a model shard failed and rerun");
+    }
+}
+
 /// Runs `graphrag-rs -q update --skip-validation ARGS --root ROOT`.
 fn update(root: &Path, args: &[&str]) {
     let mut all = vec!["-q", "update", "--skip-validation", "--root", root.to_str().unwrap()];
@@ -316,9 +460,10 @@ fn a_sharded_update_equals_a_single_update() {
         update(sharded.path(), &["--shard", &format!("{k}/2")]);
     }
     let shards = mock.stats();
-    // The merge's embeddings in two embed shards.
+    // The model stages in two model shards, the merge's embeddings in two embed shards.
+    let graph = graph_phase(&mock, sharded.path(), &[], 2, update);
+    assert_eq!(graph.graph_chat, 0, "the model shards ask every model stage's question: {graph:?}");
     mock.reset_stats();
-    update(sharded.path(), &["--merge", "--phase", "graph"]);
     for k in 0..2 {
         update(sharded.path(), &["--shard", &format!("{k}/2"), "--phase", "embed"]);
     }
@@ -326,14 +471,14 @@ fn a_sharded_update_equals_a_single_update() {
     mock.reset_stats();
     update(sharded.path(), &["--merge"]);
     let merge = mock.stats();
-    assert_eq!(kind(&merge, "extract_graph"), 0, "the merge extracts nothing itself");
+    assert_eq!(merge.chat_requests, 0, "the merge finds every answer in the cache");
     assert_eq!(merge.embedded_texts, 0, "the merge finds every vector in the cache");
     assert_eq!(
-        shards.chat_requests + staged.chat_requests + merge.chat_requests,
+        shards.chat_requests + graph.shard_chat + staged.chat_requests,
         single_update.chat_requests,
         "only the new documents' calls"
     );
-    assert_eq!(shards.embedded_texts + staged.embedded_texts, single_update.embedded_texts);
+    assert_eq!(shards.embedded_texts + graph.embedded_texts + staged.embedded_texts, single_update.embedded_texts);
     assert_same_index(sharded.path(), single.path(), "standard, after a sharded update");
 }
 
@@ -355,6 +500,10 @@ fn shard_flags_are_checked() {
     assert!(text(&o).contains("--phase embed goes with --shard K/N"), "{}", text(&o));
     let o = graphrag(&["index", "--shard", "0/2", "--phase", "graph"]);
     assert!(text(&o).contains("--phase graph goes with --merge"), "{}", text(&o));
+    let o = graphrag(&["index", "--shard", "0/2", "--phase", "stage"]);
+    assert!(text(&o).contains("--phase stage goes with --merge"), "{}", text(&o));
+    let o = graphrag(&["index", "--merge", "--phase", "model"]);
+    assert!(text(&o).contains("--phase model goes with --shard K/N"), "{}", text(&o));
     let o = graphrag(&["index", "--phase", "wrong"]);
     assert!(!o.status.success());
 }

@@ -1,5 +1,5 @@
 //! Sharded indexing into an object store (moto's S3 server on loopback):
-//! shards, the merge's graph phase, embed shards and the merge each run on
+//! shards, the merge's graph phase, model shards, embed shards and the merge each run on
 //! another "machine" (a project folder of its own, with its own working copy
 //! of the bucket), so that everything they share goes through the bucket —
 //! the fragments, the staged graph, the done markers, the model cache. The
@@ -102,8 +102,9 @@ fn assert_same(got: &Files, expected: &Files, what: &str) {
 }
 
 /// `method` indexed once locally and, in the bucket, by two document shards
-/// on machines A and B, the graph phase on C, two embed shards on A and B
-/// and the merge on D; then a sharded update the same way.
+/// on machines A and B, the graph phase on C with two model shards on A and
+/// B at each model stage it stops before, two embed shards on A and B and
+/// the merge on D; then a sharded update the same way.
 fn sharded_into_a_bucket_equals_a_single_run(method: &str, prefix: &str) {
     let Some(moto) = object_servers::moto(&[]) else { return };
     moto.create_bucket(BUCKET);
@@ -131,7 +132,20 @@ fn sharded_into_a_bucket_equals_a_single_run(method: &str, prefix: &str) {
     assert!(!o.status.success() && text(&o).contains("shards 0/3, 1/3, 2/3 have not finished"), "{}", text(&o));
 
     mock.reset_stats();
-    run(&moto, c.path(), &["index", m[0], m[1], "--merge", "--phase", "graph"]);
+    let mut stages = 0;
+    loop {
+        let graph = mock.stats().chat_requests;
+        run(&moto, c.path(), &["index", m[0], m[1], "--merge", "--phase", "stage"]);
+        assert_eq!(mock.stats().chat_requests, graph, "{method}: the model shards answered the stage before");
+        let staged_stage = shard_objects(&moto, prefix).into_keys().any(|k| k.ends_with("/model.json"));
+        if !staged_stage {
+            break;
+        }
+        stages += 1;
+        run(&moto, a.path(), &["index", m[0], m[1], "--shard", "0/2", "--phase", "model"]);
+        run(&moto, b.path(), &["index", m[0], m[1], "--shard", "1/2", "--phase", "model"]);
+    }
+    assert!(stages > 0, "{method}: the graph phase stops before the model stages");
     assert!(publish::manifest(&location(&moto, &format!("{prefix}/output"))).unwrap().is_none(), "nothing published");
     run(&moto, a.path(), &["index", m[0], m[1], "--shard", "0/2", "--phase", "embed"]);
     run(&moto, b.path(), &["index", m[0], m[1], "--shard", "1/2", "--phase", "embed"]);
@@ -152,8 +166,10 @@ fn sharded_into_a_bucket_equals_a_single_run(method: &str, prefix: &str) {
     assert_eq!(version, 1);
     assert_same(&files, &published(&single.path().join("output")), &format!("{method}, 2 shards into S3"));
     assert!(
-        !shard_objects(&moto, prefix).keys().any(|k| k.starts_with("graph") || k.contains("/embed/")),
-        "the staged graph and the embed shards are cleared once published"
+        !shard_objects(&moto, prefix)
+            .keys()
+            .any(|k| k.starts_with("graph") || k.contains("/embed/") || k.contains("/model/")),
+        "the staged graph, the model and the embed shards are cleared once published"
     );
 
     // A shard run again, on its machine or on a fresh one: nothing asked, nothing rewritten.

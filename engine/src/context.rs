@@ -160,9 +160,34 @@ impl Previous<'_> {
     }
 }
 
+/// One shard of a model stage (`index --shard K/N --phase model`): the
+/// verb asks the model only for its items whose key hashes to `index` of
+/// `count` ([`graphrag_operations::ids::shard_of`]) and, when its calls come
+/// in dependent waves (reports after their sub-communities' reports), only
+/// those of `wave`, reading the earlier waves' answers from the cache. What
+/// it returns then is no step's output (its other items are left out or as
+/// without a model); its answers, cached, are what the shard is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ItemShard {
+    /// K: the shard (0 to `count` - 1).
+    pub index: usize,
+    /// N: the model stage's shards.
+    pub count: usize,
+    /// The wave of the step's calls this shard asks (0: those that wait for no other answer).
+    pub wave: usize,
+}
+
+impl ItemShard {
+    /// Whether the item with `key` is this shard's.
+    pub fn asks(&self, key: &str) -> bool {
+        graphrag_operations::ids::shard_of(key, self.count) == self.index
+    }
+}
+
 /// What one step's verb gets besides its input tables. The engine builds it
 /// for each step; a verb's tests build it with [`VerbContext::new`] and only
 /// what they need.
+#[derive(Clone, Copy)]
 pub struct VerbContext<'a> {
     /// The step's id in the pipeline (for messages, progress and counters).
     pub step_id: &'a str,
@@ -176,6 +201,7 @@ pub struct VerbContext<'a> {
     previous: Option<&'a dyn PreviousIndex>,
     stop: Option<&'a StopFlag>,
     tolerated_failures: f64,
+    item_shard: Option<ItemShard>,
 }
 
 impl<'a> VerbContext<'a> {
@@ -192,7 +218,25 @@ impl<'a> VerbContext<'a> {
             previous: None,
             stop: None,
             tolerated_failures: 0.0,
+            item_shard: None,
         }
+    }
+
+    /// This context for one shard of a model stage (see [`ItemShard`]).
+    pub fn with_item_shard(mut self, shard: ItemShard) -> Self {
+        self.item_shard = Some(shard);
+        self
+    }
+
+    /// The model stage's shard this step runs, if it runs one (see [`ItemShard`]).
+    pub fn item_shard(&self) -> Option<ItemShard> {
+        self.item_shard
+    }
+
+    /// Whether this step asks the model for the item with `key`: always,
+    /// unless it runs one shard of a model stage and the item is another's.
+    pub fn asks(&self, key: &str) -> bool {
+        self.item_shard.is_none_or(|s| s.asks(key))
     }
 
     /// The fraction of a step's items whose model call may fail before the

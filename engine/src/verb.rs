@@ -69,6 +69,16 @@ pub trait Verb: Send + Sync {
     fn model_to_call(&self) -> Option<&str> {
         None
     }
+
+    /// Whether this step's model calls can be shared out among the shards
+    /// of a model stage (`index --shard K/N --phase model`): the verb honours
+    /// [`VerbContext::item_shard`], asking only that shard's items; when its
+    /// items come in dependent waves (an item's prompt holds an answer of an
+    /// earlier wave), it counts them as `model_waves` in the shard's step.
+    /// Only for a step that calls a model ([`Self::model_to_call`]).
+    fn shards_model_calls(&self) -> bool {
+        false
+    }
 }
 
 /// Expected LLM cost of a step.

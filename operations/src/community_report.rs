@@ -51,7 +51,7 @@ pub struct Finding {
     pub explanation: String,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Report {
     pub title: String,
     pub summary: String,

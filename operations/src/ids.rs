@@ -22,6 +22,16 @@ pub fn sha256_hex(parts: &[&[u8]]) -> String {
     hex::encode(h.finalize())
 }
 
+/// The shard (0 to `count` - 1) of an item of a sharded run — a document by
+/// its id, a model request's item (an entity, a question batch, a
+/// community) by its key —, from the key alone, so that it does not depend
+/// on what else runs: the first 64 bits of its sha256, modulo `count`.
+pub fn shard_of(key: &str, count: usize) -> usize {
+    let digest = sha256_hex(&[key.as_bytes()]);
+    let head = u64::from_str_radix(&digest[..16], 16).expect("hex digest");
+    (head % count.max(1) as u64) as usize
+}
+
 /// `sha256_hex(&[bytes])` for the `len` bytes `reader` yields, without holding
 /// them all in memory.
 pub fn sha256_hex_of_reader(len: u64, mut reader: impl std::io::Read) -> std::io::Result<String> {

@@ -46,7 +46,7 @@
 //! bucket's input gets them); `index_dry_run` / `update_dry_run` → `DryRun` with the plan, the steps a
 //! resume would skip and the LLM estimate), `init.rs` (`init(root, &InitOptions)`), `shard.rs` (sharded
 //! indexing, issue #35: `run_shard` / `update_shard` run one shard of a `ShardPhase` — `index_shard`
-//! (`Units`) or `embed_shard` (`Embed`); `index_shard` runs one document shard — the load step's output
+//! (`Units`), `embed_shard` (`Embed`) or `model_shard` (`Model`); `index_shard` runs one document shard — the load step's output
 //! filtered by `shard_of(document id)`, chunking, and the per-text-unit steps (`entity_extract`,
 //! `extract_claims`, `embed` of `text_unit_text`) as a plan of their own in `.shards/<hash of those
 //! steps>/K-of-N/` of the output `Location` (run in its `WorkingCopy`, then pushed), resumable, with the
@@ -63,7 +63,13 @@
 //! those `embed` steps over the copies' rows whose id hashes to K (a `StagedRows` step per table) in
 //! `.shards/<key>/embed/K-of-M/`, the vectors going to the model cache keyed by text; `index_merge` then
 //! resumes from the staged steps, and clears `graph.json`, the staged copies and the embed folders once
-//! published), `prompt_tune/` (`graphrag-rs prompt-tune`, GraphRAG's auto templating: `mod.rs` options,
+//! published; `shard/model.rs`: the third map (issue #46) — the graph phase stops before each step whose
+//! verb `shards_model_calls` (resolution questions, summaries, reports), copies its input tables to
+//! `.shards/<key>/model/<step>-<inputs hash>/inputs/` and writes `model.json` (a `ModelStage`: step,
+//! wave, tables); `model_shard` runs that step over them with an `ItemShard` in the `VerbContext`, so
+//! the verb asks only its items, into the cache; the next graph phase runs the step from the cache and
+//! stops before the next stage, or stages the next wave of reports (the shards count `model_waves`)),
+//! `prompt_tune/` (`graphrag-rs prompt-tune`, GraphRAG's auto templating: `mod.rs` options,
 //! `generate_prompts` / `dry_run` / `write_prompts` and the check that the written prompts keep their
 //! steps' placeholders; `select.rs` runs the pipeline's `chunk` step and the steps before it in memory,
 //! then selects; `generate.rs` the questions to the chat model and each answer's check; `templates.rs` +
@@ -104,7 +110,7 @@ pub use run::{
 };
 pub use shard::{
     index_merge, index_merge_graph, run_shard, shard_status, update_merge, update_merge_graph, update_shard,
-    GraphStaged, ShardPhase, ShardReport, ShardSpec, MAX_SHARDS,
+    GraphStaged, ModelStage, ShardPhase, ShardReport, ShardSpec, MAX_SHARDS,
 };
 
 /// Asks every run in progress in this process to stop; see the crate docs.

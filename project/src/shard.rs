@@ -32,6 +32,13 @@
 //! staged steps and its embed steps find every vector in the cache. Without
 //! the middle phases the merge embeds them itself, as before.
 //!
+//! The model calls of the merge's global steps — entity-resolution
+//! questions, description summaries, community reports — are sharded in a
+//! third map ([`model`]): `--merge --phase graph` stops before each such step
+//! with its inputs staged, `index --shard K/N --phase model` asks the
+//! step's items whose key hashes to K into the cache, and the next
+//! `--merge --phase graph` runs the step from the cache and goes on.
+//!
 //! What is not sharded, and why: claims' ids and numbers count claims over
 //! the whole corpus, so the shards make the claim calls and the merge asks
 //! the cache again (no model call); the fast method's noun-phrase graph
@@ -48,9 +55,12 @@
 //! reads a shard half written.
 
 mod embed;
+mod model;
 
 use embed::embed_shard;
 pub use embed::{index_merge_graph, update_merge_graph, GraphStaged};
+use model::model_shard;
+pub use model::ModelStage;
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
@@ -63,7 +73,7 @@ use anyhow::{anyhow, bail, ensure, Context};
 use arrow_array::cast::AsArray;
 use arrow_array::types::Float32Type;
 use arrow_array::{Array, BooleanArray, RecordBatch, UInt32Array};
-use graphrag_engine::context::VerbContext;
+use graphrag_engine::context::{PreviousIndex, PublishedTables, VerbContext};
 use graphrag_engine::pipeline::{Plan, Step};
 use graphrag_engine::runner;
 use graphrag_engine::stats::RunStats;
@@ -124,12 +134,7 @@ impl fmt::Display for ShardSpec {
     }
 }
 
-/// The shard (0 to `count` - 1) of a document, from its stable id alone.
-pub(crate) fn shard_of(document_id: &str, count: usize) -> usize {
-    let digest = sha256_hex(&[document_id.as_bytes()]);
-    let head = u64::from_str_radix(&digest[..16], 16).expect("hex digest");
-    (head % count as u64) as usize
-}
+pub(crate) use graphrag_operations::ids::shard_of;
 
 /// What a step of the pipeline is in a sharded run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -249,6 +254,8 @@ pub enum ShardPhase {
     Units,
     /// The embeddings of the staged global tables' rows (`--shard K/N --phase embed`).
     Embed,
+    /// The model calls of the staged model stage (`--shard K/N --phase model`).
+    Model,
 }
 
 /// What a finished shard did (its `done.json`).
@@ -270,6 +277,12 @@ pub struct ShardReport {
     pub embedded_texts: usize,
     /// The shard's wall time, in seconds.
     pub seconds: f64,
+    /// The model phase: the stage it answered (`<step> wave <w>`).
+    #[serde(default)]
+    pub stage: String,
+    /// The model phase: the waves that step's calls come in.
+    #[serde(default)]
+    pub waves: usize,
     /// Requests the model servers answered (cache hits not counted).
     pub model_calls: u64,
     /// Model requests the cache answered.
@@ -404,6 +417,8 @@ impl ShardReport {
             documents: 0,
             text_units: 0,
             embedded_texts: 0,
+            stage: String::new(),
+            waves: 0,
             seconds: began.elapsed().as_secs_f64(),
             model_calls: stats.llm.values().map(|u| u.calls).sum(),
             cache_hits: stats.llm.values().map(|u| u.cache_hits).sum(),
@@ -448,6 +463,10 @@ pub fn shard_status(project: &Project, count: usize, phase: ShardPhase) -> anyho
     let finished = match phase {
         ShardPhase::Units => finished_shards(&base, count)?,
         ShardPhase::Embed => finished_shards(&embed::location(&base), count)?,
+        ShardPhase::Model => match model::read_marker(&base)? {
+            Some(stage) => finished_shards(&stage.shards(&base), count)?,
+            None => (0..count).map(|_| None).collect(),
+        },
     };
     Ok(finished.into_iter().map(|f| f.map(|f| f.report)).collect())
 }
@@ -571,9 +590,10 @@ pub fn index_merge(project: Project, count: Option<usize>, opts: &IndexOptions) 
 }
 
 /// Runs shard `spec` of `phase` and returns what it did: the per-document
-/// steps (`Units`) or the staged global rows' embeddings (`Embed`); see the
-/// crate docs. A shard that finished before with the same input and settings
-/// is only checked. Errors name the shard.
+/// steps (`Units`), the staged model stage's calls (`Model`) or the staged
+/// global rows' embeddings (`Embed`); see the crate docs. A shard that
+/// finished before with the same input and settings is only checked. Errors
+/// name the shard.
 pub fn run_shard(
     project: Project,
     spec: ShardSpec,
@@ -583,6 +603,7 @@ pub fn run_shard(
     match phase {
         ShardPhase::Units => index_shard(project, spec, run),
         ShardPhase::Embed => embed_shard(project, spec, run),
+        ShardPhase::Model => model_shard(project, spec, run, None),
     }
 }
 
@@ -597,6 +618,12 @@ pub fn update_shard(
     opts: &UpdateOptions,
 ) -> anyhow::Result<ShardReport> {
     let (project, _) = open_for_update(root, opts, true)?;
+    if phase == ShardPhase::Model {
+        // Summaries and reports of an update depend on the index it updates.
+        let index = project.storage.output.working_copy();
+        let previous = project.has_index().then(|| Box::new(PublishedTables(index)) as Box<dyn PreviousIndex>);
+        return model_shard(project, spec, &opts.run, previous);
+    }
     run_shard(project, spec, phase, &opts.run)
 }
 

@@ -1,6 +1,7 @@
-//! Sharded indexing for a driver (`graphrag_rs.ray`): one shard, the
-//! shards' status, the merge — the library functions `graphrag-rs index
-//! --shard K/N` and `--merge` call.
+//! Sharded indexing for a driver (`graphrag_rs.ray`): one shard of a phase
+//! (units, model, embed), the shards' status, the graph phase, the merge —
+//! the library functions `graphrag-rs index --shard K/N [--phase …]` and
+//! `--merge [--phase graph]` call.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -19,6 +20,8 @@ fn report_dict<'py>(py: Python<'py>, r: &ShardReport) -> PyResult<Bound<'py, PyD
     d.set_item("documents", r.documents)?;
     d.set_item("text_units", r.text_units)?;
     d.set_item("embedded_texts", r.embedded_texts)?;
+    d.set_item("stage", &r.stage)?;
+    d.set_item("waves", r.waves)?;
     d.set_item("seconds", r.seconds)?;
     d.set_item("model_calls", r.model_calls)?;
     d.set_item("cache_hits", r.cache_hits)?;
@@ -30,16 +33,18 @@ fn phase_name(phase: ShardPhase) -> &'static str {
     match phase {
         ShardPhase::Units => "units",
         ShardPhase::Embed => "embed",
+        ShardPhase::Model => "model",
     }
 }
 
-/// A shard phase's name (`units`, `embed`), parsed once here.
+/// A shard phase's name (`units`, `model`, `embed`), parsed once here.
 fn shard_phase(name: &str) -> PyResult<ShardPhase> {
     match name {
         "units" => Ok(ShardPhase::Units),
+        "model" => Ok(ShardPhase::Model),
         "embed" => Ok(ShardPhase::Embed),
         other => Err(pyo3::exceptions::PyValueError::new_err(format!(
-            "`{other}` is not a shard phase: expected units or embed"
+            "`{other}` is not a shard phase: expected units, model or embed"
         ))),
     }
 }
@@ -57,8 +62,9 @@ fn open(py: Python<'_>, root: &std::path::Path, method: &str) -> PyResult<Projec
 }
 
 /// Runs shard `shard` of `shards` of `root`'s input (as `graphrag-rs index
-/// --shard K/N [--phase embed]`) and returns its report (phase, documents,
-/// text_units, embedded_texts, seconds, model_calls, cache_hits, dir).
+/// --shard K/N [--phase model|embed]`) and returns its report (phase,
+/// documents, text_units, embedded_texts, stage, waves, seconds,
+/// model_calls, cache_hits, dir).
 #[pyfunction]
 #[pyo3(signature = (root, shard, shards, method = "auto", phase = "units"))]
 pub fn index_shard(
@@ -116,25 +122,53 @@ pub fn merge_shards(
     let stop = opts.run.stop.clone();
     let result =
         interruptible(py, move || graphrag_project::index_merge(project, shards, &opts), move || stop.request())?;
-    run_result(py, result, &raised)
+    let calls = result.as_ref().map(|r| step_calls(&r.stats)).unwrap_or_default();
+    let d = run_result(py, result, &raised)?;
+    d.bind(py).set_item("model_calls", calls)?;
+    Ok(d)
 }
 
-/// Stages the merge's steps but the per-item embeddings (as `graphrag-rs
-/// index --merge --phase graph --resume`: what is staged already and
-/// unchanged is kept, with its finished embed shards), for the embed
-/// shards; returns the staged tables' rows and the seconds it took.
+/// The steps of a run that called a model, with the calls the model answered.
+fn step_calls(stats: &graphrag_engine::stats::RunStats) -> Vec<(String, u64)> {
+    stats
+        .workflows
+        .iter()
+        .map(|(step, s)| (step.clone(), s.llm.values().map(|u| u.calls).sum::<u64>()))
+        .filter(|(_, calls)| *calls > 0)
+        .collect()
+}
+
+/// Stages the merge's steps but the per-item embeddings — with `stages`,
+/// up to the next model stage — (as `graphrag-rs index --merge --phase
+/// graph|stage --resume`: what is staged already and unchanged is kept, with
+/// its finished embed shards); returns the model stage it stopped before
+/// (`stage`: step and wave, or None when the graph is staged for the embed
+/// shards), the staged tables' rows, the model calls of each step it ran
+/// (`model_calls`: step → calls the model answered) and the seconds it took.
 #[pyfunction]
-#[pyo3(signature = (root, shards = None, method = "auto"))]
-pub fn merge_graph(py: Python<'_>, root: PathBuf, shards: Option<usize>, method: &str) -> PyResult<Py<PyAny>> {
+#[pyo3(signature = (root, shards = None, method = "auto", stages = false))]
+pub fn merge_graph(
+    py: Python<'_>,
+    root: PathBuf,
+    shards: Option<usize>,
+    method: &str,
+    stages: bool,
+) -> PyResult<Py<PyAny>> {
     let project = open(py, &root, method)?;
     let raised = Arc::new(Mutex::new(None));
     let opts = IndexOptions { resume: true, run: run_settings(None, None, &raised) };
     let stop = opts.run.stop.clone();
-    let staged =
-        interruptible(py, move || graphrag_project::index_merge_graph(project, shards, &opts), move || stop.request())?
-            .map_err(|e| to_py(&e))?;
+    let staged = interruptible(
+        py,
+        move || graphrag_project::index_merge_graph(project, shards, &opts, stages),
+        move || stop.request(),
+    )?
+    .map_err(|e| to_py(&e))?;
     let d = PyDict::new(py);
+    let stage = staged.model_stage.as_ref().map(|s| (s.step.clone(), s.wave));
+    d.set_item("stage", stage)?;
     d.set_item("rows", staged.rows.into_iter().collect::<Vec<_>>())?;
+    d.set_item("model_calls", step_calls(&staged.stats))?;
     d.set_item("runtime_s", staged.stats.total_runtime)?;
     Ok(d.into_any().unbind())
 }

@@ -51,6 +51,7 @@ def test_shards_then_merge_equal_a_single_build(mock_url, tmp_path):
     steps = []
     result = _native.merge_shards(root, None, "standard", lambda step, i, n, done: steps.append((step, done)))
     assert result["pipeline"] == "standard"
+    assert "extract_graph" not in dict(result["model_calls"]), "the shards extracted"
     assert ("extract_graph", "ran") in steps
     assert _published(sharded) == _published(single)
 
@@ -73,7 +74,19 @@ def test_embed_shards_then_merge_equal_a_single_build(mock_url, tmp_path):
     root = str(sharded)
     for k in range(2):
         _native.index_shard(root, k, 2, "fast")
-    staged = _native.merge_graph(root, None, "fast")
+    # The graph phase stops before the model's reports; two model shards ask them.
+    staged = _native.merge_graph(root, None, "fast", True)
+    stages = []
+    while staged["stage"] is not None:
+        step, wave = staged["stage"]
+        stages.append((step, wave))
+        assert _native.shard_status(root, 2, "fast", "model") == [None, None]
+        reports = [_native.index_shard(root, k, 2, "fast", "model") for k in range(2)]
+        assert all(r["phase"] == "model" and r["stage"] == f"{step} wave {wave}" for r in reports)
+        assert sum(r["model_calls"] for r in reports) > 0
+        staged = _native.merge_graph(root, None, "fast", True)
+        assert dict(staged["model_calls"]).get(step, 0) == 0, "the model shards answered the stage"
+    assert stages == [("community_reports", 0)]
     assert dict(staged["rows"])["entities"] > 0
     assert not (sharded / "output" / "entities.parquet").exists(), "the graph phase publishes nothing"
     assert _native.shard_status(root, 3, "fast", "embed") == [None, None, None]

@@ -13,8 +13,8 @@ use arrow_array::RecordBatch;
 use serde::Deserialize;
 use serde_json::Value;
 
-use graphrag_engine::context::VerbContext;
-use graphrag_engine::llm::{answer, Message};
+use graphrag_engine::context::{ItemShard, VerbContext};
+use graphrag_engine::llm::{answer, Answer, Message};
 use graphrag_engine::schema;
 use graphrag_engine::settings::{CommunityReportsConfig, UpdateConfig};
 use graphrag_engine::table::{int_lists, ints, strings, StringLists};
@@ -283,6 +283,13 @@ impl Verb for CommunityReport {
         self.uses_llm(ctx)
     }
 
+    /// By community, a wave at a time: a model stage's shard of wave w asks
+    /// for the reports of wave w whose community number hashes to it,
+    /// reading the sub-communities' reports they wait for from the cache.
+    fn shards_model_calls(&self) -> bool {
+        true
+    }
+
     fn external_fingerprint(&self, ctx: &VerbContext) -> anyhow::Result<Option<String>> {
         if !self.uses_llm(ctx)? {
             return Ok(Some("extractive".into()));
@@ -340,13 +347,17 @@ impl Verb for CommunityReport {
             );
             let schedule = self.schedule(&sources, &community, &children, &reports);
             let row_of: HashMap<i64, usize> = community.iter().enumerate().map(|(i, &c)| (c, i)).collect();
+            let parts = schedule.parts(ctx.item_shard(), &community, &children, &row_of);
+            if ctx.item_shard().is_some() {
+                ctx.count("model_waves", schedule.wave.iter().max().map_or(0, |w| w + 1) as u64);
+            }
             let total = comms.num_rows();
             let (repairs, fallback_count, failures) = (Cell::new(0u64), Cell::new(0u64), RefCell::new(Vec::new()));
             // One future per report to make, in schedule order (sub-communities
             // first); a report that needs its sub-communities' reports awaits
             // theirs, and only theirs.
             let mut pending: Vec<Option<ReportFuture>> = vec![None; total];
-            for &i in &schedule.order {
+            for &i in schedule.order.iter().filter(|&&i| parts[i] != Part::Skip) {
                 let subs: Vec<(i64, Child)> = if schedule.waits[i] {
                     children[i]
                         .iter()
@@ -362,7 +373,7 @@ impl Verb for CommunityReport {
                 let (model, prompt, bar, check, sources) = (model.clone(), &prompt, bar.clone(), &check, &sources);
                 let (wave, sizes, failures, repairs, fallbacks) =
                     (schedule.wave[i], &sizes, &failures, &repairs, &fallback_count);
-                let (community, level) = (community[i], level[i]);
+                let (community, level, from_cache) = (community[i], level[i], parts[i] == Part::FromCache);
                 let report = async move {
                     let mut sub_reports = Vec::with_capacity(subs.len());
                     for (ch, child) in subs {
@@ -391,6 +402,14 @@ impl Verb for CommunityReport {
                         return Arc::new(m.extractive_report());
                     }
                     let answer = match prompt.render(&vars) {
+                        Ok(p) if from_cache => {
+                            let cached = model.cached_answer(&[Message::user(p)], true, usage, check);
+                            cached.map(|a| Answer { value: a.value.0, completion: a.completion, from_cache: true }).ok_or_else(|| {
+                                anyhow::anyhow!(
+                                    "its report, of wave {wave}, is not in the cache: run that wave's model shards first"
+                                )
+                            })
+                        }
                         Ok(p) => model.chat_json_with(&[Message::user(p)], usage, check).await.map_err(Into::into),
                         Err(e) => Err(e),
                     };
@@ -414,10 +433,11 @@ impl Verb for CommunityReport {
                 };
                 pending[i] = Some(report.boxed_local().shared());
             }
-            let futures = schedule.order.iter().map(|&i| pending[i].clone().expect("scheduled"));
+            let made_here: Vec<usize> = schedule.order.iter().copied().filter(|&i| parts[i] != Part::Skip).collect();
+            let futures = made_here.iter().map(|&i| pending[i].clone().expect("scheduled"));
             let made: Vec<Arc<Report>> = ctx.llm()?.block_on(stream::iter(futures).buffered(IN_FLIGHT).collect());
             drop(pending);
-            for (&i, r) in schedule.order.iter().zip(made) {
+            for (&i, r) in made_here.iter().zip(made) {
                 reports.insert(community[i], Arc::unwrap_or_clone(r));
             }
             (repaired, fallbacks) = (repairs.get(), fallback_count.get());
@@ -428,7 +448,10 @@ impl Verb for CommunityReport {
         ctx.count("reports_repaired", repaired);
         ctx.count("reports_extractive", if use_llm { fallbacks } else { comms.num_rows() as u64 });
 
-        let rows: Vec<&Report> = community.iter().map(|c| &reports[c]).collect();
+        // A model stage's shard made only some reports: the others' rows
+        // are empty (what it returns is no step's output).
+        let none = Report::default();
+        let rows: Vec<&Report> = community.iter().map(|c| reports.get(c).unwrap_or(&none)).collect();
         let table = RecordBatch::try_new(
             schema::community_reports(),
             vec![
@@ -562,6 +585,55 @@ struct Schedule {
     wave: Vec<usize>,
     /// Per row: whether its report needs its sub-communities' reports.
     waits: Vec<bool>,
+}
+
+impl Schedule {
+    /// What a run makes of each row: every report still to make, or in a
+    /// model stage's shard of wave w its reports of that wave and, from the
+    /// cache, the earlier reports they wait for (and those wait for).
+    fn parts(
+        &self,
+        shard: Option<ItemShard>,
+        community: &[i64],
+        children: &[Vec<i64>],
+        row_of: &HashMap<i64, usize>,
+    ) -> Vec<Part> {
+        let Some(shard) = shard else { return vec![Part::Ask; community.len()] };
+        let mut parts = vec![Part::Skip; community.len()];
+        let mut stack: Vec<usize> = Vec::new();
+        for &i in &self.order {
+            if self.wave[i] == shard.wave && shard.asks(&community[i].to_string()) {
+                parts[i] = Part::Ask;
+                stack.push(i);
+            }
+        }
+        // Only rows in `order` wait; kept reports are not made again.
+        let to_make: HashSet<usize> = self.order.iter().copied().collect();
+        while let Some(i) = stack.pop() {
+            if !self.waits[i] {
+                continue;
+            }
+            for &ch in children[i].iter().filter_map(|c| row_of.get(c)) {
+                if parts[ch] == Part::Skip && to_make.contains(&ch) {
+                    parts[ch] = Part::FromCache;
+                    stack.push(ch);
+                }
+            }
+        }
+        parts
+    }
+}
+
+/// What a run does for a report still to make.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Part {
+    /// Asks the model (or the cache) for it.
+    Ask,
+    /// Reads it from the cache, for a report that waits for it (a model
+    /// stage's shard: an earlier wave's, another shard's or its own).
+    FromCache,
+    /// Leaves it out (a model stage's shard: another wave's or shard's).
+    Skip,
 }
 
 /// A report on its way, awaited by the report stream and by its parent's.

@@ -235,6 +235,8 @@ impl ResolveEntities {
         };
         batches(&keys, self.batch_size)
             .into_iter()
+            // A model stage's shard asks the batches whose first pair hashes to it.
+            .filter(|pairs| ctx.asks(&keys[pairs[0]]))
             .map(|pairs| {
                 let sides: Vec<(Side, Side)> = pairs.iter().map(|&k| (side(asked[k].a), side(asked[k].b))).collect();
                 let vars = BTreeMap::from([
@@ -475,6 +477,12 @@ impl Verb for ResolveEntities {
 
     fn calls_model(&self, ctx: &VerbContext) -> anyhow::Result<bool> {
         self.uses_llm(ctx)
+    }
+
+    /// By question batch: a model stage's shard asks the batches whose
+    /// first candidate pair hashes to it.
+    fn shards_model_calls(&self) -> bool {
+        true
     }
 
     fn llm_estimate(&self, inputs: &[Arc<RecordBatch>], ctx: &VerbContext) -> anyhow::Result<Option<LlmEstimate>> {

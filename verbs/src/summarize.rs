@@ -236,6 +236,12 @@ impl Verb for Summarize {
         Ok(true)
     }
 
+    /// By element: a model stage's shard summarises the entities and
+    /// relationships whose name hashes to it.
+    fn shards_model_calls(&self) -> bool {
+        true
+    }
+
     fn external_fingerprint(&self, ctx: &VerbContext) -> anyhow::Result<Option<String>> {
         let model = ctx.llm()?.chat_model_for(&self.model_id, self.model_instance_name.as_deref())?;
         let mut fp = fingerprint(&model.fingerprint(), &[&ctx.prompt(&self.prompt)?]);
@@ -314,6 +320,8 @@ impl Verb for Summarize {
                 async move {
                     let list = match work {
                         Work::Ready { text, .. } => return anyhow::Ok(text.clone()),
+                        // Another shard's element (a model stage's shard).
+                        Work::Summarize { .. } if !ctx.asks(name) => return Ok(text_without_model(work)),
                         Work::Summarize { list, .. } => list,
                     };
                     let mut summary: Option<String> = None;

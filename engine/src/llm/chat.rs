@@ -135,6 +135,22 @@ impl ChatModel {
         self.cache.as_ref().is_some_and(|c| matches!(c.get(&key, |a: &Completion| check.check(a)), Lookup::Hit(_)))
     }
 
+    /// The cached usable answer to this exact request, counted as a cache
+    /// hit; `None` when the cache has none (no model call is made): how a
+    /// model stage's shard reads an earlier wave's answers.
+    pub fn cached_answer<T, F>(
+        &self,
+        messages: &[Message],
+        json: bool,
+        usage: &UsageCounters,
+        check: &AnswerCheck<F>,
+    ) -> Option<Answer<T>>
+    where
+        F: Fn(&str) -> Result<T, String>,
+    {
+        self.cached(&self.cache_key(&self.request_body(messages, json, self.config.max_tokens)), usage, check)
+    }
+
     /// A chat completion that passes `check`: from the cache when this
     /// request was answered usably before, else from the model (see the
     /// module doc for what happens to an unusable answer). `json` asks for

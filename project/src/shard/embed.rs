@@ -26,12 +26,13 @@ use graphrag_engine::context::{PreviousIndex, PublishedTables, VerbContext};
 use graphrag_engine::pipeline::{Plan, Step};
 use graphrag_engine::runner;
 use graphrag_engine::stats::RunStats;
-use graphrag_engine::storage::Location;
+use graphrag_engine::storage::{Location, WorkingCopy};
 use graphrag_engine::table::strings;
 use graphrag_engine::verb::{Verb, VerbInfo};
 use graphrag_engine::{staging, store};
 use serde::{Deserialize, Serialize};
 
+use super::model::{self, ModelStage, Next};
 use super::{
     from_fragments, is_global_embed, relink, shard_location, shard_of, shards_location, without_ann_index, ShardPhase,
     ShardReport, ShardSpec, DONE,
@@ -52,9 +53,14 @@ fn staged_tables(base: &Location) -> Location {
     base.join("graph")
 }
 
-/// What `--phase graph` staged for the embed shards (its `graph.json`).
+/// What `--phase graph` staged: the graph for the embed shards (its
+/// `graph.json`), or the inputs of the model stage it stopped before.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct GraphStaged {
+    /// The model stage it stopped before (`--shard K/M --phase model`
+    /// next, then `--merge --phase stage` again); `None`: the graph is staged.
+    #[serde(skip)]
+    pub model_stage: Option<ModelStage>,
     /// The staged tables the embed steps read: sha256 of each file.
     pub(crate) tables: BTreeMap<String, String>,
     /// Their rows (the texts the embed shards share out, at most).
@@ -67,64 +73,132 @@ pub struct GraphStaged {
     pub staging_dir: PathBuf,
 }
 
-/// Whether `--phase graph` staged the graph and the merge has not published it yet.
+/// Whether `--phase graph` staged the graph, or stopped before a model
+/// stage, and the merge has not published it yet.
 pub(super) fn graph_staged(base: &Location) -> anyhow::Result<bool> {
-    Ok(base.read(GRAPH)?.is_some())
+    Ok(base.read(GRAPH)?.is_some() || model::read_marker(base)?.is_some())
 }
 
-/// After the merge published: the marker, the staged tables' copies and the
-/// embed shards' folders go (their vectors are in the cache).
+/// After the merge published: the markers, the staged tables' copies and the
+/// embed and model shards' folders go (their answers are in the cache).
 pub(super) fn clear(base: &Location) -> anyhow::Result<()> {
+    clear_embed(base)?;
+    model::clear(base)
+}
+
+/// The graph's marker, its staged tables' copies and the embed shards' folders.
+fn clear_embed(base: &Location) -> anyhow::Result<()> {
     base.remove(GRAPH)?;
     staged_tables(base).remove_all()?;
     location(base).remove_all()
 }
 
+/// Refuses a shard `--phase` that hands its answers to the merge through
+/// the model cache when the cache is off.
+pub(super) fn require_cache(project: &Project, phase: &str) -> anyhow::Result<()> {
+    let cache = &project.settings().cache;
+    if !cache.enabled() {
+        bail!(
+            "`--phase {phase}` hands its answers to the merge through the model cache, and cache.type is `{}` in settings.yaml: set it to `json` (the default), or merge without the {phase} phase",
+            cache.kind
+        );
+    }
+    Ok(())
+}
+
 /// `index --merge --phase graph`: the merge of the finished shards of
 /// `count` (or of the only count there is), without the per-item
-/// embeddings, staged for the embed shards and the last `--merge`.
-pub fn index_merge_graph(project: Project, count: Option<usize>, opts: &IndexOptions) -> anyhow::Result<GraphStaged> {
+/// embeddings, staged for the embed shards and the last `--merge`; with
+/// `model_stages` (`--phase stage`), only up to the next model stage, staged
+/// for the model shards (see [`model`]).
+pub fn index_merge_graph(
+    project: Project,
+    count: Option<usize>,
+    opts: &IndexOptions,
+    model_stages: bool,
+) -> anyhow::Result<GraphStaged> {
+    // After a model stage it goes on from what it staged.
+    let base = shards_location(&project.storage.output, &project.plan);
+    let resume = opts.resume || model::read_marker(&base)?.is_some();
     let writer = project.storage.output.lock_for_writing()?;
-    writer.prepare(opts.resume)?;
-    let staged = stage_graph(project, None, opts.resume, &opts.run, count);
+    writer.prepare(resume)?;
+    let staged = stage_graph(project, None, resume, &opts.run, count, model_stages);
     drop(writer);
     staged
 }
 
 /// `update --merge --phase graph`: as [`index_merge_graph`], for an update
 /// (which always resumes from what is staged).
-pub fn update_merge_graph(root: &Path, count: Option<usize>, opts: &UpdateOptions) -> anyhow::Result<GraphStaged> {
+pub fn update_merge_graph(
+    root: &Path,
+    count: Option<usize>,
+    opts: &UpdateOptions,
+    model_stages: bool,
+) -> anyhow::Result<GraphStaged> {
     let (project, writer) = open_for_update(root, opts, false)?;
     let index = project.storage.output.working_copy();
     let previous = project.has_index().then(|| Box::new(PublishedTables(index.clone())) as Box<dyn PreviousIndex>);
-    let staged = stage_graph(project, previous, true, &opts.run, count);
+    let staged = stage_graph(project, previous, true, &opts.run, count, model_stages);
     drop(writer);
     staged
 }
 
 /// Runs the merge's plan but the per-item embeddings into the staging
-/// folder and records what the embed shards read.
+/// folder, up to the next model stage (with `model_stages`; see [`model`])
+/// or to the end, and records what the model shards or the embed shards read.
 fn stage_graph(
     mut project: Project,
     previous: Option<Box<dyn PreviousIndex>>,
     resume: bool,
     run: &RunSettings,
     count: Option<usize>,
+    model_stages: bool,
 ) -> anyhow::Result<GraphStaged> {
     project.llm.stop_with(&run.stop);
     let output = project.storage.output.clone();
     let run_opts = run_options(&project, resume, run);
     let staging_dir = staging::dir(output.working_copy().path());
+    // The cache is the model shards' channel: without it, no stage.
+    let stop_at_stages = model_stages && project.settings().cache.enabled();
     let (mut plan, ws) = project.workspace(&staging_dir, previous);
-    let base = from_fragments(&mut plan, &output, count)?;
+    let base = shards_location(&output, &plan);
     let (embeds, mut steps): (Vec<Step>, Vec<Step>) = plan.steps.into_iter().partition(is_global_embed);
     relink(&mut steps)?;
+    let mut staged = GraphStaged {
+        model_stage: None,
+        tables: BTreeMap::new(),
+        rows: BTreeMap::new(),
+        stats: RunStats::default(),
+        staging_dir: staging_dir.clone(),
+    };
+    let next = model::next(&base, &steps, stop_at_stages, base.read(GRAPH)?.is_some())?;
+    if let Next::Wave(stage) = next {
+        model::save(&base, &stage)?;
+        return Ok(GraphStaged { model_stage: Some(stage), ..staged });
+    }
+    plan.steps = steps;
+    from_fragments(&mut plan, &output, count)?;
     let left_out: BTreeSet<&String> = embeds.iter().flat_map(|s| &s.outputs).collect();
-    let published = plan.published.iter().filter(|t| !left_out.contains(t)).cloned().collect();
-    let plan = Plan { steps, published, ..plan };
+    let stop_before = match next {
+        Next::Stage(at) => {
+            let step = &plan.steps[at];
+            let stage = (step.id.clone(), step.inputs.clone());
+            plan.steps = model::before_stage(std::mem::take(&mut plan.steps), at)?;
+            Some(stage)
+        }
+        _ => None,
+    };
+    let produced: BTreeSet<&String> = plan.steps.iter().flat_map(|s| &s.outputs).collect();
+    let published = plan.published.iter().filter(|t| !left_out.contains(t) && produced.contains(t)).cloned().collect();
+    let plan = Plan { published, ..plan };
     let stats = runner::run(&plan, &ws, &run_opts)?;
-    let mut staged =
-        GraphStaged { tables: BTreeMap::new(), rows: BTreeMap::new(), stats, staging_dir: staging_dir.clone() };
+    if let Some((step, inputs)) = stop_before {
+        clear_embed(&base)?;
+        let path_of = |t: &str| store::table_path(&staging_dir, t, plan.is_published(t));
+        let stage = model::stage(&base, &step, &inputs, path_of)?;
+        return Ok(GraphStaged { model_stage: Some(stage), stats, ..staged });
+    }
+    staged.stats = stats;
     for table in embeds.iter().flat_map(|s| &s.inputs) {
         let path = store::table_path(&staging_dir, table, plan.is_published(table));
         let hash = store::file_sha256(&path).with_context(|| format!("reading {}", path.display()))?;
@@ -134,13 +208,14 @@ fn stage_graph(
     // Embed shards of another staging embedded other rows: they run again
     // (those of this one, staged again unchanged, are kept).
     if read_marker(&base)?.map(|before| before.tables) != Some(staged.tables.clone()) {
-        clear(&base)?;
+        clear_embed(&base)?;
         let copies = staged_tables(&base).working_copy();
         for table in staged.tables.keys() {
             copies.put_table(table, &store::table_path(&staging_dir, table, plan.is_published(table)))?;
         }
     }
     base.put(GRAPH, &serde_json::to_vec_pretty(&staged)?)?;
+    model::clear(&base)?;
     Ok(staged)
 }
 
@@ -149,17 +224,18 @@ fn read_marker(base: &Location) -> anyhow::Result<Option<GraphStaged>> {
     Ok(base.read(GRAPH)?.and_then(|bytes| serde_json::from_slice(&bytes).ok()))
 }
 
-/// The rows of a staged table whose id hashes to one embed shard.
+/// A staged table, or its rows whose id hashes to one shard.
 struct StagedRows {
     path: PathBuf,
     /// The file's sha256 when `--phase graph` staged it.
     hash: String,
-    spec: ShardSpec,
+    /// The shard whose rows are kept (an embed shard); `None`: all (a model shard).
+    spec: Option<ShardSpec>,
 }
 
 const STAGED_ROWS: VerbInfo = VerbInfo {
     name: "staged_rows",
-    about: "the rows of a staged table that belong to one embed shard",
+    about: "a table the graph phase staged, or the rows of it that belong to one shard",
     inputs: &[],
     outputs: &["table"],
 };
@@ -168,35 +244,64 @@ impl Verb for StagedRows {
     fn run(&self, _: &[Arc<RecordBatch>], _: &VerbContext) -> anyhow::Result<Vec<RecordBatch>> {
         ensure!(
             store::file_sha256(&self.path).as_deref() == Some(self.hash.as_str()),
-            "{} is not what `--merge --phase graph` staged (another one since?): run `--merge --phase graph` again, then the embed shards",
+            "{} is not what `--merge --phase graph` staged (another one since?): run `--merge --phase graph` again, then the shards",
             self.path.display()
         );
         let table = store::read_table(&self.path)?;
+        let Some(spec) = self.spec else { return Ok(vec![table]) };
         let ids = strings(&table, &self.path.display().to_string(), "id")?;
-        let keep: BooleanArray = ids.iter().map(|id| Some(shard_of(id, self.spec.count) == self.spec.index)).collect();
+        let keep: BooleanArray = ids.iter().map(|id| Some(shard_of(id, spec.count) == spec.index)).collect();
         Ok(vec![arrow_select::filter::filter_record_batch(&table, &keep)?])
     }
 
     fn external_fingerprint(&self, _: &VerbContext) -> anyhow::Result<Option<String>> {
-        Ok(Some(format!("{} shard {}", self.hash, self.spec)))
+        Ok(Some(match self.spec {
+            Some(spec) => format!("{} shard {spec}", self.hash),
+            None => self.hash.clone(),
+        }))
     }
+}
+
+/// The step that gives a shard the staged table `table` of `copies` (or
+/// its rows of shard `spec`), brought from the shared location unless the
+/// local copy is it already.
+pub(super) fn staged_step(
+    copies: &WorkingCopy,
+    table: &str,
+    hash: &str,
+    spec: Option<ShardSpec>,
+) -> anyhow::Result<Step> {
+    let path = copies.table_path(table);
+    if store::file_sha256(&path).as_deref() != Some(hash) && !copies.pull_table(table)? {
+        bail!("{} is missing: run `--merge --phase graph` again, then the shards", path.display());
+    }
+    Ok(Step {
+        id: format!("staged_{table}"),
+        info: STAGED_ROWS,
+        inputs: Vec::new(),
+        outputs: vec![table.to_string()],
+        args: serde_json::json!({}),
+        verb: Box::new(StagedRows { path, hash: hash.to_string(), spec }),
+        line: None,
+        deps: Vec::new(),
+    })
 }
 
 /// `index --shard K/N --phase embed`: embeds the staged rows of shard K
 /// into the model cache (see the module docs); a finished shard is only
 /// checked. Errors name the shard.
 pub(crate) fn embed_shard(mut project: Project, spec: ShardSpec, run: &RunSettings) -> anyhow::Result<ShardReport> {
-    let cache = &project.settings().cache;
-    if !cache.enabled() {
-        bail!(
-            "`--phase embed` hands its vectors to the merge through the model cache, and cache.type is `{}` in settings.yaml: set it to `json` (the default), or merge without the embed phase",
-            cache.kind
-        );
-    }
+    require_cache(&project, "embed")?;
     project.llm.stop_with(&run.stop);
     let began = Instant::now();
     let base = shards_location(&project.storage.output, &project.plan);
     let Some(staged) = read_marker(&base)? else {
+        if let Some(stage) = model::read_marker(&base)? {
+            bail!(
+                "the graph phase stopped before the model stage `{}`: run `--shard K/N --phase model` for K = 0 to N-1, then `--merge --phase stage` again until it stages the graph (or `--merge --phase graph`, which asks the stages left itself)",
+                stage.step
+            )
+        }
         bail!(
             "no staged graph to embed for these settings and pipeline: run the shards (`--shard K/N`), then `--merge --phase graph`, then `--shard K/N --phase embed`"
         )
@@ -211,21 +316,7 @@ pub(crate) fn embed_shard(mut project: Project, spec: ShardSpec, run: &RunSettin
     let (plan, ws) = project.workspace(&dir, None);
     let mut steps: Vec<Step> = Vec::new();
     for (table, hash) in &staged.tables {
-        let path = copies.table_path(table);
-        // A copy brought before (or made here by `--phase graph`) is not brought again.
-        if store::file_sha256(&path).as_deref() != Some(hash.as_str()) && !copies.pull_table(table)? {
-            bail!("{} is missing: run `--merge --phase graph` again, then the embed shards", path.display());
-        }
-        steps.push(Step {
-            id: format!("staged_{table}"),
-            info: STAGED_ROWS,
-            inputs: Vec::new(),
-            outputs: vec![table.clone()],
-            args: serde_json::json!({}),
-            verb: Box::new(StagedRows { path, hash: hash.clone(), spec }),
-            line: None,
-            deps: Vec::new(),
-        });
+        steps.push(staged_step(&copies, table, hash, Some(spec))?);
     }
     let mut embeds: Vec<Step> = plan.steps.into_iter().filter(is_global_embed).collect();
     for step in &mut embeds {
