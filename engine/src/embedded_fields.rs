@@ -41,6 +41,18 @@ impl EmbeddedField {
         }
     }
 
+    /// A mark of how [`texts`] makes this field's texts, for the embed
+    /// step's fingerprint: a change there changes the mark, so that a run
+    /// resumed from before embeds the field again. Empty for fields whose
+    /// texts are as they always were.
+    pub fn texts_mark(self) -> &'static str {
+        match self {
+            // Extractive reports are embedded from their head (`report_texts`).
+            EmbeddedField::CommunityFullContent => "|extractive-report-head",
+            _ => "",
+        }
+    }
+
     /// The table whose rows the field's vectors belong to.
     pub fn table(self) -> &'static str {
         match self {

@@ -160,12 +160,7 @@ impl Verb for Embed {
             return Ok(None);
         }
         let model = ctx.llm()?.embedding_model_for(&self.model_id, self.model_instance_name.as_deref())?.fingerprint();
-        // Extractive reports are embedded from their head since this mark
-        // (`embedded_fields`): a step resumed from before embeds them again.
-        Ok(Some(match self.field {
-            EmbeddedField::CommunityFullContent => format!("{model}|extractive-report-head"),
-            _ => model,
-        }))
+        Ok(Some(format!("{model}{}", self.field.texts_mark())))
     }
 
     fn calls_model(&self, _ctx: &VerbContext) -> anyhow::Result<bool> {
